@@ -1,0 +1,10 @@
+// Package store is stashd's durable state in PostgreSQL (pgx/v5): sources and
+// their watermarks, the package catalogue, deliveries, dead letters, and the
+// advisory locks that keep workers, accounts and daemon instances from
+// fetching or delivering one package twice.
+//
+// Every write is idempotent (ON CONFLICT clauses) and the invariants that
+// matter (one row per source key, content hash and unique id; one delivery per
+// package, destination and part) are constraints, not just code. store knows
+// nothing of Telegram beyond the ids in tg's types and must not call it.
+package store

@@ -1,0 +1,67 @@
+package tg
+
+import (
+	"context"
+	"time"
+)
+
+// Client is the port: the TDLib requests stashd makes for one account. Each
+// method is one TDLib request and is named after it. Implementations are
+// safe for concurrent use.
+//
+// Updates are delivered on the channel returned by Updates. The consumer must
+// drain it continuously (Session does): an adapter's receiver may block on a
+// full channel, and with go-tdlib a blocked receiver stalls every request.
+type Client interface {
+	// Updates returns the client's update stream. It is closed by Close.
+	Updates() <-chan Update
+	// LoadChats loads the chat list; getChat and openChat fail with
+	// ErrChatNotFound until it has run.
+	LoadChats(ctx context.Context) error
+	// GetMe returns the logged-in account.
+	GetMe(ctx context.Context) (User, error)
+	// GetChat returns a chat from the client's local state. It is cheap.
+	GetChat(ctx context.Context, chat ChatID) (Chat, error)
+	// OpenChat asks for realtime updates of chat. Supergroups and channels
+	// receive updates only while open.
+	OpenChat(ctx context.Context, chat ChatID) error
+	// SearchChatMessages searches one chat (searchChatMessages).
+	SearchChatMessages(ctx context.Context, q Search) ([]Message, error)
+	// GetMessage fetches one message by id.
+	GetMessage(ctx context.Context, chat ChatID, id MessageID) (Message, error)
+	// GetChatMessageByDate returns the last message sent before or at date.
+	GetChatMessageByDate(ctx context.Context, chat ChatID, date time.Time) (Message, error)
+	// GetForumTopic returns a forum topic.
+	GetForumTopic(ctx context.Context, chat ChatID, threadID int64) (Topic, error)
+	// DownloadFile starts an asynchronous download of file and returns its
+	// current state; progress and completion arrive as FileUpdated updates
+	// (none arrive when the returned file is already complete).
+	DownloadFile(ctx context.Context, file int32) (File, error)
+	// SendDocument sends a document already on Telegram (inputFileRemote) to
+	// chat. It returns the temporary message; the outcome arrives as
+	// SendSucceeded or SendFailed carrying its id.
+	SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error)
+	// Close stops the client and closes its update stream.
+	Close() error
+}
+
+// Method names used to count and rate-limit requests, as TDLib spells them.
+const (
+	MethodLoadChats            = "loadChats"
+	MethodGetMe                = "getMe"
+	MethodGetChat              = "getChat"
+	MethodOpenChat             = "openChat"
+	MethodSearchChatMessages   = "searchChatMessages"
+	MethodGetMessage           = "getMessage"
+	MethodGetChatMessageByDate = "getChatMessageByDate"
+	MethodGetForumTopic        = "getForumTopic"
+	MethodDownloadFile         = "downloadFile"
+	MethodSendMessage          = "sendMessage"
+)
+
+// Methods lists every request method of the port.
+var Methods = []string{
+	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat,
+	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
+	MethodGetForumTopic, MethodDownloadFile, MethodSendMessage,
+}

@@ -1,0 +1,101 @@
+package tg
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Error is a failed Telegram request as TDLib reports it: a code and a
+// message such as 400 "CHANNEL_PRIVATE" or 429 "Too Many Requests: retry
+// after 30".
+type Error struct {
+	Code    int
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("telegram %d: %s", e.Code, e.Message) }
+
+// Class tells a caller how to recover from an error.
+type Class string
+
+// Error classes.
+const (
+	// ClassRetryable errors may succeed later without any change: network
+	// trouble, 500s, timeouts.
+	ClassRetryable Class = "retryable"
+	// ClassPermanent errors will not succeed for this request: the chat is
+	// private, the message is gone, the input is invalid.
+	ClassPermanent Class = "permanent"
+	// ClassFloodWait means the account must wait before its next request.
+	ClassFloodWait Class = "flood_wait"
+	// ClassIgnored are errors TDLib asks clients to handle silently (406).
+	ClassIgnored Class = "ignored"
+)
+
+// FloodWaitError is a 429 with the wait Telegram asked for.
+type FloodWaitError struct {
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *FloodWaitError) Error() string {
+	return fmt.Sprintf("flood wait %s: %v", e.RetryAfter, e.Err)
+}
+func (e *FloodWaitError) Unwrap() error { return e.Err }
+
+// PermanentError marks a failure that retrying will not fix.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err as a PermanentError.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// Sentinel errors the port's implementations return (wrapped in *Error or
+// PermanentError where Telegram gives a code).
+var (
+	// ErrChatNotFound: the chat is unknown to this client (not loaded, or no
+	// access). Before loadChats TDLib answers this for every chat.
+	ErrChatNotFound = errors.New("chat not found")
+	// ErrMessageNotFound: the message does not exist or was deleted.
+	ErrMessageNotFound = errors.New("message not found")
+	// ErrClosed: the client has been closed.
+	ErrClosed = errors.New("telegram client closed")
+	// ErrNoTDLib: this binary was built without TDLib.
+	ErrNoTDLib = errors.New("stashd was built without TDLib (build with -tags libtdjson, see README)")
+)
+
+// Classify returns the recovery class of err. Unknown errors are retryable:
+// the retry loop and its attempt cap decide when to give up.
+func Classify(err error) Class {
+	var fw *FloodWaitError
+	var pe *PermanentError
+	var te *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &fw):
+		return ClassFloodWait
+	case errors.As(err, &pe), errors.Is(err, ErrChatNotFound), errors.Is(err, ErrMessageNotFound):
+		return ClassPermanent
+	case errors.As(err, &te):
+		switch {
+		case te.Code == 406:
+			return ClassIgnored
+		case te.Code == 400 || te.Code == 403 || te.Code == 404:
+			return ClassPermanent
+		}
+	}
+	return ClassRetryable
+}
+
+// FloodWait returns the wait a flood-wait error asks for, and whether err is one.
+func FloodWait(err error) (time.Duration, bool) {
+	var fw *FloodWaitError
+	if errors.As(err, &fw) {
+		return fw.RetryAfter, true
+	}
+	return 0, false
+}

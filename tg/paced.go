@@ -1,0 +1,193 @@
+package tg
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+// Metrics counts Telegram requests for every account of the process.
+type Metrics struct {
+	requests  *prometheus.CounterVec
+	floodWait *prometheus.CounterVec
+}
+
+// NewMetrics registers the request metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stashd_telegram_requests_total",
+			Help: "Telegram requests made, by account, TDLib method and result (ok, error, flood_wait).",
+		}, []string{"account", "method", "result"}),
+		floodWait: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stashd_telegram_flood_wait_seconds_total",
+			Help: "Seconds of FLOOD_WAIT Telegram imposed, by account.",
+		}, []string{"account"}),
+	}
+	reg.MustRegister(m.requests, m.floodWait)
+	return m
+}
+
+// PacedConfig configures one account's request pacing.
+type PacedConfig struct {
+	// Account labels metrics.
+	Account string
+	// Rate is the steady request rate per second; zero means 20.
+	Rate float64
+	// Burst is the token bucket size; zero means 10.
+	Burst int
+	// MaxFloodWaits is how many flood waits one call sits out before it
+	// returns the FloodWaitError to its caller; zero means 3.
+	MaxFloodWaits int
+}
+
+// Paced wraps a Client with one account's token-bucket limiter and flood-wait
+// pause, and counts every request. A 429 pauses every request of this
+// account, and only this account, until its retry-after has passed.
+type Paced struct {
+	Client
+	cfg     PacedConfig
+	limiter *rate.Limiter
+	m       *Metrics
+
+	mu          sync.Mutex
+	pausedUntil time.Time
+}
+
+// NewPaced wraps c. m may be nil (no metrics).
+func NewPaced(c Client, cfg PacedConfig, m *Metrics) *Paced {
+	if cfg.Rate <= 0 {
+		cfg.Rate = 20
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 10
+	}
+	if cfg.MaxFloodWaits <= 0 {
+		cfg.MaxFloodWaits = 3
+	}
+	return &Paced{Client: c, cfg: cfg, limiter: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), m: m}
+}
+
+// PausedUntil returns when the current flood-wait pause ends (zero if none).
+func (p *Paced) PausedUntil() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pausedUntil
+}
+
+func (p *Paced) wait(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		d := time.Until(p.pausedUntil)
+		p.mu.Unlock()
+		if d <= 0 {
+			return p.limiter.Wait(ctx)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// do runs one request under the account's pacing.
+func do[T any](ctx context.Context, p *Paced, method string, call func() (T, error)) (T, error) {
+	var zero T
+	for attempt := 1; ; attempt++ {
+		if err := p.wait(ctx); err != nil {
+			return zero, err
+		}
+		v, err := call()
+		if d, ok := FloodWait(err); ok {
+			p.count(method, "flood_wait")
+			p.mu.Lock()
+			if until := time.Now().Add(d); until.After(p.pausedUntil) {
+				p.pausedUntil = until
+			}
+			p.mu.Unlock()
+			if p.m != nil {
+				p.m.floodWait.WithLabelValues(p.cfg.Account).Add(d.Seconds())
+			}
+			if attempt >= p.cfg.MaxFloodWaits {
+				return zero, err
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			p.count(method, "error")
+		} else if err == nil {
+			p.count(method, "ok")
+		}
+		return v, err
+	}
+}
+
+func (p *Paced) count(method, result string) {
+	if p.m != nil {
+		p.m.requests.WithLabelValues(p.cfg.Account, method, result).Inc()
+	}
+}
+
+type none struct{}
+
+func do0(ctx context.Context, p *Paced, method string, call func() error) error {
+	_, err := do(ctx, p, method, func() (none, error) { return none{}, call() })
+	return err
+}
+
+// LoadChats implements Client.
+func (p *Paced) LoadChats(ctx context.Context) error {
+	return do0(ctx, p, MethodLoadChats, func() error { return p.Client.LoadChats(ctx) })
+}
+
+// GetMe implements Client.
+func (p *Paced) GetMe(ctx context.Context) (User, error) {
+	return do(ctx, p, MethodGetMe, func() (User, error) { return p.Client.GetMe(ctx) })
+}
+
+// GetChat implements Client.
+func (p *Paced) GetChat(ctx context.Context, chat ChatID) (Chat, error) {
+	return do(ctx, p, MethodGetChat, func() (Chat, error) { return p.Client.GetChat(ctx, chat) })
+}
+
+// OpenChat implements Client.
+func (p *Paced) OpenChat(ctx context.Context, chat ChatID) error {
+	return do0(ctx, p, MethodOpenChat, func() error { return p.Client.OpenChat(ctx, chat) })
+}
+
+// SearchChatMessages implements Client.
+func (p *Paced) SearchChatMessages(ctx context.Context, q Search) ([]Message, error) {
+	return do(ctx, p, MethodSearchChatMessages, func() ([]Message, error) { return p.Client.SearchChatMessages(ctx, q) })
+}
+
+// GetMessage implements Client.
+func (p *Paced) GetMessage(ctx context.Context, chat ChatID, id MessageID) (Message, error) {
+	return do(ctx, p, MethodGetMessage, func() (Message, error) { return p.Client.GetMessage(ctx, chat, id) })
+}
+
+// GetChatMessageByDate implements Client.
+func (p *Paced) GetChatMessageByDate(ctx context.Context, chat ChatID, date time.Time) (Message, error) {
+	return do(ctx, p, MethodGetChatMessageByDate, func() (Message, error) { return p.Client.GetChatMessageByDate(ctx, chat, date) })
+}
+
+// GetForumTopic implements Client.
+func (p *Paced) GetForumTopic(ctx context.Context, chat ChatID, threadID int64) (Topic, error) {
+	return do(ctx, p, MethodGetForumTopic, func() (Topic, error) { return p.Client.GetForumTopic(ctx, chat, threadID) })
+}
+
+// DownloadFile implements Client.
+func (p *Paced) DownloadFile(ctx context.Context, file int32) (File, error) {
+	return do(ctx, p, MethodDownloadFile, func() (File, error) { return p.Client.DownloadFile(ctx, file) })
+}
+
+// SendDocument implements Client.
+func (p *Paced) SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
+	return do(ctx, p, MethodSendMessage, func() (Message, error) { return p.Client.SendDocument(ctx, chat, remoteFileID, caption) })
+}

@@ -1,0 +1,228 @@
+package tg
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Session owns one client's update stream. Its pump goroutine drains
+// Client.Updates without ever blocking and never makes a request itself, so
+// an adapter's receiver is never held up by stashd. It resolves the
+// asynchronous parts of the API (sends and downloads) for callers of Send and
+// Download, remembers options and the connection state, and hands every
+// other update to the handler, which must not block either.
+type Session struct {
+	Client
+
+	handler func(Update)
+
+	mu        sync.Mutex
+	sends     map[MessageID]chan sendResult // temporary id -> waiter
+	early     map[MessageID]sendResult      // results that beat their waiter
+	earlyFIFO []MessageID
+	downloads map[int32][]chan File
+	options   map[string]string
+	conn      ConnectionState
+
+	done chan struct{}
+}
+
+type sendResult struct {
+	msg Message
+	err error
+}
+
+// maxEarly bounds the results kept for sends whose caller has not yet
+// registered (the outcome can arrive before SendDocument returns).
+const maxEarly = 4096
+
+// NewSession starts the pump for c. handler receives every update that
+// Session does not consume itself (new messages, chat last message, topics,
+// content changes, connection state); it is called from the pump goroutine
+// and must return quickly without blocking.
+func NewSession(c Client, handler func(Update)) *Session {
+	s := &Session{
+		Client:    c,
+		handler:   handler,
+		sends:     make(map[MessageID]chan sendResult),
+		early:     make(map[MessageID]sendResult),
+		downloads: make(map[int32][]chan File),
+		options:   make(map[string]string),
+		done:      make(chan struct{}),
+	}
+	go s.pump()
+	return s
+}
+
+// Done is closed when the client's update stream has ended.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+func (s *Session) pump() {
+	defer close(s.done)
+	for u := range s.Client.Updates() {
+		switch u := u.(type) {
+		case SendSucceeded:
+			s.resolveSend(u.OldMessageID, sendResult{msg: u.Message})
+		case SendFailed:
+			s.resolveSend(u.OldMessageID, sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err)})
+		case FileUpdated:
+			s.fileUpdated(u.File)
+		case OptionChanged:
+			s.mu.Lock()
+			s.options[u.Name] = u.Value
+			s.mu.Unlock()
+		case ConnectionStateChanged:
+			s.mu.Lock()
+			s.conn = u.State
+			s.mu.Unlock()
+			s.handler(u)
+		default:
+			s.handler(u)
+		}
+	}
+	// Fail everyone still waiting: no outcome can arrive any more.
+	s.mu.Lock()
+	for id, ch := range s.sends {
+		ch <- sendResult{err: ErrClosed}
+		delete(s.sends, id)
+	}
+	for id, chs := range s.downloads {
+		for _, ch := range chs {
+			close(ch)
+		}
+		delete(s.downloads, id)
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) resolveSend(id MessageID, r sendResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.sends[id]; ok {
+		delete(s.sends, id)
+		ch <- r // buffered, never blocks
+		return
+	}
+	if len(s.earlyFIFO) >= maxEarly {
+		delete(s.early, s.earlyFIFO[0])
+		s.earlyFIFO = s.earlyFIFO[1:]
+	}
+	s.early[id] = r
+	s.earlyFIFO = append(s.earlyFIFO, id)
+}
+
+func (s *Session) fileUpdated(f File) {
+	if !f.DownloadDone {
+		return
+	}
+	s.mu.Lock()
+	chs := s.downloads[f.ID]
+	delete(s.downloads, f.ID)
+	s.mu.Unlock()
+	for _, ch := range chs {
+		ch <- f // buffered, never blocks
+	}
+}
+
+// Option returns the last value TDLib reported for an option.
+func (s *Session) Option(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.options[name]
+	return v, ok
+}
+
+// ConnectionState returns the last reported connection state.
+func (s *Session) ConnectionState() ConnectionState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
+}
+
+// Send sends a document by remote id and waits until Telegram has accepted
+// or refused it, returning the message as it exists on the server.
+func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
+	tmp, err := s.Client.SendDocument(ctx, chat, remoteFileID, caption)
+	if err != nil {
+		return Message{}, err
+	}
+	ch := make(chan sendResult, 1)
+	s.mu.Lock()
+	if r, ok := s.early[tmp.ID]; ok {
+		delete(s.early, tmp.ID)
+		s.mu.Unlock()
+		return r.msg, r.err
+	}
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		return Message{}, ErrClosed
+	default:
+	}
+	s.sends[tmp.ID] = ch
+	s.mu.Unlock()
+
+	select {
+	case r := <-ch:
+		return r.msg, r.err
+	case <-ctx.Done():
+		s.mu.Lock()
+		delete(s.sends, tmp.ID)
+		s.mu.Unlock()
+		return Message{}, ctx.Err()
+	}
+}
+
+// Download starts an asynchronous download of f and waits for it to finish,
+// following FileUpdated rather than a synchronous request (which go-tdlib
+// would time out after 60 s). A file already downloaded returns at once.
+func (s *Session) Download(ctx context.Context, f File) (File, error) {
+	if f.DownloadDone && f.LocalPath != "" {
+		return f, nil
+	}
+	ch := make(chan File, 1)
+	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		return File{}, ErrClosed
+	default:
+	}
+	s.downloads[f.ID] = append(s.downloads[f.ID], ch)
+	s.mu.Unlock()
+	unregister := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		chs := s.downloads[f.ID]
+		for i, c := range chs {
+			if c == ch {
+				s.downloads[f.ID] = append(chs[:i], chs[i+1:]...)
+				break
+			}
+		}
+		if len(s.downloads[f.ID]) == 0 {
+			delete(s.downloads, f.ID)
+		}
+	}
+
+	cur, err := s.Client.DownloadFile(ctx, f.ID)
+	if err != nil {
+		unregister()
+		return File{}, fmt.Errorf("download file %d: %w", f.ID, err)
+	}
+	if cur.DownloadDone && cur.LocalPath != "" {
+		unregister()
+		return cur, nil
+	}
+	select {
+	case got, ok := <-ch:
+		if !ok {
+			return File{}, ErrClosed
+		}
+		return got, nil
+	case <-ctx.Done():
+		unregister()
+		return File{}, ctx.Err()
+	}
+}

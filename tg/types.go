@@ -1,0 +1,177 @@
+package tg
+
+import (
+	"fmt"
+	"time"
+)
+
+// ChatID is a TDLib chat identifier. Channels and supergroups have negative
+// ids of the form -100xxxxxxxxxx.
+type ChatID int64
+
+// MessageID is a TDLib message identifier. Server messages have ids that are
+// multiples of 2^20; the server id is MessageID >> 20.
+type MessageID int64
+
+// ServerIDShift is the number of low bits TDLib adds to a server message id.
+const ServerIDShift = 20
+
+// ServerID returns the server-side sequence number of id, or 0 when id is a
+// local (unsent or temporary) message id.
+func (id MessageID) ServerID() int64 {
+	if id <= 0 || id%(1<<ServerIDShift) != 0 {
+		return 0
+	}
+	return int64(id) >> ServerIDShift
+}
+
+// IsServer reports whether id names a message that exists on the server.
+func (id MessageID) IsServer() bool { return id.ServerID() != 0 }
+
+// MessageIDFromServer converts a server sequence number to a TDLib message id.
+func MessageIDFromServer(s int64) MessageID { return MessageID(s << ServerIDShift) }
+
+// ChatKind says what sort of chat a source is.
+type ChatKind string
+
+// Chat kinds stashd distinguishes.
+const (
+	KindChannel    ChatKind = "channel"
+	KindSupergroup ChatKind = "supergroup"
+	KindForum      ChatKind = "forum"
+	KindPrivate    ChatKind = "private"
+)
+
+// Chat is what getChat returns, reduced to what stashd uses.
+type Chat struct {
+	ID    ChatID
+	Kind  ChatKind
+	Title string
+	// LastMessageID is the id of the newest message, 0 when the chat is empty
+	// or TDLib does not know it yet.
+	LastMessageID MessageID
+}
+
+// User is the logged-in account as getMe reports it.
+type User struct {
+	ID        int64
+	Username  string
+	IsPremium bool
+}
+
+// UploadLimit is the largest file the account may upload: 2000 MB, or 4000 MB
+// for Premium accounts.
+func (u User) UploadLimit() int64 {
+	if u.IsPremium {
+		return 4000 << 20
+	}
+	return 2000 << 20
+}
+
+// File is a TDLib file: its session-local id, its remote identity and its
+// local download state.
+type File struct {
+	ID   int32
+	Size int64
+	// RemoteID can be passed to inputFileRemote by an account that can see the
+	// message carrying the file. It differs between accounts.
+	RemoteID string
+	// UniqueID identifies the file's content on Telegram and is the same for
+	// every account. Re-uploading the same bytes yields a new UniqueID.
+	UniqueID string
+	// LocalPath is set once a download has completed.
+	LocalPath      string
+	Downloaded     int64
+	DownloadDone   bool
+	DownloadActive bool
+}
+
+// Document is a message's document attachment.
+type Document struct {
+	FileName string
+	MimeType string
+	File     File
+}
+
+// Message is a chat message reduced to what stashd uses.
+type Message struct {
+	ID     MessageID
+	ChatID ChatID
+	Date   time.Time
+	// ThreadID is the forum topic (message_thread_id) when IsTopicMessage.
+	ThreadID       int64
+	IsTopicMessage bool
+	// AlbumID groups the messages of one album (media_album_id), 0 when none.
+	AlbumID int64
+	Caption string
+	// Document is nil for anything that is not a document message.
+	Document *Document
+}
+
+// TopicID is the forum topic a message belongs to, 0 outside topics.
+func (m Message) TopicID() int64 {
+	if m.IsTopicMessage {
+		return m.ThreadID
+	}
+	return 0
+}
+
+// Key identifies the message across the catalogue.
+func (m Message) Key() MessageKey { return MessageKey{Chat: m.ChatID, Message: m.ID} }
+
+// MessageKey is the source key of a message: its chat and id.
+type MessageKey struct {
+	Chat    ChatID
+	Message MessageID
+}
+
+func (k MessageKey) String() string { return fmt.Sprintf("%d/%d", k.Chat, k.Message.ServerID()) }
+
+// Topic is a forum topic.
+type Topic struct {
+	ChatID   ChatID
+	ThreadID int64
+	Name     string
+	// LastMessageID may be 0: TDLib's getForumTopic can return no last message.
+	LastMessageID MessageID
+}
+
+// SearchFilter selects the kind of messages searchChatMessages returns.
+type SearchFilter string
+
+// Filters stashd uses.
+const (
+	FilterDocument SearchFilter = "document"
+	FilterNone     SearchFilter = ""
+)
+
+// Search is a searchChatMessages request.
+type Search struct {
+	Chat  ChatID
+	Query string
+	// FromMessageID is where the search starts; 0 means the newest message.
+	FromMessageID MessageID
+	// Offset shifts the window: a negative offset (down to -99) returns
+	// messages newer than FromMessageID.
+	Offset int
+	// Limit is at most 100.
+	Limit  int
+	Filter SearchFilter
+	// ThreadID restricts the search to one forum topic; 0 is the whole chat.
+	ThreadID int64
+}
+
+// MaxSearchLimit is the largest Limit searchChatMessages accepts.
+const MaxSearchLimit = 100
+
+// ConnectionState is TDLib's connection state.
+type ConnectionState string
+
+// Connection states, as TDLib names them without the prefix.
+const (
+	ConnWaitingForNetwork ConnectionState = "waitingForNetwork"
+	ConnConnectingToProxy ConnectionState = "connectingToProxy"
+	ConnConnecting        ConnectionState = "connecting"
+	ConnUpdating          ConnectionState = "updating"
+	ConnReady             ConnectionState = "ready"
+)

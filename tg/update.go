@@ -1,0 +1,62 @@
+package tg
+
+// Update is one event from a client's update stream. The concrete types below
+// are the only implementations.
+type Update interface{ isUpdate() }
+
+// NewMessage is updateNewMessage.
+type NewMessage struct{ Message Message }
+
+// ChatLastMessage is updateChatLastMessage. LastMessageID is 0 when the chat
+// became empty.
+type ChatLastMessage struct {
+	Chat          ChatID
+	LastMessageID MessageID
+}
+
+// ConnectionStateChanged is updateConnectionState.
+type ConnectionStateChanged struct{ State ConnectionState }
+
+// SendSucceeded is updateMessageSendSucceeded: the temporary message
+// OldMessageID has become Message on the server.
+type SendSucceeded struct {
+	Message      Message
+	OldMessageID MessageID
+}
+
+// SendFailed is updateMessageSendFailed.
+type SendFailed struct {
+	Chat         ChatID
+	OldMessageID MessageID
+	Err          error
+}
+
+// FileUpdated is updateFile: download (or upload) progress of a file.
+type FileUpdated struct{ File File }
+
+// OptionChanged is updateOption. Value is the option's value rendered as text.
+type OptionChanged struct {
+	Name  string
+	Value string
+}
+
+// ForumTopicInfo is updateForumTopicInfo: a topic was created or renamed.
+type ForumTopicInfo struct{ Topic Topic }
+
+// MessageContentChanged is updateMessageContent: an existing message was
+// edited, possibly gaining a document. The new content is not part of the
+// update in TDLib; callers fetch the message by id.
+type MessageContentChanged struct {
+	Chat    ChatID
+	Message MessageID
+}
+
+func (NewMessage) isUpdate()             {}
+func (ChatLastMessage) isUpdate()        {}
+func (ConnectionStateChanged) isUpdate() {}
+func (SendSucceeded) isUpdate()          {}
+func (SendFailed) isUpdate()             {}
+func (FileUpdated) isUpdate()            {}
+func (OptionChanged) isUpdate()          {}
+func (ForumTopicInfo) isUpdate()         {}
+func (MessageContentChanged) isUpdate()  {}
