@@ -1,0 +1,52 @@
+# stashd — the two commands a newcomer needs:
+#
+#   make demo   the whole pipeline on the Telegram simulator and a private
+#               PostgreSQL, ending with an audit
+#   make test   every test: go vet, go test -race (real PostgreSQL), the
+#               real-TDLib tests, the dashboard and alert-rule tests
+#
+# Both install what they need: Go modules, the PostgreSQL server package when
+# no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
+# (mk/promtool.mk).
+
+GO ?= go
+DEMO_FLAGS ?= --duration 20s --seed 7
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: all build demo test vet unit deps postgres clean
+all: build
+
+include mk/tdlib.mk
+include mk/promtool.mk
+
+deps:
+	$(GO) mod download
+
+# PostgreSQL server binaries (initdb, postgres) for the embedded default and
+# the test harness. Debian's package is installed when none are found.
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		true; \
+	else \
+		echo "installing the PostgreSQL server package"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
+	fi
+
+# bin/stashd with TDLib linked in (see mk/tdlib.mk).
+build: deps build-tdlib
+
+demo: build postgres
+	bin/stashd demo $(DEMO_FLAGS)
+
+vet: deps
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+unit: deps postgres
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+test: vet unit test-tdlib test-dashboards
+
+clean:
+	rm -rf bin var

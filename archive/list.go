@@ -1,0 +1,300 @@
+package archive
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Entry is one file or directory recorded in an archive.
+type Entry struct {
+	// Path is the entry's name cleaned for storage (see Limits.MaxPathBytes):
+	// valid UTF-8, no control characters, at most MaxPathBytes bytes, and
+	// no trailing '/' on directories.
+	Path string
+	// Size is the uncompressed size in bytes; -1 when the archive does not
+	// record it.
+	Size int64
+	// Dir is true for a directory entry.
+	Dir bool
+	// Unsafe is true when the stored name would escape an extraction root
+	// (absolute, drive letter, a ".." component, backslash tricks), when a
+	// link entry points outside the root, or when the name had to be cleaned
+	// (invalid UTF-8 or control characters).
+	Unsafe bool
+}
+
+// Limits bounds the work and memory of one List call. Zero fields take the
+// defaults; negative fields count as zero.
+type Limits struct {
+	// MaxEntries is the most entries listed; more set Listing.Truncated.
+	// 0 means 100,000.
+	MaxEntries int
+	// MaxHeaderBytes bounds the archive metadata read: the zip central
+	// directory (a longer one is listed up to the bound and marked
+	// Truncated), a 7z header, packed or unpacked (a larger one is an error),
+	// and the RAR block headers (listing stops at the bound, Truncated).
+	// 0 means 64 MiB.
+	MaxHeaderBytes int64
+	// MaxPathBytes is the longest Entry.Path kept; longer names are cut on a
+	// rune boundary. 0 means 4096.
+	MaxPathBytes int
+}
+
+// Default limits, used for zero Limits fields.
+const (
+	DefaultMaxEntries     = 100_000
+	DefaultMaxHeaderBytes = 64 << 20
+	DefaultMaxPathBytes   = 4096
+)
+
+func (l Limits) withDefaults() Limits {
+	return Limits{
+		MaxEntries:     cmp.Or(max(l.MaxEntries, 0), DefaultMaxEntries),
+		MaxHeaderBytes: cmp.Or(max(l.MaxHeaderBytes, 0), DefaultMaxHeaderBytes),
+		MaxPathBytes:   cmp.Or(max(l.MaxPathBytes, 0), DefaultMaxPathBytes),
+	}
+}
+
+// Listing is what List found in an archive. The zero value is an empty listing.
+type Listing struct {
+	// Entries are the entries in archive order (directory order for zip and 7z).
+	Entries []Entry
+	// Truncated is true when the archive holds more entries than were listed
+	// because a limit (MaxEntries, or MaxHeaderBytes for zip and RAR) stopped the walk.
+	Truncated bool
+	// Encrypted is true when some entry's data is encrypted, or the whole
+	// header is (then Entries is empty: names cannot be read without the password).
+	Encrypted bool
+}
+
+// Sentinel causes carried by a *ListError; test them with errors.Is.
+var (
+	// ErrMalformed means the archive bytes are not a valid archive of the
+	// format, or are cut short.
+	ErrMalformed = errors.New("malformed archive")
+	// ErrUnsupported means the archive uses a feature this package cannot list.
+	ErrUnsupported = errors.New("unsupported archive")
+	// ErrLimit means a limit made listing impossible (a 7z header over MaxHeaderBytes).
+	ErrLimit = errors.New("archive over listing limit")
+)
+
+// ListError is the error List returns. Its text is short and fit to be
+// stored in the catalogue as the listing error, e.g.
+// "zip: truncated central directory (3 of 10 entries)".
+type ListError struct {
+	// Format is the format that was being listed.
+	Format Format
+	// Reason is the human-readable cause, without the format prefix.
+	Reason string
+	// Err is the underlying cause: ErrMalformed, ErrUnsupported, ErrLimit,
+	// an I/O error from reading the parts, or the context's error.
+	Err error
+}
+
+// Error returns "<format>: <reason>".
+func (e *ListError) Error() string { return string(e.Format) + ": " + e.Reason }
+
+// Unwrap returns the underlying cause.
+func (e *ListError) Unwrap() error { return e.Err }
+
+func malformed(f Format, format string, args ...any) *ListError {
+	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrMalformed}
+}
+
+// List lists the archive made of parts (local file paths, in set order; one
+// element for a single archive) without extracting anything. Memory and
+// time stay bounded by lim whatever the bytes are: compressed data is never
+// decompressed, except for tar.* streams, which must be decompressed to reach
+// the next header, and a 7z compressed header, whose size is bounded.
+//
+// On a malformed archive List returns what it could list AND an error (a
+// *ListError). When ctx ends it returns the entries so far and a *ListError
+// wrapping ctx.Err(). Panics inside a decoder are recovered into an error.
+func List(ctx context.Context, format Format, parts []string, lim Limits) (Listing, error) {
+	if len(parts) == 0 {
+		return Listing{}, &ListError{Format: format, Reason: "no parts given", Err: ErrUnsupported}
+	}
+	src, err := openParts(parts)
+	if err != nil {
+		return Listing{}, &ListError{Format: format, Reason: err.Error(), Err: err}
+	}
+	defer src.Close()
+	return listParts(ctx, format, src, lim)
+}
+
+// listParts is List over parts already open: the tests and the fuzz target
+// hand it in-memory readers.
+func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l Listing, err error) {
+	w := &walk{ctx: ctx, format: format, lim: lim.withDefaults()}
+	if err := w.ctxErr(); err != nil {
+		return Listing{}, err
+	}
+	defer func() {
+		// A walker bug on hostile input must cost one listing, not the daemon.
+		if p := recover(); p != nil {
+			l, err = w.listing, &ListError{Format: format, Reason: fmt.Sprintf("internal error while listing: %v", p), Err: ErrMalformed}
+		}
+	}()
+
+	switch format {
+	case FormatZip:
+		err = listZip(w, src)
+	case FormatRar:
+		err = listRar(w, src)
+	case Format7z:
+		err = list7z(w, src)
+	case FormatTar, FormatTarGz, FormatTarBz2, FormatTarXz, FormatTarZst:
+		err = listTar(w, src)
+	default:
+		err = &ListError{Format: format, Reason: "not an archive format", Err: ErrUnsupported}
+	}
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// A read that failed because the context ended is reported as the cancellation.
+		err = w.ctxErr()
+	}
+	return w.listing, err
+}
+
+// walk carries the state shared by the format walkers.
+type walk struct {
+	ctx     context.Context
+	format  Format
+	lim     Limits
+	listing Listing
+	seen    int // entries seen, for cancellation checks
+}
+
+// full reports whether MaxEntries entries are listed.
+func (w *walk) full() bool { return len(w.listing.Entries) >= w.lim.MaxEntries }
+
+// add records one entry from its raw stored name.
+func (w *walk) add(rawName string, size int64, dir bool) *Entry {
+	if dir {
+		// zip and tar end directory names with '/', RAR and 7z do not: store one form.
+		rawName = strings.TrimSuffix(rawName, "/")
+	}
+	p, unsafe := cleanPath(rawName, w.lim.MaxPathBytes)
+	w.listing.Entries = append(w.listing.Entries, Entry{Path: p, Size: size, Dir: dir, Unsafe: unsafe})
+	return &w.listing.Entries[len(w.listing.Entries)-1]
+}
+
+// checkCtx returns a *ListError when ctx is done. It looks at ctx only every
+// 256 calls because walks call it once per entry.
+func (w *walk) checkCtx() error {
+	w.seen++
+	if w.seen&255 != 0 {
+		return nil
+	}
+	return w.ctxErr()
+}
+
+func (w *walk) ctxErr() error {
+	if err := w.ctx.Err(); err != nil {
+		return &ListError{Format: w.format, Reason: "listing interrupted: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// readErr turns a read error into a *ListError: cut-short input is malformed,
+// anything else is an I/O failure of the local parts.
+func (w *walk) readErr(what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return malformed(w.format, "truncated %s", what)
+	}
+	if cerr := w.ctxErr(); cerr != nil {
+		return cerr
+	}
+	return &ListError{Format: w.format, Reason: fmt.Sprintf("read %s: %v", what, err), Err: err}
+}
+
+// partSet presents the parts of a set as one io.ReaderAt, in order: a
+// multipart set is the plain concatenation of its parts for every scheme
+// (zip split offsets are per part, which listZip accounts for with Start).
+type partSet struct {
+	readers []io.ReaderAt
+	starts  []int64 // starts[i] is the offset of part i; starts[len(readers)] is the total size
+	closers []io.Closer
+}
+
+func openParts(paths []string) (*partSet, error) {
+	p := &partSet{starts: make([]int64, 1, len(paths)+1)}
+	for i, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("open part %d: %w", i+1, err)
+		}
+		p.closers = append(p.closers, f)
+		st, err := f.Stat()
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("stat part %d: %w", i+1, err)
+		}
+		p.add(f, st.Size())
+	}
+	return p, nil
+}
+
+// newPartSet returns an empty set to add in-memory parts to.
+func newPartSet() *partSet { return &partSet{starts: []int64{0}} }
+
+// add appends a part of the given size.
+func (p *partSet) add(r io.ReaderAt, size int64) {
+	p.readers = append(p.readers, r)
+	p.starts = append(p.starts, p.starts[len(p.starts)-1]+size)
+}
+
+// Close closes every opened part file.
+func (p *partSet) Close() error {
+	var errs []error
+	for _, c := range p.closers {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Len is the number of parts.
+func (p *partSet) Len() int { return len(p.readers) }
+
+// Size is the total size of the concatenated parts.
+func (p *partSet) Size() int64 { return p.starts[len(p.readers)] }
+
+// Start is the offset of part i in the concatenation.
+func (p *partSet) Start(i int) int64 { return p.starts[i] }
+
+// Part returns part i as its own reader and its size.
+func (p *partSet) Part(i int) (io.ReaderAt, int64) { return p.readers[i], p.starts[i+1] - p.starts[i] }
+
+// ReadAt reads the concatenation of the parts.
+func (p *partSet) ReadAt(b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("negative offset")
+	}
+	n := 0
+	for n < len(b) {
+		pos := off + int64(n)
+		if pos >= p.Size() {
+			return n, io.EOF
+		}
+		// The part holding pos: the first whose end is beyond it.
+		i := sort.Search(len(p.readers), func(i int) bool { return p.starts[i+1] > pos })
+		end := min(int64(len(b)), int64(n)+p.starts[i+1]-pos)
+		want := b[n:end]
+		m, err := p.readers[i].ReadAt(want, pos-p.starts[i])
+		n += m
+		if err != nil && !(errors.Is(err, io.EOF) && m == len(want)) {
+			if errors.Is(err, io.EOF) {
+				// The file shrank since Stat: treat as cut short.
+				return n, io.ErrUnexpectedEOF
+			}
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,467 @@
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"stashd/archive/archivetest"
+)
+
+// builders makes a single archive of each format from files.
+func builders(t *testing.T) map[Format]func([]archivetest.File) []byte {
+	t.Helper()
+	return map[Format]func([]archivetest.File) []byte{
+		FormatZip:    archivetest.Zip,
+		FormatTar:    archivetest.Tar,
+		FormatTarGz:  archivetest.TarGz,
+		FormatTarXz:  archivetest.TarXz,
+		FormatTarZst: archivetest.TarZst,
+		Format7z:     archivetest.SevenZip,
+		FormatRar:    archivetest.Rar,
+	}
+}
+
+func TestListSingle(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	for format, build := range builders(t) {
+		t.Run(string(format), func(t *testing.T) {
+			t.Parallel()
+			l, err := List(context.Background(), format, writeVolumes(t, build(files)), Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Truncated || l.Encrypted {
+				t.Errorf("Truncated %v Encrypted %v", l.Truncated, l.Encrypted)
+			}
+			checkEntries(t, l.Entries, wantEntries(files))
+		})
+	}
+}
+
+func TestListTarBz2Fixture(t *testing.T) {
+	t.Parallel()
+	l, err := List(context.Background(), FormatTarBz2, []string{filepath.Join("testdata", "sample.tar.bz2")}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, l.Entries, wantEntries(sampleFiles()))
+}
+
+func TestListEmptyArchives(t *testing.T) {
+	t.Parallel()
+	for format, build := range builders(t) {
+		l, err := memList(context.Background(), format, Limits{}, build(nil))
+		if err != nil || len(l.Entries) != 0 {
+			t.Errorf("%s: empty archive listed %+v, %v", format, l.Entries, err)
+		}
+	}
+}
+
+func TestListMultipart(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	tests := []struct {
+		name   string
+		format Format
+		vols   [][]byte
+	}{
+		{"7z numbered", Format7z, archivetest.Split(archivetest.SevenZip(files), 3)},
+		{"7z numbered in 50 parts", Format7z, archivetest.Split(archivetest.SevenZip(files), 50)},
+		{"zip numbered", FormatZip, archivetest.Split(archivetest.Zip(files), 4)},
+		{"zip split z01 z02 zip", FormatZip, archivetest.ZipSplit(files, 3)},
+		{"zip split z01 zip", FormatZip, archivetest.ZipSplit(files, 2)},
+		{"zip split of many", FormatZip, archivetest.ZipSplit(files, 6)},
+		{"rar volumes", FormatRar, archivetest.RarVolumes(files, 3)},
+		{"rar more volumes than data", FormatRar, archivetest.RarVolumes(files[:3], 5)},
+		{"tar.gz numbered", FormatTarGz, archivetest.Split(archivetest.TarGz(files), 3)},
+		{"tar numbered", FormatTar, archivetest.Split(archivetest.Tar(files), 5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			want := files
+			if tt.name == "rar more volumes than data" {
+				want = files[:3]
+			}
+			l, err := List(context.Background(), tt.format, writeVolumes(t, tt.vols...), Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEntries(t, l.Entries, wantEntries(want))
+		})
+	}
+}
+
+func TestListMissingParts(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	rar := archivetest.RarVolumes(files, 3)
+	zsplit := archivetest.ZipSplit(files, 3)
+	sz := archivetest.Split(archivetest.SevenZip(files), 3)
+	tests := []struct {
+		name       string
+		format     Format
+		vols       [][]byte
+		substr     string
+		minEntries int // entries listed before the gap
+	}{
+		{"rar last volume missing", FormatRar, rar[:2], "archive continues after volume 2: next volume missing", 3},
+		{"rar first volume missing", FormatRar, rar[1:], "part 1 is volume 2 of its archive", 0},
+		{"rar volumes swapped", FormatRar, [][]byte{rar[0], rar[2], rar[1]}, "part 2 is volume 3", 3},
+		{"rar volume given twice", FormatRar, [][]byte{rar[0], rar[1], rar[1], rar[2]}, "part 3 is volume 2", 3},
+		{"rar single volume after last", FormatRar, [][]byte{archivetest.Rar(files), rar[0]}, "volume 1 is the last of its archive, but 2 parts were given", 5},
+		{"zip split final alone", FormatZip, zsplit[2:], "last part of a split set (disk 3); the earlier parts are missing", 0},
+		{"zip split middle missing", FormatZip, [][]byte{zsplit[0], zsplit[2]}, "split set of 3 disks but 2 parts given", 0},
+		{"7z last volume missing", Format7z, sz[:2], "header beyond end of file", 0},
+		{"7z first volume missing", Format7z, sz[1:], "7z signature not found", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l, err := List(context.Background(), tt.format, writeVolumes(t, tt.vols...), Limits{})
+			wantListError(t, err, tt.format, tt.substr, ErrMalformed)
+			if len(l.Entries) < tt.minEntries {
+				t.Errorf("listed %d entries before the error, want at least %d", len(l.Entries), tt.minEntries)
+			}
+		})
+	}
+}
+
+func TestListTruncated(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	for format, build := range builders(t) {
+		data := build(files)
+		cuts := []int{0, 1, 5, len(data) / 4, len(data) / 2}
+		if !strings.HasPrefix(string(format), "tar") {
+			// A compressed tar may end before its trailer is read; the others
+			// need their last bytes.
+			cuts = append(cuts, len(data)-1)
+		}
+		for _, cut := range cuts {
+			l, err := memList(context.Background(), format, Limits{}, data[:cut])
+			if err == nil {
+				t.Errorf("%s cut at %d of %d: no error, %d entries", format, cut, len(data), len(l.Entries))
+				continue
+			}
+			wantListError(t, err, format, "", ErrMalformed)
+		}
+	}
+}
+
+func TestListTruncatedKeepsEntries(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	tests := []struct {
+		name   string
+		format Format
+		data   []byte
+		substr string
+		min    int
+	}{
+		{"zip without end records", FormatZip, archivetest.Corrupt(archivetest.ZipTruncated, files), "end of central directory record not found (listed", 3},
+		{"rar cut in data", FormatRar, archivetest.Corrupt(archivetest.RarTruncated, files), "truncated data", 5},
+		{"tar cut in data", FormatTar, archivetest.Tar(files)[:40000], "truncated archive after 4 entries", 4},
+		{"tar.gz cut", FormatTarGz, archivetest.TarGz(files)[:len(archivetest.TarGz(files))-200], "after", 3},
+	}
+	for _, tt := range tests {
+		l, err := memList(context.Background(), tt.format, Limits{}, tt.data)
+		wantListError(t, err, tt.format, tt.substr, ErrMalformed)
+		if len(l.Entries) < tt.min {
+			t.Errorf("%s: %d entries, want at least %d", tt.name, len(l.Entries), tt.min)
+		}
+		checkEntries(t, l.Entries, wantEntries(files)[:len(l.Entries)])
+	}
+}
+
+func TestListGarbage(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for format := range builders(t) {
+		for _, size := range []int{0, 1, 7, 32, 100, 5000, 70000} {
+			data := make([]byte, size)
+			for i := range data {
+				data[i] = byte(rng.Uint32())
+			}
+			l, err := memList(context.Background(), format, Limits{}, data)
+			if err == nil {
+				t.Errorf("%s: %d random bytes listed without error: %+v", format, size, l)
+				continue
+			}
+			wantListError(t, err, format, "", ErrMalformed)
+		}
+	}
+}
+
+func TestListCorruptions(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	tests := []struct {
+		kind    archivetest.Corruption
+		format  Format
+		substr  string
+		cause   error
+		entries int
+	}{
+		{archivetest.ZipBadDirectory, FormatZip, "bad central directory entry 1", ErrMalformed, 0},
+		{archivetest.ZipClaimMillion, FormatZip, "central directory holds 5 entries, end record claims 1000000", ErrMalformed, 5},
+		{archivetest.ZipDirectoryOverrun, FormatZip, "truncated central directory (5 of 5 entries)", ErrMalformed, 5},
+		{archivetest.SevenZipHugeHeader, Format7z, "header larger than limit (1073741824 > 67108864 bytes)", ErrLimit, 0},
+		{archivetest.SevenZipBadHeaderCRC, Format7z, "header checksum mismatch", ErrMalformed, 0},
+		{archivetest.RarBadHeaderCRC, FormatRar, "header checksum mismatch at offset 16 of volume 1", ErrMalformed, 0},
+	}
+	for _, tt := range tests {
+		l, err := List(context.Background(), tt.format, writeVolumes(t, archivetest.Corrupt(tt.kind, files)), Limits{})
+		wantListError(t, err, tt.format, tt.substr, tt.cause)
+		if len(l.Entries) != tt.entries {
+			t.Errorf("%s: %d entries, want %d", tt.kind, len(l.Entries), tt.entries)
+		}
+	}
+}
+
+func TestList7zHeaderLimit(t *testing.T) {
+	t.Parallel()
+	files := make([]archivetest.File, 200)
+	for i := range files {
+		files[i] = archivetest.File{Name: fmt.Sprintf("dir/file-%03d.txt", i), Data: []byte{byte(i)}}
+	}
+	z := archivetest.SevenZip(files)
+	l, err := memList(context.Background(), Format7z, Limits{MaxHeaderBytes: 1000}, z)
+	wantListError(t, err, Format7z, "header larger than limit (", ErrLimit)
+	if len(l.Entries) != 0 {
+		t.Errorf("listed %d entries over the limit", len(l.Entries))
+	}
+	if l, err := memList(context.Background(), Format7z, Limits{MaxHeaderBytes: 1 << 20}, z); err != nil || len(l.Entries) != 200 {
+		t.Errorf("under the limit: %d entries, %v", len(l.Entries), err)
+	}
+}
+
+func TestListUnsafeNames(t *testing.T) {
+	t.Parallel()
+	files := archivetest.TraversalFiles()
+	want := []Entry{
+		{Path: "../../etc/passwd", Size: 4, Unsafe: true},
+		{Path: "/abs/path", Size: 3, Unsafe: true},
+		{Path: `C:\windows\x`, Size: 5, Unsafe: true},
+		{Path: `ok\..\..\x`, Size: 9, Unsafe: true},
+		{Path: "ab", Size: 3, Unsafe: true},
+		{Path: "ctl[31m.txt", Size: 6, Unsafe: true},
+		{Path: "bad\ufffd\ufffd.txt", Size: 4, Unsafe: true},
+		{Path: "safe/name.txt", Size: 4},
+	}
+	for _, format := range []Format{FormatZip, Format7z, FormatRar} {
+		l, err := memList(context.Background(), format, Limits{}, builders(t)[format](files))
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		checkEntries(t, l.Entries, want)
+	}
+
+	// tar ends a name at NUL, so leave that one out, and add links out of the root.
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		if strings.Contains(f.Name, "\x00") {
+			continue
+		}
+		tw.WriteHeader(&tar.Header{Name: f.Name, Size: int64(len(f.Data)), Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+		tw.Write(f.Data)
+	}
+	tw.WriteHeader(&tar.Header{Name: "link", Linkname: "../../../etc", Typeflag: tar.TypeSymlink, Format: tar.FormatPAX})
+	tw.WriteHeader(&tar.Header{Name: "inside", Linkname: "docs/readme", Typeflag: tar.TypeSymlink, Format: tar.FormatPAX})
+	tw.Close()
+	l, err := memList(context.Background(), FormatTar, Limits{}, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarWant := append(append([]Entry{}, want[:4]...), want[5:]...)
+	tarWant = append(tarWant, Entry{Path: "link", Unsafe: true}, Entry{Path: "inside"})
+	checkEntries(t, l.Entries, tarWant)
+}
+
+func TestListLongNames(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 5000) // 10,000 bytes
+	files := []archivetest.File{{Name: long, Data: []byte("x")}}
+	for _, format := range []Format{FormatZip, Format7z, FormatRar, FormatTar} {
+		l, err := memList(context.Background(), format, Limits{MaxPathBytes: 101}, builders(t)[format](files))
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		p := l.Entries[0].Path
+		if len(p) != 100 || !utf8.ValidString(p) || l.Entries[0].Unsafe {
+			t.Errorf("%s: cut name is %d bytes, valid %v, unsafe %v", format, len(p), utf8.ValidString(p), l.Entries[0].Unsafe)
+		}
+	}
+}
+
+// manyFiles returns n tiny files.
+func manyFiles(n int) []archivetest.File {
+	files := make([]archivetest.File, n)
+	for i := range files {
+		files[i] = archivetest.File{Name: fmt.Sprintf("f/%05d", i), Data: []byte{byte(i)}}
+	}
+	return files
+}
+
+func TestListMaxEntries(t *testing.T) {
+	t.Parallel()
+	const n, limit = 5000, 1000
+	var zipMany bytes.Buffer
+	if err := archivetest.ZipMany(&zipMany, n, func(i int) string { return fmt.Sprintf("f/%05d", i) }); err != nil {
+		t.Fatal(err)
+	}
+	files := manyFiles(n)
+	vols := map[Format][]byte{
+		FormatZip:   zipMany.Bytes(),
+		FormatTar:   archivetest.Tar(files),
+		FormatTarGz: archivetest.TarGz(files),
+		Format7z:    archivetest.SevenZip(files),
+		FormatRar:   archivetest.Rar(files),
+	}
+	for format, data := range vols {
+		l, err := memList(context.Background(), format, Limits{MaxEntries: limit}, data)
+		if err != nil {
+			t.Errorf("%s: %v", format, err)
+		}
+		if !l.Truncated || len(l.Entries) != limit {
+			t.Errorf("%s: Truncated %v with %d entries, want true with %d", format, l.Truncated, len(l.Entries), limit)
+			continue
+		}
+		if l.Entries[limit-1].Path != fmt.Sprintf("f/%05d", limit-1) {
+			t.Errorf("%s: last entry %q", format, l.Entries[limit-1].Path)
+		}
+		// Exactly as many entries as the limit is not truncated.
+		if l, err := memList(context.Background(), format, Limits{MaxEntries: n}, data); err != nil || l.Truncated || len(l.Entries) != n {
+			t.Errorf("%s at the limit: Truncated %v, %d entries, %v", format, l.Truncated, len(l.Entries), err)
+		}
+	}
+}
+
+func TestListHeaderBytesLimit(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := archivetest.ZipMany(&buf, 5000, func(i int) string { return fmt.Sprintf("f/%05d", i) }); err != nil {
+		t.Fatal(err)
+	}
+	// Each directory entry is 46+7 bytes: 10,000 bytes hold 188 whole ones.
+	l, err := memList(context.Background(), FormatZip, Limits{MaxHeaderBytes: 10_000}, buf.Bytes())
+	if err != nil || !l.Truncated || len(l.Entries) != 188 {
+		t.Errorf("zip: Truncated %v, %d entries, %v", l.Truncated, len(l.Entries), err)
+	}
+	l, err = memList(context.Background(), FormatRar, Limits{MaxHeaderBytes: 10_000}, archivetest.Rar(manyFiles(5000)))
+	if err != nil || !l.Truncated || len(l.Entries) == 0 || len(l.Entries) > 400 {
+		t.Errorf("rar: Truncated %v, %d entries, %v", l.Truncated, len(l.Entries), err)
+	}
+}
+
+func TestListZipEncrypted(t *testing.T) {
+	t.Parallel()
+	z := archivetest.Zip(sampleFiles())
+	cd := bytes.Index(z, []byte("PK\x01\x02"))
+	z[cd+8] |= 1 // general purpose flag: encrypted
+	l, err := memList(context.Background(), FormatZip, Limits{}, z)
+	if err != nil || !l.Encrypted || len(l.Entries) != 5 {
+		t.Errorf("Encrypted %v, %d entries, %v", l.Encrypted, len(l.Entries), err)
+	}
+}
+
+func TestListCanceled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for format, build := range builders(t) {
+		l, err := memList(ctx, format, Limits{}, build(sampleFiles()))
+		wantListError(t, err, format, "listing interrupted", context.Canceled)
+		if len(l.Entries) != 0 {
+			t.Errorf("%s: %d entries after cancel", format, len(l.Entries))
+		}
+	}
+}
+
+func TestListCanceledMidWalk(t *testing.T) {
+	t.Parallel()
+	const n = 5000
+	files := manyFiles(n)
+	var zipMany bytes.Buffer
+	if err := archivetest.ZipMany(&zipMany, n, func(i int) string { return fmt.Sprintf("f/%05d", i) }); err != nil {
+		t.Fatal(err)
+	}
+	vols := map[Format][]byte{
+		FormatZip:   zipMany.Bytes(),
+		FormatTarGz: archivetest.TarGz(files),
+		Format7z:    archivetest.SevenZip(files),
+		FormatRar:   archivetest.Rar(files),
+	}
+	for format, data := range vols {
+		// A few context checks pass, then the context reports Canceled.
+		l, err := memList(newCancelAfter(5), format, Limits{}, data)
+		wantListError(t, err, format, "listing interrupted", context.Canceled)
+		if len(l.Entries) == 0 || len(l.Entries) >= n {
+			t.Errorf("%s: %d entries listed before the cancel, want some but not all", format, len(l.Entries))
+		}
+	}
+}
+
+func TestListBadInput(t *testing.T) {
+	t.Parallel()
+	_, err := List(context.Background(), FormatZip, nil, Limits{})
+	wantListError(t, err, FormatZip, "no parts given", ErrUnsupported)
+	_, err = List(context.Background(), "doc", writeVolumes(t, []byte("x")), Limits{})
+	wantListError(t, err, "doc", "not an archive format", ErrUnsupported)
+	_, err = List(context.Background(), FormatZip, []string{filepath.Join(t.TempDir(), "missing")}, Limits{})
+	wantListError(t, err, FormatZip, "open part 1", os.ErrNotExist)
+}
+
+// TestListMillionEntryZip builds a real zip of 1,000,000 entries, streamed
+// to a temporary file, and checks that List stops at MaxEntries with a
+// bounded amount of memory.
+func TestListMillionEntryZip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 90 MB file")
+	}
+	const n = 1_000_000
+	path := filepath.Join(t.TempDir(), "million.zip")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := archivetest.ZipMany(f, n, func(i int) string { return fmt.Sprintf("d/%07d", i) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	l, err := List(context.Background(), FormatZip, []string{path}, Limits{})
+	if err != nil || !l.Truncated || len(l.Entries) != DefaultMaxEntries {
+		t.Fatalf("default limits: Truncated %v, %d entries, %v", l.Truncated, len(l.Entries), err)
+	}
+
+	// With a small MaxEntries the allocations stay small though the
+	// directory is 55 MB: it is streamed, never held.
+	allocated := testing.AllocsPerRun(1, func() {
+		l, err = List(context.Background(), FormatZip, []string{path}, Limits{MaxEntries: 1000})
+	})
+	if err != nil || !l.Truncated || len(l.Entries) != 1000 {
+		t.Fatalf("MaxEntries 1000: Truncated %v, %d entries, %v", l.Truncated, len(l.Entries), err)
+	}
+	if allocated > 5000 {
+		t.Errorf("%v allocations to list 1000 entries", allocated)
+	}
+	bytesPerList := bytesAllocated(func() {
+		List(context.Background(), FormatZip, []string{path}, Limits{MaxEntries: 1000})
+	})
+	if bytesPerList > 4<<20 {
+		t.Errorf("listing 1000 of 1,000,000 entries allocated %d bytes", bytesPerList)
+	}
+}

@@ -1,0 +1,196 @@
+package archive
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// maxDecoderWindow bounds the history window of the xz and zstd decoders,
+// which is their memory. xz -9 needs 64 MiB and zstd --ultra -22 128 MiB;
+// streams made with larger windows are refused rather than allowed to make
+// one listing take gigabytes.
+const maxDecoderWindow = 128 << 20
+
+// listTar streams the tar headers, decompressing on the way. archive/tar
+// skips entry data itself: by seeking on a plain tar, by reading through the
+// decompressor otherwise (nothing is kept).
+func listTar(w *walk, src *partSet) error {
+	if src.Size() == 0 {
+		return malformed(w.format, "empty file")
+	}
+	section := io.NewSectionReader(src, 0, src.Size())
+	raw := &ctxReader{ctx: w.ctx, r: section}
+	var r io.Reader
+	switch w.format {
+	case FormatTar:
+		r = ctxReadSeeker{raw, section}
+	case FormatTarGz:
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			return w.tarErr(err, 0)
+		}
+		defer zr.Close()
+		r = zr
+	case FormatTarBz2:
+		r = bzip2.NewReader(raw)
+	case FormatTarXz:
+		br := bufio.NewReader(raw)
+		if dict, ok := xzDictSize(br); ok && dict > maxDecoderWindow {
+			return &ListError{Format: w.format, Reason: fmt.Sprintf("xz dictionary of %d MiB over the %d MiB listing limit", dict>>20, maxDecoderWindow>>20), Err: ErrLimit}
+		}
+		xr, err := xz.NewReader(br)
+		if err != nil {
+			return w.tarErr(err, 0)
+		}
+		r = xr
+	case FormatTarZst:
+		zr, err := zstd.NewReader(raw,
+			zstd.WithDecoderConcurrency(1), // decode in this goroutine: nothing to leak, one window of memory
+			zstd.WithDecoderMaxWindow(maxDecoderWindow))
+		if err != nil {
+			return w.tarErr(err, 0)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return &ListError{Format: w.format, Reason: "not a tar format", Err: ErrUnsupported}
+	}
+
+	tr := tar.NewReader(r)
+	for {
+		if err := w.checkCtx(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return w.tarErr(err, len(w.listing.Entries))
+		}
+		if hdr.Typeflag == tar.TypeXGlobalHeader {
+			continue // PAX defaults for the following entries, not an entry
+		}
+		if w.full() {
+			w.listing.Truncated = true
+			return nil
+		}
+		dir := hdr.Typeflag == tar.TypeDir || strings.HasSuffix(hdr.Name, "/")
+		e := w.add(hdr.Name, hdr.Size, dir)
+		if (hdr.Typeflag == tar.TypeSymlink || hdr.Typeflag == tar.TypeLink) && escapesRoot(hdr.Linkname) {
+			// A link out of the root turns later entries into writes outside it.
+			e.Unsafe = true
+		}
+	}
+}
+
+// tarErr turns an error from the decompressor or archive/tar into a *ListError.
+func (w *walk) tarErr(err error, listed int) error {
+	if cerr := w.ctxErr(); cerr != nil {
+		return cerr
+	}
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		return w.readErr("archive", err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return malformed(w.format, "truncated archive after %d entries", listed)
+	case errors.Is(err, tar.ErrHeader):
+		return malformed(w.format, "invalid tar header after %d entries", listed)
+	}
+	return malformed(w.format, "corrupt stream after %d entries: %s", listed, cutUTF8(err.Error(), 200))
+}
+
+// xzDictSize peeks at the first block header of an xz stream and returns the
+// LZMA2 dictionary size it asks for. ok is false when the header cannot be
+// read; the xz reader then reports the problem itself.
+func xzDictSize(br *bufio.Reader) (size int64, ok bool) {
+	const streamHeaderLen = 12
+	b, _ := br.Peek(streamHeaderLen + 1024)
+	if len(b) < streamHeaderLen+2 || string(b[:6]) != "\xfd7zXZ\x00" {
+		return 0, false
+	}
+	blk := b[streamHeaderLen:]
+	hlen := (int(blk[0]) + 1) * 4
+	if blk[0] == 0 || len(blk) < hlen {
+		return 0, false // an empty stream (index first), or a header we cannot see
+	}
+	flags := blk[1]
+	p := blk[2:hlen]
+	readVLI := func() (uint64, bool) {
+		var v uint64
+		for i := 0; i < 9 && len(p) > 0; i++ {
+			c := p[0]
+			p = p[1:]
+			v |= uint64(c&0x7f) << (7 * i)
+			if c&0x80 == 0 {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	if flags&0x40 != 0 {
+		if _, ok := readVLI(); !ok {
+			return 0, false
+		}
+	}
+	if flags&0x80 != 0 {
+		if _, ok := readVLI(); !ok {
+			return 0, false
+		}
+	}
+	for range int(flags&3) + 1 {
+		id, ok1 := readVLI()
+		n, ok2 := readVLI()
+		if !ok1 || !ok2 || n > uint64(len(p)) {
+			return 0, false
+		}
+		props := p[:n]
+		p = p[n:]
+		if id == 0x21 && n == 1 { // LZMA2
+			d := props[0] & 0x3f
+			if d > 40 {
+				return 0, false
+			}
+			if d == 40 {
+				return 1<<32 - 1, true
+			}
+			return int64(2|d&1) << (d/2 + 11), true
+		}
+	}
+	return 0, false
+}
+
+// ctxReader fails reads once its context is done, so that a long
+// decompression notices cancellation between two headers.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// ctxReadSeeker keeps the Seek of a plain tar's reader visible to
+// archive/tar, which then skips entry data without reading it.
+type ctxReadSeeker struct {
+	*ctxReader
+	s io.Seeker
+}
+
+func (c ctxReadSeeker) Seek(offset int64, whence int) (int64, error) { return c.s.Seek(offset, whence) }

@@ -1,0 +1,378 @@
+package archive
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math"
+	"strings"
+)
+
+// The zip walker reads the central directory itself, as a stream, instead
+// of using archive/zip: archive/zip allocates the whole directory up front
+// (a hostile end record can claim millions of entries), cannot stop after
+// MaxEntries, and does not look at a context. Offsets and record layouts
+// follow PKWARE's APPNOTE.TXT 6.3.
+
+const (
+	zipLocalSig     = 0x04034b50
+	zipCentralSig   = 0x02014b50
+	zipEndSig       = 0x06054b50
+	zip64LocatorSig = 0x07064b50
+	zip64EndSig     = 0x06064b50
+	zipDigitalSig   = 0x05054b50
+	zipSpanSig      = 0x08074b50 // first bytes of a split set's first part; also the data descriptor signature
+	zipSpanTempSig  = 0x30304b50 // "PK00": a split set that turned out to need one part
+
+	zipEndLen        = 22
+	zip64LocatorLen  = 20
+	zip64EndLen      = 56
+	zipCentralLen    = 46
+	zipLocalLen      = 30
+	zipMaxCommentLen = 0xffff
+
+	zipExtraZip64       = 0x0001
+	zipExtraUnicodePath = 0x7075
+
+	zipFlagEncrypted  = 0x1
+	zipFlagDescriptor = 0x8
+	zipFlagUTF8       = 0x800
+)
+
+var errNoZipEnd = errors.New("no end of central directory record")
+
+// zipEnd is the end of central directory, merged from the classic record
+// and the zip64 one when present.
+type zipEnd struct {
+	limit    int64 // offset of the first end record: the directory ends at or before it
+	disk     uint32
+	cdDisk   uint32
+	entries  uint64
+	cdSize   uint64
+	cdOffset uint64
+}
+
+func listZip(w *walk, src *partSet) error {
+	end, err := findZipEnd(w, src)
+	if errors.Is(err, errNoZipEnd) {
+		return scanZipLocal(w, src)
+	}
+	if err != nil {
+		return err
+	}
+
+	// Where offsets point: a single zip and a byte split (x.zip.001 …) use
+	// offsets into the whole concatenation; a zip split set (x.z01 … x.zip)
+	// numbers its parts as disks and offsets are relative to their disk.
+	nparts := src.Len()
+	var base int64
+	switch {
+	case end.disk == 0 && end.cdDisk == 0:
+	case nparts == 1:
+		return malformed(w.format, "last part of a split set (disk %d); the earlier parts are missing", uint64(end.disk)+1)
+	case uint64(end.disk) == uint64(nparts-1) && end.cdDisk <= end.disk:
+		base = src.Start(int(end.cdDisk))
+	default:
+		return malformed(w.format, "split set of %d disks but %d parts given", uint64(end.disk)+1, nparts)
+	}
+
+	if end.cdOffset > uint64(end.limit) || base+int64(end.cdOffset) > end.limit {
+		return malformed(w.format, "central directory offset %d beyond the end record", end.cdOffset)
+	}
+	start := base + int64(end.cdOffset)
+	if end.entries == 0 && end.cdSize == 0 {
+		return nil // an empty zip
+	}
+	if !zipSigAt(src, start, zipCentralSig) {
+		// archive/zip's tolerance: data prepended to the archive (a
+		// self-extractor stub) shifts every offset; the directory still ends
+		// right before the end record.
+		alt := end.limit - int64(min(end.cdSize, uint64(end.limit)))
+		if base != 0 || !zipSigAt(src, alt, zipCentralSig) {
+			return malformed(w.format, "central directory not found at offset %d", start)
+		}
+		start = alt
+	}
+
+	size := end.cdSize
+	cut := false // the directory runs past the end record: the file was damaged
+	if avail := uint64(end.limit - start); size > avail {
+		size, cut = avail, true
+	}
+	byteLimited := size > uint64(w.lim.MaxHeaderBytes)
+	readLen := int64(min(size, uint64(w.lim.MaxHeaderBytes)))
+	br := bufio.NewReaderSize(io.NewSectionReader(src, start, readLen), 64<<10)
+
+	var hdr [zipCentralLen]byte
+	var nameBuf, extraBuf []byte
+	var count uint64
+	for {
+		if err := w.checkCtx(); err != nil {
+			return err
+		}
+		if w.full() {
+			if _, err := br.Peek(1); err == nil || count < end.entries || byteLimited {
+				w.listing.Truncated = true
+			}
+			return nil
+		}
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) && !byteLimited {
+				break // read the whole directory
+			}
+			return w.zipDirEnd(err, byteLimited, count, end.entries)
+		}
+		sig := le32(hdr[0:])
+		if sig != zipCentralSig {
+			if count > 0 && (sig == zipDigitalSig || sig == zip64EndSig) {
+				break
+			}
+			return malformed(w.format, "bad central directory entry %d", count+1)
+		}
+		nameLen, extraLen, commentLen := int(le16(hdr[28:])), int(le16(hdr[30:])), int64(le16(hdr[32:]))
+		nameBuf = grow(nameBuf, nameLen)
+		extraBuf = grow(extraBuf, extraLen)
+		if _, err := io.ReadFull(br, nameBuf); err != nil {
+			return w.zipDirEnd(err, byteLimited, count, end.entries)
+		}
+		if _, err := io.ReadFull(br, extraBuf); err != nil {
+			return w.zipDirEnd(err, byteLimited, count, end.entries)
+		}
+		if _, err := br.Discard(int(commentLen)); err != nil {
+			return w.zipDirEnd(err, byteLimited, count, end.entries)
+		}
+		w.addZipCentral(hdr[:], nameBuf, extraBuf)
+		count++
+	}
+	if cut {
+		return malformed(w.format, "truncated central directory (%d of %d entries)", count, end.entries)
+	}
+	// Writers that overflow the 16-bit count without zip64 store it modulo
+	// 65536; archive/zip accepts that, and so do we.
+	if count != end.entries && uint16(count) != uint16(end.entries) {
+		return malformed(w.format, "central directory holds %d entries, end record claims %d", count, end.entries)
+	}
+	return nil
+}
+
+// zipDirEnd decides what a short read inside the directory means: the
+// MaxHeaderBytes bound (Truncated listing) or a damaged archive.
+func (w *walk) zipDirEnd(err error, byteLimited bool, count, claimed uint64) error {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return w.readErr("central directory", err)
+	}
+	if byteLimited {
+		w.listing.Truncated = true
+		return nil
+	}
+	return malformed(w.format, "truncated central directory (%d of %d entries)", count, claimed)
+}
+
+// addZipCentral records the entry of one central directory header.
+func (w *walk) addZipCentral(hdr, name, extra []byte) {
+	flags := le16(hdr[8:])
+	usize := uint64(le32(hdr[24:]))
+	madeBy := hdr[5] // host system, the high byte of "version made by"
+	extAttr := le32(hdr[38:])
+
+	rawName := string(name)
+	forEachExtra(extra, func(id uint16, data []byte) {
+		switch id {
+		case zipExtraZip64:
+			if usize == math.MaxUint32 && len(data) >= 8 {
+				usize = binary.LittleEndian.Uint64(data)
+			}
+		case zipExtraUnicodePath:
+			// Info-ZIP Unicode Path: version 1, CRC-32 of the header name, UTF-8 name.
+			if len(data) >= 5 && data[0] == 1 && le32(data[1:]) == crc32.ChecksumIEEE(name) {
+				rawName = string(data[5:])
+			}
+		}
+	})
+
+	dir := strings.HasSuffix(rawName, "/") || strings.HasSuffix(rawName, `\`)
+	switch madeBy {
+	case 3, 19: // Unix, OS X: st_mode in the high 16 bits
+		dir = dir || (extAttr>>16)&0xf000 == 0x4000
+	case 0, 10, 11, 14: // MS-DOS, NTFS, VFAT, VFAT: the DOS directory attribute
+		dir = dir || extAttr&0x10 != 0
+	}
+	size := int64(-1)
+	if usize <= math.MaxInt64 {
+		size = int64(usize)
+	}
+	w.add(rawName, size, dir)
+	if flags&zipFlagEncrypted != 0 {
+		w.listing.Encrypted = true
+	}
+}
+
+// findZipEnd locates the end of central directory in the last 64 KiB of the
+// concatenated parts (it is always in the last part).
+func findZipEnd(w *walk, src *partSet) (zipEnd, error) {
+	size := src.Size()
+	if size < zipEndLen {
+		return zipEnd{}, errNoZipEnd
+	}
+	tail := min(size, zipEndLen+zipMaxCommentLen)
+	buf := make([]byte, tail)
+	if _, err := src.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
+		return zipEnd{}, w.readErr("end of central directory", err)
+	}
+	at := -1
+	for j := len(buf) - zipEndLen; j >= 0; j-- {
+		if le32(buf[j:]) == zipEndSig && j+zipEndLen+int(le16(buf[j+20:])) <= len(buf) {
+			at = j
+			break
+		}
+	}
+	if at < 0 {
+		return zipEnd{}, errNoZipEnd
+	}
+	rec := buf[at:]
+	end := zipEnd{
+		limit:    size - tail + int64(at),
+		disk:     uint32(le16(rec[4:])),
+		cdDisk:   uint32(le16(rec[6:])),
+		entries:  uint64(le16(rec[10:])),
+		cdSize:   uint64(le32(rec[12:])),
+		cdOffset: uint64(le32(rec[16:])),
+	}
+
+	// A zip64 locator sits right before the classic record.
+	locPos := end.limit - zip64LocatorLen
+	if locPos < 0 {
+		return end, nil
+	}
+	var loc [zip64LocatorLen]byte
+	if _, err := src.ReadAt(loc[:], locPos); err != nil || le32(loc[:]) != zip64LocatorSig {
+		return end, nil
+	}
+	locDisk, locOff, disks := le32(loc[4:]), binary.LittleEndian.Uint64(loc[8:]), le32(loc[16:])
+	var z [zip64EndLen]byte
+	pos := int64(-1)
+	if locOff < uint64(locPos) {
+		pos = int64(locOff)
+		if disks > 1 && int(disks) == src.Len() && int(locDisk) < src.Len() {
+			pos += src.Start(int(locDisk))
+		}
+	}
+	if pos < 0 || pos+zip64EndLen > locPos || !zipSigAt(src, pos, zip64EndSig) {
+		// Offsets shifted by prepended data: the record normally sits right before the locator.
+		pos = locPos - zip64EndLen
+		if pos < 0 || !zipSigAt(src, pos, zip64EndSig) {
+			return zipEnd{}, malformed(w.format, "zip64 end of central directory not found")
+		}
+	}
+	if _, err := src.ReadAt(z[:], pos); err != nil {
+		return zipEnd{}, w.readErr("zip64 end of central directory", err)
+	}
+	return zipEnd{
+		limit:    pos,
+		disk:     le32(z[16:]),
+		cdDisk:   le32(z[20:]),
+		entries:  binary.LittleEndian.Uint64(z[32:]),
+		cdSize:   binary.LittleEndian.Uint64(z[40:]),
+		cdOffset: binary.LittleEndian.Uint64(z[48:]),
+	}, nil
+}
+
+// scanZipLocal lists a zip whose end records are gone (a download cut
+// short) from its local file headers, front to back, as far as they can be
+// followed. It always returns an error: the archive is damaged.
+func scanZipLocal(w *walk, src *partSet) error {
+	var pos, headerBytes int64
+	var sig [4]byte
+	if _, err := src.ReadAt(sig[:], 0); err == nil {
+		if s := le32(sig[:]); s == zipSpanSig || s == zipSpanTempSig {
+			pos = 4
+		}
+	}
+	var hdr [zipLocalLen]byte
+	var buf []byte
+	for {
+		if err := w.checkCtx(); err != nil {
+			return err
+		}
+		if n, _ := src.ReadAt(hdr[:], pos); n < zipLocalLen || le32(hdr[:]) != zipLocalSig {
+			break
+		}
+		if w.full() || headerBytes > w.lim.MaxHeaderBytes {
+			w.listing.Truncated = true
+			break
+		}
+		flags := le16(hdr[6:])
+		csize, usize := uint64(le32(hdr[18:])), uint64(le32(hdr[22:]))
+		nameLen, extraLen := int(le16(hdr[26:])), int(le16(hdr[28:]))
+		buf = grow(buf, nameLen+extraLen)
+		if _, err := src.ReadAt(buf, pos+zipLocalLen); err != nil {
+			break
+		}
+		name, extra := buf[:nameLen], buf[nameLen:]
+		forEachExtra(extra, func(id uint16, data []byte) {
+			// In a local header the zip64 extra holds both sizes, uncompressed first.
+			if id == zipExtraZip64 && len(data) >= 16 {
+				usize, csize = binary.LittleEndian.Uint64(data), binary.LittleEndian.Uint64(data[8:])
+			}
+		})
+		unknown := flags&zipFlagDescriptor != 0 && csize == 0
+		size := int64(-1)
+		if !unknown && usize <= math.MaxInt64 {
+			size = int64(usize)
+		}
+		w.add(string(name), size, strings.HasSuffix(string(name), "/"))
+		if flags&zipFlagEncrypted != 0 {
+			w.listing.Encrypted = true
+		}
+		if unknown || csize > math.MaxInt64/2 {
+			break // sizes only in a trailing data descriptor: the next header cannot be found
+		}
+		headerBytes += int64(zipLocalLen + nameLen + extraLen)
+		pos += int64(zipLocalLen+nameLen+extraLen) + int64(csize)
+		if flags&zipFlagDescriptor != 0 {
+			pos += 12 // crc, sizes
+			if zipSigAt(src, pos-12, zipSpanSig) {
+				pos += 4
+			}
+		}
+	}
+	if len(w.listing.Entries) == 0 {
+		return malformed(w.format, "end of central directory record not found")
+	}
+	return malformed(w.format, "end of central directory record not found (listed %d entries from local headers)", len(w.listing.Entries))
+}
+
+// forEachExtra calls fn for each well-formed field of a zip extra block.
+func forEachExtra(extra []byte, fn func(id uint16, data []byte)) {
+	for len(extra) >= 4 {
+		id, n := le16(extra), int(le16(extra[2:]))
+		extra = extra[4:]
+		if n > len(extra) {
+			return
+		}
+		fn(id, extra[:n])
+		extra = extra[n:]
+	}
+}
+
+func zipSigAt(r io.ReaderAt, off int64, sig uint32) bool {
+	if off < 0 {
+		return false
+	}
+	var b [4]byte
+	n, _ := r.ReadAt(b[:], off)
+	return n == 4 && le32(b[:]) == sig
+}
+
+func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }
+func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+// grow returns b resized to n bytes, reusing its storage when it can.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}

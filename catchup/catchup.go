@@ -1,0 +1,352 @@
+package catchup
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"stashd/internal/service"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// Store is what catch-up reads and writes.
+type Store interface {
+	ClaimSources(ctx context.Context, account, owner string, chats []tg.ChatID, ttl time.Duration) ([]store.Source, error)
+	FinishScan(ctx context.Context, chat tg.ChatID, owner string, o store.ScanOutcome, p store.ScanPolicy) (store.Source, error)
+	AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error
+	Sources(ctx context.Context, account string) ([]store.Source, error)
+}
+
+// Listener is the live side of each source: its dirty flag and the hand-off.
+type Listener interface {
+	IsDirty(chat tg.ChatID) bool
+	CaughtUp(chat tg.ChatID, w int64) bool
+	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
+	Wake() <-chan struct{}
+}
+
+// Telegram is the part of the account's client catch-up calls.
+type Telegram interface {
+	GetChat(ctx context.Context, chat tg.ChatID) (tg.Chat, error)
+	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
+}
+
+// Ingest is the one ingest path.
+type Ingest interface {
+	Process(ctx context.Context, msg tg.Message) (store.Outcome, error)
+}
+
+// Decisions, as stashd_catchup_decisions_total labels them.
+const (
+	DecisionSynced  = "skip_synced"
+	DecisionNotDue  = "skip_not_due"
+	DecisionCurrent = "up_to_date"
+	DecisionPaged   = "paged"
+	DecisionCircuit = "circuit_open"
+	DecisionError   = "error"
+)
+
+// Config configures a Catchup loop.
+type Config struct {
+	// Account whose sources are caught up.
+	Account string
+	// Owner names this daemon instance in source claims.
+	Owner string
+	// Sources are the account's watched chats.
+	Sources []tg.ChatID
+	// Interval is how often the loop looks for dirty sources (it also wakes
+	// when the listener marks one dirty); zero means 2 s.
+	Interval time.Duration
+	// PageSize is the searchChatMessages limit; zero means 100 (the most
+	// TDLib allows).
+	PageSize int
+	// Parallel is how many messages of a page are ingested at once; zero
+	// means 4.
+	Parallel int
+	// ClaimTTL is how long a claim holds before another instance may take
+	// the source; zero means 10 min.
+	ClaimTTL time.Duration
+	// Policy schedules the next scan; zero fields mean: ColdAfter 5 empty
+	// scans, ColdDelay 1 min, RetryDelay 10 s, CircuitBase 1 min,
+	// MaxDelay 6 h.
+	Policy store.ScanPolicy
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Metrics are catch-up's Prometheus metrics, shared by every account.
+type Metrics struct {
+	decisions *prometheus.CounterVec
+	circuit   *prometheus.GaugeVec
+}
+
+// NewMetrics registers the catch-up metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stashd_catchup_decisions_total",
+			Help: "Catch-up decisions per source and cycle (skip_synced, skip_not_due, up_to_date, paged, circuit_open, error).",
+		}, []string{"decision"}),
+		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_source_circuit_open",
+			Help: "1 while a source's circuit is open after permanent failures (it is skipped until the circuit closes).",
+		}, []string{"source"}),
+	}
+	for _, d := range []string{DecisionSynced, DecisionNotDue, DecisionCurrent, DecisionPaged, DecisionCircuit, DecisionError} {
+		m.decisions.WithLabelValues(d)
+	}
+	reg.MustRegister(m.decisions, m.circuit)
+	return m
+}
+
+// Catchup brings dirty sources of one account back to synced: one local
+// getChat when nothing was missed, otherwise paging forward from the
+// watermark through the ingest path. See DESIGN.md "Per-source state".
+type Catchup struct {
+	cfg   Config
+	store Store
+	tg    Telegram
+	lst   Listener
+	ing   Ingest
+	m     *Metrics
+	log   *slog.Logger
+	run   service.Runner
+
+	cycles atomic.Uint64
+}
+
+// Cycles returns how many cycles have completed.
+func (c *Catchup) Cycles() uint64 { return c.cycles.Load() }
+
+// New returns a catch-up loop. m may be nil.
+func New(cfg Config, st Store, t Telegram, l Listener, ing Ingest, m *Metrics) *Catchup {
+	cfg.Interval = cmp.Or(cfg.Interval, 2*time.Second)
+	cfg.PageSize = min(cmp.Or(cfg.PageSize, tg.MaxSearchLimit), tg.MaxSearchLimit)
+	cfg.Parallel = cmp.Or(cfg.Parallel, 4)
+	cfg.ClaimTTL = cmp.Or(cfg.ClaimTTL, 10*time.Minute)
+	cfg.Policy.ColdAfter = cmp.Or(cfg.Policy.ColdAfter, 5)
+	cfg.Policy.ColdDelay = cmp.Or(cfg.Policy.ColdDelay, time.Minute)
+	cfg.Policy.RetryDelay = cmp.Or(cfg.Policy.RetryDelay, 10*time.Second)
+	cfg.Policy.CircuitBase = cmp.Or(cfg.Policy.CircuitBase, time.Minute)
+	cfg.Policy.MaxDelay = cmp.Or(cfg.Policy.MaxDelay, 6*time.Hour)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Catchup{cfg: cfg, store: st, tg: t, lst: l, ing: ing, m: m,
+		log: log.With("component", "catchup", "account", cfg.Account)}
+}
+
+// Start starts the loop: a cycle at once, then every Interval and whenever
+// the listener signals a newly dirty source.
+func (c *Catchup) Start(ctx context.Context) error {
+	return c.run.StartFunc(ctx, func(ctx context.Context) {
+		service.Every(ctx, c.cfg.Interval, c.lst.Wake(), func(ctx context.Context) {
+			res, err := c.RunOnce(ctx)
+			c.cycles.Add(1)
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("catch-up cycle", "err", err)
+			}
+			if res.Paged > 0 {
+				c.log.Info("caught up", "sources", res.Paged, "messages", res.Messages)
+			}
+		})
+	})
+}
+
+// Stop stops the loop and waits for it.
+func (c *Catchup) Stop() { c.run.Stop() }
+
+// Result counts what one cycle did.
+type Result struct {
+	Synced, NotDue, Current, Paged, Circuit, Errors int
+	// Messages handed to ingest.
+	Messages int
+}
+
+func (c *Catchup) decide(d string) {
+	if c.m != nil {
+		c.m.decisions.WithLabelValues(d).Inc()
+	}
+}
+
+// RunOnce runs one catch-up cycle over the account's sources. A synced
+// source costs nothing; a dirty one costs one getChat unless it has
+// messages to page. Sources fail independently.
+func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
+	var res Result
+	var dirty []tg.ChatID
+	for _, chat := range c.cfg.Sources {
+		if c.lst.IsDirty(chat) {
+			dirty = append(dirty, chat)
+		} else {
+			res.Synced++
+			c.decide(DecisionSynced)
+		}
+	}
+	if len(dirty) == 0 {
+		return res, nil
+	}
+	claimed, err := c.store.ClaimSources(ctx, c.cfg.Account, c.cfg.Owner, dirty, c.cfg.ClaimTTL)
+	if err != nil {
+		return res, err
+	}
+	if len(claimed) < len(dirty) {
+		if err := c.countUnclaimed(ctx, dirty, claimed, &res); err != nil {
+			return res, err
+		}
+	}
+	var errs []error
+	for _, src := range claimed {
+		found, decision, scanErr := c.scan(ctx, src)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent}
+		// Recording the outcome must survive the scan's own failure.
+		after, err := c.store.FinishScan(ctx, src.ChatID, c.cfg.Owner, out, c.cfg.Policy)
+		if err != nil {
+			errs = append(errs, err)
+		} else if c.m != nil {
+			open := 0.0
+			if !after.CircuitUntil.IsZero() {
+				open = 1
+			}
+			c.m.circuit.WithLabelValues(strconv.FormatInt(int64(src.ChatID), 10)).Set(open)
+		}
+		c.decide(decision)
+		res.Messages += found
+		switch decision {
+		case DecisionCurrent:
+			res.Current++
+		case DecisionPaged:
+			res.Paged++
+		case DecisionError:
+			res.Errors++
+			if out.Permanent {
+				c.log.Warn("source failing permanently; circuit open", "source", src.ChatID, "err", scanErr)
+			} else {
+				errs = append(errs, fmt.Errorf("source %d: %w", src.ChatID, scanErr))
+			}
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// countUnclaimed records why dirty sources were not claimed.
+func (c *Catchup) countUnclaimed(ctx context.Context, dirty []tg.ChatID, claimed []store.Source, res *Result) error {
+	all, err := c.store.Sources(ctx, c.cfg.Account)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, src := range all {
+		if !slices.Contains(dirty, src.ChatID) || slices.ContainsFunc(claimed, func(s store.Source) bool { return s.ChatID == src.ChatID }) {
+			continue
+		}
+		if src.CircuitUntil.After(now) {
+			res.Circuit++
+			c.decide(DecisionCircuit)
+		} else {
+			res.NotDue++
+			c.decide(DecisionNotDue)
+		}
+	}
+	return nil
+}
+
+// scan catches one source up. It returns how many messages it handed to
+// ingest and its decision.
+func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, error) {
+	w := src.Watermark
+	if low, _, ok := c.lst.Watermark(src.ChatID); ok {
+		w = max(w, low)
+	}
+	chat, err := c.tg.GetChat(ctx, src.ChatID)
+	if err != nil {
+		return 0, DecisionError, fmt.Errorf("get chat: %w", err)
+	}
+	last := chat.LastMessageID.ServerID()
+	if last <= w {
+		c.lst.CaughtUp(src.ChatID, w)
+		return 0, DecisionCurrent, nil
+	}
+	found := 0
+	for {
+		page, err := c.page(ctx, src.ChatID, w)
+		if err != nil {
+			return found, DecisionError, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		if err := c.ingest(ctx, page); err != nil {
+			return found, DecisionError, err
+		}
+		found += len(page)
+		w = page[len(page)-1].ID.ServerID()
+		// Checkpoint after every fully handled page.
+		if err := c.store.AdvanceWatermark(ctx, src.ChatID, w); err != nil {
+			return found, DecisionError, err
+		}
+		c.lst.CaughtUp(src.ChatID, w)
+		if w >= last {
+			break
+		}
+	}
+	// Every document up to last has been handled, and other messages need
+	// nothing: the watermark can jump to last.
+	if last > w {
+		if err := c.store.AdvanceWatermark(ctx, src.ChatID, last); err != nil {
+			return found, DecisionError, err
+		}
+		w = last
+	}
+	c.lst.CaughtUp(src.ChatID, w)
+	return found, DecisionPaged, nil
+}
+
+// page returns the documents of chat newer than server id w, oldest first:
+// searchChatMessages from w with a negative offset, which returns messages
+// newer than from_message_id.
+func (c *Catchup) page(ctx context.Context, chat tg.ChatID, w int64) ([]tg.Message, error) {
+	msgs, err := c.tg.SearchChatMessages(ctx, tg.Search{
+		Chat: chat, FromMessageID: tg.MessageIDFromServer(max(w, 1)),
+		Offset: -(c.cfg.PageSize - 1), Limit: c.cfg.PageSize, Filter: tg.FilterDocument,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search documents after %d: %w", w, err)
+	}
+	var out []tg.Message
+	for _, m := range msgs {
+		if m.ID.ServerID() > w {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b tg.Message) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// ingest hands a page to the ingest path, a few messages at a time, and
+// fails if any message was abandoned (it was not handled).
+func (c *Catchup) ingest(ctx context.Context, page []tg.Message) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.cfg.Parallel)
+	for _, m := range page {
+		g.Go(func() error {
+			_, err := c.ing.Process(gctx, m)
+			return err
+		})
+	}
+	return g.Wait()
+}

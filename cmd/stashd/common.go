@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"stashd/internal/pgembed"
+)
+
+// newFlagSet returns a flag set whose --help prints the command's
+// description before its flags.
+func newFlagSet(name, usageLine, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: stashd %s\n\n%s\n\nFlags:\n", usageLine, description)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args and returns the exit status to use when parsing ended
+// the command (help: 0, bad flags: 2), or -1 to go on.
+func parse(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "stashd %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2
+	}
+	return -1
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// newLogger logs text on a terminal and JSON otherwise.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// database returns the URL to use: url when set, otherwise a private
+// PostgreSQL cluster started under dataDir/postgres. stop stops the cluster
+// (a no-op for an external database).
+func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL string, stop func(), err error) {
+	if url != "" {
+		return url, func() {}, nil
+	}
+	dir := filepath.Join(dataDir, "postgres")
+	log.Info("starting the embedded PostgreSQL", "dir", dir)
+	c, err := pgembed.Start(ctx, pgembed.Config{Dir: dir, Logger: log})
+	if err != nil {
+		return "", nil, fmt.Errorf("embedded database: %w", err)
+	}
+	return c.URL(""), func() {
+		if err := c.Stop(); err != nil {
+			log.Warn("stop embedded PostgreSQL", "err", err)
+		}
+	}, nil
+}
+
+// ensureDir creates dir with owner-only permissions.
+func ensureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return os.Chmod(dir, 0o700)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"stashd/store"
+	"stashd/tg"
+)
+
+const deadLettersHelp = `Messages that failed to ingest are kept as dead letters with the error's
+class, a reason, the number of attempts and the time of the next automatic
+attempt. They never hold back a source's watermark.
+
+  stashd deadletters list              pending and exhausted dead letters
+  stashd deadletters retry CHAT/MSG    make one due now (the daemon retries it)
+  stashd deadletters retry --all       make every unresolved one due now
+
+CHAT/MSG is the source chat id and the server message id, as list prints them.`
+
+func runDeadLetters(args []string) int {
+	fs := newFlagSet("deadletters", "deadletters list|retry [CHAT/MSG] [flags]", deadLettersHelp)
+	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir")
+	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)")
+	all := fs.Bool("all", false, "with retry: every unresolved dead letter")
+	limit := fs.Int("limit", 200, "with list: at most this many rows")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if rc := parse(fs, args); rc >= 0 {
+			return rc
+		}
+		fs.Usage()
+		return 2
+	}
+	verb, rest := args[0], args[1:]
+	var target string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		target, rest = rest[0], rest[1:]
+	}
+	if rc := parse(fs, rest); rc >= 0 {
+		return rc
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := newLogger(os.Stderr, 8) // quiet: errors are printed below
+	url, stopDB, err := database(ctx, *dbURL, *dataDir, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+		return 1
+	}
+	defer stopDB()
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: 2})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+
+	switch verb {
+	case "list":
+		dls, err := st.DeadLetters(ctx, "", *limit)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+			return 1
+		}
+		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "MESSAGE\tSTATE\tCLASS\tATTEMPTS\tNEXT ATTEMPT\tREASON")
+		for _, d := range dls {
+			next := "-"
+			if !d.NextAttemptAt.IsZero() {
+				next = d.NextAttemptAt.Local().Format(time.DateTime)
+			}
+			fmt.Fprintf(w, "%d/%d\t%s\t%s\t%d\t%s\t%s\n", d.Key.Chat, d.Key.Message.ServerID(), d.State, d.ErrorClass, d.Attempts, next, d.Reason)
+		}
+		w.Flush()
+		return 0
+	case "retry":
+		var key *tg.MessageKey
+		switch {
+		case *all && target == "":
+		case !*all && target != "":
+			k, err := parseMessageRef(target)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+				return 2
+			}
+			key = &k
+		default:
+			fmt.Fprintln(os.Stderr, "stashd deadletters retry: give either CHAT/MSG or --all")
+			return 2
+		}
+		n, err := st.ScheduleDeadLetters(ctx, key)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+			return 1
+		}
+		if key != nil && n == 0 {
+			fmt.Fprintf(os.Stderr, "stashd deadletters: no unresolved dead letter %s\n", target)
+			return 1
+		}
+		fmt.Printf("%d dead letter(s) scheduled for retry now\n", n)
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "stashd deadletters: unknown action %q (list or retry)\n", verb)
+		return 2
+	}
+}
+
+// parseMessageRef parses CHAT/MSG (chat id and server message id).
+func parseMessageRef(s string) (tg.MessageKey, error) {
+	c, m, ok := strings.Cut(s, "/")
+	chat, err1 := strconv.ParseInt(c, 10, 64)
+	msg, err2 := strconv.ParseInt(m, 10, 64)
+	if !ok || err1 != nil || err2 != nil || msg <= 0 {
+		return tg.MessageKey{}, fmt.Errorf("%q is not CHAT/MSG (e.g. -1001234567890/42)", s)
+	}
+	return tg.MessageKey{Chat: tg.ChatID(chat), Message: tg.MessageIDFromServer(msg)}, nil
+}

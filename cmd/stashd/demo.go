@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/internal/demo"
+)
+
+const demoHelp = `Runs the whole stashd pipeline — listener, queue, supervised ingest workers,
+catch-up, rescan, dead-letter retry, delivery — against the built-in Telegram
+simulator and a private PostgreSQL, publishes a reproducible stream of
+archives (zip, tar, 7z, rar, multipart sets, albums, duplicates, corrupt and
+incomplete sets), then audits the catalogue and the destination channels
+against what was published. Exits 1 when the audit finds a missing or twice
+delivered package.
+
+Without --database-url it starts a PostgreSQL cluster from the system's
+binaries under --data-dir. Either way the demo works in a fresh database
+named stashd_demo, which it drops and recreates at start.`
+
+func runDemo(args []string) int {
+	fs := newFlagSet("demo", "demo [flags]", demoHelp)
+	var o demo.Options
+	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "how long to publish")
+	fs.Int64Var(&o.Seed, "seed", 1, "seed of the simulated world (same seed, same content)")
+	fs.IntVar(&o.Sources, "sources", 4, "number of source channels and supergroups")
+	fs.IntVar(&o.ForumTopics, "forum-topics", 0, "add a forum source with this many topics (0: no forum)")
+	fs.IntVar(&o.Accounts, "accounts", 2, "number of Telegram accounts; sources are spread over them")
+	fs.Float64Var(&o.Rate, "rate", 20, "items published per second")
+	fs.IntVar(&o.Workers, "workers", 4, "ingest workers per account")
+	fs.IntVar(&o.QueueCapacity, "queue-capacity", 256, "capacity of each account's ingest queue")
+	fs.StringVar(&o.PostDir, "post-dir", "", "also post every file of this directory (real archives to replay)")
+	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")
+	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 0, "disconnect every account this often, for a quarter of the period (0: never)")
+	fs.DurationVar(&o.RestartEvery, "restart-every", 0, "restart the daemon this often, every other time abruptly (0: never)")
+	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
+	jsonOut := fs.Bool("json", false, "print the audit as one JSON object on the last line of stdout")
+	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/demo"), "directory for the embedded database and downloads (env STASHD_DATA_DIR)")
+	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one (env STASHD_DATABASE_URL)")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:0", "where to serve /metrics during the demo (loopback; port 0 picks one)")
+	verbose := fs.Bool("v", false, "log at debug level")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	if o.DropUpdates < 0 || o.DropUpdates > 1 {
+		fmt.Fprintln(os.Stderr, "stashd demo: --drop-updates must be between 0 and 1")
+		return 2
+	}
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := newLogger(os.Stderr, level)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if err := prepareDataDir(*dataDir); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+		return 1
+	}
+	serverURL, stopDB, err := database(ctx, *dbURL, *dataDir, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+		return 1
+	}
+	defer stopDB()
+	o.DatabaseURL, err = freshDatabase(ctx, serverURL, "stashd_demo")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+		return 1
+	}
+	o.FilesDir = filepath.Join(*dataDir, "files")
+	if err := os.RemoveAll(o.FilesDir); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+		return 1
+	}
+	o.Logger = log
+
+	handler, setGatherer := demo.MetricsHandler()
+	o.Gatherer = setGatherer
+	ln, err := net.Listen("tcp", *metricsAddr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd demo: metrics listener: %v\n", err)
+		return 1
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", handler)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	fmt.Fprintf(os.Stderr, "stashd demo: metrics on http://%s/metrics\n", ln.Addr())
+
+	live := isTerminal(os.Stderr)
+	if live {
+		o.Progress = func(p demo.Progress) {
+			rate := float64(p.Published) / max(p.Elapsed.Seconds(), 0.001)
+			fmt.Fprintf(os.Stderr, "\r\033[K%5.1fs  published %d (%.1f/s)  catalogued %d  queue %d  lag %d  dirty %d  duplicates %d  dead letters %d  restarts %d",
+				p.Elapsed.Seconds(), p.Published, rate, p.Catalogued, p.Queue, p.Lag, p.Dirty, p.Duplicates, p.DeadLetter, p.Restarts)
+		}
+	}
+	rep, err := demo.Run(ctx, o)
+	if live {
+		fmt.Fprintln(os.Stderr)
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "stashd demo: interrupted")
+			return 130
+		}
+		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+		return 1
+	}
+	printReport(rep)
+	if *jsonOut {
+		b, _ := json.Marshal(rep)
+		fmt.Println(string(b))
+	}
+	if !rep.OK() {
+		fmt.Fprintln(os.Stderr, "stashd demo: AUDIT FAILED")
+		return 1
+	}
+	return 0
+}
+
+func printReport(r demo.Report) {
+	w := os.Stderr
+	fmt.Fprintf(w, "audit: published %d archives, %d unique packages\n", r.PublishedArchives, r.UniquePackages)
+	fmt.Fprintf(w, "  catalogued %d, delivered %d, missing %d, delivered twice %d\n",
+		r.CataloguedPackages, r.DeliveredPackages, r.Missing, r.DuplicateDeliveries)
+	fmt.Fprintf(w, "  corrupt %d (listing error recorded for %d), incomplete sets %d (dead letters %d, delivered %d)\n",
+		r.Corrupt, r.CorruptListingErrors, r.IncompleteSets, r.IncompleteDeadLettered, r.IncompleteDelivered)
+	fmt.Fprintf(w, "  dead letters %d, restarts %d, settled %v, %.1fs\n", r.DeadLetters, r.Restarts, r.Settled, r.ElapsedSeconds)
+	for _, n := range r.MissingNames {
+		fmt.Fprintf(w, "  missing: %s\n", n)
+	}
+	fmt.Fprintf(w, "  telegram calls: %s\n", formatCalls(r.Calls))
+	if r.RestartCalls != nil {
+		fmt.Fprintf(w, "  first catch-up cycle after an idle restart: %s\n", formatCalls(r.RestartCalls))
+	}
+}
+
+func formatCalls(calls map[string]int) string {
+	keys := make([]string, 0, len(calls))
+	for k := range calls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := ""
+	for _, k := range keys {
+		s += fmt.Sprintf("%s=%d ", k, calls[k])
+	}
+	if s == "" {
+		return "none"
+	}
+	return s[:len(s)-1]
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// prepareDataDir creates the data directory. When running as root the
+// embedded PostgreSQL runs as the postgres user, which must be able to pass
+// through the data directory to reach its own (0700) cluster directory:
+// the directory then gets 0711 (enter, not list).
+func prepareDataDir(dir string) error {
+	perm := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		perm = 0o711
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return os.Chmod(dir, perm)
+}
+
+// freshDatabase drops and recreates database name on the server at
+// serverURL and returns its URL.
+func freshDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	cfg, err := pgx.ParseConfig(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("parse database url: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return "", fmt.Errorf("connect to database: %w", err)
+	}
+	defer conn.Close(ctx)
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+		return "", fmt.Errorf("drop demo database: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+		return "", fmt.Errorf("create demo database: %w", err)
+	}
+	return withDatabase(serverURL, name)
+}
+
+// withDatabase returns the connection string connStr pointing at database
+// name, in either of PostgreSQL's two connection-string forms.
+func withDatabase(connStr, name string) (string, error) {
+	if strings.HasPrefix(connStr, "postgres://") || strings.HasPrefix(connStr, "postgresql://") {
+		u, err := url.Parse(connStr)
+		if err != nil {
+			return "", fmt.Errorf("parse database url: %w", err)
+		}
+		u.Path = "/" + name
+		return u.String(), nil
+	}
+	return connStr + " dbname=" + name, nil
+}

@@ -1,0 +1,420 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/catchup"
+	"stashd/ingest"
+	"stashd/listener"
+	"stashd/rescan"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// Dialer returns a started Telegram client for an account.
+type Dialer func(ctx context.Context, account string) (tg.Client, error)
+
+// Account is one Telegram account and the sources it watches.
+type Account struct {
+	Name    string
+	Sources []tg.ChatID
+}
+
+// Config configures a Daemon. Zero durations and sizes take the documented
+// defaults of the component they configure.
+type Config struct {
+	Accounts     []Account
+	Destinations []tg.ChatID
+	// Workers per account; zero means 4.
+	Workers int
+	// QueueCapacity per account; zero means 1024.
+	QueueCapacity int
+	// Rate is each account's request rate per second; zero means 20.
+	Rate float64
+	// Ingest is the template for every account's pipeline (Account and
+	// Destinations are filled in).
+	Ingest ingest.Config
+	// Catchup is the template for every account's catch-up loop.
+	Catchup catchup.Config
+	// Rescan is the template for every account's rescan loop.
+	Rescan rescan.Config
+	// Retry configures the dead-letter retry loops.
+	Retry ingest.RetryConfig
+	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
+	DrainTimeout time.Duration
+	// Instance names this process in source claims; "" means host:pid.
+	Instance string
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registry receives every metric; nil means a private registry.
+	Registry prometheus.Registerer
+}
+
+// Daemon runs every account's pipeline.
+type Daemon struct {
+	cfg   Config
+	store *store.Store
+	dial  Dialer
+	log   *slog.Logger
+
+	tgm   *tg.Metrics
+	lm    *listener.Metrics
+	im    *ingest.Metrics
+	cm    *catchup.Metrics
+	rm    *rescan.Metrics
+	retm  *ingest.RetryMetrics
+	fatal chan error
+
+	mu       sync.Mutex
+	accounts []*accountRun
+}
+
+// New returns a daemon over st; nothing starts until Start.
+func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
+	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, 20*time.Second)
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reg := cfg.Registry
+	return &Daemon{
+		cfg: cfg, store: st, dial: dial, log: log,
+		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
+		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
+		fatal: make(chan error, len(cfg.Accounts)+1),
+	}
+}
+
+// Fatal delivers an error when the daemon cannot go on (every ingest worker
+// of an account dead).
+func (d *Daemon) Fatal() <-chan error { return d.fatal }
+
+// Start prepares every account and starts its loops.
+func (d *Daemon) Start(ctx context.Context) error {
+	if err := d.Prepare(ctx); err != nil {
+		return err
+	}
+	return d.Run()
+}
+
+// Prepare connects every account, registers and opens its sources and
+// builds its components, without starting any loop: every Telegram call
+// the daemon makes after Prepare is made by a loop. On error, what was
+// prepared is shut down again.
+func (d *Daemon) Prepare(ctx context.Context) error {
+	if len(d.cfg.Accounts) == 0 {
+		return ErrNoAccounts
+	}
+	for _, a := range d.cfg.Accounts {
+		run, err := d.startAccount(ctx, a)
+		if err != nil {
+			d.Shutdown(context.Background())
+			return fmt.Errorf("start account %s: %w", a.Name, err)
+		}
+		d.mu.Lock()
+		d.accounts = append(d.accounts, run)
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// Run starts the loops of every prepared account.
+func (d *Daemon) Run() error {
+	d.mu.Lock()
+	runs := d.accounts
+	d.mu.Unlock()
+	for _, r := range runs {
+		if err := r.startLoops(d.fatal); err != nil {
+			d.Shutdown(context.Background())
+			return fmt.Errorf("start account %s: %w", r.name, err)
+		}
+		r.log.Info("account started", "sources", r.sources)
+	}
+	return nil
+}
+
+// CatchupCycles returns the number of catch-up cycles that every account
+// has completed (the smallest count among accounts).
+func (d *Daemon) CatchupCycles() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n uint64
+	for i, r := range d.accounts {
+		c := r.catch.Cycles()
+		if i == 0 || c < n {
+			n = c
+		}
+	}
+	return n
+}
+
+// Shutdown stops the daemon in order. Each rule has its reason:
+//
+//  1. Stop receiving updates: the listener closes its queue, so the drain
+//     has an end. Updates ignored from here on are not lost: start-up marks
+//     every source dirty.
+//  2. Let workers drain the queue until ctx's deadline (or DrainTimeout);
+//     past it, work in flight is cancelled and found again by catch-up.
+//  3. Stop the loops (catch-up, rescan, retry, set sweeper): they feed the
+//     same pipeline, and what they leave is found again the same way.
+//  4. Stop the listener: its final write saves the watermarks of all work
+//     that finished during the drain.
+//  5. Close the Telegram client, last, because sends in flight during the
+//     drain need its updates.
+//
+// The store is the caller's to close after Shutdown.
+func (d *Daemon) Shutdown(ctx context.Context) {
+	d.mu.Lock()
+	runs := d.accounts
+	d.accounts = nil
+	d.mu.Unlock()
+	for _, r := range runs {
+		r.lst.CloseQueue()
+	}
+	dctx, cancel := context.WithTimeout(ctx, d.cfg.DrainTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() {
+			if !r.pool.Wait(dctx) {
+				r.log.Warn("drain deadline passed; work in flight cancelled")
+			}
+		})
+	}
+	wg.Wait()
+	for _, r := range runs {
+		r.catch.Stop()
+		r.resc.Stop()
+		r.retry.Stop()
+		r.sweep.Stop()
+		r.cancel()
+		r.lst.Stop()
+		if err := r.client.Close(); err != nil {
+			r.log.Warn("close telegram client", "err", err)
+		}
+		<-r.sess.Done()
+	}
+}
+
+// Kill stops the daemon the way a crash would: work in flight is cancelled
+// mid-step, nothing is drained and no final state is written. Recovery from
+// this is what start-up, catch-up and delivery reconciliation are for.
+func (d *Daemon) Kill() {
+	d.mu.Lock()
+	runs := d.accounts
+	d.accounts = nil
+	d.mu.Unlock()
+	for _, r := range runs {
+		r.cancel()
+		r.pool.Stop()
+		r.catch.Stop()
+		r.resc.Stop()
+		r.retry.Stop()
+		r.sweep.Stop()
+		r.lst.Kill()
+		_ = r.client.Close()
+		<-r.sess.Done()
+	}
+}
+
+// accountRun is one account's running components.
+type accountRun struct {
+	name    string
+	log     *slog.Logger
+	client  tg.Client
+	paced   *tg.Paced
+	sess    *tg.Session
+	lst     *listener.Listener
+	pipe    *ingest.Pipeline
+	pool    *ingest.Pool
+	sweep   *ingest.SetSweeper
+	catch   *catchup.Catchup
+	resc    *rescan.Rescan
+	retry   *ingest.Retrier
+	ctx     context.Context
+	cancel  context.CancelFunc
+	sources int
+}
+
+func (r *accountRun) startLoops(fatal chan<- error) error {
+	for _, s := range []interface{ Start(context.Context) error }{r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry} {
+		if err := s.Start(r.ctx); err != nil {
+			return err
+		}
+	}
+	go func() {
+		select {
+		case err := <-r.pool.Fatal():
+			fatal <- err
+		case <-r.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, error) {
+	log := d.log.With("account", a.Name)
+	client, err := d.dial(ctx, a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	r := &accountRun{name: a.Name, log: log, client: client, sources: len(a.Sources)}
+	// Every component of the account runs under its own context, cancelled
+	// by Shutdown after the drain.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.ctx, r.cancel = actx, cancel
+	fail := func(err error) (*accountRun, error) {
+		cancel()
+		_ = client.Close()
+		return nil, err
+	}
+
+	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate}, d.tgm)
+	var resc *rescan.Rescan // set below; the listener reports outages to it
+	r.lst = listener.New(listener.Config{
+		Account: a.Name, QueueCapacity: d.cfg.QueueCapacity, Logger: d.log,
+		OnReconnect: func(down time.Duration) {
+			if resc != nil {
+				resc.Outage(down)
+			}
+		},
+	}, d.store, d.lm)
+	r.sess = tg.NewSession(r.paced, r.lst.HandleUpdate)
+
+	if err := r.paced.LoadChats(ctx); err != nil {
+		return fail(fmt.Errorf("load chats: %w", err))
+	}
+	me, err := r.paced.GetMe(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("get me: %w", err))
+	}
+	if err := d.store.UpsertAccount(ctx, a.Name, me.ID, me.IsPremium); err != nil {
+		return fail(err)
+	}
+	if err := d.registerSources(ctx, r, a); err != nil {
+		return fail(err)
+	}
+	if err := d.store.MarkAccountDirty(ctx, a.Name, listener.ReasonStart); err != nil {
+		return fail(err)
+	}
+	srcs, err := d.store.Sources(ctx, a.Name)
+	if err != nil {
+		return fail(err)
+	}
+	for _, s := range srcs {
+		r.lst.Watch(s)
+	}
+	// Updates for channels and supergroups arrive only for opened chats.
+	for _, chat := range a.Sources {
+		if err := r.paced.OpenChat(ctx, chat); err != nil {
+			log.Warn("open chat failed; the source relies on catch-up", "source", chat, "err", err)
+			r.lst.MarkDirty(chat, "open_failed")
+		}
+	}
+
+	icfg := d.cfg.Ingest
+	icfg.Account, icfg.Destinations, icfg.Logger = a.Name, d.cfg.Destinations, d.log
+	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
+	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
+	r.sweep = ingest.NewSetSweeper(r.pipe, 0)
+	ccfg := d.cfg.Catchup
+	ccfg.Account, ccfg.Owner, ccfg.Sources, ccfg.Logger = a.Name, d.cfg.Instance, a.Sources, d.log
+	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe, d.cm)
+	rcfg := d.cfg.Rescan
+	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log
+	resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
+	r.resc = resc
+	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
+
+	return r, nil
+}
+
+// registerSources records sources the store does not know yet, with their
+// kind and title. Known sources cost no call: a restart must stay cheap.
+func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) error {
+	known := map[tg.ChatID]bool{}
+	srcs, err := d.store.Sources(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, s := range srcs {
+		if s.Account == a.Name {
+			known[s.ChatID] = true
+		}
+	}
+	for _, chat := range a.Sources {
+		if known[chat] {
+			continue
+		}
+		src := store.Source{ChatID: chat, Account: a.Name, Kind: tg.KindChannel}
+		c, err := r.paced.GetChat(ctx, chat)
+		switch {
+		case err == nil:
+			src.Kind, src.Title = c.Kind, c.Title
+		case tg.Classify(err) == tg.ClassPermanent:
+			// Registered anyway: catch-up opens its circuit and the
+			// dashboard shows it; one bad source never stops the others.
+			r.log.Warn("source not accessible", "source", chat, "err", err)
+		default:
+			return fmt.Errorf("get chat %d: %w", chat, err)
+		}
+		if err := d.store.EnsureSource(ctx, src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Status is a snapshot of one account for progress displays.
+type Status struct {
+	Account       string
+	QueueDepth    int
+	QueueCapacity int
+	WorkersAlive  int
+	Dirty         int
+	// Lag is the sum over sources of the newest id seen minus the watermark.
+	Lag int64
+}
+
+// Status returns a snapshot per account.
+func (d *Daemon) Status() []Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Status, 0, len(d.accounts))
+	for _, r := range d.accounts {
+		st := Status{Account: r.name, QueueDepth: len(r.lst.Queue()), QueueCapacity: r.lst.Capacity(), WorkersAlive: r.pool.Alive()}
+		for _, a := range d.cfg.Accounts {
+			if a.Name == r.name {
+				for _, c := range a.Sources {
+					if r.lst.IsDirty(c) {
+						st.Dirty++
+					}
+					if low, seen, ok := r.lst.Watermark(c); ok && seen > low {
+						st.Lag += seen - low
+					}
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// ErrNoAccounts is returned for a configuration without accounts.
+var ErrNoAccounts = errors.New("no accounts configured")

@@ -1,0 +1,10 @@
+// Package daemon assembles stashd's components for a set of accounts and
+// owns their start-up and shutdown order: for each account a paced Telegram
+// client, its session pump, listener, ingest pipeline and supervised
+// worker pool, set sweeper, catch-up, rescan and dead-letter retry loops.
+// `stashd serve` and `stashd demo` both run a Daemon; they differ only in
+// the Telegram client they hand it (TDLib or the simulator).
+//
+// daemon holds no domain logic of its own and must not talk to Telegram or
+// the store except to register accounts and sources at start-up.
+package daemon

@@ -1,0 +1,453 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// env is one simulated world with a catalogue and one pipeline per account.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	world *tgsim.World
+	st    *store.Store
+	dest  tg.ChatID
+	src   map[string]tg.ChatID // account -> its source
+	now   time.Time
+}
+
+func newEnv(t *testing.T, accounts ...string) *env {
+	t.Helper()
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	e := &env{t: t, ctx: ctx, st: st, src: map[string]tg.ChatID{}, now: time.Now()}
+	e.world = tgsim.NewWorld(tgsim.Config{Seed: 1, FilesDir: t.TempDir()})
+	for _, a := range accounts {
+		e.world.AddAccount(a, false)
+	}
+	e.dest = e.world.AddChat(tg.KindChannel, "mirror", accounts...)
+	for _, a := range accounts {
+		e.src[a] = e.world.AddChat(tg.KindChannel, "source of "+a, a)
+		if err := st.EnsureSource(ctx, store.Source{ChatID: e.src[a], Account: a, Kind: tg.KindChannel}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// pipeline returns a pipeline on a fresh client of account.
+func (e *env) pipeline(account string) (*ingest.Pipeline, *tgsim.Client) {
+	e.t.Helper()
+	c := e.world.Client(account)
+	if err := c.LoadChats(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	sess := tg.NewSession(c, func(tg.Update) {})
+	e.t.Cleanup(func() { _ = c.Close() })
+	p := ingest.NewPipeline(ingest.Config{
+		Account: account, Destinations: []tg.ChatID{e.dest},
+		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
+		Now: func() time.Time { return e.now },
+	}, e.st, sess, nil)
+	return p, c
+}
+
+// view returns msg as client c sees it (file ids and remote ids are per
+// account and session).
+func (e *env) view(c *tgsim.Client, m tg.Message) tg.Message {
+	e.t.Helper()
+	got, err := c.GetMessage(e.ctx, m.ChatID, m.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got
+}
+
+// delivered returns the documents in the destination.
+func (e *env) delivered() []tg.Message {
+	var out []tg.Message
+	for _, m := range e.world.Messages(e.dest) {
+		if m.Document != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func zipOf(name, body string) []byte {
+	return archivetest.Zip([]archivetest.File{{Name: name, Data: []byte(body)}})
+}
+
+func mustHandle(t *testing.T, p *ingest.Pipeline, m tg.Message, want store.Outcome) {
+	t.Helper()
+	got, err := p.Handle(t.Context(), m)
+	if err != nil {
+		t.Fatalf("handle %s: %v", m.Key(), err)
+	}
+	if got != want {
+		t.Fatalf("handle %s: outcome %q, want %q", m.Key(), got, want)
+	}
+}
+
+func TestSingleArchiveCataloguedAndDelivered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "photos.7z", Data: archivetest.SevenZip([]archivetest.File{
+		{Name: "2024/beach.jpg", Data: []byte("jpeg bytes")}, {Name: "2024/notes.txt", Data: []byte("hello")},
+	})})
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("catalogue has %d packages, want 1", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.Format != "7z" || pkg.FileCount != 2 || pkg.ListingError != "" {
+			t.Errorf("package = %+v, want 7z with 2 files and no listing error", pkg)
+		}
+	}
+	d := e.delivered()
+	if len(d) != 1 || d[0].Document.File.UniqueID != posted.Document.File.UniqueID {
+		t.Fatalf("destination holds %d documents, want the source file once", len(d))
+	}
+	if !strings.Contains(d[0].Caption, ingest.TokenPrefix) {
+		t.Errorf("caption %q carries no delivery token", d[0].Caption)
+	}
+}
+
+func TestLayer1SourceKeyCostsNoCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "a.tar", Data: archivetest.Tar([]archivetest.File{{Name: "x", Data: []byte("1")}})}))
+	mustHandle(t, p, m, store.OutcomePackage)
+	before := e.world.Calls("a")
+	mustHandle(t, p, m, store.OutcomeDuplicate)
+	after := e.world.Calls("a")
+	for method, n := range after {
+		if n != before[method] {
+			t.Errorf("second handling called %s %d time(s); the source key must answer without Telegram", method, n-before[method])
+		}
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("delivered %d times, want 1", n)
+	}
+}
+
+func TestLayer2KnownUniqueIDsSkipDownload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	other := e.world.AddChat(tg.KindSupergroup, "second source", "a")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: other, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	p, c := e.pipeline("a")
+	first := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "set.zip", Data: zipOf("f", "one")})
+	forward := e.world.Post(other, 0, tgsim.Post{FileName: "set.tar", SameFileAs: first.Document.File.UniqueID})
+	// The plain .zip may be the final part of a zip split set: it waits like
+	// a part and the sweeper ingests it alone.
+	mustHandle(t, p, e.view(c, first), store.OutcomePartPending)
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the lone zip completed", res, err)
+	}
+	downloads := e.world.Calls("a")[tg.MethodDownloadFile]
+	mustHandle(t, p, e.view(c, forward), store.OutcomeDuplicate)
+	if got := e.world.Calls("a")[tg.MethodDownloadFile]; got != downloads {
+		t.Errorf("forward was downloaded (%d downloads, want %d): known unique ids must settle it", got, downloads)
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("delivered %d times, want 1", n)
+	}
+}
+
+func TestLayer4ContentHashLinksReupload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	data := archivetest.TarGz([]archivetest.File{{Name: "doc.txt", Data: []byte("same bytes")}})
+	first := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "a.tar.gz", Data: data})
+	again := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "copy.tar.gz", Data: data})
+	if first.Document.File.UniqueID == again.Document.File.UniqueID {
+		t.Fatal("re-upload kept the unique id; the test needs a new one")
+	}
+	mustHandle(t, p, e.view(c, first), store.OutcomePackage)
+	mustHandle(t, p, e.view(c, again), store.OutcomeDuplicate)
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("delivered %d times, want 1", n)
+	}
+	// The re-upload's unique id is remembered: a third copy costs no download.
+	id, ok, err := e.st.PackageByUniqueIDs(e.ctx, []string{again.Document.File.UniqueID})
+	if err != nil || !ok || id == 0 {
+		t.Errorf("re-upload unique id not linked to the package (ok=%v, err=%v)", ok, err)
+	}
+}
+
+// Two accounts, each with two workers, race on the same package posted in
+// both their sources: exactly one delivery, one package.
+func TestRaceTwoAccountsTwoWorkersOneDelivery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a", "b")
+	pa, ca := e.pipeline("a")
+	pb, cb := e.pipeline("b")
+	data := archivetest.Tar([]archivetest.File{{Name: "shared.bin", Data: []byte("contended")}})
+	ma := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "shared.tar", Data: data})
+	mb := e.world.Post(e.src["b"], 0, tgsim.Post{FileName: "shared.tar", SameFileAs: ma.Document.File.UniqueID})
+	va, vb := e.view(ca, ma), e.view(cb, mb)
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	outcomes := make(chan store.Outcome, 4)
+	for _, job := range []struct {
+		p *ingest.Pipeline
+		m tg.Message
+	}{{pa, va}, {pa, va}, {pb, vb}, {pb, vb}} {
+		wg.Go(func() {
+			<-start
+			out, err := job.p.Process(e.ctx, job.m)
+			if err != nil {
+				t.Errorf("process: %v", err)
+			}
+			outcomes <- out
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(outcomes)
+	packages := 0
+	for o := range outcomes {
+		if o == store.OutcomePackage {
+			packages++
+		}
+	}
+	if packages != 1 {
+		t.Errorf("%d workers brought the package in, want exactly 1", packages)
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("destination holds %d copies, want 1", n)
+	}
+}
+
+func TestCorruptArchiveIsMirroredWithListingError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	good := archivetest.TarGz([]archivetest.File{{Name: "x", Data: []byte(strings.Repeat("y", 4096))}})
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "broken.tar.gz", Data: good[:len(good)/2]}))
+	mustHandle(t, p, m, store.OutcomePackage)
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range pkgs {
+		if pkg.ListingError == "" {
+			t.Errorf("truncated archive catalogued without a listing error")
+		}
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("corrupt archive delivered %d times, want 1", n)
+	}
+}
+
+func TestMultipartSetIsOnePackage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	whole := archivetest.SevenZip([]archivetest.File{{Name: "big/file.bin", Data: []byte(strings.Repeat("z", 9000))}})
+	var msgs []tg.Message
+	for i, part := range archivetest.Split(whole, 3) {
+		name := "big.7z.00" + string(rune('1'+i))
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: part})))
+	}
+	// Parts arrive out of order, as workers finish them.
+	for _, i := range []int{2, 0, 1} {
+		mustHandle(t, p, msgs[i], store.OutcomePartPending)
+	}
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 || res.Waiting != 1 {
+		t.Fatalf("sweep before settling = %+v, %v; want the set waiting", res, err)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want one completed set", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%d packages, want 1", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 || pkg.FileCount != 1 || pkg.ListingError != "" {
+			t.Errorf("package = %+v; want 3 parts listed as one 7z", pkg)
+		}
+	}
+	d := e.delivered()
+	if len(d) != 3 {
+		t.Fatalf("delivered %d parts, want 3", len(d))
+	}
+	for i, m := range d {
+		if m.Document.File.UniqueID != msgs[i].Document.File.UniqueID {
+			t.Errorf("part %d delivered out of order", i)
+		}
+	}
+}
+
+func TestIncompleteSetBecomesDeadLetter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	for _, name := range []string{"movie.part1.rar", "movie.part3.rar"} {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: []byte("volume " + name)}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 || res.DeadLetter != 0 {
+		t.Fatalf("sweep = %+v, %v; an incomplete set must keep waiting until SetMaxWait", res, err)
+	}
+	e.now = e.now.Add(2 * time.Hour)
+	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set dead-lettered", res, err)
+	}
+	dls, err := e.st.DeadLetters(e.ctx, store.DeadPending, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 2 {
+		t.Fatalf("%d dead letters, want one per part (2)", len(dls))
+	}
+	for _, d := range dls {
+		if d.ErrorClass != "incomplete_set" || !strings.Contains(d.Reason, "2") || d.NextAttemptAt.IsZero() {
+			t.Errorf("dead letter %+v: want class incomplete_set, a reason naming part 2 and a next attempt", d)
+		}
+	}
+	if n := len(e.delivered()); n != 0 {
+		t.Errorf("incomplete set delivered %d parts", n)
+	}
+}
+
+func TestAlbumIsOnePackage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	for i, name := range []string{"one.zip", "two.tar", "notes.pdf"} {
+		data := []byte("%PDF-1.4")
+		if i < 2 {
+			data = zipOf(name+".txt", name)
+			if i == 1 {
+				data = archivetest.Tar([]archivetest.File{{Name: "t.txt", Data: []byte(name)}})
+			}
+		}
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: data, AlbumID: 77}))
+		want := store.OutcomePartPending
+		if i == 2 {
+			want = store.OutcomeNotArchive
+		}
+		mustHandle(t, p, m, want)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	pkgs, _ := e.st.PackageHashes(e.ctx)
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 2 || pkg.FileCount != 2 || pkg.ListingError != "" {
+			t.Errorf("album package = %+v; want 2 parts, each listed", pkg)
+		}
+	}
+	if n := len(e.delivered()); n != 2 {
+		t.Errorf("delivered %d documents, want the album's 2 archives", n)
+	}
+}
+
+// crashingSession sends, then dies before the outcome arrives, as a daemon
+// killed mid-delivery would.
+type crashingSession struct {
+	*tg.Session
+	client tg.Client
+}
+
+func (s crashingSession) Send(ctx context.Context, chat tg.ChatID, remoteID, caption string) (tg.Message, error) {
+	if _, err := s.client.SendDocument(ctx, chat, remoteID, caption); err != nil {
+		return tg.Message{}, err
+	}
+	_ = s.client.Close()
+	return tg.Message{}, errors.New("process killed")
+}
+
+func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "crash.tar", Data: archivetest.Tar([]archivetest.File{{Name: "c", Data: []byte("c")}})})
+
+	// A watcher on the destination sees the crashed send land.
+	watcher := e.world.Client("a")
+	t.Cleanup(func() { _ = watcher.Close() })
+	landed := make(chan struct{}, 1)
+	wsess := tg.NewSession(watcher, func(u tg.Update) {
+		if nm, ok := u.(tg.NewMessage); ok && nm.Message.ChatID == e.dest && nm.Message.Document != nil {
+			landed <- struct{}{}
+		}
+	})
+	if err := wsess.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := wsess.OpenChat(e.ctx, e.dest); err != nil {
+		t.Fatal(err)
+	}
+
+	c1 := e.world.Client("a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := tg.NewSession(c1, func(tg.Update) {})
+	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, crashingSession{s1, c1}, nil)
+	m1, err := c1.GetMessage(e.ctx, posted.ChatID, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p1.Handle(e.ctx, m1); err == nil {
+		t.Fatal("handle survived the crash")
+	}
+	select {
+	case <-landed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the crashed send never reached the destination")
+	}
+
+	// After the restart the message is handled again: the intent is found
+	// in the destination by its token, and nothing is sent twice.
+	p2, c2 := e.pipeline("a")
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomePackage)
+	if n := len(e.delivered()); n != 1 {
+		t.Fatalf("destination holds %d copies after reconciliation, want 1", n)
+	}
+	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
+		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
+	}
+	if e.world.Calls("a")[tg.MethodSearchChatMessages] == 0 {
+		t.Error("the destination was not searched for the token before deciding")
+	}
+}

@@ -1,0 +1,63 @@
+package ingest
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stages of the ingest path, as stashd_ingest_stage_seconds labels them.
+const (
+	StageClassify  = "classify"
+	StageLock      = "lock"
+	StageDownload  = "download"
+	StageHash      = "hash"
+	StageList      = "list"
+	StageDeliver   = "deliver"
+	StageCatalogue = "catalogue"
+)
+
+// Metrics are ingest's Prometheus metrics, shared by every account's pool.
+type Metrics struct {
+	alive      *prometheus.GaugeVec
+	configured *prometheus.GaugeVec
+	messages   *prometheus.CounterVec
+	stage      *prometheus.HistogramVec
+	age        prometheus.Histogram
+}
+
+// NewMetrics registers the ingest metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		alive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_ingest_workers_alive",
+			Help: "Ingest workers currently running, by account.",
+		}, []string{"account"}),
+		configured: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_ingest_workers_configured",
+			Help: "Ingest workers configured, by account.",
+		}, []string{"account"}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stashd_ingest_messages_total",
+			Help: "Source messages handled, by account and outcome (package, duplicate, not_archive, part_pending, dead_letter).",
+		}, []string{"account", "outcome"}),
+		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stashd_ingest_stage_seconds",
+			Help:    "Time spent in each ingest stage.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"stage"}),
+		age: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "stashd_update_age_seconds",
+			Help:    "Age of a message (now minus its date) when it was handled; sizes the rescan window.",
+			Buckets: []float64{1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600},
+		}),
+	}
+	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age)
+	return m
+}
+
+func (m *Metrics) observeStage(stage string, start time.Time) {
+	if m != nil {
+		m.stage.WithLabelValues(stage).Observe(time.Since(start).Seconds())
+	}
+}

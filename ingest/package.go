@@ -1,0 +1,245 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"stashd/archive"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// ingestPackage runs layers 2 to 6 for one package made of parts (in set
+// order; one message for a single archive).
+func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format archive.Format, name string) (store.Outcome, error) {
+	uniq := make([]string, len(parts))
+	for i, m := range parts {
+		uniq[i] = m.Document.File.UniqueID
+	}
+
+	// Layer 2: every part's unique id is known. Only a package whose
+	// delivery is complete is settled without the lock; otherwise the
+	// locked path below finishes the delivery.
+	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
+		return "", err
+	} else if ok {
+		done, err := p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		if err != nil {
+			return "", err
+		}
+		if done {
+			return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, pkg)
+		}
+	}
+
+	// Layer 3: lock on the unique ids, then look again: another worker,
+	// account or instance may have finished this package meanwhile.
+	start := time.Now()
+	lock, err := p.store.Lock(ctx, "u:"+strings.Join(uniq, ","))
+	p.m.observeStage(StageLock, start)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Unlock()
+	if out, ok, err := p.store.MessageHandled(ctx, parts[0].Key()); err != nil {
+		return "", err
+	} else if ok && (out == store.OutcomePackage || out == store.OutcomeDuplicate) {
+		return store.OutcomeDuplicate, nil
+	}
+	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
+		return "", err
+	} else if ok {
+		return p.finishDuplicate(ctx, parts, pkg, nil)
+	}
+
+	// Layer 4: download and hash, then lock on the content hash.
+	hashed, err := p.fetch(ctx, parts)
+	if err != nil {
+		return "", err
+	}
+	start = time.Now()
+	hlock, err := p.store.Lock(ctx, "h:"+hex.EncodeToString(hashed.content))
+	p.m.observeStage(StageLock, start)
+	if err != nil {
+		return "", err
+	}
+	defer hlock.Unlock()
+	if pkg, ok, err := p.store.PackageByHash(ctx, hashed.content); err != nil {
+		return "", err
+	} else if ok {
+		return p.finishDuplicate(ctx, parts, pkg, uniq)
+	}
+
+	// Layer 5: list, within bounds. A bad archive is still mirrored.
+	start = time.Now()
+	listing, listErr := p.list(ctx, format, parts, hashed.paths)
+	p.m.observeStage(StageList, start)
+	if listErr != nil && ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+
+	start = time.Now()
+	pkg := store.Package{
+		ContentHash: hashed.content, Name: name, Format: string(format), TotalSize: hashed.size,
+		PartCount: len(parts), FileCount: len(listing.Entries), ListingTruncated: listing.Truncated,
+		Origin: parts[0].Key(), OriginTopic: parts[0].TopicID(),
+	}
+	if listErr != nil {
+		pkg.ListingError = listErr.Error()
+	}
+	storeParts := make([]store.Part, len(parts))
+	for i, m := range parts {
+		storeParts[i] = store.Part{Index: i, FileName: m.Document.FileName, Size: hashed.sizes[i],
+			SHA256: hashed.parts[i], UniqueID: uniq[i], Source: m.Key()}
+	}
+	files := make([]store.FileEntry, len(listing.Entries))
+	for i, e := range listing.Entries {
+		files[i] = store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe}
+	}
+	id, _, err := p.store.CreatePackage(ctx, pkg, storeParts, files)
+	p.m.observeStage(StageCatalogue, start)
+	if err != nil {
+		return "", err
+	}
+	pkg.ID = id
+
+	// Layer 6: deliver, then record the sources. Recording last means a
+	// crash before it leaves the message unhandled, and the next attempt
+	// finds the package (layer 2) and completes its delivery.
+	if err := p.deliver(ctx, pkg, parts); err != nil {
+		return "", err
+	}
+	if listErr != nil {
+		p.log.Info("archive listing failed; package mirrored anyway", "package", id, "name", name, "err", listErr)
+	}
+	return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
+}
+
+// finishDuplicate links parts to an existing package, completing its
+// delivery if an earlier attempt was cut short. newUnique, when set, are
+// unique ids of an identical re-upload to remember for layer 2.
+func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id int64, newUnique []string) (store.Outcome, error) {
+	if newUnique != nil {
+		if err := p.store.AddRemoteFiles(ctx, id, newUnique); err != nil {
+			return "", err
+		}
+	}
+	pkg, err := p.store.GetPackage(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if pkg.PartCount != len(parts) {
+		// Same bytes cut differently: the package is known, but these parts
+		// cannot stand in for its parts when sending. Link only.
+		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
+	}
+	if err := p.deliver(ctx, pkg, parts); err != nil {
+		return "", err
+	}
+	out := store.OutcomeDuplicate
+	if pkg.Origin == parts[0].Key() {
+		// The package's own source, back after an attempt that stopped
+		// between cataloguing and recording.
+		out = store.OutcomePackage
+	}
+	return out, p.record(ctx, parts, out, id)
+}
+
+func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Outcome, pkg int64) error {
+	msgs := make([]store.SourceMessage, len(parts))
+	for i, m := range parts {
+		msgs[i] = sourceMessage(m, out, pkg)
+	}
+	if err := p.store.RecordMessages(ctx, msgs...); err != nil {
+		return err
+	}
+	for _, m := range parts {
+		if err := p.store.ResolveDeadLetter(ctx, m.Key()); err != nil {
+			return err
+		}
+	}
+	p.forget(parts)
+	return nil
+}
+
+// list lists a package. An album's parts are independent archives: each is
+// listed on its own and its entries are shown under the part's file name.
+func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.Message, paths []string) (archive.Listing, error) {
+	if format != albumFormat {
+		return archive.List(ctx, format, paths, p.cfg.Limits)
+	}
+	var out archive.Listing
+	var errs []error
+	for i, path := range paths {
+		name := parts[i].Document.FileName
+		l, err := archive.List(ctx, archive.ParseName(name).Format, []string{path}, p.cfg.Limits)
+		for _, e := range l.Entries {
+			e.Path = name + "/" + e.Path
+			out.Entries = append(out.Entries, e)
+		}
+		out.Truncated = out.Truncated || l.Truncated
+		out.Encrypted = out.Encrypted || l.Encrypted
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+type fetched struct {
+	paths   []string
+	parts   [][]byte // SHA-256 of each part
+	sizes   []int64
+	size    int64
+	content []byte // SHA-256 over all parts in order
+}
+
+// fetch downloads every part and hashes it in one streaming pass: the part's
+// own SHA-256 and the package's content hash are computed from the same
+// reads, and no file is ever held in memory.
+func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message) (fetched, error) {
+	var out fetched
+	content := sha256.New()
+	buf := make([]byte, 256<<10)
+	for _, m := range parts {
+		start := time.Now()
+		f, err := p.tg.Download(ctx, m.Document.File)
+		p.m.observeStage(StageDownload, start)
+		if err != nil {
+			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
+		}
+		start = time.Now()
+		sum, n, err := hashFile(f.LocalPath, content, buf)
+		p.m.observeStage(StageHash, start)
+		if err != nil {
+			return fetched{}, fmt.Errorf("hash %q: %w", m.Document.FileName, err)
+		}
+		out.paths = append(out.paths, f.LocalPath)
+		out.parts = append(out.parts, sum)
+		out.sizes = append(out.sizes, n)
+		out.size += n
+	}
+	out.content = content.Sum(nil)
+	return out, nil
+}
+
+func hashFile(path string, content io.Writer, buf []byte) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(h, content), f, buf)
+	if err != nil {
+		return nil, 0, err
+	}
+	return h.Sum(nil), n, nil
+}

@@ -1,0 +1,316 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"stashd/archive"
+	"stashd/internal/service"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// Store is the part of the catalogue ingest uses.
+type Store interface {
+	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
+	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
+	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
+	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
+	AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error
+	CreatePackage(ctx context.Context, p store.Package, parts []store.Part, files []store.FileEntry) (int64, bool, error)
+	GetPackage(ctx context.Context, id int64) (store.Package, error)
+	Lock(ctx context.Context, name string) (*store.Lock, error)
+	EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (store.Delivery, bool, error)
+	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) error
+	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
+	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
+	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
+	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
+	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.PendingPart, error)
+	TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error)
+	UpsertTopic(ctx context.Context, t tg.Topic) error
+}
+
+// Telegram is the part of an account's session ingest uses. *tg.Session
+// implements it.
+type Telegram interface {
+	Download(ctx context.Context, f tg.File) (tg.File, error)
+	Send(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error)
+	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
+	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
+	GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error)
+}
+
+// Config configures a Pipeline.
+type Config struct {
+	// Account is the account whose session the pipeline uses.
+	Account string
+	// Destinations receive every package. Empty: packages are catalogued
+	// but not delivered.
+	Destinations []tg.ChatID
+	// Limits bound archive listings; zero fields take archive's defaults.
+	Limits archive.Limits
+	// SetSettle is how long a multipart set or album must be quiet (no new
+	// part) before it is treated as complete; zero means 30 s.
+	SetSettle time.Duration
+	// SetMaxWait is how long parts wait for their set to complete before the
+	// set becomes a dead letter; zero means 1 h.
+	SetMaxWait time.Duration
+	// Attempts is how many times one message is tried in a row before it
+	// becomes a dead letter; zero means 4.
+	Attempts int
+	// RetryBase is the first in-process retry delay; zero means 200 ms.
+	RetryBase time.Duration
+	// DeadLetterDelay is the first delay before the retry loop takes a dead
+	// letter again (doubling per attempt); zero means 1 min.
+	DeadLetterDelay time.Duration
+	// DeadLetterAttempts caps the dead-letter retries before a letter is
+	// exhausted; zero means 8.
+	DeadLetterAttempts int
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Pipeline is one account's ingest path. It is safe for concurrent use by
+// the account's workers, catch-up, rescan and retry loops.
+type Pipeline struct {
+	cfg   Config
+	store Store
+	tg    Telegram
+	m     *Metrics
+	log   *slog.Logger
+
+	// seen remembers messages of pending set parts from this session, so
+	// completing a set rarely needs getMessage (file ids are per session).
+	mu     sync.Mutex
+	seen   map[tg.MessageKey]tg.Message
+	topics map[topicKey]bool
+}
+
+type topicKey struct {
+	chat   tg.ChatID
+	thread int64
+}
+
+// NewPipeline returns a pipeline for one account. m may be nil.
+func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
+	cfg.SetSettle = cmp.Or(cfg.SetSettle, 30*time.Second)
+	cfg.SetMaxWait = cmp.Or(cfg.SetMaxWait, time.Hour)
+	cfg.Attempts = cmp.Or(cfg.Attempts, 4)
+	cfg.RetryBase = cmp.Or(cfg.RetryBase, 200*time.Millisecond)
+	cfg.DeadLetterDelay = cmp.Or(cfg.DeadLetterDelay, time.Minute)
+	cfg.DeadLetterAttempts = cmp.Or(cfg.DeadLetterAttempts, 8)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{
+		cfg: cfg, store: st, tg: t, m: m,
+		log:    log.With("component", "ingest", "account", cfg.Account),
+		seen:   map[tg.MessageKey]tg.Message{},
+		topics: map[topicKey]bool{},
+	}
+}
+
+// Config returns the pipeline's configuration with defaults filled in.
+func (p *Pipeline) Config() Config { return p.cfg }
+
+// Process handles msg with in-process retries by error class and, when they
+// are used up or the error is permanent, records a dead letter. It returns
+// the outcome; an error means the work was abandoned (ctx ended or the
+// dead letter could not be written) and the message is not handled.
+func (p *Pipeline) Process(ctx context.Context, msg tg.Message) (store.Outcome, error) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = p.cfg.RetryBase
+	b.MaxElapsedTime = 0
+	var err error
+	for attempt := 1; ; attempt++ {
+		var out store.Outcome
+		out, err = p.Handle(ctx, msg)
+		if err == nil {
+			p.count(out)
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		class := tg.Classify(err)
+		if class == tg.ClassPermanent || attempt >= p.cfg.Attempts {
+			break
+		}
+		wait := b.NextBackOff()
+		if d, ok := tg.FloodWait(err); ok {
+			wait = d
+		}
+		p.log.Debug("retrying message", "source", msg.ChatID, "message", msg.ID.ServerID(), "attempt", attempt, "err", err)
+		if !service.Sleep(ctx, wait) {
+			return "", ctx.Err()
+		}
+	}
+	if dlErr := p.DeadLetter(ctx, msg, err); dlErr != nil {
+		return "", errors.Join(err, dlErr)
+	}
+	p.count(store.OutcomeDeadLetter)
+	return store.OutcomeDeadLetter, nil
+}
+
+func (p *Pipeline) count(out store.Outcome) {
+	if p.m != nil {
+		p.m.messages.WithLabelValues(p.cfg.Account, string(out)).Inc()
+	}
+}
+
+// DeadLetter records msg as a dead letter for err. The next attempt time
+// doubles with every failure; a permanent error, or the attempt cap,
+// exhausts the letter (only an operator's retry brings it back).
+func (p *Pipeline) DeadLetter(ctx context.Context, msg tg.Message, err error) error {
+	class := tg.Classify(err)
+	var ie *IncompleteSetError
+	if errors.As(err, &ie) {
+		class = "incomplete_set"
+	}
+	previous, aerr := p.store.DeadLetterAttempts(ctx, msg.Key())
+	if aerr != nil {
+		return aerr
+	}
+	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: err.Error()}
+	if class != tg.ClassPermanent && previous+1 < p.cfg.DeadLetterAttempts {
+		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
+	}
+	p.log.Warn("dead letter", "source", msg.ChatID, "message", msg.ID.ServerID(), "class", class, "attempt", previous+1, "reason", err)
+	return p.store.RecordDeadLetter(ctx, d, sourceMessage(msg, store.OutcomeDeadLetter, 0))
+}
+
+// Handle runs msg through the ingest path once. See the package doc.
+func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, error) {
+	if p.m != nil && !msg.Date.IsZero() {
+		p.m.age.Observe(p.cfg.Now().Sub(msg.Date).Seconds())
+	}
+	start := time.Now()
+	// Layer 1: the source key.
+	if out, ok, err := p.store.MessageHandled(ctx, msg.Key()); err != nil {
+		return "", err
+	} else if ok && out != store.OutcomeDeadLetter {
+		if out == store.OutcomePartPending {
+			return out, nil
+		}
+		return store.OutcomeDuplicate, nil
+	}
+	if err := p.ensureTopic(ctx, msg); err != nil {
+		return "", err
+	}
+	cls := classify(msg)
+	p.m.observeStage(StageClassify, start)
+	switch {
+	case !cls.archive:
+		return store.OutcomeNotArchive, p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomeNotArchive, 0))
+	case cls.setKey != "" && !cls.name.IsMultipart() && msg.AlbumID == 0:
+		// A plain zip or rar already catalogued on its own (a forward of a
+		// known archive) need not wait for parts that will not come.
+		if _, ok, err := p.store.PackageByUniqueIDs(ctx, []string{msg.Document.File.UniqueID}); err != nil {
+			return "", err
+		} else if ok {
+			return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
+		}
+		return p.addPart(ctx, msg, cls)
+	case cls.setKey != "":
+		return p.addPart(ctx, msg, cls)
+	default:
+		return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
+	}
+}
+
+type classification struct {
+	archive bool
+	name    archive.Name
+	setKey  string
+	part    int
+}
+
+// classify decides what a message is: not an archive, a single archive, or
+// a part of a set (an album of archives, or a multipart set by name). A
+// plain x.zip or x.rar is ambiguous: it may be the final part of x.z01… or
+// the first of x.r00…, whose other parts may still be in flight. It waits
+// like a part, and the sweeper ingests it alone if no other part shows up.
+func classify(msg tg.Message) classification {
+	if msg.Document == nil {
+		return classification{}
+	}
+	n := archive.ParseName(msg.Document.FileName)
+	c := classification{archive: n.IsArchive(), name: n}
+	switch {
+	case !c.archive:
+	case msg.AlbumID != 0:
+		c.setKey = fmt.Sprintf("album:%d", msg.AlbumID)
+	case n.IsMultipart():
+		c.setKey = "set:" + n.Set
+		c.part = n.Part
+	case n.Format == archive.FormatZip || n.Format == archive.FormatRar:
+		c.setKey = "set:" + n.Base
+	}
+	return c
+}
+
+func sourceMessage(msg tg.Message, out store.Outcome, pkg int64) store.SourceMessage {
+	sm := store.SourceMessage{
+		Key: msg.Key(), TopicID: msg.TopicID(), AlbumID: msg.AlbumID, Date: msg.Date,
+		Outcome: out, PackageID: pkg,
+	}
+	if d := msg.Document; d != nil {
+		sm.FileName, sm.FileSize, sm.UniqueID = d.FileName, d.File.Size, d.File.UniqueID
+		if c := classify(msg); c.setKey != "" {
+			sm.SetKey, sm.PartIndex = c.setKey, c.part
+		}
+	}
+	return sm
+}
+
+// ensureTopic stores the name of a forum topic the first time one of its
+// messages is handled: one getForumTopic per topic, ever (renames arrive as
+// updateForumTopicInfo and the listener stores them).
+func (p *Pipeline) ensureTopic(ctx context.Context, msg tg.Message) error {
+	thread := msg.TopicID()
+	if thread == 0 {
+		return nil
+	}
+	k := topicKey{msg.ChatID, thread}
+	p.mu.Lock()
+	known := p.topics[k]
+	p.mu.Unlock()
+	if known {
+		return nil
+	}
+	ok, err := p.store.TopicKnown(ctx, msg.ChatID, thread)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		t, err := p.tg.GetForumTopic(ctx, msg.ChatID, thread)
+		if err != nil {
+			// The name is for people; a missing one must not hold back
+			// the archive.
+			p.log.Warn("get forum topic", "source", msg.ChatID, "topic", thread, "err", err)
+			return nil
+		}
+		if err := p.store.UpsertTopic(ctx, t); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	p.topics[k] = true
+	p.mu.Unlock()
+	return nil
+}

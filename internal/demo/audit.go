@@ -1,0 +1,152 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"stashd/tg"
+)
+
+// partRef names one part of one published package.
+type partRef struct {
+	hash [32]byte
+	idx  int
+}
+
+// audit compares the simulator's ground truth with the catalogue and the
+// destinations:
+//   - every distinct complete package is catalogued and every one of its
+//     parts is in every destination (else it is missing);
+//   - no part of a package is in a destination twice;
+//   - corrupt archives are catalogued with a listing error;
+//   - incomplete sets are dead letters with a reason and were never
+//     delivered.
+func (r *runner) audit(ctx context.Context) (Report, error) {
+	truth := r.gen.Truth()
+	unique := truth.Unique()
+	rep := Report{UniquePackages: len(unique)}
+
+	// Which file (unique id) carries which part: from the sources as they
+	// are now, so the audit reads the world rather than trusting stashd.
+	uid := map[tg.MessageKey]string{}
+	for _, s := range r.gen.Sources() {
+		for _, m := range r.world.Messages(s.Chat) {
+			if m.Document != nil {
+				uid[m.Key()] = m.Document.File.UniqueID
+			}
+		}
+	}
+	carries := map[string]partRef{}
+	for _, p := range truth.Packages {
+		rep.PublishedArchives++
+		for i, k := range p.Parts {
+			if u, ok := uid[k]; ok {
+				carries[u] = partRef{p.Hash, i}
+			}
+		}
+	}
+
+	catalogue, err := r.st.PackageHashes(ctx)
+	if err != nil {
+		return rep, err
+	}
+	dests := r.gen.Destinations()
+	seen := make([]map[partRef]int, len(dests))
+	for i, d := range dests {
+		seen[i] = map[partRef]int{}
+		for _, m := range r.world.Messages(d) {
+			if m.Document == nil {
+				continue
+			}
+			if ref, ok := carries[m.Document.File.UniqueID]; ok {
+				seen[i][ref]++
+			}
+		}
+		for _, n := range seen[i] {
+			if n > 1 {
+				rep.DuplicateDeliveries += n - 1
+			}
+		}
+	}
+
+	for h, p := range unique {
+		pkg, catalogued := catalogue[h]
+		if catalogued {
+			rep.CataloguedPackages++
+		}
+		delivered := true
+		for i := range dests {
+			for part := range p.Parts {
+				if seen[i][partRef{h, part}] == 0 {
+					delivered = false
+				}
+			}
+		}
+		if delivered {
+			rep.DeliveredPackages++
+		}
+		if !catalogued || !delivered {
+			rep.Missing++
+			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s (catalogued %v, delivered %v)", p.Name, catalogued, delivered))
+		}
+		if p.Corrupt {
+			rep.Corrupt++
+			if catalogued && pkg.ListingError != "" {
+				rep.CorruptListingErrors++
+			}
+		}
+	}
+	sort.Strings(rep.MissingNames)
+
+	dead, err := r.deadLetterReasons(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, p := range truth.Packages {
+		if !p.Incomplete {
+			continue
+		}
+		rep.IncompleteSets++
+		all := len(p.Parts) > 0
+		for _, k := range p.Parts {
+			if !strings.Contains(dead[k], "incomplete set") {
+				all = false
+			}
+		}
+		if all {
+			rep.IncompleteDeadLettered++
+		} else {
+			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s: incomplete set not a dead letter", p.Name))
+		}
+		for i := range dests {
+			for part := range p.Parts {
+				if seen[i][partRef{p.Hash, part}] > 0 {
+					rep.IncompleteDelivered++
+					rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s: part %d of an incomplete set delivered", p.Name, part))
+				}
+			}
+		}
+	}
+	rep.DeadLetters = len(dead)
+	return rep, nil
+}
+
+func (r *runner) deadLetterReasons(ctx context.Context) (map[tg.MessageKey]string, error) {
+	rows, err := r.st.Pool().Query(ctx, `SELECT chat_id, message_id, reason FROM dead_letters WHERE state <> 'resolved'`)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters: %w", err)
+	}
+	defer rows.Close()
+	out := map[tg.MessageKey]string{}
+	for rows.Next() {
+		var c, m int64
+		var reason string
+		if err := rows.Scan(&c, &m, &reason); err != nil {
+			return nil, err
+		}
+		out[tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}] = reason
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,513 @@
+// Package demo runs the whole stashd pipeline against the Telegram simulator
+// and audits the result against the simulator's ground truth. It backs
+// `stashd demo` and the end-to-end tests; it owns the scenario (publisher,
+// faults, restarts) and the audit, and builds the daemon exactly as serve
+// does, with only the Telegram client swapped.
+package demo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// Options configure a demo run. Zero values take the defaults in brackets.
+type Options struct {
+	// Duration of publishing [20 s]; ignored when Steps is set.
+	Duration time.Duration
+	// Steps publishes exactly this many items, as fast as Rate allows.
+	Steps int
+	// Seed of the simulator and generator.
+	Seed int64
+	// Sources is the number of plain sources [4].
+	Sources int
+	// ForumTopics adds a forum with this many topics [0].
+	ForumTopics int
+	// Accounts [2].
+	Accounts int
+	// Destinations [1].
+	Destinations int
+	// Rate of publication, items per second [20]; negative means no pause.
+	Rate float64
+	// Workers per account [4].
+	Workers int
+	// QueueCapacity per account [256].
+	QueueCapacity int
+	// PostDir, when set, is posted file by file before the generator runs.
+	PostDir string
+	// DropUpdates is the probability an updateNewMessage is lost.
+	DropUpdates float64
+	// DisconnectEvery disconnects every account this often (for a quarter of
+	// the period); zero never.
+	DisconnectEvery time.Duration
+	// RestartEvery restarts the daemon this often, every other restart
+	// abruptly (a crash: no drain, no final write); zero never.
+	RestartEvery time.Duration
+	// IdleRestart: after settling, restart with nothing new published and
+	// report the calls of the first full catch-up cycle.
+	IdleRestart bool
+	// SettleTimeout bounds the wait for the pipeline to finish after
+	// publishing [60 s].
+	SettleTimeout time.Duration
+	// DatabaseURL of a migrated-on-open PostgreSQL database. Required.
+	DatabaseURL string
+	// FilesDir receives simulated downloads. Required.
+	FilesDir string
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Progress, when set, is called about four times a second.
+	Progress func(Progress)
+	// Gatherer, when set, receives the current daemon's registry each time
+	// a daemon starts (for a /metrics endpoint that survives restarts).
+	Gatherer func(prometheus.Gatherer)
+}
+
+// Progress is a live snapshot for the one-line display.
+type Progress struct {
+	Elapsed    time.Duration
+	Published  int
+	Catalogued int
+	Queue      int
+	Lag        int64
+	Dirty      int
+	Duplicates int
+	DeadLetter int
+	Restarts   int
+}
+
+// Report is the audit.
+type Report struct {
+	PublishedArchives      int            `json:"published_archives"`
+	UniquePackages         int            `json:"unique_packages"`
+	CataloguedPackages     int            `json:"catalogued_packages"`
+	DeliveredPackages      int            `json:"delivered_packages"`
+	DuplicateDeliveries    int            `json:"duplicate_deliveries"`
+	Missing                int            `json:"missing"`
+	DeadLetters            int            `json:"dead_letters"`
+	Corrupt                int            `json:"corrupt_archives"`
+	CorruptListingErrors   int            `json:"corrupt_with_listing_error"`
+	IncompleteSets         int            `json:"incomplete_sets"`
+	IncompleteDeadLettered int            `json:"incomplete_sets_dead_lettered"`
+	IncompleteDelivered    int            `json:"incomplete_sets_delivered"`
+	Restarts               int            `json:"restarts"`
+	Settled                bool           `json:"settled"`
+	Calls                  map[string]int `json:"calls"`
+	RestartCalls           map[string]int `json:"restart_calls,omitempty"`
+	ElapsedSeconds         float64        `json:"elapsed_seconds"`
+	MissingNames           []string       `json:"missing_names,omitempty"`
+}
+
+// OK reports whether the audit passed: nothing missing, nothing delivered
+// twice, every corrupt archive catalogued with its listing error, every
+// incomplete set a dead letter and never delivered.
+func (r Report) OK() bool {
+	return r.Missing == 0 && r.DuplicateDeliveries == 0 && r.CataloguedPackages == r.UniquePackages &&
+		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
+		r.IncompleteDelivered == 0
+}
+
+// Run runs one demo and returns its audit. An error means the demo could
+// not run; a failed audit is a Report with OK() false.
+func Run(ctx context.Context, o Options) (Report, error) {
+	o.Duration = cmp.Or(o.Duration, 20*time.Second)
+	o.Sources = cmp.Or(o.Sources, 4)
+	o.Accounts = cmp.Or(o.Accounts, 2)
+	o.Rate = cmp.Or(o.Rate, 20)
+	o.Workers = cmp.Or(o.Workers, 4)
+	o.QueueCapacity = cmp.Or(o.QueueCapacity, 256)
+	o.SettleTimeout = cmp.Or(o.SettleTimeout, 60*time.Second)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.DatabaseURL == "" || o.FilesDir == "" {
+		return Report{}, errors.New("demo: DatabaseURL and FilesDir are required")
+	}
+	st, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: int32(o.Accounts*o.Workers*2 + 16)})
+	if err != nil {
+		return Report{}, err
+	}
+	defer st.Close()
+
+	world := tgsim.NewWorld(tgsim.Config{Seed: o.Seed, DropRate: o.DropUpdates, FilesDir: o.FilesDir})
+	gen := tgsim.NewGenerator(world, tgsim.Scenario{
+		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
+	})
+	r := &runner{o: o, log: log, st: st, world: world, gen: gen}
+	start := time.Now()
+	rep, err := r.run(ctx)
+	rep.ElapsedSeconds = time.Since(start).Seconds()
+	return rep, err
+}
+
+type runner struct {
+	o     Options
+	log   *slog.Logger
+	st    *store.Store
+	world *tgsim.World
+	gen   *tgsim.Generator
+
+	mu       sync.Mutex
+	d        *daemon.Daemon
+	restarts int
+	fatal    chan error
+}
+
+func (r *runner) config(reg prometheus.Registerer) daemon.Config {
+	var accounts []daemon.Account
+	for _, name := range r.gen.Accounts() {
+		a := daemon.Account{Name: name}
+		for _, s := range r.gen.Sources() {
+			if s.Account == name {
+				a.Sources = append(a.Sources, s.Chat)
+			}
+		}
+		accounts = append(accounts, a)
+	}
+	cfg := daemon.Config{
+		Accounts: accounts, Destinations: r.gen.Destinations(),
+		Workers: r.o.Workers, QueueCapacity: r.o.QueueCapacity, Rate: 1000,
+		Ingest: ingest.Config{
+			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
+			RetryBase: 50 * time.Millisecond, DeadLetterDelay: 10 * time.Minute,
+		},
+		Retry:        ingest.RetryConfig{Interval: time.Second},
+		DrainTimeout: 5 * time.Second,
+		Logger:       r.log,
+		Registry:     reg,
+	}
+	cfg.Catchup.Interval = 250 * time.Millisecond
+	cfg.Catchup.Policy.ColdDelay = time.Second
+	cfg.Catchup.Policy.RetryDelay = 200 * time.Millisecond
+	return cfg
+}
+
+// start builds and starts a daemon on fresh simulated clients (a new TDLib
+// instance per account, as after a process restart).
+func (r *runner) start(ctx context.Context) (*daemon.Daemon, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d := daemon.New(r.config(reg), r.st, func(ctx context.Context, account string) (tg.Client, error) {
+		return r.world.Client(account), nil
+	})
+	if err := d.Start(ctx); err != nil {
+		return nil, err
+	}
+	if r.o.Gatherer != nil {
+		r.o.Gatherer(reg)
+	}
+	go func() {
+		if err := <-d.Fatal(); err != nil {
+			select {
+			case r.fatal <- err:
+			default:
+			}
+		}
+	}()
+	return d, nil
+}
+
+func (r *runner) current() *daemon.Daemon {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.d
+}
+
+func (r *runner) run(ctx context.Context) (Report, error) {
+	r.fatal = make(chan error, 1)
+	d, err := r.start(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	r.d = d
+	defer func() {
+		if d := r.current(); d != nil {
+			d.Shutdown(context.Background())
+		}
+	}()
+
+	start := time.Now()
+	if r.o.PostDir != "" {
+		if err := r.gen.PostDir(r.o.PostDir); err != nil {
+			return Report{}, fmt.Errorf("post %s: %w", r.o.PostDir, err)
+		}
+	}
+	var published atomic.Int64
+	pubDone := make(chan struct{})
+	pctx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+	go func() {
+		defer close(pubDone)
+		r.publish(pctx, &published)
+	}()
+	var faults sync.WaitGroup
+	if r.o.DisconnectEvery > 0 {
+		faults.Go(func() { r.disconnects(pctx) })
+	}
+	if r.o.RestartEvery > 0 {
+		faults.Go(func() { r.restartLoop(pctx) })
+	}
+	progressDone := make(chan struct{})
+	if r.o.Progress != nil {
+		go func() {
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-progressDone:
+					return
+				case <-t.C:
+					r.o.Progress(r.progress(ctx, start, int(published.Load())))
+				}
+			}
+		}()
+	}
+	defer close(progressDone)
+
+	select {
+	case <-pubDone:
+	case err := <-r.fatal:
+		return Report{}, err
+	case <-ctx.Done():
+		return Report{}, ctx.Err()
+	}
+	stopFaults()
+	faults.Wait()
+	// A disconnect window may still be open: end it, as the network would.
+	for _, a := range r.gen.Accounts() {
+		r.world.Reconnect(a)
+	}
+
+	settled := r.settle(ctx)
+	rep, err := r.audit(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Settled = settled
+	rep.Restarts = r.restarts
+	rep.Calls = r.world.TotalCalls()
+	if r.o.IdleRestart {
+		rc, err := r.idleRestart(ctx)
+		if err != nil {
+			return rep, err
+		}
+		rep.RestartCalls = rc
+	}
+	return rep, nil
+}
+
+func (r *runner) publish(ctx context.Context, published *atomic.Int64) {
+	var every time.Duration
+	if r.o.Rate > 0 {
+		every = time.Duration(float64(time.Second) / r.o.Rate)
+	}
+	deadline := time.Now().Add(r.o.Duration)
+	next := time.Now()
+	for i := 0; ; i++ {
+		if r.o.Steps > 0 && i >= r.o.Steps {
+			return
+		}
+		if r.o.Steps == 0 && !time.Now().Before(deadline) {
+			return
+		}
+		if every > 0 {
+			next = next.Add(every)
+			if d := time.Until(next); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		r.gen.Step()
+		published.Add(1)
+	}
+}
+
+func (r *runner) disconnects(ctx context.Context) {
+	t := time.NewTicker(r.o.DisconnectEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, a := range r.gen.Accounts() {
+				r.world.Disconnect(a, r.o.DisconnectEvery/4)
+			}
+		}
+	}
+}
+
+func (r *runner) restartLoop(ctx context.Context) {
+	t := time.NewTicker(r.o.RestartEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := r.restart(ctx); err != nil {
+				if ctx.Err() == nil {
+					r.log.Error("demo restart", "err", err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// restart stops the daemon (every other time abruptly) and starts a new one
+// against the same database and world.
+func (r *runner) restart(ctx context.Context) error {
+	r.mu.Lock()
+	old := r.d
+	r.d = nil
+	r.restarts++
+	abrupt := r.restarts%2 == 0
+	r.mu.Unlock()
+	if abrupt {
+		old.Kill()
+	} else {
+		old.Shutdown(ctx)
+	}
+	d, err := r.start(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.d = d
+	r.mu.Unlock()
+	return nil
+}
+
+// settle waits until every queue is empty, no source is dirty, no set part
+// is pending and the catalogue has stopped changing.
+func (r *runner) settle(ctx context.Context) bool {
+	deadline := time.Now().Add(r.o.SettleTimeout)
+	stable := 0
+	lastCount := -1
+	for time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			return false
+		}
+		quiet := true
+		for _, s := range r.current().Status() {
+			if s.QueueDepth > 0 || s.Dirty > 0 {
+				quiet = false
+			}
+		}
+		pending, count, err := r.pendingAndCount(ctx)
+		if err != nil || pending > 0 {
+			quiet = false
+		}
+		if quiet && count == lastCount {
+			stable++
+		} else {
+			stable = 0
+		}
+		lastCount = count
+		if stable >= 4 {
+			return true
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return false
+}
+
+func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err error) {
+	err = r.st.Pool().QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending'),
+		(SELECT count(*) FROM source_messages)`).Scan(&pending, &count)
+	return pending, count, err
+}
+
+func (r *runner) progress(ctx context.Context, start time.Time, published int) Progress {
+	p := Progress{Elapsed: time.Since(start), Published: published}
+	if d := r.current(); d != nil {
+		for _, s := range d.Status() {
+			p.Queue += s.QueueDepth
+			p.Lag += s.Lag
+			p.Dirty += s.Dirty
+		}
+	}
+	r.mu.Lock()
+	p.Restarts = r.restarts
+	r.mu.Unlock()
+	_ = r.st.Pool().QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM packages),
+		(SELECT count(*) FROM source_messages WHERE outcome = 'duplicate'),
+		(SELECT count(*) FROM dead_letters WHERE state <> 'resolved')`).Scan(&p.Catalogued, &p.Duplicates, &p.DeadLetter)
+	return p
+}
+
+// idleRestart restarts the settled pipeline with nothing new published and
+// returns the calls made by the first full catch-up cycle.
+func (r *runner) idleRestart(ctx context.Context) (map[string]int, error) {
+	r.mu.Lock()
+	old := r.d
+	r.d = nil
+	r.mu.Unlock()
+	old.Shutdown(ctx)
+
+	reg := prometheus.NewRegistry()
+	d := daemon.New(r.config(reg), r.st, func(ctx context.Context, account string) (tg.Client, error) {
+		return r.world.Client(account), nil
+	})
+	if err := d.Prepare(ctx); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.d = d
+	r.mu.Unlock()
+	before := r.world.TotalCalls()
+	if err := d.Run(); err != nil {
+		return nil, err
+	}
+	for d.CatchupCycles() < 1 {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	after := r.world.TotalCalls()
+	out := map[string]int{}
+	for m, n := range after {
+		if diff := n - before[m]; diff > 0 {
+			out[m] = diff
+		}
+	}
+	return out, nil
+}
+
+// MetricsHandler serves the registry most recently handed to set.
+func MetricsHandler() (http.Handler, func(prometheus.Gatherer)) {
+	var cur atomic.Pointer[prometheus.Gatherer]
+	empty := prometheus.Gatherer(prometheus.NewRegistry())
+	cur.Store(&empty)
+	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		promhttp.HandlerFor(*cur.Load(), promhttp.HandlerOpts{}).ServeHTTP(w, req)
+	})
+	return h, func(g prometheus.Gatherer) { cur.Store(&g) }
+}

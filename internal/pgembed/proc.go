@@ -1,0 +1,232 @@
+package pgembed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// serverUserName is the system user that runs the cluster when stashd runs
+// as root; the postgresql package creates it.
+const serverUserName = "postgres"
+
+// runAs is the system user the server processes run as. A nil *runAs means
+// the current user, which is the case whenever stashd is not root.
+type runAs struct {
+	name   string
+	uid    uint32
+	gid    uint32
+	groups []uint32
+}
+
+// serverUser returns who must run the server: nil when not root, because
+// then the current user does; the postgres system user when root, because
+// PostgreSQL refuses to run as root.
+func serverUser() (*runAs, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup(serverUserName)
+	if err != nil {
+		return nil, fmt.Errorf("find system user %q to run PostgreSQL as (it refuses to run as root; the postgresql package creates that user): %w", serverUserName, err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("parse uid of %q: %w", serverUserName, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("parse gid of %q: %w", serverUserName, err)
+	}
+	r := &runAs{name: serverUserName, uid: uint32(uid), gid: uint32(gid)}
+	ids, _ := u.GroupIds() // best effort: without them only the primary group counts
+	for _, id := range ids {
+		if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+			r.groups = append(r.groups, uint32(g))
+		}
+	}
+	return r, nil
+}
+
+// credential is what the server's processes run with; nil keeps ours.
+func (r *runAs) credential() *syscall.Credential {
+	if r == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: r.uid, Gid: r.gid, Groups: r.groups}
+}
+
+// chown gives path to the server user; without one it does nothing.
+func (r *runAs) chown(path string) error {
+	if r == nil {
+		return nil
+	}
+	if err := os.Chown(path, int(r.uid), int(r.gid)); err != nil {
+		return fmt.Errorf("give %s to user %s: %w", path, r.name, err)
+	}
+	return nil
+}
+
+// checkReachable fails when the server user cannot traverse one of dir's
+// ancestors, which would otherwise surface as a cryptic initdb error.
+func (r *runAs) checkReachable(dir string) error {
+	if r == nil {
+		return nil
+	}
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("check %s: %w", p, err)
+		}
+		if !r.canSearch(fi) {
+			return fmt.Errorf("directory %s is not reachable by user %s (PostgreSQL cannot run as root): %s is not searchable by it; choose a directory it can traverse, e.g. under /tmp or /var/lib", dir, r.name, p)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+func (r *runAs) canSearch(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true // cannot tell; let the server report it
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case st.Uid == r.uid:
+		return perm&0o100 != 0
+	case r.inGroup(st.Gid):
+		return perm&0o010 != 0
+	default:
+		return perm&0o001 != 0
+	}
+}
+
+func (r *runAs) inGroup(gid uint32) bool {
+	if gid == r.gid {
+		return true
+	}
+	for _, g := range r.groups {
+		if g == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// readPID returns the postmaster pid recorded in a postmaster.pid file.
+func readPID(path string) (int, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
+}
+
+// processAlive reports whether pid is a running process; a zombie is dead
+// (it answers kill(pid, 0) but holds nothing any more).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+		err := syscall.Kill(pid, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain ") ".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	state := b[i+2]
+	return state != 'Z' && state != 'X'
+}
+
+// serverIn reports whether pid is a live postgres process working in
+// dataDir: the postmaster and every backend chdir into the data directory,
+// which tells a postmaster of this cluster from an unrelated process that
+// reused its pid.
+func serverIn(pid int, dataDir string) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	cwd, err := os.Readlink(proc + "/cwd")
+	if err != nil || cwd != dataDir {
+		return false
+	}
+	exe, err := os.Readlink(proc + "/exe")
+	return err == nil && filepath.Base(exe) == "postgres"
+}
+
+// serverProcesses lists the live postgres processes working in dataDir.
+func serverProcesses(dataDir string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if serverIn(pid, dataDir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// clearStale makes a data directory left by a killed server startable: it
+// refuses when the cluster's postmaster is still alive, removes a
+// postmaster.pid whose process is gone (or is now some other process that
+// reused the pid, which PostgreSQL itself would take for a live server),
+// and waits for the killed postmaster's backends to exit, because a new
+// postmaster refuses to start while they still hold its shared memory.
+func clearStale(ctx context.Context, dataDir string, wait time.Duration) error {
+	pidFile := filepath.Join(dataDir, "postmaster.pid")
+	pid, ok := readPID(pidFile)
+	if !ok {
+		return nil
+	}
+	if serverIn(pid, dataDir) {
+		return fmt.Errorf("cluster %s is already running (postmaster pid %d)", dataDir, pid)
+	}
+	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale %s: %w", pidFile, err)
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left := serverProcesses(dataDir)
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for old server processes to exit: %w", ctx.Err())
+		case <-deadline.C:
+			return fmt.Errorf("old server processes %v of cluster %s are still running after %v: terminate them", left, dataDir, wait)
+		case <-tick.C:
+		}
+	}
+}

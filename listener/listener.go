@@ -1,0 +1,524 @@
+package listener
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"stashd/internal/service"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// Store is what the listener writes: dirty marks, watermarks and topic names.
+type Store interface {
+	MarkDirty(ctx context.Context, chat tg.ChatID, reason string) error
+	MarkSynced(ctx context.Context, chat tg.ChatID, w int64) error
+	UpsertTopic(ctx context.Context, t tg.Topic) error
+}
+
+// Config configures a Listener.
+type Config struct {
+	// Account names the account whose updates this listener receives.
+	Account string
+	// QueueCapacity bounds the ingest queue; zero means 1024.
+	QueueCapacity int
+	// FlushInterval is how often pending state is written even without a
+	// wake-up (a failed write is retried then); zero means 1 s.
+	FlushInterval time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// OnReconnect, when set, is called with the length of the outage each
+	// time the connection is ready again. It must not block.
+	OnReconnect func(down time.Duration)
+}
+
+// Item is one unit of ingest work.
+type Item struct {
+	Message tg.Message
+	// Refetch says the message's content changed and must be fetched by id
+	// before it is handled.
+	Refetch bool
+	// Queued is when the item entered the queue.
+	Queued time.Time
+}
+
+// Dirty reasons.
+const (
+	ReasonStart       = "start"
+	ReasonGap         = "gap"
+	ReasonOverflow    = "overflow"
+	ReasonConnection  = "connection"
+	ReasonLastMessage = "last_message"
+)
+
+type source struct {
+	chat   tg.ChatID
+	label  string
+	dirty  bool
+	reason string
+	// lastSeen is the highest server id seen live or covered by catch-up.
+	lastSeen int64
+	// low is the low watermark: every id <= low is handled. It moves with
+	// live work only while the source is synced.
+	low int64
+	// done holds handled ids above low.
+	done map[int64]struct{}
+	// firstLive is the first live id accepted since the source last became
+	// dirty; catch-up hands over to the live stream once it reaches it.
+	firstLive int64
+}
+
+// Listener is one account's realtime intake. See the package doc.
+type Listener struct {
+	cfg   Config
+	store Store
+	m     *Metrics
+	log   *slog.Logger
+	run   service.Runner
+
+	queue     chan Item
+	wake      chan struct{} // the writer goroutine
+	dirtyWake chan struct{} // catch-up
+
+	mu        sync.Mutex
+	sources   map[tg.ChatID]*source
+	inflight  map[tg.MessageKey]struct{}
+	pending   map[tg.ChatID]struct{} // sources whose state must be written
+	topics    []tg.Topic
+	closed    bool
+	conn      tg.ConnectionState
+	wasReady  bool
+	lostAt    time.Time
+	lastEvent time.Time
+	killed    bool
+}
+
+// New returns a listener; it watches no source until Watch.
+func New(cfg Config, st Store, m *Metrics) *Listener {
+	cfg.QueueCapacity = cmp.Or(cfg.QueueCapacity, 1024)
+	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &Listener{
+		cfg: cfg, store: st, m: m,
+		log:       log.With("component", "listener", "account", cfg.Account),
+		queue:     make(chan Item, cfg.QueueCapacity),
+		wake:      make(chan struct{}, 1),
+		dirtyWake: make(chan struct{}, 1),
+		sources:   map[tg.ChatID]*source{},
+		inflight:  map[tg.MessageKey]struct{}{},
+		pending:   map[tg.ChatID]struct{}{},
+	}
+	if m != nil {
+		m.capacity.WithLabelValues(cfg.Account).Set(float64(cfg.QueueCapacity))
+		m.depth.WithLabelValues(cfg.Account).Set(0)
+		m.connected.WithLabelValues(cfg.Account).Set(0)
+		m.overflows.WithLabelValues(cfg.Account)
+		m.reconnects.WithLabelValues(cfg.Account)
+	}
+	return l
+}
+
+// Watch starts tracking a source from its durable state. Every source starts
+// dirty: nothing is trusted until a catch-up has looked.
+func (l *Listener) Watch(src store.Source) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := &source{
+		chat: src.ChatID, label: strconv.FormatInt(int64(src.ChatID), 10),
+		lastSeen: max(src.LastSeen, src.Watermark), low: src.Watermark, done: map[int64]struct{}{},
+	}
+	l.sources[src.ChatID] = st
+	l.markDirtyLocked(st, ReasonStart)
+}
+
+// Queue is the channel ingest workers drain. It is closed by CloseQueue.
+func (l *Listener) Queue() <-chan Item { return l.queue }
+
+// Capacity is the queue's capacity.
+func (l *Listener) Capacity() int { return cap(l.queue) }
+
+// Start starts the goroutine that writes dirty marks and watermarks.
+func (l *Listener) Start(ctx context.Context) error {
+	return l.run.StartFunc(ctx, func(ctx context.Context) {
+		service.Every(ctx, l.cfg.FlushInterval, l.wake, l.flush)
+		l.mu.Lock()
+		killed := l.killed
+		l.mu.Unlock()
+		if killed {
+			return
+		}
+		// Final write with a fresh context: Stop cancelled ctx, but the
+		// watermarks of work that finished during the drain must be kept.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		l.flush(fctx)
+	})
+}
+
+// CloseQueue stops accepting updates and closes the queue, so workers drain
+// what is left and exit. Later updates are ignored: start-up marks every
+// source dirty, so nothing is lost by ignoring them.
+func (l *Listener) CloseQueue() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		close(l.queue)
+	}
+}
+
+// Stop closes the queue if needed, writes pending state and stops the
+// writer goroutine. Call it after the workers have drained.
+func (l *Listener) Stop() {
+	l.CloseQueue()
+	l.run.Stop()
+}
+
+// Kill stops the listener like a crash would: no final write. Used to test
+// that nothing depends on a clean shutdown.
+func (l *Listener) Kill() {
+	l.mu.Lock()
+	l.killed = true
+	l.mu.Unlock()
+	l.Stop()
+}
+
+// HandleUpdate takes one update from the session pump. It never blocks.
+func (l *Listener) HandleUpdate(u tg.Update) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.cfg.Now()
+	l.lastEvent = now
+	if l.m != nil {
+		l.m.lastEvent.WithLabelValues(l.cfg.Account).Set(float64(now.UnixNano()) / 1e9)
+	}
+	switch u := u.(type) {
+	case tg.NewMessage:
+		l.newMessageLocked(u.Message, now)
+	case tg.ChatLastMessage:
+		if st := l.sources[u.Chat]; st != nil && u.LastMessageID.ServerID() > st.lastSeen {
+			l.markDirtyLocked(st, ReasonLastMessage)
+		}
+	case tg.ConnectionStateChanged:
+		l.connectionLocked(u.State)
+	case tg.MessageContentChanged:
+		if l.sources[u.Chat] != nil && !l.closed {
+			item := Item{Message: tg.Message{ChatID: u.Chat, ID: u.Message}, Refetch: true, Queued: now}
+			if !l.enqueueLocked(item) {
+				// The rescan re-walks recent documents and will find it.
+				l.log.Warn("queue full: content change left to the rescan", "source", u.Chat, "message", u.Message.ServerID())
+			}
+		}
+	case tg.ForumTopicInfo:
+		if l.sources[u.Topic.ChatID] != nil && len(l.topics) < 1024 {
+			l.topics = append(l.topics, u.Topic)
+			l.wakeLocked()
+		}
+	}
+}
+
+func (l *Listener) newMessageLocked(msg tg.Message, now time.Time) {
+	st := l.sources[msg.ChatID]
+	s := msg.ID.ServerID()
+	if st == nil || s == 0 || l.closed {
+		return
+	}
+	if s <= st.low {
+		return // already covered by the watermark
+	}
+	if st.lastSeen != 0 && s > st.lastSeen+1 {
+		l.markDirtyLocked(st, ReasonGap)
+	}
+	st.lastSeen = max(st.lastSeen, s)
+
+	if msg.Document == nil {
+		// Nothing to ingest: handled as soon as seen.
+		l.acceptLiveLocked(st, s)
+		l.doneLocked(st, s)
+		return
+	}
+	if _, ok := l.inflight[msg.Key()]; ok {
+		return
+	}
+	if !l.enqueueLocked(Item{Message: msg, Queued: now}) {
+		if l.m != nil {
+			l.m.overflows.WithLabelValues(l.cfg.Account).Inc()
+		}
+		l.markDirtyLocked(st, ReasonOverflow)
+		return
+	}
+	l.inflight[msg.Key()] = struct{}{}
+	l.acceptLiveLocked(st, s)
+}
+
+func (l *Listener) enqueueLocked(item Item) bool {
+	select {
+	case l.queue <- item:
+		if l.m != nil {
+			l.m.depth.WithLabelValues(l.cfg.Account).Set(float64(len(l.queue)))
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *Listener) acceptLiveLocked(st *source, s int64) {
+	if st.dirty && st.firstLive == 0 {
+		st.firstLive = s
+	}
+}
+
+func (l *Listener) connectionLocked(state tg.ConnectionState) {
+	prev := l.conn
+	l.conn = state
+	ready := state == tg.ConnReady
+	if l.m != nil {
+		l.m.connected.WithLabelValues(l.cfg.Account).Set(map[bool]float64{true: 1}[ready])
+	}
+	switch {
+	case ready && prev != tg.ConnReady:
+		if l.wasReady && l.m != nil {
+			l.m.reconnects.WithLabelValues(l.cfg.Account).Inc()
+		}
+		if l.wasReady {
+			down := l.cfg.Now().Sub(l.lostAt)
+			l.log.Info("connection ready again", "down", down)
+			if l.cfg.OnReconnect != nil {
+				l.cfg.OnReconnect(down)
+			}
+		}
+		l.wasReady = true
+	case !ready && prev == tg.ConnReady:
+		l.lostAt = l.cfg.Now()
+		l.log.Info("connection lost: sources marked dirty", "state", state)
+		for _, st := range l.sources {
+			l.markDirtyLocked(st, ReasonConnection)
+		}
+	}
+}
+
+func (l *Listener) markDirtyLocked(st *source, reason string) {
+	if !st.dirty {
+		l.log.Debug("source dirty", "source", st.chat, "reason", reason)
+	}
+	st.dirty = true
+	st.reason = reason
+	// Any new doubt moves the hand-off point: only live events accepted
+	// after it are known to be contiguous.
+	st.firstLive = 0
+	if l.m != nil {
+		l.m.dirty.WithLabelValues(st.label).Set(1)
+	}
+	l.pending[st.chat] = struct{}{}
+	l.wakeLocked()
+	select {
+	case l.dirtyWake <- struct{}{}:
+	default:
+	}
+}
+
+// Wake signals (coalesced) that a source became dirty.
+func (l *Listener) Wake() <-chan struct{} { return l.dirtyWake }
+
+func (l *Listener) wakeLocked() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Done reports that a worker has finished an item: ingested, recognised as
+// a duplicate, not an archive, or recorded as a dead letter. It must not be
+// called for work that was abandoned (cancelled): that work is found again
+// by catch-up.
+func (l *Listener) Done(item Item) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m != nil {
+		l.m.depth.WithLabelValues(l.cfg.Account).Set(float64(len(l.queue)))
+	}
+	if item.Refetch {
+		return // content changes do not move the watermark
+	}
+	delete(l.inflight, item.Message.Key())
+	if st := l.sources[item.Message.ChatID]; st != nil {
+		l.doneLocked(st, item.Message.ID.ServerID())
+	}
+}
+
+// Release forgets an abandoned item without marking it handled, so a later
+// live event for the same message is accepted again.
+func (l *Listener) Release(item Item) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !item.Refetch {
+		delete(l.inflight, item.Message.Key())
+	}
+}
+
+func (l *Listener) doneLocked(st *source, s int64) {
+	if s <= st.low {
+		return
+	}
+	st.done[s] = struct{}{}
+	l.advanceLocked(st)
+}
+
+// advanceLocked moves a synced source's low watermark over contiguous
+// handled ids. A dirty source keeps its done set for the hand-off.
+func (l *Listener) advanceLocked(st *source) {
+	if st.dirty {
+		return
+	}
+	moved := false
+	for {
+		if _, ok := st.done[st.low+1]; !ok {
+			break
+		}
+		delete(st.done, st.low+1)
+		st.low++
+		moved = true
+	}
+	if moved {
+		l.pending[st.chat] = struct{}{}
+		l.wakeLocked()
+	}
+	l.lagLocked(st)
+}
+
+func (l *Listener) lagLocked(st *source) {
+	if l.m != nil {
+		l.m.lag.WithLabelValues(st.label).Set(float64(max(st.lastSeen-st.low, 0)))
+	}
+}
+
+// IsDirty reports whether chat needs a catch-up (true for unknown chats).
+func (l *Listener) IsDirty(chat tg.ChatID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	return st == nil || st.dirty
+}
+
+// MarkDirty marks chat dirty from outside the update stream (e.g. a failed
+// openChat).
+func (l *Listener) MarkDirty(chat tg.ChatID, reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sources[chat]; st != nil {
+		l.markDirtyLocked(st, reason)
+	}
+}
+
+// Watermark returns the in-memory low watermark and last seen id of chat.
+func (l *Listener) Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	if st == nil {
+		return 0, 0, false
+	}
+	return st.low, st.lastSeen, true
+}
+
+// CaughtUp tells the listener that catch-up has handled every message of
+// chat up to server id w. The source turns synced when w reaches the first
+// id the live stream delivered since it became dirty (or, with no live event
+// since, everything seen), and reports whether it did. This is the hand-off
+// from catch-up to the live stream.
+func (l *Listener) CaughtUp(chat tg.ChatID, w int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	if st == nil {
+		return false
+	}
+	if w > st.low {
+		st.low = w
+		for id := range st.done {
+			if id <= w {
+				delete(st.done, id)
+			}
+		}
+	}
+	if !st.dirty {
+		l.advanceLocked(st)
+		return true
+	}
+	if (st.firstLive != 0 && w >= st.firstLive-1) || (st.firstLive == 0 && w >= st.lastSeen) {
+		st.dirty = false
+		st.reason = ""
+		st.firstLive = 0
+		st.lastSeen = max(st.lastSeen, w)
+		if l.m != nil {
+			l.m.dirty.WithLabelValues(st.label).Set(0)
+		}
+		l.pending[chat] = struct{}{}
+		l.wakeLocked()
+		l.advanceLocked(st)
+		return true
+	}
+	l.lagLocked(st)
+	return false
+}
+
+// flush writes the state of every source whose state changed.
+func (l *Listener) flush(ctx context.Context) {
+	type write struct {
+		chat   tg.ChatID
+		dirty  bool
+		reason string
+		low    int64
+	}
+	l.mu.Lock()
+	writes := make([]write, 0, len(l.pending))
+	for chat := range l.pending {
+		st := l.sources[chat]
+		writes = append(writes, write{chat: chat, dirty: st.dirty, reason: st.reason, low: st.low})
+		delete(l.pending, chat)
+	}
+	topics := l.topics
+	l.topics = nil
+	l.mu.Unlock()
+
+	var failed []tg.ChatID
+	for _, w := range writes {
+		var err error
+		if w.dirty {
+			err = l.store.MarkDirty(ctx, w.chat, w.reason)
+		} else {
+			err = l.store.MarkSynced(ctx, w.chat, w.low)
+		}
+		if err != nil {
+			failed = append(failed, w.chat)
+			if ctx.Err() == nil {
+				l.log.Warn("write source state", "source", w.chat, "err", err)
+			}
+		}
+	}
+	for _, t := range topics {
+		if err := l.store.UpsertTopic(ctx, t); err != nil && ctx.Err() == nil {
+			l.log.Warn("write topic", "source", t.ChatID, "topic", t.ThreadID, "err", err)
+		}
+	}
+	if len(failed) > 0 {
+		l.mu.Lock()
+		for _, c := range failed {
+			l.pending[c] = struct{}{}
+		}
+		l.mu.Unlock()
+	}
+}

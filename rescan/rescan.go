@@ -1,0 +1,220 @@
+package rescan
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/internal/service"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// Telegram is the part of the account's client the rescan calls.
+type Telegram interface {
+	GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date time.Time) (tg.Message, error)
+	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
+}
+
+// Store tells which messages are already handled.
+type Store interface {
+	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
+}
+
+// Ingest is the one ingest path.
+type Ingest interface {
+	Process(ctx context.Context, msg tg.Message) (store.Outcome, error)
+}
+
+// Config configures a Rescan.
+type Config struct {
+	// Account whose sources are rescanned.
+	Account string
+	// Sources are the account's watched chats.
+	Sources []tg.ChatID
+	// Interval between rescans; zero means 6 h.
+	Interval time.Duration
+	// Window is how far back a rescan walks; zero means 3 days.
+	Window time.Duration
+	// OutageThreshold: a connection outage longer than this triggers a
+	// rescan when the connection is back; zero means 5 min.
+	OutageThreshold time.Duration
+	// PageSize is the searchChatMessages limit; zero means 100.
+	PageSize int
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Metrics are the rescan's Prometheus metrics.
+type Metrics struct {
+	lastRun prometheus.Gauge
+	found   prometheus.Counter
+}
+
+// NewMetrics registers the rescan metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "stashd_rescan_last_run_timestamp_seconds",
+			Help: "Unix time when the last rescan finished.",
+		}),
+		found: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stashd_rescan_items_found_total",
+			Help: "Messages the rescan found unhandled; anything above zero is something the live stream and catch-up missed.",
+		}),
+	}
+	reg.MustRegister(m.lastRun, m.found)
+	return m
+}
+
+// Rescan re-walks recent documents. See the package doc.
+type Rescan struct {
+	cfg     Config
+	tg      Telegram
+	store   Store
+	ing     Ingest
+	m       *Metrics
+	log     *slog.Logger
+	run     service.Runner
+	trigger chan struct{}
+}
+
+// New returns a rescan loop. m may be nil.
+func New(cfg Config, t Telegram, st Store, ing Ingest, m *Metrics) *Rescan {
+	cfg.Interval = cmp.Or(cfg.Interval, 6*time.Hour)
+	cfg.Window = cmp.Or(cfg.Window, 3*24*time.Hour)
+	cfg.OutageThreshold = cmp.Or(cfg.OutageThreshold, 5*time.Minute)
+	cfg.PageSize = min(cmp.Or(cfg.PageSize, tg.MaxSearchLimit), tg.MaxSearchLimit)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Rescan{cfg: cfg, tg: t, store: st, ing: ing, m: m, trigger: make(chan struct{}, 1),
+		log: log.With("component", "rescan", "account", cfg.Account)}
+}
+
+// Outage reports that the connection was down for d; a long enough outage
+// triggers a rescan. It never blocks.
+func (r *Rescan) Outage(d time.Duration) {
+	if d >= r.cfg.OutageThreshold {
+		select {
+		case r.trigger <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Start starts the loop. The first periodic rescan runs one Interval after
+// start, not at start: start-up is covered by catch-up, and a restart loop
+// must not turn into a rescan loop.
+func (r *Rescan) Start(ctx context.Context) error {
+	return r.run.StartFunc(ctx, func(ctx context.Context) {
+		t := time.NewTicker(r.cfg.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-r.trigger:
+			}
+			res, err := r.RunOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("rescan", "err", err)
+			}
+			if res.Found > 0 {
+				r.log.Warn("rescan found unhandled messages", "found", res.Found, "scanned", res.Scanned)
+			}
+		}
+	})
+}
+
+// Stop stops the loop and waits for it.
+func (r *Rescan) Stop() { r.run.Stop() }
+
+// Result counts what one rescan did.
+type Result struct {
+	Sources int
+	// Scanned documents seen in the window.
+	Scanned int
+	// Found documents that were not handled yet.
+	Found int
+}
+
+// RunOnce rescans every source once. Sources fail independently.
+func (r *Rescan) RunOnce(ctx context.Context) (Result, error) {
+	var res Result
+	var errs []error
+	since := r.cfg.Now().Add(-r.cfg.Window)
+	for _, chat := range r.cfg.Sources {
+		scanned, found, err := r.walk(ctx, chat, since)
+		res.Scanned += scanned
+		res.Found += found
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			errs = append(errs, fmt.Errorf("source %d: %w", chat, err))
+			continue
+		}
+		res.Sources++
+	}
+	if r.m != nil {
+		r.m.found.Add(float64(res.Found))
+		r.m.lastRun.Set(float64(r.cfg.Now().UnixNano()) / 1e9)
+	}
+	return res, errors.Join(errs...)
+}
+
+func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (scanned, found int, err error) {
+	start, err := r.tg.GetChatMessageByDate(ctx, chat, since)
+	if err != nil {
+		return 0, 0, fmt.Errorf("find start of window: %w", err)
+	}
+	// The message at or before `since` is outside the window; start after it.
+	from := start.ID.ServerID()
+	for {
+		msgs, err := r.tg.SearchChatMessages(ctx, tg.Search{
+			Chat: chat, FromMessageID: tg.MessageIDFromServer(max(from, 1)),
+			Offset: -(r.cfg.PageSize - 1), Limit: r.cfg.PageSize, Filter: tg.FilterDocument,
+		})
+		if err != nil {
+			return scanned, found, fmt.Errorf("search documents after %d: %w", from, err)
+		}
+		var page []tg.Message
+		for _, m := range msgs {
+			if m.ID.ServerID() > from {
+				page = append(page, m)
+			}
+		}
+		if len(page) == 0 {
+			return scanned, found, nil
+		}
+		slices.SortFunc(page, func(a, b tg.Message) int { return cmp.Compare(a.ID, b.ID) })
+		for _, m := range page {
+			scanned++
+			if _, ok, err := r.store.MessageHandled(ctx, m.Key()); err != nil {
+				return scanned, found, err
+			} else if ok {
+				continue
+			}
+			found++
+			r.log.Info("rescan found an unhandled message", "source", chat, "message", m.ID.ServerID())
+			if _, err := r.ing.Process(ctx, m); err != nil {
+				return scanned, found, err
+			}
+		}
+		from = page[len(page)-1].ID.ServerID()
+	}
+}

@@ -1,0 +1,348 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
+)
+
+// Outcome is what handling a source message ended in.
+type Outcome string
+
+// Outcomes of a source message.
+const (
+	// OutcomePackage: the message carried (a part of) a package it brought in.
+	OutcomePackage Outcome = "package"
+	// OutcomeDuplicate: the package was already catalogued; the source was linked.
+	OutcomeDuplicate Outcome = "duplicate"
+	// OutcomeNotArchive: no document, or a document that is not an archive.
+	OutcomeNotArchive Outcome = "not_archive"
+	// OutcomePartPending: a part of a multipart set that is not complete yet.
+	OutcomePartPending Outcome = "part_pending"
+	// OutcomeDeadLetter: handling failed; see dead_letters.
+	OutcomeDeadLetter Outcome = "dead_letter"
+)
+
+// SourceMessage is one handled message of a source.
+type SourceMessage struct {
+	Key       tg.MessageKey
+	TopicID   int64
+	AlbumID   int64
+	Date      time.Time
+	FileName  string
+	FileSize  int64
+	UniqueID  string
+	Outcome   Outcome
+	SetKey    string
+	PartIndex int
+	PackageID int64 // 0 = none
+}
+
+// MessageHandled reports whether the source key is already in the catalogue
+// (dedup layer 1), and with which outcome.
+func (s *Store) MessageHandled(ctx context.Context, key tg.MessageKey) (Outcome, bool, error) {
+	var o string
+	err := s.pool.QueryRow(ctx, `SELECT outcome FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
+		int64(key.Chat), int64(key.Message)).Scan(&o)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("look up message %s: %w", key, err)
+	}
+	return Outcome(o), true, nil
+}
+
+// RecordMessages writes the handling outcome of messages. A message already
+// recorded is updated only when it moves on from a provisional outcome
+// (part_pending, dead_letter) or is attached to a package.
+func (s *Store) RecordMessages(ctx context.Context, msgs ...SourceMessage) error {
+	batch := &pgx.Batch{}
+	for _, m := range msgs {
+		var pkg *int64
+		if m.PackageID != 0 {
+			pkg = &m.PackageID
+		}
+		var date *time.Time
+		if !m.Date.IsZero() {
+			date = &m.Date
+		}
+		batch.Queue(`INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, date, file_name,
+				file_size, unique_id, outcome, set_key, part_index, package_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
+				package_id = COALESCE(EXCLUDED.package_id, source_messages.package_id),
+				set_key = EXCLUDED.set_key, part_index = EXCLUDED.part_index, handled_at = now()
+			WHERE source_messages.outcome IN ('part_pending', 'dead_letter')
+				OR (source_messages.package_id IS NULL AND EXCLUDED.package_id IS NOT NULL)`,
+			int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, date, m.FileName,
+			m.FileSize, m.UniqueID, string(m.Outcome), m.SetKey, m.PartIndex, pkg)
+	}
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("record %d messages: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// PendingPart is a recorded part of a multipart set that waits for its set.
+type PendingPart struct {
+	SourceMessage
+	HandledAt time.Time
+}
+
+// PendingSet names one incomplete set.
+type PendingSet struct {
+	Chat    tg.ChatID
+	TopicID int64
+	SetKey  string
+	// Newest is when the most recent part was recorded.
+	Newest time.Time
+	// Oldest is when the first part was recorded.
+	Oldest time.Time
+}
+
+// PendingSets lists the sets with parts waiting, for sources of account.
+func (s *Store) PendingSets(ctx context.Context, account string) ([]PendingSet, error) {
+	rows, err := s.pool.Query(ctx, `SELECT m.chat_id, m.topic_id, m.set_key, max(m.handled_at), min(m.handled_at)
+		FROM source_messages m JOIN sources src ON src.chat_id = m.chat_id
+		WHERE m.outcome = 'part_pending' AND src.account = $1
+		GROUP BY m.chat_id, m.topic_id, m.set_key ORDER BY min(m.handled_at)`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list pending sets: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PendingSet, error) {
+		var p PendingSet
+		var chat int64
+		err := r.Scan(&chat, &p.TopicID, &p.SetKey, &p.Newest, &p.Oldest)
+		p.Chat = tg.ChatID(chat)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pending sets: %w", err)
+	}
+	return out, nil
+}
+
+// SetParts returns the pending parts of one set, by message id.
+func (s *Store) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]PendingPart, error) {
+	rows, err := s.pool.Query(ctx, `SELECT chat_id, message_id, topic_id, album_id, date, file_name, file_size,
+			unique_id, set_key, part_index, handled_at
+		FROM source_messages WHERE chat_id = $1 AND topic_id = $2 AND set_key = $3 AND outcome = 'part_pending'
+		ORDER BY message_id`, int64(chat), topic, setKey)
+	if err != nil {
+		return nil, fmt.Errorf("list parts of %q: %w", setKey, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PendingPart, error) {
+		var p PendingPart
+		var c, m int64
+		var date *time.Time
+		err := r.Scan(&c, &m, &p.TopicID, &p.AlbumID, &date, &p.FileName, &p.FileSize, &p.UniqueID,
+			&p.SetKey, &p.PartIndex, &p.HandledAt)
+		p.Key = tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}
+		p.Outcome = OutcomePartPending
+		if date != nil {
+			p.Date = *date
+		}
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list parts of %q: %w", setKey, err)
+	}
+	return out, nil
+}
+
+// Package is a catalogued archive or multipart set.
+type Package struct {
+	ID               int64
+	ContentHash      []byte
+	Name             string
+	Format           string
+	TotalSize        int64
+	PartCount        int
+	FileCount        int
+	ListingTruncated bool
+	ListingError     string
+	Origin           tg.MessageKey
+	OriginTopic      int64
+}
+
+// Part is one file of a package.
+type Part struct {
+	Index    int
+	FileName string
+	Size     int64
+	SHA256   []byte
+	UniqueID string
+	Source   tg.MessageKey
+}
+
+// FileEntry is one entry of a package's listing.
+type FileEntry struct {
+	Path   string
+	Size   int64
+	Dir    bool
+	Unsafe bool
+}
+
+// PackageByUniqueIDs returns the package whose parts are exactly the files
+// with these Telegram unique ids, in this order (dedup layer 2).
+func (s *Store) PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error) {
+	if len(uniqueIDs) == 0 {
+		return 0, false, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.unique_id, r.package_id, r.idx, p.part_count
+		FROM remote_files r JOIN packages p ON p.id = r.package_id WHERE r.unique_id = ANY($1)`, uniqueIDs)
+	if err != nil {
+		return 0, false, fmt.Errorf("look up unique ids: %w", err)
+	}
+	type hit struct {
+		pkg   int64
+		idx   int
+		parts int
+	}
+	hits := map[string]hit{}
+	for rows.Next() {
+		var u string
+		var h hit
+		if err := rows.Scan(&u, &h.pkg, &h.idx, &h.parts); err != nil {
+			rows.Close()
+			return 0, false, fmt.Errorf("look up unique ids: %w", err)
+		}
+		hits[u] = h
+	}
+	if err := rows.Err(); err != nil {
+		return 0, false, fmt.Errorf("look up unique ids: %w", err)
+	}
+	var pkg int64
+	for i, u := range uniqueIDs {
+		h, ok := hits[u]
+		if !ok || h.idx != i || h.parts != len(uniqueIDs) || (pkg != 0 && h.pkg != pkg) {
+			return 0, false, nil
+		}
+		pkg = h.pkg
+	}
+	return pkg, true, nil
+}
+
+// PackageByHash returns the id of the package with this content hash
+// (dedup layer 4).
+func (s *Store) PackageByHash(ctx context.Context, hash []byte) (int64, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT id FROM packages WHERE content_hash = $1`, hash).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("look up content hash: %w", err)
+	}
+	return id, true, nil
+}
+
+// AddRemoteFiles records more unique ids for the parts of a package (an
+// identical re-upload), so the next copy is recognised without a download.
+func (s *Store) AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error {
+	batch := &pgx.Batch{}
+	for i, u := range uniqueIDs {
+		if u != "" {
+			batch.Queue(`INSERT INTO remote_files (unique_id, package_id, idx) VALUES ($1, $2, $3)
+				ON CONFLICT (unique_id) DO NOTHING`, u, pkg, i)
+		}
+	}
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("add remote files of package %d: %w", pkg, err)
+	}
+	return nil
+}
+
+// CreatePackage catalogues a package with its parts and listing in one
+// transaction. When a package with the same content hash exists already it
+// returns that package's id and created=false: the hash constraint, not the
+// caller's earlier check, is what makes this exact.
+func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, files []FileEntry) (id int64, created bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO packages (content_hash, name, format, total_size, part_count,
+				file_count, listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (content_hash) DO NOTHING RETURNING id`,
+			p.ContentHash, p.Name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
+			p.ListingError, int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return tx.QueryRow(ctx, `SELECT id FROM packages WHERE content_hash = $1`, p.ContentHash).Scan(&id)
+		}
+		if err != nil {
+			return err
+		}
+		created = true
+		batch := &pgx.Batch{}
+		for _, pt := range parts {
+			batch.Queue(`INSERT INTO package_parts (package_id, idx, file_name, size, sha256, source_chat_id, source_message_id)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, id, pt.Index, pt.FileName, pt.Size, pt.SHA256,
+				int64(pt.Source.Chat), int64(pt.Source.Message))
+			if pt.UniqueID != "" {
+				batch.Queue(`INSERT INTO remote_files (unique_id, package_id, idx) VALUES ($1, $2, $3)
+					ON CONFLICT (unique_id) DO NOTHING`, pt.UniqueID, id, pt.Index)
+			}
+		}
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		if len(files) > 0 {
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{"package_files"},
+				[]string{"package_id", "ord", "path", "size", "is_dir", "unsafe"},
+				pgx.CopyFromSlice(len(files), func(i int) ([]any, error) {
+					f := files[i]
+					return []any{id, i, f.Path, f.Size, f.Dir, f.Unsafe}, nil
+				}))
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("catalogue package %q: %w", p.Name, err)
+	}
+	return id, created, nil
+}
+
+// GetPackage returns a catalogued package.
+func (s *Store) GetPackage(ctx context.Context, id int64) (Package, error) {
+	var p Package
+	var oc, om int64
+	err := s.pool.QueryRow(ctx, `SELECT id, content_hash, name, format, total_size, part_count, file_count,
+			listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id
+		FROM packages WHERE id = $1`, id).Scan(&p.ID, &p.ContentHash, &p.Name, &p.Format, &p.TotalSize,
+		&p.PartCount, &p.FileCount, &p.ListingTruncated, &p.ListingError, &oc, &om, &p.OriginTopic)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Package{}, fmt.Errorf("package %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Package{}, fmt.Errorf("get package %d: %w", id, err)
+	}
+	p.Origin = tg.MessageKey{Chat: tg.ChatID(oc), Message: tg.MessageID(om)}
+	return p, nil
+}
+
+// PackageHashes returns the content hash of every catalogued package.
+func (s *Store) PackageHashes(ctx context.Context) (map[[32]byte]Package, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, content_hash, name, format, part_count, file_count, listing_error FROM packages`)
+	if err != nil {
+		return nil, fmt.Errorf("list packages: %w", err)
+	}
+	out := map[[32]byte]Package{}
+	for rows.Next() {
+		var p Package
+		if err := rows.Scan(&p.ID, &p.ContentHash, &p.Name, &p.Format, &p.PartCount, &p.FileCount, &p.ListingError); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list packages: %w", err)
+		}
+		out[[32]byte(p.ContentHash)] = p
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list packages: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
+)
+
+// ClaimSources claims, among chats, the sources of account that are due
+// (next scan time passed, circuit closed) and not claimed by another
+// instance. Rows another transaction is claiming at this moment are
+// skipped (FOR UPDATE SKIP LOCKED), so instances never wait on each other.
+func (s *Store) ClaimSources(ctx context.Context, account, owner string, chats []tg.ChatID, ttl time.Duration) ([]Source, error) {
+	ids := make([]int64, len(chats))
+	for i, c := range chats {
+		ids[i] = int64(c)
+	}
+	rows, err := s.pool.Query(ctx, `UPDATE sources SET claim_owner = $2, claim_until = now() + $3::interval
+		WHERE chat_id IN (
+			SELECT chat_id FROM sources
+			WHERE chat_id = ANY($4) AND account = $1
+				AND (claim_until IS NULL OR claim_until < now() OR claim_owner = $2)
+				AND (circuit_until IS NULL OR circuit_until <= now())
+				AND next_scan_at <= now()
+			ORDER BY next_scan_at
+			FOR UPDATE SKIP LOCKED)
+		RETURNING `+sourceColumns, account, owner, ttl.String(), ids)
+	if err != nil {
+		return nil, fmt.Errorf("claim sources: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Source, error) { return scanSource(r) })
+	if err != nil {
+		return nil, fmt.Errorf("claim sources: %w", err)
+	}
+	return out, nil
+}
+
+// ScanOutcome is what one catch-up scan of a source found.
+type ScanOutcome struct {
+	// Found is the number of messages handed to ingest.
+	Found int
+	// Err is the scan's error; nil on success.
+	Err error
+	// Permanent says Err will not go away by itself (private, banned,
+	// deleted): the circuit opens.
+	Permanent bool
+}
+
+// ScanPolicy sets the scheduling that FinishScan applies.
+type ScanPolicy struct {
+	// ColdAfter empty scans in a row make a source cold.
+	ColdAfter int
+	// ColdDelay is the wait before a cold source is scanned again.
+	ColdDelay time.Duration
+	// RetryDelay is the wait after a transient error (doubling per failure,
+	// up to MaxDelay).
+	RetryDelay time.Duration
+	// CircuitBase is the first open-circuit interval after a permanent error
+	// (doubling per failure, up to MaxDelay).
+	CircuitBase time.Duration
+	// MaxDelay caps both growing intervals.
+	MaxDelay time.Duration
+}
+
+// FinishScan records a scan's outcome, schedules the next one and releases
+// the claim. A source with pending dead letters never counts as empty.
+func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o ScanOutcome, p ScanPolicy) (Source, error) {
+	errText := ""
+	if o.Err != nil {
+		errText = o.Err.Error()
+	}
+	row := s.pool.QueryRow(ctx, `UPDATE sources SET
+			scans = scans + 1,
+			last_scan_at = now(),
+			failures = CASE WHEN $3 = '' THEN 0 ELSE failures + 1 END,
+			last_error = $3,
+			empty_scans = CASE
+				WHEN $3 <> '' THEN empty_scans
+				WHEN $2 > 0 OR EXISTS (SELECT 1 FROM dead_letters d WHERE d.chat_id = sources.chat_id AND d.state = 'pending') THEN 0
+				ELSE empty_scans + 1 END,
+			circuit_until = CASE WHEN $4 THEN now() + least($6::interval * power(2, least(failures, 20)), $8::interval) ELSE NULL END,
+			next_scan_at = CASE
+				WHEN $4 THEN now() + least($6::interval * power(2, least(failures, 20)), $8::interval)
+				WHEN $3 <> '' THEN now() + least($7::interval * power(2, least(failures, 20)), $8::interval)
+				WHEN $2 = 0 AND empty_scans + 1 >= $9 THEN now() + $5::interval
+				ELSE now() END,
+			claim_owner = NULL, claim_until = NULL, updated_at = now()
+		WHERE chat_id = $1 AND (claim_owner = $10 OR claim_owner IS NULL)
+		RETURNING `+sourceColumns,
+		int64(chat), o.Found, errText, o.Permanent, p.ColdDelay.String(), p.CircuitBase.String(),
+		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner)
+	src, err := scanSource(row)
+	if err != nil {
+		return Source{}, fmt.Errorf("finish scan of %d: %w", chat, err)
+	}
+	return src, nil
+}

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
+)
+
+// DeadLetterState is where a dead letter stands.
+type DeadLetterState string
+
+// Dead-letter states.
+const (
+	DeadPending   DeadLetterState = "pending"
+	DeadExhausted DeadLetterState = "exhausted"
+	DeadResolved  DeadLetterState = "resolved"
+)
+
+// DeadLetter is a source message whose handling failed. It does not hold the
+// watermark back: the retry loop fetches it again by id.
+type DeadLetter struct {
+	Key           tg.MessageKey
+	Account       string
+	ErrorClass    string
+	Reason        string
+	Attempts      int
+	NextAttemptAt time.Time // zero: never retried automatically
+	State         DeadLetterState
+	UpdatedAt     time.Time
+}
+
+// RecordDeadLetter records a failure of key, counting attempts. next is when
+// the retry loop may try again; a zero next marks the letter exhausted. The
+// source message is recorded with outcome dead_letter in the same
+// transaction, so the message counts as handled.
+func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMessage) error {
+	state := DeadPending
+	var next *time.Time
+	if d.NextAttemptAt.IsZero() {
+		state = DeadExhausted
+	} else {
+		next = &d.NextAttemptAt
+	}
+	msg.Key, msg.Outcome = d.Key, OutcomeDeadLetter
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
+				attempts, next_attempt_at, state)
+			VALUES ($1, $2, $3, $4, $5, 1, $6, $7)
+			ON CONFLICT (chat_id, message_id) DO UPDATE SET account = EXCLUDED.account,
+				error_class = EXCLUDED.error_class, reason = EXCLUDED.reason,
+				attempts = dead_letters.attempts + 1, next_attempt_at = EXCLUDED.next_attempt_at,
+				state = EXCLUDED.state, updated_at = now()`,
+			int64(d.Key.Chat), int64(d.Key.Message), d.Account, d.ErrorClass, d.Reason, next, string(state))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, file_name,
+				file_size, unique_id, outcome, set_key, part_index)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'dead_letter', $8, $9)
+			ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = 'dead_letter', handled_at = now()
+			WHERE source_messages.outcome IN ('part_pending', 'dead_letter')`,
+			int64(d.Key.Chat), int64(d.Key.Message), msg.TopicID, msg.AlbumID, msg.FileName, msg.FileSize,
+			msg.UniqueID, msg.SetKey, msg.PartIndex)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record dead letter %s: %w", d.Key, err)
+	}
+	return nil
+}
+
+// ResolveDeadLetter marks a dead letter resolved after a successful retry.
+func (s *Store) ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error {
+	_, err := s.pool.Exec(ctx, `UPDATE dead_letters SET state = 'resolved', next_attempt_at = NULL, updated_at = now()
+		WHERE chat_id = $1 AND message_id = $2 AND state <> 'resolved'`, int64(key.Chat), int64(key.Message))
+	if err != nil {
+		return fmt.Errorf("resolve dead letter %s: %w", key, err)
+	}
+	return nil
+}
+
+const deadLetterColumns = `chat_id, message_id, account, error_class, reason, attempts, next_attempt_at, state, updated_at`
+
+func scanDeadLetter(r pgx.CollectableRow) (DeadLetter, error) {
+	var d DeadLetter
+	var c, m int64
+	var next *time.Time
+	var st string
+	err := r.Scan(&c, &m, &d.Account, &d.ErrorClass, &d.Reason, &d.Attempts, &next, &st, &d.UpdatedAt)
+	d.Key = tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}
+	d.State = DeadLetterState(st)
+	if next != nil {
+		d.NextAttemptAt = *next
+	}
+	return d, err
+}
+
+// DeadLetters lists dead letters in a state ("" = pending and exhausted).
+func (s *Store) DeadLetters(ctx context.Context, state DeadLetterState, limit int) ([]DeadLetter, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+deadLetterColumns+` FROM dead_letters
+		WHERE ($1 = '' AND state <> 'resolved') OR state = $1 ORDER BY created_at LIMIT $2`, string(state), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanDeadLetter)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// DueDeadLetters returns pending dead letters of account whose next attempt
+// time has passed.
+func (s *Store) DueDeadLetters(ctx context.Context, account string, now time.Time, limit int) ([]DeadLetter, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+deadLetterColumns+` FROM dead_letters
+		WHERE state = 'pending' AND account = $1 AND next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $3`,
+		account, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list due dead letters: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanDeadLetter)
+	if err != nil {
+		return nil, fmt.Errorf("list due dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// DeadLetterCounts counts dead letters by state.
+func (s *Store) DeadLetterCounts(ctx context.Context) (map[DeadLetterState]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM dead_letters GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	out := map[DeadLetterState]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("count dead letters: %w", err)
+		}
+		out[DeadLetterState(st)] = n
+	}
+	return out, rows.Err()
+}
+
+// ScheduleDeadLetters makes dead letters due now: one by key, or all
+// exhausted and pending ones when key is nil (operator's retry command).
+func (s *Store) ScheduleDeadLetters(ctx context.Context, key *tg.MessageKey) (int, error) {
+	var tag interface{ RowsAffected() int64 }
+	var err error
+	if key != nil {
+		tag, err = s.pool.Exec(ctx, `UPDATE dead_letters SET state = 'pending', next_attempt_at = now(), updated_at = now()
+			WHERE chat_id = $1 AND message_id = $2 AND state <> 'resolved'`, int64(key.Chat), int64(key.Message))
+	} else {
+		tag, err = s.pool.Exec(ctx, `UPDATE dead_letters SET state = 'pending', next_attempt_at = now(), updated_at = now()
+			WHERE state <> 'resolved'`)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("schedule dead letters: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// DeadLetterAttempts returns how many times key has failed as a dead letter
+// (0 when it never has).
+func (s *Store) DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT attempts FROM dead_letters WHERE chat_id = $1 AND message_id = $2), 0)`,
+		int64(key.Chat), int64(key.Message)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("read dead letter %s: %w", key, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
+)
+
+// DeliveryState is where a delivery stands.
+type DeliveryState string
+
+// Delivery states.
+const (
+	// DeliveryIntent: written before the send; the destination message id is
+	// not known yet. After a crash the destination is searched for the token
+	// before anything is sent again.
+	DeliveryIntent DeliveryState = "intent"
+	// DeliverySent: the destination message id is recorded.
+	DeliverySent DeliveryState = "sent"
+	// DeliveryFailed: given up (the package stays catalogued).
+	DeliveryFailed DeliveryState = "failed"
+)
+
+// Delivery is one part of one package sent to one destination.
+type Delivery struct {
+	PackageID     int64
+	Destination   tg.ChatID
+	PartIndex     int
+	Token         string
+	State         DeliveryState
+	DestMessageID tg.MessageID
+	Account       string
+}
+
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}
+
+// EnsureIntent returns the delivery row for (package, destination, part),
+// writing an intent with a fresh token if there is none, and reports whether
+// it wrote it. It never resets an existing row: a later caller sees the first
+// one's token and state, and an intent it did not write may already have
+// been sent (the sender crashed before recording it).
+func (s *Store) EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (Delivery, bool, error) {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING`,
+		pkg, int64(dest), part, newToken(), account)
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("write delivery intent: %w", err)
+	}
+	d, err := s.getDelivery(ctx, pkg, dest, part)
+	return d, tag.RowsAffected() == 1, err
+}
+
+func (s *Store) getDelivery(ctx context.Context, pkg int64, dest tg.ChatID, part int) (Delivery, error) {
+	d := Delivery{PackageID: pkg, Destination: dest, PartIndex: part}
+	var state string
+	var msg *int64
+	err := s.pool.QueryRow(ctx, `SELECT token, state, dest_message_id, account FROM deliveries
+		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3`, pkg, int64(dest), part).
+		Scan(&d.Token, &state, &msg, &d.Account)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, fmt.Errorf("delivery %d/%d/%d: %w", pkg, dest, part, ErrNotFound)
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("read delivery: %w", err)
+	}
+	d.State = DeliveryState(state)
+	if msg != nil {
+		d.DestMessageID = tg.MessageID(*msg)
+	}
+	return d, nil
+}
+
+// MarkSent records the destination message of a delivery. It is the first
+// write after Telegram confirms a send, so a crash right after leaves no
+// doubt about whether the part is in the destination.
+func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) error {
+	_, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = ''
+		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'`,
+		d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsg))
+	if err != nil {
+		return fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, err)
+	}
+	return nil
+}
+
+// DeliveryComplete reports whether every part of pkg has been sent to every
+// destination.
+func (s *Store) DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error) {
+	ids := make([]int64, len(dests))
+	for i, d := range dests {
+		ids[i] = int64(d)
+	}
+	var sent, parts int
+	err := s.pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM deliveries WHERE package_id = $1 AND state = 'sent' AND destination_chat_id = ANY($2)),
+			(SELECT part_count FROM packages WHERE id = $1)`, pkg, ids).Scan(&sent, &parts)
+	if err != nil {
+		return false, fmt.Errorf("check deliveries of package %d: %w", pkg, err)
+	}
+	return sent >= parts*len(dests), nil
+}
+
+// DeliveryCounts returns the number of deliveries by state.
+func (s *Store) DeliveryCounts(ctx context.Context) (map[DeliveryState]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM deliveries GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries: %w", err)
+	}
+	out := map[DeliveryState]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("count deliveries: %w", err)
+		}
+		out[DeliveryState(st)] = n
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
+)
+
+// Source is a watched chat and its scan state.
+type Source struct {
+	ChatID      tg.ChatID
+	Account     string
+	Kind        tg.ChatKind
+	Title       string
+	Watermark   int64 // server id
+	Dirty       bool
+	DirtyReason string
+	LastSeen    int64 // server id
+	LastScanAt  time.Time
+	NextScanAt  time.Time
+	EmptyScans  int
+	Failures    int
+	// CircuitUntil is when a failing source may be tried again; zero when closed.
+	CircuitUntil time.Time
+	LastError    string
+}
+
+// UpsertAccount records an account and its Premium flag.
+func (s *Store) UpsertAccount(ctx context.Context, name string, userID int64, premium bool) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO accounts (name, user_id, is_premium) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO UPDATE SET user_id = EXCLUDED.user_id, is_premium = EXCLUDED.is_premium, updated_at = now()`,
+		name, userID, premium)
+	if err != nil {
+		return fmt.Errorf("upsert account %s: %w", name, err)
+	}
+	return nil
+}
+
+// EnsureSource registers a source (or updates its account, kind and title)
+// without touching its watermark.
+func (s *Store) EnsureSource(ctx context.Context, src Source) error {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO accounts (name) VALUES ($1) ON CONFLICT DO NOTHING`, src.Account); err != nil {
+		return fmt.Errorf("ensure account %s: %w", src.Account, err)
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO sources (chat_id, account, kind, title) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (chat_id) DO UPDATE SET account = EXCLUDED.account, kind = EXCLUDED.kind,
+			title = EXCLUDED.title, updated_at = now()`,
+		int64(src.ChatID), src.Account, string(src.Kind), src.Title)
+	if err != nil {
+		return fmt.Errorf("ensure source %d: %w", src.ChatID, err)
+	}
+	return nil
+}
+
+const sourceColumns = `chat_id, account, kind, title, watermark, dirty, dirty_reason, last_seen,
+	last_scan_at, next_scan_at, empty_scans, failures, circuit_until, last_error`
+
+func scanSource(row pgx.Row) (Source, error) {
+	var src Source
+	var chat int64
+	var kind string
+	var lastScan, circuit *time.Time
+	err := row.Scan(&chat, &src.Account, &kind, &src.Title, &src.Watermark, &src.Dirty, &src.DirtyReason,
+		&src.LastSeen, &lastScan, &src.NextScanAt, &src.EmptyScans, &src.Failures, &circuit, &src.LastError)
+	if err != nil {
+		return Source{}, err
+	}
+	src.ChatID, src.Kind = tg.ChatID(chat), tg.ChatKind(kind)
+	if lastScan != nil {
+		src.LastScanAt = *lastScan
+	}
+	if circuit != nil {
+		src.CircuitUntil = *circuit
+	}
+	return src, nil
+}
+
+// GetSource returns one source, or ErrNotFound.
+func (s *Store) GetSource(ctx context.Context, chat tg.ChatID) (Source, error) {
+	src, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceColumns+` FROM sources WHERE chat_id = $1`, int64(chat)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Source{}, fmt.Errorf("source %d: %w", chat, ErrNotFound)
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("get source %d: %w", chat, err)
+	}
+	return src, nil
+}
+
+// Sources returns the sources of account ("" = all), ordered by chat id.
+func (s *Store) Sources(ctx context.Context, account string) ([]Source, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+sourceColumns+` FROM sources
+		WHERE $1 = '' OR account = $1 ORDER BY chat_id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Source, error) { return scanSource(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	return out, nil
+}
+
+// MarkDirty records that chat needs a catch-up, with the reason.
+func (s *Store) MarkDirty(ctx context.Context, chat tg.ChatID, reason string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sources SET dirty = true, dirty_reason = $2,
+		dirty_since = CASE WHEN dirty THEN dirty_since ELSE now() END, updated_at = now()
+		WHERE chat_id = $1`, int64(chat), reason)
+	if err != nil {
+		return fmt.Errorf("mark source %d dirty: %w", chat, err)
+	}
+	return nil
+}
+
+// MarkAccountDirty marks every source of account dirty: at start-up nothing
+// is trusted until a catch-up has looked.
+func (s *Store) MarkAccountDirty(ctx context.Context, account, reason string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sources SET dirty = true, dirty_reason = $2,
+		dirty_since = CASE WHEN dirty THEN dirty_since ELSE now() END, updated_at = now()
+		WHERE account = $1`, account, reason)
+	if err != nil {
+		return fmt.Errorf("mark sources of %s dirty: %w", account, err)
+	}
+	return nil
+}
+
+// AdvanceWatermark raises chat's watermark to w (never lowers it) and its
+// last seen id with it.
+func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
+		last_seen = GREATEST(last_seen, $2), updated_at = now() WHERE chat_id = $1`, int64(chat), w)
+	if err != nil {
+		return fmt.Errorf("advance watermark of %d: %w", chat, err)
+	}
+	return nil
+}
+
+// MarkSynced raises the watermark to w and clears the dirty flag.
+func (s *Store) MarkSynced(ctx context.Context, chat tg.ChatID, w int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
+		last_seen = GREATEST(last_seen, $2), dirty = false, dirty_reason = '', dirty_since = NULL,
+		updated_at = now() WHERE chat_id = $1`, int64(chat), w)
+	if err != nil {
+		return fmt.Errorf("mark source %d synced: %w", chat, err)
+	}
+	return nil
+}
+
+// UpsertTopic stores a forum topic's name.
+func (s *Store) UpsertTopic(ctx context.Context, t tg.Topic) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO topics (chat_id, thread_id, name) VALUES ($1, $2, $3)
+		ON CONFLICT (chat_id, thread_id) DO UPDATE SET name = EXCLUDED.name, updated_at = now()`,
+		int64(t.ChatID), t.ThreadID, t.Name)
+	if err != nil {
+		return fmt.Errorf("upsert topic %d/%d: %w", t.ChatID, t.ThreadID, err)
+	}
+	return nil
+}
+
+// TopicKnown reports whether a topic's name is stored.
+func (s *Store) TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM topics WHERE chat_id = $1 AND thread_id = $2)`,
+		int64(chat), thread).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up topic %d/%d: %w", chat, thread, err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,472 @@
+//go:build libtdjson
+
+package tdlib
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/zelenin/go-tdlib/client"
+
+	"stashd/tg"
+)
+
+var _ tg.Client = (*Client)(nil)
+
+// closeTimeout bounds how long Close waits for TDLib to report
+// authorizationStateClosed; TDLib flushes its databases first.
+const closeTimeout = 30 * time.Second
+
+// queueWarnLen is the update queue length from which the pump warns (at
+// every power of two) that the consumer of Updates is not keeping up.
+const queueWarnLen = 1 << 12
+
+// Client is one account's TDLib client; it implements tg.Client. Create it
+// with New; the zero value is not usable. Its methods are safe for
+// concurrent use.
+type Client struct {
+	cfg Config
+	log *slog.Logger
+
+	mu sync.Mutex
+	// tdc is go-tdlib's client. go-tdlib hands it over in the first
+	// authorization callback, before its NewClient returns.
+	tdc *client.Client
+	// closing is set by Close and by a failed start: no request is sent
+	// after it, since an answer arriving after authorizationStateClosed
+	// would crash go-tdlib.
+	closing bool
+	// cancelStart cancels the context of a start in progress (the
+	// Authorizer may be waiting for a person).
+	cancelStart context.CancelFunc
+	// inflight counts the go-tdlib Send calls that have not returned.
+	inflight sync.WaitGroup
+
+	queue     *updateQueue
+	updates   chan tg.Update
+	pumpDone  chan struct{} // the pump saw authorizationStateClosed
+	stop      chan struct{} // the forwarder drops the queue and returns
+	fwdDone   chan struct{}
+	startDone chan struct{}
+
+	teardownOnce sync.Once
+	teardownErr  error
+}
+
+// New starts the TDLib client of cfg.Account and returns once the account
+// is logged in (authorizationStateReady). An account that is not logged in
+// fails with the Authorizer's error: with the default Authorizer a
+// *NotLoggedInError naming the authorization state. On any failure TDLib is
+// closed again before New returns.
+//
+// After New, call LoadChats before GetChat or OpenChat, and drain Updates.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("configure TDLib client: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.makeDirs(); err != nil {
+		return nil, err
+	}
+	if err := configureLog(cfg); err != nil {
+		return nil, err
+	}
+	c := newClient(cfg)
+	if err := c.start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// configureLog sets TDLib's own log, which is process-wide, before any
+// client starts logging.
+func configureLog(cfg Config) error {
+	if _, err := execute(setLogVerbosityLevelRequest(cfg.TDLibLogVerbosity)); err != nil {
+		return fmt.Errorf("set TDLib log verbosity: %w", err)
+	}
+	if _, err := execute(setLogStreamRequest(cfg.TDLibLogFile)); err != nil {
+		return fmt.Errorf("set TDLib log stream: %w", err)
+	}
+	return nil
+}
+
+// newClient builds a Client of a validated cfg with defaults and starts
+// its forwarder; start connects it to TDLib.
+func newClient(cfg Config) *Client {
+	c := &Client{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		queue:     newUpdateQueue(),
+		updates:   make(chan tg.Update),
+		pumpDone:  make(chan struct{}),
+		stop:      make(chan struct{}),
+		fwdDone:   make(chan struct{}),
+		startDone: make(chan struct{}),
+	}
+	go func() {
+		defer close(c.fwdDone)
+		c.queue.forward(c.updates, c.pumpDone, c.stop)
+	}()
+	return c
+}
+
+// start creates the go-tdlib client and walks it through authorization.
+func (c *Client) start(ctx context.Context) error {
+	defer close(c.startDone)
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return tg.ErrClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.cancelStart = cancel
+	c.mu.Unlock()
+
+	h := &authHandler{c: c, ctx: ctx}
+	var err error
+	done := make(chan struct{})
+	go func() {
+		// go-tdlib's NewClient runs its authorization loop. A failing
+		// handler ends this goroutine from inside it (see authHandler.fail),
+		// so the result comes through h.err and this deferred close.
+		defer close(done)
+		_, err = client.NewClient(h)
+	}()
+	<-done
+
+	var notLoggedIn *NotLoggedInError
+	switch {
+	case errors.As(h.err, &notLoggedIn):
+		return h.err
+	case h.err != nil:
+		return fmt.Errorf("start account %s: %w", c.cfg.Account, h.err)
+	case err != nil:
+		// TDLib itself failed the authorization loop (a request timed out).
+		_ = c.teardown(true)
+		return fmt.Errorf("start account %s: %w", c.cfg.Account, err)
+	}
+	select {
+	case <-c.pumpDone:
+		// go-tdlib's loop also returns without error when TDLib closed by
+		// itself while logging in.
+		_ = c.teardown(false)
+		return fmt.Errorf("start account %s: TDLib closed during login", c.cfg.Account)
+	default:
+	}
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		_ = c.teardown(true)
+		return tg.ErrClosed
+	}
+	c.log.Info("TDLib client ready")
+	return nil
+}
+
+// attach takes go-tdlib's client on its first authorization callback and
+// starts the update pump on a listener of its own.
+func (c *Client) attach(tdc *client.Client) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tdc != nil {
+		return
+	}
+	c.tdc = tdc
+	l := tdc.GetListener()
+	go c.pump(l)
+}
+
+// pump drains go-tdlib's listener. go-tdlib's receiver blocks on a full
+// listener channel, and every response waits behind it, so the pump never
+// makes a request and never waits: it decodes, pushes onto the unbounded
+// queue and goes back for the next update. It returns on
+// authorizationStateClosed, after which go-tdlib sends nothing more.
+func (c *Client) pump(l *client.Listener) {
+	defer close(c.pumpDone)
+	for typ := range l.Updates {
+		if s, ok := typ.(*client.UpdateAuthorizationState); ok {
+			state := s.AuthorizationState.AuthorizationStateType()
+			switch state {
+			case client.TypeAuthorizationStateClosed:
+				c.log.Info("TDLib client closed")
+				return
+			case client.TypeAuthorizationStateLoggingOut:
+				c.log.Warn("account is being logged out by Telegram", "state", state)
+			default:
+				c.log.Debug("TDLib authorization state", "state", state)
+			}
+			continue
+		}
+		if !isPortUpdate(typ.GetType()) {
+			continue
+		}
+		// go-tdlib has decoded the update already; its types encode back to
+		// TDLib JSON, which the one decoder of this package reads.
+		data, err := json.Marshal(typ)
+		if err != nil {
+			c.log.Warn("drop TDLib update", "type", typ.GetType(), "err", err)
+			continue
+		}
+		u, ok, err := decodeUpdate(data)
+		if err != nil {
+			c.log.Warn("drop TDLib update", "type", typ.GetType(), "err", err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if n := c.queue.push(u); n >= queueWarnLen && n&(n-1) == 0 {
+			c.log.Warn("update queue is growing: its consumer is not keeping up", "length", n)
+		}
+	}
+}
+
+// call sends one request and returns the response's JSON, or the TDLib
+// error mapped to the port's typed errors. It returns when ctx is done even
+// if TDLib has not answered (go-tdlib then waits for the answer in the
+// background, up to its own 60-second timeout).
+func (c *Client) call(ctx context.Context, req request) (json.RawMessage, error) {
+	c.mu.Lock()
+	tdc := c.tdc
+	if c.closing || tdc == nil {
+		c.mu.Unlock()
+		return nil, tg.ErrClosed
+	}
+	c.inflight.Add(1)
+	c.mu.Unlock()
+	return c.exchange(ctx, tdc, req)
+}
+
+// exchange sends req through go-tdlib; the caller has counted it in
+// inflight.
+func (c *Client) exchange(ctx context.Context, tdc *client.Client, req request) (json.RawMessage, error) {
+	type result struct {
+		resp *client.Response
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer c.inflight.Done()
+		r := client.Request{Data: req.Params}
+		r.Type = req.Method
+		resp, err := tdc.Send(r)
+		ch <- result{resp, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			// go-tdlib's only error: no answer within its 60 s timeout.
+			return nil, fmt.Errorf("%s: %w", req.Method, r.err)
+		}
+		if r.resp.Type == "error" {
+			return nil, decodeError(r.resp.Data)
+		}
+		return r.resp.Data, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// execute runs a request TDLib can answer synchronously (td_execute),
+// without a client.
+func execute(req request) (json.RawMessage, error) {
+	r := client.Request{Data: req.Params}
+	r.Type = req.Method
+	resp, err := client.Execute(r)
+	if err != nil {
+		return nil, fmt.Errorf("execute %s: %w", req.Method, err)
+	}
+	if resp.Type == "error" {
+		return nil, fmt.Errorf("execute %s: %w", req.Method, decodeError(resp.Data))
+	}
+	return resp.Data, nil
+}
+
+// Version returns the version of the linked TDLib ("1.8.40"), asked
+// synchronously with td_execute; it needs no client.
+func Version() (string, error) {
+	data, err := execute(getOptionRequest("version"))
+	if err != nil {
+		return "", fmt.Errorf("get TDLib version: %w", err)
+	}
+	return decodeOptionValue(data)
+}
+
+// Updates implements tg.Client. The channel is closed by Close, or when
+// TDLib closes by itself (the account was logged out).
+func (c *Client) Updates() <-chan tg.Update { return c.updates }
+
+// LoadChats implements tg.Client. It loads the main chat list to its end
+// (TDLib answers 404 once every chat is loaded).
+func (c *Client) LoadChats(ctx context.Context) error {
+	for {
+		_, err := c.call(ctx, loadChatsRequest())
+		var te *tg.Error
+		if errors.As(err, &te) && te.Code == 404 {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("load chats: %w", err)
+		}
+	}
+}
+
+// GetMe implements tg.Client.
+func (c *Client) GetMe(ctx context.Context) (tg.User, error) {
+	data, err := c.call(ctx, getMeRequest())
+	if err != nil {
+		return tg.User{}, fmt.Errorf("get me: %w", err)
+	}
+	return decodeUser(data)
+}
+
+// GetChat implements tg.Client. For a supergroup that is not a channel it
+// also asks TDLib for the supergroup (a local call) to tell a forum apart.
+func (c *Client) GetChat(ctx context.Context, chat tg.ChatID) (tg.Chat, error) {
+	data, err := c.call(ctx, getChatRequest(chat))
+	if err != nil {
+		return tg.Chat{}, fmt.Errorf("get chat %d: %w", chat, err)
+	}
+	out, supergroup, err := decodeChat(data)
+	if err != nil || supergroup == 0 {
+		return out, err
+	}
+	data, err = c.call(ctx, getSupergroupRequest(supergroup))
+	if err != nil {
+		return tg.Chat{}, fmt.Errorf("get supergroup of chat %d: %w", chat, err)
+	}
+	forum, err := decodeSupergroupIsForum(data)
+	if err != nil {
+		return tg.Chat{}, err
+	}
+	if forum {
+		out.Kind = tg.KindForum
+	}
+	return out, nil
+}
+
+// OpenChat implements tg.Client.
+func (c *Client) OpenChat(ctx context.Context, chat tg.ChatID) error {
+	if _, err := c.call(ctx, openChatRequest(chat)); err != nil {
+		return fmt.Errorf("open chat %d: %w", chat, err)
+	}
+	return nil
+}
+
+// SearchChatMessages implements tg.Client.
+func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error) {
+	req, err := searchChatMessagesRequest(q)
+	if err != nil {
+		return nil, tg.Permanent(err)
+	}
+	data, err := c.call(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("search chat %d: %w", q.Chat, err)
+	}
+	return decodeMessages(data)
+}
+
+// GetMessage implements tg.Client.
+func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
+	data, err := c.call(ctx, getMessageRequest(chat, id))
+	if err != nil {
+		return tg.Message{}, fmt.Errorf("get message %d in chat %d: %w", id, chat, err)
+	}
+	return decodeMessage(data)
+}
+
+// GetChatMessageByDate implements tg.Client. No message at or before date
+// is tg.ErrMessageNotFound.
+func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date time.Time) (tg.Message, error) {
+	data, err := c.call(ctx, getChatMessageByDateRequest(chat, date))
+	if err != nil {
+		return tg.Message{}, fmt.Errorf("get message of %s in chat %d: %w", date.UTC().Format(time.RFC3339), chat, err)
+	}
+	return decodeMessage(data)
+}
+
+// GetForumTopic implements tg.Client (TDLib's getForumTopic; 1.8.40 has
+// no getForumTopicInfo).
+func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error) {
+	data, err := c.call(ctx, getForumTopicRequest(chat, threadID))
+	if err != nil {
+		return tg.Topic{}, fmt.Errorf("get topic %d of chat %d: %w", threadID, chat, err)
+	}
+	return decodeForumTopic(chat, data)
+}
+
+// DownloadFile implements tg.Client: it starts an asynchronous download and
+// returns the file's state at once; progress arrives as tg.FileUpdated.
+func (c *Client) DownloadFile(ctx context.Context, file int32) (tg.File, error) {
+	data, err := c.call(ctx, downloadFileRequest(file))
+	if err != nil {
+		return tg.File{}, fmt.Errorf("download file %d: %w", file, err)
+	}
+	return decodeFile(data)
+}
+
+// SendDocument implements tg.Client.
+func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
+	data, err := c.call(ctx, sendDocumentRequest(chat, remoteFileID, caption))
+	if err != nil {
+		return tg.Message{}, fmt.Errorf("send document to chat %d: %w", chat, err)
+	}
+	return decodeMessage(data)
+}
+
+// Close implements tg.Client: it refuses new requests, closes TDLib (which
+// answers the requests still pending with 500 "Request aborted"), waits for
+// authorizationStateClosed and for the pending requests, and closes the
+// update stream. Updates not yet delivered are dropped. Close during New
+// abandons the login. It is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closing = true
+	cancel := c.cancelStart
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	// A start still in progress sees the cancelled context and tears down
+	// itself; wait for it rather than race it.
+	<-c.startDone
+	return c.teardown(true)
+}
+
+// teardown closes TDLib (when sendClose) and stops the pump and forwarder,
+// once; later calls return the first call's result.
+func (c *Client) teardown(sendClose bool) error {
+	c.teardownOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		tdc := c.tdc
+		if tdc != nil && sendClose {
+			c.inflight.Add(1)
+		}
+		c.mu.Unlock()
+
+		if tdc != nil {
+			if sendClose {
+				if _, err := c.exchange(context.Background(), tdc, request{"close", map[string]any{}}); err != nil {
+					c.log.Warn("close TDLib", "err", err)
+				}
+			}
+			select {
+			case <-c.pumpDone:
+			case <-time.After(closeTimeout):
+				c.teardownErr = fmt.Errorf("close account %s: TDLib did not close within %s", c.cfg.Account, closeTimeout)
+			}
+		}
+		c.inflight.Wait()
+		// close(c.stop) LEAKTEST
+		<-c.fwdDone
+	})
+	return c.teardownErr
+}

@@ -1,0 +1,77 @@
+//go:build !libtdjson
+
+package tdlib
+
+import (
+	"context"
+	"time"
+
+	"stashd/tg"
+)
+
+var _ tg.Client = (*Client)(nil)
+
+// Client stands in for the TDLib adapter in a binary built without the
+// libtdjson tag. New never returns one; its methods return tg.ErrNoTDLib.
+type Client struct{}
+
+// New returns tg.ErrNoTDLib: this binary was built without TDLib. Build
+// with `make build-tdlib` (see mk/tdlib.mk) for the real adapter.
+func New(context.Context, Config) (*Client, error) { return nil, tg.ErrNoTDLib }
+
+// Version returns tg.ErrNoTDLib.
+func Version() (string, error) { return "", tg.ErrNoTDLib }
+
+// Updates implements tg.Client with a closed channel.
+func (*Client) Updates() <-chan tg.Update {
+	ch := make(chan tg.Update)
+	close(ch)
+	return ch
+}
+
+// LoadChats implements tg.Client.
+func (*Client) LoadChats(context.Context) error { return tg.ErrNoTDLib }
+
+// GetMe implements tg.Client.
+func (*Client) GetMe(context.Context) (tg.User, error) { return tg.User{}, tg.ErrNoTDLib }
+
+// GetChat implements tg.Client.
+func (*Client) GetChat(context.Context, tg.ChatID) (tg.Chat, error) {
+	return tg.Chat{}, tg.ErrNoTDLib
+}
+
+// OpenChat implements tg.Client.
+func (*Client) OpenChat(context.Context, tg.ChatID) error { return tg.ErrNoTDLib }
+
+// SearchChatMessages implements tg.Client.
+func (*Client) SearchChatMessages(context.Context, tg.Search) ([]tg.Message, error) {
+	return nil, tg.ErrNoTDLib
+}
+
+// GetMessage implements tg.Client.
+func (*Client) GetMessage(context.Context, tg.ChatID, tg.MessageID) (tg.Message, error) {
+	return tg.Message{}, tg.ErrNoTDLib
+}
+
+// GetChatMessageByDate implements tg.Client.
+func (*Client) GetChatMessageByDate(context.Context, tg.ChatID, time.Time) (tg.Message, error) {
+	return tg.Message{}, tg.ErrNoTDLib
+}
+
+// GetForumTopic implements tg.Client.
+func (*Client) GetForumTopic(context.Context, tg.ChatID, int64) (tg.Topic, error) {
+	return tg.Topic{}, tg.ErrNoTDLib
+}
+
+// DownloadFile implements tg.Client.
+func (*Client) DownloadFile(context.Context, int32) (tg.File, error) {
+	return tg.File{}, tg.ErrNoTDLib
+}
+
+// SendDocument implements tg.Client.
+func (*Client) SendDocument(context.Context, tg.ChatID, string, string) (tg.Message, error) {
+	return tg.Message{}, tg.ErrNoTDLib
+}
+
+// Close implements tg.Client; there is nothing to close.
+func (*Client) Close() error { return nil }

@@ -1,0 +1,193 @@
+package tdlib
+
+import (
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"stashd/tg"
+)
+
+// request is one TDLib request as TDLib JSON: the method goes to "@type",
+// the parameters beside it. Field names and types follow TDLib 1.8.40's
+// td_api.tl (the schema go-tdlib v0.7.6 was generated from).
+type request struct {
+	Method string
+	Params map[string]any
+}
+
+// obj is a TDLib object with only a type, such as {"@type":"chatListMain"}.
+func obj(typ string) map[string]any { return map[string]any{"@type": typ} }
+
+// loadChatsLimit is how many chats one loadChats asks for.
+const loadChatsLimit = 100
+
+func loadChatsRequest() request {
+	return request{tg.MethodLoadChats, map[string]any{
+		"chat_list": obj("chatListMain"),
+		"limit":     loadChatsLimit,
+	}}
+}
+
+func getMeRequest() request { return request{tg.MethodGetMe, map[string]any{}} }
+
+func getChatRequest(chat tg.ChatID) request {
+	return request{tg.MethodGetChat, map[string]any{"chat_id": int64(chat)}}
+}
+
+func getSupergroupRequest(id int64) request {
+	return request{"getSupergroup", map[string]any{"supergroup_id": id}}
+}
+
+func openChatRequest(chat tg.ChatID) request {
+	return request{tg.MethodOpenChat, map[string]any{"chat_id": int64(chat)}}
+}
+
+// searchChatMessagesRequest builds searchChatMessages(chat_id, query,
+// sender_id, from_message_id, offset, limit, filter, message_thread_id,
+// saved_messages_topic_id). A limit above tg.MaxSearchLimit is lowered to
+// it, since TDLib would answer fewer anyway.
+func searchChatMessagesRequest(q tg.Search) (request, error) {
+	var filter map[string]any // null: every message
+	switch q.Filter {
+	case tg.FilterDocument:
+		filter = obj("searchMessagesFilterDocument")
+	case tg.FilterNone:
+	default:
+		return request{}, fmt.Errorf("search chat %d: unknown filter %q", q.Chat, q.Filter)
+	}
+	if q.Limit <= 0 {
+		return request{}, fmt.Errorf("search chat %d: limit %d is not positive", q.Chat, q.Limit)
+	}
+	return request{tg.MethodSearchChatMessages, map[string]any{
+		"chat_id":                 int64(q.Chat),
+		"query":                   q.Query,
+		"sender_id":               nil,
+		"from_message_id":         int64(q.FromMessageID),
+		"offset":                  q.Offset,
+		"limit":                   min(q.Limit, tg.MaxSearchLimit),
+		"filter":                  filter,
+		"message_thread_id":       q.ThreadID,
+		"saved_messages_topic_id": 0,
+	}}, nil
+}
+
+func getMessageRequest(chat tg.ChatID, id tg.MessageID) request {
+	return request{tg.MethodGetMessage, map[string]any{"chat_id": int64(chat), "message_id": int64(id)}}
+}
+
+func getChatMessageByDateRequest(chat tg.ChatID, date time.Time) request {
+	return request{tg.MethodGetChatMessageByDate, map[string]any{"chat_id": int64(chat), "date": date.Unix()}}
+}
+
+func getForumTopicRequest(chat tg.ChatID, threadID int64) request {
+	return request{tg.MethodGetForumTopic, map[string]any{"chat_id": int64(chat), "message_thread_id": threadID}}
+}
+
+// downloadPriority is TDLib's download priority (1..32) for stashd's
+// downloads. They all matter equally.
+const downloadPriority = 1
+
+// downloadFileRequest asks for the whole file, asynchronously: a
+// synchronous download would be answered only when complete, after
+// go-tdlib's 60-second response timeout for any large file. Progress comes
+// as updateFile.
+func downloadFileRequest(file int32) request {
+	return request{tg.MethodDownloadFile, map[string]any{
+		"file_id":     file,
+		"priority":    downloadPriority,
+		"offset":      0,
+		"limit":       0,
+		"synchronous": false,
+	}}
+}
+
+// sendDocumentRequest sends a file already on Telegram, by its remote id
+// (inputFileRemote: no upload), with caption as plain text.
+func sendDocumentRequest(chat tg.ChatID, remoteFileID, caption string) request {
+	return request{tg.MethodSendMessage, map[string]any{
+		"chat_id":           int64(chat),
+		"message_thread_id": 0,
+		"reply_to":          nil,
+		"options":           nil,
+		"reply_markup":      nil,
+		"input_message_content": map[string]any{
+			"@type":     "inputMessageDocument",
+			"document":  map[string]any{"@type": "inputFileRemote", "id": remoteFileID},
+			"thumbnail": nil,
+			// Keep an archive a document whatever its name or MIME type.
+			"disable_content_type_detection": true,
+			"caption": map[string]any{
+				"@type":    "formattedText",
+				"text":     caption,
+				"entities": []any{},
+			},
+		},
+	}}
+}
+
+func getOptionRequest(name string) request {
+	return request{"getOption", map[string]any{"name": name}}
+}
+
+func setLogVerbosityLevelRequest(level int) request {
+	return request{"setLogVerbosityLevel", map[string]any{"new_verbosity_level": level}}
+}
+
+// tdlibLogMaxSize is where TDLib rotates its log file.
+const tdlibLogMaxSize = 10 << 20
+
+// setLogStreamRequest sends TDLib's log to path, or to stderr when path is
+// empty.
+func setLogStreamRequest(path string) request {
+	stream := obj("logStreamDefault")
+	if path != "" {
+		stream = map[string]any{
+			"@type":           "logStreamFile",
+			"path":            path,
+			"max_file_size":   tdlibLogMaxSize,
+			"redirect_stderr": false,
+		}
+	}
+	return request{"setLogStream", map[string]any{"log_stream": stream}}
+}
+
+// setTdlibParametersRequest starts the TDLib instance of cfg. The message
+// database is on because searchChatMessages needs it; the chat and file
+// databases keep chats and downloaded files across restarts.
+func setTdlibParametersRequest(cfg Config) request {
+	var key string
+	if len(cfg.DatabaseEncryptionKey) > 0 {
+		key = base64.StdEncoding.EncodeToString(cfg.DatabaseEncryptionKey) // TDLib's bytes are base64
+	}
+	return request{"setTdlibParameters", map[string]any{
+		"use_test_dc":             cfg.UseTestDC,
+		"database_directory":      cfg.DatabaseDir(),
+		"files_directory":         cfg.FilesDir(),
+		"database_encryption_key": key,
+		"use_file_database":       true,
+		"use_chat_info_database":  true,
+		"use_message_database":    true,
+		"use_secret_chats":        false,
+		"api_id":                  cfg.APIID,
+		"api_hash":                cfg.APIHash,
+		"system_language_code":    cfg.SystemLanguageCode,
+		"device_model":            cfg.DeviceModel,
+		"system_version":          cfg.SystemVersion,
+		"application_version":     cfg.ApplicationVersion,
+	}}
+}
+
+// authAnswerRequest sends a person's answer to state: the phone number, the
+// login code or the password.
+func authAnswerRequest(state, answer string) (request, error) {
+	switch state {
+	case StateWaitPhoneNumber:
+		return request{"setAuthenticationPhoneNumber", map[string]any{"phone_number": answer, "settings": nil}}, nil
+	case StateWaitCode:
+		return request{"checkAuthenticationCode", map[string]any{"code": answer}}, nil
+	case StateWaitPassword:
+		return request{"checkAuthenticationPassword", map[string]any{"password": answer}}, nil
+	}
+	return request{}, fmt.Errorf("no answer is sent in %s", state)
+}

@@ -1,0 +1,320 @@
+package tgsim
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"stashd/tg"
+)
+
+// Client is one simulated TDLib instance for one account. It implements
+// tg.Client. Every method honours its context and Config.Latency, counts
+// itself in World.Calls, and returns tg.ErrClosed after Close.
+type Client struct {
+	w       *World
+	account string
+
+	out      chan tg.Update
+	done     chan struct{} // closed by Close
+	pumpDone chan struct{}
+	wake     chan struct{}
+	wg       sync.WaitGroup // downloads and send timers
+
+	// qmu guards the update queue only (see queue.go).
+	qmu     sync.Mutex
+	queue   []tg.Update
+	pending map[tg.ChatID]int
+
+	// The fields below are guarded by w.mu.
+	closed     bool
+	loaded     bool
+	opened     map[tg.ChatID]bool
+	fileIDs    map[string]int32 // unique id -> session-local file id
+	files      map[int32]*clientFile
+	nextFileID int32
+	tempSeq    int64
+	sends      map[tg.MessageID]*pendingSend
+}
+
+// clientFile is a file as one TDLib instance knows it: its session-local id
+// and local download state.
+type clientFile struct {
+	id         int32
+	uid        string
+	name       string
+	localPath  string
+	downloaded int64
+	active     bool
+	done       bool
+}
+
+var _ tg.Client = (*Client)(nil)
+
+// fileIDStride separates the session-local file ids of successive clients,
+// so that a file id that survives a restart by mistake names nothing (or
+// another file) instead of silently working.
+const fileIDStride = 10_000
+
+func newClient(w *World, account string, serial int32) *Client {
+	c := &Client{
+		w:          w,
+		account:    account,
+		out:        make(chan tg.Update),
+		done:       make(chan struct{}),
+		pumpDone:   make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+		pending:    make(map[tg.ChatID]int),
+		opened:     make(map[tg.ChatID]bool),
+		fileIDs:    make(map[string]int32),
+		files:      make(map[int32]*clientFile),
+		nextFileID: serial * fileIDStride,
+		sends:      make(map[tg.MessageID]*pendingSend),
+	}
+	go c.pump()
+	return c
+}
+
+// Account returns the name of the account the client is logged in as.
+func (c *Client) Account() string { return c.account }
+
+// Updates implements tg.Client. The channel is unbuffered: an update counts
+// as delivered once the consumer has received it.
+func (c *Client) Updates() <-chan tg.Update { return c.out }
+
+// Close implements tg.Client. Sends still in flight complete in the world
+// (their messages appear in the destination) but no outcome is delivered to
+// anyone; downloads in flight stop. A second Close returns tg.ErrClosed.
+func (c *Client) Close() error {
+	w := c.w
+	w.mu.Lock()
+	if c.closed {
+		w.mu.Unlock()
+		return tg.ErrClosed
+	}
+	c.closed = true
+	w.accounts[c.account].removeClient(c)
+	sends := make([]*pendingSend, 0, len(c.sends))
+	for _, ps := range c.sends {
+		sends = append(sends, ps)
+	}
+	w.mu.Unlock()
+
+	close(c.done)
+	for _, ps := range sends {
+		if ps.timer.Stop() {
+			// The timer will never fire: land the message now, so the world
+			// does not depend on a goroutine outliving the client.
+			w.finishSend(ps)
+			c.wg.Done()
+		}
+	}
+	c.wg.Wait()
+	<-c.pumpDone
+	return nil
+}
+
+// call runs one request: it fails on a closed client or done context, counts
+// the request, applies Latency and any injected flood wait, then runs fn
+// with w.mu held.
+func call[T any](ctx context.Context, c *Client, method string, fn func() (T, error)) (T, error) {
+	var zero T
+	w := c.w
+	w.mu.Lock()
+	if c.closed {
+		w.mu.Unlock()
+		return zero, tg.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		w.mu.Unlock()
+		return zero, err
+	}
+	a := w.accounts[c.account]
+	a.calls[method]++
+	flood := a.takeFlood(method)
+	w.mu.Unlock()
+
+	if err := c.sleep(ctx, w.cfg.Latency); err != nil {
+		return zero, err
+	}
+	if flood != nil {
+		return zero, flood
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c.closed {
+		return zero, tg.ErrClosed
+	}
+	return fn()
+}
+
+func call0(ctx context.Context, c *Client, method string, fn func() error) error {
+	_, err := call(ctx, c, method, func() (struct{}, error) { return struct{}{}, fn() })
+	return err
+}
+
+// sleep waits d unless ctx ends or the client closes first.
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return tg.ErrClosed
+	}
+}
+
+// LoadChats implements tg.Client: until it has run, every chat is unknown.
+func (c *Client) LoadChats(ctx context.Context) error {
+	return call0(ctx, c, tg.MethodLoadChats, func() error {
+		c.loaded = true
+		return nil
+	})
+}
+
+// GetMe implements tg.Client.
+func (c *Client) GetMe(ctx context.Context) (tg.User, error) {
+	return call(ctx, c, tg.MethodGetMe, func() (tg.User, error) {
+		a := c.w.accounts[c.account]
+		return tg.User{ID: a.userID, Username: a.name, IsPremium: a.premium}, nil
+	})
+}
+
+// GetChat implements tg.Client.
+func (c *Client) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
+	return call(ctx, c, tg.MethodGetChat, func() (tg.Chat, error) {
+		ch, err := c.chat(id)
+		if err != nil {
+			return tg.Chat{}, err
+		}
+		return tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}, nil
+	})
+}
+
+// OpenChat implements tg.Client: channels, supergroups and forums deliver
+// updateNewMessage only to clients that opened them.
+func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
+	return call0(ctx, c, tg.MethodOpenChat, func() error {
+		if _, err := c.chat(id); err != nil {
+			return err
+		}
+		c.opened[id] = true
+		return nil
+	})
+}
+
+// GetMessage implements tg.Client.
+func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
+	return call(ctx, c, tg.MethodGetMessage, func() (tg.Message, error) {
+		ch, err := c.chat(chat)
+		if err != nil {
+			return tg.Message{}, err
+		}
+		m := ch.find(id)
+		if m == nil {
+			return tg.Message{}, errMessageNotFound()
+		}
+		return c.view(m), nil
+	})
+}
+
+// GetChatMessageByDate implements tg.Client: the newest message dated at or
+// before date, or a zero Message when there is none.
+func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date time.Time) (tg.Message, error) {
+	return call(ctx, c, tg.MethodGetChatMessageByDate, func() (tg.Message, error) {
+		ch, err := c.chat(chat)
+		if err != nil {
+			return tg.Message{}, err
+		}
+		for i := len(ch.msgs) - 1; i >= 0; i-- {
+			if !ch.msgs[i].date.After(date) {
+				return c.view(ch.msgs[i]), nil
+			}
+		}
+		return tg.Message{}, nil
+	})
+}
+
+// GetForumTopic implements tg.Client. LastMessageID is 0 when no message of
+// the topic is left.
+func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, thread int64) (tg.Topic, error) {
+	return call(ctx, c, tg.MethodGetForumTopic, func() (tg.Topic, error) {
+		ch, err := c.chat(chat)
+		if err != nil {
+			return tg.Topic{}, err
+		}
+		if ch.kind != tg.KindForum {
+			return tg.Topic{}, errBadRequest("Chat is not a forum")
+		}
+		if ch.topics[thread] == nil {
+			return tg.Topic{}, errBadRequest("Topic not found")
+		}
+		return c.w.topicView(ch, thread), nil
+	})
+}
+
+// chat resolves a chat for a request: unknown before LoadChats and to
+// non-members, CHANNEL_PRIVATE once access is lost.
+func (c *Client) chat(id tg.ChatID) (*chat, error) {
+	ch := c.w.chats[id]
+	if !c.loaded || ch == nil || !ch.isMem[c.account] {
+		return nil, errChatNotFound()
+	}
+	if ch.private {
+		return nil, errChannelPrivate()
+	}
+	return ch, nil
+}
+
+// receivesMessages reports whether updateNewMessage of ch reach this client:
+// supergroups and channels only while opened; other chats always.
+func (c *Client) receivesMessages(ch *chat) bool {
+	switch ch.kind {
+	case tg.KindChannel, tg.KindSupergroup, tg.KindForum:
+		return c.opened[ch.id]
+	}
+	return true
+}
+
+// view renders m as this client sees it: session-local file id, this
+// account's remote id, local download state.
+func (c *Client) view(m *message) tg.Message {
+	out := baseView(m)
+	if m.doc != nil {
+		f := c.w.files[m.doc.uid]
+		out.Document = &tg.Document{FileName: m.doc.name, MimeType: m.doc.mime, File: c.fileView(c.file(f))}
+	}
+	return out
+}
+
+// file returns the client's record of f, assigning a session-local id the
+// first time the client sees it.
+func (c *Client) file(f *file) *clientFile {
+	if id, ok := c.fileIDs[f.uid]; ok {
+		return c.files[id]
+	}
+	c.nextFileID++
+	cf := &clientFile{id: c.nextFileID, uid: f.uid, name: f.name}
+	c.fileIDs[f.uid] = cf.id
+	c.files[cf.id] = cf
+	return cf
+}
+
+func (c *Client) fileView(cf *clientFile) tg.File {
+	return tg.File{
+		ID:             cf.id,
+		Size:           int64(len(c.w.files[cf.uid].data)),
+		RemoteID:       c.w.remoteID(c.account, cf.uid),
+		UniqueID:       cf.uid,
+		LocalPath:      cf.localPath,
+		Downloaded:     cf.downloaded,
+		DownloadDone:   cf.done,
+		DownloadActive: cf.active,
+	}
+}

@@ -1,0 +1,51 @@
+package tgsim
+
+import (
+	"fmt"
+	"time"
+
+	"stashd/tg"
+)
+
+// simError is a TDLib error object (code and message) that also matches one
+// of the port's sentinel errors, so callers can test either errors.As(err,
+// *tg.Error) or errors.Is(err, tg.ErrChatNotFound).
+type simError struct {
+	tdErr    *tg.Error
+	sentinel error
+}
+
+func (e *simError) Error() string   { return e.tdErr.Error() }
+func (e *simError) Unwrap() []error { return []error{e.tdErr, e.sentinel} }
+
+func errChatNotFound() error {
+	return &simError{tdErr: &tg.Error{Code: 400, Message: "Chat not found"}, sentinel: tg.ErrChatNotFound}
+}
+
+func errMessageNotFound() error {
+	return &simError{tdErr: &tg.Error{Code: 404, Message: "Not Found"}, sentinel: tg.ErrMessageNotFound}
+}
+
+// errChannelPrivate is what Telegram answers once an account has lost access
+// to a channel; it will not heal by retrying, hence PermanentError.
+func errChannelPrivate() error {
+	return tg.Permanent(&tg.Error{Code: 400, Message: "CHANNEL_PRIVATE"})
+}
+
+func errBadRequest(format string, args ...any) error {
+	return &tg.Error{Code: 400, Message: fmt.Sprintf(format, args...)}
+}
+
+// errSendFailed is the reason carried by an injected updateMessageSendFailed:
+// a server-side failure that a later attempt may not meet.
+func errSendFailed() error {
+	return &tg.Error{Code: 500, Message: "RPC_CALL_FAIL"}
+}
+
+func errFloodWait(d time.Duration) error {
+	secs := int64((d + time.Second - 1) / time.Second)
+	return &tg.FloodWaitError{
+		RetryAfter: d,
+		Err:        &tg.Error{Code: 429, Message: fmt.Sprintf("Too Many Requests: retry after %d", secs)},
+	}
+}

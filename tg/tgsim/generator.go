@@ -1,0 +1,500 @@
+package tgsim
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"stashd/archive/archivetest"
+	"stashd/tg"
+)
+
+// Scenario describes the chats and accounts a Generator sets up.
+//
+// Each source is watched by one account, round robin over the accounts, and
+// only that account is a member of it: an account can therefore re-send
+// (inputFileRemote) only files from the sources it watches, as on Telegram.
+// Every account is a member of every destination.
+type Scenario struct {
+	// Seed makes everything the generator publishes reproducible.
+	Seed int64
+	// Sources is the number of plain sources, alternating channels and
+	// supergroups. Zero means 1, unless ForumTopics adds a forum.
+	Sources int
+	// ForumTopics adds one forum source with this many topics; zero adds no
+	// forum.
+	ForumTopics int
+	// Accounts is the number of accounts, named "acct1".."acctN"; zero
+	// means 1. Even-numbered accounts are Premium.
+	Accounts int
+	// Destinations is the number of destination channels; zero means 1.
+	Destinations int
+}
+
+// SourceInfo is a source chat the generator created.
+type SourceInfo struct {
+	Chat  tg.ChatID
+	Kind  tg.ChatKind
+	Title string
+	// Account is the account that watches the source (its only member).
+	Account string
+	// Topics are the forum's topic thread ids; nil for other kinds.
+	Topics []int64
+}
+
+// Truth is what the generator published that stashd should catalogue.
+type Truth struct {
+	// Packages lists every package published, in publication order,
+	// duplicates, corrupt and incomplete ones included.
+	Packages []ExpectedPackage
+}
+
+// ExpectedPackage is one published package: a single archive, a multipart
+// set or an album.
+type ExpectedPackage struct {
+	// Hash is the SHA-256 over the parts' bytes concatenated in set order
+	// (for an incomplete set: over the parts that were posted).
+	Hash [32]byte
+	// Name is the file name of the package's first part.
+	Name string
+	// Parts are the source messages carrying the package, in set order.
+	Parts []tg.MessageKey
+	// Corrupt packages are mirrored but their listing is expected to fail.
+	Corrupt bool
+	// Incomplete sets miss a part: they are expected to end as dead letters
+	// and never be delivered.
+	Incomplete bool
+	// Duplicate is set when the same Hash was published earlier.
+	Duplicate bool
+}
+
+// Unique returns the distinct complete packages by hash: the first
+// publication of each hash, incomplete sets left out. Corrupt packages are
+// included: stashd mirrors them too.
+func (t Truth) Unique() map[[32]byte]ExpectedPackage {
+	out := make(map[[32]byte]ExpectedPackage)
+	for _, p := range t.Packages {
+		if p.Incomplete {
+			continue
+		}
+		if _, ok := out[p.Hash]; !ok {
+			out[p.Hash] = p
+		}
+	}
+	return out
+}
+
+// Generator publishes a reproducible stream of content into a World and
+// records the Truth. All its random choices come from one PCG stream seeded
+// from Scenario.Seed, so the same seed yields the same Truth. Its methods are
+// safe for concurrent use but are meant to be driven from one goroutine.
+type Generator struct {
+	mu       sync.Mutex
+	w        *World
+	rng      *rand.Rand
+	gen      content
+	accounts []string
+	sources  []SourceInfo
+	dests    []tg.ChatID
+
+	truth    Truth
+	hashes   map[[32]byte]bool
+	posted   []postedPackage // complete packages, for duplicates
+	names    map[tg.ChatID]map[string]bool
+	deletes  []scheduledDelete
+	steps    int
+	seq      int
+	albumSeq int64
+}
+
+// part is one file of a package, named by its stem-relative suffix so that
+// a re-upload can rename the whole set consistently.
+type part struct {
+	suffix string
+	data   []byte
+}
+
+type postedPackage struct {
+	truthIndex int
+	stem       string
+	parts      []part
+	uids       []string
+	album      bool
+	source     tg.ChatID
+}
+
+// Entries per generated archive: up to maxEntries, and fewer for the
+// archives of an album, which has up to ten of them.
+const (
+	maxEntries      = 12
+	maxAlbumEntries = 4
+)
+
+type scheduledDelete struct {
+	step int
+	key  tg.MessageKey
+}
+
+// NewGenerator creates the scenario's accounts, sources, forum topics and
+// destinations in w.
+func NewGenerator(w *World, sc Scenario) *Generator {
+	sc.Accounts = max(sc.Accounts, 1)
+	sc.Destinations = max(sc.Destinations, 1)
+	if sc.Sources <= 0 && sc.ForumTopics <= 0 {
+		sc.Sources = 1
+	}
+	rng := rand.New(rand.NewPCG(uint64(sc.Seed), 0x67656e)) // "gen"
+	g := &Generator{
+		w:      w,
+		rng:    rng,
+		gen:    content{rng: rng},
+		hashes: make(map[[32]byte]bool),
+		names:  make(map[tg.ChatID]map[string]bool),
+	}
+	for i := 1; i <= sc.Accounts; i++ {
+		name := fmt.Sprintf("acct%d", i)
+		w.AddAccount(name, i%2 == 0)
+		g.accounts = append(g.accounts, name)
+	}
+	for i := range sc.Sources {
+		kind := tg.KindChannel
+		if i%2 == 1 {
+			kind = tg.KindSupergroup
+		}
+		g.addSource(kind, fmt.Sprintf("source %d", i+1))
+	}
+	if sc.ForumTopics > 0 {
+		src := g.addSource(tg.KindForum, "forum")
+		for t := range sc.ForumTopics {
+			src.Topics = append(src.Topics, w.AddTopic(src.Chat, fmt.Sprintf("topic %d", t+1)))
+		}
+	}
+	for i := range sc.Destinations {
+		g.dests = append(g.dests, w.AddChat(tg.KindChannel, fmt.Sprintf("destination %d", i+1), g.accounts...))
+	}
+	return g
+}
+
+func (g *Generator) addSource(kind tg.ChatKind, title string) *SourceInfo {
+	acct := g.accounts[len(g.sources)%len(g.accounts)]
+	id := g.w.AddChat(kind, title, acct)
+	g.sources = append(g.sources, SourceInfo{Chat: id, Kind: kind, Title: title, Account: acct})
+	g.names[id] = make(map[string]bool)
+	return &g.sources[len(g.sources)-1]
+}
+
+// Sources returns the source chats, plain sources first, then the forum.
+func (g *Generator) Sources() []SourceInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]SourceInfo, len(g.sources))
+	copy(out, g.sources)
+	return out
+}
+
+// Destinations returns the destination channels.
+func (g *Generator) Destinations() []tg.ChatID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]tg.ChatID(nil), g.dests...)
+}
+
+// Accounts returns the account names.
+func (g *Generator) Accounts() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.accounts...)
+}
+
+// Truth returns what has been published so far.
+func (g *Generator) Truth() Truth {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return Truth{Packages: append([]ExpectedPackage(nil), g.truth.Packages...)}
+}
+
+// Step publishes the next item into some source (and first deletes the
+// messages scheduled for deletion by now). An item is one of: a single
+// archive, a multipart set, an album, a cross-channel duplicate (a forward:
+// same unique ids), a re-upload (same bytes, new unique ids, new name), a
+// corrupt archive, an incomplete multipart set, a non-archive document, a
+// text message, or a non-package message that a later step deletes.
+// Deletions only ever hit messages that carry no package, so Truth stays
+// exact.
+func (g *Generator) Step() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.steps++
+	g.runDeletes()
+	items := []struct {
+		weight int
+		fn     func(src *SourceInfo, thread int64)
+	}{
+		{34, g.single},
+		{12, g.multipart},
+		{10, g.album},
+		{8, g.crossDuplicate},
+		{6, g.reupload},
+		{7, g.corrupt},
+		{5, g.incomplete},
+		{8, g.nonArchive},
+		{6, g.textMessage},
+		{4, g.deletedLater},
+	}
+	total := 0
+	for _, it := range items {
+		total += it.weight
+	}
+	r := g.rng.IntN(total)
+	src, thread := g.place()
+	for _, it := range items {
+		if r < it.weight {
+			it.fn(src, thread)
+			return
+		}
+		r -= it.weight
+	}
+}
+
+// place picks a source and, in a forum, a topic (or the General topic, 0).
+func (g *Generator) place() (*SourceInfo, int64) {
+	src := &g.sources[g.rng.IntN(len(g.sources))]
+	if len(src.Topics) == 0 || g.rng.IntN(5) == 0 {
+		return src, 0
+	}
+	return src, pick(g.rng, src.Topics)
+}
+
+func (g *Generator) nextStem() string {
+	g.seq++
+	return g.gen.packageStem(g.seq)
+}
+
+func (g *Generator) nextAlbum() int64 {
+	g.albumSeq++
+	return 13_000_000_000_000_000 + g.albumSeq
+}
+
+func (g *Generator) single(src *SourceInfo, thread int64) {
+	format := pick(g.rng, archiveFormats())
+	data := buildArchive(format, g.gen.listing(maxEntries))
+	g.publish(src, thread, g.nextStem(), []part{{suffix: "." + format, data: data}}, 0, pkgFlags{})
+}
+
+// multipartParts builds a multipart set of up to n parts (at least 2) in
+// one of the naming styles stashd groups: a zip split set name.z01 …
+// name.zip, a byte split name.7z.001 … (or name.zip.001 …), or RAR volumes
+// name.part1.rar ….
+func (g *Generator) multipartParts(n int) []part {
+	files := g.gen.listing(maxEntries)
+	var parts []part
+	switch g.rng.IntN(3) {
+	case 0:
+		vols := volumes(n, func(k int) [][]byte { return archivetest.ZipSplit(files, k) })
+		for i, v := range vols {
+			parts = append(parts, part{suffix: fmt.Sprintf(".z%02d", i+1), data: v})
+		}
+		parts[len(parts)-1].suffix = ".zip"
+	case 1:
+		format := fmt7z
+		if g.rng.IntN(4) == 0 {
+			format = fmtZip
+		}
+		whole := buildArchive(format, files)
+		vols := volumes(n, func(k int) [][]byte { return archivetest.Split(whole, k) })
+		for i, v := range vols {
+			parts = append(parts, part{suffix: fmt.Sprintf(".%s.%03d", format, i+1), data: v})
+		}
+	default:
+		vols := volumes(n, func(k int) [][]byte { return archivetest.RarVolumes(files, k) })
+		for i, v := range vols {
+			parts = append(parts, part{suffix: fmt.Sprintf(".part%d.rar", i+1), data: v})
+		}
+	}
+	return parts
+}
+
+func (g *Generator) multipart(src *SourceInfo, thread int64) {
+	g.publish(src, thread, g.nextStem(), g.multipartParts(2+g.rng.IntN(5)), 0, pkgFlags{})
+}
+
+// album posts 2–10 documents with one media_album_id: either independent
+// archives or the parts of one multipart set. Either way it is one package.
+func (g *Generator) album(src *SourceInfo, thread int64) {
+	n := 2 + g.rng.IntN(9)
+	var parts []part
+	if g.rng.IntN(2) == 0 {
+		parts = g.multipartParts(n)
+	} else {
+		for i := range n {
+			format := pick(g.rng, archiveFormats())
+			data := buildArchive(format, g.gen.listing(maxAlbumEntries))
+			parts = append(parts, part{suffix: fmt.Sprintf(" (%d).%s", i+1, format), data: data})
+		}
+	}
+	g.publish(src, thread, g.nextStem(), parts, g.nextAlbum(), pkgFlags{})
+}
+
+// crossDuplicate forwards an earlier package into a source that has not seen
+// its name (a forward keeps the unique ids and names).
+func (g *Generator) crossDuplicate(src *SourceInfo, thread int64) {
+	if len(g.posted) == 0 {
+		g.single(src, thread)
+		return
+	}
+	orig := g.posted[g.rng.IntN(len(g.posted))]
+	var targets []*SourceInfo
+	for i := range g.sources {
+		s := &g.sources[i]
+		if s.Chat != orig.source && !g.names[s.Chat][orig.stem+orig.parts[0].suffix] {
+			targets = append(targets, s)
+		}
+	}
+	if len(targets) == 0 {
+		g.reupload(src, thread)
+		return
+	}
+	target := pick(g.rng, targets)
+	thread = 0
+	if len(target.Topics) > 0 {
+		thread = pick(g.rng, target.Topics)
+	}
+	var album int64
+	if orig.album {
+		album = g.nextAlbum() // a forwarded album gets a new media_album_id
+	}
+	prev := g.truth.Packages[orig.truthIndex]
+	g.publishWith(target, thread, orig.stem, orig.parts, album, pkgFlags{corrupt: prev.Corrupt}, orig.uids)
+}
+
+// reupload posts the bytes of an earlier package again under a new name:
+// new unique ids, same content hash.
+func (g *Generator) reupload(src *SourceInfo, thread int64) {
+	if len(g.posted) == 0 {
+		g.single(src, thread)
+		return
+	}
+	orig := g.posted[g.rng.IntN(len(g.posted))]
+	var album int64
+	if orig.album {
+		album = g.nextAlbum()
+	}
+	prev := g.truth.Packages[orig.truthIndex]
+	g.publish(src, thread, g.nextStem(), orig.parts, album, pkgFlags{corrupt: prev.Corrupt})
+}
+
+// corrupt posts an archive-named document whose listing must fail: one of
+// archivetest's damaged archives, a tar.gz cut short, or garbage.
+func (g *Generator) corrupt(src *SourceInfo, thread int64) {
+	var p part
+	switch r := g.rng.IntN(10); {
+	case r < 6:
+		c := pick(g.rng, corruptions())
+		p = part{suffix: c.ext, data: archivetest.Corrupt(c.kind, g.gen.listing(maxEntries))}
+	case r < 8:
+		data := archivetest.TarGz(g.gen.listing(maxEntries))
+		p = part{suffix: ".tar.gz", data: data[:len(data)/3+g.rng.IntN(len(data)/3+1)]}
+	default:
+		p = part{suffix: pick(g.rng, []string{".rar", ".7z", ".zip"}), data: g.gen.randomBytes(2<<10 + g.rng.IntN(38<<10))}
+	}
+	g.publish(src, thread, g.nextStem(), []part{p}, 0, pkgFlags{corrupt: true})
+}
+
+// incomplete posts a multipart set with one part never posted.
+func (g *Generator) incomplete(src *SourceInfo, thread int64) {
+	parts := g.multipartParts(3 + g.rng.IntN(4))
+	// Only a zip split set says by its names which part is last (its
+	// x.zip); in the other schemes a missing last part looks like a complete
+	// shorter set, which only the listing can expose. Incomplete must mean
+	// "incomplete by name", so those sets lose a part before the last.
+	last := len(parts) - 1
+	if !strings.HasSuffix(parts[last].suffix, ".zip") {
+		last--
+	}
+	missing := g.rng.IntN(last + 1)
+	parts = append(parts[:missing:missing], parts[missing+1:]...)
+	g.publish(src, thread, g.nextStem(), parts, 0, pkgFlags{incomplete: true})
+}
+
+func (g *Generator) nonArchive(src *SourceInfo, thread int64) {
+	g.postNoise(src, thread)
+}
+
+func (g *Generator) textMessage(src *SourceInfo, thread int64) {
+	g.w.Post(src.Chat, thread, Post{Text: g.gen.text()})
+}
+
+// deletedLater posts a message that carries no package and schedules its
+// deletion a few steps later, leaving a hole in the server ids.
+func (g *Generator) deletedLater(src *SourceInfo, thread int64) {
+	var m tg.Message
+	if g.rng.IntN(2) == 0 {
+		m = g.w.Post(src.Chat, thread, Post{Text: g.gen.text()})
+	} else {
+		m = g.postNoise(src, thread)
+	}
+	g.deletes = append(g.deletes, scheduledDelete{step: g.steps + 1 + g.rng.IntN(5), key: m.Key()})
+}
+
+func (g *Generator) postNoise(src *SourceInfo, thread int64) tg.Message {
+	name, data := g.gen.pdf()
+	if g.rng.IntN(2) == 0 {
+		name, data = g.gen.jpeg()
+	}
+	return g.w.Post(src.Chat, thread, Post{FileName: name, Data: data, Caption: g.gen.caption()})
+}
+
+func (g *Generator) runDeletes() {
+	kept := g.deletes[:0]
+	for _, d := range g.deletes {
+		if d.step <= g.steps {
+			g.w.Delete(d.key.Chat, d.key.Message)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	g.deletes = kept
+}
+
+type pkgFlags struct {
+	corrupt    bool
+	incomplete bool
+}
+
+// publish uploads parts as new files under stem (consecutive messages, the
+// caption on the first) and records the package.
+func (g *Generator) publish(src *SourceInfo, thread int64, stem string, parts []part, album int64, f pkgFlags) {
+	g.publishWith(src, thread, stem, parts, album, f, nil)
+}
+
+// publishWith is publish, re-posting existing files by unique id when uids
+// is set (a forward).
+func (g *Generator) publishWith(src *SourceInfo, thread int64, stem string, parts []part, album int64, f pkgFlags, uids []string) {
+	caption := g.gen.caption()
+	h := sha256.New()
+	pkg := ExpectedPackage{Name: stem + parts[0].suffix, Corrupt: f.corrupt, Incomplete: f.incomplete}
+	posted := postedPackage{truthIndex: len(g.truth.Packages), stem: stem, parts: parts, album: album != 0, source: src.Chat}
+	for i, p := range parts {
+		post := Post{FileName: stem + p.suffix, Data: p.data, AlbumID: album}
+		if uids != nil {
+			post = Post{SameFileAs: uids[i], AlbumID: album}
+		}
+		if i == 0 {
+			post.Caption = caption
+		}
+		m := g.w.Post(src.Chat, thread, post)
+		h.Write(p.data)
+		pkg.Parts = append(pkg.Parts, m.Key())
+		posted.uids = append(posted.uids, m.Document.File.UniqueID)
+		g.names[src.Chat][stem+p.suffix] = true
+	}
+	copy(pkg.Hash[:], h.Sum(nil))
+	pkg.Duplicate = g.hashes[pkg.Hash]
+	if !f.incomplete {
+		g.hashes[pkg.Hash] = true
+		g.posted = append(g.posted, posted)
+	}
+	g.truth.Packages = append(g.truth.Packages, pkg)
+}

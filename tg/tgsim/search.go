@@ -1,0 +1,109 @@
+package tgsim
+
+import (
+	"context"
+	"strings"
+
+	"stashd/tg"
+)
+
+// SearchChatMessages implements tg.Client with searchChatMessages'
+// semantics:
+//
+//   - matching messages are ordered newest first (descending id);
+//   - the window starts at the first matching message with id <=
+//     FromMessageID (0 = the newest message), and a negative Offset moves the
+//     start -Offset matching messages toward newer ones; the window is not
+//     refilled when fewer newer messages exist;
+//   - Limit must be 1..100 and, with a negative Offset, greater than
+//     -Offset; a positive Offset is an error (all 400). TDLib itself quietly
+//     lowers a Limit above 100; the simulator refuses it so that callers
+//     never rely on more;
+//   - FilterDocument keeps document messages, Query keeps messages whose
+//     caption or text contains it (case-insensitively), ThreadID keeps one
+//     forum topic (0 = the whole chat, every topic).
+//
+// With probability ShortPageRate the page is shorter than it could be (but
+// not empty when it could hold something): it keeps the newest part of the
+// window and loses the oldest, as when the server stops early. A caller that
+// pages toward newer messages must therefore check that a page reached back
+// to its FromMessageID.
+func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error) {
+	return call(ctx, c, tg.MethodSearchChatMessages, func() ([]tg.Message, error) {
+		switch {
+		case q.Limit <= 0:
+			return nil, errBadRequest("Parameter limit must be positive")
+		case q.Limit > tg.MaxSearchLimit:
+			return nil, errBadRequest("Parameter limit must not exceed %d", tg.MaxSearchLimit)
+		case q.Limit <= -q.Offset:
+			return nil, errBadRequest("Parameter limit must be greater than -offset")
+		case q.Offset > 0:
+			return nil, errBadRequest("Parameter offset must be non-positive")
+		case q.FromMessageID < 0:
+			return nil, errBadRequest("Parameter from_message_id must be identifier of a chat message or 0")
+		}
+		ch, err := c.chat(q.Chat)
+		if err != nil {
+			return nil, err
+		}
+		if q.ThreadID != 0 && (ch.kind != tg.KindForum || ch.topics[q.ThreadID] == nil) {
+			return nil, errBadRequest("Invalid message thread identifier specified")
+		}
+		page := searchWindow(ch, q)
+		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
+			page = page[:1+c.w.rng.IntN(len(page)-1)]
+		}
+		out := make([]tg.Message, len(page))
+		for i, m := range page {
+			out[i] = c.view(m)
+		}
+		return out, nil
+	})
+}
+
+// searchWindow returns the full page q asks for, newest first: up to
+// -Offset matches newer than FromMessageID, then up to Limit+Offset matches
+// at or below it. It walks only the messages the window needs.
+func searchWindow(ch *chat, q tg.Search) []*message {
+	query := strings.ToLower(q.Query)
+	pivot := len(ch.msgs) - 1 // newest message <= FromMessageID
+	if q.FromMessageID != 0 {
+		i, found := ch.index(q.FromMessageID)
+		if !found {
+			i--
+		}
+		pivot = i
+	}
+	var newer []*message // oldest first while collecting
+	for i := pivot + 1; i < len(ch.msgs) && len(newer) < -q.Offset; i++ {
+		if matchSearch(ch.msgs[i], q, query) {
+			newer = append(newer, ch.msgs[i])
+		}
+	}
+	page := make([]*message, 0, q.Limit)
+	for i := len(newer) - 1; i >= 0; i-- {
+		page = append(page, newer[i])
+	}
+	for i, older := pivot, 0; i >= 0 && older < q.Limit+q.Offset; i-- {
+		if matchSearch(ch.msgs[i], q, query) {
+			page = append(page, ch.msgs[i])
+			older++
+		}
+	}
+	return page
+}
+
+func matchSearch(m *message, q tg.Search, lowerQuery string) bool {
+	if q.Filter == tg.FilterDocument && m.doc == nil {
+		return false
+	}
+	if q.ThreadID != 0 && (!m.isTopic || m.thread != q.ThreadID) {
+		return false
+	}
+	if lowerQuery != "" &&
+		!strings.Contains(strings.ToLower(m.caption), lowerQuery) &&
+		!strings.Contains(strings.ToLower(m.text), lowerQuery) {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,91 @@
+package tgsim
+
+import (
+	"context"
+	"time"
+
+	"stashd/tg"
+)
+
+// pendingSend is a message between sendMessage and its outcome. The outcome
+// is decided when the send is made (so the world's random stream does not
+// depend on timer order) and applied when the timer fires or the client
+// closes, whichever comes first.
+type pendingSend struct {
+	c       *Client
+	tempID  tg.MessageID
+	dest    *chat
+	uid     string
+	caption string
+	fail    bool
+	timer   *time.Timer
+	settled bool
+}
+
+// SendDocument implements tg.Client: sendMessage with inputFileRemote. The
+// account must be a member of chat and the remote id must be this account's
+// remote id of a file it can see (posted in an accessible chat it is a
+// member of); otherwise the request fails with 400. It returns a temporary
+// message (a local id, not a multiple of 2^20); after SendLatency the world
+// appends the real message to chat and the client receives SendSucceeded, or
+// SendFailed with probability SendFailRate.
+func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
+	return call(ctx, c, tg.MethodSendMessage, func() (tg.Message, error) {
+		w := c.w
+		dest, err := c.chat(chat)
+		if err != nil {
+			return tg.Message{}, err
+		}
+		ref, ok := w.remotes[remoteFileID]
+		if !ok || ref.account != c.account {
+			return tg.Message{}, errBadRequest("Wrong remote file identifier specified: can't unserialize it")
+		}
+		if !w.canSee(w.accounts[c.account], ref.uid) {
+			return tg.Message{}, errBadRequest("FILE_REFERENCE_INVALID")
+		}
+
+		// A temporary id sits between the chat's last server id and the next
+		// one, as TDLib's yet-unsent message ids do. The low bits come from a
+		// per-client counter so that temporary ids never repeat within a
+		// client, whatever the chat.
+		c.tempSeq++
+		tempID := tg.MessageIDFromServer(dest.lastSeq) + tg.MessageID(1+(c.tempSeq-1)%(1<<tg.ServerIDShift-1))
+		f := w.files[ref.uid]
+		tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption,
+			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}}
+
+		ps := &pendingSend{c: c, tempID: tempID, dest: dest, uid: f.uid, caption: caption,
+			fail: w.chance(w.cfg.SendFailRate)}
+		c.sends[tempID] = ps
+		c.wg.Add(1)
+		ps.timer = time.AfterFunc(w.cfg.SendLatency, func() {
+			defer c.wg.Done()
+			w.finishSend(ps)
+		})
+		return c.view(tmp), nil
+	})
+}
+
+// finishSend applies a send's outcome once. The message lands in the
+// destination even when the sending client has closed meanwhile; only the
+// outcome update is then lost.
+func (w *World) finishSend(ps *pendingSend) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ps.settled {
+		return
+	}
+	ps.settled = true
+	c := ps.c
+	delete(c.sends, ps.tempID)
+	if ps.fail {
+		c.enqueue(tg.SendFailed{Chat: ps.dest.id, OldMessageID: ps.tempID, Err: errSendFailed()})
+		return
+	}
+	m := w.newMessage(ps.dest)
+	m.caption = ps.caption
+	f := w.files[ps.uid]
+	ps.dest.setDoc(m, &docRef{uid: f.uid, name: f.name, mime: f.mime})
+	c.enqueue(tg.SendSucceeded{Message: c.view(m), OldMessageID: ps.tempID})
+	w.publish(ps.dest, m, c)
+}

@@ -1,0 +1,772 @@
+package tgsim
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"stashd/tg"
+)
+
+// Config configures a World. The zero Config is a perfect network: nothing
+// dropped, no latency, no failures, seed 0.
+type Config struct {
+	// Seed seeds every random decision of the world (drops, failures, short
+	// pages) and the identifiers it mints.
+	Seed int64
+	// DropRate is the probability that an updateNewMessage is not delivered
+	// to a client (0..1). Zero drops nothing.
+	DropRate float64
+	// Latency is added to every request. Zero adds none.
+	Latency time.Duration
+	// SendLatency delays send outcomes and download completion. Zero delivers
+	// them as soon as possible, but still asynchronously, as TDLib does.
+	SendLatency time.Duration
+	// SendFailRate is the probability that a send ends in
+	// updateMessageSendFailed with a retryable 500-class error. Zero never
+	// fails.
+	SendFailRate float64
+	// ShortPageRate is the probability that searchChatMessages returns fewer
+	// messages than it could, as TDLib may. Zero always returns full pages.
+	ShortPageRate float64
+	// FilesDir is where downloads are written, one directory per account.
+	// Downloads fail while it is empty.
+	FilesDir string
+	// ChannelGap is the number of undelivered updateNewMessage of one chat a
+	// client may hold; further ones for that chat are dropped, as TDLib's
+	// channel gaps do. Zero means 100.
+	ChannelGap int
+	// Now is the world's clock; message dates come from it (truncated to
+	// seconds, as TDLib dates are). Nil means time.Now.
+	Now func() time.Time
+}
+
+// World is the ground truth the simulated TDLib clients look at: accounts,
+// chats, topics, messages and file contents. All methods are safe for
+// concurrent use. Methods that set the world up (AddChat, Post …) panic on an
+// unknown account or chat: that is a mistake in the test, not a Telegram
+// behaviour.
+type World struct {
+	cfg Config
+
+	// mu guards the whole world and every client's state except its update
+	// queue. Lock order: World.mu, then Client.qmu.
+	mu       sync.Mutex
+	rng      *rand.Rand
+	accounts map[string]*account
+	chats    map[tg.ChatID]*chat
+	files    map[string]*file     // by unique id
+	remotes  map[string]remoteRef // remote id -> owner and unique id
+	nextChat int64
+	nextUser int64
+	nextFile int64
+	serial   int32 // client instances started, for session-local ids
+}
+
+type account struct {
+	name    string
+	userID  int64
+	premium bool
+	member  map[tg.ChatID]bool
+	clients []*Client // live clients, oldest first
+	calls   map[string]int
+	flood   map[string]floodInjection
+
+	// offline is set between Disconnect and the reconnect; missed collects
+	// the chats whose last message changed meanwhile.
+	offline    bool
+	offlineGen int
+	reconnect  *time.Timer
+	missed     map[tg.ChatID]bool
+	missedList []tg.ChatID
+}
+
+type floodInjection struct {
+	retryAfter time.Duration
+	remaining  int
+}
+
+type chat struct {
+	id      tg.ChatID
+	kind    tg.ChatKind
+	title   string
+	private bool
+	members []string // join order, for a deterministic delivery order
+	isMem   map[string]bool
+	msgs    []*message // live messages, ascending id
+	lastSeq int64      // last server id handed out; deletions leave holes
+	topics  map[int64]*topic
+	// fileRefs counts the live messages carrying each unique id, so that
+	// "can this account see the file" costs no scan.
+	fileRefs map[string]int
+}
+
+type topic struct {
+	thread int64
+	name   string
+}
+
+type message struct {
+	id      tg.MessageID
+	chat    tg.ChatID
+	date    time.Time
+	thread  int64
+	isTopic bool
+	albumID int64
+	caption string
+	text    string
+	doc     *docRef
+}
+
+type docRef struct {
+	uid  string
+	name string
+	mime string
+}
+
+type file struct {
+	uid  string
+	name string
+	mime string
+	data []byte
+}
+
+type remoteRef struct {
+	account string
+	uid     string
+}
+
+// defaultChannelGap is how many pending updates TDLib tolerates per channel
+// before it gives up on the difference and skips updateNewMessage.
+const defaultChannelGap = 100
+
+// NewWorld returns an empty world.
+func NewWorld(cfg Config) *World {
+	if cfg.ChannelGap <= 0 {
+		cfg.ChannelGap = defaultChannelGap
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &World{
+		cfg:      cfg,
+		rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7467_7369_6d)), // "tgsim"
+		accounts: make(map[string]*account),
+		chats:    make(map[tg.ChatID]*chat),
+		files:    make(map[string]*file),
+		remotes:  make(map[string]remoteRef),
+	}
+}
+
+// AddAccount registers a Telegram account. Adding an existing name only
+// updates its Premium flag.
+func (w *World) AddAccount(name string, premium bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a, ok := w.accounts[name]; ok {
+		a.premium = premium
+		return
+	}
+	w.nextUser++
+	w.accounts[name] = &account{
+		name:    name,
+		userID:  7_000_000_000 + w.nextUser,
+		premium: premium,
+		member:  make(map[tg.ChatID]bool),
+		calls:   make(map[string]int),
+		flood:   make(map[string]floodInjection),
+		missed:  make(map[tg.ChatID]bool),
+	}
+}
+
+// AddChat creates a chat of the given kind with the given member accounts
+// and returns its id. Channels, supergroups and forums get ids of the form
+// -100xxxxxxxxxx; private chats get a positive id.
+func (w *World) AddChat(kind tg.ChatKind, title string, members ...string) tg.ChatID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.nextChat++
+	id := tg.ChatID(-1_001_000_000_000 - w.nextChat)
+	if kind == tg.KindPrivate {
+		id = tg.ChatID(5_000_000_000 + w.nextChat)
+	}
+	c := &chat{
+		id: id, kind: kind, title: title,
+		isMem: make(map[string]bool), topics: make(map[int64]*topic), fileRefs: make(map[string]int),
+	}
+	w.chats[id] = c
+	for _, m := range members {
+		w.join(m, c)
+	}
+	return id
+}
+
+// Join makes account a member of chat. Joining twice is harmless.
+func (w *World) Join(account string, chat tg.ChatID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.join(account, w.mustChat(chat))
+}
+
+func (w *World) join(name string, c *chat) {
+	a := w.mustAccount(name)
+	if c.isMem[name] {
+		return
+	}
+	c.isMem[name] = true
+	c.members = append(c.members, name)
+	a.member[c.id] = true
+}
+
+// SetPrivate makes chat inaccessible (or accessible again): while private,
+// every request about it fails with 400 CHANNEL_PRIVATE, a permanent error,
+// and no update about it is delivered.
+func (w *World) SetPrivate(chat tg.ChatID, private bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustChat(chat).private = private
+}
+
+// AddTopic creates a forum topic in chat, which must be a forum. Like
+// Telegram it posts the topic's creation service message; the topic's thread
+// id is that message's id. Clients that opened the chat receive the new
+// message and updateForumTopicInfo.
+func (w *World) AddTopic(chat tg.ChatID, name string) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	if c.kind != tg.KindForum {
+		panic(fmt.Sprintf("tgsim: AddTopic: chat %d is a %s, not a forum", chat, c.kind))
+	}
+	m := w.newMessage(c)
+	m.thread, m.isTopic = int64(m.id), true
+	c.topics[m.thread] = &topic{thread: m.thread, name: name}
+	w.publish(c, m, nil)
+	w.topicChanged(c, m.thread)
+	return m.thread
+}
+
+// RenameTopic renames a forum topic. Like Telegram it posts a "topic edited"
+// service message in the topic (which takes a server id), and clients that
+// opened the chat receive updateForumTopicInfo.
+func (w *World) RenameTopic(chat tg.ChatID, thread int64, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	t := c.topics[thread]
+	if t == nil {
+		panic(fmt.Sprintf("tgsim: RenameTopic: chat %d has no topic %d", chat, thread))
+	}
+	t.name = name
+	m := w.newMessage(c)
+	m.thread, m.isTopic = thread, true
+	w.publish(c, m, nil)
+	w.topicChanged(c, thread)
+}
+
+func (w *World) topicChanged(c *chat, thread int64) {
+	w.eachClient(c, func(cl *Client) {
+		if cl.opened[c.id] {
+			cl.enqueue(tg.ForumTopicInfo{Topic: w.topicView(c, thread)})
+		}
+	})
+}
+
+// Post is one message to publish. Exactly one of Text, Data (with FileName)
+// or SameFileAs is normally set.
+type Post struct {
+	// FileName and Data make a document message with a newly uploaded file
+	// (a new unique id, even when the bytes were posted before).
+	FileName string
+	Data     []byte
+	// Caption is the document's caption.
+	Caption string
+	// AlbumID groups documents into an album (media_album_id); zero is none.
+	AlbumID int64
+	// Text makes a text message when no document is given.
+	Text string
+	// SameFileAs re-posts the file with this unique id, like a forward: the
+	// new message carries the same unique id, file name and bytes.
+	SameFileAs string
+}
+
+// Post publishes a message in chat (in forum topic thread when thread is not
+// zero) and returns it as seen by no particular account: its File has
+// UniqueID and Size but no session-local ID or RemoteID.
+func (w *World) Post(chat tg.ChatID, thread int64, p Post) tg.Message {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	if thread != 0 && c.topics[thread] == nil {
+		panic(fmt.Sprintf("tgsim: Post: chat %d has no topic %d", chat, thread))
+	}
+	m := w.newMessage(c)
+	if thread != 0 {
+		m.thread, m.isTopic = thread, true
+	}
+	m.albumID, m.caption, m.text = p.AlbumID, p.Caption, p.Text
+	c.setDoc(m, w.docFor(p))
+	w.publish(c, m, nil)
+	return w.neutralView(m)
+}
+
+// docFor stores the file a post carries and returns its reference, or nil
+// for a text post.
+func (w *World) docFor(p Post) *docRef {
+	switch {
+	case p.SameFileAs != "":
+		f := w.files[p.SameFileAs]
+		if f == nil {
+			panic(fmt.Sprintf("tgsim: Post: no file with unique id %q", p.SameFileAs))
+		}
+		return &docRef{uid: f.uid, name: f.name, mime: f.mime}
+	case p.FileName != "" || p.Data != nil:
+		w.nextFile++
+		f := &file{uid: w.mintUniqueID(w.nextFile), name: p.FileName, mime: mimeType(p.FileName), data: slices.Clone(p.Data)}
+		w.files[f.uid] = f
+		return &docRef{uid: f.uid, name: f.name, mime: f.mime}
+	}
+	return nil
+}
+
+// EditIntoDocument makes an existing message carry a document (and the
+// post's caption), as when a channel admin edits media into an old post.
+// Clients that opened the chat receive updateMessageContent; nothing else
+// announces it.
+func (w *World) EditIntoDocument(chat tg.ChatID, id tg.MessageID, p Post) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	m := c.find(id)
+	if m == nil {
+		panic(fmt.Sprintf("tgsim: EditIntoDocument: chat %d has no message %d", chat, id))
+	}
+	c.setDoc(m, w.docFor(p))
+	m.caption = p.Caption
+	if c.private {
+		return
+	}
+	w.eachClient(c, func(cl *Client) {
+		if cl.receivesMessages(c) {
+			cl.enqueue(tg.MessageContentChanged{Chat: c.id, Message: id})
+		}
+	})
+}
+
+// Delete deletes a message, leaving a hole in the chat's server ids. When it
+// was the newest message, members receive updateChatLastMessage.
+func (w *World) Delete(chat tg.ChatID, id tg.MessageID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	i, ok := c.index(id)
+	if !ok {
+		return
+	}
+	wasLast := i == len(c.msgs)-1
+	c.setDoc(c.msgs[i], nil)
+	c.msgs = slices.Delete(c.msgs, i, i+1)
+	if wasLast {
+		w.lastMessageChanged(c)
+	}
+}
+
+// Messages returns the ground truth of chat, oldest first, as seen by no
+// particular account (File has UniqueID and Size only).
+func (w *World) Messages(chat tg.ChatID) []tg.Message {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	out := make([]tg.Message, len(c.msgs))
+	for i, m := range c.msgs {
+		out[i] = w.neutralView(m)
+	}
+	return out
+}
+
+// FileData returns the bytes of the file with the given unique id, nil when
+// there is none. The caller must not modify them.
+func (w *World) FileData(uniqueID string) []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f := w.files[uniqueID]; f != nil {
+		return f.data
+	}
+	return nil
+}
+
+// Disconnect takes the account's network away: its live clients (and
+// clients started meanwhile) report connecting; after d they report updating,
+// receive updateChatLastMessage for every chat that changed meanwhile, and
+// report ready. updateNewMessage for messages posted during the window are
+// lost, as TDLib does not replay channel updates. A d of zero or less keeps
+// the account disconnected until Reconnect. Requests keep being served.
+func (w *World) Disconnect(account string, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.mustAccount(account)
+	a.offlineGen++
+	gen := a.offlineGen
+	if a.reconnect != nil {
+		a.reconnect.Stop()
+		a.reconnect = nil
+	}
+	if !a.offline {
+		a.offline = true
+		for _, cl := range a.clients {
+			cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnConnecting})
+		}
+	}
+	if d > 0 {
+		a.reconnect = time.AfterFunc(d, func() { w.reconnect(account, gen) })
+	}
+}
+
+// Reconnect ends a Disconnect window now. It does nothing when the account
+// is connected.
+func (w *World) Reconnect(account string) {
+	w.mu.Lock()
+	gen := w.mustAccount(account).offlineGen
+	w.mu.Unlock()
+	w.reconnect(account, gen)
+}
+
+func (w *World) reconnect(name string, gen int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.accounts[name]
+	if !a.offline || a.offlineGen != gen {
+		return // a later Disconnect owns the window
+	}
+	a.offline = false
+	if a.reconnect != nil {
+		a.reconnect.Stop()
+		a.reconnect = nil
+	}
+	missed := a.missedList
+	a.missed, a.missedList = make(map[tg.ChatID]bool), nil
+	for _, cl := range a.clients {
+		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnUpdating})
+		for _, id := range missed {
+			c := w.chats[id]
+			if !c.private {
+				cl.enqueue(tg.ChatLastMessage{Chat: id, LastMessageID: c.lastID()})
+			}
+		}
+		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnReady})
+	}
+}
+
+// InjectFloodWait makes the next n calls of method (a tg.Method* name) by
+// account fail with a FLOOD_WAIT of retryAfter. It replaces any earlier
+// injection for that method.
+func (w *World) InjectFloodWait(account, method string, retryAfter time.Duration, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustAccount(account).flood[method] = floodInjection{retryAfter: retryAfter, remaining: n}
+}
+
+// Calls returns the requests the account's clients have made, by method,
+// failed ones included.
+func (w *World) Calls(account string) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.mustAccount(account).calls)
+}
+
+// TotalCalls returns the requests every account made, by method.
+func (w *World) TotalCalls() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int)
+	for _, a := range w.accounts {
+		for m, n := range a.calls {
+			out[m] += n
+		}
+	}
+	return out
+}
+
+// ResetCalls zeroes every account's call counts.
+func (w *World) ResetCalls() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range w.accounts {
+		clear(a.calls)
+	}
+}
+
+// Client starts a fresh TDLib instance for account, like a process start:
+// it has loaded no chats, opened none, and has its own session-local file
+// ids and temporary message ids. Its first updates report the TDLib version
+// and the connection state.
+func (w *World) Client(account string) *Client {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.mustAccount(account)
+	w.serial++
+	c := newClient(w, a.name, w.serial)
+	a.clients = append(a.clients, c)
+	c.enqueue(tg.OptionChanged{Name: "version", Value: "1.8.40"})
+	c.enqueue(tg.OptionChanged{Name: "commit_hash", Value: "22d49d5"})
+	state := tg.ConnReady
+	if a.offline {
+		state = tg.ConnConnecting
+	}
+	c.enqueue(tg.ConnectionStateChanged{State: state})
+	return c
+}
+
+// --- internals; every function below runs with w.mu held ---
+
+func (w *World) mustAccount(name string) *account {
+	a := w.accounts[name]
+	if a == nil {
+		panic(fmt.Sprintf("tgsim: unknown account %q", name))
+	}
+	return a
+}
+
+func (w *World) mustChat(id tg.ChatID) *chat {
+	c := w.chats[id]
+	if c == nil {
+		panic(fmt.Sprintf("tgsim: unknown chat %d", id))
+	}
+	return c
+}
+
+func (w *World) now() time.Time { return time.Unix(w.cfg.Now().Unix(), 0) }
+
+// chance draws one random decision of probability p from the world's seeded
+// generator.
+func (w *World) chance(p float64) bool {
+	switch {
+	case p <= 0:
+		return false
+	case p >= 1:
+		return true
+	}
+	return w.rng.Float64() < p
+}
+
+// newMessage appends an empty message with the chat's next server id.
+func (w *World) newMessage(c *chat) *message {
+	c.lastSeq++
+	m := &message{id: tg.MessageIDFromServer(c.lastSeq), chat: c.id, date: w.now()}
+	c.msgs = append(c.msgs, m)
+	return m
+}
+
+// publish delivers a new message: updateNewMessage to clients that opened
+// the chat (subject to DropRate and channel gaps), updateChatLastMessage to
+// every client of every member. skipNew is a client that learns about the
+// message otherwise (the sender, through updateMessageSendSucceeded).
+func (w *World) publish(c *chat, m *message, skipNew *Client) {
+	if c.private {
+		return
+	}
+	for _, name := range c.members {
+		a := w.accounts[name]
+		if a.offline {
+			a.markMissed(c.id)
+			continue
+		}
+		for _, cl := range a.clients {
+			if cl != skipNew && cl.receivesMessages(c) && !w.chance(w.cfg.DropRate) {
+				cl.enqueue(tg.NewMessage{Message: cl.view(m)})
+			}
+			cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: m.id})
+		}
+	}
+}
+
+func (w *World) lastMessageChanged(c *chat) {
+	if c.private {
+		return
+	}
+	for _, name := range c.members {
+		a := w.accounts[name]
+		if a.offline {
+			a.markMissed(c.id)
+			continue
+		}
+		for _, cl := range a.clients {
+			cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: c.lastID()})
+		}
+	}
+}
+
+// eachClient calls fn for every live, connected client of every member of c.
+func (w *World) eachClient(c *chat, fn func(*Client)) {
+	for _, name := range c.members {
+		a := w.accounts[name]
+		if a.offline {
+			continue
+		}
+		for _, cl := range a.clients {
+			fn(cl)
+		}
+	}
+}
+
+func (a *account) markMissed(id tg.ChatID) {
+	if !a.missed[id] {
+		a.missed[id] = true
+		a.missedList = append(a.missedList, id)
+	}
+}
+
+func (a *account) removeClient(c *Client) {
+	a.clients = slices.DeleteFunc(a.clients, func(x *Client) bool { return x == c })
+}
+
+// takeFlood consumes one injected flood wait for method, if any.
+func (a *account) takeFlood(method string) error {
+	f, ok := a.flood[method]
+	if !ok || f.remaining <= 0 {
+		return nil
+	}
+	f.remaining--
+	if f.remaining == 0 {
+		delete(a.flood, method)
+	} else {
+		a.flood[method] = f
+	}
+	return errFloodWait(f.retryAfter)
+}
+
+func (c *chat) index(id tg.MessageID) (int, bool) {
+	i := sort.Search(len(c.msgs), func(i int) bool { return c.msgs[i].id >= id })
+	return i, i < len(c.msgs) && c.msgs[i].id == id
+}
+
+func (c *chat) find(id tg.MessageID) *message {
+	if i, ok := c.index(id); ok {
+		return c.msgs[i]
+	}
+	return nil
+}
+
+// setDoc replaces m's document, keeping fileRefs in step.
+func (c *chat) setDoc(m *message, d *docRef) {
+	if m.doc != nil {
+		if c.fileRefs[m.doc.uid]--; c.fileRefs[m.doc.uid] <= 0 {
+			delete(c.fileRefs, m.doc.uid)
+		}
+	}
+	m.doc = d
+	if d != nil {
+		c.fileRefs[d.uid]++
+	}
+}
+
+func (c *chat) lastID() tg.MessageID {
+	if len(c.msgs) == 0 {
+		return 0
+	}
+	return c.msgs[len(c.msgs)-1].id
+}
+
+func (w *World) topicView(c *chat, thread int64) tg.Topic {
+	t := tg.Topic{ChatID: c.id, ThreadID: thread, Name: c.topics[thread].name}
+	for i := len(c.msgs) - 1; i >= 0; i-- {
+		if m := c.msgs[i]; m.isTopic && m.thread == thread {
+			t.LastMessageID = m.id
+			break
+		}
+	}
+	return t
+}
+
+// neutralView renders m as seen by no particular account.
+func (w *World) neutralView(m *message) tg.Message {
+	out := baseView(m)
+	if m.doc != nil {
+		out.Document = &tg.Document{FileName: m.doc.name, MimeType: m.doc.mime, File: tg.File{
+			Size:     int64(len(w.files[m.doc.uid].data)),
+			UniqueID: m.doc.uid,
+		}}
+	}
+	return out
+}
+
+func baseView(m *message) tg.Message {
+	return tg.Message{
+		ID:             m.id,
+		ChatID:         m.chat,
+		Date:           m.date,
+		ThreadID:       m.thread,
+		IsTopicMessage: m.isTopic,
+		AlbumID:        m.albumID,
+		Caption:        m.caption,
+	}
+}
+
+// mintUniqueID returns the n-th file unique id of this world: stable for a
+// seed, shaped like Telegram's (base64url), and not a plain counter.
+func (w *World) mintUniqueID(n int64) string {
+	return "AgAD" + w.digest("unique", fmt.Sprint(n))[:16]
+}
+
+// remoteID returns account's remote id for a file. Telegram's remote ids
+// differ between accounts, so one account cannot send with another's.
+func (w *World) remoteID(account, uid string) string {
+	id := "BQACAgIAAx0C" + w.digest("remote", account, uid)[:40]
+	if _, ok := w.remotes[id]; !ok {
+		w.remotes[id] = remoteRef{account: account, uid: uid}
+	}
+	return id
+}
+
+func (w *World) digest(parts ...string) string {
+	h := sha256.New()
+	var seed [8]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(w.cfg.Seed))
+	h.Write(seed[:])
+	h.Write([]byte(strings.Join(parts, "\x00")))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// canSee reports whether account can see a message carrying file uid: one
+// that is live in an accessible chat the account is a member of.
+func (w *World) canSee(a *account, uid string) bool {
+	for id := range a.member {
+		if c := w.chats[id]; !c.private && c.fileRefs[uid] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mimeType is a fixed table rather than mime.TypeByExtension, whose answers
+// depend on the host's /etc/mime.types.
+func mimeType(name string) string {
+	lower := strings.ToLower(name)
+	for _, e := range []struct{ suffix, mime string }{
+		{".zip", "application/zip"},
+		{".rar", "application/vnd.rar"},
+		{".7z", "application/x-7z-compressed"},
+		{".tar.gz", "application/gzip"},
+		{".tgz", "application/gzip"},
+		{".gz", "application/gzip"},
+		{".tar", "application/x-tar"},
+		{".pdf", "application/pdf"},
+		{".jpg", "image/jpeg"},
+		{".jpeg", "image/jpeg"},
+		{".png", "image/png"},
+		{".txt", "text/plain"},
+	} {
+		if strings.HasSuffix(lower, e.suffix) {
+			return e.mime
+		}
+	}
+	return "application/octet-stream"
+}
