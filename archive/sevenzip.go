@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"strings"
+	"unicode"
 	"unicode/utf16"
 
 	"github.com/ulikunitz/xz/lzma"
@@ -577,8 +579,8 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 			p.w.listing.Truncated = true
 			return nil
 		}
-		var name string
-		name, nameR = utf16Name(nameR)
+		name, lossy, rest := utf16Name(nameR)
+		nameR = rest
 		var size int64
 		dir := false
 		if bitSet(emptyStream, int(i)) {
@@ -599,13 +601,16 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 				return malformed(p.w.format, "corrupt header: attributes end early")
 			}
 		}
-		p.w.add(name, size, dir)
+		if e := p.w.add(name, size, dir); lossy {
+			e.Unsafe = true // an unpaired surrogate was replaced
+		}
 	}
 	return nil
 }
 
-// utf16Name reads one zero-terminated UTF-16LE name from b.
-func utf16Name(b []byte) (string, []byte) {
+// utf16Name reads one zero-terminated UTF-16LE name from b. lossy is true
+// when an unpaired surrogate had to be replaced with U+FFFD.
+func utf16Name(b []byte) (name string, lossy bool, rest []byte) {
 	var u []uint16
 	for len(b) >= 2 {
 		c := binary.LittleEndian.Uint16(b)
@@ -615,7 +620,22 @@ func utf16Name(b []byte) (string, []byte) {
 		}
 		u = append(u, c)
 	}
-	return string(utf16.Decode(u)), b
+	var sb strings.Builder
+	for i := 0; i < len(u); i++ {
+		r := rune(u[i])
+		if utf16.IsSurrogate(r) {
+			if i+1 < len(u) {
+				if d := utf16.DecodeRune(r, rune(u[i+1])); d != unicode.ReplacementChar {
+					sb.WriteRune(d)
+					i++
+					continue
+				}
+			}
+			r, lossy = unicode.ReplacementChar, true
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String(), lossy, b
 }
 
 // sz7Substreams yields the sizes of the data streams in file order, walking

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -317,20 +318,43 @@ func scanZipLocal(w *walk, src *partSet) error {
 				usize, csize = binary.LittleEndian.Uint64(data), binary.LittleEndian.Uint64(data[8:])
 			}
 		})
-		unknown := flags&zipFlagDescriptor != 0 && csize == 0
+		dataStart := pos + int64(zipLocalLen+nameLen+extraLen)
+		headerBytes += int64(zipLocalLen + nameLen + extraLen)
 		size := int64(-1)
-		if !unknown && usize <= math.MaxInt64 {
+		if usize <= math.MaxInt64 {
 			size = int64(usize)
+		}
+		if flags&zipFlagDescriptor != 0 && csize == 0 {
+			// The sizes follow the data, in a data descriptor: find the next
+			// header and read them from the descriptor right before it.
+			next, ok, err := nextZipHeader(w, src, dataStart)
+			if err != nil {
+				return err
+			}
+			size = -1
+			if ok {
+				if c, u := uint64(zipUint32At(src, next-8)), zipUint32At(src, next-4); dataStart+int64(c) == next-12 || dataStart+int64(c) == next-16 {
+					size = int64(u)
+				}
+			}
+			w.add(string(name), size, strings.HasSuffix(string(name), "/"))
+			if flags&zipFlagEncrypted != 0 {
+				w.listing.Encrypted = true
+			}
+			if !ok {
+				break
+			}
+			pos = next
+			continue
 		}
 		w.add(string(name), size, strings.HasSuffix(string(name), "/"))
 		if flags&zipFlagEncrypted != 0 {
 			w.listing.Encrypted = true
 		}
-		if unknown || csize > math.MaxInt64/2 {
-			break // sizes only in a trailing data descriptor: the next header cannot be found
+		if csize > math.MaxInt64/2 {
+			break
 		}
-		headerBytes += int64(zipLocalLen + nameLen + extraLen)
-		pos += int64(zipLocalLen+nameLen+extraLen) + int64(csize)
+		pos = dataStart + int64(csize)
 		if flags&zipFlagDescriptor != 0 {
 			pos += 12 // crc, sizes
 			if zipSigAt(src, pos-12, zipSpanSig) {
@@ -342,6 +366,43 @@ func scanZipLocal(w *walk, src *partSet) error {
 		return malformed(w.format, "end of central directory record not found")
 	}
 	return malformed(w.format, "end of central directory record not found (listed %d entries from local headers)", len(w.listing.Entries))
+}
+
+// nextZipHeader scans forward from off for the next local header and
+// returns its offset; ok is false when the data runs to the end of the
+// file (or into the central directory). It reads in 64 KiB steps, so a
+// salvage scan costs time in proportion to the file but no memory.
+func nextZipHeader(w *walk, src *partSet, off int64) (next int64, ok bool, err error) {
+	buf := make([]byte, 64<<10)
+	for off < src.Size() {
+		if err := w.ctxErr(); err != nil {
+			return 0, false, err
+		}
+		n, _ := src.ReadAt(buf, off)
+		if n < 4 {
+			return 0, false, nil
+		}
+		chunk := buf[:n]
+		if i := bytes.Index(chunk, []byte("PK\x03\x04")); i >= 0 {
+			return off + int64(i), true, nil
+		}
+		if bytes.Contains(chunk, []byte("PK\x01\x02")) {
+			return 0, false, nil
+		}
+		off += int64(n - 3) // the next read overlaps by 3 bytes, for a signature across the boundary
+	}
+	return 0, false, nil
+}
+
+func zipUint32At(r io.ReaderAt, off int64) uint32 {
+	var b [4]byte
+	if off < 0 {
+		return 0
+	}
+	if n, _ := r.ReadAt(b[:], off); n < 4 {
+		return 0
+	}
+	return le32(b[:])
 }
 
 // forEachExtra calls fn for each well-formed field of a zip extra block.

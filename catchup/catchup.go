@@ -350,3 +350,6 @@ func (c *Catchup) ingest(ctx context.Context, page []tg.Message) error {
 	}
 	return g.Wait()
 }
+
+// CircuitOpen returns the circuit gauge of a source (for tests and status).
+func (m *Metrics) CircuitOpen(source string) prometheus.Gauge { return m.circuit.WithLabelValues(source) }

@@ -218,3 +218,9 @@ func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (sca
 		from = page[len(page)-1].ID.ServerID()
 	}
 }
+
+// Found returns the items-found counter (for tests).
+func (m *Metrics) Found() prometheus.Counter { return m.found }
+
+// LastRun returns the last-run gauge (for tests).
+func (m *Metrics) LastRun() prometheus.Gauge { return m.lastRun }

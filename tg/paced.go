@@ -191,3 +191,9 @@ func (p *Paced) DownloadFile(ctx context.Context, file int32) (File, error) {
 func (p *Paced) SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
 	return do(ctx, p, MethodSendMessage, func() (Message, error) { return p.Client.SendDocument(ctx, chat, remoteFileID, caption) })
 }
+
+// FloodWaitSeconds returns the flood-wait counter of account (for tests and
+// status displays).
+func (m *Metrics) FloodWaitSeconds(account string) prometheus.Counter {
+	return m.floodWait.WithLabelValues(account)
+}

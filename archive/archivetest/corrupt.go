@@ -87,7 +87,8 @@ func Corrupt(kind Corruption, files []File) []byte {
 
 // TraversalFiles returns files whose names try to escape an extraction
 // root or carry bytes a catalogue must not store raw, and one safe name
-// last. Every format can store them except tar, where a NUL ends the name.
+// last. zip and RAR store them as they are; tar ends a name at NUL and 7z
+// stores names as UTF-16, so leave the NUL and invalid UTF-8 names out for those.
 func TraversalFiles() []File {
 	return []File{
 		{Name: "../../etc/passwd", Data: []byte("root")},

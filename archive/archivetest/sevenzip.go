@@ -2,6 +2,8 @@ package archivetest
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"encoding/binary"
 	"time"
 	"unicode/utf16"
@@ -33,7 +35,8 @@ const (
 
 // SevenZip returns a 7z archive of files, each non-empty file stored
 // (method Copy) in a folder of its own, with a plain (not compressed)
-// header. bodgit/sevenzip and 7-Zip read it.
+// header. bodgit/sevenzip and 7-Zip read it. Names are stored as UTF-16:
+// invalid UTF-8 becomes U+FFFD, and a NUL makes SevenZip panic.
 func SevenZip(files []File) []byte {
 	var packed bytes.Buffer
 	var sizes []uint64
@@ -102,6 +105,9 @@ func SevenZip(files []File) []byte {
 		times.Write([]byte{1, 0}) // all defined, not external
 		attrs.Write([]byte{1, 0})
 		for _, f := range files {
+			if strings.ContainsRune(f.Name, 0) {
+				panic(fmt.Sprintf("archivetest: 7z cannot store a NUL in name %q", f.Name))
+			}
 			for _, u := range utf16.Encode([]rune(f.Name)) {
 				binary.Write(&names, binary.LittleEndian, u)
 			}

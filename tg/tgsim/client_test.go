@@ -569,3 +569,40 @@ func TestFileIDsAreSessionLocal(t *testing.T) {
 		t.Fatal("a file id from another client instance was accepted")
 	}
 }
+
+func TestForwardAndReupload(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	other := f.w.AddChat(tg.KindChannel, "other", "alice")
+	orig := f.w.Post(f.chat, 0, doc("a.zip", 64))
+	fwd := f.w.Post(other, 0, Post{SameFileAs: orig.Document.File.UniqueID})
+	again := f.w.Post(other, 0, Post{FileName: "a.zip", Data: f.w.FileData(orig.Document.File.UniqueID)})
+	if fwd.Document.File.UniqueID != orig.Document.File.UniqueID || fwd.Document.FileName != "a.zip" {
+		t.Errorf("forward = %+v, want the same unique id and name", fwd.Document)
+	}
+	if again.Document.File.UniqueID == orig.Document.File.UniqueID {
+		t.Error("a re-upload kept the unique id")
+	}
+	if !bytes.Equal(f.w.FileData(again.Document.File.UniqueID), f.w.FileData(orig.Document.File.UniqueID)) {
+		t.Error("re-upload changed the bytes")
+	}
+	// One client sees the forwarded file under one session-local id.
+	m1, err1 := f.c.GetMessage(f.ctx, f.chat, orig.ID)
+	m2, err2 := f.c.GetMessage(f.ctx, other, fwd.ID)
+	if err1 != nil || err2 != nil || m1.Document.File.ID != m2.Document.File.ID {
+		t.Errorf("file ids %d and %d (%v, %v), want equal", m1.Document.File.ID, m2.Document.File.ID, err1, err2)
+	}
+}
+
+func TestDeletingTheLastMessageUpdatesChatLastMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	msgs := postN(f.w, f.chat, 0, 2, "m")
+	next[tg.ChatLastMessage](t, f.c, func(u tg.ChatLastMessage) bool { return u.LastMessageID == msgs[1].ID })
+	f.w.Delete(f.chat, msgs[0].ID) // not the last: no update
+	f.w.Delete(f.chat, msgs[1].ID)
+	u := next[tg.ChatLastMessage](t, f.c, nil)
+	if u.LastMessageID != 0 {
+		t.Fatalf("after deleting everything the last message is %d, want 0", u.LastMessageID)
+	}
+}

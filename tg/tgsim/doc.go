@@ -14,7 +14,12 @@
 // stream of archives, multipart sets, albums, duplicates and noise into a
 // World and records what stashd is expected to catalogue (Truth).
 //
-// tgsim owns only the simulation. It depends on the port (package tg) and
-// must not change it; it must not depend on any stashd component that uses
-// the port (listener, ingest, store …), so that their tests can use it.
+// The generator builds its archives with stashd/archive/archivetest and
+// groups files into packages with archive.ParseName and archive.OrderParts,
+// so that its Truth follows the same naming rules stashd does.
+//
+// tgsim owns only the simulation. It depends on the port (package tg), which
+// it must not change, and on package archive; it must not depend on any
+// stashd component that uses the port (listener, ingest, store …), so that
+// their tests can use it.
 package tgsim

@@ -244,7 +244,7 @@ func TestPostDir(t *testing.T) {
 		"b.part1.rar": "B1", "b.part2.rar": "B2",
 		"c.z01": "C1", "c.z02": "C2", "c.zip": "C3",
 		"d.7z.001": "D1", "d.7z.003": "D3",
-		"e.zip": "A", // same bytes as a.zip
+		"e.zip":      "A", // same bytes as a.zip
 		"readme.txt": "hello",
 	}
 	for name, data := range files {

@@ -1,0 +1,126 @@
+package archive
+
+import (
+	"archive/zip"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/bodgit/sevenzip"
+)
+
+// TestList7zCLIArchives lists archives made by 7-Zip itself (compressed
+// and encoded headers, solid blocks, volumes, encryption) and compares with
+// bodgit/sevenzip and archive/zip. It needs the 7z command (Debian
+// p7zip-full) and is skipped without it.
+func TestList7zCLIArchives(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("7z"); err != nil {
+		t.Skip("7z command not installed (apt-get install p7zip-full)")
+	}
+	src := t.TempDir()
+	tree := map[string]string{
+		"top.txt":             "top level",
+		"dir/a.txt":           strings.Repeat("a", 5000),
+		"dir/sub/b.bin":       strings.Repeat("0123456789", 3000),
+		"dir/sub/empty.txt":   "",
+		"юникод/файл.txt":     "unicode",
+		"dir/sub/deeper/c.go": "package c",
+	}
+	for name, data := range tree {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(src, "empty-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	make7z := func(name string, args ...string) []string {
+		t.Helper()
+		cmd := exec.Command("7z", append(append([]string{"a", "-bd", "-y"}, args...), filepath.Join(out, name), ".")...)
+		cmd.Dir = src
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("7z %v: %v\n%s", args, err, b)
+		}
+		parts, _ := filepath.Glob(filepath.Join(out, name) + "*")
+		sort.Strings(parts)
+		return parts
+	}
+
+	tests := []struct {
+		name      string
+		format    Format
+		parts     []string
+		encrypted bool
+		entries   int // -1: compare with a library instead
+	}{
+		{"lzma2 solid", Format7z, make7z("solid.7z"), false, -1},
+		{"lzma non-solid", Format7z, make7z("lzma.7z", "-m0=lzma", "-ms=off"), false, -1},
+		{"copy plain header", Format7z, make7z("copy.7z", "-m0=copy", "-mhc=off"), false, -1},
+		{"bcj2 filter", Format7z, make7z("bcj2.7z", "-mf=BCJ2"), false, -1},
+		{"bcj chain", Format7z, make7z("bcj.7z", "-m0=BCJ", "-m1=LZMA"), false, -1},
+		{"volumes", Format7z, make7z("vol.7z", "-v7k"), false, -1},
+		{"encrypted data", Format7z, make7z("enc.7z", "-psecret"), true, -1},
+		{"encrypted header", Format7z, make7z("hdr.7z", "-psecret", "-mhe=on"), true, 0},
+		{"zip", FormatZip, make7z("z.zip", "-tzip"), false, -1},
+		{"zip encrypted", FormatZip, make7z("ze.zip", "-tzip", "-psecret"), true, -1},
+		{"tar", FormatTar, make7z("t.tar", "-ttar"), false, 11},
+	}
+	for _, tt := range tests {
+		l, err := List(context.Background(), tt.format, tt.parts, Limits{})
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if l.Encrypted != tt.encrypted {
+			t.Errorf("%s: Encrypted %v", tt.name, l.Encrypted)
+		}
+		if tt.entries >= 0 {
+			if len(l.Entries) != tt.entries {
+				t.Errorf("%s: %d entries, want %d: %+v", tt.name, len(l.Entries), tt.entries, l.Entries)
+			}
+			continue
+		}
+		var want []Entry
+		switch tt.format {
+		case Format7z:
+			var rc *sevenzip.ReadCloser
+			if tt.encrypted {
+				rc, err = sevenzip.OpenReaderWithPassword(tt.parts[0], "secret")
+			} else {
+				rc, err = sevenzip.OpenReader(tt.parts[0])
+			}
+			if err != nil {
+				t.Fatalf("%s: bodgit: %v", tt.name, err)
+			}
+			for _, f := range rc.File {
+				dir := f.FileInfo().IsDir()
+				size := int64(f.UncompressedSize)
+				want = append(want, Entry{Path: strings.TrimSuffix(f.Name, "/"), Size: size, Dir: dir})
+			}
+			rc.Close()
+		case FormatZip:
+			zr, err := zip.OpenReader(tt.parts[0])
+			if err != nil {
+				t.Fatalf("%s: archive/zip: %v", tt.name, err)
+			}
+			for _, f := range zr.File {
+				want = append(want, Entry{Path: strings.TrimSuffix(f.Name, "/"), Size: int64(f.UncompressedSize64), Dir: f.Mode().IsDir()})
+			}
+			zr.Close()
+		}
+		if len(want) != 11 { // 6 files and 5 directories
+			t.Errorf("%s: the library lists %d entries, want 11", tt.name, len(want))
+		}
+		checkEntries(t, l.Entries, want)
+	}
+}

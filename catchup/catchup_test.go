@@ -1,0 +1,259 @@
+package catchup_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"stashd/archive/archivetest"
+	"stashd/catchup"
+	"stashd/ingest"
+	"stashd/internal/pgtest"
+	"stashd/listener"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+type world struct {
+	t       *testing.T
+	w       *tgsim.World
+	st      *store.Store
+	dest    tg.ChatID
+	sources []tg.ChatID
+}
+
+func newWorld(t *testing.T, sources int) *world {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	w := &world{t: t, st: st, w: tgsim.NewWorld(tgsim.Config{Seed: 3, FilesDir: t.TempDir()})}
+	w.w.AddAccount("a", false)
+	w.dest = w.w.AddChat(tg.KindChannel, "mirror", "a")
+	for i := range sources {
+		w.addSource(tg.KindChannel, fmt.Sprintf("source %d", i))
+	}
+	return w
+}
+
+func (w *world) addSource(kind tg.ChatKind, title string) tg.ChatID {
+	c := w.w.AddChat(kind, title, "a")
+	if err := w.st.EnsureSource(w.t.Context(), store.Source{ChatID: c, Account: "a", Kind: kind}); err != nil {
+		w.t.Fatal(err)
+	}
+	w.sources = append(w.sources, c)
+	return c
+}
+
+func (w *world) post(chat tg.ChatID, thread int64, n int) {
+	for i := range n {
+		data := archivetest.Tar([]archivetest.File{{Name: "f.txt", Data: fmt.Appendf(nil, "%d/%d/%d", chat, thread, i)}})
+		w.w.Post(chat, thread, tgsim.Post{FileName: fmt.Sprintf("pack-%d.tar", i), Data: data})
+		w.w.Post(chat, thread, tgsim.Post{Text: "chatter"})
+	}
+}
+
+// instance is one daemon process's view of account "a": a fresh client,
+// listener state loaded from the store, and a catch-up loop.
+type instance struct {
+	c     *tgsim.Client
+	lst   *listener.Listener
+	catch *catchup.Catchup
+	m     *catchup.Metrics
+}
+
+func (w *world) start() *instance {
+	t := w.t
+	t.Helper()
+	ctx := t.Context()
+	c := w.w.Client("a")
+	t.Cleanup(func() { _ = c.Close() })
+	lst := listener.New(listener.Config{Account: "a"}, w.st, nil)
+	sess := tg.NewSession(c, lst.HandleUpdate)
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := w.st.Sources(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srcs {
+		lst.Watch(s)
+	}
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{w.dest}}, w.st, sess, nil)
+	m := catchup.NewMetrics(prometheus.NewRegistry())
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources,
+		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, sess, lst, p, m)
+	return &instance{c: c, lst: lst, catch: cu, m: m}
+}
+
+func (w *world) runOnce(in *instance) (catchup.Result, map[string]int) {
+	w.t.Helper()
+	w.w.ResetCalls()
+	res, err := in.catch.RunOnce(w.t.Context())
+	if err != nil {
+		w.t.Fatalf("catch-up: %v", err)
+	}
+	return res, w.w.Calls("a")
+}
+
+func (w *world) delivered() int {
+	n := 0
+	for _, m := range w.w.Messages(w.dest) {
+		if m.Document != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDirtySourcePagesEverythingFromWatermark(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.post(w.sources[0], 0, 230) // more than two pages of documents
+	in := w.start()
+	res, calls := w.runOnce(in)
+	if res.Paged != 1 || res.Messages != 230 {
+		t.Fatalf("result = %+v, want one source paged with 230 messages", res)
+	}
+	if got := w.delivered(); got != 230 {
+		t.Fatalf("delivered %d, want 230", got)
+	}
+	if calls[tg.MethodSearchChatMessages] > 4 {
+		t.Errorf("%d searches for 230 documents, want at most 4 pages of 100", calls[tg.MethodSearchChatMessages])
+	}
+	if in.lst.IsDirty(w.sources[0]) {
+		t.Error("source still dirty after a complete catch-up")
+	}
+	src, err := w.st.GetSource(t.Context(), w.sources[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := w.w.Messages(w.sources[0])
+	if want := last[len(last)-1].ID.ServerID(); src.Watermark != want {
+		t.Errorf("watermark = %d, want the last message %d", src.Watermark, want)
+	}
+}
+
+func TestSyncedCycleCostsNothing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 3)
+	for _, s := range w.sources {
+		w.post(s, 0, 3)
+	}
+	in := w.start()
+	w.runOnce(in)
+	res, calls := w.runOnce(in)
+	if len(calls) != 0 {
+		t.Errorf("a steady idle cycle made calls: %v", calls)
+	}
+	if res.Synced != 3 {
+		t.Errorf("result = %+v, want 3 synced", res)
+	}
+}
+
+func TestIdleRestartCostsOneGetChatPerSource(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	for _, s := range w.sources {
+		w.post(s, 0, 5)
+	}
+	w.runOnce(w.start())
+
+	// Restart: a new process, every source dirty, nothing new published.
+	in := w.start()
+	res, calls := w.runOnce(in)
+	if calls[tg.MethodSearchChatMessages] != 0 {
+		t.Errorf("idle restart searched %d times, want 0", calls[tg.MethodSearchChatMessages])
+	}
+	if calls[tg.MethodGetChat] != 2 || len(calls) != 1 {
+		t.Errorf("idle restart calls = %v, want exactly one getChat per source", calls)
+	}
+	if res.Current != 2 {
+		t.Errorf("result = %+v, want 2 up to date", res)
+	}
+}
+
+// The seed design's case: a forum with 1,086 topics and 49 channels. A
+// forum is one chat, so a restart costs one call per source.
+func TestForumWithManyTopicsCostsOneCallOnRestart(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 49)
+	forum := w.addSource(tg.KindForum, "big forum")
+	threads := make([]int64, 1086)
+	for i := range threads {
+		threads[i] = w.w.AddTopic(forum, fmt.Sprintf("topic %d", i))
+	}
+	for i := 0; i < len(threads); i += 100 {
+		w.post(forum, threads[i], 1)
+	}
+	w.post(w.sources[0], 0, 2)
+	w.runOnce(w.start())
+
+	_, calls := w.runOnce(w.start())
+	total := 0
+	for _, n := range calls {
+		total += n
+	}
+	if total > 50 || calls[tg.MethodSearchChatMessages] != 0 {
+		t.Errorf("restart with 49 channels and a 1,086-topic forum made %d calls (%v), want at most 50 and no search", total, calls)
+	}
+}
+
+func TestPermanentFailureOpensCircuitWithoutDelayingOthers(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	bad, good := w.sources[0], w.sources[1]
+	w.post(good, 0, 4)
+	w.w.SetPrivate(bad, true)
+	in := w.start()
+	res, _ := w.runOnce(in)
+	if res.Errors != 1 || res.Paged != 1 {
+		t.Fatalf("result = %+v, want the private source failed and the other paged", res)
+	}
+	if got := w.delivered(); got != 4 {
+		t.Errorf("delivered %d from the healthy source, want 4", got)
+	}
+	label := strconv.FormatInt(int64(bad), 10)
+	if got := testutil.ToFloat64(in.m.CircuitOpen(label)); got != 1 {
+		t.Errorf("stashd_source_circuit_open{source=%s} = %v, want 1", label, got)
+	}
+	src, err := w.st.GetSource(t.Context(), bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.CircuitUntil.Before(time.Now().Add(30*time.Minute)) || src.LastError == "" {
+		t.Errorf("source = %+v, want the circuit open for the base interval with the error kept", src)
+	}
+	// Next cycle: the open circuit costs nothing.
+	res, calls := w.runOnce(in)
+	if res.Circuit != 1 || len(calls) != 0 {
+		t.Errorf("second cycle = %+v with calls %v, want circuit_open and no call", res, calls)
+	}
+}
+
+// Two instances sharing the database never scan the same source at once.
+func TestClaimsAreExclusive(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	ctx := context.Background()
+	first, err := w.st.ClaimSources(ctx, "a", "one", w.sources, time.Minute)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first claim = %v, %v", first, err)
+	}
+	second, err := w.st.ClaimSources(ctx, "a", "two", w.sources, time.Minute)
+	if err != nil || len(second) != 0 {
+		t.Fatalf("second instance claimed %d sources while the first holds them", len(second))
+	}
+}

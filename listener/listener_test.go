@@ -1,0 +1,244 @@
+package listener
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+const chat = tg.ChatID(-1001)
+
+func setup(t *testing.T, capacity int, watermark int64) (*Listener, *store.Store, *Metrics) {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.EnsureSource(t.Context(), store.Source{ChatID: chat, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if watermark > 0 {
+		if err := st.AdvanceWatermark(t.Context(), chat, watermark); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := st.GetSource(t.Context(), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(prometheus.NewRegistry())
+	l := New(Config{Account: "a", QueueCapacity: capacity}, st, m)
+	l.Watch(src)
+	return l, st, m
+}
+
+func doc(s int64) tg.NewMessage {
+	return tg.NewMessage{Message: tg.Message{ChatID: chat, ID: tg.MessageIDFromServer(s),
+		Document: &tg.Document{FileName: "a.zip"}}}
+}
+
+func text(s int64) tg.NewMessage {
+	return tg.NewMessage{Message: tg.Message{ChatID: chat, ID: tg.MessageIDFromServer(s)}}
+}
+
+func stored(t *testing.T, l *Listener, st *store.Store) store.Source {
+	t.Helper()
+	l.flush(t.Context())
+	src, err := st.GetSource(t.Context(), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func TestStartsDirty(t *testing.T) {
+	t.Parallel()
+	l, st, _ := setup(t, 4, 10)
+	if !l.IsDirty(chat) {
+		t.Fatal("a watched source must start dirty")
+	}
+	if src := stored(t, l, st); !src.Dirty || src.DirtyReason != ReasonStart {
+		t.Errorf("stored source = dirty %v (%q), want dirty (start)", src.Dirty, src.DirtyReason)
+	}
+}
+
+func TestOverflowMarksDirtyAndCounts(t *testing.T) {
+	t.Parallel()
+	l, st, m := setup(t, 1, 10)
+	l.CaughtUp(chat, 10)
+	if l.IsDirty(chat) {
+		t.Fatal("catch-up to the watermark must sync an idle source")
+	}
+	l.HandleUpdate(doc(11))
+	l.HandleUpdate(doc(12)) // the queue holds one: dropped
+	if !l.IsDirty(chat) {
+		t.Fatal("a dropped event must mark the source dirty")
+	}
+	if got := testutil.ToFloat64(m.overflows.WithLabelValues("a")); got != 1 {
+		t.Errorf("overflows = %v, want 1", got)
+	}
+	if src := stored(t, l, st); !src.Dirty || src.DirtyReason != ReasonOverflow {
+		t.Errorf("stored source = dirty %v (%q), want dirty (overflow)", src.Dirty, src.DirtyReason)
+	}
+	if n := len(l.Queue()); n != 1 {
+		t.Errorf("queue holds %d items, want 1", n)
+	}
+}
+
+func TestGapMarksDirty(t *testing.T) {
+	t.Parallel()
+	l, st, _ := setup(t, 8, 10)
+	l.CaughtUp(chat, 10)
+	l.HandleUpdate(text(11))
+	if l.IsDirty(chat) {
+		t.Fatal("a contiguous event must not dirty the source")
+	}
+	l.HandleUpdate(text(13)) // 12 never arrived
+	if !l.IsDirty(chat) {
+		t.Fatal("an id discontinuity must mark the source dirty")
+	}
+	if src := stored(t, l, st); src.DirtyReason != ReasonGap {
+		t.Errorf("dirty reason = %q, want gap", src.DirtyReason)
+	}
+}
+
+func TestChatLastMessageAheadMarksDirty(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 8, 10)
+	l.CaughtUp(chat, 10)
+	l.HandleUpdate(tg.ChatLastMessage{Chat: chat, LastMessageID: tg.MessageIDFromServer(10)})
+	if l.IsDirty(chat) {
+		t.Fatal("a last message already seen must not dirty the source")
+	}
+	l.HandleUpdate(tg.ChatLastMessage{Chat: chat, LastMessageID: tg.MessageIDFromServer(11)})
+	if !l.IsDirty(chat) {
+		t.Fatal("a last message above the last id seen must mark the source dirty")
+	}
+}
+
+func TestConnectionLossMarksDirtyAndCountsReconnect(t *testing.T) {
+	t.Parallel()
+	l, _, m := setup(t, 8, 10)
+	var downs []time.Duration
+	l.cfg.OnReconnect = func(d time.Duration) { downs = append(downs, d) }
+	l.HandleUpdate(tg.ConnectionStateChanged{State: tg.ConnReady})
+	l.CaughtUp(chat, 10)
+	l.HandleUpdate(tg.ConnectionStateChanged{State: tg.ConnConnecting})
+	if !l.IsDirty(chat) {
+		t.Fatal("leaving ready must mark sources dirty")
+	}
+	if got := testutil.ToFloat64(m.connected.WithLabelValues("a")); got != 0 {
+		t.Errorf("connected = %v while connecting", got)
+	}
+	l.HandleUpdate(tg.ConnectionStateChanged{State: tg.ConnReady})
+	if got := testutil.ToFloat64(m.reconnects.WithLabelValues("a")); got != 1 {
+		t.Errorf("reconnects = %v, want 1", got)
+	}
+	if len(downs) != 1 {
+		t.Errorf("outage reported %d times, want 1", len(downs))
+	}
+}
+
+func TestWatermarkAdvancesOnlyOverContiguousHandledIDs(t *testing.T) {
+	t.Parallel()
+	l, st, _ := setup(t, 8, 10)
+	l.CaughtUp(chat, 10)
+	for s := int64(11); s <= 13; s++ {
+		l.HandleUpdate(doc(s))
+	}
+	items := map[int64]Item{}
+	for range 3 {
+		it := <-l.Queue()
+		items[it.Message.ID.ServerID()] = it
+	}
+	l.Done(items[13])
+	l.Done(items[12])
+	if low, _, _ := l.Watermark(chat); low != 10 {
+		t.Fatalf("watermark = %d with 11 in flight, want 10", low)
+	}
+	if src := stored(t, l, st); src.Watermark != 10 {
+		t.Fatalf("stored watermark = %d with 11 in flight, want 10", src.Watermark)
+	}
+	l.Done(items[11])
+	if low, _, _ := l.Watermark(chat); low != 13 {
+		t.Fatalf("watermark = %d after 11..13 handled, want 13", low)
+	}
+	if src := stored(t, l, st); src.Watermark != 13 || src.Dirty {
+		t.Fatalf("stored source = watermark %d dirty %v, want 13 synced", src.Watermark, src.Dirty)
+	}
+	// A text message needs no worker and moves the watermark at once.
+	l.HandleUpdate(text(14))
+	if low, _, _ := l.Watermark(chat); low != 14 {
+		t.Errorf("watermark = %d after a text message, want 14", low)
+	}
+}
+
+func TestReleasedItemHoldsWatermark(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 8, 10)
+	l.CaughtUp(chat, 10)
+	l.HandleUpdate(doc(11))
+	l.HandleUpdate(doc(12))
+	first, second := <-l.Queue(), <-l.Queue()
+	l.Release(first) // abandoned: not handled
+	l.Done(second)
+	if low, _, _ := l.Watermark(chat); low != 10 {
+		t.Errorf("watermark = %d past an abandoned message, want 10", low)
+	}
+}
+
+// Catch-up hands a dirty source back to the live stream only once it has
+// covered everything before the first live event it did not see.
+func TestHandOffAtFirstLiveEvent(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 8, 10)
+	l.HandleUpdate(doc(20)) // live while dirty: 11..19 are catch-up's
+	it := <-l.Queue()
+	l.Done(it)
+	if l.CaughtUp(chat, 18) {
+		t.Fatal("synced before catch-up reached the first live event")
+	}
+	if !l.CaughtUp(chat, 19) {
+		t.Fatal("not synced after catch-up reached the first live event")
+	}
+	if low, _, _ := l.Watermark(chat); low != 20 {
+		t.Errorf("watermark = %d, want 20 (19 from catch-up, 20 handled live)", low)
+	}
+}
+
+func TestInFlightDuplicateIgnored(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 8, 10)
+	l.HandleUpdate(doc(11))
+	l.HandleUpdate(doc(11))
+	if n := len(l.Queue()); n != 1 {
+		t.Errorf("queue holds %d items for one message, want 1", n)
+	}
+}
+
+func TestHandleUpdateNeverBlocks(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 1, 0)
+	done := make(chan struct{})
+	go func() {
+		for s := int64(1); s <= 10_000; s++ {
+			l.HandleUpdate(doc(s))
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("HandleUpdate blocked on a full queue")
+	}
+}

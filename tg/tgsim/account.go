@@ -1,0 +1,166 @@
+package tgsim
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"stashd/tg"
+)
+
+// account is a Telegram account: its memberships, live clients, request
+// counts, injected flood waits and connection state.
+type account struct {
+	name    string
+	userID  int64
+	premium bool
+	member  map[tg.ChatID]bool
+	clients []*Client // live clients, oldest first
+	calls   map[string]int
+	flood   map[string]floodInjection
+
+	// offline is set between Disconnect and the reconnect; missed collects
+	// the chats whose last message changed meanwhile.
+	offline    bool
+	offlineGen int
+	reconnect  *time.Timer
+	missed     map[tg.ChatID]bool
+	missedList []tg.ChatID
+}
+
+// floodInjection is a pending InjectFloodWait.
+type floodInjection struct {
+	retryAfter time.Duration
+	remaining  int
+}
+
+// Disconnect takes the account's network away: its live clients (and
+// clients started meanwhile) report connecting; after d they report updating,
+// receive updateChatLastMessage for every chat that changed meanwhile, and
+// report ready. updateNewMessage for messages posted during the window are
+// lost, as TDLib does not replay channel updates. A d of zero or less keeps
+// the account disconnected until Reconnect. Requests keep being served.
+func (w *World) Disconnect(account string, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.mustAccount(account)
+	a.offlineGen++
+	gen := a.offlineGen
+	if a.reconnect != nil {
+		a.reconnect.Stop()
+		a.reconnect = nil
+	}
+	if !a.offline {
+		a.offline = true
+		for _, cl := range a.clients {
+			cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnConnecting})
+		}
+	}
+	if d > 0 {
+		a.reconnect = time.AfterFunc(d, func() { w.reconnect(account, gen) })
+	}
+}
+
+// Reconnect ends a Disconnect window now. It does nothing when the account
+// is connected.
+func (w *World) Reconnect(account string) {
+	w.mu.Lock()
+	gen := w.mustAccount(account).offlineGen
+	w.mu.Unlock()
+	w.reconnect(account, gen)
+}
+
+func (w *World) reconnect(name string, gen int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.accounts[name]
+	if !a.offline || a.offlineGen != gen {
+		return // a later Disconnect owns the window
+	}
+	a.offline = false
+	if a.reconnect != nil {
+		a.reconnect.Stop()
+		a.reconnect = nil
+	}
+	missed := a.missedList
+	a.missed, a.missedList = make(map[tg.ChatID]bool), nil
+	for _, cl := range a.clients {
+		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnUpdating})
+		for _, id := range missed {
+			c := w.chats[id]
+			if !c.private {
+				cl.enqueue(tg.ChatLastMessage{Chat: id, LastMessageID: c.lastID()})
+			}
+		}
+		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnReady})
+	}
+}
+
+// InjectFloodWait makes the next n calls of method (a tg.Method* name) by
+// account fail with a FLOOD_WAIT of retryAfter. It replaces any earlier
+// injection for that method.
+func (w *World) InjectFloodWait(account, method string, retryAfter time.Duration, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustAccount(account).flood[method] = floodInjection{retryAfter: retryAfter, remaining: n}
+}
+
+// Calls returns the requests the account's clients have made, by method
+// (tg.Method* names), failed ones included. A request refused before it
+// started, because its client was closed or its context had ended, is not
+// counted.
+func (w *World) Calls(account string) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.mustAccount(account).calls)
+}
+
+// TotalCalls returns the requests every account made, by method.
+func (w *World) TotalCalls() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int)
+	for _, a := range w.accounts {
+		for m, n := range a.calls {
+			out[m] += n
+		}
+	}
+	return out
+}
+
+// ResetCalls zeroes every account's call counts.
+func (w *World) ResetCalls() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range w.accounts {
+		clear(a.calls)
+	}
+}
+
+// The account methods below run with w.mu held.
+
+func (a *account) markMissed(id tg.ChatID) {
+	if !a.missed[id] {
+		a.missed[id] = true
+		a.missedList = append(a.missedList, id)
+	}
+}
+
+func (a *account) removeClient(c *Client) {
+	a.clients = slices.DeleteFunc(a.clients, func(x *Client) bool { return x == c })
+}
+
+// takeFlood consumes one injected flood wait for method, if any.
+func (a *account) takeFlood(method string) error {
+	f, ok := a.flood[method]
+	if !ok || f.remaining <= 0 {
+		return nil
+	}
+	f.remaining--
+	if f.remaining == 0 {
+		delete(a.flood, method)
+	} else {
+		a.flood[method] = f
+	}
+	return errFloodWait(f.retryAfter)
+}
