@@ -316,25 +316,9 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, erro
 	return found, DecisionPaged, nil
 }
 
-// page returns the documents of chat newer than server id w, oldest first:
-// searchChatMessages from w with a negative offset, which returns messages
-// newer than from_message_id.
+// page returns the documents of chat newer than server id w, oldest first.
 func (c *Catchup) page(ctx context.Context, chat tg.ChatID, w int64) ([]tg.Message, error) {
-	msgs, err := c.tg.SearchChatMessages(ctx, tg.Search{
-		Chat: chat, FromMessageID: tg.MessageIDFromServer(max(w, 1)),
-		Offset: -(c.cfg.PageSize - 1), Limit: c.cfg.PageSize, Filter: tg.FilterDocument,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("search documents after %d: %w", w, err)
-	}
-	var out []tg.Message
-	for _, m := range msgs {
-		if m.ID.ServerID() > w {
-			out = append(out, m)
-		}
-	}
-	slices.SortFunc(out, func(a, b tg.Message) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return tg.DocumentsAfter(ctx, c.tg, chat, w, c.cfg.PageSize)
 }
 
 // ingest hands a page to the ingest path, a few messages at a time, and
@@ -352,4 +336,6 @@ func (c *Catchup) ingest(ctx context.Context, page []tg.Message) error {
 }
 
 // CircuitOpen returns the circuit gauge of a source (for tests and status).
-func (m *Metrics) CircuitOpen(source string) prometheus.Gauge { return m.circuit.WithLabelValues(source) }
+func (m *Metrics) CircuitOpen(source string) prometheus.Gauge {
+	return m.circuit.WithLabelValues(source)
+}

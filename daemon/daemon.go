@@ -330,6 +330,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger = a.Name, d.cfg.Destinations, d.log
+	lst := r.lst
+	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
+		low, _, ok := lst.Watermark(chat)
+		return ok && !lst.IsDirty(chat) && low >= upTo
+	}
 	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
 	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
 	r.sweep = ingest.NewSetSweeper(r.pipe, 0)
@@ -394,6 +399,9 @@ type Status struct {
 
 // Status returns a snapshot per account.
 func (d *Daemon) Status() []Status {
+	if d == nil {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make([]Status, 0, len(d.accounts))

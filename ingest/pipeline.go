@@ -61,6 +61,11 @@ type Config struct {
 	// SetSettle is how long a multipart set or album must be quiet (no new
 	// part) before it is treated as complete; zero means 30 s.
 	SetSettle time.Duration
+	// SourceSynced, when set, reports whether chat is synced with every
+	// message up to server id upTo handled. A set is only complete once its
+	// source is: a part lost by the live stream must not be taken for the
+	// end of the set. Nil means always.
+	SourceSynced func(chat tg.ChatID, upTo int64) bool
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
 	SetMaxWait time.Duration

@@ -90,9 +90,13 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 			continue
 		}
 		ordered, missing := orderSet(set.SetKey, parts)
-		settled := now.Sub(set.Newest) >= p.cfg.SetSettle
+		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
+			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, parts[len(parts)-1].Key.Message.ServerID()))
+		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
 		switch {
-		case missing == "" && settled:
+		// A set complete by name whose source never settles (a source
+		// that keeps failing) is taken as it is once SetMaxWait has passed.
+		case missing == "" && (settled || expired):
 			if err := p.completeSet(ctx, set, ordered); err != nil {
 				if ctx.Err() != nil {
 					return res, ctx.Err()
@@ -101,8 +105,8 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 				continue
 			}
 			res.Completed++
-		case now.Sub(set.Oldest) >= p.cfg.SetMaxWait:
-			reason := &IncompleteSetError{Set: displaySet(set.SetKey), Missing: cmp.Or(missing, "set did not settle")}
+		case expired:
+			reason := &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}
 			for _, pt := range parts {
 				msg := tg.Message{ID: pt.Key.Message, ChatID: pt.Key.Chat, AlbumID: pt.AlbumID, Date: pt.Date,
 					Document: &tg.Document{FileName: pt.FileName, File: tg.File{Size: pt.FileSize, UniqueID: pt.UniqueID}}}

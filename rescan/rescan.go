@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -185,23 +184,13 @@ func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (sca
 	// The message at or before `since` is outside the window; start after it.
 	from := start.ID.ServerID()
 	for {
-		msgs, err := r.tg.SearchChatMessages(ctx, tg.Search{
-			Chat: chat, FromMessageID: tg.MessageIDFromServer(max(from, 1)),
-			Offset: -(r.cfg.PageSize - 1), Limit: r.cfg.PageSize, Filter: tg.FilterDocument,
-		})
+		page, err := tg.DocumentsAfter(ctx, r.tg, chat, from, r.cfg.PageSize)
 		if err != nil {
-			return scanned, found, fmt.Errorf("search documents after %d: %w", from, err)
-		}
-		var page []tg.Message
-		for _, m := range msgs {
-			if m.ID.ServerID() > from {
-				page = append(page, m)
-			}
+			return scanned, found, err
 		}
 		if len(page) == 0 {
 			return scanned, found, nil
 		}
-		slices.SortFunc(page, func(a, b tg.Message) int { return cmp.Compare(a.ID, b.ID) })
 		for _, m := range page {
 			scanned++
 			if _, ok, err := r.store.MessageHandled(ctx, m.Key()); err != nil {

@@ -2,9 +2,9 @@ package archivetest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
-	"encoding/binary"
 	"time"
 	"unicode/utf16"
 )

@@ -261,7 +261,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		faults.Go(func() { r.disconnects(pctx) })
 	}
 	if r.o.RestartEvery > 0 {
-		faults.Go(func() { r.restartLoop(pctx) })
+		faults.Go(func() { r.restartLoop(pctx, ctx) })
 	}
 	progressDone := make(chan struct{})
 	if r.o.Progress != nil {
@@ -360,12 +360,14 @@ func (r *runner) disconnects(ctx context.Context) {
 	}
 }
 
-func (r *runner) restartLoop(ctx context.Context) {
+// restartLoop restarts until stop ends; each restart runs to completion
+// under ctx, so the demo never ends between a stop and a start.
+func (r *runner) restartLoop(stop, ctx context.Context) {
 	t := time.NewTicker(r.o.RestartEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-stop.Done():
 			return
 		case <-t.C:
 			if err := r.restart(ctx); err != nil {
@@ -394,6 +396,10 @@ func (r *runner) restart(ctx context.Context) error {
 	}
 	d, err := r.start(ctx)
 	if err != nil {
+		select {
+		case r.fatal <- fmt.Errorf("restart: %w", err):
+		default:
+		}
 		return err
 	}
 	r.mu.Lock()
@@ -412,7 +418,7 @@ func (r *runner) settle(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		quiet := true
+		quiet := r.current() != nil
 		for _, s := range r.current().Status() {
 			if s.QueueDepth > 0 || s.Dirty > 0 {
 				quiet = false

@@ -405,15 +405,20 @@ func (g *Generator) corrupt(src *SourceInfo, thread int64) {
 // incomplete posts a multipart set with one part never posted.
 func (g *Generator) incomplete(src *SourceInfo, thread int64) {
 	parts := g.multipartParts(3 + g.rng.IntN(4))
-	// Only a zip split set says by its names which part is last (its
-	// x.zip); in the other schemes a missing last part looks like a complete
-	// shorter set, which only the listing can expose. Incomplete must mean
-	// "incomplete by name", so those sets lose a part before the last.
+	// Names reveal a missing part only when a higher-numbered part is
+	// there: a set that lost its last numbered part looks like a complete
+	// shorter set, which only the listing can expose. The one exception is
+	// the final x.zip of a zip split set, whose absence its x.zNN parts
+	// show. Incomplete must mean "incomplete by name", so a set loses its
+	// final x.zip or a numbered part below the highest.
 	last := len(parts) - 1
-	if !strings.HasSuffix(parts[last].suffix, ".zip") {
-		last--
+	missing := g.rng.IntN(last) // a numbered part below the highest
+	if strings.HasSuffix(parts[last].suffix, ".zip") {
+		// parts[last-1] is the highest x.zNN: never the one to lose.
+		if missing = g.rng.IntN(last); missing == last-1 {
+			missing = last
+		}
 	}
-	missing := g.rng.IntN(last + 1)
 	parts = append(parts[:missing:missing], parts[missing+1:]...)
 	g.publish(src, thread, g.nextStem(), parts, 0, pkgFlags{incomplete: true})
 }
