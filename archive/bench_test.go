@@ -14,7 +14,7 @@ import (
 func BenchmarkListZip(b *testing.B) {
 	const n = 100_000
 	var buf bytes.Buffer
-	if err := archivetest.ZipMany(&buf, n, func(i int) string { return fmt.Sprintf("dir/sub/file-%06d.txt", i) }); err != nil {
+	if err := archivetest.ZipMany(&buf, n, func(b []byte, i int) []byte { return fmt.Appendf(b, "dir/sub/file-%06d.txt", i) }); err != nil {
 		b.Fatal(err)
 	}
 	data := buf.Bytes()

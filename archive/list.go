@@ -39,6 +39,7 @@ type Limits struct {
 	// directory (a longer one is listed up to the bound and marked
 	// Truncated), a 7z header, packed or unpacked (a larger one is an error),
 	// and the RAR block headers (listing stops at the bound, Truncated).
+	// tar headers need no bound here: archive/tar limits its own.
 	// 0 means 64 MiB.
 	MaxHeaderBytes int64
 	// MaxPathBytes is the longest Entry.Path kept; longer names are cut on a
@@ -108,10 +109,13 @@ func malformed(f Format, format string, args ...any) *ListError {
 }
 
 // List lists the archive made of parts (local file paths, in set order; one
-// element for a single archive) without extracting anything. Memory and
-// time stay bounded by lim whatever the bytes are: compressed data is never
-// decompressed, except for tar.* streams, which must be decompressed to reach
-// the next header, and a 7z compressed header, whose size is bounded.
+// element for a single archive) without extracting anything. Whatever the
+// bytes are, memory stays bounded by lim (plus at most a 128 MiB decoder
+// window for tar.xz and tar.zst). Entry data is skipped, never read, except
+// in compressed tars, whose stream must be decompressed (and discarded) to
+// reach the next header: their time grows with the archive, so pass a ctx
+// that can end. A 7z compressed header is decompressed too, within
+// MaxHeaderBytes.
 //
 // On a malformed archive List returns what it could list AND an error (a
 // *ListError). When ctx ends it returns the entries so far and a *ListError

@@ -4,10 +4,13 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -328,7 +331,7 @@ func TestListMaxEntries(t *testing.T) {
 	t.Parallel()
 	const n, limit = 5000, 1000
 	var zipMany bytes.Buffer
-	if err := archivetest.ZipMany(&zipMany, n, func(i int) string { return fmt.Sprintf("f/%05d", i) }); err != nil {
+	if err := archivetest.ZipMany(&zipMany, n, func(b []byte, i int) []byte { return fmt.Appendf(b, "f/%05d", i) }); err != nil {
 		t.Fatal(err)
 	}
 	files := manyFiles(n)
@@ -361,7 +364,7 @@ func TestListMaxEntries(t *testing.T) {
 func TestListHeaderBytesLimit(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	if err := archivetest.ZipMany(&buf, 5000, func(i int) string { return fmt.Sprintf("f/%05d", i) }); err != nil {
+	if err := archivetest.ZipMany(&buf, 5000, func(b []byte, i int) []byte { return fmt.Appendf(b, "f/%05d", i) }); err != nil {
 		t.Fatal(err)
 	}
 	// Each directory entry is 46+7 bytes: 10,000 bytes hold 188 whole ones.
@@ -404,7 +407,7 @@ func TestListCanceledMidWalk(t *testing.T) {
 	const n = 5000
 	files := manyFiles(n)
 	var zipMany bytes.Buffer
-	if err := archivetest.ZipMany(&zipMany, n, func(i int) string { return fmt.Sprintf("f/%05d", i) }); err != nil {
+	if err := archivetest.ZipMany(&zipMany, n, func(b []byte, i int) []byte { return fmt.Appendf(b, "f/%05d", i) }); err != nil {
 		t.Fatal(err)
 	}
 	vols := map[Format][]byte{
@@ -446,7 +449,9 @@ func TestListMillionEntryZip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := archivetest.ZipMany(f, n, func(i int) string { return fmt.Sprintf("d/%07d", i) }); err != nil {
+	// strconv, not fmt: two million names must stay cheap under -race.
+	name := func(b []byte, i int) []byte { return strconv.AppendInt(append(b, "d/"...), int64(10_000_000+i), 10) }
+	if err := archivetest.ZipMany(f, n, name); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -475,4 +480,28 @@ func TestListMillionEntryZip(t *testing.T) {
 	if bytesPerList > 4<<20 {
 		t.Errorf("listing 1000 of 1,000,000 entries allocated %d bytes", bytesPerList)
 	}
+}
+
+func TestListDecoderWindowLimits(t *testing.T) {
+	t.Parallel()
+	// An xz stream whose block header asks for a 4 GiB dictionary (header CRC kept valid).
+	x := archivetest.TarXz(sampleFiles())
+	hlen := (int(x[12]) + 1) * 4
+	blk := x[12 : 12+hlen]
+	i := bytes.Index(blk, []byte{0x21, 0x01}) // filter LZMA2, one property byte
+	if i < 0 {
+		t.Fatal("no LZMA2 filter in the block header")
+	}
+	blk[i+2] = 40
+	binary.LittleEndian.PutUint32(blk[hlen-4:], crc32.ChecksumIEEE(blk[:hlen-4]))
+	l, err := memList(context.Background(), FormatTarXz, Limits{}, x)
+	wantListError(t, err, FormatTarXz, "xz dictionary of 4095 MiB over the 128 MiB listing limit", ErrLimit)
+	if len(l.Entries) != 0 {
+		t.Errorf("%d entries", len(l.Entries))
+	}
+
+	// A zstd frame declaring a 1 GiB window, then an empty last raw block.
+	z := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xa0, 0x01, 0x00, 0x00}
+	_, err = memList(context.Background(), FormatTarZst, Limits{}, z)
+	wantListError(t, err, FormatTarZst, "window size exceeded", ErrMalformed)
 }

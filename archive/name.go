@@ -83,28 +83,6 @@ func (n Name) IsArchive() bool { return n.Format != FormatNone }
 // IsMultipart reports whether the name is a part of a multipart set.
 func (n Name) IsMultipart() bool { return n.Set != "" }
 
-// singleSuffixes maps the extensions of single archives to their format.
-// Longer suffixes come first so that ".tar.gz" wins over a bare ".gz" check.
-var singleSuffixes = [...]struct {
-	suffix string
-	format Format
-}{
-	{".tar.gz", FormatTarGz},
-	{".tar.bz2", FormatTarBz2},
-	{".tar.xz", FormatTarXz},
-	{".tar.zst", FormatTarZst},
-	{".tar.zstd", FormatTarZst},
-	{".tgz", FormatTarGz},
-	{".tbz2", FormatTarBz2},
-	{".tbz", FormatTarBz2},
-	{".txz", FormatTarXz},
-	{".tzst", FormatTarZst},
-	{".tar", FormatTar},
-	{".zip", FormatZip},
-	{".rar", FormatRar},
-	{".7z", Format7z},
-}
-
 // ParseName classifies a file name, without any I/O. The name may carry a
 // directory (either separator); only its base name counts. Matching is
 // case-insensitive. Hostile input (NUL, control characters, invalid UTF-8,
@@ -185,9 +163,29 @@ func normaliseBase(fileName string) string {
 	return strings.ToLower(strings.TrimSpace(b.String()))
 }
 
-// singleFormat returns the format a base name's extension gives a single archive.
+// singleFormat returns the format a base name's extension gives a single
+// archive. Longer suffixes come first so that ".tar.gz" wins over ".gz".
 func singleFormat(base string) Format {
-	for _, s := range singleSuffixes {
+	suffixes := [...]struct {
+		suffix string
+		format Format
+	}{
+		{".tar.gz", FormatTarGz},
+		{".tar.bz2", FormatTarBz2},
+		{".tar.xz", FormatTarXz},
+		{".tar.zst", FormatTarZst},
+		{".tar.zstd", FormatTarZst},
+		{".tgz", FormatTarGz},
+		{".tbz2", FormatTarBz2},
+		{".tbz", FormatTarBz2},
+		{".txz", FormatTarXz},
+		{".tzst", FormatTarZst},
+		{".tar", FormatTar},
+		{".zip", FormatZip},
+		{".rar", FormatRar},
+		{".7z", Format7z},
+	}
+	for _, s := range suffixes {
 		if strings.HasSuffix(base, s.suffix) {
 			return s.format
 		}

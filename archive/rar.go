@@ -29,7 +29,6 @@ const (
 	// RAR5 header types and flags.
 	rar5Main          = 1
 	rar5File          = 2
-	rar5Service       = 3
 	rar5Encryption    = 4
 	rar5End           = 5
 	rar5HasExtra      = 0x1

@@ -227,3 +227,27 @@ func TestDecodeRar4Name(t *testing.T) {
 		}
 	}
 }
+
+func TestListRarEncryptedHeaders(t *testing.T) {
+	t.Parallel()
+	// RAR5: an archive encryption block right after the signature (rar -hp).
+	body := []byte{4, 0, 0, 0, 15} // type 4, no flags; version 0, flags 0, KDF count 15
+	body = append(body, make([]byte, 16)...)
+	block := append([]byte{byte(len(body))}, body...)
+	rar5 := append([]byte("Rar!\x1a\x07\x01\x00"), binary.LittleEndian.AppendUint32(nil, crc32.ChecksumIEEE(block))...)
+	rar5 = append(rar5, block...)
+	rar5 = append(rar5, make([]byte, 64)...) // encrypted headers follow
+
+	// RAR4: the main header's "block headers are encrypted" flag.
+	rar4 := rar4Volumes(sampleFiles(), 1)[0]
+	main := rar4[7:20]
+	main[3] |= 0x80
+	binary.LittleEndian.PutUint16(main, uint16(crc32.ChecksumIEEE(main[2:])))
+
+	for name, data := range map[string][]byte{"rar5": rar5, "rar4": rar4} {
+		l, err := memList(context.Background(), FormatRar, Limits{}, data)
+		if err != nil || !l.Encrypted || len(l.Entries) != 0 {
+			t.Errorf("%s: Encrypted %v, %d entries, %v", name, l.Encrypted, len(l.Entries), err)
+		}
+	}
+}

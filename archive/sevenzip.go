@@ -49,18 +49,19 @@ const (
 	sz7AttrDir      = 0x10
 )
 
-var (
-	sz7Signature   = []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}
-	sz7MethodCopy  = []byte{0x00}
-	sz7MethodLZMA  = []byte{0x03, 0x01, 0x01}
-	sz7MethodLZMA2 = []byte{0x21}
-	sz7MethodAES   = []byte{0x06, 0xf1, 0x07, 0x01}
+// The signature and the coder method ids the walker knows.
+const (
+	sz7Signature   = "7z\xbc\xaf\x27\x1c"
+	sz7MethodCopy  = "\x00"
+	sz7MethodLZMA  = "\x03\x01\x01"
+	sz7MethodLZMA2 = "\x21"
+	sz7MethodAES   = "\x06\xf1\x07\x01"
 )
 
 func list7z(w *walk, src *partSet) error {
 	var sh [sz7SignatureLen]byte
 	if n, err := src.ReadAt(sh[:], 0); n < len(sh) {
-		if n >= len(sz7Signature) && !bytes.Equal(sh[:len(sz7Signature)], sz7Signature) {
+		if n >= len(sz7Signature) && string(sh[:len(sz7Signature)]) != sz7Signature {
 			return malformed(w.format, "7z signature not found")
 		}
 		if err != nil && err != io.EOF {
@@ -68,7 +69,7 @@ func list7z(w *walk, src *partSet) error {
 		}
 		return malformed(w.format, "truncated signature header")
 	}
-	if !bytes.Equal(sh[:len(sz7Signature)], sz7Signature) {
+	if string(sh[:len(sz7Signature)]) != sz7Signature {
 		return malformed(w.format, "7z signature not found")
 	}
 	if sh[6] != 0 {
@@ -260,7 +261,7 @@ func (r *szReader) folder(keepCoders bool) sz7Folder {
 			r.fail("folder with too many streams")
 			return f
 		}
-		if bytes.Equal(c.id, sz7MethodAES) {
+		if string(c.id) == sz7MethodAES {
 			f.encrypted = true
 		}
 		if keepCoders {
@@ -732,9 +733,9 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 	c := f.coders[0]
 	var dec io.Reader
 	switch {
-	case bytes.Equal(c.id, sz7MethodCopy):
+	case string(c.id) == sz7MethodCopy:
 		dec = packed
-	case bytes.Equal(c.id, sz7MethodLZMA):
+	case string(c.id) == sz7MethodLZMA:
 		if len(c.props) != 5 {
 			return nil, malformed(w.format, "bad LZMA properties in encoded header")
 		}
@@ -749,7 +750,7 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 			return nil, malformed(w.format, "bad LZMA stream in encoded header: %v", err)
 		}
 		dec = lr
-	case bytes.Equal(c.id, sz7MethodLZMA2):
+	case string(c.id) == sz7MethodLZMA2:
 		if len(c.props) != 1 || c.props[0] > 40 {
 			return nil, malformed(w.format, "bad LZMA2 properties in encoded header")
 		}

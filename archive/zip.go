@@ -39,7 +39,6 @@ const (
 
 	zipFlagEncrypted  = 0x1
 	zipFlagDescriptor = 0x8
-	zipFlagUTF8       = 0x800
 )
 
 var errNoZipEnd = errors.New("no end of central directory record")
@@ -324,32 +323,33 @@ func scanZipLocal(w *walk, src *partSet) error {
 		if usize <= math.MaxInt64 {
 			size = int64(usize)
 		}
+		// Without sizes in the header they follow the data, in a data
+		// descriptor: find the next header and read them from the
+		// descriptor right before it.
+		next := int64(-1)
 		if flags&zipFlagDescriptor != 0 && csize == 0 {
-			// The sizes follow the data, in a data descriptor: find the next
-			// header and read them from the descriptor right before it.
-			next, ok, err := nextZipHeader(w, src, dataStart)
-			if err != nil {
+			var ok bool
+			var err error
+			if next, ok, err = nextZipHeader(w, src, dataStart); err != nil {
 				return err
 			}
 			size = -1
-			if ok {
-				if c, u := uint64(zipUint32At(src, next-8)), zipUint32At(src, next-4); dataStart+int64(c) == next-12 || dataStart+int64(c) == next-16 {
-					size = int64(u)
-				}
-			}
-			w.add(string(name), size, strings.HasSuffix(string(name), "/"))
-			if flags&zipFlagEncrypted != 0 {
-				w.listing.Encrypted = true
-			}
 			if !ok {
-				break
+				next = -1
+			} else if c, u := int64(zipUint32At(src, next-8)), zipUint32At(src, next-4); dataStart+c == next-12 || dataStart+c == next-16 {
+				size = int64(u)
 			}
-			pos = next
-			continue
 		}
 		w.add(string(name), size, strings.HasSuffix(string(name), "/"))
 		if flags&zipFlagEncrypted != 0 {
 			w.listing.Encrypted = true
+		}
+		if flags&zipFlagDescriptor != 0 && csize == 0 {
+			if next < 0 {
+				break // the data runs to the end of what is left
+			}
+			pos = next
+			continue
 		}
 		if csize > math.MaxInt64/2 {
 			break

@@ -210,6 +210,9 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 	case tg.ChatLastMessage:
 		if st := l.sources[u.Chat]; st != nil && u.LastMessageID.ServerID() > st.lastSeen {
 			l.markDirtyLocked(st, ReasonLastMessage)
+			// The message exists even though its event never came: the
+			// hand-off must wait until catch-up has covered it.
+			st.lastSeen = u.LastMessageID.ServerID()
 		}
 	case tg.ConnectionStateChanged:
 		l.connectionLocked(u.State)

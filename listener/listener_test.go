@@ -124,6 +124,13 @@ func TestChatLastMessageAheadMarksDirty(t *testing.T) {
 	if !l.IsDirty(chat) {
 		t.Fatal("a last message above the last id seen must mark the source dirty")
 	}
+	// A catch-up that read the chat before 11 existed cannot hand off.
+	if l.CaughtUp(chat, 10) {
+		t.Fatal("synced below a message announced by updateChatLastMessage")
+	}
+	if !l.CaughtUp(chat, 11) {
+		t.Fatal("not synced once catch-up covered the announced message")
+	}
 }
 
 func TestConnectionLossMarksDirtyAndCountsReconnect(t *testing.T) {

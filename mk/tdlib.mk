@@ -115,7 +115,8 @@ tdlib-link-deps:
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "tdlib: installing link-time libraries:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 build-tdlib: tdlib

@@ -238,17 +238,20 @@ func checkSig(b []byte, at int, sig uint32) error {
 	return nil
 }
 
-// ZipMany streams to w a zip of n empty stored files named name(i), with
-// zip64 end records when n needs them, keeping O(1) memory whatever n. It is
-// how tests build a real million-entry zip without holding it.
-func ZipMany(w io.Writer, n int, name func(i int) string) error {
+// ZipMany streams to w a zip of n empty stored files, with zip64 end
+// records when n needs them, keeping O(1) memory whatever n. name appends
+// the name of file i to buf and returns it (strconv.AppendInt style), so
+// that a million names cost no allocation. It is how tests build a real
+// million-entry zip without holding it.
+func ZipMany(w io.Writer, n int, name func(buf []byte, i int) []byte) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var off uint64
 	var hdr [46]byte
 	le := binary.LittleEndian
 	dosTime, dosDate := uint16(0), uint16((2024-1980)<<9|1<<5|2)
+	var nm []byte
 	for i := range n {
-		nm := name(i)
+		nm = name(nm[:0], i)
 		le.PutUint32(hdr[0:], 0x04034b50)
 		le.PutUint16(hdr[4:], 20)
 		le.PutUint16(hdr[6:], 0x800)
@@ -259,13 +262,13 @@ func ZipMany(w io.Writer, n int, name func(i int) string) error {
 		le.PutUint16(hdr[26:], uint16(len(nm)))
 		le.PutUint16(hdr[28:], 0)
 		bw.Write(hdr[:30])
-		bw.WriteString(nm)
+		bw.Write(nm)
 		off += uint64(30 + len(nm))
 	}
 	cdStart := off
 	var local uint64
 	for i := range n {
-		nm := name(i)
+		nm = name(nm[:0], i)
 		le.PutUint32(hdr[0:], 0x02014b50)
 		le.PutUint16(hdr[4:], 3<<8|20) // made by Unix
 		le.PutUint16(hdr[6:], 20)
@@ -282,7 +285,7 @@ func ZipMany(w io.Writer, n int, name func(i int) string) error {
 			return fmt.Errorf("zip of %d entries needs zip64 local offsets, not written by ZipMany", n)
 		}
 		bw.Write(hdr[:46])
-		bw.WriteString(nm)
+		bw.Write(nm)
 		local += uint64(30 + len(nm))
 		off += uint64(46 + len(nm))
 	}

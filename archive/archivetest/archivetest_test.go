@@ -286,7 +286,7 @@ func TestZipManyReadableByArchiveZip(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	const n = 70_000 // past 65535: zip64 end records
-	if err := ZipMany(&buf, n, func(i int) string { return fmt.Sprintf("f%06d", i) }); err != nil {
+	if err := ZipMany(&buf, n, func(b []byte, i int) []byte { return fmt.Appendf(b, "f%06d", i) }); err != nil {
 		t.Fatal(err)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
@@ -361,5 +361,19 @@ func writeFile(t *testing.T, path string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestFilesDeterministicAndSeeded(t *testing.T) {
+	t.Parallel()
+	a, b, c := Files(1, 5), Files(1, 5), Files(2, 5)
+	if len(a) != 6 || !a[0].Dir {
+		t.Fatalf("got %d files, first %+v", len(a), a[0])
+	}
+	if !bytes.Equal(Zip(a), Zip(b)) {
+		t.Error("same seed gave different archives")
+	}
+	if bytes.Equal(Zip(a), Zip(c)) || a[1].Name == c[1].Name {
+		t.Error("different seeds gave the same archive")
 	}
 }

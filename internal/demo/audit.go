@@ -89,7 +89,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 		if !catalogued || !delivered {
 			rep.Missing++
-			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s (catalogued %v, delivered %v)", p.Name, catalogued, delivered))
+			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0], catalogued, delivered))
 		}
 		if p.Corrupt {
 			rep.Corrupt++
@@ -130,6 +130,20 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 	}
 	rep.DeadLetters = len(dead)
+	expected := map[tg.MessageKey]bool{}
+	for _, p := range truth.Packages {
+		if p.Incomplete {
+			for _, k := range p.Parts {
+				expected[k] = true
+			}
+		}
+	}
+	for k, reason := range dead {
+		if !expected[k] {
+			rep.OtherDeadLetters = append(rep.OtherDeadLetters, fmt.Sprintf("%s: %s", k, reason))
+		}
+	}
+	sort.Strings(rep.OtherDeadLetters)
 	return rep, nil
 }
 

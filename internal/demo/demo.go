@@ -111,6 +111,9 @@ type Report struct {
 	RestartCalls           map[string]int `json:"restart_calls,omitempty"`
 	ElapsedSeconds         float64        `json:"elapsed_seconds"`
 	MissingNames           []string       `json:"missing_names,omitempty"`
+	// OtherDeadLetters are dead letters no incomplete set explains (send
+	// failures, a part that went away…), with their reasons.
+	OtherDeadLetters []string `json:"other_dead_letters,omitempty"`
 }
 
 // OK reports whether the audit passed: nothing missing, nothing delivered

@@ -233,6 +233,21 @@ func (c *Client) pump(l *client.Listener) {
 // if TDLib has not answered (go-tdlib then waits for the answer in the
 // background, up to its own 60-second timeout).
 func (c *Client) call(ctx context.Context, req request) (json.RawMessage, error) {
+	pending, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-pending:
+		return r.decode(req.Method)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// send counts req as in flight and hands it to go-tdlib; the answer
+// arrives on the returned channel. It refuses once Close has begun.
+func (c *Client) send(req request) (<-chan response, error) {
 	c.mu.Lock()
 	tdc := c.tdc
 	if c.closing || tdc == nil {
@@ -241,37 +256,39 @@ func (c *Client) call(ctx context.Context, req request) (json.RawMessage, error)
 	}
 	c.inflight.Add(1)
 	c.mu.Unlock()
-	return c.exchange(ctx, tdc, req)
+	return c.dispatch(tdc, req), nil
 }
 
-// exchange sends req through go-tdlib; the caller has counted it in
-// inflight.
-func (c *Client) exchange(ctx context.Context, tdc *client.Client, req request) (json.RawMessage, error) {
-	type result struct {
-		resp *client.Response
-		err  error
+// response is go-tdlib's answer to one request.
+type response struct {
+	resp *client.Response
+	err  error
+}
+
+// decode returns the answer's JSON, or its error mapped to the port's.
+func (r response) decode(method string) (json.RawMessage, error) {
+	if r.err != nil {
+		// go-tdlib's only error: no answer within its 60 s timeout.
+		return nil, fmt.Errorf("%s: %w", method, r.err)
 	}
-	ch := make(chan result, 1)
+	if r.resp.Type == "error" {
+		return nil, decodeError(r.resp.Data)
+	}
+	return r.resp.Data, nil
+}
+
+// dispatch runs go-tdlib's blocking Send on a goroutine of its own; the
+// caller has counted req in inflight.
+func (c *Client) dispatch(tdc *client.Client, req request) <-chan response {
+	ch := make(chan response, 1)
 	go func() {
 		defer c.inflight.Done()
 		r := client.Request{Data: req.Params}
 		r.Type = req.Method
 		resp, err := tdc.Send(r)
-		ch <- result{resp, err}
+		ch <- response{resp, err}
 	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			// go-tdlib's only error: no answer within its 60 s timeout.
-			return nil, fmt.Errorf("%s: %w", req.Method, r.err)
-		}
-		if r.resp.Type == "error" {
-			return nil, decodeError(r.resp.Data)
-		}
-		return r.resp.Data, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return ch
 }
 
 // execute runs a request TDLib can answer synchronously (td_execute),
@@ -454,7 +471,8 @@ func (c *Client) teardown(sendClose bool) error {
 
 		if tdc != nil {
 			if sendClose {
-				if _, err := c.exchange(context.Background(), tdc, request{"close", map[string]any{}}); err != nil {
+				r := <-c.dispatch(tdc, request{"close", map[string]any{}})
+				if _, err := r.decode("close"); err != nil {
 					c.log.Warn("close TDLib", "err", err)
 				}
 			}
@@ -465,7 +483,7 @@ func (c *Client) teardown(sendClose bool) error {
 			}
 		}
 		c.inflight.Wait()
-		// close(c.stop) LEAKTEST
+		close(c.stop)
 		<-c.fwdDone
 	})
 	return c.teardownErr

@@ -131,8 +131,26 @@ func TestCloseDuringLogin(t *testing.T) {
 		}
 	}
 
+	// A request that needs the network stays pending until Close. TDLib
+	// must answer it before it reports closed (go-tdlib would crash on a
+	// later answer), and Close waits for that answer.
+	pending, err := c.send(request{"testNetwork", map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+	select {
+	case r := <-pending:
+		_, err = r.decode("testNetwork")
+		if !errors.As(err, &te) || tg.Classify(err) != tg.ClassRetryable {
+			t.Errorf("request pending at Close: %v, want a retryable TDLib error", err)
+		}
+		t.Logf("request pending at Close: %v", err)
+	default:
+		t.Error("Close returned before the pending request was answered")
 	}
 	if err := <-started; !errors.Is(err, context.Canceled) {
 		t.Errorf("start after Close: %v, want context.Canceled", err)
