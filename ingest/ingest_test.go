@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // env is one simulated world with a catalogue and one pipeline per account.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	world *tgsim.World
 	st    *store.Store
@@ -30,7 +30,11 @@ type env struct {
 	now   time.Time
 }
 
-func newEnv(t *testing.T, accounts ...string) *env {
+func newEnv(t *testing.T, accounts ...string) *env { return newEnvTB(t, accounts...) }
+
+func newEnvB(b *testing.B) *env { return newEnvTB(b, "a") }
+
+func newEnvTB(t testing.TB, accounts ...string) *env {
 	t.Helper()
 	ctx := t.Context()
 	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})

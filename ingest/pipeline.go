@@ -182,6 +182,10 @@ func (p *Pipeline) count(out store.Outcome) {
 // doubles with every failure; a permanent error, or the attempt cap,
 // exhausts the letter (only an operator's retry brings it back).
 func (p *Pipeline) DeadLetter(ctx context.Context, msg tg.Message, err error) error {
+	return p.deadLetter(ctx, msg, err, true)
+}
+
+func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, logIt bool) error {
 	class := tg.Classify(err)
 	var ie *IncompleteSetError
 	if errors.As(err, &ie) {
@@ -195,7 +199,9 @@ func (p *Pipeline) DeadLetter(ctx context.Context, msg tg.Message, err error) er
 	if class != tg.ClassPermanent && previous+1 < p.cfg.DeadLetterAttempts {
 		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
 	}
-	p.log.Warn("dead letter", "source", msg.ChatID, "message", msg.ID.ServerID(), "class", class, "attempt", previous+1, "reason", err)
+	if logIt {
+		p.log.Warn("dead letter", "source", msg.ChatID, "message", msg.ID.ServerID(), "class", class, "attempt", previous+1, "reason", err)
+	}
 	return p.store.RecordDeadLetter(ctx, d, sourceMessage(msg, store.OutcomeDeadLetter, 0))
 }
 

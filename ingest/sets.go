@@ -113,10 +113,11 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 				if pt.TopicID != 0 {
 					msg.IsTopicMessage, msg.ThreadID = true, pt.TopicID
 				}
-				if err := p.DeadLetter(ctx, msg, reason); err != nil {
+				if err := p.deadLetter(ctx, msg, reason, false); err != nil {
 					errs = append(errs, err)
 				}
 			}
+			p.log.Warn("incomplete set is a dead letter", "source", set.Chat, "set", reason.Set, "parts", len(parts), "reason", reason.Missing)
 			p.count(store.OutcomeDeadLetter)
 			res.DeadLetter++
 		default:

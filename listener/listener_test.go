@@ -18,6 +18,10 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 const chat = tg.ChatID(-1001)
 
 func setup(t *testing.T, capacity int, watermark int64) (*Listener, *store.Store, *Metrics) {
+	return setupTB(t, capacity, watermark)
+}
+
+func setupTB(t testing.TB, capacity int, watermark int64) (*Listener, *store.Store, *Metrics) {
 	t.Helper()
 	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
 	if err != nil {

@@ -108,14 +108,13 @@ func (h *authHandler) ask(st AuthState) error {
 	}
 }
 
-// fail records err, closes TDLib unless it is closing already, and ends
+// fail records err, closes TDLib (unless it is closing already), and ends
 // the calling goroutine (go-tdlib's authorization loop) without returning
 // to go-tdlib. Deferred calls still run, so client.NewClient's caller
 // learns of the end through its own defer.
 func (h *authHandler) fail(state string, err error) {
 	h.err = err
-	sendClose := !errors.Is(err, errTDLibClosing)
-	if terr := h.c.teardown(sendClose); terr != nil {
+	if terr := h.c.teardown(); terr != nil {
 		h.c.log.Warn("close TDLib after failed login", "state", state, "err", terr)
 	}
 	runtime.Goexit()

@@ -37,13 +37,16 @@ type Client struct {
 	// tdc is go-tdlib's client. go-tdlib hands it over in the first
 	// authorization callback, before its NewClient returns.
 	tdc *client.Client
-	// closing is set by Close and by a failed start: no request is sent
-	// after it, since an answer arriving after authorizationStateClosed
-	// would crash go-tdlib.
+	// closing is set by Close, by a failed start and when TDLib starts
+	// closing by itself: no request is sent after it, since an answer
+	// arriving after authorizationStateClosed would crash go-tdlib.
 	closing bool
+	// tdClosing is set when TDLib reports that it is closing (or logging
+	// out, which ends in closing): it needs no close request then.
+	tdClosing bool
 	// cancelStart cancels the context of a start in progress (the
-	// Authorizer may be waiting for a person).
-	cancelStart context.CancelFunc
+	// Authorizer may be waiting for a person), with the reason as cause.
+	cancelStart context.CancelCauseFunc
 	// inflight counts the go-tdlib Send calls that have not returned.
 	inflight sync.WaitGroup
 
@@ -123,8 +126,8 @@ func (c *Client) start(ctx context.Context) error {
 		c.mu.Unlock()
 		return tg.ErrClosed
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	c.cancelStart = cancel
 	c.mu.Unlock()
 
@@ -140,22 +143,27 @@ func (c *Client) start(ctx context.Context) error {
 	}()
 	<-done
 
+	failure := h.err
+	if errors.Is(failure, context.Canceled) {
+		// Say why: Close (tg.ErrClosed) or TDLib closing (errTDLibClosing).
+		failure = context.Cause(ctx)
+	}
 	var notLoggedIn *NotLoggedInError
 	switch {
-	case errors.As(h.err, &notLoggedIn):
-		return h.err
-	case h.err != nil:
-		return fmt.Errorf("start account %s: %w", c.cfg.Account, h.err)
+	case errors.As(failure, &notLoggedIn):
+		return failure
+	case failure != nil:
+		return fmt.Errorf("start account %s: %w", c.cfg.Account, failure)
 	case err != nil:
 		// TDLib itself failed the authorization loop (a request timed out).
-		_ = c.teardown(true)
+		_ = c.teardown()
 		return fmt.Errorf("start account %s: %w", c.cfg.Account, err)
 	}
 	select {
 	case <-c.pumpDone:
 		// go-tdlib's loop also returns without error when TDLib closed by
 		// itself while logging in.
-		_ = c.teardown(false)
+		_ = c.teardown()
 		return fmt.Errorf("start account %s: TDLib closed during login", c.cfg.Account)
 	default:
 	}
@@ -163,7 +171,7 @@ func (c *Client) start(ctx context.Context) error {
 	closing := c.closing
 	c.mu.Unlock()
 	if closing {
-		_ = c.teardown(true)
+		_ = c.teardown()
 		return tg.ErrClosed
 	}
 	c.log.Info("TDLib client ready")
@@ -185,7 +193,8 @@ func (c *Client) attach(tdc *client.Client) {
 
 // pump drains go-tdlib's listener. go-tdlib's receiver blocks on a full
 // listener channel, and every response waits behind it, so the pump never
-// makes a request and never waits: it decodes, pushes onto the unbounded
+// makes a request and never waits (beyond the client's mutex, which is
+// never held across a blocking call): it decodes, pushes onto the unbounded
 // queue and goes back for the next update. It returns on
 // authorizationStateClosed, after which go-tdlib sends nothing more.
 func (c *Client) pump(l *client.Listener) {
@@ -194,11 +203,25 @@ func (c *Client) pump(l *client.Listener) {
 		if s, ok := typ.(*client.UpdateAuthorizationState); ok {
 			state := s.AuthorizationState.AuthorizationStateType()
 			switch state {
+			case client.TypeAuthorizationStateLoggingOut, client.TypeAuthorizationStateClosing, client.TypeAuthorizationStateClosed:
+				// TDLib still answers requests while closing, but not after
+				// closed, and go-tdlib crashes on an answer that comes
+				// after closed: stop sending now, while it is safe.
+				c.mu.Lock()
+				c.closing = true
+				c.tdClosing = true
+				if c.cancelStart != nil {
+					// A login waiting for a person cannot finish any more.
+					c.cancelStart(errTDLibClosing)
+				}
+				c.mu.Unlock()
+			}
+			switch state {
 			case client.TypeAuthorizationStateClosed:
 				c.log.Info("TDLib client closed")
 				return
 			case client.TypeAuthorizationStateLoggingOut:
-				c.log.Warn("account is being logged out by Telegram", "state", state)
+				c.log.Warn("account is being logged out", "state", state)
 			default:
 				c.log.Debug("TDLib authorization state", "state", state)
 			}
@@ -449,22 +472,24 @@ func (c *Client) Close() error {
 	cancel := c.cancelStart
 	c.mu.Unlock()
 	if cancel != nil {
-		cancel()
+		cancel(tg.ErrClosed)
 	}
 	// A start still in progress sees the cancelled context and tears down
 	// itself; wait for it rather than race it.
 	<-c.startDone
-	return c.teardown(true)
+	return c.teardown()
 }
 
-// teardown closes TDLib (when sendClose) and stops the pump and forwarder,
-// once; later calls return the first call's result.
-func (c *Client) teardown(sendClose bool) error {
+// teardown closes TDLib, unless it is closing by itself, waits for it to
+// report closed, and stops the pump and the forwarder. It runs once; later
+// calls return the first call's result.
+func (c *Client) teardown() error {
 	c.teardownOnce.Do(func() {
 		c.mu.Lock()
 		c.closing = true
 		tdc := c.tdc
-		if tdc != nil && sendClose {
+		sendClose := tdc != nil && !c.tdClosing
+		if sendClose {
 			c.inflight.Add(1)
 		}
 		c.mu.Unlock()

@@ -5,6 +5,7 @@ package tdlib
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -35,6 +36,33 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// startWaitingForPerson starts an offline client whose Authorizer waits
+// for a person who never answers, and returns once it is asked. started
+// delivers start's result.
+func startWaitingForPerson(ctx context.Context, t *testing.T) (c *Client, asked AuthState, started <-chan error) {
+	t.Helper()
+	cfg := offlineConfig(t)
+	ask := make(chan AuthState, 1)
+	cfg.Authorizer = func(ctx context.Context, st AuthState) (string, error) {
+		ask <- st
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	cfg = cfg.withDefaults()
+	if err := configureLog(cfg); err != nil {
+		t.Fatal(err)
+	}
+	c = newClient(cfg)
+	result := make(chan error, 1)
+	go func() { result <- c.start(ctx) }()
+	select {
+	case asked = <-ask:
+	case err := <-result:
+		t.Fatalf("start returned before asking: %v", err)
+	}
+	return c, asked, result
 }
 
 func TestVersion(t *testing.T) {
@@ -86,27 +114,7 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 func TestCloseDuringLogin(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	cfg := offlineConfig(t)
-	asked := make(chan AuthState, 1)
-	cfg.Authorizer = func(ctx context.Context, st AuthState) (string, error) {
-		asked <- st
-		<-ctx.Done()
-		return "", ctx.Err()
-	}
-	cfg = cfg.withDefaults()
-	if err := configureLog(cfg); err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(cfg)
-	started := make(chan error, 1)
-	go func() { started <- c.start(ctx) }()
-
-	var st AuthState
-	select {
-	case st = <-asked:
-	case err := <-started:
-		t.Fatalf("start returned before asking: %v", err)
-	}
+	c, st, started := startWaitingForPerson(ctx, t)
 	if st.Name != StateWaitPhoneNumber || st.Account != "offline" {
 		t.Errorf("asked %+v", st)
 	}
@@ -152,8 +160,8 @@ func TestCloseDuringLogin(t *testing.T) {
 	default:
 		t.Error("Close returned before the pending request was answered")
 	}
-	if err := <-started; !errors.Is(err, context.Canceled) {
-		t.Errorf("start after Close: %v, want context.Canceled", err)
+	if err := <-started; !errors.Is(err, tg.ErrClosed) {
+		t.Errorf("start after Close: %v, want tg.ErrClosed", err)
 	}
 	for range c.Updates() {
 		// Drain: the stream must end.
@@ -163,5 +171,76 @@ func TestCloseDuringLogin(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestTDLibClosesByItself closes TDLib behind the adapter's back, as a
+// logout from another device does: the login waiting for a person ends, the
+// update stream ends, and nothing is sent to the closed TDLib afterwards.
+func TestTDLibClosesByItself(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	c, _, started := startWaitingForPerson(ctx, t)
+
+	if _, err := c.call(ctx, request{"close", map[string]any{}}); err != nil {
+		t.Fatalf("close request: %v", err)
+	}
+	if err := <-started; !errors.Is(err, errTDLibClosing) {
+		t.Errorf("start: %v, want errTDLibClosing", err)
+	}
+	for range c.Updates() {
+		// The stream ends without Close.
+	}
+	if _, err := c.GetMe(ctx); !errors.Is(err, tg.ErrClosed) {
+		t.Errorf("GetMe after TDLib closed: %v, want tg.ErrClosed", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestPumpNeverBlocks makes TDLib send far more than go-tdlib's 1000-slot
+// listener buffer while nobody reads Updates. Every request still gets its
+// answer (a blocked pump would stall them all until go-tdlib's 60-second
+// timeout), and afterwards every update is delivered, in order.
+func TestPumpNeverBlocks(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	c, _, started := startWaitingForPerson(ctx, t)
+
+	// Each setOption puts its answer and an updateOption through the
+	// listener: 1200 items, 600 of them queued for Updates.
+	const toggles = 600
+	for i := range toggles {
+		req := request{"setOption", map[string]any{
+			"name":  "use_storage_optimizer",
+			"value": map[string]any{"@type": "optionValueBoolean", "value": i%2 == 0},
+		}}
+		if _, err := c.call(ctx, req); err != nil {
+			t.Fatalf("setOption %d: %v", i, err)
+		}
+	}
+
+	seen := 0
+	for seen < toggles {
+		select {
+		case u := <-c.Updates():
+			o, ok := u.(tg.OptionChanged)
+			if !ok || o.Name != "use_storage_optimizer" {
+				continue
+			}
+			if want := fmt.Sprint(seen%2 == 0); o.Value != want {
+				t.Fatalf("change %d: %s, want %s", seen, o.Value, want)
+			}
+			seen++
+		case <-ctx.Done():
+			t.Fatalf("%d of %d option changes delivered", seen, toggles)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-started; !errors.Is(err, tg.ErrClosed) {
+		t.Errorf("start: %v", err)
 	}
 }
