@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -453,5 +454,40 @@ func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
 	}
 	if e.world.Calls("a")[tg.MethodSearchChatMessages] == 0 {
 		t.Error("the destination was not searched for the token before deciding")
+	}
+}
+
+// A package arriving at once as the original, an identical re-upload (other
+// unique ids) and a forward of the re-upload is still delivered once: every
+// delivery of a package runs under its content-hash lock, whichever
+// unique-id lock brought the worker there. This is a stress test: the
+// interleaving that once delivered twice (found by TestNoLossUnderFaults)
+// is likely, not certain, in a given round.
+func TestRaceCopiesWithDifferentUniqueIDsOneDelivery(t *testing.T) {
+	t.Parallel()
+	for round := range 5 {
+		e := newEnv(t, "a")
+		p, c := e.pipeline("a")
+		other := e.world.AddChat(tg.KindChannel, "other", "a")
+		if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: other, Account: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		data := archivetest.Tar([]archivetest.File{{Name: "r", Data: fmt.Appendf(nil, "round %d", round)}})
+		orig := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "r.tar", Data: data})
+		reup := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "r.tar", Data: data})
+		fwd := e.world.Post(other, 0, tgsim.Post{FileName: "r.tar", SameFileAs: reup.Document.File.UniqueID})
+		msgs := []tg.Message{e.view(c, orig), e.view(c, reup), e.view(c, fwd)}
+		var wg sync.WaitGroup
+		for i := range 9 {
+			wg.Go(func() {
+				if _, err := p.Process(e.ctx, msgs[i%3]); err != nil {
+					t.Errorf("process: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := len(e.delivered()); n != 1 {
+			t.Fatalf("round %d: destination holds %d copies, want 1", round, n)
+		}
 	}
 }

@@ -56,7 +56,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
 		return "", err
 	} else if ok {
-		return p.finishDuplicate(ctx, parts, pkg, nil)
+		return p.finishDuplicate(ctx, parts, pkg, nil, false)
 	}
 
 	// Layer 4: download and hash, then lock on the content hash.
@@ -74,7 +74,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if pkg, ok, err := p.store.PackageByHash(ctx, hashed.content); err != nil {
 		return "", err
 	} else if ok {
-		return p.finishDuplicate(ctx, parts, pkg, uniq)
+		return p.finishDuplicate(ctx, parts, pkg, uniq, true)
 	}
 
 	// Layer 5: list, within bounds. A bad archive is still mirrored.
@@ -125,7 +125,12 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 // finishDuplicate links parts to an existing package, completing its
 // delivery if an earlier attempt was cut short. newUnique, when set, are
 // unique ids of an identical re-upload to remember for layer 2.
-func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id int64, newUnique []string) (store.Outcome, error) {
+//
+// Deliveries of a package happen only under its content-hash lock: the
+// unique-id lock the caller holds covers these parts, but another copy of
+// the package (a re-upload with other unique ids) may be delivering it at
+// this moment under its own.
+func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id int64, newUnique []string, haveHashLock bool) (store.Outcome, error) {
 	if newUnique != nil {
 		if err := p.store.AddRemoteFiles(ctx, id, newUnique); err != nil {
 			return "", err
@@ -134,6 +139,15 @@ func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id i
 	pkg, err := p.store.GetPackage(ctx, id)
 	if err != nil {
 		return "", err
+	}
+	if !haveHashLock {
+		start := time.Now()
+		hlock, err := p.store.Lock(ctx, "h:"+hex.EncodeToString(pkg.ContentHash))
+		p.m.observeStage(StageLock, start)
+		if err != nil {
+			return "", err
+		}
+		defer hlock.Unlock()
 	}
 	if pkg.PartCount != len(parts) {
 		// Same bytes cut differently: the package is known, but these parts

@@ -15,9 +15,9 @@ import (
 
 // Store is what the listener writes: dirty marks, watermarks and topic names.
 type Store interface {
-	MarkDirty(ctx context.Context, chat tg.ChatID, reason string) error
-	MarkSynced(ctx context.Context, chat tg.ChatID, w int64) error
+	SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error
 	UpsertTopic(ctx context.Context, t tg.Topic) error
+	UpdateAccountStatus(ctx context.Context, account string, connected bool, depth, capacity int) error
 }
 
 // Config configures a Listener.
@@ -244,7 +244,10 @@ func (l *Listener) newMessageLocked(msg tg.Message, now time.Time) {
 	if st.lastSeen != 0 && s > st.lastSeen+1 {
 		l.markDirtyLocked(st, ReasonGap)
 	}
-	st.lastSeen = max(st.lastSeen, s)
+	if s > st.lastSeen {
+		st.lastSeen = s
+		l.pending[st.chat] = struct{}{} // written with the next flush
+	}
 
 	if msg.Document == nil {
 		// Nothing to ingest: handled as soon as seen.
@@ -481,31 +484,31 @@ func (l *Listener) CaughtUp(chat tg.ChatID, w int64) bool {
 // flush writes the state of every source whose state changed.
 func (l *Listener) flush(ctx context.Context) {
 	type write struct {
-		chat   tg.ChatID
-		dirty  bool
-		reason string
-		low    int64
+		chat     tg.ChatID
+		dirty    bool
+		reason   string
+		low      int64
+		lastSeen int64
 	}
 	l.mu.Lock()
 	writes := make([]write, 0, len(l.pending))
 	for chat := range l.pending {
 		st := l.sources[chat]
-		writes = append(writes, write{chat: chat, dirty: st.dirty, reason: st.reason, low: st.low})
+		writes = append(writes, write{chat: chat, dirty: st.dirty, reason: st.reason, low: st.low, lastSeen: st.lastSeen})
 		delete(l.pending, chat)
 	}
 	topics := l.topics
 	l.topics = nil
+	connected, depth := l.conn == tg.ConnReady, len(l.queue)
 	l.mu.Unlock()
+
+	if err := l.store.UpdateAccountStatus(ctx, l.cfg.Account, connected, depth, cap(l.queue)); err != nil && ctx.Err() == nil {
+		l.log.Warn("write account status", "err", err)
+	}
 
 	var failed []tg.ChatID
 	for _, w := range writes {
-		var err error
-		if w.dirty {
-			err = l.store.MarkDirty(ctx, w.chat, w.reason)
-		} else {
-			err = l.store.MarkSynced(ctx, w.chat, w.low)
-		}
-		if err != nil {
+		if err := l.store.SaveSourceState(ctx, w.chat, w.dirty, w.reason, w.low, w.lastSeen); err != nil {
 			failed = append(failed, w.chat)
 			if ctx.Err() == nil {
 				l.log.Warn("write source state", "source", w.chat, "err", err)

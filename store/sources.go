@@ -174,3 +174,21 @@ func (s *Store) TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (b
 	}
 	return ok, nil
 }
+
+// SaveSourceState writes the listener's view of a source: dirty (with its
+// reason) or synced up to watermark, and the newest id seen. Watermark and
+// last seen never move back.
+func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sources SET
+			dirty = $2,
+			dirty_reason = CASE WHEN $2 THEN $3 ELSE '' END,
+			dirty_since = CASE WHEN NOT $2 THEN NULL WHEN dirty THEN dirty_since ELSE now() END,
+			watermark = CASE WHEN $2 THEN watermark ELSE GREATEST(watermark, $4) END,
+			last_seen = GREATEST(last_seen, $5, CASE WHEN $2 THEN 0 ELSE $4 END),
+			updated_at = now()
+		WHERE chat_id = $1`, int64(chat), dirty, reason, watermark, lastSeen)
+	if err != nil {
+		return fmt.Errorf("save state of source %d: %w", chat, err)
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"stashd/internal/pgembed"
+	"stashd/store"
 )
 
 // newFlagSet returns a flag set whose --help prints the command's
@@ -63,6 +64,10 @@ func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL
 		return url, func() {}, nil
 	}
 	dir := filepath.Join(dataDir, "postgres")
+	if url, ok := pgembed.Running(ctx, dir); ok {
+		// Another stashd process (a daemon or a demo) runs it: share it.
+		return url, func() {}, nil
+	}
 	log.Info("starting the embedded PostgreSQL", "dir", dir)
 	c, err := pgembed.Start(ctx, pgembed.Config{Dir: dir, Logger: log})
 	if err != nil {
@@ -81,4 +86,28 @@ func ensureDir(dir string) error {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	return os.Chmod(dir, 0o700)
+}
+
+// openStore opens the catalogue: url when set, otherwise the embedded
+// database under dataDir (shared with the process running it, or started
+// for this command). name, when set, selects another database on that
+// server.
+func openStore(ctx context.Context, url, dataDir, name string) (*store.Store, func(), error) {
+	log := newLogger(os.Stderr, slog.LevelError)
+	dbURL, stopDB, err := database(ctx, url, dataDir, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if name != "" {
+		if dbURL, err = withDatabase(dbURL, name); err != nil {
+			stopDB()
+			return nil, nil, err
+		}
+	}
+	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 2})
+	if err != nil {
+		stopDB()
+		return nil, nil, err
+	}
+	return st, func() { st.Close(); stopDB() }, nil
 }

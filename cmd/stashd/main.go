@@ -18,6 +18,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "run the whole pipeline on the Telegram simulator and audit it", runDemo},
+		{"status", "show accounts, sources, lag, circuits and dead letters", runStatus},
 		{"deadletters", "list or retry messages that failed to ingest", runDeadLetters},
 		{"version", "print the versions of stashd and TDLib", runVersion},
 	}

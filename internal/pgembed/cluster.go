@@ -151,8 +151,34 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		_ = c.Stop() // the start error is the one worth reporting
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
+	// Other stashd commands (status, deadletters) find the running server
+	// through this file rather than starting a second one.
+	if err := os.WriteFile(filepath.Join(dir, urlName), []byte(c.URL("")), 0o600); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
 	log.Info("postgres cluster started", "dir", dir, "socket_dir", sockDir, "pid", c.cmd.Process.Pid)
 	return c, nil
+}
+
+// urlName is the file in the cluster directory that holds the running
+// server's connection string.
+const urlName = "url"
+
+// Running returns the connection string (for the database initdb creates)
+// of a server that a stashd process started in dir and that still accepts
+// connections; ok is false when none does.
+func Running(ctx context.Context, dir string) (url string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, urlName))
+	if err != nil {
+		return "", false
+	}
+	conn, err := pgx.Connect(ctx, string(b))
+	if err != nil {
+		return "", false
+	}
+	_ = conn.Close(ctx)
+	return string(b), true
 }
 
 // URL returns a pgx connection string for database over the cluster's unix
@@ -190,6 +216,7 @@ func (c *Cluster) Stop() error {
 
 func (c *Cluster) stop() error {
 	defer c.removeSockDir()
+	defer os.Remove(filepath.Join(c.dir, urlName))
 	select {
 	case <-c.exited:
 		if c.waitErr != nil {

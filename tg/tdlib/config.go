@@ -146,8 +146,9 @@ type AuthState struct {
 // StateWaitPhoneNumber, the code Telegram sent in StateWaitCode, the 2FA
 // password in StateWaitPassword. The answer is a secret and is never
 // logged. Returning an error abandons the login; the client is closed and New
-// returns that error. It is called from New's goroutine and may block
-// until ctx is done.
+// returns that error. It is called while New runs, one state at a time, and
+// may block until ctx is done (New's context, cancelled also when TDLib
+// closes or the client is closed).
 type Authorizer func(ctx context.Context, state AuthState) (string, error)
 
 // NotLoggedInError is New's error for an account that needs an interactive

@@ -25,7 +25,10 @@
 //     response for a client arrives after its authorizationStateClosed, and
 //     its Authorize loop sends exactly such a request when a handler fails.
 //     A failed login therefore closes TDLib itself and never returns to
-//     go-tdlib's loop, and Close refuses new requests before it closes.
+//     go-tdlib's loop; Close refuses new requests before it sends close;
+//     and when TDLib starts closing on its own (authorizationStateClosing,
+//     e.g. after a logout elsewhere) the adapter stops sending at once, while
+//     TDLib still answers, and ends the update stream when it has closed.
 //   - Requests honour their context; go-tdlib's own Send waits up to 60 s.
 //   - Files are downloaded asynchronously (synchronous=false) and followed
 //     through updateFile; options come from updateOption, not getOption.

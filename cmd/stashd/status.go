@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"stashd/store"
+)
+
+const statusHelp = `Shows what stashd knows, read from its database: accounts (connected,
+Premium, ingest queue), sources (synced, dirty or circuit open; watermark,
+lag, last scan, last error), dead letters and deliveries. It works while a
+daemon or a demo runs, and when none does.`
+
+func runStatus(args []string) int {
+	fs := newFlagSet("status", "status [flags]", statusHelp)
+	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir")
+	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)")
+	database := fs.String("database", "", "database name on the server (the demo uses stashd_demo)")
+	jsonOut := fs.Bool("json", false, "print JSON instead of tables")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, closeStore, err := openStore(ctx, *dbURL, *dataDir, *database)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd status: %v\n", err)
+		return 1
+	}
+	defer closeStore()
+	rep, err := st.Status(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd status: %v\n", err)
+		return 1
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+		return 0
+	}
+	printStatus(rep)
+	return 0
+}
+
+func printStatus(rep store.Status) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "ACCOUNT\tCONNECTED\tPREMIUM\tQUEUE\tREPORTED")
+	for _, a := range rep.Accounts {
+		fmt.Fprintf(w, "%s\t%v\t%v\t%d/%d\t%s\n", a.Name, a.Connected, a.Premium, a.QueueDepth, a.QueueCapacity, ago(a.StatusAt))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "SOURCE\tACCOUNT\tKIND\tSTATE\tWATERMARK\tLAG\tPACKAGES\tLAST SCAN\tTITLE")
+	for _, s := range rep.Sources {
+		state := s.State
+		if s.DirtyReason != "" && s.State == "dirty" {
+			state += " (" + s.DirtyReason + ")"
+		}
+		if s.CircuitUntil != nil {
+			state += " until " + s.CircuitUntil.Local().Format(time.TimeOnly)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", s.ChatID, s.Account, s.Kind, state, s.Watermark, s.Lag, s.Packages, ago(s.LastScanAt), s.Title)
+	}
+	w.Flush()
+	for _, s := range rep.Sources {
+		if s.LastError != "" {
+			fmt.Printf("source %d: last error: %s\n", s.ChatID, s.LastError)
+		}
+	}
+	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",
+		rep.Packages, rep.Deliveries["sent"], rep.Deliveries["intent"], rep.DeadLetters["pending"], rep.DeadLetters["exhausted"])
+}
+
+func ago(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return time.Since(*t).Round(time.Second).String() + " ago"
+}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// UpdateAccountStatus records what the running daemon sees of an account.
+func (s *Store) UpdateAccountStatus(ctx context.Context, account string, connected bool, depth, capacity int) error {
+	_, err := s.pool.Exec(ctx, `UPDATE accounts SET connected = $2, queue_depth = $3, queue_capacity = $4,
+		status_at = now() WHERE name = $1`, account, connected, depth, capacity)
+	if err != nil {
+		return fmt.Errorf("update status of account %s: %w", account, err)
+	}
+	return nil
+}
+
+// AccountStatus is one account as `stashd status` shows it.
+type AccountStatus struct {
+	Name          string     `json:"name"`
+	Premium       bool       `json:"premium"`
+	Connected     bool       `json:"connected"`
+	QueueDepth    int        `json:"queue_depth"`
+	QueueCapacity int        `json:"queue_capacity"`
+	StatusAt      *time.Time `json:"status_at"`
+}
+
+// SourceStatus is one source as `stashd status` shows it.
+type SourceStatus struct {
+	ChatID       int64      `json:"chat_id"`
+	Account      string     `json:"account"`
+	Kind         string     `json:"kind"`
+	Title        string     `json:"title"`
+	State        string     `json:"state"`
+	DirtyReason  string     `json:"dirty_reason,omitempty"`
+	Watermark    int64      `json:"watermark"`
+	LastSeen     int64      `json:"last_seen"`
+	Lag          int64      `json:"lag"`
+	LastScanAt   *time.Time `json:"last_scan_at"`
+	CircuitUntil *time.Time `json:"circuit_until,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+	Packages     int        `json:"packages"`
+}
+
+// Status is the whole report.
+type Status struct {
+	Accounts    []AccountStatus `json:"accounts"`
+	Sources     []SourceStatus  `json:"sources"`
+	DeadLetters map[string]int  `json:"dead_letters"`
+	Packages    int             `json:"packages"`
+	Deliveries  map[string]int  `json:"deliveries"`
+}
+
+// Status reads the report `stashd status` prints.
+func (s *Store) Status(ctx context.Context) (Status, error) {
+	var st Status
+	rows, err := s.pool.Query(ctx, `SELECT name, is_premium, connected, queue_depth, queue_capacity, status_at
+		FROM accounts ORDER BY name`)
+	if err != nil {
+		return st, fmt.Errorf("read accounts: %w", err)
+	}
+	st.Accounts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountStatus, error) {
+		var a AccountStatus
+		err := r.Scan(&a.Name, &a.Premium, &a.Connected, &a.QueueDepth, &a.QueueCapacity, &a.StatusAt)
+		return a, err
+	})
+	if err != nil {
+		return st, fmt.Errorf("read accounts: %w", err)
+	}
+	rows, err = s.pool.Query(ctx, `SELECT s.chat_id, s.account, s.kind, s.title,
+			CASE WHEN s.circuit_until > now() THEN 'circuit_open' WHEN s.dirty THEN 'dirty' ELSE 'synced' END,
+			s.dirty_reason, s.watermark, s.last_seen, s.last_scan_at,
+			CASE WHEN s.circuit_until > now() THEN s.circuit_until END, s.last_error,
+			(SELECT count(DISTINCT package_id) FROM source_messages m WHERE m.chat_id = s.chat_id AND m.package_id IS NOT NULL)
+		FROM sources s ORDER BY s.account, s.chat_id`)
+	if err != nil {
+		return st, fmt.Errorf("read sources: %w", err)
+	}
+	st.Sources, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SourceStatus, error) {
+		var x SourceStatus
+		err := r.Scan(&x.ChatID, &x.Account, &x.Kind, &x.Title, &x.State, &x.DirtyReason, &x.Watermark,
+			&x.LastSeen, &x.LastScanAt, &x.CircuitUntil, &x.LastError, &x.Packages)
+		x.Lag = max(x.LastSeen-x.Watermark, 0)
+		return x, err
+	})
+	if err != nil {
+		return st, fmt.Errorf("read sources: %w", err)
+	}
+	dl, err := s.DeadLetterCounts(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.DeadLetters = map[string]int{}
+	for k, v := range dl {
+		st.DeadLetters[string(k)] = v
+	}
+	dc, err := s.DeliveryCounts(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Deliveries = map[string]int{}
+	for k, v := range dc {
+		st.Deliveries[string(k)] = v
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM packages`).Scan(&st.Packages); err != nil {
+		return st, fmt.Errorf("count packages: %w", err)
+	}
+	return st, nil
+}
