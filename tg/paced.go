@@ -69,6 +69,9 @@ func NewPaced(c Client, cfg PacedConfig, m *Metrics) *Paced {
 	if cfg.MaxFloodWaits <= 0 {
 		cfg.MaxFloodWaits = 3
 	}
+	if m != nil {
+		m.floodWait.WithLabelValues(cfg.Account) // exported at 0 from the start
+	}
 	return &Paced{Client: c, cfg: cfg, limiter: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), m: m}
 }
 
