@@ -73,6 +73,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress, when set, is called about four times a second.
 	Progress func(Progress)
+	// Connect, when set, replaces the in-process simulated client: it
+	// returns a started Telegram client for an account of world (the
+	// TDLib-JSON test world uses it to put the real TDLib adapter between
+	// the daemon and the simulator).
+	Connect func(ctx context.Context, world *tgsim.World, account string) (tg.Client, error)
 	// Gatherer, when set, receives the current daemon's registry each time
 	// a daemon starts (for a /metrics endpoint that survives restarts).
 	Gatherer func(prometheus.Gatherer)
@@ -206,9 +211,7 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 func (r *runner) start(ctx context.Context) (*daemon.Daemon, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d := daemon.New(r.config(reg), r.st, func(ctx context.Context, account string) (tg.Client, error) {
-		return r.world.Client(account), nil
-	})
+	d := daemon.New(r.config(reg), r.st, r.dial)
 	if err := d.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -224,6 +227,15 @@ func (r *runner) start(ctx context.Context) (*daemon.Daemon, error) {
 		}
 	}()
 	return d, nil
+}
+
+// dial returns a fresh client of account: a new TDLib instance, as after a
+// process restart.
+func (r *runner) dial(ctx context.Context, account string) (tg.Client, error) {
+	if r.o.Connect != nil {
+		return r.o.Connect(ctx, r.world, account)
+	}
+	return r.world.Client(account), nil
 }
 
 func (r *runner) current() *daemon.Daemon {
@@ -481,9 +493,7 @@ func (r *runner) idleRestart(ctx context.Context) (map[string]int, error) {
 	old.Shutdown(ctx)
 
 	reg := prometheus.NewRegistry()
-	d := daemon.New(r.config(reg), r.st, func(ctx context.Context, account string) (tg.Client, error) {
-		return r.world.Client(account), nil
-	})
+	d := daemon.New(r.config(reg), r.st, r.dial)
 	if err := d.Prepare(ctx); err != nil {
 		return nil, err
 	}
