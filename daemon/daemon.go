@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +27,16 @@ type Dialer func(ctx context.Context, account string) (tg.Client, error)
 
 // Account is one Telegram account and the sources it watches.
 type Account struct {
-	Name    string
+	Name string
+	// Sources are watched chats by id.
 	Sources []tg.ChatID
+	// Named are watched chats by public username, resolved with
+	// searchPublicChat when the account starts.
+	Named []string
+	// Topics limits forum sources to some topics (by chat id, or by
+	// "@username" for named sources); a source not listed mirrors every
+	// topic.
+	Topics map[string][]int64
 }
 
 // Config configures a Daemon. Zero durations and sizes take the documented
@@ -34,6 +44,9 @@ type Account struct {
 type Config struct {
 	Accounts     []Account
 	Destinations []tg.ChatID
+	// DestinationNames are destinations by public username, resolved by
+	// each account at start.
+	DestinationNames []string
 	// Workers per account; zero means 4.
 	Workers int
 	// QueueCapacity per account; zero means 1024.
@@ -250,6 +263,7 @@ type accountRun struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	sources int
+	account Account // with named sources resolved
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
@@ -307,6 +321,12 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	if err := d.store.UpsertAccount(ctx, a.Name, me.ID, me.IsPremium); err != nil {
 		return fail(err)
 	}
+	a, dests, accept, err := d.resolve(ctx, r, a)
+	if err != nil {
+		return fail(err)
+	}
+	r.sources = len(a.Sources)
+	r.account = a
 	if err := d.registerSources(ctx, r, a); err != nil {
 		return fail(err)
 	}
@@ -329,7 +349,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	}
 
 	icfg := d.cfg.Ingest
-	icfg.Account, icfg.Destinations, icfg.Logger = a.Name, d.cfg.Destinations, d.log
+	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
 	lst := r.lst
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
 		low, _, ok := lst.Watermark(chat)
@@ -348,6 +368,70 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
 
 	return r, nil
+}
+
+// resolve turns an account's named sources and destinations into chat ids
+// (searchPublicChat, once per name at start) and builds its topic filter.
+// A name that does not resolve is an error that stops the start: a typo in
+// the configuration must not look like an idle source.
+func (d *Daemon) resolve(ctx context.Context, r *accountRun, a Account) (Account, []tg.ChatID, func(tg.Message) bool, error) {
+	byName := map[string]tg.ChatID{}
+	lookup := func(name string) (tg.ChatID, error) {
+		if id, ok := byName[name]; ok {
+			return id, nil
+		}
+		c, err := r.paced.SearchPublicChat(ctx, name)
+		if err != nil {
+			return 0, fmt.Errorf("resolve @%s: %w", name, err)
+		}
+		byName[name] = c.ID
+		return c.ID, nil
+	}
+	out := a
+	out.Sources = append([]tg.ChatID(nil), a.Sources...)
+	for _, name := range a.Named {
+		id, err := lookup(name)
+		if err != nil {
+			return a, nil, nil, err
+		}
+		out.Sources = append(out.Sources, id)
+	}
+	dests := append([]tg.ChatID(nil), d.cfg.Destinations...)
+	for _, name := range d.cfg.DestinationNames {
+		id, err := lookup(name)
+		if err != nil {
+			return a, nil, nil, err
+		}
+		dests = append(dests, id)
+	}
+	topics := map[tg.ChatID]map[int64]bool{}
+	for key, list := range a.Topics {
+		var id tg.ChatID
+		if name, ok := strings.CutPrefix(key, "@"); ok {
+			var err error
+			if id, err = lookup(name); err != nil {
+				return a, nil, nil, err
+			}
+		} else {
+			n, err := strconv.ParseInt(key, 10, 64)
+			if err != nil {
+				return a, nil, nil, fmt.Errorf("topic filter key %q is neither a chat id nor @username", key)
+			}
+			id = tg.ChatID(n)
+		}
+		topics[id] = map[int64]bool{}
+		for _, t := range list {
+			topics[id][t] = true
+		}
+	}
+	var accept func(tg.Message) bool
+	if len(topics) > 0 {
+		accept = func(m tg.Message) bool {
+			allowed, filtered := topics[m.ChatID]
+			return !filtered || allowed[m.TopicID()]
+		}
+	}
+	return out, dests, accept, nil
 }
 
 // registerSources records sources the store does not know yet, with their
@@ -407,21 +491,59 @@ func (d *Daemon) Status() []Status {
 	out := make([]Status, 0, len(d.accounts))
 	for _, r := range d.accounts {
 		st := Status{Account: r.name, QueueDepth: len(r.lst.Queue()), QueueCapacity: r.lst.Capacity(), WorkersAlive: r.pool.Alive()}
-		for _, a := range d.cfg.Accounts {
-			if a.Name == r.name {
-				for _, c := range a.Sources {
-					if r.lst.IsDirty(c) {
-						st.Dirty++
-					}
-					if low, seen, ok := r.lst.Watermark(c); ok && seen > low {
-						st.Lag += seen - low
-					}
-				}
+		for _, c := range r.account.Sources {
+			if r.lst.IsDirty(c) {
+				st.Dirty++
+			}
+			if low, seen, ok := r.lst.Watermark(c); ok && seen > low {
+				st.Lag += seen - low
 			}
 		}
 		out = append(out, st)
 	}
 	return out
+}
+
+// Health reports whether the daemon can do its work: every account has a
+// live update pump and at least one live ingest worker, and the store
+// answers. The systemd watchdog is fed only while it returns nil.
+func (d *Daemon) Health(ctx context.Context) error {
+	d.mu.Lock()
+	runs := d.accounts
+	d.mu.Unlock()
+	if len(runs) == 0 {
+		return errors.New("no account running")
+	}
+	for _, r := range runs {
+		select {
+		case <-r.sess.Done():
+			return fmt.Errorf("account %s: telegram client stopped", r.name)
+		default:
+		}
+		if r.pool.Alive() == 0 {
+			return fmt.Errorf("account %s: no live ingest worker", r.name)
+		}
+	}
+	if err := d.store.Ping(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	return nil
+}
+
+// Ready reports whether every account is connected to Telegram (readiness
+// for traffic, as /readyz shows it), on top of Health.
+func (d *Daemon) Ready(ctx context.Context) error {
+	if err := d.Health(ctx); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.accounts {
+		if st := r.sess.ConnectionState(); st != tg.ConnReady {
+			return fmt.Errorf("account %s: connection %s", r.name, cmp.Or(string(st), "unknown"))
+		}
+	}
+	return nil
 }
 
 // ErrNoAccounts is returned for a configuration without accounts.

@@ -117,7 +117,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", err
 	}
 	if listErr != nil {
-		p.log.Info("archive listing failed; package mirrored anyway", "package", id, "name", name, "err", listErr)
+		p.log.Debug("archive listing failed; package mirrored anyway", "package", id, "name", name, "err", listErr)
 	}
 	return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
 }

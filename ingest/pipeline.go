@@ -61,6 +61,10 @@ type Config struct {
 	// SetSettle is how long a multipart set or album must be quiet (no new
 	// part) before it is treated as complete; zero means 30 s.
 	SetSettle time.Duration
+	// Accept, when set, says whether a message is to be mirrored at all
+	// (the per-source topic filter); a refused message is recorded as not
+	// an archive. Nil accepts everything.
+	Accept func(tg.Message) bool
 	// SourceSynced, when set, reports whether chat is synced with every
 	// message up to server id upTo handled. A set is only complete once its
 	// source is: a part lost by the live stream must not be taken for the
@@ -226,7 +230,7 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	cls := classify(msg)
 	p.m.observeStage(StageClassify, start)
 	switch {
-	case !cls.archive:
+	case !cls.archive || (p.cfg.Accept != nil && !p.cfg.Accept(msg)):
 		return store.OutcomeNotArchive, p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomeNotArchive, 0))
 	case cls.setKey != "" && !cls.name.IsMultipart() && msg.AlbumID == 0:
 		// A plain zip or rar already catalogued on its own (a forward of a

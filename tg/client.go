@@ -22,6 +22,9 @@ type Client interface {
 	GetMe(ctx context.Context) (User, error)
 	// GetChat returns a chat from the client's local state. It is cheap.
 	GetChat(ctx context.Context, chat ChatID) (Chat, error)
+	// SearchPublicChat resolves a public @username (without the @) to its
+	// chat; unknown names fail with ErrChatNotFound.
+	SearchPublicChat(ctx context.Context, username string) (Chat, error)
 	// OpenChat asks for realtime updates of chat. Supergroups and channels
 	// receive updates only while open.
 	OpenChat(ctx context.Context, chat ChatID) error
@@ -51,6 +54,7 @@ const (
 	MethodGetMe                = "getMe"
 	MethodGetChat              = "getChat"
 	MethodOpenChat             = "openChat"
+	MethodSearchPublicChat     = "searchPublicChat"
 	MethodSearchChatMessages   = "searchChatMessages"
 	MethodGetMessage           = "getMessage"
 	MethodGetChatMessageByDate = "getChatMessageByDate"
@@ -61,7 +65,7 @@ const (
 
 // Methods lists every request method of the port.
 var Methods = []string{
-	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat,
+	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodSendMessage,
 }

@@ -160,6 +160,11 @@ func (p *Paced) GetChat(ctx context.Context, chat ChatID) (Chat, error) {
 	return do(ctx, p, MethodGetChat, func() (Chat, error) { return p.Client.GetChat(ctx, chat) })
 }
 
+// SearchPublicChat implements Client.
+func (p *Paced) SearchPublicChat(ctx context.Context, username string) (Chat, error) {
+	return do(ctx, p, MethodSearchPublicChat, func() (Chat, error) { return p.Client.SearchPublicChat(ctx, username) })
+}
+
 // OpenChat implements Client.
 func (p *Paced) OpenChat(ctx context.Context, chat ChatID) error {
 	return do0(ctx, p, MethodOpenChat, func() error { return p.Client.OpenChat(ctx, chat) })

@@ -392,6 +392,31 @@ func (c *Client) GetChat(ctx context.Context, chat tg.ChatID) (tg.Chat, error) {
 	return out, nil
 }
 
+// SearchPublicChat implements tg.Client.
+func (c *Client) SearchPublicChat(ctx context.Context, username string) (tg.Chat, error) {
+	data, err := c.call(ctx, searchPublicChatRequest(username))
+	if err != nil {
+		return tg.Chat{}, fmt.Errorf("resolve @%s: %w", username, err)
+	}
+	out, supergroup, err := decodeChat(data)
+	if err != nil || supergroup == 0 {
+		return out, err
+	}
+	// As in GetChat: only the supergroup tells a forum apart.
+	data, err = c.call(ctx, getSupergroupRequest(supergroup))
+	if err != nil {
+		return tg.Chat{}, fmt.Errorf("get supergroup of @%s: %w", username, err)
+	}
+	forum, err := decodeSupergroupIsForum(data)
+	if err != nil {
+		return tg.Chat{}, err
+	}
+	if forum {
+		out.Kind = tg.KindForum
+	}
+	return out, nil
+}
+
 // OpenChat implements tg.Client.
 func (c *Client) OpenChat(ctx context.Context, chat tg.ChatID) error {
 	if _, err := c.call(ctx, openChatRequest(chat)); err != nil {

@@ -41,6 +41,11 @@ func (*Client) GetChat(context.Context, tg.ChatID) (tg.Chat, error) {
 }
 
 // OpenChat implements tg.Client.
+// SearchPublicChat implements tg.Client.
+func (*Client) SearchPublicChat(context.Context, string) (tg.Chat, error) {
+	return tg.Chat{}, tg.ErrNoTDLib
+}
+
 func (*Client) OpenChat(context.Context, tg.ChatID) error { return tg.ErrNoTDLib }
 
 // SearchChatMessages implements tg.Client.

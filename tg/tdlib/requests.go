@@ -35,6 +35,10 @@ func getChatRequest(chat tg.ChatID) request {
 	return request{tg.MethodGetChat, map[string]any{"chat_id": int64(chat)}}
 }
 
+func searchPublicChatRequest(username string) request {
+	return request{tg.MethodSearchPublicChat, map[string]any{"username": username}}
+}
+
 func getSupergroupRequest(id int64) request {
 	return request{"getSupergroup", map[string]any{"supergroup_id": id}}
 }

@@ -48,6 +48,8 @@ func TestRequests(t *testing.T) {
 			`{"@type":"loadChats","chat_list":{"@type":"chatListMain"},"limit":100}`},
 		{"getChat", getChatRequest(channel),
 			`{"@type":"getChat","chat_id":-1001987654321}`},
+		{"searchPublicChat", searchPublicChatRequest("stashd_news"),
+			`{"@type":"searchPublicChat","username":"stashd_news"}`},
 		{"searchChatMessages documents", search,
 			`{"@type":"searchChatMessages","chat_id":-1002123456789,"filter":{"@type":"searchMessagesFilterDocument"},"from_message_id":41943040,"limit":100,"message_thread_id":0,"offset":-99,"query":"","saved_messages_topic_id":0,"sender_id":null}`},
 		{"searchChatMessages all in a topic", all,

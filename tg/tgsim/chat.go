@@ -9,15 +9,17 @@ import (
 
 // chat is a channel, supergroup, forum or private chat and its history.
 type chat struct {
-	id      tg.ChatID
-	kind    tg.ChatKind
-	title   string
-	private bool
-	members []string // join order, for a deterministic delivery order
-	isMem   map[string]bool
-	msgs    []*message // live messages, ascending id
-	lastSeq int64      // last server id handed out; deletions leave holes
-	topics  map[int64]*topic
+	id    tg.ChatID
+	kind  tg.ChatKind
+	title string
+	// username is the public @name, without the @; "" for private chats.
+	username string
+	private  bool
+	members  []string // join order, for a deterministic delivery order
+	isMem    map[string]bool
+	msgs     []*message // live messages, ascending id
+	lastSeq  int64      // last server id handed out; deletions leave holes
+	topics   map[int64]*topic
 	// fileRefs counts the live messages carrying each unique id, so that
 	// "can this account see the file" costs no scan.
 	fileRefs map[string]int

@@ -2,6 +2,7 @@ package tgsim
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -194,6 +195,23 @@ func (c *Client) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
 			return tg.Chat{}, err
 		}
 		return tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}, nil
+	})
+}
+
+// SearchPublicChat implements tg.Client. Like TDLib it finds any public
+// chat, member or not (getChat on a chat the account is not in still
+// fails).
+func (c *Client) SearchPublicChat(ctx context.Context, username string) (tg.Chat, error) {
+	return call(ctx, c, tg.MethodSearchPublicChat, func() (tg.Chat, error) {
+		for _, ch := range c.w.chats {
+			if ch.username != "" && strings.EqualFold(ch.username, username) {
+				if ch.private {
+					return tg.Chat{}, errChannelPrivate()
+				}
+				return tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}, nil
+			}
+		}
+		return tg.Chat{}, errChatNotFound()
 	})
 }
 

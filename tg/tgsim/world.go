@@ -130,6 +130,13 @@ func (w *World) AddChat(kind tg.ChatKind, title string, members ...string) tg.Ch
 	return id
 }
 
+// SetUsername gives chat a public @username (without the @).
+func (w *World) SetUsername(chat tg.ChatID, username string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustChat(chat).username = username
+}
+
 // Join makes account a member of chat. Joining twice is harmless.
 func (w *World) Join(account string, chat tg.ChatID) {
 	w.mu.Lock()

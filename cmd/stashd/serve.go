@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/internal/config"
+	"stashd/internal/pgembed"
+	"stashd/rescan"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tdlib"
+	"stashd/tg/tgsim"
+)
+
+const serveHelp = `Runs the daemon: every configured account's TDLib client, listener,
+ingest workers, catch-up, rescan and dead-letter retry, until SIGINT or
+SIGTERM, then drains gracefully (a second signal aborts the drain).
+
+Settings come from --config (TOML, see deploy/stashd.example.toml), then
+STASHD_* environment variables, then the flags below; each setting is
+documented in README.md with its default. A bad setting is reported in one
+line naming it, with exit status 2, and nothing is started.
+
+Under systemd (Type=notify) it reports READY=1 once the database and every
+account are up, feeds the watchdog while it is healthy and reports
+STOPPING=1 when asked to stop.
+
+--simulate runs the same daemon against the built-in Telegram simulator
+instead of TDLib, publishing a stream of archives: no credentials needed.`
+
+func runServe(args []string) int {
+	fs := newFlagSet("serve", "serve [--config FILE] [flags]", serveHelp)
+	configPath := fs.String("config", os.Getenv("STASHD_CONFIG"), "TOML configuration file (env STASHD_CONFIG)")
+	simulate := fs.Bool("simulate", false, "use the built-in Telegram simulator instead of TDLib")
+	simSeed := fs.Int64("simulate-seed", 1, "with --simulate: seed of the simulated world")
+	simRate := fs.Float64("simulate-rate", 5, "with --simulate: items published per second")
+	config.RegisterFlags(fs)
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	cfg, err := config.LoadMode(*configPath, os.Getenv, fs, !*simulate)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
+		return 2
+	}
+	log := configuredLogger(cfg)
+	slog.SetDefault(log)
+
+	// First signal: stop taking work and drain. Second: abort the drain.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		log.Error("data directory", "err", err)
+		return 1
+	}
+	s := &server{cfg: cfg, log: log}
+	if err := s.openStore(ctx); err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	defer s.close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	dcfg, dial, err := s.daemonConfig(ctx, *simulate, *simSeed, *simRate, reg)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	d := daemon.New(dcfg, s.st, dial)
+	if err := s.serveHTTP(d, reg); err != nil {
+		log.Error("metrics listener", "err", err)
+		return 1
+	}
+	if err := d.Start(ctx); err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if s.publish != nil {
+		go s.publish(ctx)
+	}
+	notify(log, sddaemon.SdNotifyReady)
+	log.Info("stashd started", "accounts", len(dcfg.Accounts), "metrics", s.metricsAddr)
+	go watchdog(ctx, log, d)
+
+	code := 0
+	select {
+	case sig := <-sigs:
+		log.Info("stopping", "signal", sig.String())
+	case err := <-d.Fatal():
+		log.Error("stopping: the daemon cannot go on", "err", err)
+		code = 1
+	case <-s.dbDone:
+		log.Error("stopping: the embedded PostgreSQL exited")
+		code = 1
+	}
+	notify(log, sddaemon.SdNotifyStopping)
+	drainCtx, abort := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-sigs:
+			log.Warn("second signal: aborting the drain")
+			abort()
+		case <-drainCtx.Done():
+		}
+	}()
+	d.Shutdown(drainCtx)
+	abort()
+	cancel()
+	log.Info("stopped")
+	return code
+}
+
+// server holds what serve opens, for closing in order.
+type server struct {
+	cfg         config.Config
+	log         *slog.Logger
+	st          *store.Store
+	stopDB      func()
+	dbDone      <-chan struct{}
+	http        *http.Server
+	metricsAddr string
+	publish     func(ctx context.Context)
+}
+
+func (s *server) openStore(ctx context.Context) error {
+	url := s.cfg.DatabaseURL
+	s.stopDB = func() {}
+	if url == "" {
+		c, err := pgembed.Start(ctx, pgembed.Config{Dir: filepath.Join(s.cfg.DataDir, "postgres"), Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("embedded database: %w", err)
+		}
+		s.stopDB = func() {
+			if err := c.Stop(); err != nil {
+				s.log.Warn("stop embedded PostgreSQL", "err", err)
+			}
+		}
+		s.dbDone = c.Done()
+		url = c.URL("")
+	}
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: int32(len(s.cfg.Accounts)*s.cfg.Workers*2 + 16)})
+	if err != nil {
+		s.stopDB()
+		return err
+	}
+	s.st = st
+	return nil
+}
+
+// close releases in order: the HTTP endpoint, the pool, the database.
+func (s *server) close() {
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.http.Shutdown(ctx)
+		cancel()
+	}
+	s.st.Close()
+	s.stopDB()
+}
+
+func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
+	if s.cfg.MetricsAddr == "off" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	s.metricsAddr = ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := d.Ready(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = s.http.Serve(ln) }()
+	return nil
+}
+
+// daemonConfig builds the daemon's configuration and its Telegram dialer.
+func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, rate float64, reg prometheus.Registerer) (daemon.Config, daemon.Dialer, error) {
+	c := s.cfg
+	dcfg := daemon.Config{
+		Workers: c.Workers, QueueCapacity: c.QueueCapacity, Rate: c.Rate,
+		Ingest:       ingest.Config{SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration},
+		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},
+		DrainTimeout: c.DrainTimeout.Duration,
+		Logger:       s.log,
+		Registry:     reg,
+	}
+	if simulate {
+		return s.simulated(dcfg, seed, rate)
+	}
+	for _, ref := range c.Destinations {
+		r, _ := config.ParseChatRef(ref) // validated by Load
+		if r.Username != "" {
+			dcfg.DestinationNames = append(dcfg.DestinationNames, r.Username)
+		} else {
+			dcfg.Destinations = append(dcfg.Destinations, r.ID)
+		}
+	}
+	for _, a := range c.Accounts {
+		acct := daemon.Account{Name: a.Name, Topics: map[string][]int64{}}
+		for _, src := range a.Sources {
+			r, _ := config.ParseChatRef(src.Chat)
+			key := strconv.FormatInt(int64(r.ID), 10)
+			if r.Username != "" {
+				acct.Named = append(acct.Named, r.Username)
+				key = "@" + r.Username
+			} else {
+				acct.Sources = append(acct.Sources, r.ID)
+			}
+			if len(src.Topics) > 0 {
+				acct.Topics[key] = src.Topics
+			}
+		}
+		dcfg.Accounts = append(dcfg.Accounts, acct)
+	}
+	dial := func(ctx context.Context, account string) (tg.Client, error) {
+		return tdlib.New(ctx, tdlib.Config{
+			Account: account, StateDir: filepath.Join(c.DataDir, "accounts", account),
+			APIID: c.APIID, APIHash: c.APIHash, Logger: s.log,
+		})
+	}
+	return dcfg, dial, nil
+}
+
+// simulated wires the daemon to an in-process simulated world that
+// publishes rate items per second.
+func (s *server) simulated(dcfg daemon.Config, seed int64, rate float64) (daemon.Config, daemon.Dialer, error) {
+	world := tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: filepath.Join(s.cfg.DataDir, "simulated-files")})
+	gen := tgsim.NewGenerator(world, tgsim.Scenario{Seed: seed, Sources: 3, Accounts: 1})
+	dcfg.Destinations = gen.Destinations()
+	for _, name := range gen.Accounts() {
+		a := daemon.Account{Name: name}
+		for _, src := range gen.Sources() {
+			if src.Account == name {
+				a.Sources = append(a.Sources, src.Chat)
+			}
+		}
+		dcfg.Accounts = append(dcfg.Accounts, a)
+	}
+	s.publish = func(ctx context.Context) {
+		if rate <= 0 {
+			return
+		}
+		t := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				gen.Step()
+			}
+		}
+	}
+	return dcfg, func(ctx context.Context, account string) (tg.Client, error) { return world.Client(account), nil }, nil
+}
+
+// watchdog feeds systemd's watchdog at half its interval while the daemon
+// is healthy. A stuck or broken daemon stops feeding it, and systemd
+// restarts the service.
+func watchdog(ctx context.Context, log *slog.Logger, d *daemon.Daemon) {
+	interval, err := sddaemon.SdWatchdogEnabled(false)
+	if err != nil || interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	healthy := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, interval/2)
+		err := d.Health(hctx)
+		cancel()
+		switch {
+		case err == nil:
+			notify(log, sddaemon.SdNotifyWatchdog)
+			if !healthy {
+				log.Info("healthy again")
+			}
+			healthy = true
+		case healthy:
+			log.Error("unhealthy: not feeding the watchdog", "err", err)
+			healthy = false
+		}
+	}
+}
+
+func notify(log *slog.Logger, state string) {
+	if _, err := sddaemon.SdNotify(false, state); err != nil {
+		log.Warn("notify systemd", "state", state, "err", err)
+	}
+}
+
+// configuredLogger builds the logger the configuration asks for.
+func configuredLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	switch cfg.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return newLogger(os.Stderr, level)
+}

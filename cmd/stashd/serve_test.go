@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// buildStashd builds the binary under test (without TDLib: serve runs on
+// the simulator here).
+func buildStashd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stashd")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// The daemon under a fake systemd: READY=1 once up, WATCHDOG=1 while
+// healthy, STOPPING=1 on SIGTERM, then a graceful drain and exit 0 with no
+// delivery left half done.
+func TestServeNotifiesSystemd(t *testing.T) {
+	bin := buildStashd(t)
+	dir := t.TempDir()
+	sockPath := filepath.Join(dir, "notify.sock")
+	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sockPath, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	dbURL := pgtest.New(t)
+
+	cmd := exec.Command(bin, "serve", "--simulate", "--simulate-rate", "40",
+		"--data-dir", filepath.Join(dir, "data"), "--metrics-addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sockPath, "WATCHDOG_USEC=300000", "STASHD_DATABASE_URL="+dbURL)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
+
+	var seen []string
+	await := func(state string) {
+		t.Helper()
+		buf := make([]byte, 4096)
+		for {
+			_ = sock.SetReadDeadline(time.Now().Add(60 * time.Second))
+			n, err := sock.Read(buf)
+			if err != nil {
+				t.Fatalf("waiting for %s (seen %v): %v\nstderr:\n%s", state, seen, err, stderr.String())
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(buf[:n])), "\n") {
+				seen = append(seen, line)
+				if line == state {
+					return
+				}
+			}
+		}
+	}
+	await("READY=1")
+	await("WATCHDOG=1")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	await("STOPPING=1")
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+	order := map[string]int{}
+	for i, s := range seen {
+		if _, ok := order[s]; !ok {
+			order[s] = i
+		}
+	}
+	if !(order["READY=1"] < order["WATCHDOG=1"] && order["WATCHDOG=1"] < order["STOPPING=1"]) {
+		t.Errorf("notifications out of order: %v", seen)
+	}
+
+	// The drain finished every delivery it started.
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var intents, packages int
+	if err := conn.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM deliveries WHERE state = 'intent'),
+		(SELECT count(*) FROM packages)`).Scan(&intents, &packages); err != nil {
+		t.Fatal(err)
+	}
+	if intents != 0 {
+		t.Errorf("%d deliveries left as intents after a graceful stop", intents)
+	}
+	if packages == 0 {
+		t.Errorf("the daemon catalogued nothing while running\nstderr:\n%s", stderr.String())
+	}
+}
+
+// A bad configuration is one line naming the field, exit status 2, and
+// nothing started.
+func TestServeBadConfigExits2(t *testing.T) {
+	bin := buildStashd(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "stashd.toml")
+	body := "api_id = 1\napi_hash = \"0123456789abcdef0123456789abcdef\"\nworkerz = 3\ndestinations = [\"@mirror_x\"]\n[[accounts]]\nname = \"a\"\nsources = [\"@abcd\"]\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit = %v, want status 2; output:\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "workerz") {
+		t.Errorf("output %q: want one line naming workerz", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("data directory created for a bad configuration (stat: %v)", err)
+	}
+}

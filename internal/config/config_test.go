@@ -1,0 +1,162 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"stashd/tg"
+)
+
+const hash = "0123456789abcdef0123456789abcdef"
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "stashd.toml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func noEnv(string) string { return "" }
+
+const good = `
+api_id = 42
+api_hash = "` + hash + `"
+destinations = ["@mirror_here"]
+[[accounts]]
+name = "main"
+sources = ["@news_channel", { chat = "https://t.me/c/1234567890/5", topics = [3, 17] }]
+`
+
+func TestExampleConfigIsValid(t *testing.T) {
+	t.Parallel()
+	env := func(k string) string {
+		if k == "STASHD_API_HASH" {
+			return hash
+		}
+		return ""
+	}
+	c, err := Load("../../deploy/stashd.example.toml", env, nil)
+	if err != nil {
+		t.Fatalf("the shipped example does not load: %v", err)
+	}
+	if len(c.Accounts) != 1 || len(c.Accounts[0].Sources) != 4 || c.Accounts[0].Sources[3].Topics[1] != 17 {
+		t.Errorf("example read as %+v", c.Accounts)
+	}
+}
+
+func TestLoadFillsDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(write(t, good), noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != "/var/lib/stashd" || c.MetricsAddr != "127.0.0.1:9464" || c.Workers != 4 ||
+		c.QueueCapacity != 1024 || c.Rate != 20 || c.DrainTimeout.Duration != 20*time.Second ||
+		c.RescanInterval.Duration != 6*time.Hour || c.SetSettle.Duration != 10*time.Second {
+		t.Errorf("defaults not filled: %+v", c)
+	}
+	if got := c.Accounts[0].Sources[1]; got.Chat != "https://t.me/c/1234567890/5" || len(got.Topics) != 2 {
+		t.Errorf("table source read as %+v", got)
+	}
+}
+
+func TestPrecedenceFlagsOverEnvOverFile(t *testing.T) {
+	t.Parallel()
+	p := write(t, "workers = 2\nqueue_capacity = 10\nrate = 5\n"+good)
+	env := func(k string) string {
+		switch k {
+		case "STASHD_WORKERS":
+			return "3"
+		case "STASHD_QUEUE_CAPACITY":
+			return "11"
+		}
+		return ""
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse([]string{"--workers", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p, env, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workers != 7 || c.QueueCapacity != 11 || c.Rate != 5 {
+		t.Errorf("workers %d (flag 7), queue %d (env 11), rate %v (file 5)", c.Workers, c.QueueCapacity, c.Rate)
+	}
+}
+
+func TestErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, body, field string }{
+		{"unknown field", "workerz = 3\n" + good, "workerz"},
+		{"bad source", strings.Replace(good, "@news_channel", "t.me/", 1), "accounts[0].sources[0]"},
+		{"bad destination", strings.Replace(good, "@mirror_here", "mirror here", 1), "destinations[0]"},
+		{"bad hash", strings.Replace(good, hash, "nothex", 1), "api_hash"},
+		{"no api id", strings.Replace(good, "api_id = 42", "", 1), "api_id"},
+		{"bad duration", "drain_timeout = \"soon\"\n" + good, "drain_timeout"},
+		{"bad workers", "workers = 100000\n" + good, "workers"},
+		{"duplicate account", good + "\n[[accounts]]\nname = \"main\"\nsources = [\"@abcd\"]\n", "accounts[1].name"},
+		{"unknown source key", strings.Replace(good, "topics = [3, 17]", "topic = 3", 1), "topic"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(write(t, tc.body), noEnv, nil)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.field) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q does not name %q on one line", msg, tc.field)
+			}
+		})
+	}
+}
+
+func TestEnvironmentErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	env := func(k string) string {
+		if k == "STASHD_RATE" {
+			return "fast"
+		}
+		return ""
+	}
+	_, err := Load(write(t, good), env, nil)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "STASHD_RATE" {
+		t.Fatalf("error = %v, want one naming STASHD_RATE", err)
+	}
+}
+
+func TestParseChatRef(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		want ChatRef
+		ok   bool
+	}{
+		{"@stashd_news", ChatRef{Username: "stashd_news"}, true},
+		{"https://t.me/stashd_news", ChatRef{Username: "stashd_news"}, true},
+		{"t.me/stashd_news/", ChatRef{Username: "stashd_news"}, true},
+		{"https://t.me/c/1234567890/42", ChatRef{ID: tg.ChatID(-1001234567890)}, true},
+		{"-1001234567890", ChatRef{ID: tg.ChatID(-1001234567890)}, true},
+		{"0", ChatRef{}, false},
+		{"@ab", ChatRef{}, false},
+		{"https://example.com/x", ChatRef{}, false},
+		{"t.me/c/abc", ChatRef{}, false},
+		{"", ChatRef{}, false},
+	}
+	for _, tc := range cases {
+		got, err := ParseChatRef(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseChatRef(%q) = %+v, %v; want %+v ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
