@@ -269,7 +269,10 @@ func (c *Catchup) countUnclaimed(ctx context.Context, dirty []tg.ChatID, claimed
 // ingest and its decision.
 func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, error) {
 	w := src.Watermark
-	if low, _, ok := c.lst.Watermark(src.ChatID); ok {
+	// seen: the newest id known before reading the chat. If the chat's last
+	// message is now below it, the messages in between were deleted.
+	low, seen, ok := c.lst.Watermark(src.ChatID)
+	if ok {
 		w = max(w, low)
 	}
 	chat, err := c.tg.GetChat(ctx, src.ChatID)
@@ -278,7 +281,7 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, erro
 	}
 	last := chat.LastMessageID.ServerID()
 	if last <= w {
-		c.lst.CaughtUp(src.ChatID, w)
+		c.lst.CaughtUp(src.ChatID, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}
 	found := 0
@@ -312,7 +315,9 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, erro
 		}
 		w = last
 	}
-	c.lst.CaughtUp(src.ChatID, w)
+	// Ids seen before the read but above the chat's last message were
+	// deleted: nothing is left there to wait for.
+	c.lst.CaughtUp(src.ChatID, max(w, seen))
 	return found, DecisionPaged, nil
 }
 

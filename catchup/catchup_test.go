@@ -257,3 +257,38 @@ func TestClaimsAreExclusive(t *testing.T) {
 		t.Fatalf("second instance claimed %d sources while the first holds them", len(second))
 	}
 }
+
+// A message seen and then deleted leaves the chat's last message below the
+// newest id seen; catch-up must still hand the source back to the live
+// stream instead of waiting forever for an id that no longer exists.
+func TestDeletedTailDoesNotKeepSourceDirty(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 3)
+	in := w.start()
+	w.runOnce(in)
+	if in.lst.IsDirty(chat) {
+		t.Fatal("not synced after the first catch-up")
+	}
+	gone := w.w.Post(chat, 0, tgsim.Post{Text: "soon deleted"})
+	waitDirty(t, in, chat)
+	w.w.Delete(chat, gone.ID)
+	res, _ := w.runOnce(in)
+	if in.lst.IsDirty(chat) {
+		t.Fatalf("source still dirty after catch-up (%+v): it waits for a deleted message", res)
+	}
+}
+
+// waitDirty waits until the listener has taken the update that dirties
+// chat (updates arrive through the session's pump goroutine).
+func waitDirty(t *testing.T, in *instance, chat tg.ChatID) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !in.lst.IsDirty(chat) {
+		if time.Now().After(deadline) {
+			t.Fatal("the source never became dirty")
+		}
+		time.Sleep(time.Millisecond) // polls the listener's state
+	}
+}

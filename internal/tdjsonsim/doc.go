@@ -1,0 +1,57 @@
+// Package tdjsonsim serves the Telegram simulator (tg/tgsim) as TDLib JSON,
+// so that the production TDLib adapter (tg/tdlib over go-tdlib) can run
+// against the simulated world through the real cgo boundary.
+//
+// The other half is the stand-in libtdjson.so (td/standin, built by
+// mk/standin.mk): it exports TDLib's four JSON functions and relays them over
+// a Unix socket, named by the environment variable STASHD_TDJSON_SOCKET
+// (SocketEnv), to a Server of this package. `stashd sim` runs one as its own
+// process; the end-to-end test runs one in-process.
+//
+// # Wire protocol
+//
+// One connection per process using the stand-in library. Each line the
+// library writes is one td_send: the request's TDLib JSON with "@client_id"
+// added. Each line the Server writes is one TDLib JSON object for
+// td_receive: a response (with the request's "@extra" echoed) or an update,
+// both carrying "@client_id". The Server keeps one session per client id
+// of a connection; a connection that ends takes its sessions with it.
+//
+// # A session
+//
+// A session is one TDLib instance. Its first request makes it report
+// authorizationStateWaitTdlibParameters. setTdlibParameters names the
+// account: it is the name of the directory that holds database_directory
+// (tg/tdlib puts the database in <state dir>/database, and stashd names an
+// account's state directory after the account). An account of the World is
+// logged in: the session starts a tgsim client for it (World.Client, a
+// fresh TDLib instance) and reports authorizationStateReady; any other
+// name reports authorizationStateWaitPhoneNumber, and a login can never
+// finish. close reports authorizationStateClosing, answers the requests
+// still running, closes the tgsim client and reports
+// authorizationStateClosed, after which the session sends nothing more
+// (go-tdlib crashes on anything that arrives after Closed).
+//
+// Requests are translated into tgsim calls, so the simulator decides every
+// outcome and counts every call (tgsim's call counts are the requests the
+// Server served, by method). Errors are written as TDLib writes them: the
+// code and message of the *tg.Error in the chain (429 "Too Many Requests:
+// retry after N", 400 "Chat not found", 400 CHANNEL_PRIVATE, 404 "Not
+// Found", ...); a request abandoned by close is 500 "Request aborted".
+// Updates of the tgsim client are written as TDLib 1.8.40 spells them (see
+// tg/tdlib/testdata), so that the adapter decodes them back to the same
+// port values.
+//
+// What the simulator does not know is written as TDLib's neutral value and
+// said so where it is written: a chat's last_message and a topic's
+// last_message carry only the message's id and chat; updateMessageContent
+// carries messageUnsupported as its new content (stashd fetches the
+// message); message senders are the chat itself. TDLib's own requests that
+// the port never makes (getSupergroup aside, which the adapter needs) are
+// answered with error 400 naming them as not simulated.
+//
+// tdjsonsim owns the socket server and the translation between TDLib JSON
+// and the port. It must not change the simulator's behaviour (it only calls
+// tgsim's exported API) nor decode anything for stashd: the adapter's own
+// decoder is what the end-to-end test exercises.
+package tdjsonsim
