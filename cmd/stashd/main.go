@@ -18,6 +18,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the daemon (TDLib accounts from a config file)", runServe},
+		{"login", "log a Telegram account in (once, interactively)", runLogin},
 		{"demo", "run the whole pipeline on the Telegram simulator and audit it", runDemo},
 		{"status", "show accounts, sources, lag, circuits and dead letters", runStatus},
 		{"deadletters", "list or retry messages that failed to ingest", runDeadLetters},
