@@ -1,12 +1,189 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"stashd/internal/tdjsonsim"
+	"stashd/tg"
+	"stashd/tg/tgsim"
 )
 
-// runSim is replaced by the TDLib-JSON simulator server.
+const simHelp = `Serves the Telegram simulator as TDLib JSON on a Unix socket, for programs
+linked against the stand-in libtdjson.so (make standin; see mk/standin.mk):
+stashd built with the real TDLib adapter then runs against a simulated world
+instead of Telegram, through go-tdlib and the cgo boundary. Point the stand-in
+at the socket with STASHD_TDJSON_SOCKET.
+
+The world is the demo's: seeded sources (channels, supergroups, an optional
+forum), accounts acct1..acctN each watching its share of the sources, and
+destination channels every account belongs to. An account is chosen by the
+name of its TDLib state directory: the stand-in's client whose
+database_directory is .../acct1/database is acct1. Other names are not logged
+in.
+
+Once listening, stashd sim prints one JSON line on stdout describing the world
+(socket, accounts, sources with their chat ids and accounts, destinations);
+when publishing ends, a second one (items published, unique packages). It
+publishes --rate items per second for --duration (or --steps items), then
+keeps serving until SIGINT or SIGTERM, when it closes every client as TDLib
+closes (authorizationStateClosing ... authorizationStateClosed). A second
+signal exits at once.`
+
+// simWorld is the first line stashd sim prints.
+type simWorld struct {
+	Socket       string      `json:"socket"`
+	Seed         int64       `json:"seed"`
+	Accounts     []string    `json:"accounts"`
+	Sources      []simSource `json:"sources"`
+	Destinations []tg.ChatID `json:"destinations"`
+}
+
+type simSource struct {
+	Chat    tg.ChatID   `json:"chat"`
+	Kind    tg.ChatKind `json:"kind"`
+	Title   string      `json:"title"`
+	Account string      `json:"account"`
+	Topics  []int64     `json:"topics,omitempty"`
+}
+
+// simPublished is the line stashd sim prints when publishing ends.
+type simPublished struct {
+	Published      int `json:"published"`
+	UniquePackages int `json:"unique_packages"`
+}
+
 func runSim(args []string) int {
-	fmt.Fprintln(os.Stderr, "stashd sim: not available in this build")
-	return 1
+	fs := newFlagSet("sim", "sim [flags]", simHelp)
+	socket := fs.String("socket", envOr(tdjsonsim.SocketEnv, "var/sim/tdjson.sock"), "Unix socket to serve on (env "+tdjsonsim.SocketEnv+")")
+	seed := fs.Int64("seed", 1, "seed of the simulated world (same seed, same content)")
+	var sc tgsim.Scenario
+	fs.IntVar(&sc.Sources, "sources", 4, "number of source channels and supergroups")
+	fs.IntVar(&sc.ForumTopics, "forum-topics", 0, "add a forum source with this many topics (0: no forum)")
+	fs.IntVar(&sc.Accounts, "accounts", 2, "number of Telegram accounts (acct1..acctN); sources are spread over them")
+	fs.IntVar(&sc.Destinations, "destinations", 1, "number of destination channels")
+	rate := fs.Float64("rate", 20, "items published per second (negative: no pause)")
+	duration := fs.Duration("duration", 20*time.Second, "how long to publish (0: until stopped); ignored with --steps")
+	steps := fs.Int("steps", 0, "publish exactly this many items, then stop publishing")
+	drop := fs.Float64("drop-updates", 0, "probability that a new-message update is lost (0..1)")
+	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
+	verbose := fs.Bool("v", false, "log at debug level")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	if *drop < 0 || *drop > 1 {
+		fmt.Fprintln(os.Stderr, "stashd sim: --drop-updates must be between 0 and 1")
+		return 2
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := newLogger(os.Stderr, level)
+
+	for _, dir := range []string{filepath.Dir(*socket), *filesDir} {
+		if err := ensureDir(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd sim: %v\n", err)
+			return 1
+		}
+	}
+	// Downloads are absolute paths in TDLib's files; keep them so for
+	// clients running elsewhere.
+	files, err := filepath.Abs(*filesDir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd sim: %v\n", err)
+		return 1
+	}
+	sc.Seed = *seed
+	world := tgsim.NewWorld(tgsim.Config{Seed: *seed, DropRate: *drop, FilesDir: files})
+	gen := tgsim.NewGenerator(world, sc)
+
+	ln, err := tdjsonsim.Listen(*socket)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd sim: %v\n", err)
+		return 1
+	}
+	srv := tdjsonsim.New(world, tdjsonsim.Config{Logger: log})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	printJSON(describeWorld(*socket, *seed, gen))
+	log.Info("serving the simulator as TDLib JSON", "socket", *socket)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	published := publish(ctx, gen, *rate, *duration, *steps)
+	if ctx.Err() == nil {
+		printJSON(simPublished{Published: published, UniquePackages: len(gen.Truth().Unique())})
+		log.Info("publishing done; serving until stopped", "published", published)
+	}
+
+	rc := 0
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		log.Error("serve", "err", err)
+		rc = 1
+	}
+	stop() // a second signal now ends the process (Go's default action)
+	log.Info("closing every client")
+	if err := srv.Close(); err != nil {
+		log.Error("close", "err", err)
+		rc = 1
+	}
+	return rc
+}
+
+func describeWorld(socket string, seed int64, gen *tgsim.Generator) simWorld {
+	w := simWorld{Socket: socket, Seed: seed, Accounts: gen.Accounts(), Destinations: gen.Destinations()}
+	for _, s := range gen.Sources() {
+		w.Sources = append(w.Sources, simSource{Chat: s.Chat, Kind: s.Kind, Title: s.Title, Account: s.Account, Topics: s.Topics})
+	}
+	return w
+}
+
+// printJSON prints v as one line on stdout, where scripts read it.
+func printJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // the types above always encode
+	}
+	fmt.Println(string(b))
+}
+
+// publish steps the generator rate times a second (no pause when rate is
+// negative) for duration, or steps times when steps is positive; a zero
+// duration publishes until ctx ends. It returns the items published.
+func publish(ctx context.Context, gen *tgsim.Generator, rate float64, duration time.Duration, steps int) int {
+	var every time.Duration
+	if rate > 0 {
+		every = time.Duration(float64(time.Second) / rate)
+	}
+	start := time.Now()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		switch {
+		case steps > 0 && n >= steps,
+			steps <= 0 && duration > 0 && time.Since(start) >= duration:
+			return n
+		}
+		if every > 0 {
+			t.Reset(time.Until(start.Add(time.Duration(n) * every)))
+			select {
+			case <-ctx.Done():
+				return n
+			case <-t.C:
+			}
+		} else if ctx.Err() != nil {
+			return n
+		}
+		gen.Step()
+	}
 }

@@ -1,0 +1,167 @@
+//go:build libtdjson
+
+package tdjsonsim_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"stashd/internal/demo"
+	"stashd/internal/pgtest"
+	"stashd/internal/tdjsonsim"
+	"stashd/tg"
+	"stashd/tg/tdlib"
+	"stashd/tg/tgsim"
+)
+
+// These tests link the stand-in libtdjson.so (make test-standin): go-tdlib
+// and the production adapter talk to the simulator through the cgo
+// boundary and the stand-in's socket. The library reads STASHD_TDJSON_SOCKET
+// when it connects, so the tests set it and do not run in parallel.
+
+// standinConfig is an account's adapter configuration: the state
+// directory's name is the account, which is how the server tells them
+// apart.
+func standinConfig(root, account string) tdlib.Config {
+	return tdlib.Config{
+		Account:  account,
+		StateDir: filepath.Join(root, "accounts", account),
+		APIID:    1,
+		APIHash:  "stand-in",
+		Logger:   slog.New(slog.DiscardHandler),
+	}
+}
+
+func TestVersionFromStandIn(t *testing.T) {
+	v, err := tdlib.Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != "1.8.40" {
+		t.Errorf("version %q, want the 1.8.40 that go-tdlib v0.7.6 expects", v)
+	}
+}
+
+// The realtime pipeline end to end once more, through go-tdlib, the real
+// adapter, the stand-in library and the TDLib-JSON server.
+func TestPipelineThroughStandIn(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		once   sync.Once
+		srv    *tdjsonsim.Server
+		served *tgsim.World
+	)
+	serveErr := make(chan error, 1)
+	connect := func(ctx context.Context, world *tgsim.World, account string) (tg.Client, error) {
+		// demo.Run makes the world; the server starts on its first dial.
+		once.Do(func() {
+			served = world
+			srv = tdjsonsim.New(world, tdjsonsim.Config{})
+			go func() { serveErr <- srv.Serve(ln) }()
+		})
+		if world != served {
+			return nil, errors.New("demo dialed a second world")
+		}
+		return tdlib.New(ctx, standinConfig(dir, account))
+	}
+	o := demo.Options{
+		Seed: 7, Steps: 60, Rate: -1, Sources: 3, ForumTopics: 4, Accounts: 2,
+		DatabaseURL: pgtest.New(t), FilesDir: filepath.Join(dir, "files"), Connect: connect,
+	}
+	rep, err := demo.Run(t.Context(), o)
+	if srv != nil {
+		srv.Close()
+		if err := <-serveErr; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	t.Logf("audit: %+v", rep)
+	if !rep.OK() || !rep.Settled || rep.UniquePackages == 0 {
+		t.Errorf("audit failed: %+v", rep)
+	}
+	if rep.Missing != 0 || rep.DuplicateDeliveries != 0 {
+		t.Errorf("missing %d, delivered twice %d: want 0 and 0", rep.Missing, rep.DuplicateDeliveries)
+	}
+	// The adapter loads chats until TDLib answers 404, so every client
+	// start costs two loadChats where the in-process simulator costs one:
+	// the calls went through the adapter.
+	if got, want := rep.Calls[tg.MethodLoadChats], 2*o.Accounts; got < want {
+		t.Errorf("loadChats served %d times, want at least %d (two per adapter start)", got, want)
+	}
+}
+
+// capturingListener hands each accepted connection to conns as well.
+type capturingListener struct {
+	net.Listener
+	conns chan net.Conn
+}
+
+func (l capturingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.conns <- c
+	}
+	return c, err
+}
+
+// A server that goes away (a crashed `stashd sim`) is, to the adapter,
+// TDLib closing by itself: the stand-in reports authorizationStateClosing
+// and Closed, the update stream ends and requests fail with ErrClosed.
+func TestLostServerClosesTheClient(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	world.AddAccount("acct1", false)
+	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	conns := make(chan net.Conn, 4)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(capturingListener{ln, conns}) }()
+	defer func() {
+		srv.Close()
+		<-serveErr
+	}()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	me, err := c.GetMe(ctx)
+	if err != nil || me.Username != "acct1" {
+		t.Fatalf("getMe: %+v, %v", me, err)
+	}
+
+	// Cut the connection under the library.
+	(<-conns).Close()
+	for range c.Updates() {
+		// Drain until the stream ends: TDLib closed.
+	}
+	if _, err := c.GetMe(ctx); !errors.Is(err, tg.ErrClosed) {
+		t.Errorf("getMe after the server went away: %v, want tg.ErrClosed", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}

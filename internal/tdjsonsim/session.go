@@ -1,0 +1,621 @@
+package tdjsonsim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// TDLib's authorization states, as TDLib names them.
+const (
+	stateWaitTdlibParameters = "authorizationStateWaitTdlibParameters"
+	stateWaitPhoneNumber     = "authorizationStateWaitPhoneNumber"
+	stateReady               = "authorizationStateReady"
+	stateClosing             = "authorizationStateClosing"
+	stateClosed              = "authorizationStateClosed"
+)
+
+// session is one TDLib instance: one client id of one connection. Its
+// requests run concurrently, as TDLib runs them.
+type session struct {
+	c   *conn
+	id  int
+	log *slog.Logger
+
+	// ctx is cancelled (cause errAborted) when the session starts closing:
+	// the tgsim calls still running return at once.
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	inflight sync.WaitGroup // requests being handled
+	done     chan struct{}  // closed once the session is closed
+
+	mu      sync.Mutex
+	state   string // the authorization state
+	account string
+	client  *tgsim.Client // set once ready
+	fwdDone chan struct{} // closed when the update forwarder has returned
+	// chatsLoaded is set by the first loadChats: TDLib answers the next
+	// ones 404, all chats being loaded.
+	chatsLoaded bool
+	// kinds remembers the kind of each supergroup getChat has shown, for
+	// getSupergroup (a local call in TDLib, which the port does not have).
+	kinds map[int64]tg.ChatKind
+	// sent holds the temporary messages of sends whose outcome has not
+	// arrived, so that updateMessageSendFailed can carry the message as
+	// TDLib does; settled holds outcomes that beat their sendMessage answer.
+	sent    map[tg.MessageID]tg.Message
+	settled map[tg.MessageID]bool
+}
+
+func newSession(c *conn, id int) *session {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &session{
+		c: c, id: id, log: c.log.With("client", id),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		state:   stateWaitTdlibParameters,
+		kinds:   make(map[int64]tg.ChatKind),
+		sent:    make(map[tg.MessageID]tg.Message),
+		settled: make(map[tg.MessageID]bool),
+	}
+}
+
+// request starts handling r. Nothing is sent after authorizationStateClosed;
+// while closing, new requests are answered 500 "Request aborted" (under
+// s.mu, so the answer precedes Closed).
+func (s *session) request(r *request) {
+	s.mu.Lock()
+	switch s.state {
+	case stateClosed:
+		s.mu.Unlock()
+		return
+	case stateClosing:
+		s.c.reply(s.id, r, errorObject(500, msgRequestAborted))
+		s.mu.Unlock()
+		return
+	}
+	if r.Type == "close" {
+		s.mu.Unlock()
+		s.c.goHandle(func() { s.terminate(r, true) })
+		return
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	s.c.goHandle(func() {
+		defer s.inflight.Done()
+		s.serve(r)
+	})
+}
+
+// terminate closes the session as TDLib closes: authorizationStateClosing,
+// the answer to close (closeReq, when a close request asked), the requests
+// still running answered, the simulated client closed, then
+// authorizationStateClosed. notify is false when the peer is gone and
+// nothing is written. A second call waits for the first to finish.
+func (s *session) terminate(closeReq *request, notify bool) {
+	s.mu.Lock()
+	if s.state == stateClosing || s.state == stateClosed {
+		if closeReq != nil && s.state == stateClosing {
+			s.c.reply(s.id, closeReq, errorObject(500, msgRequestAborted))
+		}
+		s.mu.Unlock()
+		<-s.done
+		return
+	}
+	s.state = stateClosing
+	s.mu.Unlock()
+
+	if notify {
+		s.c.send(s.id, updateAuthorizationState(stateClosing))
+		if closeReq != nil {
+			// Answered before Closed: go-tdlib crashes on an answer that
+			// comes after it.
+			s.c.reply(s.id, closeReq, okObject())
+		}
+	}
+	s.cancel(errAborted)
+	s.inflight.Wait()
+	// Read only now: a setTdlibParameters that was running may have
+	// started the client.
+	s.mu.Lock()
+	cl, fwdDone := s.client, s.fwdDone
+	s.mu.Unlock()
+	if cl != nil {
+		_ = cl.Close()
+		<-fwdDone
+	}
+	s.mu.Lock()
+	if notify {
+		s.c.send(s.id, updateAuthorizationState(stateClosed))
+	}
+	s.state = stateClosed
+	s.mu.Unlock()
+	close(s.done)
+	s.log.Debug("TDLib instance closed", "account", s.account)
+}
+
+// serve handles one request and answers it.
+func (s *session) serve(r *request) {
+	if r.Type == "setTdlibParameters" {
+		s.setTdlibParameters(r)
+		return
+	}
+	res, err := s.handle(r)
+	if err != nil {
+		if s.ctx.Err() != nil {
+			err = errAborted
+		}
+		res = errorFor(err)
+	}
+	s.c.reply(s.id, r, res)
+}
+
+// params decodes r's parameters into v; a mismatch is TDLib's 400.
+func (r *request) params(v any) error {
+	if err := json.Unmarshal(r.raw, v); err != nil {
+		return tdError(400, "Failed to parse JSON object as TDLib request: %v", err)
+	}
+	return nil
+}
+
+// tdInt is an integer parameter: TDLib accepts int64 values as numbers or
+// strings.
+type tdInt int64
+
+func (n *tdInt) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "null" || s == "" {
+		*n = 0
+		return nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("parse integer %s: %w", b, err)
+	}
+	*n = tdInt(v)
+	return nil
+}
+
+// typeOnly is a nested object of which only "@type" matters.
+type typeOnly struct {
+	Type string `json:"@type"`
+}
+
+// notSimulated is the answer to what TDLib would do but the simulator
+// does not model.
+func notSimulated(what string) error {
+	return tdError(400, "tdjsonsim: %s is not simulated", what)
+}
+
+// setTdlibParameters starts the instance: a world account is logged in and
+// gets a fresh tgsim client; any other name waits for a phone number. The
+// answer precedes the new state, and the state precedes the client's first
+// updates, as in TDLib.
+func (s *session) setTdlibParameters(r *request) {
+	var p struct {
+		DatabaseDirectory string `json:"database_directory"`
+		APIID             tdInt  `json:"api_id"`
+		APIHash           string `json:"api_hash"`
+	}
+	fail := func(err error) { s.c.reply(s.id, r, errorFor(err)) }
+	if err := r.params(&p); err != nil {
+		fail(err)
+		return
+	}
+	if p.APIID == 0 || p.APIHash == "" {
+		fail(tdError(400, "Valid api_id must be provided. Can be obtained at https://my.telegram.org"))
+		return
+	}
+	account := accountOf(p.DatabaseDirectory)
+	if account == "" {
+		fail(tdError(400, "tdjsonsim: database_directory must be <state dir>/database, the state directory being named after the account"))
+		return
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case stateWaitTdlibParameters:
+	case stateClosing:
+		s.c.reply(s.id, r, errorObject(500, msgRequestAborted))
+		return
+	default:
+		s.c.reply(s.id, r, errorObject(400, "Unexpected setTdlibParameters"))
+		return
+	}
+	s.account = account
+	s.log = s.log.With("account", account)
+	cl, ok := worldClient(s.c.s.world, account)
+	if !ok {
+		s.state = stateWaitPhoneNumber
+		s.c.reply(s.id, r, okObject())
+		s.c.send(s.id, updateAuthorizationState(stateWaitPhoneNumber))
+		s.log.Info("unknown account: waiting for a login that cannot happen")
+		return
+	}
+	s.state = stateReady
+	s.client = cl
+	s.fwdDone = make(chan struct{})
+	s.c.reply(s.id, r, okObject())
+	s.c.send(s.id, updateAuthorizationState(stateReady))
+	s.c.goHandle(func() { s.forward(cl) })
+	s.log.Debug("TDLib instance ready")
+}
+
+// accountOf names the account of a database directory: the name of the
+// directory holding it ("/var/lib/stashd/accounts/main/database" is
+// "main"). "" when there is none.
+func accountOf(databaseDir string) string {
+	if databaseDir == "" {
+		return ""
+	}
+	name := filepath.Base(filepath.Dir(filepath.Clean(databaseDir)))
+	if name == "." || name == "/" || name == ".." {
+		return ""
+	}
+	return name
+}
+
+// worldClient starts a tgsim client for account, or reports that the
+// world has no such account. tgsim offers no lookup that does not panic on
+// an unknown name (World.Client, World.Calls), so that one panic is turned
+// back into an answer here; any other panic goes on.
+func worldClient(w *tgsim.World, account string) (cl *tgsim.Client, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, isString := r.(string)
+			if !isString || !strings.HasPrefix(msg, "tgsim: unknown account") {
+				panic(r)
+			}
+			cl, ok = nil, false
+		}
+	}()
+	return w.Client(account), true
+}
+
+// forward writes the simulated client's updates until the client closes.
+func (s *session) forward(cl *tgsim.Client) {
+	defer close(s.fwdDone)
+	for u := range cl.Updates() {
+		var failed *tg.Message
+		switch u := u.(type) {
+		case tg.SendSucceeded:
+			s.settle(u.OldMessageID)
+		case tg.SendFailed:
+			failed = s.settle(u.OldMessageID)
+		}
+		obj, err := updateObject(u, failed)
+		if err != nil {
+			s.log.Error("drop update", "err", err)
+			continue
+		}
+		s.c.send(s.id, obj)
+	}
+}
+
+// settle forgets a send whose outcome arrived and returns its temporary
+// message, or nil when the outcome beat the sendMessage answer.
+func (s *session) settle(id tg.MessageID) *tg.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.sent[id]; ok {
+		delete(s.sent, id)
+		return &m
+	}
+	s.settled[id] = true
+	return nil
+}
+
+// remember keeps a temporary message until its outcome arrives.
+func (s *session) remember(m tg.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settled[m.ID] {
+		delete(s.settled, m.ID)
+		return
+	}
+	s.sent[m.ID] = m
+}
+
+// readyClient returns the simulated client, or TDLib's 401 before the
+// instance is logged in.
+func (s *session) readyClient() (*tgsim.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateReady {
+		return nil, tdError(401, msgUnauthorized)
+	}
+	return s.client, nil
+}
+
+// handle runs every request but setTdlibParameters and close.
+func (s *session) handle(r *request) (object, error) {
+	switch r.Type {
+	case "getAuthorizationState":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return authorizationStateObject(s.state), nil
+	case "getOption":
+		var p struct {
+			Name string `json:"name"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		switch p.Name {
+		case "version":
+			return optionValueObject(p.Name, "1.8.40"), nil
+		case "commit_hash":
+			return optionValueObject(p.Name, "22d49d5b87a4d5fc60a194dab02dd1d71529687f"), nil
+		}
+		return typed("optionValueEmpty"), nil
+	case "setAuthenticationPhoneNumber", "checkAuthenticationCode", "checkAuthenticationPassword",
+		"requestQrCodeAuthentication", "registerUser":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.state == stateWaitPhoneNumber {
+			return nil, tdError(400, "tdjsonsim: account %q does not exist in the simulated world", s.account)
+		}
+		return nil, tdError(400, "Call to %s unexpected", r.Type)
+	}
+
+	cl, err := s.readyClient()
+	if err != nil {
+		return nil, err
+	}
+	ctx := s.ctx
+	switch r.Type {
+	case tg.MethodLoadChats:
+		return s.loadChats(ctx, cl, r)
+	case tg.MethodGetMe:
+		u, err := cl.GetMe(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return userObject(u), nil
+	case tg.MethodGetChat:
+		var p struct {
+			ChatID tdInt `json:"chat_id"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		c, err := cl.GetChat(ctx, tg.ChatID(p.ChatID))
+		if err != nil {
+			return nil, err
+		}
+		if c.Kind != tg.KindPrivate {
+			s.mu.Lock()
+			s.kinds[supergroupID(c.ID)] = c.Kind
+			s.mu.Unlock()
+		}
+		return chatObject(c), nil
+	case "getSupergroup":
+		var p struct {
+			SupergroupID tdInt `json:"supergroup_id"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		kind, ok := s.kinds[int64(p.SupergroupID)]
+		s.mu.Unlock()
+		if !ok {
+			return nil, tdError(400, "Supergroup not found")
+		}
+		return supergroupObject(int64(p.SupergroupID), kind), nil
+	case tg.MethodOpenChat:
+		var p struct {
+			ChatID tdInt `json:"chat_id"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		if err := cl.OpenChat(ctx, tg.ChatID(p.ChatID)); err != nil {
+			return nil, err
+		}
+		return okObject(), nil
+	case tg.MethodSearchChatMessages:
+		return s.searchChatMessages(ctx, cl, r)
+	case tg.MethodGetMessage:
+		var p struct {
+			ChatID    tdInt `json:"chat_id"`
+			MessageID tdInt `json:"message_id"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		m, err := cl.GetMessage(ctx, tg.ChatID(p.ChatID), tg.MessageID(p.MessageID))
+		if err != nil {
+			return nil, err
+		}
+		return messageObject(m, messageOptions{}), nil
+	case tg.MethodGetChatMessageByDate:
+		var p struct {
+			ChatID tdInt `json:"chat_id"`
+			Date   tdInt `json:"date"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		m, err := cl.GetChatMessageByDate(ctx, tg.ChatID(p.ChatID), time.Unix(int64(p.Date), 0))
+		if err != nil {
+			return nil, err
+		}
+		if m.ID == 0 {
+			// tgsim answers "no message" with a zero Message; TDLib with
+			// a 404.
+			return nil, tdError(404, msgNotFound)
+		}
+		return messageObject(m, messageOptions{}), nil
+	case tg.MethodGetForumTopic:
+		var p struct {
+			ChatID          tdInt `json:"chat_id"`
+			MessageThreadID tdInt `json:"message_thread_id"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		t, err := cl.GetForumTopic(ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID))
+		if err != nil {
+			return nil, err
+		}
+		return forumTopicObject(t), nil
+	case tg.MethodDownloadFile:
+		return downloadFile(ctx, cl, r)
+	case tg.MethodSendMessage:
+		return s.sendMessage(ctx, cl, r)
+	}
+	return nil, notSimulated(r.Type)
+}
+
+// loadChats loads the main chat list: the first call answers ok, later
+// ones 404, as TDLib answers once every chat is loaded. Each is a tgsim
+// call, so the counts show every request the adapter made.
+func (s *session) loadChats(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
+	var p struct {
+		ChatList *typeOnly `json:"chat_list"`
+		Limit    tdInt     `json:"limit"`
+	}
+	if err := r.params(&p); err != nil {
+		return nil, err
+	}
+	if p.ChatList != nil && p.ChatList.Type != "chatListMain" {
+		return nil, notSimulated("chat list " + p.ChatList.Type)
+	}
+	if p.Limit <= 0 {
+		return nil, tdError(400, "Parameter limit must be positive")
+	}
+	if err := cl.LoadChats(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	again := s.chatsLoaded
+	s.chatsLoaded = true
+	s.mu.Unlock()
+	if again {
+		return nil, tdError(404, msgNotFound)
+	}
+	return okObject(), nil
+}
+
+func (s *session) searchChatMessages(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
+	var p struct {
+		ChatID               tdInt           `json:"chat_id"`
+		Query                string          `json:"query"`
+		SenderID             json.RawMessage `json:"sender_id"`
+		FromMessageID        tdInt           `json:"from_message_id"`
+		Offset               tdInt           `json:"offset"`
+		Limit                tdInt           `json:"limit"`
+		Filter               *typeOnly       `json:"filter"`
+		MessageThreadID      tdInt           `json:"message_thread_id"`
+		SavedMessagesTopicID tdInt           `json:"saved_messages_topic_id"`
+	}
+	if err := r.params(&p); err != nil {
+		return nil, err
+	}
+	if len(p.SenderID) > 0 && string(p.SenderID) != "null" {
+		return nil, notSimulated("searchChatMessages by sender")
+	}
+	if p.SavedMessagesTopicID != 0 {
+		return nil, notSimulated("searchChatMessages in Saved Messages topics")
+	}
+	filter := tg.FilterNone
+	if p.Filter != nil {
+		switch p.Filter.Type {
+		case "searchMessagesFilterDocument":
+			filter = tg.FilterDocument
+		case "searchMessagesFilterEmpty":
+		default:
+			return nil, notSimulated("search filter " + p.Filter.Type)
+		}
+	}
+	msgs, err := cl.SearchChatMessages(ctx, tg.Search{
+		Chat: tg.ChatID(p.ChatID), Query: p.Query, FromMessageID: tg.MessageID(p.FromMessageID),
+		Offset: int(p.Offset), Limit: int(p.Limit), Filter: filter, ThreadID: int64(p.MessageThreadID),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return foundChatMessagesObject(msgs), nil
+}
+
+// downloadFile starts an asynchronous download of the whole file; partial
+// and synchronous downloads are not simulated.
+func downloadFile(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
+	var p struct {
+		FileID      tdInt `json:"file_id"`
+		Priority    tdInt `json:"priority"`
+		Offset      tdInt `json:"offset"`
+		Limit       tdInt `json:"limit"`
+		Synchronous bool  `json:"synchronous"`
+	}
+	if err := r.params(&p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.Priority < 1 || p.Priority > 32:
+		return nil, tdError(400, "Download priority must be between 1 and 32")
+	case p.Synchronous:
+		return nil, notSimulated("synchronous downloadFile")
+	case p.Offset != 0 || p.Limit != 0:
+		return nil, notSimulated("partial downloadFile")
+	}
+	f, err := cl.DownloadFile(ctx, int32(p.FileID))
+	if err != nil {
+		return nil, err
+	}
+	return fileObject(f), nil
+}
+
+// sendMessage sends a document already on Telegram (inputFileRemote), the
+// only message stashd sends. reply_to, options and reply_markup change
+// nothing the simulator models and are ignored.
+func (s *session) sendMessage(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
+	var p struct {
+		ChatID              tdInt `json:"chat_id"`
+		MessageThreadID     tdInt `json:"message_thread_id"`
+		InputMessageContent *struct {
+			Type     string `json:"@type"`
+			Document *struct {
+				Type string `json:"@type"`
+				ID   string `json:"id"`
+			} `json:"document"`
+			Caption *struct {
+				Text string `json:"text"`
+			} `json:"caption"`
+		} `json:"input_message_content"`
+	}
+	if err := r.params(&p); err != nil {
+		return nil, err
+	}
+	content := p.InputMessageContent
+	switch {
+	case content == nil:
+		return nil, tdError(400, "Message content must be non-empty")
+	case content.Type != "inputMessageDocument":
+		return nil, notSimulated("sending " + content.Type)
+	case content.Document == nil || content.Document.Type != "inputFileRemote":
+		return nil, notSimulated("sending a document other than inputFileRemote")
+	case p.MessageThreadID != 0:
+		return nil, notSimulated("sending into a message thread")
+	}
+	var caption string
+	if content.Caption != nil {
+		caption = content.Caption.Text
+	}
+	tmp, err := cl.SendDocument(ctx, tg.ChatID(p.ChatID), content.Document.ID, caption)
+	if err != nil {
+		return nil, err
+	}
+	s.remember(tmp)
+	return messageObject(tmp, messageOptions{outgoing: true, sendingState: pendingState()}), nil
+}
