@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,9 +45,10 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	}
 	defer sock.Close()
 	dbURL := pgtest.New(t)
+	addr := freeAddr(t)
 
 	cmd := exec.Command(bin, "serve", "--simulate", "--simulate-rate", "40",
-		"--data-dir", filepath.Join(dir, "data"), "--metrics-addr", "127.0.0.1:0", "--log-format", "json")
+		"--data-dir", filepath.Join(dir, "data"), "--metrics-addr", addr, "--log-format", "json")
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sockPath, "WATCHDOG_USEC=300000", "STASHD_DATABASE_URL="+dbURL)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -79,6 +82,12 @@ func TestServeNotifiesSystemd(t *testing.T) {
 		}
 	}
 	await("READY=1")
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "stashd_ingest_queue_capacity"} {
+		body, code := get(t, "http://"+addr+path)
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s = %d %q, want 200 with %q", path, code, body, want)
+		}
+	}
 	await("WATCHDOG=1")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -145,4 +154,26 @@ func TestServeBadConfigExits2(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
 		t.Errorf("data directory created for a bad configuration (stat: %v)", err)
 	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(t *testing.T, url string) (string, int) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return "", 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode
 }

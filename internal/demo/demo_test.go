@@ -8,13 +8,16 @@ import (
 
 	"stashd/internal/demo"
 	"stashd/internal/pgtest"
+	"stashd/store"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func run(t *testing.T, o demo.Options) demo.Report {
 	t.Helper()
-	o.DatabaseURL = pgtest.New(t)
+	if o.DatabaseURL == "" {
+		o.DatabaseURL = pgtest.New(t)
+	}
 	o.FilesDir = t.TempDir()
 	rep, err := demo.Run(t.Context(), o)
 	if err != nil {
@@ -35,8 +38,29 @@ func check(t *testing.T, seed int64, rep demo.Report) {
 // sets are dead letters.
 func TestPipelineEndToEnd(t *testing.T) {
 	t.Parallel()
-	rep := run(t, demo.Options{Seed: 7, Steps: 120, Rate: -1, Sources: 3, ForumTopics: 6, Accounts: 2})
+	url := pgtest.New(t)
+	rep := run(t, demo.Options{Seed: 7, Steps: 120, Rate: -1, Sources: 3, ForumTopics: 6, Accounts: 2, DatabaseURL: url})
 	check(t, 7, rep)
+
+	// What `stashd status` reads from the same database.
+	st, err := store.Open(t.Context(), store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	status, err := st.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Accounts) != 2 || len(status.Sources) != 4 || status.Packages != rep.CataloguedPackages {
+		t.Errorf("status: %d accounts, %d sources, %d packages; want 2, 4 and %d",
+			len(status.Accounts), len(status.Sources), status.Packages, rep.CataloguedPackages)
+	}
+	for _, src := range status.Sources {
+		if src.State != "synced" || src.Lag != 0 || src.Watermark == 0 || src.LastScanAt == nil {
+			t.Errorf("settled source shown as %+v; want synced, lag 0, a watermark and a scan time", src)
+		}
+	}
 	if rep.Corrupt == 0 || rep.IncompleteSets == 0 {
 		t.Errorf("scenario lacks corrupt archives (%d) or incomplete sets (%d): the audit checked less than it should",
 			rep.Corrupt, rep.IncompleteSets)

@@ -356,9 +356,11 @@ static struct client *client(int id)
 }
 
 /* lost turns the loss of connection `conn` into what TDLib shows of an
- * instance that closes: Closing, every waiting request aborted, Closed. */
-static void lost(unsigned conn)
+ * instance that closes: Closing, every waiting request aborted, Closed. It
+ * returns how many instances it closed. */
+static int lost(unsigned conn)
 {
+	int closed = 0;
 	for (int id = 1; id <= last_client_id; id++) {
 		struct client *c = client(id);
 		if (c->state != CLIENT_OPEN || c->conn != conn)
@@ -369,7 +371,9 @@ static void lost(unsigned conn)
 		free_pending(c);
 		push_auth_state(id, "authorizationStateClosed");
 		c->state = CLIENT_CLOSED;
+		closed++;
 	}
+	return closed;
 }
 
 /* received handles one line from the server: it settles the request it
@@ -457,10 +461,14 @@ static void *reader(void *arg)
 	close(a.fd);
 	if (conn_seq == a.conn)
 		sock = -1;
-	lost(a.conn);
+	int closed = lost(a.conn);
 	pthread_mutex_unlock(&mu);
 	pthread_mutex_unlock(&wmu);
-	fprintf(stderr, "stand-in libtdjson: connection to the TDLib-JSON server lost\n");
+	if (closed > 0) {
+		/* A server that closed its clients first is no news. */
+		fprintf(stderr, "stand-in libtdjson: connection to the TDLib-JSON server lost; %d TDLib instance(s) closed\n",
+			closed);
+	}
 	return NULL;
 }
 

@@ -1,0 +1,339 @@
+package tdjsonsim_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// world is a small world: acct1 in a channel, a forum with one topic and
+// a destination channel.
+type world struct {
+	*tgsim.World
+	channel, forum, dest tg.ChatID
+	topic                int64
+	dir                  string
+}
+
+func newWorld(t *testing.T, cfg tgsim.Config) *world {
+	t.Helper()
+	cfg.FilesDir = t.TempDir()
+	w := &world{World: tgsim.NewWorld(cfg), dir: t.TempDir()}
+	w.AddAccount("acct1", true)
+	w.channel = w.AddChat(tg.KindChannel, "backups", "acct1")
+	w.forum = w.AddChat(tg.KindForum, "exchange", "acct1")
+	w.topic = w.AddTopic(w.forum, "sources")
+	w.dest = w.AddChat(tg.KindChannel, "mirror", "acct1")
+	return w
+}
+
+func TestLoginAndRequests(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 1})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+
+	// A new instance reports its first state before the first answer.
+	res, before := c.call(1, "getAuthorizationState", nil)
+	if len(before) != 1 || before[0].typ() != "updateAuthorizationState" ||
+		before[0].str("authorization_state", "@type") != "authorizationStateWaitTdlibParameters" {
+		t.Fatalf("before the first answer: %v", before)
+	}
+	if res.typ() != "authorizationStateWaitTdlibParameters" || res.int("@client_id") != 1 {
+		t.Fatalf("getAuthorizationState: %v", res)
+	}
+	if res := c.ok(1, "getMe", nil, "error"); res.int("code") != 401 {
+		t.Errorf("getMe before login: %v, want 401", res)
+	}
+	if res := c.ok(1, "getOption", map[string]any{"name": "version"}, "optionValueString"); res.str("value") != "1.8.40" {
+		t.Errorf("version: %v", res)
+	}
+
+	c.ok(1, "setTdlibParameters", tdlibParameters(w.dir, "acct1"), "ok")
+	if st := c.update(1, "updateAuthorizationState"); st.str("authorization_state", "@type") != "authorizationStateReady" {
+		t.Fatalf("after setTdlibParameters: %v", st)
+	}
+	me := c.ok(1, "getMe", nil, "user")
+	if me.str("usernames", "active_usernames", "0") != "" || me.get("is_premium") != true {
+		// active_usernames is a list; checked below.
+	}
+	if names, _ := me.get("usernames", "active_usernames").([]any); len(names) != 1 || names[0] != "acct1" {
+		t.Errorf("getMe usernames: %v", me.get("usernames"))
+	}
+
+	// Chats are unknown until loadChats, which answers 404 once all are
+	// loaded.
+	if res := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "error"); res.int("code") != 400 || res.str("message") != "Chat not found" {
+		t.Errorf("getChat before loadChats: %v", res)
+	}
+	loadChats := map[string]any{"chat_list": map[string]any{"@type": "chatListMain"}, "limit": 100}
+	c.ok(1, "loadChats", loadChats, "ok")
+	if res := c.ok(1, "loadChats", loadChats, "error"); res.int("code") != 404 {
+		t.Errorf("second loadChats: %v, want 404", res)
+	}
+
+	ch := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat")
+	if ch.int("id") != int64(w.channel) || ch.str("type", "@type") != "chatTypeSupergroup" || ch.get("type", "is_channel") != true {
+		t.Errorf("channel: %v", ch)
+	}
+	forum := c.ok(1, "getChat", map[string]any{"chat_id": w.forum}, "chat")
+	if forum.get("type", "is_channel") != false {
+		t.Errorf("forum chat: %v", forum)
+	}
+	sg := c.ok(1, "getSupergroup", map[string]any{"supergroup_id": forum.int("type", "supergroup_id")}, "supergroup")
+	if sg.get("is_forum") != true {
+		t.Errorf("forum's supergroup: %v", sg)
+	}
+	if res := c.ok(1, "getSupergroup", map[string]any{"supergroup_id": 42}, "error"); res.int("code") != 400 {
+		t.Errorf("unknown supergroup: %v", res)
+	}
+
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "a.zip", Data: []byte("PK"), Caption: "first"})
+	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	if m.int("id") != int64(posted.ID) || m.str("content", "@type") != "messageDocument" ||
+		m.str("content", "document", "file_name") != "a.zip" || m.str("content", "caption", "text") != "first" ||
+		m.str("content", "document", "document", "remote", "unique_id") != posted.Document.File.UniqueID {
+		t.Errorf("getMessage: %v", m)
+	}
+	ch = c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat")
+	if ch.int("last_message", "id") != int64(posted.ID) {
+		t.Errorf("last_message after a post: %v", ch.get("last_message"))
+	}
+	found := c.ok(1, "searchChatMessages", map[string]any{
+		"chat_id": w.channel, "query": "", "sender_id": nil, "from_message_id": 0, "offset": 0, "limit": 100,
+		"filter": map[string]any{"@type": "searchMessagesFilterDocument"}, "message_thread_id": 0, "saved_messages_topic_id": 0,
+	}, "foundChatMessages")
+	if msgs, _ := found.get("messages").([]any); len(msgs) != 1 || found.int("next_from_message_id") != int64(posted.ID) {
+		t.Errorf("searchChatMessages: %v", found)
+	}
+	topic := c.ok(1, "getForumTopic", map[string]any{"chat_id": w.forum, "message_thread_id": w.topic}, "forumTopic")
+	if topic.str("info", "name") != "sources" || topic.int("info", "message_thread_id") != w.topic {
+		t.Errorf("getForumTopic: %v", topic)
+	}
+
+	// close: Closing, the answer, Closed, in that order, then silence.
+	extra := c.send(1, "close", nil)
+	var order []string
+	for len(order) < 3 {
+		o := c.next()
+		switch {
+		case o.typ() == "updateAuthorizationState":
+			order = append(order, o.str("authorization_state", "@type"))
+		case o["@extra"] == extra:
+			order = append(order, "answer:"+o.typ())
+		}
+	}
+	if want := []string{"authorizationStateClosing", "answer:ok", "authorizationStateClosed"}; strings.Join(order, " ") != strings.Join(want, " ") {
+		t.Errorf("close: %v, want %v", order, want)
+	}
+	c.send(1, "getMe", nil)
+	c.send(2, "getAuthorizationState", nil)
+	if o := c.next(); o.int("@client_id") != 2 {
+		t.Errorf("after Closed, client 1 was answered: %v", o)
+	}
+
+	// Every request went through the simulator, which counted it.
+	calls := w.Calls("acct1")
+	for method, want := range map[string]int{tg.MethodLoadChats: 2, tg.MethodGetChat: 4, tg.MethodGetMe: 1, tg.MethodGetMessage: 1} {
+		if calls[method] != want {
+			t.Errorf("tgsim counted %d %s, want %d (all: %v)", calls[method], method, want, calls)
+		}
+	}
+}
+
+func TestErrorsAsTDLibWritesThem(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 2})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+
+	noAPI := tdlibParameters(w.dir, "acct1")
+	noAPI["api_id"] = 0
+	if res := c.ok(1, "setTdlibParameters", noAPI, "error"); res.int("code") != 400 || !strings.Contains(res.str("message"), "api_id") {
+		t.Errorf("setTdlibParameters without api_id: %v", res)
+	}
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+
+	w.InjectFloodWait("acct1", tg.MethodGetMe, 3*time.Second, 1)
+	for _, tc := range []struct {
+		name    string
+		method  string
+		params  map[string]any
+		code    int64
+		message string
+	}{
+		{"flood wait", "getMe", nil, 429, "Too Many Requests: retry after 3"},
+		{"message not found", "getMessage", map[string]any{"chat_id": w.channel, "message_id": tg.MessageIDFromServer(999)}, 404, "Not Found"},
+		{"nothing before the date", "getChatMessageByDate", map[string]any{"chat_id": w.channel, "date": 1}, 404, "Not Found"},
+		{"unknown chat", "openChat", map[string]any{"chat_id": -1001999999999}, 400, "Chat not found"},
+		{"not a forum", "getForumTopic", map[string]any{"chat_id": w.channel, "message_thread_id": 1 << 20}, 400, "Chat is not a forum"},
+		{"not simulated", "getStickers", nil, 400, "tdjsonsim: getStickers is not simulated"},
+		{"bad parameters", "getChat", map[string]any{"chat_id": "x"}, 400, ""},
+		{"bad priority", "downloadFile", map[string]any{"file_id": 1, "priority": 0}, 400, "Download priority must be between 1 and 32"},
+	} {
+		res := c.ok(1, tc.method, tc.params, "error")
+		if res.int("code") != tc.code || tc.message != "" && res.str("message") != tc.message {
+			t.Errorf("%s: %v, want %d %q", tc.name, res, tc.code, tc.message)
+		}
+	}
+	w.SetPrivate(w.channel, true)
+	if res := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "error"); res.int("code") != 400 || res.str("message") != "CHANNEL_PRIVATE" {
+		t.Errorf("private channel: %v", res)
+	}
+}
+
+func TestUnknownAccountIsNotLoggedIn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 3})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.ok(1, "setTdlibParameters", tdlibParameters(w.dir, "nobody"), "ok")
+	if st := c.update(1, "updateAuthorizationState"); st.str("authorization_state", "@type") != "authorizationStateWaitPhoneNumber" {
+		t.Fatalf("unknown account: %v", st)
+	}
+	res := c.ok(1, "setAuthenticationPhoneNumber", map[string]any{"phone_number": "+1555"}, "error")
+	if res.int("code") != 400 || !strings.Contains(res.str("message"), `"nobody" does not exist`) {
+		t.Errorf("phone number for an unknown account: %v", res)
+	}
+	if res := c.ok(1, "getMe", nil, "error"); res.int("code") != 401 {
+		t.Errorf("getMe while not logged in: %v", res)
+	}
+}
+
+func TestUpdatesAsTDLibSpellsThem(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 4})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	if o := c.update(1, "updateOption"); o.str("name") != "version" || o.str("value", "value") != "1.8.40" {
+		t.Errorf("first option: %v", o)
+	}
+	if o := c.update(1, "updateConnectionState"); o.str("state", "@type") != "connectionStateReady" {
+		t.Errorf("connection state: %v", o)
+	}
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	for _, chat := range []tg.ChatID{w.channel, w.forum} {
+		c.ok(1, "openChat", map[string]any{"chat_id": chat}, "ok")
+	}
+
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "b.tar", Data: []byte("0123456789"), AlbumID: 77})
+	nm := c.update(1, "updateNewMessage")
+	msg := tdObject(nm.obj("message"))
+	if msg.int("id") != int64(posted.ID) || msg.int("chat_id") != int64(w.channel) || msg.str("media_album_id") != "77" ||
+		msg.str("content", "document", "file_name") != "b.tar" || msg.int("content", "document", "document", "size") != 10 {
+		t.Errorf("updateNewMessage: %v", nm)
+	}
+	if lm := c.update(1, "updateChatLastMessage"); lm.int("last_message", "id") != int64(posted.ID) {
+		t.Errorf("updateChatLastMessage: %v", lm)
+	}
+
+	// An asynchronous download: the answer, then updateFile until done.
+	fileID := msg.int("content", "document", "document", "id")
+	f := c.ok(1, "downloadFile", map[string]any{"file_id": fileID, "priority": 1, "offset": 0, "limit": 0, "synchronous": false}, "file")
+	if f.int("id") != fileID {
+		t.Errorf("downloadFile: %v", f)
+	}
+	done, _ := c.until("completed download", func(o tdObject) bool {
+		return o.typ() == "updateFile" && o.get("file", "local", "is_downloading_completed") == true
+	})
+	if done.str("file", "local", "path") == "" || done.int("file", "local", "downloaded_size") != 10 {
+		t.Errorf("completed download: %v", done)
+	}
+
+	// A send: a temporary message, then updateMessageSendSucceeded.
+	remote := msg.str("content", "document", "document", "remote", "id")
+	tmp := c.ok(1, "sendMessage", map[string]any{
+		"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": remote},
+			"caption":  map[string]any{"@type": "formattedText", "text": "token-1", "entities": []any{}},
+		},
+	}, "message")
+	if tg.MessageID(tmp.int("id")).IsServer() || tmp.str("sending_state", "@type") != "messageSendingStatePending" || tmp.get("is_outgoing") != true {
+		t.Errorf("sendMessage answer: %v", tmp)
+	}
+	sent, _ := c.until("send outcome", func(o tdObject) bool { return o.typ() == "updateMessageSendSucceeded" })
+	if sent.int("old_message_id") != tmp.int("id") || !tg.MessageID(sent.int("message", "id")).IsServer() ||
+		sent.str("message", "content", "caption", "text") != "token-1" {
+		t.Errorf("updateMessageSendSucceeded: %v (temporary %v)", sent, tmp.int("id"))
+	}
+
+	thread := w.AddTopic(w.forum, "new topic")
+	ti, _ := c.until("topic info", func(o tdObject) bool { return o.typ() == "updateForumTopicInfo" })
+	if ti.int("chat_id") != int64(w.forum) || ti.int("info", "message_thread_id") != thread || ti.str("info", "name") != "new topic" {
+		t.Errorf("updateForumTopicInfo: %v", ti)
+	}
+
+	text := w.Post(w.channel, 0, tgsim.Post{Text: "soon"})
+	w.EditIntoDocument(w.channel, text.ID, tgsim.Post{FileName: "c.7z", Data: []byte("7z")})
+	mc, _ := c.until("content change", func(o tdObject) bool { return o.typ() == "updateMessageContent" })
+	if mc.int("chat_id") != int64(w.channel) || mc.int("message_id") != int64(text.ID) {
+		t.Errorf("updateMessageContent: %v", mc)
+	}
+
+	w.Disconnect("acct1", 0)
+	if cs, _ := c.until("disconnect", func(o tdObject) bool { return o.typ() == "updateConnectionState" }); cs.str("state", "@type") != "connectionStateConnecting" {
+		t.Errorf("disconnect: %v", cs)
+	}
+}
+
+func TestSendFailedCarriesTheMessage(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 5, SendFailRate: 1})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
+	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	tmp := c.ok(1, "sendMessage", map[string]any{
+		"chat_id": w.dest,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+		},
+	}, "message")
+	failed, _ := c.until("send outcome", func(o tdObject) bool { return o.typ() == "updateMessageSendFailed" })
+	if failed.int("old_message_id") != tmp.int("id") || failed.int("message", "chat_id") != int64(w.dest) ||
+		failed.int("error", "code") != 500 || failed.str("error", "message") != "RPC_CALL_FAIL" ||
+		failed.str("message", "sending_state", "@type") != "messageSendingStateFailed" {
+		t.Errorf("updateMessageSendFailed: %v", failed)
+	}
+	if failed.str("message", "content", "document", "file_name") != "d.zip" {
+		t.Errorf("the failed message lost its document: %v", failed.get("message", "content"))
+	}
+}
+
+// Server.Close closes every instance as TDLib closes, then the connection.
+func TestCloseClosesClientsAsTDLib(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 6})
+	srv, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.login(2, w.dir, "acct1")
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		srv.Close()
+	}()
+	states := map[int64][]string{}
+	for o := c.next(); o != nil; o = c.next() {
+		if o.typ() == "updateAuthorizationState" {
+			id := o.int("@client_id")
+			states[id] = append(states[id], o.str("authorization_state", "@type"))
+		}
+	}
+	<-closed
+	for _, id := range []int64{1, 2} {
+		if got := strings.Join(states[id], " "); got != "authorizationStateClosing authorizationStateClosed" {
+			t.Errorf("client %d saw %q, want Closing then Closed", id, got)
+		}
+	}
+}
