@@ -374,13 +374,19 @@ func (c *Client) GetChat(ctx context.Context, chat tg.ChatID) (tg.Chat, error) {
 	if err != nil {
 		return tg.Chat{}, fmt.Errorf("get chat %d: %w", chat, err)
 	}
+	return c.chatWithKind(ctx, data)
+}
+
+// chatWithKind decodes a chat object. A supergroup's forum flag is not in
+// the chat: it costs one more (local) getSupergroup.
+func (c *Client) chatWithKind(ctx context.Context, data json.RawMessage) (tg.Chat, error) {
 	out, supergroup, err := decodeChat(data)
 	if err != nil || supergroup == 0 {
 		return out, err
 	}
 	data, err = c.call(ctx, getSupergroupRequest(supergroup))
 	if err != nil {
-		return tg.Chat{}, fmt.Errorf("get supergroup of chat %d: %w", chat, err)
+		return tg.Chat{}, fmt.Errorf("get supergroup of chat %d: %w", out.ID, err)
 	}
 	forum, err := decodeSupergroupIsForum(data)
 	if err != nil {
@@ -398,23 +404,7 @@ func (c *Client) SearchPublicChat(ctx context.Context, username string) (tg.Chat
 	if err != nil {
 		return tg.Chat{}, fmt.Errorf("resolve @%s: %w", username, err)
 	}
-	out, supergroup, err := decodeChat(data)
-	if err != nil || supergroup == 0 {
-		return out, err
-	}
-	// As in GetChat: only the supergroup tells a forum apart.
-	data, err = c.call(ctx, getSupergroupRequest(supergroup))
-	if err != nil {
-		return tg.Chat{}, fmt.Errorf("get supergroup of @%s: %w", username, err)
-	}
-	forum, err := decodeSupergroupIsForum(data)
-	if err != nil {
-		return tg.Chat{}, err
-	}
-	if forum {
-		out.Kind = tg.KindForum
-	}
-	return out, nil
+	return c.chatWithKind(ctx, data)
 }
 
 // OpenChat implements tg.Client.
