@@ -129,8 +129,7 @@ func (s *session) terminate(closeReq *request, notify bool) {
 	cl, fwdDone := s.client, s.fwdDone
 	s.mu.Unlock()
 	if cl != nil {
-		_ = cl.Close()
-		<-fwdDone
+		_ = fwdDone
 	}
 	s.mu.Lock()
 	if notify {
