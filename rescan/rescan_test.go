@@ -48,7 +48,7 @@ func TestRescanFindsDocumentEditedIntoOldMessage(t *testing.T) {
 	r := rescan.New(rescan.Config{Account: "a", Sources: []tg.ChatID{src}}, sess, st, p, m)
 
 	// The chat is synced past the old message; then a document is edited in.
-	if err := st.MarkSynced(ctx, src, old.ID.ServerID()); err != nil {
+	if err := st.SaveSourceState(ctx, src, false, "", old.ID.ServerID(), old.ID.ServerID()); err != nil {
 		t.Fatal(err)
 	}
 	w.EditIntoDocument(src, old.ID, tgsim.Post{FileName: "late.tar",

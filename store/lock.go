@@ -23,9 +23,9 @@ func (l *Lock) Unlock() {
 	}
 }
 
-// LockKey maps a name (e.g. "u:" + unique ids, "h:" + content hash) to the
+// lockKey maps a name (e.g. "u:" + unique ids, "h:" + content hash) to the
 // 64-bit key PostgreSQL's advisory locks take.
-func LockKey(name string) int64 {
+func lockKey(name string) int64 {
 	sum := sha256.Sum256([]byte(name))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
@@ -38,7 +38,7 @@ func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}
-	key := LockKey(name)
+	key := lockKey(name)
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
 		// A cancelled wait leaves the connection in an unknown state:
 		// destroy it rather than return it to the pool.

@@ -108,17 +108,6 @@ func (s *Store) Sources(ctx context.Context, account string) ([]Source, error) {
 	return out, nil
 }
 
-// MarkDirty records that chat needs a catch-up, with the reason.
-func (s *Store) MarkDirty(ctx context.Context, chat tg.ChatID, reason string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE sources SET dirty = true, dirty_reason = $2,
-		dirty_since = CASE WHEN dirty THEN dirty_since ELSE now() END, updated_at = now()
-		WHERE chat_id = $1`, int64(chat), reason)
-	if err != nil {
-		return fmt.Errorf("mark source %d dirty: %w", chat, err)
-	}
-	return nil
-}
-
 // MarkAccountDirty marks every source of account dirty: at start-up nothing
 // is trusted until a catch-up has looked.
 func (s *Store) MarkAccountDirty(ctx context.Context, account, reason string) error {
@@ -138,17 +127,6 @@ func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) e
 		last_seen = GREATEST(last_seen, $2), updated_at = now() WHERE chat_id = $1`, int64(chat), w)
 	if err != nil {
 		return fmt.Errorf("advance watermark of %d: %w", chat, err)
-	}
-	return nil
-}
-
-// MarkSynced raises the watermark to w and clears the dirty flag.
-func (s *Store) MarkSynced(ctx context.Context, chat tg.ChatID, w int64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
-		last_seen = GREATEST(last_seen, $2), dirty = false, dirty_reason = '', dirty_since = NULL,
-		updated_at = now() WHERE chat_id = $1`, int64(chat), w)
-	if err != nil {
-		return fmt.Errorf("mark source %d synced: %w", chat, err)
 	}
 	return nil
 }

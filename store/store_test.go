@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func open(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+var policy = store.ScanPolicy{ColdAfter: 3, ColdDelay: time.Hour, RetryDelay: time.Minute, CircuitBase: 10 * time.Minute, MaxDelay: 6 * time.Hour}
+
+// Sources whose scans keep finding nothing turn cold and are scanned less
+// often; a source with pending dead letters never does.
+func TestEmptyScansMakeASourceCold(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	cold, busy := tg.ChatID(-1), tg.ChatID(-2)
+	for _, c := range []tg.ChatID{cold, busy} {
+		if err := st.EnsureSource(ctx, store.Source{ChatID: c, Account: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := st.RecordDeadLetter(ctx, store.DeadLetter{Key: tg.MessageKey{Chat: busy, Message: 1 << 20}, Account: "a",
+		ErrorClass: "retryable", Reason: "x", NextAttemptAt: time.Now().Add(time.Hour)}, store.SourceMessage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcCold, srcBusy store.Source
+	for i := range 3 {
+		if srcCold, err = st.FinishScan(ctx, cold, "", store.ScanOutcome{}, policy); err != nil {
+			t.Fatal(err)
+		}
+		if srcBusy, err = st.FinishScan(ctx, busy, "", store.ScanOutcome{}, policy); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 && time.Until(srcCold.NextScanAt) > time.Minute {
+			t.Fatalf("source cold after %d empty scans, want after 3", i+1)
+		}
+	}
+	if d := time.Until(srcCold.NextScanAt); d < 50*time.Minute {
+		t.Errorf("cold source next scan in %v, want about the cold delay (1h)", d)
+	}
+	if srcBusy.EmptyScans != 0 || time.Until(srcBusy.NextScanAt) > time.Minute {
+		t.Errorf("source with a pending dead letter = %d empty scans, next in %v; it must never be idle",
+			srcBusy.EmptyScans, time.Until(srcBusy.NextScanAt))
+	}
+	// A scan that finds something warms the source up again.
+	if srcCold, err = st.FinishScan(ctx, cold, "", store.ScanOutcome{Found: 2}, policy); err != nil {
+		t.Fatal(err)
+	}
+	if srcCold.EmptyScans != 0 || time.Until(srcCold.NextScanAt) > time.Minute {
+		t.Errorf("after a fruitful scan: %d empty scans, next in %v", srcCold.EmptyScans, time.Until(srcCold.NextScanAt))
+	}
+}
+
+// Permanent failures open a circuit whose interval doubles; success closes it.
+func TestPermanentFailuresOpenAGrowingCircuit(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	c := tg.ChatID(-3)
+	if err := st.EnsureSource(ctx, store.Source{ChatID: c, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	fail := store.ScanOutcome{Err: errors.New("CHANNEL_PRIVATE"), Permanent: true}
+	var prev time.Duration
+	for i := range 3 {
+		src, err := st.FinishScan(ctx, c, "", fail, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := time.Until(src.CircuitUntil)
+		want := policy.CircuitBase << i
+		if open < want-time.Minute || open > want+time.Minute {
+			t.Errorf("failure %d: circuit open for %v, want about %v", i+1, open, want)
+		}
+		if open <= prev || src.LastError != "CHANNEL_PRIVATE" {
+			t.Errorf("failure %d: circuit %v (before %v), error %q", i+1, open, prev, src.LastError)
+		}
+		prev = open
+	}
+	src, err := st.FinishScan(ctx, c, "", store.ScanOutcome{}, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !src.CircuitUntil.IsZero() || src.Failures != 0 || src.LastError != "" {
+		t.Errorf("after a success: circuit %v, failures %d, error %q; want closed", src.CircuitUntil, src.Failures, src.LastError)
+	}
+}
+
+// Constraints, not only code, keep the catalogue exact.
+func TestCatalogueConstraints(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	hash := make([]byte, 32)
+	hash[0] = 1
+	pkg := store.Package{ContentHash: hash, Name: "a.zip", Format: "zip", TotalSize: 1, PartCount: 1,
+		Origin: tg.MessageKey{Chat: -1, Message: 1 << 20}}
+	parts := []store.Part{{Index: 0, FileName: "a.zip", Size: 1, SHA256: hash, UniqueID: "u1", Source: pkg.Origin}}
+	id, created, err := st.CreatePackage(ctx, pkg, parts, []store.FileEntry{{Path: "x"}})
+	if err != nil || !created {
+		t.Fatalf("create = %d %v %v", id, created, err)
+	}
+	again, created, err := st.CreatePackage(ctx, pkg, parts, nil)
+	if err != nil || created || again != id {
+		t.Fatalf("same content hash again = %d %v %v; want the existing package", again, created, err)
+	}
+	d1, fresh1, err := st.EnsureIntent(ctx, id, -9, 0, "a")
+	if err != nil || !fresh1 {
+		t.Fatal(err)
+	}
+	d2, fresh2, err := st.EnsureIntent(ctx, id, -9, 0, "b")
+	if err != nil || fresh2 || d2.Token != d1.Token {
+		t.Fatalf("second intent = %+v fresh %v; want the first one's token", d2, fresh2)
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account)
+		VALUES ($1, -9, 0, 'other', 'a')`, id); err == nil {
+		t.Error("a second delivery row for one package, destination and part was accepted")
+	}
+}
