@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -123,10 +124,34 @@ type Catchup struct {
 	run   service.Runner
 
 	cycles atomic.Uint64
+
+	mu      sync.Mutex
+	cycleCh chan struct{} // closed when the cycle under way completes
 }
 
 // Cycles returns how many cycles have completed.
 func (c *Catchup) Cycles() uint64 { return c.cycles.Load() }
+
+// NextCycle returns a channel that is closed when the next cycle to
+// complete has completed (the one under way, or the next to start).
+func (c *Catchup) NextCycle() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cycleCh == nil {
+		c.cycleCh = make(chan struct{})
+	}
+	return c.cycleCh
+}
+
+func (c *Catchup) cycleCompleted() {
+	c.cycles.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cycleCh != nil {
+		close(c.cycleCh)
+		c.cycleCh = nil
+	}
+}
 
 // New returns a catch-up loop. m may be nil.
 func New(cfg Config, st Store, t Telegram, l Listener, ing Ingest, m *Metrics) *Catchup {
@@ -153,7 +178,7 @@ func (c *Catchup) Start(ctx context.Context) error {
 	return c.run.StartFunc(ctx, func(ctx context.Context) {
 		service.Every(ctx, c.cfg.Interval, c.lst.Wake(), func(ctx context.Context) {
 			res, err := c.RunOnce(ctx)
-			c.cycles.Add(1)
+			c.cycleCompleted()
 			if err != nil && ctx.Err() == nil {
 				c.log.Warn("catch-up cycle", "err", err)
 			}

@@ -162,19 +162,17 @@ func (d *Daemon) Run() error {
 	return nil
 }
 
-// CatchupCycles returns the number of catch-up cycles that every account
-// has completed (the smallest count among accounts).
-func (d *Daemon) CatchupCycles() uint64 {
+// CatchupCycles returns a channel per account that is closed when that
+// account's next catch-up cycle completes. Taken between Prepare and Run,
+// they mark the first full cycle after a start.
+func (d *Daemon) CatchupCycles() []<-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var n uint64
+	out := make([]<-chan struct{}, len(d.accounts))
 	for i, r := range d.accounts {
-		c := r.catch.Cycles()
-		if i == 0 || c < n {
-			n = c
-		}
+		out[i] = r.catch.NextCycle()
 	}
-	return n
+	return out
 }
 
 // Shutdown stops the daemon in order. Each rule has its reason:

@@ -42,15 +42,19 @@ func TestShutdownUnderLoadKeepsWatermarksTrue(t *testing.T) {
 	for range 80 {
 		gen.Step()
 	}
-	if err := d.Start(ctx); err != nil {
+	if err := d.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for d.CatchupCycles() < 1 {
-		if time.Now().After(deadline) {
+	cycles := d.CatchupCycles()
+	if err := d.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, done := range cycles {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
 			t.Fatal("no catch-up cycle completed")
 		}
-		time.Sleep(5 * time.Millisecond) // polls a counter; the work is not timed
 	}
 	for range 80 {
 		gen.Step()

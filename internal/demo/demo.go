@@ -500,15 +500,17 @@ func (r *runner) idleRestart(ctx context.Context) (map[string]int, error) {
 	r.mu.Lock()
 	r.d = d
 	r.mu.Unlock()
+	cycles := d.CatchupCycles()
 	before := r.world.TotalCalls()
 	if err := d.Run(); err != nil {
 		return nil, err
 	}
-	for d.CatchupCycles() < 1 {
-		if ctx.Err() != nil {
+	for _, done := range cycles {
+		select {
+		case <-done:
+		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	after := r.world.TotalCalls()
 	out := map[string]int{}
