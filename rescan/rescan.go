@@ -119,15 +119,7 @@ func (r *Rescan) Outage(d time.Duration) {
 // must not turn into a rescan loop.
 func (r *Rescan) Start(ctx context.Context) error {
 	return r.run.StartFunc(ctx, func(ctx context.Context) {
-		t := time.NewTicker(r.cfg.Interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			case <-r.trigger:
-			}
+		service.Ticks(ctx, r.cfg.Interval, r.trigger, func(ctx context.Context) {
 			res, err := r.RunOnce(ctx)
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("rescan", "err", err)
@@ -135,7 +127,7 @@ func (r *Rescan) Start(ctx context.Context) error {
 			if res.Found > 0 {
 				r.log.Warn("rescan found unhandled messages", "found", res.Found, "scanned", res.Scanned)
 			}
-		}
+		})
 	})
 }
 

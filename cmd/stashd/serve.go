@@ -22,6 +22,7 @@ import (
 	"stashd/ingest"
 	"stashd/internal/config"
 	"stashd/internal/pgembed"
+	"stashd/internal/service"
 	"stashd/rescan"
 	"stashd/store"
 	"stashd/tg"
@@ -272,18 +273,8 @@ func (s *server) simulated(dcfg daemon.Config, seed int64, rate float64) (daemon
 		dcfg.Accounts = append(dcfg.Accounts, a)
 	}
 	s.publish = func(ctx context.Context) {
-		if rate <= 0 {
-			return
-		}
-		t := time.NewTicker(time.Duration(float64(time.Second) / rate))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				gen.Step()
-			}
+		if rate > 0 {
+			service.Ticks(ctx, time.Duration(float64(time.Second)/rate), nil, func(context.Context) { gen.Step() })
 		}
 	}
 	return dcfg, func(ctx context.Context, account string) (tg.Client, error) { return world.Client(account), nil }, nil

@@ -22,6 +22,7 @@ import (
 
 	"stashd/daemon"
 	"stashd/ingest"
+	"stashd/internal/service"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -361,38 +362,26 @@ func (r *runner) publish(ctx context.Context, published *atomic.Int64) {
 }
 
 func (r *runner) disconnects(ctx context.Context) {
-	t := time.NewTicker(r.o.DisconnectEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for _, a := range r.gen.Accounts() {
-				r.world.Disconnect(a, r.o.DisconnectEvery/4)
-			}
+	service.Ticks(ctx, r.o.DisconnectEvery, nil, func(context.Context) {
+		for _, a := range r.gen.Accounts() {
+			r.world.Disconnect(a, r.o.DisconnectEvery/4)
 		}
-	}
+	})
 }
 
 // restartLoop restarts until stop ends; each restart runs to completion
 // under ctx, so the demo never ends between a stop and a start.
 func (r *runner) restartLoop(stop, ctx context.Context) {
-	t := time.NewTicker(r.o.RestartEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop.Done():
-			return
-		case <-t.C:
-			if err := r.restart(ctx); err != nil {
-				if ctx.Err() == nil {
-					r.log.Error("demo restart", "err", err)
-				}
-				return
+	rctx, cancel := context.WithCancel(stop)
+	defer cancel()
+	service.Ticks(rctx, r.o.RestartEvery, nil, func(context.Context) {
+		if err := r.restart(ctx); err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("demo restart", "err", err)
 			}
+			cancel()
 		}
-	}
+	})
 }
 
 // restart stops the daemon (every other time abruptly) and starts a new one

@@ -88,3 +88,19 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// Ticks calls fn every interval, and whenever wake (may be nil) fires,
+// until ctx ends; unlike Every, not at once.
+func Ticks(ctx context.Context, interval time.Duration, wake <-chan struct{}, fn func(ctx context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-wake:
+		}
+		fn(ctx)
+	}
+}
