@@ -144,8 +144,8 @@ func (w *wire) login(client int, dir, account string) {
 // account whose state directory is dir/account.
 func tdlibParameters(dir, account string) map[string]any {
 	return map[string]any{
-		"database_directory": filepath.Join(dir, account, "database"),
-		"files_directory":    filepath.Join(dir, account, "files"),
+		"database_directory":   filepath.Join(dir, account, "database"),
+		"files_directory":      filepath.Join(dir, account, "files"),
 		"use_message_database": true, "use_file_database": true, "use_chat_info_database": true,
 		"api_id": 94575, "api_hash": "test", "system_language_code": "en",
 		"device_model": "stashd", "system_version": "linux", "application_version": "test",
