@@ -3,7 +3,9 @@
 #   make demo   the whole pipeline on the Telegram simulator and a private
 #               PostgreSQL, ending with an audit
 #   make test   every test: go vet, go test -race (real PostgreSQL), the
-#               real-TDLib tests, the dashboard and alert-rule tests
+#               real-TDLib tests, the pipeline through the real adapter and a
+#               stand-in libtdjson (mk/standin.mk), the dashboard and
+#               alert-rule tests
 #
 # Both install what they need: Go modules, the PostgreSQL server package when
 # no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
@@ -17,6 +19,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 all: build
 
 include mk/tdlib.mk
+include mk/standin.mk
 include mk/promtool.mk
 
 deps:
@@ -46,7 +49,7 @@ vet: deps
 unit: deps postgres
 	$(GO) test $(GOTEST_FLAGS) ./...
 
-test: vet unit test-tdlib test-dashboards
+test: vet unit test-tdlib test-standin test-dashboards
 
 clean:
 	rm -rf bin var

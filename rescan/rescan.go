@@ -170,7 +170,10 @@ func (r *Rescan) RunOnce(ctx context.Context) (Result, error) {
 
 func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (scanned, found int, err error) {
 	start, err := r.tg.GetChatMessageByDate(ctx, chat, since)
-	if err != nil {
+	switch {
+	case errors.Is(err, tg.ErrMessageNotFound):
+		start = tg.Message{} // nothing that old: the window is the whole chat
+	case err != nil:
 		return 0, 0, fmt.Errorf("find start of window: %w", err)
 	}
 	// The message at or before `since` is outside the window; start after it.

@@ -88,9 +88,11 @@ func runSim(args []string) int {
 	}
 	log := newLogger(os.Stderr, level)
 
+	// Created when missing, never chmod-ed: the socket may well live in a
+	// shared directory such as /tmp.
 	for _, dir := range []string{filepath.Dir(*socket), *filesDir} {
-		if err := ensureDir(dir); err != nil {
-			fmt.Fprintf(os.Stderr, "stashd sim: %v\n", err)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd sim: create %s: %v\n", dir, err)
 			return 1
 		}
 	}

@@ -40,7 +40,9 @@
 // Found", ...); a request abandoned by close is 500 "Request aborted".
 // Updates of the tgsim client are written as TDLib 1.8.40 spells them (see
 // tg/tdlib/testdata), so that the adapter decodes them back to the same
-// port values.
+// port values. As in TDLib, a send's outcome (updateMessageSendSucceeded
+// or updateMessageSendFailed) is written after the answer to its
+// sendMessage, although the simulator may settle it sooner.
 //
 // What the simulator does not know is written as TDLib's neutral value and
 // said so where it is written: a chat's last_message and a topic's

@@ -211,13 +211,14 @@ func messageObject(m tg.Message, o messageOptions) object {
 	)
 }
 
-// lastMessageObject is the last_message of a chat or topic when the
-// simulator reports only its id; nil (JSON null) when there is none.
-func lastMessageObject(chat tg.ChatID, id tg.MessageID) any {
+// withLastMessage adds the last_message of a chat or topic, of which the
+// simulator reports only the id. TDLib leaves out null members, so there is
+// none when id is 0.
+func withLastMessage(o object, chat tg.ChatID, id tg.MessageID) object {
 	if id == 0 {
-		return nil
+		return o
 	}
-	return messageObject(tg.Message{ID: id, ChatID: chat}, messageOptions{})
+	return append(o, member{"last_message", messageObject(tg.Message{ID: id, ChatID: chat}, messageOptions{})})
 }
 
 // pendingState is the sending_state of a message not yet on the server.
@@ -256,7 +257,7 @@ func chatObject(c tg.Chat) object {
 			{"is_channel", c.Kind == tg.KindChannel},
 		}
 	}
-	return object{
+	o := withLastMessage(object{
 		{"@type", "chat"},
 		{"id", int64(c.ID)},
 		{"type", typ},
@@ -265,7 +266,8 @@ func chatObject(c tg.Chat) object {
 		{"background_custom_emoji_id", "0"},
 		{"profile_accent_color_id", -1},
 		{"profile_background_custom_emoji_id", "0"},
-		{"last_message", lastMessageObject(c.ID, c.LastMessageID)},
+	}, c.ID, c.LastMessageID)
+	return append(o, object{
 		{"positions", []any{}},
 		{"chat_lists", []any{}},
 		{"has_protected_content", false},
@@ -286,7 +288,7 @@ func chatObject(c tg.Chat) object {
 		{"theme_name", ""},
 		{"reply_markup_message_id", 0},
 		{"client_data", ""},
-	}
+	}...)
 }
 
 // supergroupObject is TDLib's supergroup of a chat of the given kind.
@@ -387,17 +389,18 @@ func forumTopicInfoObject(t tg.Topic) object {
 
 // forumTopicObject is TDLib's forumTopic (getForumTopic).
 func forumTopicObject(t tg.Topic) object {
-	return object{
+	o := withLastMessage(object{
 		{"@type", "forumTopic"},
 		{"info", forumTopicInfoObject(t)},
-		{"last_message", lastMessageObject(t.ChatID, t.LastMessageID)},
+	}, t.ChatID, t.LastMessageID)
+	return append(o, object{
 		{"is_pinned", false},
 		{"unread_count", 0},
 		{"last_read_inbox_message_id", int64(t.LastMessageID)},
 		{"last_read_outbox_message_id", 0},
 		{"unread_mention_count", 0},
 		{"unread_reaction_count", 0},
-	}
+	}...)
 }
 
 // foundChatMessagesObject is searchChatMessages' answer. total_count is an
@@ -461,10 +464,7 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 	case tg.NewMessage:
 		return object{{"@type", "updateNewMessage"}, {"message", messageObject(u.Message, messageOptions{})}}, nil
 	case tg.ChatLastMessage:
-		out := object{{"@type", "updateChatLastMessage"}, {"chat_id", int64(u.Chat)}}
-		if u.LastMessageID != 0 {
-			out = append(out, member{"last_message", lastMessageObject(u.Chat, u.LastMessageID)})
-		}
+		out := withLastMessage(object{{"@type", "updateChatLastMessage"}, {"chat_id", int64(u.Chat)}}, u.Chat, u.LastMessageID)
 		return append(out, member{"positions", []any{}}), nil
 	case tg.ConnectionStateChanged:
 		return object{{"@type", "updateConnectionState"}, {"state", connectionStateObject(u.State)}}, nil

@@ -3,11 +3,13 @@
 package tdjsonsim_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,23 +107,43 @@ func TestPipelineThroughStandIn(t *testing.T) {
 	}
 }
 
-// capturingListener hands each accepted connection to conns as well.
-type capturingListener struct {
+// watchedListener hands each accepted connection to conns, and closes
+// asked the first time a connection reads a request for method.
+type watchedListener struct {
 	net.Listener
-	conns chan net.Conn
+	conns  chan net.Conn
+	method string
+	asked  chan struct{}
+	once   *sync.Once
 }
 
-func (l capturingListener) Accept() (net.Conn, error) {
+func (l watchedListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.conns <- c
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	w := watchedConn{c, l}
+	l.conns <- w
+	return w, nil
+}
+
+type watchedConn struct {
+	net.Conn
+	l watchedListener
+}
+
+func (c watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if bytes.Contains(p[:n], []byte(`"@type":"`+c.l.method+`"`)) {
+		c.l.once.Do(func() { close(c.l.asked) })
+	}
+	return n, err
 }
 
 // A server that goes away (a crashed `stashd sim`) is, to the adapter,
-// TDLib closing by itself: the stand-in reports authorizationStateClosing
-// and Closed, the update stream ends and requests fail with ErrClosed.
+// TDLib closing by itself: the stand-in answers the request in flight with
+// 500 "Request aborted", reports authorizationStateClosing and Closed, the
+// update stream ends and requests fail with ErrClosed.
 func TestLostServerClosesTheClient(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "tdjson.sock")
@@ -130,12 +152,14 @@ func TestLostServerClosesTheClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	world := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	// Every simulated call takes a minute: getMe is still running when the
+	// connection goes.
+	world := tgsim.NewWorld(tgsim.Config{Seed: 1, Latency: time.Minute})
 	world.AddAccount("acct1", false)
 	srv := tdjsonsim.New(world, tdjsonsim.Config{})
-	conns := make(chan net.Conn, 4)
+	wl := watchedListener{Listener: ln, conns: make(chan net.Conn, 4), method: tg.MethodGetMe, asked: make(chan struct{}), once: new(sync.Once)}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(capturingListener{ln, conns}) }()
+	go func() { serveErr <- srv.Serve(wl) }()
 	defer func() {
 		srv.Close()
 		<-serveErr
@@ -148,13 +172,18 @@ func TestLostServerClosesTheClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	me, err := c.GetMe(ctx)
-	if err != nil || me.Username != "acct1" {
-		t.Fatalf("getMe: %+v, %v", me, err)
-	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.GetMe(ctx)
+		got <- err
+	}()
+	<-wl.asked
+	(<-wl.conns).Close() // cut the connection under the library
 
-	// Cut the connection under the library.
-	(<-conns).Close()
+	var te *tg.Error
+	if err := <-got; !errors.As(err, &te) || te.Code != 500 || te.Message != "Request aborted" {
+		t.Errorf("getMe in flight when the server went away: %v, want 500 Request aborted", err)
+	}
 	for range c.Updates() {
 		// Drain until the stream ends: TDLib closed.
 	}
@@ -163,5 +192,22 @@ func TestLostServerClosesTheClient(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// Without a server, starting a client fails at once with the reason,
+// instead of waiting for go-tdlib's 60-second timeout.
+func TestNoServerFailsTheStart(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(tdjsonsim.SocketEnv, filepath.Join(dir, "nobody-listens.sock"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err == nil {
+		c.Close()
+		t.Fatal("New succeeded without a server")
+	}
+	if !strings.Contains(err.Error(), "connect to") || !strings.Contains(err.Error(), "nobody-listens.sock") {
+		t.Errorf("New without a server: %v, want the connect error", err)
 	}
 }

@@ -49,23 +49,28 @@ type session struct {
 	// kinds remembers the kind of each supergroup getChat has shown, for
 	// getSupergroup (a local call in TDLib, which the port does not have).
 	kinds map[int64]tg.ChatKind
-	// sent holds the temporary messages of sends whose outcome has not
-	// arrived, so that updateMessageSendFailed can carry the message as
-	// TDLib does; settled holds outcomes that beat their sendMessage answer.
-	sent    map[tg.MessageID]tg.Message
-	settled map[tg.MessageID]bool
+	// TDLib answers sendMessage before it reports the send's outcome; the
+	// simulator settles sends on a timer of its own. So the forwarder holds
+	// an outcome back while sendMessage requests are unanswered (sending),
+	// until its temporary message is among the answered ones (sent), which
+	// also gives updateMessageSendFailed the message, as TDLib writes it.
+	// answered is signalled (with mu) whenever sending drops.
+	sending  int
+	sent     map[tg.MessageID]tg.Message
+	answered *sync.Cond
 }
 
 func newSession(c *conn, id int) *session {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &session{
+	s := &session{
 		c: c, id: id, log: c.log.With("client", id),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		state:   stateWaitTdlibParameters,
-		kinds:   make(map[int64]tg.ChatKind),
-		sent:    make(map[tg.MessageID]tg.Message),
-		settled: make(map[tg.MessageID]bool),
+		state: stateWaitTdlibParameters,
+		kinds: make(map[int64]tg.ChatKind),
+		sent:  make(map[tg.MessageID]tg.Message),
 	}
+	s.answered = sync.NewCond(&s.mu)
+	return s
 }
 
 // request starts handling r. Nothing is sent after authorizationStateClosed;
@@ -129,7 +134,8 @@ func (s *session) terminate(closeReq *request, notify bool) {
 	cl, fwdDone := s.client, s.fwdDone
 	s.mu.Unlock()
 	if cl != nil {
-		_ = fwdDone
+		_ = cl.Close()
+		<-fwdDone
 	}
 	s.mu.Lock()
 	if notify {
@@ -143,18 +149,27 @@ func (s *session) terminate(closeReq *request, notify bool) {
 
 // serve handles one request and answers it.
 func (s *session) serve(r *request) {
-	if r.Type == "setTdlibParameters" {
+	switch r.Type {
+	case "setTdlibParameters":
 		s.setTdlibParameters(r)
+		return
+	case tg.MethodSendMessage:
+		s.sendMessage(r)
 		return
 	}
 	res, err := s.handle(r)
-	if err != nil {
-		if s.ctx.Err() != nil {
-			err = errAborted
-		}
-		res = errorFor(err)
+	s.c.reply(s.id, r, s.result(res, err))
+}
+
+// result is the answer to a request that returned res or err.
+func (s *session) result(res object, err error) object {
+	if err == nil {
+		return res
 	}
-	s.c.reply(s.id, r, res)
+	if s.ctx.Err() != nil {
+		err = errAborted
+	}
+	return errorFor(err)
 }
 
 // params decodes r's parameters into v; a mismatch is TDLib's 400.
@@ -287,9 +302,9 @@ func (s *session) forward(cl *tgsim.Client) {
 		var failed *tg.Message
 		switch u := u.(type) {
 		case tg.SendSucceeded:
-			s.settle(u.OldMessageID)
+			s.awaitAnswer(u.OldMessageID)
 		case tg.SendFailed:
-			failed = s.settle(u.OldMessageID)
+			failed = s.awaitAnswer(u.OldMessageID)
 		}
 		obj, err := updateObject(u, failed)
 		if err != nil {
@@ -300,28 +315,23 @@ func (s *session) forward(cl *tgsim.Client) {
 	}
 }
 
-// settle forgets a send whose outcome arrived and returns its temporary
-// message, or nil when the outcome beat the sendMessage answer.
-func (s *session) settle(id tg.MessageID) *tg.Message {
+// awaitAnswer returns once the sendMessage that made the temporary message
+// id has been answered, and returns that message (nil when no answer
+// carried it). A send's handler always answers, even while the session
+// closes, so the wait ends.
+func (s *session) awaitAnswer(id tg.MessageID) *tg.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m, ok := s.sent[id]; ok {
-		delete(s.sent, id)
-		return &m
+	for {
+		if m, ok := s.sent[id]; ok {
+			delete(s.sent, id)
+			return &m
+		}
+		if s.sending == 0 {
+			return nil
+		}
+		s.answered.Wait()
 	}
-	s.settled[id] = true
-	return nil
-}
-
-// remember keeps a temporary message until its outcome arrives.
-func (s *session) remember(m tg.Message) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.settled[m.ID] {
-		delete(s.settled, m.ID)
-		return
-	}
-	s.sent[m.ID] = m
 }
 
 // readyClient returns the simulated client, or TDLib's 401 before the
@@ -470,8 +480,6 @@ func (s *session) handle(r *request) (object, error) {
 		return forumTopicObject(t), nil
 	case tg.MethodDownloadFile:
 		return downloadFile(ctx, cl, r)
-	case tg.MethodSendMessage:
-		return s.sendMessage(ctx, cl, r)
 	}
 	return nil, notSimulated(r.Type)
 }
@@ -575,10 +583,35 @@ func downloadFile(ctx context.Context, cl *tgsim.Client, r *request) (object, er
 	return fileObject(f), nil
 }
 
-// sendMessage sends a document already on Telegram (inputFileRemote), the
-// only message stashd sends. reply_to, options and reply_markup change
-// nothing the simulator models and are ignored.
-func (s *session) sendMessage(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
+// sendMessage answers a send, then releases its outcome to the forwarder.
+func (s *session) sendMessage(r *request) {
+	s.mu.Lock()
+	s.sending++
+	s.mu.Unlock()
+	tmp, err := s.send(r)
+	var res object
+	if err == nil {
+		res = messageObject(tmp, messageOptions{outgoing: true, sendingState: pendingState()})
+	}
+	s.c.reply(s.id, r, s.result(res, err))
+	s.mu.Lock()
+	s.sending--
+	if err == nil {
+		s.sent[tmp.ID] = tmp
+	}
+	s.answered.Broadcast()
+	s.mu.Unlock()
+}
+
+// send sends a document already on Telegram (inputFileRemote), the only
+// message stashd sends, and returns the temporary message. reply_to,
+// options and reply_markup change nothing the simulator models and are
+// ignored.
+func (s *session) send(r *request) (tg.Message, error) {
+	cl, err := s.readyClient()
+	if err != nil {
+		return tg.Message{}, err
+	}
 	var p struct {
 		ChatID              tdInt `json:"chat_id"`
 		MessageThreadID     tdInt `json:"message_thread_id"`
@@ -594,27 +627,22 @@ func (s *session) sendMessage(ctx context.Context, cl *tgsim.Client, r *request)
 		} `json:"input_message_content"`
 	}
 	if err := r.params(&p); err != nil {
-		return nil, err
+		return tg.Message{}, err
 	}
 	content := p.InputMessageContent
 	switch {
 	case content == nil:
-		return nil, tdError(400, "Message content must be non-empty")
+		return tg.Message{}, tdError(400, "Message content must be non-empty")
 	case content.Type != "inputMessageDocument":
-		return nil, notSimulated("sending " + content.Type)
+		return tg.Message{}, notSimulated("sending " + content.Type)
 	case content.Document == nil || content.Document.Type != "inputFileRemote":
-		return nil, notSimulated("sending a document other than inputFileRemote")
+		return tg.Message{}, notSimulated("sending a document other than inputFileRemote")
 	case p.MessageThreadID != 0:
-		return nil, notSimulated("sending into a message thread")
+		return tg.Message{}, notSimulated("sending into a message thread")
 	}
 	var caption string
 	if content.Caption != nil {
 		caption = content.Caption.Text
 	}
-	tmp, err := cl.SendDocument(ctx, tg.ChatID(p.ChatID), content.Document.ID, caption)
-	if err != nil {
-		return nil, err
-	}
-	s.remember(tmp)
-	return messageObject(tmp, messageOptions{outgoing: true, sendingState: pendingState()}), nil
+	return cl.SendDocument(s.ctx, tg.ChatID(p.ChatID), content.Document.ID, caption)
 }

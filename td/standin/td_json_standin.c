@@ -23,8 +23,9 @@
  *   - td_receive waits at most timeout seconds and returns NULL when
  *     nothing came; everything the server sends is buffered without bound,
  *     as TDLib buffers, so the server never waits for a slow reader;
- *   - the strings td_receive and td_execute return stay valid until the
- *     next td_receive or td_execute call in the same thread;
+ *   - the string td_receive returns stays valid until the next td_receive
+ *     in the same thread, the one td_execute returns until the next
+ *     td_execute in the same thread (TDLib: until the next call of either);
  *   - td_execute answers the synchronous requests locally (getOption
  *     "version" and "commit_hash", the log settings): it needs no server;
  *   - every function may be called from any thread.
@@ -105,8 +106,12 @@ static int sock = -1;      /* the live connection, -1 when none */
 static unsigned conn_seq;  /* connections opened so far; names the live one */
 static int log_verbosity = 1;
 
-/* The last string handed to this thread by td_receive or td_execute. */
-static __thread char *thread_result;
+/* The last strings handed to this thread by td_receive and by td_execute.
+ * TDLib frees either on the next call of either; keeping them apart is
+ * more lenient, and spares go-tdlib (whose goroutines share threads) a
+ * td_execute freeing what its receiver is still copying. */
+static __thread char *received_result;
+static __thread char *executed_result;
 
 static void init(void)
 {
@@ -620,8 +625,8 @@ void td_send(int client_id, const char *request)
 const char *td_receive(double timeout)
 {
 	pthread_once(&init_once, init);
-	free(thread_result);
-	thread_result = NULL;
+	free(received_result);
+	received_result = NULL;
 
 	struct timespec deadline;
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -646,18 +651,18 @@ const char *td_receive(double timeout)
 		queue_head = it->next;
 		if (queue_head == NULL)
 			queue_tail = NULL;
-		thread_result = it->json;
+		received_result = it->json;
 		free(it);
 	}
 	pthread_mutex_unlock(&mu);
-	return thread_result;
+	return received_result;
 }
 
 const char *td_execute(const char *request)
 {
 	pthread_once(&init_once, init);
-	free(thread_result);
-	thread_result = NULL;
+	free(executed_result);
+	executed_result = NULL;
 	if (request == NULL || *skip_ws(request) != '{')
 		return NULL;
 
@@ -692,7 +697,7 @@ const char *td_execute(const char *request)
 	} else {
 		body = format("{\"@type\":\"error\",\"code\":400,\"message\":\"The method can't be executed synchronously\"");
 	}
-	thread_result = with_meta(body, extra, 0);
+	executed_result = with_meta(body, extra, 0);
 	free(extra);
-	return thread_result;
+	return executed_result;
 }

@@ -243,7 +243,7 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 }
 
 // GetChatMessageByDate implements tg.Client: the newest message dated at or
-// before date, or a zero Message when there is none.
+// before date; like TDLib, a 404 (ErrMessageNotFound) when there is none.
 func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date time.Time) (tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatMessageByDate, func() (tg.Message, error) {
 		ch, err := c.chat(chat)
@@ -255,7 +255,7 @@ func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date 
 				return c.view(ch.msgs[i]), nil
 			}
 		}
-		return tg.Message{}, nil
+		return tg.Message{}, errMessageNotFound()
 	})
 }
 

@@ -296,6 +296,12 @@ func TestGetMessageAndByDate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		m, err := f.c.GetChatMessageByDate(f.ctx, f.chat, tc.date)
+		if tc.want == 0 {
+			if !errors.Is(err, tg.ErrMessageNotFound) {
+				t.Errorf("GetChatMessageByDate before the first message = %v, want 404 like TDLib", err)
+			}
+			continue
+		}
 		if err != nil || m.ID != tc.want {
 			t.Errorf("GetChatMessageByDate(%s) = %d, %v; want %d", tc.date, m.ID, err, tc.want)
 		}

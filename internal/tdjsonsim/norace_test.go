@@ -1,0 +1,5 @@
+//go:build !race
+
+package tdjsonsim_test
+
+const raceEnabled = false
