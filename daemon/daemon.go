@@ -436,14 +436,12 @@ func (d *Daemon) resolve(ctx context.Context, r *accountRun, a Account) (Account
 // kind and title. Known sources cost no call: a restart must stay cheap.
 func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) error {
 	known := map[tg.ChatID]bool{}
-	srcs, err := d.store.Sources(ctx, "")
+	srcs, err := d.store.Sources(ctx, a.Name)
 	if err != nil {
 		return err
 	}
 	for _, s := range srcs {
-		if s.Account == a.Name {
-			known[s.ChatID] = true
-		}
+		known[s.ChatID] = true
 	}
 	for _, chat := range a.Sources {
 		if known[chat] {

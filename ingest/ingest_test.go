@@ -2,6 +2,8 @@ package ingest_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -457,38 +459,96 @@ func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
 	}
 }
 
-// A package arriving at once as the original, an identical re-upload (other
-// unique ids) and a forward of the re-upload is still delivered once: every
-// delivery of a package runs under its content-hash lock, whichever
-// unique-id lock brought the worker there. This is a stress test: the
-// interleaving that once delivered twice (found by TestNoLossUnderFaults)
-// is likely, not certain, in a given round.
-func TestRaceCopiesWithDifferentUniqueIDsOneDelivery(t *testing.T) {
+// lockSpy is the real store, reporting each advisory lock a pipeline asks
+// for before it waits on it.
+type lockSpy struct {
+	*store.Store
+	asked chan string
+}
+
+func (s lockSpy) Lock(ctx context.Context, name string) (*store.Lock, error) {
+	s.asked <- name
+	return s.Store.Lock(ctx, name)
+}
+
+// A package is delivered only under its content-hash lock, whichever copy
+// brought the worker there. Here one worker is in the middle of delivering
+// the package (it holds the content-hash lock and has written its intent)
+// when a forward of an identical re-upload arrives, known by other unique
+// ids: the second worker must wait for the lock, not send.
+func TestDeliveryWaitsForContentHashLock(t *testing.T) {
 	t.Parallel()
-	for round := range 5 {
-		e := newEnv(t, "a")
-		p, c := e.pipeline("a")
-		other := e.world.AddChat(tg.KindChannel, "other", "a")
-		if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: other, Account: "a"}); err != nil {
-			t.Fatal(err)
+	e := newEnv(t, "a")
+	// One client and one session: two sessions on a client would split its
+	// update stream between them.
+	c := e.world.Client("a")
+	t.Cleanup(func() { _ = c.Close() })
+	sess := tg.NewSession(c, func(tg.Update) {})
+	if err := sess.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	data := archivetest.Tar([]archivetest.File{{Name: "r", Data: []byte("contended copies")}})
+	orig := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "r.tar", Data: data}))
+	reup := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "r.tar", Data: data}))
+	fwd := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "r.tar", SameFileAs: reup.Document.File.UniqueID}))
+
+	// The state the first worker has reached: package catalogued, the
+	// re-upload's unique id linked, an intent written, the lock held.
+	sum := sha256.Sum256(data)
+	pkg, _, err := e.st.CreatePackage(e.ctx, store.Package{ContentHash: sum[:], Name: "r.tar", Format: "tar",
+		TotalSize: int64(len(data)), PartCount: 1, Origin: orig.Key()},
+		[]store.Part{{FileName: "r.tar", Size: int64(len(data)), SHA256: sum[:], UniqueID: orig.Document.File.UniqueID, Source: orig.Key()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.AddRemoteFiles(e.ctx, pkg, []string{reup.Document.File.UniqueID}); err != nil {
+		t.Fatal(err)
+	}
+	intent, _, err := e.st.EnsureIntent(e.ctx, pkg, e.dest, 0, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashLock := "h:" + hex.EncodeToString(sum[:])
+	held, err := e.st.Lock(e.ctx, hashLock)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	spy := lockSpy{e.st, make(chan string, 8)}
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, spy, sess, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Handle(e.ctx, fwd)
+		done <- err
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case name := <-spy.asked:
+			waiting = name == hashLock
+		case err := <-done:
+			held.Unlock()
+			t.Fatalf("the copy was handled (%v) while another worker held the package's content-hash lock", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the copy never asked for the content-hash lock")
 		}
-		data := archivetest.Tar([]archivetest.File{{Name: "r", Data: fmt.Appendf(nil, "round %d", round)}})
-		orig := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "r.tar", Data: data})
-		reup := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "r.tar", Data: data})
-		fwd := e.world.Post(other, 0, tgsim.Post{FileName: "r.tar", SameFileAs: reup.Document.File.UniqueID})
-		msgs := []tg.Message{e.view(c, orig), e.view(c, reup), e.view(c, fwd)}
-		var wg sync.WaitGroup
-		for i := range 9 {
-			wg.Go(func() {
-				if _, err := p.Process(e.ctx, msgs[i%3]); err != nil {
-					t.Errorf("process: %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		if n := len(e.delivered()); n != 1 {
-			t.Fatalf("round %d: destination holds %d copies, want 1", round, n)
-		}
+	}
+
+	// The first worker finishes its send and records it, then lets go.
+	sendCtx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	sent, err := sess.Send(sendCtx, e.dest, orig.Document.File.RemoteID, ingest.Caption(store.Package{Name: "r.tar", PartCount: 1}, 0, intent.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.MarkSent(e.ctx, intent, sent.ID); err != nil {
+		t.Fatal(err)
+	}
+	held.Unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("handle the copy: %v", err)
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Fatalf("destination holds %d copies, want 1", n)
 	}
 }
 

@@ -34,7 +34,7 @@ type Store interface {
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
-	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.PendingPart, error)
+	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error)
 	TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error)
 	UpsertTopic(ctx context.Context, t tg.Topic) error
 }
@@ -136,6 +136,12 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 
 // Config returns the pipeline's configuration with defaults filled in.
 func (p *Pipeline) Config() Config { return p.cfg }
+
+// GetMessage fetches a message through the pipeline's session (a refetch
+// after its content changed).
+func (p *Pipeline) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
+	return p.tg.GetMessage(ctx, chat, id)
+}
 
 // Process handles msg with in-process retries by error class and, when they
 // are used up or the error is permanent, records a dead letter. It returns

@@ -34,11 +34,6 @@ type Processor interface {
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 }
 
-// GetMessage fetches a message through the pipeline's session.
-func (p *Pipeline) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
-	return p.tg.GetMessage(ctx, chat, id)
-}
-
 // ErrAllWorkersDead is reported by Pool.Fatal when every worker of an
 // account has crashed too often in a row to be restarted.
 var ErrAllWorkersDead = errors.New("all ingest workers are dead")

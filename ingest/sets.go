@@ -115,10 +115,11 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 				}
 				if err := p.deadLetter(ctx, msg, reason, false); err != nil {
 					errs = append(errs, err)
+				} else {
+					p.count(store.OutcomeDeadLetter)
 				}
 			}
 			p.log.Warn("incomplete set is a dead letter", "source", set.Chat, "set", reason.Set, "parts", len(parts), "reason", reason.Missing)
-			p.count(store.OutcomeDeadLetter)
 			res.DeadLetter++
 		default:
 			res.Waiting++
@@ -127,7 +128,7 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 	return res, errors.Join(errs...)
 }
 
-func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts []store.PendingPart) error {
+func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts []store.SourceMessage) error {
 	msgs := make([]tg.Message, len(parts))
 	for i, pt := range parts {
 		m, err := p.message(ctx, pt.Key)
@@ -160,7 +161,7 @@ func displaySet(key string) string {
 // multipart sets follow archive.OrderParts (parts 1..n without holes, the
 // final part when the naming scheme has one); a lone plain archive is a
 // complete set of one.
-func orderSet(setKey string, parts []store.PendingPart) ([]store.PendingPart, string) {
+func orderSet(setKey string, parts []store.SourceMessage) ([]store.SourceMessage, string) {
 	if strings.HasPrefix(setKey, "album:") {
 		return parts, "" // already by message id
 	}
@@ -172,7 +173,7 @@ func orderSet(setKey string, parts []store.PendingPart) ([]store.PendingPart, st
 	if !o.Complete {
 		return parts, cmp.Or(o.Reason, "incomplete")
 	}
-	out := make([]store.PendingPart, len(o.Order))
+	out := make([]store.SourceMessage, len(o.Order))
 	for i, idx := range o.Order {
 		out[i] = parts[idx]
 	}

@@ -97,6 +97,10 @@ type Listener struct {
 	lostAt    time.Time
 	lastEvent time.Time
 	killed    bool
+
+	// Owned by the writer goroutine: the account status last written.
+	statusAt        time.Time
+	statusConnected bool
 }
 
 // New returns a listener; it watches no source until Watch.
@@ -292,7 +296,11 @@ func (l *Listener) connectionLocked(state tg.ConnectionState) {
 	l.conn = state
 	ready := state == tg.ConnReady
 	if l.m != nil {
-		l.m.connected.WithLabelValues(l.cfg.Account).Set(map[bool]float64{true: 1}[ready])
+		connected := 0.0
+		if ready {
+			connected = 1
+		}
+		l.m.connected.WithLabelValues(l.cfg.Account).Set(connected)
 	}
 	switch {
 	case ready && prev != tg.ConnReady:
@@ -399,8 +407,10 @@ func (l *Listener) advanceLocked(st *source) {
 		moved = true
 	}
 	if moved {
+		// Written with the next periodic flush, not at once: this runs
+		// for every handled message, and a watermark that lags on disk
+		// only costs a re-check after a crash.
 		l.pending[st.chat] = struct{}{}
-		l.wakeLocked()
 	}
 	l.lagLocked(st)
 }
@@ -502,8 +512,16 @@ func (l *Listener) flush(ctx context.Context) {
 	connected, depth := l.conn == tg.ConnReady, len(l.queue)
 	l.mu.Unlock()
 
-	if err := l.store.UpdateAccountStatus(ctx, l.cfg.Account, connected, depth, cap(l.queue)); err != nil && ctx.Err() == nil {
-		l.log.Warn("write account status", "err", err)
+	// The status is for people (stashd status): written when the
+	// connection changes, otherwise once per flush interval.
+	if now := l.cfg.Now(); connected != l.statusConnected || now.Sub(l.statusAt) >= l.cfg.FlushInterval {
+		if err := l.store.UpdateAccountStatus(ctx, l.cfg.Account, connected, depth, cap(l.queue)); err != nil {
+			if ctx.Err() == nil {
+				l.log.Warn("write account status", "err", err)
+			}
+		} else {
+			l.statusAt, l.statusConnected = now, connected
+		}
 	}
 
 	var failed []tg.ChatID

@@ -89,12 +89,6 @@ func (s *Store) RecordMessages(ctx context.Context, msgs ...SourceMessage) error
 	return nil
 }
 
-// PendingPart is a recorded part of a multipart set that waits for its set.
-type PendingPart struct {
-	SourceMessage
-	HandledAt time.Time
-}
-
 // PendingSet names one incomplete set.
 type PendingSet struct {
 	Chat    tg.ChatID
@@ -129,20 +123,20 @@ func (s *Store) PendingSets(ctx context.Context, account string) ([]PendingSet, 
 }
 
 // SetParts returns the pending parts of one set, by message id.
-func (s *Store) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]PendingPart, error) {
+func (s *Store) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]SourceMessage, error) {
 	rows, err := s.pool.Query(ctx, `SELECT chat_id, message_id, topic_id, album_id, date, file_name, file_size,
-			unique_id, set_key, part_index, handled_at
+			unique_id, set_key, part_index
 		FROM source_messages WHERE chat_id = $1 AND topic_id = $2 AND set_key = $3 AND outcome = 'part_pending'
 		ORDER BY message_id`, int64(chat), topic, setKey)
 	if err != nil {
 		return nil, fmt.Errorf("list parts of %q: %w", setKey, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PendingPart, error) {
-		var p PendingPart
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SourceMessage, error) {
+		var p SourceMessage
 		var c, m int64
 		var date *time.Time
 		err := r.Scan(&c, &m, &p.TopicID, &p.AlbumID, &date, &p.FileName, &p.FileSize, &p.UniqueID,
-			&p.SetKey, &p.PartIndex, &p.HandledAt)
+			&p.SetKey, &p.PartIndex)
 		p.Key = tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}
 		p.Outcome = OutcomePartPending
 		if date != nil {

@@ -18,14 +18,21 @@ type Session struct {
 	handler func(Update)
 
 	mu        sync.Mutex
-	sends     map[MessageID]chan sendResult // temporary id -> waiter
-	early     map[MessageID]sendResult      // results that beat their waiter
-	earlyFIFO []MessageID
+	sends     map[sendKey]chan sendResult // temporary message -> waiter
+	early     map[sendKey]sendResult      // results that beat their waiter
+	earlyFIFO []sendKey
 	downloads map[int32][]chan File
 	options   map[string]string
 	conn      ConnectionState
 
 	done chan struct{}
+}
+
+// sendKey names a temporary message: TDLib's temporary ids are unique
+// within a chat only.
+type sendKey struct {
+	chat ChatID
+	id   MessageID
 }
 
 type sendResult struct {
@@ -45,8 +52,8 @@ func NewSession(c Client, handler func(Update)) *Session {
 	s := &Session{
 		Client:    c,
 		handler:   handler,
-		sends:     make(map[MessageID]chan sendResult),
-		early:     make(map[MessageID]sendResult),
+		sends:     make(map[sendKey]chan sendResult),
+		early:     make(map[sendKey]sendResult),
 		downloads: make(map[int32][]chan File),
 		options:   make(map[string]string),
 		done:      make(chan struct{}),
@@ -63,9 +70,9 @@ func (s *Session) pump() {
 	for u := range s.Client.Updates() {
 		switch u := u.(type) {
 		case SendSucceeded:
-			s.resolveSend(u.OldMessageID, sendResult{msg: u.Message})
+			s.resolveSend(sendKey{u.Message.ChatID, u.OldMessageID}, sendResult{msg: u.Message})
 		case SendFailed:
-			s.resolveSend(u.OldMessageID, sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err)})
+			s.resolveSend(sendKey{u.Chat, u.OldMessageID}, sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err)})
 		case FileUpdated:
 			s.fileUpdated(u.File)
 		case OptionChanged:
@@ -96,11 +103,11 @@ func (s *Session) pump() {
 	s.mu.Unlock()
 }
 
-func (s *Session) resolveSend(id MessageID, r sendResult) {
+func (s *Session) resolveSend(k sendKey, r sendResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ch, ok := s.sends[id]; ok {
-		delete(s.sends, id)
+	if ch, ok := s.sends[k]; ok {
+		delete(s.sends, k)
 		ch <- r // buffered, never blocks
 		return
 	}
@@ -108,8 +115,8 @@ func (s *Session) resolveSend(id MessageID, r sendResult) {
 		delete(s.early, s.earlyFIFO[0])
 		s.earlyFIFO = s.earlyFIFO[1:]
 	}
-	s.early[id] = r
-	s.earlyFIFO = append(s.earlyFIFO, id)
+	s.early[k] = r
+	s.earlyFIFO = append(s.earlyFIFO, k)
 }
 
 func (s *Session) fileUpdated(f File) {
@@ -147,10 +154,11 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 	if err != nil {
 		return Message{}, err
 	}
+	k := sendKey{chat, tmp.ID}
 	ch := make(chan sendResult, 1)
 	s.mu.Lock()
-	if r, ok := s.early[tmp.ID]; ok {
-		delete(s.early, tmp.ID)
+	if r, ok := s.early[k]; ok {
+		delete(s.early, k)
 		s.mu.Unlock()
 		return r.msg, r.err
 	}
@@ -160,7 +168,7 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 		return Message{}, ErrClosed
 	default:
 	}
-	s.sends[tmp.ID] = ch
+	s.sends[k] = ch
 	s.mu.Unlock()
 
 	select {
@@ -168,7 +176,7 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 		return r.msg, r.err
 	case <-ctx.Done():
 		s.mu.Lock()
-		delete(s.sends, tmp.ID)
+		delete(s.sends, k)
 		s.mu.Unlock()
 		return Message{}, ctx.Err()
 	}

@@ -57,35 +57,46 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 }
 
 // database returns the URL to use: url when set, otherwise a private
-// PostgreSQL cluster started under dataDir/postgres. stop stops the cluster
-// (a no-op for an external database).
-func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL string, stop func(), err error) {
+// PostgreSQL cluster under dataDir/postgres — the one another stashd
+// process runs there, or one started now. stop stops a cluster started now
+// (a no-op otherwise); done, when not nil, is closed if that cluster exits.
+func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL string, done <-chan struct{}, stop func(), err error) {
 	if url != "" {
-		return url, func() {}, nil
+		return url, nil, func() {}, nil
 	}
 	dir := filepath.Join(dataDir, "postgres")
 	if url, ok := pgembed.Running(ctx, dir); ok {
 		// Another stashd process (a daemon or a demo) runs it: share it.
-		return url, func() {}, nil
+		return url, nil, func() {}, nil
 	}
 	log.Info("starting the embedded PostgreSQL", "dir", dir)
 	c, err := pgembed.Start(ctx, pgembed.Config{Dir: dir, Logger: log})
 	if err != nil {
-		return "", nil, fmt.Errorf("embedded database: %w", err)
+		return "", nil, nil, fmt.Errorf("embedded database: %w", err)
 	}
-	return c.URL(""), func() {
+	return c.URL(""), c.Done(), func() {
 		if err := c.Stop(); err != nil {
 			log.Warn("stop embedded PostgreSQL", "err", err)
 		}
 	}, nil
 }
 
-// ensureDir creates dir with owner-only permissions.
-func ensureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+// storeFlags are the flags of commands that read the catalogue.
+type storeFlags struct {
+	url, dataDir, database *string
+}
+
+func addStoreFlags(fs *flag.FlagSet) storeFlags {
+	return storeFlags{
+		url:      fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir"),
+		dataDir:  fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)"),
+		database: fs.String("database", "", "database name on the server (the demo uses stashd_demo)"),
 	}
-	return os.Chmod(dir, 0o700)
+}
+
+// open opens the catalogue the flags name.
+func (f storeFlags) open(ctx context.Context) (*store.Store, func(), error) {
+	return openStore(ctx, *f.url, *f.dataDir, *f.database)
 }
 
 // openStore opens the catalogue: url when set, otherwise the embedded
@@ -94,7 +105,7 @@ func ensureDir(dir string) error {
 // server.
 func openStore(ctx context.Context, url, dataDir, name string) (*store.Store, func(), error) {
 	log := newLogger(os.Stderr, slog.LevelError)
-	dbURL, stopDB, err := database(ctx, url, dataDir, log)
+	dbURL, _, stopDB, err := database(ctx, url, dataDir, log)
 	if err != nil {
 		return nil, nil, err
 	}

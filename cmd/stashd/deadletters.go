@@ -26,9 +26,7 @@ CHAT/MSG is the source chat id and the server message id, as list prints them.`
 
 func runDeadLetters(args []string) int {
 	fs := newFlagSet("deadletters", "deadletters list|retry [CHAT/MSG] [flags]", deadLettersHelp)
-	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir")
-	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)")
-	database := fs.String("database", "", "database name on the server (the demo uses stashd_demo)")
+	db := addStoreFlags(fs)
 	all := fs.Bool("all", false, "with retry: every unresolved dead letter")
 	limit := fs.Int("limit", 200, "with list: at most this many rows")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -49,7 +47,7 @@ func runDeadLetters(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, closeStore, err := openStore(ctx, *dbURL, *dataDir, *database)
+	st, closeStore, err := db.open(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
 		return 1

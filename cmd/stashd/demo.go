@@ -75,7 +75,7 @@ func runDemo(args []string) int {
 		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
 		return 1
 	}
-	serverURL, stopDB, err := database(ctx, *dbURL, *dataDir, log)
+	serverURL, _, stopDB, err := database(ctx, *dbURL, *dataDir, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
 		return 1

@@ -21,7 +21,6 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/config"
-	"stashd/internal/pgembed"
 	"stashd/internal/service"
 	"stashd/rescan"
 	"stashd/store"
@@ -146,21 +145,11 @@ type server struct {
 }
 
 func (s *server) openStore(ctx context.Context) error {
-	url := s.cfg.DatabaseURL
-	s.stopDB = func() {}
-	if url == "" {
-		c, err := pgembed.Start(ctx, pgembed.Config{Dir: filepath.Join(s.cfg.DataDir, "postgres"), Logger: s.log})
-		if err != nil {
-			return fmt.Errorf("embedded database: %w", err)
-		}
-		s.stopDB = func() {
-			if err := c.Stop(); err != nil {
-				s.log.Warn("stop embedded PostgreSQL", "err", err)
-			}
-		}
-		s.dbDone = c.Done()
-		url = c.URL("")
+	url, done, stop, err := database(ctx, s.cfg.DatabaseURL, s.cfg.DataDir, s.log)
+	if err != nil {
+		return err
 	}
+	s.stopDB, s.dbDone = stop, done
 	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: int32(len(s.cfg.Accounts)*s.cfg.Workers*2 + 16)})
 	if err != nil {
 		s.stopDB()

@@ -20,16 +20,14 @@ daemon or a demo runs, and when none does.`
 
 func runStatus(args []string) int {
 	fs := newFlagSet("status", "status [flags]", statusHelp)
-	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir")
-	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)")
-	database := fs.String("database", "", "database name on the server (the demo uses stashd_demo)")
+	db := addStoreFlags(fs)
 	jsonOut := fs.Bool("json", false, "print JSON instead of tables")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, closeStore, err := openStore(ctx, *dbURL, *dataDir, *database)
+	st, closeStore, err := db.open(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd status: %v\n", err)
 		return 1

@@ -209,11 +209,19 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 
 // start builds and starts a daemon on fresh simulated clients (a new TDLib
 // instance per account, as after a process restart).
-func (r *runner) start(ctx context.Context) (*daemon.Daemon, error) {
+// beforeRun, when set, is called between the daemon's Prepare and Run:
+// every Telegram call after it is made by a loop.
+func (r *runner) start(ctx context.Context, beforeRun func(*daemon.Daemon)) (*daemon.Daemon, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d := daemon.New(r.config(reg), r.st, r.dial)
-	if err := d.Start(ctx); err != nil {
+	if err := d.Prepare(ctx); err != nil {
+		return nil, err
+	}
+	if beforeRun != nil {
+		beforeRun(d)
+	}
+	if err := d.Run(); err != nil {
 		return nil, err
 	}
 	if r.o.Gatherer != nil {
@@ -247,7 +255,7 @@ func (r *runner) current() *daemon.Daemon {
 
 func (r *runner) run(ctx context.Context) (Report, error) {
 	r.fatal = make(chan error, 1)
-	d, err := r.start(ctx)
+	d, err := r.start(ctx, nil)
 	if err != nil {
 		return Report{}, err
 	}
@@ -398,7 +406,7 @@ func (r *runner) restart(ctx context.Context) error {
 	} else {
 		old.Shutdown(ctx)
 	}
-	d, err := r.start(ctx)
+	d, err := r.start(ctx, nil)
 	if err != nil {
 		select {
 		case r.fatal <- fmt.Errorf("restart: %w", err):
@@ -481,19 +489,18 @@ func (r *runner) idleRestart(ctx context.Context) (map[string]int, error) {
 	r.mu.Unlock()
 	old.Shutdown(ctx)
 
-	reg := prometheus.NewRegistry()
-	d := daemon.New(r.config(reg), r.st, r.dial)
-	if err := d.Prepare(ctx); err != nil {
+	var cycles []<-chan struct{}
+	var before map[string]int
+	d, err := r.start(ctx, func(d *daemon.Daemon) {
+		cycles = d.CatchupCycles()
+		before = r.world.TotalCalls()
+	})
+	if err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
 	r.d = d
 	r.mu.Unlock()
-	cycles := d.CatchupCycles()
-	before := r.world.TotalCalls()
-	if err := d.Run(); err != nil {
-		return nil, err
-	}
 	for _, done := range cycles {
 		select {
 		case <-done:
