@@ -266,6 +266,7 @@ func chatObject(c tg.Chat) object {
 		{"background_custom_emoji_id", "0"},
 		{"profile_accent_color_id", -1},
 		{"profile_background_custom_emoji_id", "0"},
+		{"permissions", chatPermissions(c.Kind)},
 	}, c.ID, c.LastMessageID)
 	return append(o, object{
 		{"positions", []any{}},
@@ -284,11 +285,62 @@ func chatObject(c tg.Chat) object {
 		{"last_read_outbox_message_id", 0},
 		{"unread_mention_count", 0},
 		{"unread_reaction_count", 0},
+		{"notification_settings", defaultNotificationSettings()},
+		{"available_reactions", object{{"@type", "chatAvailableReactionsAll"}, {"max_reaction_count", 11}}},
 		{"message_auto_delete_time", 0},
 		{"theme_name", ""},
+		{"video_chat", object{{"@type", "videoChat"}, {"group_call_id", 0}, {"has_participants", false}}},
 		{"reply_markup_message_id", 0},
 		{"client_data", ""},
 	}...)
+}
+
+// chatPermissions are the default permissions of a chat's members: none
+// in a channel, where only administrators post; sending anything but not
+// managing the chat elsewhere, as a new group has.
+func chatPermissions(kind tg.ChatKind) object {
+	member := kind != tg.KindChannel
+	return object{
+		{"@type", "chatPermissions"},
+		{"can_send_basic_messages", member},
+		{"can_send_audios", member},
+		{"can_send_documents", member},
+		{"can_send_photos", member},
+		{"can_send_videos", member},
+		{"can_send_video_notes", member},
+		{"can_send_voice_notes", member},
+		{"can_send_polls", member},
+		{"can_send_other_messages", member},
+		{"can_add_link_previews", member},
+		{"can_change_info", false},
+		{"can_invite_users", member},
+		{"can_pin_messages", false},
+		{"can_create_topics", false},
+	}
+}
+
+// defaultNotificationSettings are the notification settings of a chat or
+// topic that uses the account's defaults throughout.
+func defaultNotificationSettings() object {
+	return object{
+		{"@type", "chatNotificationSettings"},
+		{"use_default_mute_for", true},
+		{"mute_for", 0},
+		{"use_default_sound", true},
+		{"sound_id", "0"},
+		{"use_default_show_preview", true},
+		{"show_preview", false},
+		{"use_default_mute_stories", true},
+		{"mute_stories", false},
+		{"use_default_story_sound", true},
+		{"story_sound_id", "0"},
+		{"use_default_show_story_sender", true},
+		{"show_story_sender", false},
+		{"use_default_disable_pinned_message_notifications", true},
+		{"disable_pinned_message_notifications", false},
+		{"use_default_disable_mention_notifications", true},
+		{"disable_mention_notifications", false},
+	}
 }
 
 // supergroupObject is TDLib's supergroup of a chat of the given kind.
@@ -297,7 +349,7 @@ func supergroupObject(id int64, kind tg.ChatKind) object {
 		{"@type", "supergroup"},
 		{"id", id},
 		{"date", 0},
-		{"status", typed("chatMemberStatusMember")},
+		{"status", object{{"@type", "chatMemberStatusMember"}, {"member_until_date", 0}}},
 		{"member_count", 0},
 		{"boost_level", 0},
 		{"has_linked_chat", false},
@@ -400,6 +452,7 @@ func forumTopicObject(t tg.Topic) object {
 		{"last_read_outbox_message_id", 0},
 		{"unread_mention_count", 0},
 		{"unread_reaction_count", 0},
+		{"notification_settings", defaultNotificationSettings()},
 	}...)
 }
 

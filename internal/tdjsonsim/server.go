@@ -28,6 +28,12 @@ const SocketEnv = "STASHD_TDJSON_SOCKET"
 // connection is dropped rather than holding up the simulator.
 const writeTimeout = time.Minute
 
+// checkWire, when set, sees every request line a connection reads and
+// every object line it writes, before anything else is done with them.
+// The package's tests set it to check the wire against TDLib's schema; it
+// is nil otherwise.
+var checkWire func(c *conn, line []byte, request bool)
+
 // ErrServerClosed is what Serve returns when called after Close.
 var ErrServerClosed = errors.New("tdjsonsim: server closed")
 
@@ -245,6 +251,9 @@ type request struct {
 // dispatch hands one request line to its session, creating the session on
 // a client's first request.
 func (c *conn) dispatch(line []byte) {
+	if checkWire != nil {
+		checkWire(c, line, true)
+	}
 	r := &request{raw: line}
 	if err := json.Unmarshal(line, r); err != nil || r.ClientID <= 0 || r.Type == "" {
 		// Without a client id there is no one to answer.
@@ -312,6 +321,9 @@ func (c *conn) send(id int, obj object) {
 	if err != nil {
 		c.log.Error("encode TDLib object", "err", err)
 		return
+	}
+	if checkWire != nil {
+		checkWire(c, b, false)
 	}
 	b = append(b, '\n')
 	c.wmu.Lock()

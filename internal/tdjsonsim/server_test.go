@@ -160,22 +160,28 @@ func TestErrorsAsTDLibWritesThem(t *testing.T) {
 
 	w.InjectFloodWait("acct1", tg.MethodGetMe, 3*time.Second, 1)
 	for _, tc := range []struct {
-		name    string
-		method  string
-		params  map[string]any
-		code    int64
-		message string
+		name      string
+		method    string
+		params    map[string]any
+		code      int64
+		message   string
+		malformed bool
 	}{
-		{"flood wait", "getMe", nil, 429, "Too Many Requests: retry after 3"},
-		{"message not found", "getMessage", map[string]any{"chat_id": w.channel, "message_id": tg.MessageIDFromServer(999)}, 404, "Not Found"},
-		{"nothing before the date", "getChatMessageByDate", map[string]any{"chat_id": w.channel, "date": 1}, 404, "Not Found"},
-		{"unknown chat", "openChat", map[string]any{"chat_id": -1001999999999}, 400, "Chat not found"},
-		{"not a forum", "getForumTopic", map[string]any{"chat_id": w.channel, "message_thread_id": 1 << 20}, 400, "Chat is not a forum"},
-		{"not simulated", "getStickers", nil, 400, "tdjsonsim: getStickers is not simulated"},
-		{"bad parameters", "getChat", map[string]any{"chat_id": "x"}, 400, ""},
-		{"bad priority", "downloadFile", map[string]any{"file_id": 1, "priority": 0}, 400, "Download priority must be between 1 and 32"},
+		{"flood wait", "getMe", nil, 429, "Too Many Requests: retry after 3", false},
+		{"message not found", "getMessage", map[string]any{"chat_id": w.channel, "message_id": tg.MessageIDFromServer(999)}, 404, "Not Found", false},
+		{"nothing before the date", "getChatMessageByDate", map[string]any{"chat_id": w.channel, "date": 1}, 404, "Not Found", false},
+		{"unknown chat", "openChat", map[string]any{"chat_id": -1001999999999}, 400, "Chat not found", false},
+		{"not a forum", "getForumTopic", map[string]any{"chat_id": w.channel, "message_thread_id": 1 << 20}, 400, "Chat is not a forum", false},
+		{"not simulated", "getStickers", nil, 400, "tdjsonsim: getStickers is not simulated", false},
+		{"bad parameters", "getChat", map[string]any{"chat_id": "x"}, 400, "", true},
+		{"bad priority", "downloadFile", map[string]any{"file_id": 1, "priority": 0}, 400, "Download priority must be between 1 and 32", false},
 	} {
-		res := c.ok(1, tc.method, tc.params, "error")
+		var res tdObject
+		if tc.malformed {
+			res = c.malformed(1, tc.method, tc.params)
+		} else {
+			res = c.ok(1, tc.method, tc.params, "error")
+		}
 		if res.int("code") != tc.code || tc.message != "" && res.str("message") != tc.message {
 			t.Errorf("%s: %v, want %d %q", tc.name, res, tc.code, tc.message)
 		}

@@ -7,21 +7,33 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"stashd/internal/tdjsonsim"
+	"stashd/internal/tdschema"
 	"stashd/tg/tgsim"
 )
 
 // wire speaks the stand-in library's side of the protocol, in Go, so the
 // server can be tested without cgo: one line per request with
 // "@client_id", one TDLib object per line back.
+//
+// It checks both directions against TDLib's schema, so that a server in
+// another process (stashd sim) is held to it as the in-process ones are:
+// what it sends when it sends it, what it reads as the reader takes it,
+// each answer against the function it answers.
 type wire struct {
-	t     *testing.T
-	conn  net.Conn
-	lines chan tdObject // closed at the end of the connection
-	extra int
+	t      *testing.T
+	conn   net.Conn
+	lines  chan tdObject // closed at the end of the connection
+	extra  int
+	schema *tdschema.Schema
+
+	mu    sync.Mutex
+	calls map[string]string // request type by "@extra", until answered
+	bad   []string          // what the server wrote against the schema
 }
 
 // tdObject is one decoded TDLib object; numbers stay json.Number.
@@ -37,12 +49,17 @@ func dialWire(t *testing.T, path string) *wire {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &wire{t: t, conn: c, lines: make(chan tdObject, 1024)}
+	schema, err := tdjsonsim.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wire{t: t, conn: c, lines: make(chan tdObject, 1024), schema: schema, calls: make(map[string]string)}
 	go func() {
 		defer close(w.lines)
 		sc := bufio.NewScanner(c)
 		sc.Buffer(make([]byte, 1<<16), 1<<24)
 		for sc.Scan() {
+			w.checkObject(sc.Bytes())
 			d := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 			d.UseNumber()
 			var o tdObject
@@ -52,15 +69,57 @@ func dialWire(t *testing.T, path string) *wire {
 			w.lines <- o
 		}
 	}()
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		c.Close()
+		for range w.lines {
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, v := range w.bad {
+			t.Errorf("TDLib schema: the server wrote %s", v)
+		}
+	})
 	return w
+}
+
+// checkObject checks one line the server wrote.
+func (w *wire) checkObject(line []byte) {
+	var head struct {
+		Extra string `json:"@extra"`
+	}
+	_ = json.Unmarshal(line, &head)
+	w.mu.Lock()
+	fn := w.calls[head.Extra]
+	delete(w.calls, head.Extra)
+	w.mu.Unlock()
+	var err error
+	if fn != "" {
+		err = w.schema.CheckAnswer(fn, line)
+	} else {
+		err = w.schema.CheckObject(line)
+	}
+	if err != nil {
+		w.mu.Lock()
+		w.bad = append(w.bad, fmt.Sprintf("%v\n\t%s", err, line))
+		w.mu.Unlock()
+	}
 }
 
 // send writes one request for client and returns its "@extra".
 func (w *wire) send(client int, typ string, params map[string]any) string {
 	w.t.Helper()
+	return w.sendAs(client, typ, params, false)
+}
+
+// sendAs is send; malformed marks a request that violates TDLib's schema
+// on purpose (and must).
+func (w *wire) sendAs(client int, typ string, params map[string]any, malformed bool) string {
+	w.t.Helper()
 	w.extra++
 	extra := fmt.Sprintf("req-%d", w.extra)
+	if malformed {
+		extra = tdjsonsim.MalformedExtra + extra
+	}
 	req := map[string]any{"@type": typ, "@extra": extra, "@client_id": client}
 	for k, v := range params {
 		req[k] = v
@@ -69,6 +128,15 @@ func (w *wire) send(client int, typ string, params map[string]any) string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	switch err := w.schema.CheckRequest(b); {
+	case err != nil && !malformed:
+		w.t.Errorf("TDLib schema: request %s: %v", b, err)
+	case err == nil && malformed:
+		w.t.Errorf("request marked malformed is valid: %s", b)
+	}
+	w.mu.Lock()
+	w.calls[extra] = typ
+	w.mu.Unlock()
 	if _, err := w.conn.Write(append(b, '\n')); err != nil {
 		w.t.Fatal(err)
 	}
@@ -121,6 +189,18 @@ func (w *wire) ok(client int, typ string, params map[string]any, want string) td
 	w.t.Helper()
 	res, _ := w.call(client, typ, params)
 	if res.typ() != want {
+		w.t.Fatalf("%s: got %v, want a %s", typ, res, want)
+	}
+	return res
+}
+
+// malformed sends a request that violates TDLib's schema on purpose and
+// returns its answer, which must be an error.
+func (w *wire) malformed(client int, typ string, params map[string]any) tdObject {
+	w.t.Helper()
+	extra := w.sendAs(client, typ, params, true)
+	res, _ := w.until(typ+" answer", func(o tdObject) bool { return o["@extra"] == extra })
+	if want := "error"; res.typ() != want {
 		w.t.Fatalf("%s: got %v, want a %s", typ, res, want)
 	}
 	return res
@@ -207,6 +287,9 @@ func startServer(t *testing.T, world *tgsim.World) (*tdjsonsim.Server, string) {
 		srv.Close()
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
+		}
+		for _, v := range tdjsonsim.WireViolations(srv) {
+			t.Errorf("TDLib schema: %s", v)
 		}
 	})
 	return srv, path

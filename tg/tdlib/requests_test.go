@@ -9,7 +9,8 @@ import (
 )
 
 // asJSON renders a request as TDLib receives it (go-tdlib adds "@type" and
-// "@extra" to the parameters).
+// "@extra" to the parameters), and fails the test unless it is a request
+// of TDLib's schema.
 func asJSON(t *testing.T, r request) string {
 	t.Helper()
 	m := map[string]any{"@type": r.Method}
@@ -19,6 +20,9 @@ func asJSON(t *testing.T, r request) string {
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := tdSchema(t).CheckRequest(b); err != nil {
+		t.Errorf("TDLib schema: %s: %v", b, err)
 	}
 	return string(b)
 }
