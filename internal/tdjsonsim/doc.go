@@ -19,17 +19,18 @@
 //
 // # A session
 //
-// A session is one TDLib instance. Its first request makes it report
-// authorizationStateWaitTdlibParameters. setTdlibParameters names the
+// A session is one TDLib instance. Its first request makes it report, as
+// TDLib 1.8.40 does before anything else, updateOption "version" and
+// "commit_hash" and then authorizationStateWaitTdlibParameters. setTdlibParameters names the
 // account: it is the name of the directory that holds database_directory
 // (tg/tdlib puts the database in <state dir>/database, and stashd names an
 // account's state directory after the account). An account of the World is
 // logged in: the session starts a tgsim client for it (World.Client, a
 // fresh TDLib instance) and reports authorizationStateReady; any other
 // name reports authorizationStateWaitPhoneNumber, and a login can never
-// finish. close reports authorizationStateClosing, answers the requests
-// still running, closes the tgsim client and reports
-// authorizationStateClosed, after which the session sends nothing more
+// finish. close is answered ok first, as TDLib answers it, then the
+// session reports authorizationStateClosing, answers the requests still
+// running, closes the tgsim client and reports authorizationStateClosed, after which the session sends nothing more
 // (go-tdlib crashes on anything that arrives after Closed).
 //
 // Requests are translated into tgsim calls, so the simulator decides every

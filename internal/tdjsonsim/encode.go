@@ -493,6 +493,11 @@ func optionValueObject(name, value string) object {
 	return object{{"@type", "optionValueString"}, {"value", value}}
 }
 
+// updateOption reports an option's value.
+func updateOption(name, value string) object {
+	return object{{"@type", "updateOption"}, {"name", name}, {"value", optionValueObject(name, value)}}
+}
+
 // connectionStateObject maps tg.ConnReady to connectionStateReady and so
 // on: the port's names are TDLib's without the prefix.
 func connectionStateObject(s tg.ConnectionState) object {
@@ -542,7 +547,7 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 	case tg.FileUpdated:
 		return object{{"@type", "updateFile"}, {"file", fileObject(u.File)}}, nil
 	case tg.OptionChanged:
-		return object{{"@type", "updateOption"}, {"name", u.Name}, {"value", optionValueObject(u.Name, u.Value)}}, nil
+		return updateOption(u.Name, u.Value), nil
 	case tg.ForumTopicInfo:
 		return object{
 			{"@type", "updateForumTopicInfo"},

@@ -270,9 +270,11 @@ func (c *conn) dispatch(line []byte) {
 		s = newSession(c, r.ClientID)
 		c.sessions[r.ClientID] = s
 		c.mu.Unlock()
-		// A new instance reports its first state before it answers
-		// anything, as TDLib does.
-		c.send(s.id, updateAuthorizationState(stateWaitTdlibParameters))
+		// A new instance reports TDLib's version and its first state
+		// before it answers anything, as TDLib does.
+		for _, u := range startUpdates() {
+			c.send(s.id, u)
+		}
 	} else {
 		c.mu.Unlock()
 	}

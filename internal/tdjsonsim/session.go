@@ -100,9 +100,9 @@ func (s *session) request(r *request) {
 	})
 }
 
-// terminate closes the session as TDLib closes: authorizationStateClosing,
-// the answer to close (closeReq, when a close request asked), the requests
-// still running answered, the simulated client closed, then
+// terminate closes the session as TDLib closes: the answer to close
+// (closeReq, when a close request asked), authorizationStateClosing, the
+// requests still running answered, the simulated client closed, then
 // authorizationStateClosed. notify is false when the peer is gone and
 // nothing is written. A second call waits for the first to finish.
 func (s *session) terminate(closeReq *request, notify bool) {
@@ -119,12 +119,12 @@ func (s *session) terminate(closeReq *request, notify bool) {
 	s.mu.Unlock()
 
 	if notify {
-		s.c.send(s.id, updateAuthorizationState(stateClosing))
 		if closeReq != nil {
-			// Answered before Closed: go-tdlib crashes on an answer that
-			// comes after it.
+			// TDLib answers close before it reports Closing (and so
+			// before Closed, after which go-tdlib crashes on an answer).
 			s.c.reply(s.id, closeReq, okObject())
 		}
+		s.c.send(s.id, updateAuthorizationState(stateClosing))
 	}
 	s.cancel(errAborted)
 	s.inflight.Wait()
@@ -301,6 +301,13 @@ func (s *session) forward(cl *tgsim.Client) {
 	for u := range cl.Updates() {
 		var failed *tg.Message
 		switch u := u.(type) {
+		case tg.OptionChanged:
+			// The tgsim client starts with these, but the TDLib instance
+			// started before it and reported them then (startUpdates):
+			// TDLib reports them once.
+			if isStartOption(u.Name) {
+				continue
+			}
 		case tg.SendSucceeded:
 			s.awaitAnswer(u.OldMessageID)
 		case tg.SendFailed:
@@ -314,6 +321,20 @@ func (s *session) forward(cl *tgsim.Client) {
 		s.c.send(s.id, obj)
 	}
 }
+
+// startUpdates are what a new TDLib instance reports before anything
+// else, its first authorization state last: the version and commit of
+// TDLib, as TDLib 1.8.40 writes them.
+func startUpdates() []object {
+	return []object{
+		updateOption("version", tgsim.TDLibVersion),
+		updateOption("commit_hash", tgsim.TDLibCommitHash),
+		updateAuthorizationState(stateWaitTdlibParameters),
+	}
+}
+
+// isStartOption names the options startUpdates reports.
+func isStartOption(name string) bool { return name == "version" || name == "commit_hash" }
 
 // awaitAnswer returns once the sendMessage that made the temporary message
 // id has been answered, and returns that message (nil when no answer
@@ -361,9 +382,9 @@ func (s *session) handle(r *request) (object, error) {
 		}
 		switch p.Name {
 		case "version":
-			return optionValueObject(p.Name, "1.8.40"), nil
+			return optionValueObject(p.Name, tgsim.TDLibVersion), nil
 		case "commit_hash":
-			return optionValueObject(p.Name, "22d49d5b87a4d5fc60a194dab02dd1d71529687f"), nil
+			return optionValueObject(p.Name, tgsim.TDLibCommitHash), nil
 		}
 		return typed("optionValueEmpty"), nil
 	case "setAuthenticationPhoneNumber", "checkAuthenticationCode", "checkAuthenticationPassword",

@@ -331,6 +331,14 @@ func (w *World) FileData(uniqueID string) []byte {
 	return nil
 }
 
+// The TDLib the simulator stands for: version 1.8.40 at the commit
+// go-tdlib v0.7.6 was generated from, as its "version" and "commit_hash"
+// options report it.
+const (
+	TDLibVersion    = "1.8.40"
+	TDLibCommitHash = "22d49d5b87a4d5fc60a194dab02dd1d71529687f"
+)
+
 // Client starts a fresh TDLib instance for account, like a process start:
 // it has loaded no chats, opened none, and has its own session-local file
 // ids and temporary message ids. Its first updates report the TDLib version
@@ -342,8 +350,8 @@ func (w *World) Client(account string) *Client {
 	w.serial++
 	c := newClient(w, a.name, w.serial)
 	a.clients = append(a.clients, c)
-	c.enqueue(tg.OptionChanged{Name: "version", Value: "1.8.40"})
-	c.enqueue(tg.OptionChanged{Name: "commit_hash", Value: "22d49d5"})
+	c.enqueue(tg.OptionChanged{Name: "version", Value: TDLibVersion})
+	c.enqueue(tg.OptionChanged{Name: "commit_hash", Value: TDLibCommitHash})
 	state := tg.ConnReady
 	if a.offline {
 		state = tg.ConnConnecting
