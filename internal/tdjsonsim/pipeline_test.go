@@ -211,3 +211,48 @@ func TestNoServerFailsTheStart(t *testing.T) {
 		t.Errorf("New without a server: %v, want the connect error", err)
 	}
 }
+
+// The adapter resolves a named source through searchPublicChat, and tells
+// a forum by its supergroup, through the stand-in as through TDLib.
+func TestSearchPublicChatThroughStandIn(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world := tgsim.NewWorld(tgsim.Config{Seed: 2, FilesDir: t.TempDir()})
+	world.AddAccount("acct1", false)
+	forum := world.AddChat(tg.KindForum, "exchange", "acct1")
+	world.SetUsername(forum, "exchange_pub")
+	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer func() {
+		srv.Close()
+		<-serveErr
+	}()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := c.SearchPublicChat(ctx, "exchange_pub")
+	if want := (tg.Chat{ID: forum, Kind: tg.KindForum, Title: "exchange"}); err != nil || got != want {
+		t.Errorf("SearchPublicChat: %+v, %v; want %+v", got, err, want)
+	}
+	var te *tg.Error
+	if _, err := c.SearchPublicChat(ctx, "nobody_here"); !errors.As(err, &te) || te.Code != 400 {
+		t.Errorf("SearchPublicChat of an unknown name: %v, want a 400", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	for _, v := range tdjsonsim.WireViolations(srv) {
+		t.Errorf("TDLib schema: %s", v)
+	}
+}

@@ -358,3 +358,40 @@ func TestCloseClosesClientsAsTDLib(t *testing.T) {
 		}
 	}
 }
+
+// searchPublicChat resolves a public @username to its chat, member or not,
+// as TDLib does; the supergroup of the chat it showed can then be asked
+// for, as after getChat.
+func TestSearchPublicChat(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 9})
+	w.SetUsername(w.forum, "exchange_pub")
+	other := w.AddChat(tg.KindChannel, "elsewhere") // acct1 is no member
+	w.SetUsername(other, "elsewhere_pub")
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+
+	forum := c.ok(1, "searchPublicChat", map[string]any{"username": "exchange_pub"}, "chat")
+	if forum.int("id") != int64(w.forum) || forum.str("title") != "exchange" || forum.get("type", "is_channel") != false {
+		t.Errorf("searchPublicChat of the forum: %v", forum)
+	}
+	sg := c.ok(1, "getSupergroup", map[string]any{"supergroup_id": forum.int("type", "supergroup_id")}, "supergroup")
+	if sg.get("is_forum") != true {
+		t.Errorf("the forum's supergroup: %v", sg)
+	}
+	if ch := c.ok(1, "searchPublicChat", map[string]any{"username": "elsewhere_pub"}, "chat"); ch.int("id") != int64(other) {
+		t.Errorf("searchPublicChat of a channel the account is not in: %v", ch)
+	}
+	if res := c.ok(1, "searchPublicChat", map[string]any{"username": "nobody_here"}, "error"); res.int("code") != 400 || res.str("message") != "Chat not found" {
+		t.Errorf("unknown username: %v, want 400 Chat not found", res)
+	}
+	w.SetPrivate(other, true)
+	if res := c.ok(1, "searchPublicChat", map[string]any{"username": "elsewhere_pub"}, "error"); res.int("code") != 400 || res.str("message") != "CHANNEL_PRIVATE" {
+		t.Errorf("private channel: %v, want 400 CHANNEL_PRIVATE", res)
+	}
+	if n := w.Calls("acct1")[tg.MethodSearchPublicChat]; n != 4 {
+		t.Errorf("tgsim counted %d searchPublicChat, want 4", n)
+	}
+}

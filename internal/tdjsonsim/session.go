@@ -422,12 +422,19 @@ func (s *session) handle(r *request) (object, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.Kind != tg.KindPrivate {
-			s.mu.Lock()
-			s.kinds[supergroupID(c.ID)] = c.Kind
-			s.mu.Unlock()
+		return s.chat(c), nil
+	case tg.MethodSearchPublicChat:
+		var p struct {
+			Username string `json:"username"`
 		}
-		return chatObject(c), nil
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		c, err := cl.SearchPublicChat(ctx, p.Username)
+		if err != nil {
+			return nil, err
+		}
+		return s.chat(c), nil
 	case "getSupergroup":
 		var p struct {
 			SupergroupID tdInt `json:"supergroup_id"`
@@ -503,6 +510,17 @@ func (s *session) handle(r *request) (object, error) {
 		return downloadFile(ctx, cl, r)
 	}
 	return nil, notSimulated(r.Type)
+}
+
+// chat writes c as TDLib's chat, remembering the kind of its supergroup
+// for getSupergroup: TDLib knows a supergroup once it has shown its chat.
+func (s *session) chat(c tg.Chat) object {
+	if c.Kind != tg.KindPrivate {
+		s.mu.Lock()
+		s.kinds[supergroupID(c.ID)] = c.Kind
+		s.mu.Unlock()
+	}
+	return chatObject(c)
 }
 
 // loadChats loads the main chat list: the first call answers ok, later
