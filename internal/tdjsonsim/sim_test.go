@@ -118,6 +118,11 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
 	total := 0
 	for _, src := range desc.Sources {
+		// The wire checks every object against TDLib's schema, the
+		// process's as the in-process server's.
+		if ch := c.ok(1, "getChat", map[string]any{"chat_id": src.Chat}, "chat"); ch.int("id") != int64(src.Chat) {
+			t.Errorf("getChat %d: %v", src.Chat, ch)
+		}
 		found := c.ok(1, "searchChatMessages", map[string]any{"chat_id": src.Chat, "limit": 100}, "foundChatMessages")
 		var got []tg.MessageID
 		msgs, _ := found.get("messages").([]any)
