@@ -45,6 +45,18 @@
 // or updateMessageSendFailed) is written after the answer to its
 // sendMessage, although the simulator may settle it sooner.
 //
+// # Held to TDLib's schema
+//
+// In the package's tests every request a Server reads and every object it
+// writes is checked against the td_api.tl that the go-tdlib module ships
+// (internal/tdschema): constructors and functions that exist, members
+// that are their fields, JSON types as TDLib writes them (int64 as
+// strings), every field TDLib writes present, answers of the class their
+// request returns. A violation fails the test that caused it, or the run
+// (TestMain) for a Server started elsewhere; the test client checks the
+// same for `stashd sim` in its own process. A test that sends a malformed
+// request on purpose marks it (MalformedExtra in export_test.go).
+//
 // What the simulator does not know is written as TDLib's neutral value and
 // said so where it is written: a chat's last_message and a topic's
 // last_message carry only the message's id and chat; updateMessageContent
