@@ -177,7 +177,8 @@ var topLevel = map[string]bool{"@extra": true, "@client_id": true}
 
 // CheckObject checks one object as TDLib writes it (an update or an
 // answer): every field of its constructor present, except those that may
-// be null, which TDLib leaves out when null.
+// be null, which TDLib leaves out when null (it never writes a null
+// member).
 func (s *Schema) CheckObject(line []byte) error {
 	return s.checkTop(line, false)
 }
@@ -302,8 +303,13 @@ func (c *checker) members(path string, ctor *constructor, obj map[string]any, ex
 // value checks v as a value of the schema type typ.
 func (c *checker) value(path, typ string, nullable bool, v any) {
 	if v == nil {
-		if !nullable {
+		switch {
+		case !nullable:
 			c.fail(path, "null, but the schema does not say it may be null (%s)", typ)
+		case !c.request:
+			// TDLib's JSON writer skips a null object member
+			// (td_api_json.cpp: if (object.x_) { jo("x", ...); }).
+			c.fail(path, "null: TDLib leaves out a member that is null")
 		}
 		return
 	}
