@@ -307,4 +307,3 @@ func TestHelpListsTypedFlagsOnStdout(t *testing.T) {
 	}
 	oneLineNaming(t, "status --nope", stderr, "--nope")
 }
-
