@@ -115,8 +115,8 @@ func runSim(args []string) int {
 	gen := tgsim.NewGenerator(world, sc)
 
 	if *configOut != "" {
-		if err := os.WriteFile(*configOut, []byte(serveConfig(describeWorld(*socket, *seed, gen))), 0o600); err != nil {
-			fmt.Fprintf(os.Stderr, "stashd sim: write --config-out: %v\n", err)
+		if err := writeServeConfig(*configOut, describeWorld(*socket, *seed, gen)); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd sim: --config-out: %v\n", err)
 			return 1
 		}
 	}
@@ -163,6 +163,26 @@ func describeWorld(socket string, seed int64, gen *tgsim.Generator) simWorld {
 	return w
 }
 
+// simServeDir is the data directory of the configuration --config-out
+// writes.
+const simServeDir = "var/sim/serve"
+
+// writeServeConfig writes serveConfig(w) to path and creates each
+// account's TDLib state directory under simServeDir: the simulator logs
+// every account in by that directory's name, and serve wants an account's
+// session to exist before it starts.
+func writeServeConfig(path string, w simWorld) error {
+	for _, a := range w.Accounts {
+		if err := os.MkdirAll(filepath.Join(simServeDir, "accounts", a, "database"), 0o700); err != nil {
+			return fmt.Errorf("create account directory: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, []byte(serveConfig(w)), 0o600); err != nil {
+		return fmt.Errorf("write configuration: %w", err)
+	}
+	return nil
+}
+
 // serveConfig is a stashd serve configuration for the simulated world w:
 // its accounts with their sources, its destinations, placeholder
 // credentials (the simulator takes any) and a data directory of its own.
@@ -172,7 +192,7 @@ func serveConfig(w simWorld) string {
 	fmt.Fprintf(&b, "# Run: LD_LIBRARY_PATH=.cache/standin STASHD_TDJSON_SOCKET=%s bin/stashd-standin serve --config THIS_FILE\n", w.Socket)
 	b.WriteString("# The credentials are placeholders: the simulator accepts any.\n")
 	b.WriteString("api_id = 1\napi_hash = \"00000000000000000000000000000000\"\n")
-	b.WriteString("data_dir = \"var/sim/serve\"\nmetrics_addr = \"127.0.0.1:9464\"\n")
+	fmt.Fprintf(&b, "data_dir = %q\nmetrics_addr = \"127.0.0.1:9464\"\n", simServeDir)
 	dests := make([]string, len(w.Destinations))
 	for i, d := range w.Destinations {
 		dests[i] = fmt.Sprintf("%q", strconv.FormatInt(int64(d), 10))
