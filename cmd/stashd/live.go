@@ -91,8 +91,9 @@ func fit(s string, width int) string {
 
 // progressLine renders a demo progress snapshot. Its words are the
 // audit's: items posted (the audit counts the archives among them),
-// packages catalogued, duplicate posts recognised (not deliveries), dead
-// letters. The rate is items over the time spent posting, so it stays put
+// packages catalogued, dead letters, duplicate posts recognised (not
+// deliveries: the audit's "delivered twice"); the most telling first, as a
+// narrow terminal shows only the first fields. The rate is items over the time spent posting, so it stays put
 // once posting ends.
 func progressLine(p demo.Progress) string {
 	rate := float64(p.Published) / max(p.PublishedFor.Seconds(), 0.001)
@@ -104,10 +105,10 @@ func progressLine(p demo.Progress) string {
 		fmt.Sprintf("%.0fs %s", p.Elapsed.Seconds(), phase),
 		fmt.Sprintf("items %d (%.1f/s)", p.Published, rate),
 		fmt.Sprintf("catalogued %d", p.Catalogued),
+		fmt.Sprintf("dead letters %d", p.DeadLetter),
+		fmt.Sprintf("dup posts %d", p.Duplicates),
 		fmt.Sprintf("queue %d", p.Queue),
 		fmt.Sprintf("lag %d", p.Lag),
-		fmt.Sprintf("dead letters %d", p.DeadLetter),
-		fmt.Sprintf("duplicate posts %d", p.Duplicates),
 		fmt.Sprintf("dirty %d", p.Dirty),
 		fmt.Sprintf("restarts %d", p.Restarts),
 	}

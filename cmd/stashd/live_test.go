@@ -101,7 +101,7 @@ func TestProgressRateStopsFallingAfterPosting(t *testing.T) {
 	if !strings.Contains(line, "items 200 (20.0/s)") || !strings.Contains(line, "settling") {
 		t.Errorf("progress line %q: want 20.0/s while settling", line)
 	}
-	for _, word := range []string{"catalogued", "dead letters", "duplicate posts"} {
+	for _, word := range []string{"catalogued", "dead letters", "dup posts"} {
 		if !strings.Contains(line, word) {
 			t.Errorf("progress line %q lacks %q", line, word)
 		}
