@@ -477,7 +477,7 @@ func oneLine(s string) string {
 // Settings lists, for flags and the environment, every scalar setting: its
 // flag and TOML name (the environment variable is STASHD_ + upper case).
 var Settings = []struct{ Name, Usage string }{
-	{"data_dir", "directory for TDLib state and the embedded database (default /var/lib/stashd)"},
+	{"data_dir", "directory for TDLib state and the embedded database (default /var/lib/stashd; with serve --simulate ./var/simulate)"},
 	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir)"},
 	{"metrics_addr", "address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; off disables)"},
 	{"log_level", "debug, info, warn or error (default info)"},
