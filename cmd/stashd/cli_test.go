@@ -283,3 +283,15 @@ func TestHelpListsTypedFlagsOnStdout(t *testing.T) {
 	}
 	oneLineNaming(t, "status --nope", stderr, "--nope")
 }
+
+// The read-only commands check their flags before opening anything.
+func TestReadOnlyCommandsCheckTheURLFirst(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"status", "--database-url", "notaurl"}, {"deadletters", "list", "--database-url", "notaurl"}} {
+		code, _, stderr := run(t, dir, nil, args...)
+		if code != 2 {
+			t.Errorf("stashd %q: exit %d, want 2", args, code)
+		}
+		oneLineNaming(t, strings.Join(args, " "), stderr, "--database-url")
+	}
+}

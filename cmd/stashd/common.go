@@ -219,6 +219,19 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	}
 }
 
+// check validates the flags before anything is opened.
+func (f storeFlags) check() error {
+	if *f.url != "" {
+		if _, err := pgconn.ParseConfig(*f.url); err != nil {
+			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", *f.url)
+		}
+	}
+	if *f.url == "" && *f.dataDir == "" {
+		return errors.New("--data-dir: must not be empty without --database-url")
+	}
+	return nil
+}
+
 // open opens an existing catalogue the flags name, for reading and small
 // edits: it never creates a cluster, a database or tables.
 func (f storeFlags) open(ctx context.Context) (*store.Store, func(), error) {

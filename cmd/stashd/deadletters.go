@@ -34,6 +34,10 @@ func runDeadLetters(args []string) int {
 	if rc >= 0 {
 		return rc
 	}
+	if err := db.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+		return 2
+	}
 	if len(pos) == 0 {
 		fmt.Fprintln(os.Stderr, "stashd deadletters: give an action: list or retry (see stashd deadletters --help)")
 		return 2

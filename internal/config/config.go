@@ -18,8 +18,8 @@ import (
 	"stashd/tg"
 )
 
-// Config is the daemon's configuration. The zero value of a field means its
-// default, filled in by Load.
+// Config is the daemon's configuration. Load starts from the defaults below
+// and every source overrides them: an explicit zero is a value, validated.
 type Config struct {
 	// DataDir holds each account's TDLib state and the embedded database.
 	// Default /var/lib/stashd (systemd's StateDirectory).
