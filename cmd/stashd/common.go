@@ -86,12 +86,8 @@ func flagType(f *flag.Flag) (string, string) {
 // status to use when parsing ended the command (help: 0, bad flags: 2), or
 // -1 to go on.
 func parse(fs *flag.FlagSet, args []string) int {
-	pos, rc := parseArgs(fs, args, 0)
-	if rc >= 0 {
-		return rc
-	}
-	_ = pos
-	return -1
+	_, rc := parseArgs(fs, args, 0)
+	return rc
 }
 
 // numericArg matches arguments that are values, not flags, although they

@@ -81,8 +81,7 @@ func runDeadLetters(args []string) int {
 	}
 	defer closeStore()
 
-	switch verb {
-	case "list":
+	if verb == "list" {
 		dls, err := st.DeadLetters(ctx, "", *limit)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
@@ -99,22 +98,18 @@ func runDeadLetters(args []string) int {
 		}
 		w.Flush()
 		return 0
-	case "retry":
-		n, err := st.ScheduleDeadLetters(ctx, key)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
-			return 1
-		}
-		if key != nil && n == 0 {
-			fmt.Fprintf(os.Stderr, "stashd deadletters: no unresolved dead letter %s\n", target)
-			return 1
-		}
-		fmt.Printf("%d dead letter(s) scheduled for retry now\n", n)
-		return 0
-	default:
-		fmt.Fprintf(os.Stderr, "stashd deadletters: unknown action %q (list or retry)\n", verb)
-		return 2
 	}
+	n, err := st.ScheduleDeadLetters(ctx, key)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+		return 1
+	}
+	if key != nil && n == 0 {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: no unresolved dead letter %s\n", target)
+		return 1
+	}
+	fmt.Printf("%d dead letter(s) scheduled for retry now\n", n)
+	return 0
 }
 
 // parseMessageRef parses CHAT/MSG (chat id and server message id).
