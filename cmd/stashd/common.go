@@ -2,43 +2,164 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"stashd/internal/pgembed"
 	"stashd/store"
 )
 
-// newFlagSet returns a flag set whose --help prints the command's
-// description before its flags.
+// newFlagSet returns a flag set whose --help prints, on stdout, the
+// command's description and then each of its flags with its type. A command
+// adds a flag with one fs.XxxVar call.
 func newFlagSet(name, usageLine, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "Usage: stashd %s\n\n%s\n\nFlags:\n", usageLine, description)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard) // parse reports errors itself, in one line
+	fs.Usage = func() {}     // and prints the help only when asked
+	helps[fs] = func() { printUsage(os.Stdout, fs, usageLine, description) }
 	return fs
 }
 
-// parse parses args and returns the exit status to use when parsing ended
-// the command (help: 0, bad flags: 2), or -1 to go on.
-func parse(fs *flag.FlagSet, args []string) int {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
+// helps holds each flag set's help printer.
+var helps = map[*flag.FlagSet]func(){}
+
+// printHelp prints the help of fs's command on stdout.
+func printHelp(fs *flag.FlagSet) {
+	if h, ok := helps[fs]; ok {
+		h()
+	}
+}
+
+// printUsage writes the help of a command: usage line, description and
+// flags ("--workers int", "--drain-timeout duration"), or no Flags section
+// when the command has none.
+func printUsage(w io.Writer, fs *flag.FlagSet, usageLine, description string) {
+	fmt.Fprintf(w, "Usage: stashd %s\n\n%s\n", usageLine, description)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flagType(f)
+		head := "  --" + f.Name
+		if typ != "" {
+			head += " " + typ
 		}
-		return 2
+		fmt.Fprintf(w, "%s\n    \t%s", head, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// typed is a flag value that names its own type in --help.
+type typed interface{ Type() string }
+
+// flagType returns the type shown for f ("" for a boolean) and its usage.
+func flagType(f *flag.Flag) (string, string) {
+	if t, ok := f.Value.(typed); ok {
+		return t.Type(), f.Usage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "stashd %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return 2
+	name, usage := flag.UnquoteUsage(f)
+	if name == "value" {
+		name = "string"
 	}
-	return -1
+	return name, usage
+}
+
+// parse parses args, which must hold flags only, and returns the exit
+// status to use when parsing ended the command (help: 0, bad flags: 2), or
+// -1 to go on.
+func parse(fs *flag.FlagSet, args []string) int {
+	_, rc := parseArgs(fs, args, 0)
+	return rc
+}
+
+// numericArg matches arguments that are values, not flags, although they
+// start with a dash: negative chat ids, and CHAT/MSG references.
+var numericArg = regexp.MustCompile(`^-[0-9]+(/[0-9]+)?$`)
+
+// parseArgs parses flags and up to maxPos positional arguments in any
+// order. A negative number (a channel id such as -1001234567890/17) is a
+// positional argument, not a flag, and everything after "--" is positional.
+// It returns the positional arguments, and the exit status to use when
+// parsing ended the command (help: 0, bad flags or arguments: 2) or -1 to
+// go on. Errors are one line on stderr.
+func parseArgs(fs *flag.FlagSet, args []string, maxPos int) ([]string, int) {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case numericArg.MatchString(a) || !strings.HasPrefix(a, "-") || a == "-":
+			pos = append(pos, a)
+		default:
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			// A flag that takes a value takes the next argument, whatever
+			// it looks like.
+			if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	if err := fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(fs)
+			return nil, 0
+		}
+		fmt.Fprintf(os.Stderr, "stashd %s: %s (see stashd %s --help)\n", fs.Name(), flagError(err), fs.Name())
+		return nil, 2
+	}
+	if len(pos) > maxPos {
+		fmt.Fprintf(os.Stderr, "stashd %s: unexpected argument %q (see stashd %s --help)\n", fs.Name(), pos[maxPos], fs.Name())
+		return nil, 2
+	}
+	return pos, -1
+}
+
+// flagError rewrites the flag package's messages to name flags as --help
+// shows them.
+func flagError(err error) string {
+	s := err.Error()
+	s = strings.Replace(s, "flag provided but not defined: -", "unknown flag --", 1)
+	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
+		// invalid value "x" for flag -workers: parse error
+		if v, f, ok := strings.Cut(rest, " for flag -"); ok {
+			name, why, _ := strings.Cut(f, ": ")
+			if strings.Contains(why, v) {
+				return fmt.Sprintf("--%s: %s", name, why)
+			}
+			return fmt.Sprintf("--%s: %s is not valid: %s", name, v, why)
+		}
+	}
+	return strings.Replace(s, "flag needs an argument: -", "flag needs a value: --", 1)
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // isTerminal reports whether f is a character device (a terminal).
@@ -94,16 +215,39 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	}
 }
 
-// open opens the catalogue the flags name.
-func (f storeFlags) open(ctx context.Context) (*store.Store, func(), error) {
-	return openStore(ctx, *f.url, *f.dataDir, *f.database)
+// check validates the flags before anything is opened.
+func (f storeFlags) check() error {
+	if *f.url != "" {
+		if _, err := pgconn.ParseConfig(*f.url); err != nil {
+			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", *f.url)
+		}
+	}
+	if *f.url == "" && *f.dataDir == "" {
+		return errors.New("--data-dir: must not be empty without --database-url")
+	}
+	return nil
 }
 
-// openStore opens the catalogue: url when set, otherwise the embedded
+// open opens an existing catalogue the flags name, for reading and small
+// edits: it never creates a cluster, a database or tables.
+func (f storeFlags) open(ctx context.Context) (*store.Store, func(), error) {
+	return openExisting(ctx, *f.url, *f.dataDir, *f.database)
+}
+
+// openExisting opens the catalogue: url when set, otherwise the embedded
 // database under dataDir (shared with the process running it, or started
-// for this command). name, when set, selects another database on that
-// server.
-func openStore(ctx context.Context, url, dataDir, name string) (*store.Store, func(), error) {
+// for this command when its cluster exists). name, when set, selects
+// another database on that server. A missing cluster, database or
+// catalogue is an error naming where it looked; nothing is created.
+func openExisting(ctx context.Context, url, dataDir, name string) (*store.Store, func(), error) {
+	where := "the database at --database-url"
+	if url == "" {
+		dir := filepath.Join(dataDir, "postgres")
+		if !pgembed.Exists(dir) {
+			return nil, nil, fmt.Errorf("no embedded database under %s (wrong --data-dir? or give --database-url)", dir)
+		}
+		where = "the embedded PostgreSQL under " + dir
+	}
 	log := newLogger(os.Stderr, slog.LevelError)
 	dbURL, _, stopDB, err := database(ctx, url, dataDir, log)
 	if err != nil {
@@ -115,10 +259,105 @@ func openStore(ctx context.Context, url, dataDir, name string) (*store.Store, fu
 			return nil, nil, err
 		}
 	}
+	dbName := name
+	if dbName == "" {
+		dbName = databaseName(dbURL)
+	}
+	if err := hasCatalogue(ctx, dbURL); err != nil {
+		stopDB()
+		if errors.Is(err, errNoCatalogue) {
+			return nil, nil, fmt.Errorf("no stashd catalogue in database %q of %s (the demo's is --database stashd_demo)", dbName, where)
+		}
+		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, dbError(err))
+	}
 	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 2})
 	if err != nil {
 		stopDB()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, dbError(err))
 	}
 	return st, func() { st.Close(); stopDB() }, nil
+}
+
+var errNoCatalogue = errors.New("no catalogue")
+
+// hasCatalogue returns errNoCatalogue when the database at dbURL does not
+// exist or holds no stashd schema, without creating either.
+func hasCatalogue(ctx context.Context, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "3D000" { // invalid_catalog_name
+			return errNoCatalogue
+		}
+		return err
+	}
+	defer conn.Close(ctx)
+	var found bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('stashd_schema_version') IS NOT NULL`).Scan(&found); err != nil {
+		return fmt.Errorf("look for the catalogue: %w", err)
+	}
+	if !found {
+		return errNoCatalogue
+	}
+	return nil
+}
+
+// databaseName returns the database a connection string names ("" when it
+// names none).
+func databaseName(connStr string) string {
+	if i := strings.Index(connStr, "dbname="); i >= 0 {
+		return strings.Fields(connStr[i+len("dbname="):])[0]
+	}
+	if _, after, ok := strings.Cut(connStr, "://"); ok {
+		if _, path, ok := strings.Cut(after, "/"); ok {
+			path, _, _ = strings.Cut(path, "?")
+			return path
+		}
+	}
+	return ""
+}
+
+// dbError describes a failure to reach PostgreSQL in one line: the
+// database, user and address, and the root cause once (pgx repeats it per
+// address tried and across lines).
+func dbError(err error) string {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) || ce.Config == nil {
+		return oneLine(err)
+	}
+	var causes []string
+	var leaves func(error)
+	leaves = func(e error) {
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				leaves(x)
+			}
+		case interface{ Unwrap() error }:
+			if x := u.Unwrap(); x != nil {
+				leaves(x)
+				return
+			}
+			causes = append(causes, e.Error())
+		default:
+			causes = append(causes, e.Error())
+		}
+	}
+	leaves(ce)
+	return fmt.Sprintf("cannot connect to database %q as %s at %s: %s", ce.Config.Database, ce.Config.User,
+		net.JoinHostPort(ce.Config.Host, strconv.Itoa(int(ce.Config.Port))), oneLine(errors.New(strings.Join(causes, "\n"))))
+}
+
+// oneLine flattens an error that spans lines (pgx lists one dial error per
+// address) into one line without repeating itself.
+func oneLine(err error) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !seen[l] {
+			seen[l] = true
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -22,27 +22,54 @@ attempt. They never hold back a source's watermark.
   stashd deadletters retry CHAT/MSG    make one due now (the daemon retries it)
   stashd deadletters retry --all       make every unresolved one due now
 
-CHAT/MSG is the source chat id and the server message id, as list prints them.`
+CHAT/MSG is the source chat id and the server message id, as list prints them
+(e.g. -1001234567890/17); it may come before or after the flags, or after --.`
 
 func runDeadLetters(args []string) int {
 	fs := newFlagSet("deadletters", "deadletters list|retry [CHAT/MSG] [flags]", deadLettersHelp)
 	db := addStoreFlags(fs)
 	all := fs.Bool("all", false, "with retry: every unresolved dead letter")
 	limit := fs.Int("limit", 200, "with list: at most this many rows")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if rc := parse(fs, args); rc >= 0 {
-			return rc
-		}
-		fs.Usage()
+	pos, rc := parseArgs(fs, args, 2)
+	if rc >= 0 {
+		return rc
+	}
+	if err := db.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
 		return 2
 	}
-	verb, rest := args[0], args[1:]
-	var target string
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		target, rest = rest[0], rest[1:]
+	if len(pos) == 0 {
+		fmt.Fprintln(os.Stderr, "stashd deadletters: give an action: list or retry (see stashd deadletters --help)")
+		return 2
 	}
-	if rc := parse(fs, rest); rc >= 0 {
-		return rc
+	verb := pos[0]
+	var target string
+	if len(pos) > 1 {
+		target = pos[1]
+	}
+	switch {
+	case verb != "list" && verb != "retry":
+		fmt.Fprintf(os.Stderr, "stashd deadletters: unknown action %q (list or retry)\n", verb)
+		return 2
+	case verb == "list" && target != "":
+		fmt.Fprintf(os.Stderr, "stashd deadletters list: unexpected argument %q\n", target)
+		return 2
+	}
+	var key *tg.MessageKey
+	if verb == "retry" {
+		switch {
+		case *all && target == "":
+		case !*all && target != "":
+			k, err := parseMessageRef(target)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+				return 2
+			}
+			key = &k
+		default:
+			fmt.Fprintln(os.Stderr, "stashd deadletters retry: give either CHAT/MSG or --all")
+			return 2
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -54,8 +81,7 @@ func runDeadLetters(args []string) int {
 	}
 	defer closeStore()
 
-	switch verb {
-	case "list":
+	if verb == "list" {
 		dls, err := st.DeadLetters(ctx, "", *limit)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
@@ -72,36 +98,18 @@ func runDeadLetters(args []string) int {
 		}
 		w.Flush()
 		return 0
-	case "retry":
-		var key *tg.MessageKey
-		switch {
-		case *all && target == "":
-		case !*all && target != "":
-			k, err := parseMessageRef(target)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
-				return 2
-			}
-			key = &k
-		default:
-			fmt.Fprintln(os.Stderr, "stashd deadletters retry: give either CHAT/MSG or --all")
-			return 2
-		}
-		n, err := st.ScheduleDeadLetters(ctx, key)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
-			return 1
-		}
-		if key != nil && n == 0 {
-			fmt.Fprintf(os.Stderr, "stashd deadletters: no unresolved dead letter %s\n", target)
-			return 1
-		}
-		fmt.Printf("%d dead letter(s) scheduled for retry now\n", n)
-		return 0
-	default:
-		fmt.Fprintf(os.Stderr, "stashd deadletters: unknown action %q (list or retry)\n", verb)
-		return 2
 	}
+	n, err := st.ScheduleDeadLetters(ctx, key)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: %v\n", err)
+		return 1
+	}
+	if key != nil && n == 0 {
+		fmt.Fprintf(os.Stderr, "stashd deadletters: no unresolved dead letter %s\n", target)
+		return 1
+	}
+	fmt.Printf("%d dead letter(s) scheduled for retry now\n", n)
+	return 0
 }
 
 // parseMessageRef parses CHAT/MSG (chat id and server message id).

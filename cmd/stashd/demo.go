@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/term"
 
 	"stashd/internal/demo"
 )
@@ -67,7 +68,19 @@ func runDemo(args []string) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
+	live := isTerminal(os.Stderr)
+	var status *liveLine
 	log := newLogger(os.Stderr, level)
+	if live {
+		status = &liveLine{out: os.Stderr, width: func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}}
+		log = slog.New(slog.NewTextHandler(status, &slog.HandlerOptions{Level: level}))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -107,17 +120,12 @@ func runDemo(args []string) int {
 	defer srv.Close()
 	fmt.Fprintf(os.Stderr, "stashd demo: metrics on http://%s/metrics\n", ln.Addr())
 
-	live := isTerminal(os.Stderr)
 	if live {
-		o.Progress = func(p demo.Progress) {
-			rate := float64(p.Published) / max(p.Elapsed.Seconds(), 0.001)
-			fmt.Fprintf(os.Stderr, "\r\033[K%5.1fs  published %d (%.1f/s)  catalogued %d  queue %d  lag %d  dirty %d  duplicates %d  dead letters %d  restarts %d",
-				p.Elapsed.Seconds(), p.Published, rate, p.Catalogued, p.Queue, p.Lag, p.Dirty, p.Duplicates, p.DeadLetter, p.Restarts)
-		}
+		o.Progress = func(p demo.Progress) { status.Set(progressLine(p)) }
 	}
 	rep, err := demo.Run(ctx, o)
 	if live {
-		fmt.Fprintln(os.Stderr)
+		status.Clear()
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -136,6 +144,7 @@ func runDemo(args []string) int {
 		fmt.Fprintln(os.Stderr, "stashd demo: AUDIT FAILED")
 		return 1
 	}
+	fmt.Fprintln(os.Stderr, "stashd demo: audit passed")
 	return 0
 }
 

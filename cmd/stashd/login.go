@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,14 +33,11 @@ func runLogin(args []string) int {
 	fs := newFlagSet("login", "login --account NAME [--config FILE] [flags]", loginHelp)
 	account := fs.String("account", "", "name of the account to log in (as in the configuration)")
 	configPath := fs.String("config", os.Getenv("STASHD_CONFIG"), "TOML configuration file (env STASHD_CONFIG)")
-	config.RegisterFlags(fs)
+	config.RegisterFlags(fs, "data_dir", "api_id", "api_hash", "log_level", "log_format")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	cfg, err := config.LoadMode(*configPath, os.Getenv, fs, false)
-	if err == nil {
-		err = loginSettings(cfg, *account)
-	}
+	cfg, err := loginSettings(*configPath, os.Getenv, fs, *account)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd login: %v\n", err)
 		return 2
@@ -74,19 +72,24 @@ func runLogin(args []string) int {
 	return 0
 }
 
-// loginSettings checks what login needs beyond a valid configuration.
-func loginSettings(cfg config.Config, account string) error {
+// loginSettings loads what login needs and checks it before anything is
+// asked: the --account flag, the credentials, and that the configuration
+// has that account.
+func loginSettings(path string, getenv func(string) string, fs *flag.FlagSet, account string) (config.Config, error) {
 	switch {
 	case account == "":
-		return errors.New("--account: required (the account name, as in the configuration)")
+		return config.Config{}, errors.New("--account: required (the account name, as in the configuration)")
 	case !validAccountName(account):
-		return fmt.Errorf("--account: %q must be letters, digits, '-' or '_'", account)
-	case cfg.APIID <= 0:
-		return errors.New("api_id: required (from https://my.telegram.org; or STASHD_API_ID)")
-	case cfg.APIHash == "":
-		return errors.New("api_hash: required (from https://my.telegram.org; or STASHD_API_HASH)")
+		return config.Config{}, fmt.Errorf("--account: %q must be letters, digits, '-' or '_'", account)
 	}
-	return nil
+	cfg, err := config.LoadMode(path, getenv, fs, config.Login)
+	if err != nil {
+		return cfg, err
+	}
+	if _, err := cfg.Account(account); err != nil {
+		return cfg, fmt.Errorf("--account: %w", err)
+	}
+	return cfg, nil
 }
 
 func validAccountName(s string) bool {

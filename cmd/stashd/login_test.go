@@ -2,10 +2,11 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"stashd/internal/config"
 	"stashd/tg/tdlib"
 )
 
@@ -46,23 +47,37 @@ func TestTerminalAuthorizerAnswersEachState(t *testing.T) {
 }
 
 func TestLoginSettingsNameTheMissingField(t *testing.T) {
+	const hash = "0123456789abcdef0123456789abcdef"
+	good := "api_id = 1\napi_hash = \"" + hash + "\"\n[[accounts]]\nname = \"main\"\nsources = [\"@abcd\"]\n"
+	write := func(body string) string {
+		p := filepath.Join(t.TempDir(), "stashd.toml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	noEnv := func(string) string { return "" }
 	cases := []struct {
-		cfg     config.Config
+		body    string
 		account string
 		field   string
 	}{
-		{config.Config{APIID: 1, APIHash: "x"}, "", "--account"},
-		{config.Config{APIID: 1, APIHash: "x"}, "a b", "--account"},
-		{config.Config{APIHash: "x"}, "main", "api_id"},
-		{config.Config{APIID: 1}, "main", "api_hash"},
+		{good, "", "--account"},
+		{good, "a b", "--account"},
+		{strings.Replace(good, "api_id = 1", "", 1), "main", "api_id"},
+		{strings.Replace(good, hash, "", 1), "main", "api_hash"},
+		// An account the configuration does not have is refused before
+		// any phone number is asked.
+		{good, "nosuch", "--account"},
+		{"api_id = 1\napi_hash = \"" + hash + "\"\n", "main", "accounts"},
 	}
 	for _, tc := range cases {
-		err := loginSettings(tc.cfg, tc.account)
-		if err == nil || !strings.HasPrefix(err.Error(), tc.field) {
-			t.Errorf("loginSettings(%+v, %q) = %v; want an error naming %s", tc.cfg, tc.account, err, tc.field)
+		_, err := loginSettings(write(tc.body), noEnv, nil, tc.account)
+		if err == nil || !strings.Contains(err.Error(), tc.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("loginSettings(%q, %q) = %v; want one line naming %s", tc.body, tc.account, err, tc.field)
 		}
 	}
-	if err := loginSettings(config.Config{APIID: 1, APIHash: "x"}, "main"); err != nil {
+	if _, err := loginSettings(write(good), noEnv, nil, "main"); err != nil {
 		t.Errorf("complete settings refused: %v", err)
 	}
 }

@@ -43,7 +43,9 @@ account are up, feeds the watchdog while it is healthy and reports
 STOPPING=1 when asked to stop.
 
 --simulate runs the same daemon against the built-in Telegram simulator
-instead of TDLib, publishing a stream of archives: no credentials needed.`
+instead of TDLib, publishing a stream of archives: no credentials needed.
+Its data directory defaults to ./var/simulate (not /var/lib/stashd), so
+simulated packages never land in a real daemon's catalogue.`
 
 func runServe(args []string) int {
 	fs := newFlagSet("serve", "serve [--config FILE] [flags]", serveHelp)
@@ -55,10 +57,21 @@ func runServe(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	cfg, err := config.LoadMode(*configPath, os.Getenv, fs, !*simulate)
+	mode := config.Daemon
+	if *simulate {
+		mode = config.Simulate
+	}
+	cfg, err := config.LoadMode(*configPath, os.Getenv, fs, mode)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
 		return 2
+	}
+	if !*simulate {
+		// Checked before anything is created or started.
+		if err := loggedIn(cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
+			return 1
+		}
 	}
 	log := configuredLogger(cfg)
 	slog.SetDefault(log)
@@ -76,7 +89,7 @@ func runServe(args []string) int {
 	}
 	s := &server{cfg: cfg, log: log}
 	if err := s.openStore(ctx); err != nil {
-		log.Error("cannot start", "err", err)
+		log.Error("cannot start", "err", dbError(err))
 		return 1
 	}
 	defer s.close()
@@ -130,6 +143,19 @@ func runServe(args []string) int {
 	cancel()
 	log.Info("stopped")
 	return code
+}
+
+// loggedIn checks that every account has a TDLib session (stashd login
+// creates it), so that an account never logged in is reported before the
+// database starts.
+func loggedIn(cfg config.Config) error {
+	for _, a := range cfg.Accounts {
+		dir := tdlib.Config{StateDir: filepath.Join(cfg.DataDir, "accounts", a.Name)}.DatabaseDir()
+		if _, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("account %q is not logged in (no session in %s): run stashd login --account %s first, as the user the daemon runs as", a.Name, dir, a.Name)
+		}
+	}
+	return nil
 }
 
 // server holds what serve opens, for closing in order.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +30,10 @@ destination channels every account belongs to. An account is chosen by the
 name of its TDLib state directory: the stand-in's client whose
 database_directory is .../acct1/database is acct1. Other names are not logged
 in.
+
+--config-out FILE writes a stashd serve configuration for this world (its
+accounts, sources and destinations, placeholder credentials): run
+bin/stashd-standin serve --config FILE with STASHD_TDJSON_SOCKET set.
 
 Once listening, stashd sim prints one JSON line on stdout describing the world
 (socket, accounts, sources with their chat ids and accounts, destinations);
@@ -74,6 +80,7 @@ func runSim(args []string) int {
 	steps := fs.Int("steps", 0, "publish exactly this many items, then stop publishing")
 	drop := fs.Float64("drop-updates", 0, "probability that a new-message update is lost (0..1)")
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
+	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
@@ -107,6 +114,12 @@ func runSim(args []string) int {
 	world := tgsim.NewWorld(tgsim.Config{Seed: *seed, DropRate: *drop, FilesDir: files})
 	gen := tgsim.NewGenerator(world, sc)
 
+	if *configOut != "" {
+		if err := writeServeConfig(*configOut, describeWorld(*socket, *seed, gen)); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd sim: --config-out: %v\n", err)
+			return 1
+		}
+	}
 	ln, err := tdjsonsim.Listen(*socket)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd sim: %v\n", err)
@@ -148,6 +161,53 @@ func describeWorld(socket string, seed int64, gen *tgsim.Generator) simWorld {
 		w.Sources = append(w.Sources, simSource{Chat: s.Chat, Kind: s.Kind, Title: s.Title, Account: s.Account, Topics: s.Topics})
 	}
 	return w
+}
+
+// simServeDir is the data directory of the configuration --config-out
+// writes.
+const simServeDir = "var/sim/serve"
+
+// writeServeConfig writes serveConfig(w) to path and creates each
+// account's TDLib state directory under simServeDir: the simulator logs
+// every account in by that directory's name, and serve wants an account's
+// session to exist before it starts.
+func writeServeConfig(path string, w simWorld) error {
+	for _, a := range w.Accounts {
+		if err := os.MkdirAll(filepath.Join(simServeDir, "accounts", a, "database"), 0o700); err != nil {
+			return fmt.Errorf("create account directory: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, []byte(serveConfig(w)), 0o600); err != nil {
+		return fmt.Errorf("write configuration: %w", err)
+	}
+	return nil
+}
+
+// serveConfig is a stashd serve configuration for the simulated world w:
+// its accounts with their sources, its destinations, placeholder
+// credentials (the simulator takes any) and a data directory of its own.
+func serveConfig(w simWorld) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# stashd serve configuration for the world of stashd sim --seed %d.\n", w.Seed)
+	fmt.Fprintf(&b, "# Run: LD_LIBRARY_PATH=.cache/standin STASHD_TDJSON_SOCKET=%s bin/stashd-standin serve --config THIS_FILE\n", w.Socket)
+	b.WriteString("# The credentials are placeholders: the simulator accepts any.\n")
+	b.WriteString("api_id = 1\napi_hash = \"00000000000000000000000000000000\"\n")
+	fmt.Fprintf(&b, "data_dir = %q\nmetrics_addr = \"127.0.0.1:9464\"\n", simServeDir)
+	dests := make([]string, len(w.Destinations))
+	for i, d := range w.Destinations {
+		dests[i] = fmt.Sprintf("%q", strconv.FormatInt(int64(d), 10))
+	}
+	fmt.Fprintf(&b, "destinations = [%s]\n", strings.Join(dests, ", "))
+	for _, a := range w.Accounts {
+		var srcs []string
+		for _, s := range w.Sources {
+			if s.Account == a {
+				srcs = append(srcs, fmt.Sprintf("%q", strconv.FormatInt(int64(s.Chat), 10)))
+			}
+		}
+		fmt.Fprintf(&b, "\n[[accounts]]\nname = %q\nsources = [%s]\n", a, strings.Join(srcs, ", "))
+	}
+	return b.String()
 }
 
 // printJSON prints v as one line on stdout, where scripts read it.

@@ -25,6 +25,10 @@ func runStatus(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
+	if err := db.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd status: %v\n", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	st, closeStore, err := db.open(ctx)

@@ -4,19 +4,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"stashd/tg"
 )
 
-// Config is the daemon's configuration. The zero value of a field means its
-// default, filled in by Load.
+// Config is the daemon's configuration. Load starts from the defaults below
+// and every source overrides them: an explicit zero is a value, validated.
 type Config struct {
 	// DataDir holds each account's TDLib state and the embedded database.
 	// Default /var/lib/stashd (systemd's StateDirectory).
@@ -132,14 +135,20 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// FieldError is a configuration error about one field.
+// FieldError is a configuration error about one field, naming it as the
+// operator wrote it: a flag ("--workers"), an environment variable
+// ("STASHD_WORKERS") or a key of the file ("workers", with Source
+// "stashd.toml:3").
 type FieldError struct {
 	Field  string
-	Source string // file path, "environment" or "flags"
+	Source string // "file:line", "environment" or "" (a flag)
 	Err    error
 }
 
 func (e *FieldError) Error() string {
+	if e.Source == "" {
+		return fmt.Sprintf("%s: %v", e.Field, e.Err)
+	}
 	return fmt.Sprintf("%s: %s: %v", e.Source, e.Field, e.Err)
 }
 func (e *FieldError) Unwrap() error { return e.Err }
@@ -192,47 +201,78 @@ func ParseChatRef(s string) (ChatRef, error) {
 
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// defaults fills zero fields.
-func (c *Config) defaults() {
-	or := func(s *string, def string) {
-		if *s == "" {
-			*s = def
-		}
+// Mode says what a configuration is for.
+type Mode int
+
+const (
+	// Daemon runs real Telegram accounts: credentials, accounts and
+	// destinations are required.
+	Daemon Mode = iota
+	// Simulate runs the daemon on the built-in simulator, which supplies
+	// accounts and destinations; its data lives apart from a real
+	// daemon's (SimulateDataDir).
+	Simulate
+	// Login logs one account in: credentials and accounts are required,
+	// destinations are not.
+	Login
+)
+
+// DefaultDataDir is the data directory of a real daemon (systemd's
+// StateDirectory); SimulateDataDir that of serve --simulate, so that
+// simulated packages never land in a real catalogue.
+const (
+	DefaultDataDir  = "/var/lib/stashd"
+	SimulateDataDir = "var/simulate"
+)
+
+// defaults returns the configuration every source then overrides. An
+// explicit zero is therefore a value, validated as such.
+func defaults(mode Mode) Config {
+	c := Config{
+		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
+		Workers: 4, QueueCapacity: 1024, Rate: 20,
+		DrainTimeout: Duration{20 * time.Second}, RescanInterval: Duration{6 * time.Hour},
+		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
 	}
-	or(&c.DataDir, "/var/lib/stashd")
-	or(&c.MetricsAddr, "127.0.0.1:9464")
-	or(&c.LogLevel, "info")
-	or(&c.LogFormat, "auto")
-	if c.Workers == 0 {
-		c.Workers = 4
+	if mode == Simulate {
+		c.DataDir = SimulateDataDir
 	}
-	if c.QueueCapacity == 0 {
-		c.QueueCapacity = 1024
-	}
-	if c.Rate == 0 {
-		c.Rate = 20
-	}
-	durOr := func(d *Duration, def time.Duration) {
-		if d.Duration == 0 {
-			d.Duration = def
-		}
-	}
-	durOr(&c.DrainTimeout, 20*time.Second)
-	durOr(&c.RescanInterval, 6*time.Hour)
-	durOr(&c.RescanWindow, 72*time.Hour)
-	durOr(&c.SetSettle, 10*time.Second)
-	durOr(&c.SetMaxWait, time.Hour)
+	return c
 }
 
-// Validate checks every field and returns the first problem as a
-// *FieldError. origin labels where the configuration came from.
-func (c *Config) Validate(origin string) error { return c.validate(origin, true) }
+// Validate checks every field of a daemon's configuration and returns the
+// first problem as a *FieldError. origin labels where it came from.
+func (c *Config) Validate(origin string) error {
+	return c.validate(Daemon, func(string) (string, string) { return "", origin })
+}
 
-// validate checks the fields; telegram false skips what only a real
-// Telegram connection needs (credentials, accounts, destinations).
-func (c *Config) validate(origin string, telegram bool) error {
+// validate checks the fields the mode needs. where names a field's origin:
+// the name to show and its source (see FieldError).
+func (c *Config) validate(mode Mode, where func(setting string) (field, source string)) error {
 	bad := func(field string, format string, args ...any) error {
-		return &FieldError{Field: field, Source: origin, Err: fmt.Errorf(format, args...)}
+		setting, _, _ := strings.Cut(field, "[")
+		shown, src := where(setting)
+		if shown == "" || shown == setting {
+			shown = field
+		}
+		return &FieldError{Field: shown, Source: src, Err: fmt.Errorf(format, args...)}
+	}
+	if mode == Login {
+		return c.validateLogin(bad)
+	}
+	if c.DataDir == "" {
+		return bad("data_dir", "must not be empty")
+	}
+	if c.DatabaseURL != "" {
+		if _, err := pgconn.ParseConfig(c.DatabaseURL); err != nil {
+			return bad("database_url", "%q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", c.DatabaseURL)
+		}
+	}
+	if c.MetricsAddr != "off" {
+		host, port, err := net.SplitHostPort(c.MetricsAddr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, " /") {
+			return bad("metrics_addr", "%q is not host:port (e.g. 127.0.0.1:9464) or off", c.MetricsAddr)
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -244,17 +284,11 @@ func (c *Config) validate(origin string, telegram bool) error {
 	default:
 		return bad("log_format", "%q is not one of auto, text, json", c.LogFormat)
 	}
-	if err := c.validateTuning(bad); err != nil || !telegram {
+	if err := c.validateTuning(bad); err != nil || mode == Simulate {
 		return err
 	}
-	if c.APIID <= 0 {
-		return bad("api_id", "required: the api_id of your application from https://my.telegram.org (or STASHD_API_ID)")
-	}
-	if c.APIHash == "" {
-		return bad("api_hash", "required: the api_hash from https://my.telegram.org (or STASHD_API_HASH)")
-	}
-	if !regexp.MustCompile(`^[0-9a-fA-F]{32}$`).MatchString(c.APIHash) {
-		return bad("api_hash", "must be the 32 hexadecimal digits my.telegram.org shows")
+	if err := c.validateCredentials(bad); err != nil {
+		return err
 	}
 	if len(c.Destinations) == 0 {
 		return bad("destinations", "at least one destination chat is required")
@@ -264,6 +298,45 @@ func (c *Config) validate(origin string, telegram bool) error {
 			return bad(fmt.Sprintf("destinations[%d]", i), "%v", err)
 		}
 	}
+	return c.validateAccounts(bad)
+}
+
+type badFunc = func(field, format string, args ...any) error
+
+func (c *Config) validateLogin(bad badFunc) error {
+	if c.DataDir == "" {
+		return bad("data_dir", "must not be empty")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log_level", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "auto", "text", "json":
+	default:
+		return bad("log_format", "%q is not one of auto, text, json", c.LogFormat)
+	}
+	if err := c.validateCredentials(bad); err != nil {
+		return err
+	}
+	return c.validateAccounts(bad)
+}
+
+func (c *Config) validateCredentials(bad badFunc) error {
+	if c.APIID <= 0 {
+		return bad("api_id", "required: the api_id of your application from https://my.telegram.org (or STASHD_API_ID)")
+	}
+	if c.APIHash == "" {
+		return bad("api_hash", "required: the api_hash from https://my.telegram.org (or STASHD_API_HASH)")
+	}
+	if !regexp.MustCompile(`^[0-9a-fA-F]{32}$`).MatchString(c.APIHash) {
+		return bad("api_hash", "must be the 32 hexadecimal digits my.telegram.org shows")
+	}
+	return nil
+}
+
+func (c *Config) validateAccounts(bad badFunc) error {
 	if len(c.Accounts) == 0 {
 		return bad("accounts", "at least one [[accounts]] entry is required")
 	}
@@ -288,7 +361,23 @@ func (c *Config) validate(origin string, telegram bool) error {
 	return nil
 }
 
-func (c *Config) validateTuning(bad func(field, format string, args ...any) error) error {
+// Account returns the account named name, or an error listing the
+// configured ones.
+func (c *Config) Account(name string) (Account, error) {
+	var names []string
+	for _, a := range c.Accounts {
+		if a.Name == name {
+			return a, nil
+		}
+		names = append(names, a.Name)
+	}
+	if len(names) == 0 {
+		return Account{}, fmt.Errorf("%q: the configuration has no [[accounts]]", name)
+	}
+	return Account{}, fmt.Errorf("%q is not an account of the configuration (%s)", name, strings.Join(names, ", "))
+}
+
+func (c *Config) validateTuning(bad badFunc) error {
 	if c.Workers < 1 || c.Workers > 256 {
 		return bad("workers", "%d is outside 1..256", c.Workers)
 	}
@@ -298,58 +387,97 @@ func (c *Config) validateTuning(bad func(field, format string, args ...any) erro
 	if c.Rate <= 0 || c.Rate > 1000 {
 		return bad("rate", "%v is outside (0, 1000] requests per second", c.Rate)
 	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{{"drain_timeout", c.DrainTimeout}, {"rescan_interval", c.RescanInterval}, {"rescan_window", c.RescanWindow}, {"set_settle", c.SetSettle}, {"set_max_wait", c.SetMaxWait}} {
+		if d.v.Duration <= 0 {
+			return bad(d.name, "%v: must be positive", d.v.Duration)
+		}
+	}
 	return nil
 }
 
-// Load reads the configuration: the file at path (may be ""), then the
-// environment (getenv), then the flags already parsed into fs (only those
-// set on the command line count). It returns the first problem found, naming
-// its field.
+// Load reads a daemon's configuration: the file at path (may be ""), then
+// the environment (getenv), then the flags already parsed into fs (only
+// those set on the command line count). It returns the first problem
+// found, naming the flag, variable or file line it came from.
 func Load(path string, getenv func(string) string, fs *flag.FlagSet) (Config, error) {
-	return LoadMode(path, getenv, fs, true)
+	return LoadMode(path, getenv, fs, Daemon)
 }
 
-// LoadMode is Load; telegram false accepts a configuration without
-// credentials, accounts or destinations (the simulator supplies them).
-func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, telegram bool) (Config, error) {
-	var c Config
-	origin := "configuration"
+// LoadMode is Load for mode.
+func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, mode Mode) (Config, error) {
+	c := defaults(mode)
+	// origin maps a setting to the flag or variable that set it, or to
+	// the file.
+	origin := map[string][2]string{}
+	var lines []string
 	if path != "" {
-		origin = path
 		md, err := toml.DecodeFile(path, &c)
 		if err != nil {
 			var perr toml.ParseError
 			if errors.As(err, &perr) {
+				at := fmt.Sprintf("%s:%d", path, perr.Position.Line)
 				if perr.LastKey != "" {
-					return c, &FieldError{Field: perr.LastKey, Source: fmt.Sprintf("%s line %d", path, perr.Position.Line), Err: errors.New(perr.Message)}
+					return c, &FieldError{Field: perr.LastKey, Source: at, Err: errors.New(oneLine(perr.Message))}
 				}
-				return c, fmt.Errorf("%s: line %d: %s", path, perr.Position.Line, perr.Message)
+				return c, fmt.Errorf("%s: %s", at, oneLine(perr.Message))
 			}
 			if errors.Is(err, os.ErrNotExist) {
-				return c, fmt.Errorf("config file %s does not exist", path)
+				return c, fmt.Errorf("--config: %s does not exist", path)
 			}
-			return c, fmt.Errorf("%s: %w", path, err)
+			return c, fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+		}
+		if b, err := os.ReadFile(path); err == nil {
+			lines = strings.Split(string(b), "\n")
 		}
 		if und := md.Undecoded(); len(und) > 0 {
-			return c, &FieldError{Field: und[0].String(), Source: path, Err: errors.New("unknown field")}
+			return c, &FieldError{Field: und[0].String(), Source: fileLine(path, lines, und[0][len(und[0])-1]), Err: errors.New("unknown field")}
 		}
 	}
-	if err := applyEnv(&c, getenv); err != nil {
+	where := func(setting string) (string, string) {
+		if o, ok := origin[setting]; ok {
+			return o[0], o[1]
+		}
+		if path == "" {
+			return setting, "default"
+		}
+		return setting, fileLine(path, lines, setting)
+	}
+	if err := applyEnv(&c, getenv, origin); err != nil {
 		return c, err
 	}
 	if fs != nil {
-		if err := applyFlags(&c, fs); err != nil {
+		if err := applyFlags(&c, fs, origin); err != nil {
 			return c, err
 		}
 	}
-	c.defaults()
-	return c, c.validate(origin, telegram)
+	return c, c.validate(mode, where)
+}
+
+// fileLine returns "path:N" for the first line of the file that sets key,
+// or path when none does.
+func fileLine(path string, lines []string, key string) string {
+	re, err := regexp.Compile(`^\s*"?` + regexp.QuoteMeta(key) + `"?\s*=`)
+	if err == nil {
+		for i, l := range lines {
+			if re.MatchString(l) {
+				return fmt.Sprintf("%s:%d", path, i+1)
+			}
+		}
+	}
+	return path
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // Settings lists, for flags and the environment, every scalar setting: its
 // flag and TOML name (the environment variable is STASHD_ + upper case).
 var Settings = []struct{ Name, Usage string }{
-	{"data_dir", "directory for TDLib state and the embedded database (default /var/lib/stashd)"},
+	{"data_dir", "directory for TDLib state and the embedded database (default /var/lib/stashd; with serve --simulate ./var/simulate)"},
 	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir)"},
 	{"metrics_addr", "address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; off disables)"},
 	{"log_level", "debug, info, warn or error (default info)"},
@@ -367,34 +495,73 @@ var Settings = []struct{ Name, Usage string }{
 	{"set_max_wait", "how long parts wait for their set (default 1h)"},
 }
 
-// RegisterFlags defines one string flag per setting (dashes for
-// underscores) on fs.
-func RegisterFlags(fs *flag.FlagSet) {
+// RegisterFlags defines one flag per setting (dashes for underscores) on
+// fs, typed as the setting is (--workers int, --drain-timeout duration); a
+// value that does not parse is an error of the flag, at parse time. With
+// names, only those settings get a flag.
+func RegisterFlags(fs *flag.FlagSet, names ...string) {
 	for _, s := range Settings {
-		fs.String(strings.ReplaceAll(s.Name, "_", "-"), "", s.Usage)
+		if len(names) > 0 && !slices.Contains(names, s.Name) {
+			continue
+		}
+		fs.Var(&settingValue{name: s.Name}, strings.ReplaceAll(s.Name, "_", "-"), s.Usage)
 	}
 }
 
-func applyEnv(c *Config, getenv func(string) string) error {
+// settingValue is a setting's flag: the text given, checked on Set.
+type settingValue struct {
+	name, raw string
+}
+
+func (v *settingValue) String() string { return v.raw }
+
+func (v *settingValue) Set(s string) error {
+	var scratch Config
+	if err := set(&scratch, v.name, s); err != nil {
+		return err
+	}
+	v.raw = s
+	return nil
+}
+
+// Type names the value's type in --help.
+func (v *settingValue) Type() string {
+	switch v.name {
+	case "workers", "queue_capacity", "api_id":
+		return "int"
+	case "rate":
+		return "float"
+	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait":
+		return "duration"
+	case "destinations":
+		return "list"
+	}
+	return "string"
+}
+
+func applyEnv(c *Config, getenv func(string) string, origin map[string][2]string) error {
 	for _, s := range Settings {
-		if v := getenv("STASHD_" + strings.ToUpper(s.Name)); v != "" {
+		name := "STASHD_" + strings.ToUpper(s.Name)
+		if v := getenv(name); v != "" {
 			if err := set(c, s.Name, v); err != nil {
-				return &FieldError{Field: "STASHD_" + strings.ToUpper(s.Name), Source: "environment", Err: err}
+				return &FieldError{Field: name, Source: "environment", Err: err}
 			}
+			origin[s.Name] = [2]string{name, "environment"}
 		}
 	}
 	return nil
 }
 
-func applyFlags(c *Config, fs *flag.FlagSet) error {
+func applyFlags(c *Config, fs *flag.FlagSet, origin map[string][2]string) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		name := strings.ReplaceAll(f.Name, "-", "_")
 		for _, s := range Settings {
 			if s.Name == name && err == nil {
 				if e := set(c, name, f.Value.String()); e != nil {
-					err = &FieldError{Field: "--" + f.Name, Source: "flags", Err: e}
+					err = &FieldError{Field: "--" + f.Name, Err: e}
 				}
+				origin[name] = [2]string{"--" + f.Name, ""}
 			}
 		}
 	})

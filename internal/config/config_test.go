@@ -160,3 +160,54 @@ func TestParseChatRef(t *testing.T) {
 		}
 	}
 }
+
+// serve --simulate keeps its data apart from a real daemon's.
+func TestSimulateHasItsOwnDataDir(t *testing.T) {
+	t.Parallel()
+	c, err := LoadMode("", noEnv, nil, Simulate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir == DefaultDataDir || c.DataDir != SimulateDataDir {
+		t.Errorf("simulated data dir %q, want %q", c.DataDir, SimulateDataDir)
+	}
+	c, err = Load(write(t, good), noEnv, nil)
+	if err != nil || c.DataDir != DefaultDataDir {
+		t.Errorf("daemon data dir %q (%v), want %q", c.DataDir, err, DefaultDataDir)
+	}
+}
+
+// An error names where the bad value came from: the variable or flag that
+// overrode the file, or the file's line.
+func TestErrorsNameTheirSource(t *testing.T) {
+	t.Parallel()
+	p := write(t, "workers = 0\n"+good)
+	_, err := Load(p, noEnv, nil)
+	if err == nil || !strings.Contains(err.Error(), p+":1") {
+		t.Errorf("file: error %v, want one naming %s:1", err, p)
+	}
+	env := func(k string) string {
+		if k == "STASHD_RATE" {
+			return "0"
+		}
+		return ""
+	}
+	_, err = Load(write(t, good), env, nil)
+	if err == nil || !strings.Contains(err.Error(), "STASHD_RATE") || strings.Contains(err.Error(), ".toml") {
+		t.Errorf("environment: error %v, want one naming STASHD_RATE, not the file", err)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse([]string{"--metrics-addr", "nonsense"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(write(t, good), noEnv, fs)
+	if err == nil || !strings.HasPrefix(err.Error(), "--metrics-addr") {
+		t.Errorf("flag: error %v, want one naming --metrics-addr", err)
+	}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse([]string{"--workers", "x"}); err == nil {
+		t.Error("--workers x parsed")
+	}
+}

@@ -8,6 +8,7 @@ package demo
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,8 +87,14 @@ type Options struct {
 
 // Progress is a live snapshot for the one-line display.
 type Progress struct {
-	Elapsed    time.Duration
-	Published  int
+	Elapsed time.Duration
+	// Published counts the items posted so far (archives, parts, albums,
+	// noise); PublishedFor is how long posting has run, which stops
+	// growing once it ends, so Published/PublishedFor is the posting rate.
+	Published    int
+	PublishedFor time.Duration
+	// Publishing is true until posting ends.
+	Publishing bool
 	Catalogued int
 	Queue      int
 	Lag        int64
@@ -120,6 +127,15 @@ type Report struct {
 	// OtherDeadLetters are dead letters no incomplete set explains (send
 	// failures, a part that went away…), with their reasons.
 	OtherDeadLetters []string `json:"other_dead_letters,omitempty"`
+}
+
+// MarshalJSON adds "ok", the verdict of OK, to the report's fields.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type fields Report // without this method
+	return json.Marshal(struct {
+		fields
+		OK bool `json:"ok"`
+	}{fields(r), r.OK()})
 }
 
 // OK reports whether the audit passed: nothing missing, nothing delivered
@@ -272,13 +288,14 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 			return Report{}, fmt.Errorf("post %s: %w", r.o.PostDir, err)
 		}
 	}
-	var published atomic.Int64
+	var published, publishedFor atomic.Int64
 	pubDone := make(chan struct{})
 	pctx, stopFaults := context.WithCancel(ctx)
 	defer stopFaults()
 	go func() {
 		defer close(pubDone)
 		r.publish(pctx, &published)
+		publishedFor.Store(int64(time.Since(start)))
 	}()
 	var faults sync.WaitGroup
 	if r.o.DisconnectEvery > 0 {
@@ -297,7 +314,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 				case <-progressDone:
 					return
 				case <-t.C:
-					r.o.Progress(r.progress(ctx, start, int(published.Load())))
+					r.o.Progress(r.progress(ctx, start, int(published.Load()), time.Duration(publishedFor.Load())))
 				}
 			}
 		}()
@@ -461,8 +478,11 @@ func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err e
 	return pending, count, err
 }
 
-func (r *runner) progress(ctx context.Context, start time.Time, published int) Progress {
-	p := Progress{Elapsed: time.Since(start), Published: published}
+func (r *runner) progress(ctx context.Context, start time.Time, published int, publishedFor time.Duration) Progress {
+	p := Progress{Elapsed: time.Since(start), Published: published, PublishedFor: publishedFor}
+	if publishedFor == 0 {
+		p.PublishedFor, p.Publishing = p.Elapsed, true
+	}
 	if d := r.current(); d != nil {
 		for _, s := range d.Status() {
 			p.Queue += s.QueueDepth

@@ -1,8 +1,10 @@
 package demo_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +95,24 @@ func TestNoLossUnderFaults(t *testing.T) {
 			rep := run(t, o)
 			check(t, seed, rep)
 		})
+	}
+}
+
+// The JSON report carries the verdict.
+func TestReportJSONHasOK(t *testing.T) {
+	for _, tc := range []struct {
+		rep  demo.Report
+		want string
+	}{
+		{demo.Report{PublishedArchives: 3, UniquePackages: 2, CataloguedPackages: 2}, `"ok":true`},
+		{demo.Report{PublishedArchives: 3, UniquePackages: 2, CataloguedPackages: 1, Missing: 1}, `"ok":false`},
+	} {
+		b, err := json.Marshal(tc.rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), tc.want) || !strings.Contains(string(b), `"published_archives":3`) {
+			t.Errorf("report JSON %s: want %s and the fields", b, tc.want)
+		}
 	}
 }

@@ -518,3 +518,10 @@ func lastLines(s string, n int) string {
 	}
 	return "  " + strings.Join(lines, "\n  ")
 }
+
+// Exists reports whether dir holds an initialised cluster (whether or not
+// a server runs it).
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION"))
+	return err == nil
+}
