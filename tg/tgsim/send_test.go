@@ -172,3 +172,80 @@ func TestSessionSendAndDownload(t *testing.T) {
 		t.Fatalf("second Session.Download = %+v, %v", again, err)
 	}
 }
+
+func TestSendFloodWaitFailure(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendFloodRate: 1, SendFloodWait: 7 * time.Second})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := next[tg.SendFailed](t, f.c, nil)
+	d, ok := tg.FloodWait(failed.Err)
+	var te *tg.Error
+	if failed.OldMessageID != tmp.ID || !ok || d != 7*time.Second || !errors.As(failed.Err, &te) || te.Code != 429 ||
+		te.Message != "Too Many Requests: retry after 7" {
+		t.Fatalf("send failed = %+v, want a 429 retry after 7", failed)
+	}
+	if got := f.w.Messages(f.dest); len(got) != 0 {
+		t.Fatalf("a flood-waited send landed: %+v", got)
+	}
+	if st := f.w.SendStats(); st.FloodWaited != 1 || st.Succeeded != 0 {
+		t.Fatalf("send stats = %+v", st)
+	}
+}
+
+// A vanished send: updateDeleteMessages for the temporary id, nothing else,
+// and nothing lands.
+func TestSendVanishes(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendVanishRate: 1})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collectUntil(t, f.c, func(u tg.Update) bool { _, ok := u.(tg.MessagesDeleted); return ok })
+	del := got[len(got)-1].(tg.MessagesDeleted)
+	if del.Chat != f.dest || len(del.IDs) != 1 || del.IDs[0] != tmp.ID || !del.IsPermanent || del.FromCache {
+		t.Fatalf("deletion = %+v, want the temporary id %d", del, tmp.ID)
+	}
+	for _, u := range got {
+		switch u.(type) {
+		case tg.SendSucceeded, tg.SendFailed:
+			t.Fatalf("a vanished send also reported %T", u)
+		}
+	}
+	if m := f.w.Messages(f.dest); len(m) != 0 {
+		t.Fatalf("a vanished send landed: %+v", m)
+	}
+	if v := f.w.VanishedCaptions(); len(v) != 1 || v[0] != "gone" {
+		t.Fatalf("vanished captions = %q", v)
+	}
+}
+
+// With ResendAfterRestart a send pending at Close lands when the account's
+// next client starts, which receives its outcome under the old temporary id.
+func TestSendResentAfterRestart(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendLatency: time.Hour, ResendAfterRestart: true})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:tok1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.w.Messages(f.dest); len(got) != 0 {
+		t.Fatalf("landed before the next client started: %+v", got)
+	}
+	c2 := f.w.Client("alice")
+	defer c2.Close()
+	ok := next[tg.SendSucceeded](t, c2, nil)
+	truth := f.w.Messages(f.dest)
+	if ok.OldMessageID != tmp.ID || len(truth) != 1 || ok.Message.ID != truth[0].ID || ok.Message.Caption != "stashd:tok1" {
+		t.Fatalf("re-sent outcome %+v, destination %+v", ok, truth)
+	}
+	if st := f.w.SendStats(); st.Resent != 1 {
+		t.Fatalf("send stats = %+v", st)
+	}
+}
