@@ -64,6 +64,10 @@ type Config struct {
 	Retry ingest.RetryConfig
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
+	// SendTimeout bounds the wait for one send's outcome; zero means
+	// tg.DefaultSendTimeout (5 min). A send past it is reconciled by token
+	// before it is sent again.
+	SendTimeout time.Duration
 	// Instance names this process in source claims; "" means host:pid.
 	Instance string
 	// Logger; nil discards.
@@ -215,6 +219,7 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 		r.retry.Stop()
 		r.sweep.Stop()
 		r.cancel()
+		r.rec.Stop()
 		r.lst.Stop()
 		if err := r.client.Close(); err != nil {
 			r.log.Warn("close telegram client", "err", err)
@@ -238,11 +243,16 @@ func (d *Daemon) Kill() {
 		r.resc.Stop()
 		r.retry.Stop()
 		r.sweep.Stop()
+		r.rec.Stop()
 		r.lst.Kill()
 		_ = r.client.Close()
 		<-r.sess.Done()
 	}
 }
+
+// unclaimedSends bounds the send outcomes of earlier sessions waiting for
+// the recorder; more are dropped and left to reconciliation.
+const unclaimedSends = 256
 
 // accountRun is one account's running components.
 type accountRun struct {
@@ -258,6 +268,7 @@ type accountRun struct {
 	catch   *catchup.Catchup
 	resc    *rescan.Rescan
 	retry   *ingest.Retrier
+	rec     *ingest.SendRecorder
 	ctx     context.Context
 	cancel  context.CancelFunc
 	sources int
@@ -265,7 +276,7 @@ type accountRun struct {
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
-	for _, s := range []interface{ Start(context.Context) error }{r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry} {
+	for _, s := range []interface{ Start(context.Context) error }{r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -307,7 +318,20 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 			}
 		},
 	}, d.store, d.lm)
-	r.sess = tg.NewSession(r.paced, r.lst.HandleUpdate)
+	// Sends of an earlier session that TDLib finished by itself reach this
+	// session unclaimed; the recorder records them by token.
+	unclaimed := make(chan tg.Message, unclaimedSends)
+	lst := r.lst
+	r.sess = tg.NewSession(r.paced, func(u tg.Update) {
+		if ok, is := u.(tg.SendSucceeded); is {
+			select {
+			case unclaimed <- ok.Message:
+			default:
+			}
+		}
+		lst.HandleUpdate(u)
+	})
+	r.sess.SendTimeout = d.cfg.SendTimeout
 
 	if err := r.paced.LoadChats(ctx); err != nil {
 		return fail(fmt.Errorf("load chats: %w", err))
@@ -348,7 +372,6 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
-	lst := r.lst
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
 		low, _, ok := lst.Watermark(chat)
 		return ok && !lst.IsDirty(chat) && low >= upTo
@@ -364,6 +387,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
 	r.resc = resc
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
+	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 
 	return r, nil
 }

@@ -104,7 +104,7 @@ func (c *Client) Close() error {
 
 	close(c.done)
 	for _, ps := range sends {
-		if ps.timer.Stop() {
+		if ps.timer == nil || ps.timer.Stop() {
 			// The timer will never fire: land the message now (or, when
 			// TDLib re-sends after a restart, when the next client starts),
 			// so the world does not depend on a goroutine outliving the
@@ -114,7 +114,9 @@ func (c *Client) Close() error {
 			} else {
 				w.finishSend(ps)
 			}
-			c.wg.Done()
+			if ps.timer != nil {
+				c.wg.Done()
+			}
 		}
 	}
 	c.wg.Wait()

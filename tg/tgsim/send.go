@@ -76,6 +76,9 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 			ps.outcome = sendVanishes
 		}
 		c.sends[tempID] = ps
+		if w.holdSends {
+			return c.view(tmp), nil // settled by Close
+		}
 		c.wg.Add(1)
 		ps.timer = time.AfterFunc(w.cfg.SendLatency, func() {
 			defer c.wg.Done()
@@ -83,6 +86,15 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 		})
 		return c.view(tmp), nil
 	})
+}
+
+// HoldSends makes the sends started while hold is true wait for their
+// client to close before they settle, as when the process dies between
+// sendMessage and its outcome (downloads keep their pace).
+func (w *World) HoldSends(hold bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holdSends = hold
 }
 
 // finishSend applies a send's outcome once. The message lands in the

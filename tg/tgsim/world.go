@@ -88,6 +88,7 @@ type World struct {
 	// sends that ended in updateDeleteMessages.
 	sendStats SendStats
 	vanished  []string
+	holdSends bool
 }
 
 // SendStats counts the outcomes of the sends the world has settled.
