@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"stashd/internal/pgembed"
 	"stashd/store"
@@ -121,4 +123,17 @@ func openStore(ctx context.Context, url, dataDir, name string) (*store.Store, fu
 		return nil, nil, err
 	}
 	return st, func() { st.Close(); stopDB() }, nil
+}
+
+// probabilities reports whether every flag of flags (name to value) is a
+// probability, printing the first that is not.
+func probabilities(cmd string, flags map[string]float64) bool {
+	names := slices.Sorted(maps.Keys(flags))
+	for _, name := range names {
+		if p := flags[name]; p < 0 || p > 1 || p != p {
+			fmt.Fprintf(os.Stderr, "stashd %s: --%s must be between 0 and 1\n", cmd, name)
+			return false
+		}
+	}
+	return true
 }
