@@ -211,3 +211,44 @@ func TestNoServerFailsTheStart(t *testing.T) {
 		t.Errorf("New without a server: %v, want the connect error", err)
 	}
 }
+
+// TDLib may hold a request for a minute under FLOOD_WAIT, and go-tdlib's
+// receiver can lose the reply, or panic, when it lands at go-tdlib's own
+// 60-second timeout. The adapter ends every request at its own deadline,
+// below go-tdlib's, with a retryable tg.ErrRequestTimeout.
+func TestRequestsEndAtTheAdapterDeadline(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every simulated call takes a minute, as under a long flood wait.
+	world := tgsim.NewWorld(tgsim.Config{Seed: 1, Latency: time.Minute})
+	world.AddAccount("acct1", false)
+	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer func() {
+		srv.Close()
+		<-serveErr
+	}()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cfg := standinConfig(dir, "acct1")
+	cfg.RequestTimeout = 300 * time.Millisecond
+	c, err := tdlib.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.GetMe(ctx)
+	if !errors.Is(err, tg.ErrRequestTimeout) || tg.Classify(err) != tg.ClassRetryable || ctx.Err() != nil {
+		t.Fatalf("getMe held by TDLib: %v, want tg.ErrRequestTimeout (retryable) before the caller's deadline", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close with the request still held: %v", err)
+	}
+}
