@@ -148,6 +148,10 @@ func printReport(r demo.Report) {
 	fmt.Fprintf(w, "  corrupt %d (listing error recorded for %d), incomplete sets %d (dead letters %d, delivered %d)\n",
 		r.Corrupt, r.CorruptListingErrors, r.IncompleteSets, r.IncompleteDeadLettered, r.IncompleteDelivered)
 	fmt.Fprintf(w, "  dead letters %d, restarts %d, settled %v, %.1fs\n", r.DeadLetters, r.Restarts, r.Settled, r.ElapsedSeconds)
+	if r.FailedSends+r.FloodWaitedSends+r.VanishedSends+r.ResentSends > 0 {
+		fmt.Fprintf(w, "  sends failed %d, flood-waited %d, re-sent after a restart %d, vanished %d (packages delivered later %d, dead letters %d, unresolved %d)\n",
+			r.FailedSends, r.FloodWaitedSends, r.ResentSends, r.VanishedSends, r.VanishedDelivered, r.VanishedDeadLettered, r.VanishedUnresolved)
+	}
 	for _, n := range r.MissingNames {
 		fmt.Fprintf(w, "  missing: %s\n", n)
 	}
