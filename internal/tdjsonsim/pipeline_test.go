@@ -50,9 +50,11 @@ func TestVersionFromStandIn(t *testing.T) {
 	}
 }
 
-// The realtime pipeline end to end once more, through go-tdlib, the real
-// adapter, the stand-in library and the TDLib-JSON server.
-func TestPipelineThroughStandIn(t *testing.T) {
+// runThroughStandIn runs the demo o with every account's client going
+// through go-tdlib, the real adapter, the stand-in library and the
+// TDLib-JSON server.
+func runThroughStandIn(t *testing.T, o demo.Options) demo.Report {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "tdjson.sock")
 	t.Setenv(tdjsonsim.SocketEnv, sock)
@@ -78,10 +80,7 @@ func TestPipelineThroughStandIn(t *testing.T) {
 		}
 		return tdlib.New(ctx, standinConfig(dir, account))
 	}
-	o := demo.Options{
-		Seed: 7, Steps: 60, Rate: -1, Sources: 3, ForumTopics: 4, Accounts: 2,
-		DatabaseURL: pgtest.New(t), FilesDir: filepath.Join(dir, "files"), Connect: connect,
-	}
+	o.DatabaseURL, o.FilesDir, o.Connect = pgtest.New(t), filepath.Join(dir, "files"), connect
 	rep, err := demo.Run(t.Context(), o)
 	if srv != nil {
 		srv.Close()
@@ -99,11 +98,30 @@ func TestPipelineThroughStandIn(t *testing.T) {
 	if rep.Missing != 0 || rep.DuplicateDeliveries != 0 {
 		t.Errorf("missing %d, delivered twice %d: want 0 and 0", rep.Missing, rep.DuplicateDeliveries)
 	}
+	return rep
+}
+
+// The realtime pipeline end to end once more, through go-tdlib, the real
+// adapter, the stand-in library and the TDLib-JSON server.
+func TestPipelineThroughStandIn(t *testing.T) {
+	o := demo.Options{Seed: 7, Steps: 60, Rate: -1, Sources: 3, ForumTopics: 4, Accounts: 2}
+	rep := runThroughStandIn(t, o)
 	// The adapter loads chats until TDLib answers 404, so every client
 	// start costs two loadChats where the in-process simulator costs one:
 	// the calls went through the adapter.
 	if got, want := rep.Calls[tg.MethodLoadChats], 2*o.Accounts; got < want {
 		t.Errorf("loadChats served %d times, want at least %d (two per adapter start)", got, want)
+	}
+}
+
+// Send faults on the wire: updateMessageSendFailed with 500 and with 429
+// "retry after N", and updateDeleteMessages for a pending send's temporary
+// id. The adapter must decode each so that no send waits for ever and
+// nothing is lost or sent twice.
+func TestSendFaultsThroughStandIn(t *testing.T) {
+	rep := runThroughStandIn(t, demo.Options{Seed: 11, Steps: 40, Rate: -1, Sources: 2, Accounts: 1, FailSends: 0.1, VanishSends: 0.1})
+	if rep.VanishedSends == 0 || rep.FloodWaitedSends == 0 {
+		t.Errorf("%d vanished and %d flood-waited sends: the test checked less than it should", rep.VanishedSends, rep.FloodWaitedSends)
 	}
 }
 
