@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -309,12 +310,14 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	}
 
 	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate}, d.tgm)
-	var resc *rescan.Rescan // set below; the listener reports outages to it
+	// Set below, while the session's pump may already be reporting a
+	// reconnect: published atomically so the pump sees a whole Rescan.
+	var resc atomic.Pointer[rescan.Rescan]
 	r.lst = listener.New(listener.Config{
 		Account: a.Name, QueueCapacity: d.cfg.QueueCapacity, Logger: d.log,
 		OnReconnect: func(down time.Duration) {
-			if resc != nil {
-				resc.Outage(down)
+			if rs := resc.Load(); rs != nil {
+				rs.Outage(down)
 			}
 		},
 	}, d.store, d.lm)
@@ -384,8 +387,8 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe, d.cm)
 	rcfg := d.cfg.Rescan
 	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log
-	resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
-	r.resc = resc
+	r.resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
+	resc.Store(r.resc)
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 
