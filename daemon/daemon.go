@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +65,10 @@ type Config struct {
 	Retry ingest.RetryConfig
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
+	// SendTimeout bounds the wait for one send's outcome; zero means
+	// tg.DefaultSendTimeout (5 min). A send past it is reconciled by token
+	// before it is sent again.
+	SendTimeout time.Duration
 	// Instance names this process in source claims; "" means host:pid.
 	Instance string
 	// Logger; nil discards.
@@ -215,6 +220,7 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 		r.retry.Stop()
 		r.sweep.Stop()
 		r.cancel()
+		r.rec.Stop()
 		r.lst.Stop()
 		if err := r.client.Close(); err != nil {
 			r.log.Warn("close telegram client", "err", err)
@@ -238,11 +244,16 @@ func (d *Daemon) Kill() {
 		r.resc.Stop()
 		r.retry.Stop()
 		r.sweep.Stop()
+		r.rec.Stop()
 		r.lst.Kill()
 		_ = r.client.Close()
 		<-r.sess.Done()
 	}
 }
+
+// unclaimedSends bounds the send outcomes of earlier sessions waiting for
+// the recorder; more are dropped and left to reconciliation.
+const unclaimedSends = 256
 
 // accountRun is one account's running components.
 type accountRun struct {
@@ -258,6 +269,7 @@ type accountRun struct {
 	catch   *catchup.Catchup
 	resc    *rescan.Rescan
 	retry   *ingest.Retrier
+	rec     *ingest.SendRecorder
 	ctx     context.Context
 	cancel  context.CancelFunc
 	sources int
@@ -265,7 +277,7 @@ type accountRun struct {
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
-	for _, s := range []interface{ Start(context.Context) error }{r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry} {
+	for _, s := range []interface{ Start(context.Context) error }{r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -298,16 +310,31 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	}
 
 	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate}, d.tgm)
-	var resc *rescan.Rescan // set below; the listener reports outages to it
+	// Set below, while the session's pump may already be reporting a
+	// reconnect: published atomically so the pump sees a whole Rescan.
+	var resc atomic.Pointer[rescan.Rescan]
 	r.lst = listener.New(listener.Config{
 		Account: a.Name, QueueCapacity: d.cfg.QueueCapacity, Logger: d.log,
 		OnReconnect: func(down time.Duration) {
-			if resc != nil {
-				resc.Outage(down)
+			if rs := resc.Load(); rs != nil {
+				rs.Outage(down)
 			}
 		},
 	}, d.store, d.lm)
-	r.sess = tg.NewSession(r.paced, r.lst.HandleUpdate)
+	// Sends of an earlier session that TDLib finished by itself reach this
+	// session unclaimed; the recorder records them by token.
+	unclaimed := make(chan tg.Message, unclaimedSends)
+	lst := r.lst
+	r.sess = tg.NewSession(r.paced, func(u tg.Update) {
+		if ok, is := u.(tg.SendSucceeded); is {
+			select {
+			case unclaimed <- ok.Message:
+			default:
+			}
+		}
+		lst.HandleUpdate(u)
+	})
+	r.sess.SendTimeout = d.cfg.SendTimeout
 
 	if err := r.paced.LoadChats(ctx); err != nil {
 		return fail(fmt.Errorf("load chats: %w", err))
@@ -348,7 +375,6 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
-	lst := r.lst
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
 		low, _, ok := lst.Watermark(chat)
 		return ok && !lst.IsDirty(chat) && low >= upTo
@@ -361,9 +387,10 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe, d.cm)
 	rcfg := d.cfg.Rescan
 	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log
-	resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
-	r.resc = resc
+	r.resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
+	resc.Store(r.resc)
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
+	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 
 	return r, nil
 }

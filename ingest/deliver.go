@@ -45,7 +45,7 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 				continue
 			}
 			if !fresh {
-				found, err := p.findToken(ctx, dest, d.Token)
+				found, err := p.findToken(ctx, d)
 				if err != nil {
 					return fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
 				}
@@ -75,16 +75,100 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 	return nil
 }
 
-// findToken searches dest for a message whose caption carries token.
-func (p *Pipeline) findToken(ctx context.Context, dest tg.ChatID, token string) (tg.MessageID, error) {
-	msgs, err := p.tg.SearchChatMessages(ctx, tg.Search{Chat: dest, Query: token, Limit: 10, Filter: tg.FilterDocument})
-	if err != nil {
-		return 0, err
+// reconcileSkew allows for the database's clock running ahead of
+// Telegram's: reconciliation looks this much further back than the intent's
+// creation.
+const reconcileSkew = 2 * time.Minute
+
+// reconcileMaxPages bounds how many pages of the destination's documents
+// one reconciliation reads (100 each).
+const reconcileMaxPages = 50
+
+// findToken looks for the message carrying d's token in d's destination.
+// It does not ask the server to search for the token: Telegram's full-text
+// search is word-based and indexes late, so a message sent a moment before a
+// crash would not be found and would be sent again. Instead it pages the
+// destination's documents newest first with an empty query and matches
+// captions here, down to the first document older than the intent (no
+// message can carry a token before its intent existed). It returns 0 when
+// no message carries the token.
+func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (tg.MessageID, error) {
+	want := TokenPrefix + d.Token
+	notBefore := d.CreatedAt.Add(-reconcileSkew)
+	var from tg.MessageID // 0: the newest message
+	for range reconcileMaxPages {
+		msgs, err := p.tg.SearchChatMessages(ctx, tg.Search{
+			Chat: d.Destination, FromMessageID: from, Limit: tg.MaxSearchLimit, Filter: tg.FilterDocument,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("list documents of %d: %w", d.Destination, err)
+		}
+		oldest := from
+		done := len(msgs) == 0
+		for _, m := range msgs {
+			if from != 0 && m.ID > from {
+				continue // not older than the previous page
+			}
+			if m.ID.IsServer() && hasToken(m.Caption, want) {
+				return m.ID, nil
+			}
+			if oldest == 0 || m.ID < oldest {
+				oldest = m.ID
+			}
+			if !m.Date.IsZero() && m.Date.Before(notBefore) {
+				done = true
+			}
+		}
+		if done || oldest == from || oldest <= tg.MessageIDFromServer(1) {
+			return 0, nil
+		}
+		// One below the oldest message: the next page starts at the message
+		// before it (from_message_id is inclusive).
+		from = oldest - 1
 	}
-	for _, m := range msgs {
-		if strings.Contains(m.Caption, TokenPrefix+token) && m.ID.IsServer() {
-			return m.ID, nil
+	return 0, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d documents since the intent of %s",
+		d.PackageID, d.PartIndex, d.Destination, reconcileMaxPages*tg.MaxSearchLimit, d.CreatedAt.UTC().Format(time.RFC3339)))
+}
+
+// hasToken reports whether caption carries the token line want exactly (a
+// longer token sharing the prefix is another delivery's).
+func hasToken(caption, want string) bool {
+	for line := range strings.SplitSeq(caption, "\n") {
+		if strings.TrimSpace(line) == want {
+			return true
 		}
 	}
-	return 0, nil
+	return false
+}
+
+// tokenOf returns the delivery token a caption carries, "" when none.
+func tokenOf(caption string) string {
+	for line := range strings.SplitSeq(caption, "\n") {
+		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), TokenPrefix); ok && tok != "" {
+			return tok
+		}
+	}
+	return ""
+}
+
+// RecordSend records m, a message Telegram reports sent that no Send of
+// this session was waiting for, as the delivery its caption's token names.
+// After a restart TDLib finishes the previous session's pending sends by
+// itself; recording them here, rather than leaving their intents for
+// reconciliation, keeps the destination from getting them twice. It reports
+// whether a delivery was recorded (false for a message without a token, or
+// one recorded already).
+func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
+	tok := tokenOf(m.Caption)
+	if tok == "" || !m.ID.IsServer() {
+		return false, nil
+	}
+	ok, err := p.store.MarkSentByToken(ctx, tok, m.ChatID, m.ID)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		p.log.Info("delivery recorded from a send of an earlier session", "destination", m.ChatID, "message", m.ID.ServerID())
+	}
+	return ok, nil
 }

@@ -39,6 +39,12 @@ func newEnvB(b *testing.B) *env { return newEnvTB(b, "a") }
 
 func newEnvTB(t testing.TB, accounts ...string) *env {
 	t.Helper()
+	return newEnvWorld(t, tgsim.Config{Seed: 1}, accounts...)
+}
+
+// newEnvWorld is newEnv on a world configured by cfg (FilesDir is filled in).
+func newEnvWorld(t testing.TB, cfg tgsim.Config, accounts ...string) *env {
+	t.Helper()
 	ctx := t.Context()
 	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})
 	if err != nil {
@@ -46,7 +52,8 @@ func newEnvTB(t testing.TB, accounts ...string) *env {
 	}
 	t.Cleanup(st.Close)
 	e := &env{t: t, ctx: ctx, st: st, src: map[string]tg.ChatID{}, now: time.Now()}
-	e.world = tgsim.NewWorld(tgsim.Config{Seed: 1, FilesDir: t.TempDir()})
+	cfg.FilesDir = t.TempDir()
+	e.world = tgsim.NewWorld(cfg)
 	for _, a := range accounts {
 		e.world.AddAccount(a, false)
 	}

@@ -29,6 +29,7 @@ type Store interface {
 	Lock(ctx context.Context, name string) (*store.Lock, error)
 	EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (store.Delivery, bool, error)
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) error
+	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)

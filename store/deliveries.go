@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,6 +37,10 @@ type Delivery struct {
 	State         DeliveryState
 	DestMessageID tg.MessageID
 	Account       string
+	// CreatedAt is when the intent was written: a message carrying its token
+	// cannot be older, which bounds reconciliation's look into the
+	// destination.
+	CreatedAt time.Time
 }
 
 func newToken() string {
@@ -64,9 +69,9 @@ func (s *Store) getDelivery(ctx context.Context, pkg int64, dest tg.ChatID, part
 	d := Delivery{PackageID: pkg, Destination: dest, PartIndex: part}
 	var state string
 	var msg *int64
-	err := s.pool.QueryRow(ctx, `SELECT token, state, dest_message_id, account FROM deliveries
+	err := s.pool.QueryRow(ctx, `SELECT token, state, dest_message_id, account, created_at FROM deliveries
 		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3`, pkg, int64(dest), part).
-		Scan(&d.Token, &state, &msg, &d.Account)
+		Scan(&d.Token, &state, &msg, &d.Account, &d.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, fmt.Errorf("delivery %d/%d/%d: %w", pkg, dest, part, ErrNotFound)
 	}
@@ -91,6 +96,21 @@ func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) 
 		return fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, err)
 	}
 	return nil
+}
+
+// MarkSentByToken records destMsg in dest as the delivery whose intent
+// holds token, unless that delivery is recorded already; it reports whether
+// it recorded one. It serves sends whose outcome reaches a later session
+// (TDLib re-sends pending messages after a restart) and carries only the
+// caption to tell which delivery it is.
+func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $3, sent_at = now(), error = ''
+		WHERE token = $1 AND destination_chat_id = $2 AND state <> 'sent'`,
+		token, int64(dest), int64(destMsg))
+	if err != nil {
+		return false, fmt.Errorf("record delivery of token %s to %d: %w", token, dest, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // DeliveryComplete reports whether every part of pkg has been sent to every

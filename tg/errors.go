@@ -63,6 +63,16 @@ var (
 	ErrMessageNotFound = errors.New("message not found")
 	// ErrClosed: the client has been closed.
 	ErrClosed = errors.New("telegram client closed")
+	// ErrSendVanished: TDLib deleted a pending send (updateDeleteMessages
+	// for its temporary id) instead of reporting success or failure; the
+	// message does not exist and may be sent again.
+	ErrSendVanished = errors.New("pending send was deleted before it was sent")
+	// ErrSendTimeout: no outcome arrived for a send within its deadline. The
+	// message may still appear: reconcile by token before sending again.
+	ErrSendTimeout = errors.New("no outcome for the send within its deadline")
+	// ErrRequestTimeout: TDLib did not answer a request within the
+	// adapter's deadline (kept below go-tdlib's own 60 s timeout).
+	ErrRequestTimeout = errors.New("no answer from TDLib within the request deadline")
 	// ErrNoTDLib: this binary was built without TDLib.
 	ErrNoTDLib = errors.New("stashd was built without TDLib (build with -tags libtdjson, see README)")
 )

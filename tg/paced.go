@@ -109,15 +109,7 @@ func do[T any](ctx context.Context, p *Paced, method string, call func() (T, err
 		}
 		v, err := call()
 		if d, ok := FloodWait(err); ok {
-			p.count(method, "flood_wait")
-			p.mu.Lock()
-			if until := time.Now().Add(d); until.After(p.pausedUntil) {
-				p.pausedUntil = until
-			}
-			p.mu.Unlock()
-			if p.m != nil {
-				p.m.floodWait.WithLabelValues(p.cfg.Account).Add(d.Seconds())
-			}
+			p.Pause(method, d)
 			if attempt >= p.cfg.MaxFloodWaits {
 				return zero, err
 			}
@@ -129,6 +121,22 @@ func do[T any](ctx context.Context, p *Paced, method string, call func() (T, err
 			p.count(method, "ok")
 		}
 		return v, err
+	}
+}
+
+// Pause holds every request of the account for d, as a 429 answering a
+// request of method does, and counts the flood wait. Session calls it when a
+// send fails with 429 in updateMessageSendFailed, which is no request's
+// answer.
+func (p *Paced) Pause(method string, d time.Duration) {
+	p.count(method, "flood_wait")
+	p.mu.Lock()
+	if until := time.Now().Add(d); until.After(p.pausedUntil) {
+		p.pausedUntil = until
+	}
+	p.mu.Unlock()
+	if p.m != nil {
+		p.m.floodWait.WithLabelValues(p.cfg.Account).Add(d.Seconds())
 	}
 }
 

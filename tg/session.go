@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Session owns one client's update stream. Its pump goroutine drains
@@ -14,6 +15,10 @@ import (
 // other update to the handler, which must not block either.
 type Session struct {
 	Client
+
+	// SendTimeout bounds how long Send waits for a send's outcome; zero
+	// means DefaultSendTimeout. Set it before the first Send.
+	SendTimeout time.Duration
 
 	handler func(Update)
 
@@ -40,14 +45,24 @@ type sendResult struct {
 	err error
 }
 
+// DefaultSendTimeout is how long Send waits for a send's outcome when
+// Session.SendTimeout is zero. TDLib may hold a send for a long flood wait;
+// past this the caller reconciles by token rather than wait for ever.
+const DefaultSendTimeout = 5 * time.Minute
+
 // maxEarly bounds the results kept for sends whose caller has not yet
 // registered (the outcome can arrive before SendDocument returns).
 const maxEarly = 4096
 
 // NewSession starts the pump for c. handler receives every update that
 // Session does not consume itself (new messages, chat last message, topics,
-// content changes, connection state); it is called from the pump goroutine
-// and must return quickly without blocking.
+// content changes, deletions, connection state); it is called from the pump
+// goroutine and must return quickly without blocking. It also receives each
+// SendSucceeded that no Send was waiting for when it arrived: after a
+// restart TDLib finishes the previous session's pending sends by itself,
+// under temporary ids this session never issued, and only the caption says
+// which delivery the message is. (A Send whose request has not returned yet
+// may still claim it, so recording it must be idempotent.)
 func NewSession(c Client, handler func(Update)) *Session {
 	s := &Session{
 		Client:    c,
@@ -70,7 +85,21 @@ func (s *Session) pump() {
 	for u := range s.Client.Updates() {
 		switch u := u.(type) {
 		case SendSucceeded:
-			s.resolveSend(sendKey{u.Message.ChatID, u.OldMessageID}, sendResult{msg: u.Message})
+			if !s.resolveSend(sendKey{u.Message.ChatID, u.OldMessageID}, sendResult{msg: u.Message}) {
+				s.handler(u)
+			}
+		case MessagesDeleted:
+			// A pending send deleted instead of sent: TDLib reports neither
+			// success nor failure for it, so fail its waiter here. Cache
+			// evictions delete nothing.
+			if !u.FromCache {
+				for _, id := range u.IDs {
+					if !id.IsServer() {
+						s.resolveSend(sendKey{u.Chat, id}, sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, ErrSendVanished)})
+					}
+				}
+			}
+			s.handler(u)
 		case SendFailed:
 			s.resolveSend(sendKey{u.Chat, u.OldMessageID}, sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err)})
 		case FileUpdated:
@@ -103,13 +132,15 @@ func (s *Session) pump() {
 	s.mu.Unlock()
 }
 
-func (s *Session) resolveSend(k sendKey, r sendResult) {
+// resolveSend hands r to the Send waiting for k and reports whether one
+// was; otherwise it keeps r for a Send that has not registered yet.
+func (s *Session) resolveSend(k sendKey, r sendResult) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ch, ok := s.sends[k]; ok {
 		delete(s.sends, k)
 		ch <- r // buffered, never blocks
-		return
+		return true
 	}
 	if len(s.earlyFIFO) >= maxEarly {
 		delete(s.early, s.earlyFIFO[0])
@@ -117,6 +148,7 @@ func (s *Session) resolveSend(k sendKey, r sendResult) {
 	}
 	s.early[k] = r
 	s.earlyFIFO = append(s.earlyFIFO, k)
+	return false
 }
 
 func (s *Session) fileUpdated(f File) {
@@ -148,24 +180,53 @@ func (s *Session) ConnectionState() ConnectionState {
 }
 
 // Send sends a document by remote id and waits until Telegram has accepted
-// or refused it, returning the message as it exists on the server.
+// or refused it, returning the message as it exists on the server. A send
+// TDLib deletes instead fails with ErrSendVanished; one without an outcome
+// within SendTimeout fails with ErrSendTimeout (it may still land). A send
+// refused with 429 pauses the account's requests when the client is (or
+// wraps) a Paced.
 func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
-	tmp, err := s.Client.SendDocument(ctx, chat, remoteFileID, caption)
+	timeout := s.SendTimeout
+	if timeout <= 0 {
+		timeout = DefaultSendTimeout
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
+	defer cancel()
+	tmp, err := s.Client.SendDocument(sctx, chat, remoteFileID, caption)
 	if err != nil {
+		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
+			return Message{}, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
+		}
 		return Message{}, err
 	}
-	k := sendKey{chat, tmp.ID}
+	r, err := s.await(sctx, sendKey{chat, tmp.ID})
+	if err != nil {
+		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
+			return Message{}, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
+		}
+		return Message{}, err
+	}
+	if d, ok := FloodWait(r.err); ok {
+		if p, ok := s.Client.(interface{ Pause(string, time.Duration) }); ok {
+			p.Pause(MethodSendMessage, d)
+		}
+	}
+	return r.msg, r.err
+}
+
+// await waits for the outcome of the send of temporary message k.
+func (s *Session) await(ctx context.Context, k sendKey) (sendResult, error) {
 	ch := make(chan sendResult, 1)
 	s.mu.Lock()
 	if r, ok := s.early[k]; ok {
 		delete(s.early, k)
 		s.mu.Unlock()
-		return r.msg, r.err
+		return r, nil
 	}
 	select {
 	case <-s.done:
 		s.mu.Unlock()
-		return Message{}, ErrClosed
+		return sendResult{}, ErrClosed
 	default:
 	}
 	s.sends[k] = ch
@@ -173,12 +234,12 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 
 	select {
 	case r := <-ch:
-		return r.msg, r.err
+		return r, nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		delete(s.sends, k)
 		s.mu.Unlock()
-		return Message{}, ctx.Err()
+		return sendResult{}, ctx.Err()
 	}
 }
 

@@ -31,6 +31,18 @@ type SendFailed struct {
 	Err          error
 }
 
+// MessagesDeleted is updateDeleteMessages. A pending send can end this way
+// instead of succeeding or failing: its temporary id is then among IDs and
+// the message will never exist.
+type MessagesDeleted struct {
+	Chat ChatID
+	IDs  []MessageID
+	// IsPermanent is false when the messages were only removed from TDLib's
+	// cache (FromCache) rather than deleted.
+	IsPermanent bool
+	FromCache   bool
+}
+
 // FileUpdated is updateFile: download (or upload) progress of a file.
 type FileUpdated struct{ File File }
 
@@ -56,6 +68,7 @@ func (ChatLastMessage) isUpdate()        {}
 func (ConnectionStateChanged) isUpdate() {}
 func (SendSucceeded) isUpdate()          {}
 func (SendFailed) isUpdate()             {}
+func (MessagesDeleted) isUpdate()        {}
 func (FileUpdated) isUpdate()            {}
 func (OptionChanged) isUpdate()          {}
 func (ForumTopicInfo) isUpdate()         {}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -360,4 +362,17 @@ func oneLine(err error) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// probabilities reports whether every flag of flags (name to value) is a
+// probability, printing the first that is not.
+func probabilities(cmd string, flags map[string]float64) bool {
+	names := slices.Sorted(maps.Keys(flags))
+	for _, name := range names {
+		if p := flags[name]; p < 0 || p > 1 || p != p {
+			fmt.Fprintf(os.Stderr, "stashd %s: --%s must be between 0 and 1\n", cmd, name)
+			return false
+		}
+	}
+	return true
 }

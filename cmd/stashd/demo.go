@@ -48,6 +48,8 @@ func runDemo(args []string) int {
 	fs.IntVar(&o.QueueCapacity, "queue-capacity", 256, "capacity of each account's ingest queue")
 	fs.StringVar(&o.PostDir, "post-dir", "", "also post every file of this directory (real archives to replay)")
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")
+	fs.Float64Var(&o.FailSends, "fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
+	fs.Float64Var(&o.VanishSends, "vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 0, "disconnect every account this often, for a quarter of the period (0: never)")
 	fs.DurationVar(&o.RestartEvery, "restart-every", 0, "restart the daemon this often, every other time abruptly (0: never)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
@@ -59,8 +61,7 @@ func runDemo(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if o.DropUpdates < 0 || o.DropUpdates > 1 {
-		fmt.Fprintln(os.Stderr, "stashd demo: --drop-updates must be between 0 and 1")
+	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends}) {
 		return 2
 	}
 
@@ -156,6 +157,10 @@ func printReport(r demo.Report) {
 	fmt.Fprintf(w, "  corrupt %d (listing error recorded for %d), incomplete sets %d (dead letters %d, delivered %d)\n",
 		r.Corrupt, r.CorruptListingErrors, r.IncompleteSets, r.IncompleteDeadLettered, r.IncompleteDelivered)
 	fmt.Fprintf(w, "  dead letters %d, restarts %d, settled %v, %.1fs\n", r.DeadLetters, r.Restarts, r.Settled, r.ElapsedSeconds)
+	if r.FailedSends+r.FloodWaitedSends+r.VanishedSends+r.ResentSends > 0 {
+		fmt.Fprintf(w, "  sends failed %d, flood-waited %d, re-sent after a restart %d, vanished %d (packages delivered later %d, dead letters %d, unresolved %d)\n",
+			r.FailedSends, r.FloodWaitedSends, r.ResentSends, r.VanishedSends, r.VanishedDelivered, r.VanishedDeadLettered, r.VanishedUnresolved)
+	}
 	for _, n := range r.MissingNames {
 		fmt.Fprintf(w, "  missing: %s\n", n)
 	}

@@ -232,6 +232,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		Ingest:       ingest.Config{SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration},
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},
 		DrainTimeout: c.DrainTimeout.Duration,
+		SendTimeout:  c.SendTimeout.Duration,
 		Logger:       s.log,
 		Registry:     reg,
 	}

@@ -79,14 +79,15 @@ func runSim(args []string) int {
 	duration := fs.Duration("duration", 20*time.Second, "how long to publish (0: until stopped); ignored with --steps")
 	steps := fs.Int("steps", 0, "publish exactly this many items, then stop publishing")
 	drop := fs.Float64("drop-updates", 0, "probability that a new-message update is lost (0..1)")
+	failSends := fs.Float64("fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
+	vanishSends := fs.Float64("vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if *drop < 0 || *drop > 1 {
-		fmt.Fprintln(os.Stderr, "stashd sim: --drop-updates must be between 0 and 1")
+	if !probabilities("sim", map[string]float64{"drop-updates": *drop, "fail-sends": *failSends, "vanish-sends": *vanishSends}) {
 		return 2
 	}
 	level := slog.LevelInfo
@@ -111,7 +112,12 @@ func runSim(args []string) int {
 		return 1
 	}
 	sc.Seed = *seed
-	world := tgsim.NewWorld(tgsim.Config{Seed: *seed, DropRate: *drop, FilesDir: files})
+	world := tgsim.NewWorld(tgsim.Config{
+		Seed: *seed, DropRate: *drop, FilesDir: files,
+		SendFailRate: *failSends / 2, SendFloodRate: *failSends / 2, SendFloodWait: time.Second,
+		SendVanishRate:     *vanishSends,
+		ResendAfterRestart: true, SearchIndexLag: time.Minute,
+	})
 	gen := tgsim.NewGenerator(world, sc)
 
 	if *configOut != "" {

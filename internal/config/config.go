@@ -51,6 +51,9 @@ type Config struct {
 	Rate float64 `toml:"rate"`
 	// DrainTimeout bounds the graceful drain on SIGTERM. Default 20s.
 	DrainTimeout Duration `toml:"drain_timeout"`
+	// SendTimeout bounds the wait for one send's outcome; a send without
+	// one is reconciled by its token before it is sent again. Default 5m.
+	SendTimeout Duration `toml:"send_timeout"`
 	// RescanInterval is the time between rescans. Default 6h.
 	RescanInterval Duration `toml:"rescan_interval"`
 	// RescanWindow is how far back a rescan walks. Default 72h.
@@ -231,7 +234,7 @@ func defaults(mode Mode) Config {
 	c := Config{
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
 		Workers: 4, QueueCapacity: 1024, Rate: 20,
-		DrainTimeout: Duration{20 * time.Second}, RescanInterval: Duration{6 * time.Hour},
+		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute}, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
 	}
 	if mode == Simulate {
@@ -489,6 +492,7 @@ var Settings = []struct{ Name, Usage string }{
 	{"queue_capacity", "ingest queue capacity per account (default 1024)"},
 	{"rate", "Telegram requests per second per account (default 20)"},
 	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},
+	{"send_timeout", "longest wait for one send's outcome before reconciling by token (default 5m)"},
 	{"rescan_interval", "time between rescans (default 6h)"},
 	{"rescan_window", "how far back a rescan walks (default 72h)"},
 	{"set_settle", "quiet time before a multipart set is complete (default 10s)"},
@@ -616,6 +620,8 @@ func set(c *Config, name, v string) error {
 		c.Rate = f
 	case "drain_timeout":
 		return dur(&c.DrainTimeout)
+	case "send_timeout":
+		return dur(&c.SendTimeout)
 	case "rescan_interval":
 		return dur(&c.RescanInterval)
 	case "rescan_window":

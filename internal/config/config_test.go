@@ -58,7 +58,7 @@ func TestLoadFillsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.DataDir != "/var/lib/stashd" || c.MetricsAddr != "127.0.0.1:9464" || c.Workers != 4 ||
-		c.QueueCapacity != 1024 || c.Rate != 20 || c.DrainTimeout.Duration != 20*time.Second ||
+		c.QueueCapacity != 1024 || c.Rate != 20 || c.DrainTimeout.Duration != 20*time.Second || c.SendTimeout.Duration != 5*time.Minute ||
 		c.RescanInterval.Duration != 6*time.Hour || c.SetSettle.Duration != 10*time.Second {
 		t.Errorf("defaults not filled: %+v", c)
 	}

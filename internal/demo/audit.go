@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"stashd/ingest"
 	"stashd/tg"
 )
 
@@ -22,7 +23,9 @@ type partRef struct {
 //   - no part of a package is in a destination twice;
 //   - corrupt archives are catalogued with a listing error;
 //   - incomplete sets are dead letters with a reason and were never
-//     delivered.
+//     delivered;
+//   - every package whose send vanished (updateDeleteMessages) was
+//     delivered later or is a dead letter with its reason.
 func (r *runner) audit(ctx context.Context) (Report, error) {
 	truth := r.gen.Truth()
 	unique := truth.Unique()
@@ -71,6 +74,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 	}
 
+	deliveredHash := map[[32]byte]bool{}
 	for h, p := range unique {
 		pkg, catalogued := catalogue[h]
 		if catalogued {
@@ -84,6 +88,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 				}
 			}
 		}
+		deliveredHash[h] = delivered
 		if delivered {
 			rep.DeliveredPackages++
 		}
@@ -144,7 +149,90 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 	}
 	sort.Strings(rep.OtherDeadLetters)
+	if err := r.auditVanished(ctx, &rep, deliveredHash, dead); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// auditVanished checks the packages whose sends the world deleted instead
+// of sending (updateDeleteMessages): each must have been delivered later,
+// or be a dead letter with its reason.
+func (r *runner) auditVanished(ctx context.Context, rep *Report, delivered map[[32]byte]bool, dead map[tg.MessageKey]string) error {
+	stats := r.world.SendStats()
+	rep.FailedSends, rep.FloodWaitedSends, rep.ResentSends = stats.Failed, stats.FloodWaited, stats.Resent
+	var tokens []string
+	for _, c := range r.world.VanishedCaptions() {
+		rep.VanishedSends++
+		for line := range strings.SplitSeq(c, "\n") {
+			if tok, ok := strings.CutPrefix(line, ingest.TokenPrefix); ok {
+				tokens = append(tokens, tok)
+			}
+		}
+	}
+	if len(tokens) == 0 {
+		return nil
+	}
+	rows, err := r.st.Pool().Query(ctx, `SELECT DISTINCT p.id, p.content_hash, p.name FROM deliveries d
+		JOIN packages p ON p.id = d.package_id WHERE d.token = ANY($1)`, tokens)
+	if err != nil {
+		return fmt.Errorf("read packages of vanished sends: %w", err)
+	}
+	type pkg struct {
+		id   int64
+		hash []byte
+		name string
+	}
+	var pkgs []pkg
+	for rows.Next() {
+		var p pkg
+		if err := rows.Scan(&p.id, &p.hash, &p.name); err != nil {
+			rows.Close()
+			return fmt.Errorf("read packages of vanished sends: %w", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read packages of vanished sends: %w", err)
+	}
+	for _, p := range pkgs {
+		if delivered[[32]byte(p.hash)] {
+			rep.VanishedDelivered++
+			continue
+		}
+		reason, err := r.partDeadLetter(ctx, p.id, dead)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			rep.VanishedDeadLettered++
+			continue
+		}
+		rep.VanishedUnresolved++
+		rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s: a send vanished and the package was neither delivered nor dead-lettered", p.name))
+	}
+	return nil
+}
+
+// partDeadLetter returns the reason of a dead letter on any source part of
+// package id, "" when there is none.
+func (r *runner) partDeadLetter(ctx context.Context, id int64, dead map[tg.MessageKey]string) (string, error) {
+	rows, err := r.st.Pool().Query(ctx, `SELECT source_chat_id, source_message_id FROM package_parts WHERE package_id = $1
+		UNION SELECT chat_id, message_id FROM source_messages WHERE package_id = $1`, id)
+	if err != nil {
+		return "", fmt.Errorf("read parts of package %d: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c, m int64
+		if err := rows.Scan(&c, &m); err != nil {
+			return "", fmt.Errorf("read parts of package %d: %w", id, err)
+		}
+		if reason := dead[tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}]; reason != "" {
+			return reason, nil
+		}
+	}
+	return "", rows.Err()
 }
 
 func (r *runner) deadLetterReasons(ctx context.Context) (map[tg.MessageKey]string, error) {

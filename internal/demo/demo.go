@@ -55,6 +55,13 @@ type Options struct {
 	PostDir string
 	// DropUpdates is the probability an updateNewMessage is lost.
 	DropUpdates float64
+	// FailSends is the probability that a send ends in
+	// updateMessageSendFailed: half of them a 500, half a 429 "retry after
+	// 1" that pauses the account.
+	FailSends float64
+	// VanishSends is the probability that a pending send is deleted
+	// (updateDeleteMessages for its temporary id) instead of sent or failed.
+	VanishSends float64
 	// DisconnectEvery disconnects every account this often (for a quarter of
 	// the period); zero never.
 	DisconnectEvery time.Duration
@@ -123,7 +130,18 @@ type Report struct {
 	Calls                  map[string]int `json:"calls"`
 	RestartCalls           map[string]int `json:"restart_calls,omitempty"`
 	ElapsedSeconds         float64        `json:"elapsed_seconds"`
-	MissingNames           []string       `json:"missing_names,omitempty"`
+	// Send outcomes the simulator imposed (FailSends, VanishSends) and the
+	// sends of a killed session it finished after the restart.
+	FailedSends      int `json:"failed_sends"`
+	FloodWaitedSends int `json:"flood_waited_sends"`
+	ResentSends      int `json:"resent_sends"`
+	VanishedSends    int `json:"vanished_sends"`
+	// Packages of vanished sends: delivered later, a dead letter with its
+	// reason, or neither (a failure).
+	VanishedDelivered    int      `json:"vanished_sends_delivered"`
+	VanishedDeadLettered int      `json:"vanished_sends_dead_lettered"`
+	VanishedUnresolved   int      `json:"vanished_sends_unresolved"`
+	MissingNames         []string `json:"missing_names,omitempty"`
 	// OtherDeadLetters are dead letters no incomplete set explains (send
 	// failures, a part that went away…), with their reasons.
 	OtherDeadLetters []string `json:"other_dead_letters,omitempty"`
@@ -140,11 +158,12 @@ func (r Report) MarshalJSON() ([]byte, error) {
 
 // OK reports whether the audit passed: nothing missing, nothing delivered
 // twice, every corrupt archive catalogued with its listing error, every
-// incomplete set a dead letter and never delivered.
+// incomplete set a dead letter and never delivered, every package of a
+// vanished send delivered later or a dead letter.
 func (r Report) OK() bool {
 	return r.Missing == 0 && r.DuplicateDeliveries == 0 && r.CataloguedPackages == r.UniquePackages &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
-		r.IncompleteDelivered == 0
+		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0
 }
 
 // Run runs one demo and returns its audit. An error means the demo could
@@ -170,7 +189,15 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	defer st.Close()
 
-	world := tgsim.NewWorld(tgsim.Config{Seed: o.Seed, DropRate: o.DropUpdates, FilesDir: o.FilesDir})
+	world := tgsim.NewWorld(tgsim.Config{
+		Seed: o.Seed, DropRate: o.DropUpdates, FilesDir: o.FilesDir,
+		SendFailRate: o.FailSends / 2, SendFloodRate: o.FailSends / 2, SendFloodWait: time.Second,
+		SendVanishRate: o.VanishSends,
+		// TDLib's behaviours, always on: a killed daemon's pending sends
+		// finish when the account's client starts again, and server search
+		// with a query lags behind.
+		ResendAfterRestart: true, SearchIndexLag: time.Minute,
+	})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
 	})

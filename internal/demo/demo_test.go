@@ -116,3 +116,25 @@ func TestReportJSONHasOK(t *testing.T) {
 		}
 	}
 }
+
+// Send faults: failures (half of them 429 flood waits that pause the
+// account), sends deleted instead of sent, and restarts (every other one a
+// crash). Every package must still be delivered exactly once, and each
+// package of a vanished send delivered later or a dead letter.
+func TestSendFaults(t *testing.T) {
+	t.Parallel()
+	const seed = 11
+	rep := run(t, demo.Options{
+		Seed: seed, Steps: 60, Rate: 150, Sources: 2, Accounts: 2,
+		FailSends: 0.1, VanishSends: 0.1,
+		RestartEvery: 400 * time.Millisecond,
+	})
+	check(t, seed, rep)
+	if rep.VanishedSends == 0 || rep.FloodWaitedSends == 0 || rep.FailedSends == 0 {
+		t.Errorf("scenario imposed %d vanished, %d flood-waited and %d failed sends: the audit checked less than it should",
+			rep.VanishedSends, rep.FloodWaitedSends, rep.FailedSends)
+	}
+	if rep.VanishedDelivered+rep.VanishedDeadLettered == 0 || rep.VanishedUnresolved != 0 {
+		t.Errorf("vanished sends: %d delivered later, %d dead letters, %d unresolved", rep.VanishedDelivered, rep.VanishedDeadLettered, rep.VanishedUnresolved)
+	}
+}

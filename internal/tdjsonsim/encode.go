@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -228,15 +229,42 @@ func pendingState() object {
 
 // failedState is the sending_state of a message that failed to send.
 func failedState(e object) object {
+	// A flood wait can be retried once it has passed, and TDLib says when.
+	var retryAfter float64
+	for _, m := range e {
+		if m.key == "message" {
+			if d, ok := floodWaitOf(m.val); ok {
+				retryAfter = d.Seconds()
+			}
+		}
+	}
 	return object{
 		{"@type", "messageSendingStateFailed"},
 		{"error", e},
-		{"can_retry", false},
+		{"can_retry", retryAfter > 0},
 		{"need_another_sender", false},
 		{"need_another_reply_quote", false},
 		{"need_drop_reply", false},
-		{"retry_after", 0.0},
+		{"retry_after", retryAfter},
 	}
+}
+
+// floodWaitOf reads the wait of a 429 message ("Too Many Requests: retry
+// after N").
+func floodWaitOf(message any) (time.Duration, bool) {
+	text, ok := message.(string)
+	if !ok {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(text, "Too Many Requests: retry after ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
 }
 
 // supergroupID is the supergroup of a channel or supergroup chat: TDLib's
@@ -543,6 +571,18 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 			{"message", messageObject(m, messageOptions{outgoing: true, sendingState: failedState(e)})},
 			{"old_message_id", int64(u.OldMessageID)},
 			{"error", e},
+		}, nil
+	case tg.MessagesDeleted:
+		ids := make([]int64, len(u.IDs))
+		for i, id := range u.IDs {
+			ids[i] = int64(id)
+		}
+		return object{
+			{"@type", "updateDeleteMessages"},
+			{"chat_id", int64(u.Chat)},
+			{"message_ids", ids},
+			{"is_permanent", u.IsPermanent},
+			{"from_cache", u.FromCache},
 		}, nil
 	case tg.FileUpdated:
 		return object{{"@type", "updateFile"}, {"file", fileObject(u.File)}}, nil

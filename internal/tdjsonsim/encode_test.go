@@ -195,6 +195,11 @@ func TestUpdatesHaveTDLibsShape(t *testing.T) {
 	sameShape(t, "update_send_failed.json",
 		update(tg.SendFailed{Chat: m.ChatID, OldMessageID: m.ID + 9, Err: tg.Permanent(&tg.Error{Code: 400, Message: "CHAT_ADMIN_REQUIRED"})}, &m),
 		prefixed("message.", messageSkipped)...)
+	sameShape(t, "update_send_failed_429.json",
+		update(tg.SendFailed{Chat: m.ChatID, OldMessageID: m.ID + 9, Err: &tg.FloodWaitError{RetryAfter: 17 * time.Second,
+			Err: &tg.Error{Code: 429, Message: "Too Many Requests: retry after 17"}}}, &m),
+		prefixed("message.", messageSkipped)...)
+	sameJSON(t, "update_delete_messages.json", update(tg.MessagesDeleted{Chat: -1001555000111, IDs: []tg.MessageID{2097152009}, IsPermanent: true}, nil))
 	sameShape(t, "update_chat_last_message.json", update(tg.ChatLastMessage{Chat: m.ChatID, LastMessageID: m.ID}, nil),
 		"positions", "last_message.interaction_info")
 	sameJSON(t, "update_chat_last_message_empty.json", update(tg.ChatLastMessage{Chat: -1001987654321}, nil))

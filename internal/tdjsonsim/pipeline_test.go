@@ -50,9 +50,11 @@ func TestVersionFromStandIn(t *testing.T) {
 	}
 }
 
-// The realtime pipeline end to end once more, through go-tdlib, the real
-// adapter, the stand-in library and the TDLib-JSON server.
-func TestPipelineThroughStandIn(t *testing.T) {
+// runThroughStandIn runs the demo o with every account's client going
+// through go-tdlib, the real adapter, the stand-in library and the
+// TDLib-JSON server.
+func runThroughStandIn(t *testing.T, o demo.Options) demo.Report {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "tdjson.sock")
 	t.Setenv(tdjsonsim.SocketEnv, sock)
@@ -78,10 +80,7 @@ func TestPipelineThroughStandIn(t *testing.T) {
 		}
 		return tdlib.New(ctx, standinConfig(dir, account))
 	}
-	o := demo.Options{
-		Seed: 7, Steps: 60, Rate: -1, Sources: 3, ForumTopics: 4, Accounts: 2,
-		DatabaseURL: pgtest.New(t), FilesDir: filepath.Join(dir, "files"), Connect: connect,
-	}
+	o.DatabaseURL, o.FilesDir, o.Connect = pgtest.New(t), filepath.Join(dir, "files"), connect
 	rep, err := demo.Run(t.Context(), o)
 	if srv != nil {
 		srv.Close()
@@ -99,11 +98,30 @@ func TestPipelineThroughStandIn(t *testing.T) {
 	if rep.Missing != 0 || rep.DuplicateDeliveries != 0 {
 		t.Errorf("missing %d, delivered twice %d: want 0 and 0", rep.Missing, rep.DuplicateDeliveries)
 	}
+	return rep
+}
+
+// The realtime pipeline end to end once more, through go-tdlib, the real
+// adapter, the stand-in library and the TDLib-JSON server.
+func TestPipelineThroughStandIn(t *testing.T) {
+	o := demo.Options{Seed: 7, Steps: 60, Rate: -1, Sources: 3, ForumTopics: 4, Accounts: 2}
+	rep := runThroughStandIn(t, o)
 	// The adapter loads chats until TDLib answers 404, so every client
 	// start costs two loadChats where the in-process simulator costs one:
 	// the calls went through the adapter.
 	if got, want := rep.Calls[tg.MethodLoadChats], 2*o.Accounts; got < want {
 		t.Errorf("loadChats served %d times, want at least %d (two per adapter start)", got, want)
+	}
+}
+
+// Send faults on the wire: updateMessageSendFailed with 500 and with 429
+// "retry after N", and updateDeleteMessages for a pending send's temporary
+// id. The adapter must decode each so that no send waits for ever and
+// nothing is lost or sent twice.
+func TestSendFaultsThroughStandIn(t *testing.T) {
+	rep := runThroughStandIn(t, demo.Options{Seed: 11, Steps: 40, Rate: -1, Sources: 2, Accounts: 1, FailSends: 0.1, VanishSends: 0.1})
+	if rep.VanishedSends == 0 || rep.FloodWaitedSends == 0 {
+		t.Errorf("%d vanished and %d flood-waited sends: the test checked less than it should", rep.VanishedSends, rep.FloodWaitedSends)
 	}
 }
 
@@ -209,6 +227,47 @@ func TestNoServerFailsTheStart(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "connect to") || !strings.Contains(err.Error(), "nobody-listens.sock") {
 		t.Errorf("New without a server: %v, want the connect error", err)
+	}
+}
+
+// TDLib may hold a request for a minute under FLOOD_WAIT, and go-tdlib's
+// receiver can lose the reply, or panic, when it lands at go-tdlib's own
+// 60-second timeout. The adapter ends every request at its own deadline,
+// below go-tdlib's, with a retryable tg.ErrRequestTimeout.
+func TestRequestsEndAtTheAdapterDeadline(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every simulated call takes a minute, as under a long flood wait.
+	world := tgsim.NewWorld(tgsim.Config{Seed: 1, Latency: time.Minute})
+	world.AddAccount("acct1", false)
+	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer func() {
+		srv.Close()
+		<-serveErr
+	}()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cfg := standinConfig(dir, "acct1")
+	cfg.RequestTimeout = 300 * time.Millisecond
+	c, err := tdlib.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.GetMe(ctx)
+	if !errors.Is(err, tg.ErrRequestTimeout) || tg.Classify(err) != tg.ClassRetryable || ctx.Err() != nil {
+		t.Fatalf("getMe held by TDLib: %v, want tg.ErrRequestTimeout (retryable) before the caller's deadline", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close with the request still held: %v", err)
 	}
 }
 

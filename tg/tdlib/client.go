@@ -86,17 +86,15 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// configureLog sets TDLib's own log, which is process-wide, before any
-// client starts logging.
-func configureLog(cfg Config) error {
-	if _, err := execute(setLogVerbosityLevelRequest(cfg.TDLibLogVerbosity)); err != nil {
-		return fmt.Errorf("set TDLib log verbosity: %w", err)
-	}
-	if _, err := execute(setLogStreamRequest(cfg.TDLibLogFile)); err != nil {
-		return fmt.Errorf("set TDLib log stream: %w", err)
-	}
-	return nil
-}
+// processLog is TDLib's log configuration, applied once per process.
+var processLog = &logConfig{exec: func(r request) error {
+	_, err := execute(r)
+	return err
+}}
+
+// configureLog sets TDLib's own log, which is process-wide, once, before
+// the first client is created; later calls change nothing.
+func configureLog(cfg Config) error { return processLog.configure(cfg) }
 
 // newClient builds a Client of a validated cfg with defaults and starts
 // its forwarder; start connects it to TDLib.
@@ -254,8 +252,14 @@ func (c *Client) pump(l *client.Listener) {
 // call sends one request and returns the response's JSON, or the TDLib
 // error mapped to the port's typed errors. It returns when ctx is done even
 // if TDLib has not answered (go-tdlib then waits for the answer in the
-// background, up to its own 60-second timeout).
+// background, up to its own 60-second timeout), and at the latest after
+// Config.RequestTimeout with tg.ErrRequestTimeout: TDLib may hold a request
+// for 60 s under FLOOD_WAIT, and go-tdlib's receiver can lose the reply, or
+// panic, when it lands at go-tdlib's own 60-second timeout, so no caller
+// waits that long.
 func (c *Client) call(ctx context.Context, req request) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, tg.ErrRequestTimeout)
+	defer cancel()
 	pending, err := c.send(req)
 	if err != nil {
 		return nil, err
@@ -264,6 +268,9 @@ func (c *Client) call(ctx context.Context, req request) (json.RawMessage, error)
 	case r := <-pending:
 		return r.decode(req.Method)
 	case <-ctx.Done():
+		if cause := context.Cause(ctx); errors.Is(cause, tg.ErrRequestTimeout) {
+			return nil, fmt.Errorf("%s: %w (%s)", req.Method, cause, c.cfg.RequestTimeout)
+		}
 		return nil, ctx.Err()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 )
 
 // Config configures one account's TDLib client.
@@ -41,11 +42,17 @@ type Config struct {
 	ApplicationVersion string
 	// TDLibLogVerbosity sets TDLib's own log level (1 errors, 2 warnings,
 	// 3 info, 4 debug, 5 verbose); zero or less means 1. TDLib's log is
-	// process-wide: the last client started sets it for all.
+	// process-wide and set once, before the first client: the first client
+	// started sets it for all, later clients' settings are ignored (with a
+	// warning).
 	TDLibLogVerbosity int
 	// TDLibLogFile is where TDLib writes its own log; empty means stderr.
 	// Process-wide, like TDLibLogVerbosity.
 	TDLibLogFile string
+	// RequestTimeout bounds every request; zero, or more than
+	// MaxRequestTimeout, means MaxRequestTimeout. A request past it fails
+	// with tg.ErrRequestTimeout (retryable).
+	RequestTimeout time.Duration
 	// Authorizer answers the authorization states that need a person (phone
 	// number, login code, password). Nil means NotLoggedIn: a client whose
 	// account is not logged in fails to start with a *NotLoggedInError.
@@ -55,9 +62,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// MaxRequestTimeout is the longest any request waits for TDLib's answer:
+// below go-tdlib's own 60-second response timeout, at which its receiver
+// can lose the reply or panic on a closed channel, and TDLib may hold a
+// request that long under FLOOD_WAIT.
+const MaxRequestTimeout = 50 * time.Second
+
 // withDefaults returns cfg with every zero field that has a default filled
 // in.
 func (cfg Config) withDefaults() Config {
+	if cfg.RequestTimeout <= 0 || cfg.RequestTimeout > MaxRequestTimeout {
+		cfg.RequestTimeout = MaxRequestTimeout
+	}
 	cfg.SystemLanguageCode = cmp.Or(cfg.SystemLanguageCode, "en")
 	cfg.DeviceModel = cmp.Or(cfg.DeviceModel, "stashd")
 	cfg.SystemVersion = cmp.Or(cfg.SystemVersion, runtime.GOOS)

@@ -369,6 +369,9 @@ type tdUpdate struct {
 	Name         string            `json:"name"`
 	Value        json.RawMessage   `json:"value"`
 	Info         *tdForumTopicInfo `json:"info"`
+	MessageIDs   []tdInt           `json:"message_ids"`
+	IsPermanent  bool              `json:"is_permanent"`
+	FromCache    bool              `json:"from_cache"`
 }
 
 // isPortUpdate reports whether decodeUpdate translates the TDLib update
@@ -377,7 +380,7 @@ func isPortUpdate(typ string) bool {
 	switch typ {
 	case "updateNewMessage", "updateChatLastMessage", "updateConnectionState",
 		"updateMessageSendSucceeded", "updateMessageSendFailed", "updateFile",
-		"updateOption", "updateForumTopicInfo", "updateMessageContent":
+		"updateOption", "updateForumTopicInfo", "updateMessageContent", "updateDeleteMessages":
 		return true
 	}
 	return false
@@ -451,6 +454,13 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 		}}, true, nil
 	case "updateMessageContent":
 		return tg.MessageContentChanged{Chat: tg.ChatID(v.ChatID), Message: tg.MessageID(v.MessageID)}, true, nil
+	case "updateDeleteMessages":
+		// A pending send may end here instead of in succeeded or failed.
+		ids := make([]tg.MessageID, len(v.MessageIDs))
+		for i, id := range v.MessageIDs {
+			ids[i] = tg.MessageID(id)
+		}
+		return tg.MessagesDeleted{Chat: tg.ChatID(v.ChatID), IDs: ids, IsPermanent: v.IsPermanent, FromCache: v.FromCache}, true, nil
 	}
 	return nil, false, nil
 }

@@ -410,3 +410,32 @@ func TestTDInt(t *testing.T) {
 		t.Error("1.5 parsed as an integer")
 	}
 }
+
+// A pending send can end in updateDeleteMessages for its temporary id.
+func TestDecodeUpdateDeleteMessages(t *testing.T) {
+	t.Parallel()
+	u, ok, err := decodeUpdate(fixture(t, "update_delete_messages.json"))
+	if err != nil || !ok {
+		t.Fatalf("decodeUpdate: ok %v, err %v", ok, err)
+	}
+	want := tg.MessagesDeleted{Chat: dest, IDs: []tg.MessageID{2097152009}, IsPermanent: true}
+	if !reflect.DeepEqual(u, want) {
+		t.Errorf("got %+v, want %+v", u, want)
+	}
+}
+
+// A send refused with 429 is a flood wait with its duration.
+func TestDecodeUpdateSendFailedFloodWait(t *testing.T) {
+	t.Parallel()
+	u, ok, err := decodeUpdate(fixture(t, "update_send_failed_429.json"))
+	if err != nil || !ok {
+		t.Fatalf("decodeUpdate: ok %v, err %v", ok, err)
+	}
+	f, isFailed := u.(tg.SendFailed)
+	if !isFailed {
+		t.Fatalf("got %T, want tg.SendFailed", u)
+	}
+	if d, ok := tg.FloodWait(f.Err); !ok || d != 17*time.Second || tg.Classify(f.Err) != tg.ClassFloodWait {
+		t.Errorf("error %v, want a flood wait of 17s", f.Err)
+	}
+}

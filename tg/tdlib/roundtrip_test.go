@@ -30,6 +30,8 @@ func TestReencodedUpdates(t *testing.T) {
 		"update_new_message.json",
 		"update_send_succeeded.json",
 		"update_send_failed.json",
+		"update_send_failed_429.json",
+		"update_delete_messages.json",
 		"update_chat_last_message.json",
 		"update_chat_last_message_empty.json",
 		"update_connection_state.json",

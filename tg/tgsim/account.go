@@ -26,6 +26,10 @@ type account struct {
 	reconnect  *time.Timer
 	missed     map[tg.ChatID]bool
 	missedList []tg.ChatID
+
+	// resend holds the sends a closed client left pending, for the next
+	// client (Config.ResendAfterRestart).
+	resend []*pendingSend
 }
 
 // floodInjection is a pending InjectFloodWait.

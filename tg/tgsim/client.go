@@ -85,7 +85,8 @@ func (c *Client) Updates() <-chan tg.Update { return c.out }
 
 // Close implements tg.Client. Sends still in flight complete in the world
 // (their messages appear in the destination) but no outcome is delivered to
-// anyone; downloads in flight stop. A second Close returns tg.ErrClosed.
+// anyone, unless Config.ResendAfterRestart holds them for the account's next
+// client; downloads in flight stop. A second Close returns tg.ErrClosed.
 func (c *Client) Close() error {
 	w := c.w
 	w.mu.Lock()
@@ -103,11 +104,19 @@ func (c *Client) Close() error {
 
 	close(c.done)
 	for _, ps := range sends {
-		if ps.timer.Stop() {
-			// The timer will never fire: land the message now, so the world
-			// does not depend on a goroutine outliving the client.
-			w.finishSend(ps)
-			c.wg.Done()
+		if ps.timer == nil || ps.timer.Stop() {
+			// The timer will never fire: land the message now (or, when
+			// TDLib re-sends after a restart, when the next client starts),
+			// so the world does not depend on a goroutine outliving the
+			// client.
+			if w.cfg.ResendAfterRestart {
+				w.deferSend(ps)
+			} else {
+				w.finishSend(ps)
+			}
+			if ps.timer != nil {
+				c.wg.Done()
+			}
 		}
 	}
 	c.wg.Wait()

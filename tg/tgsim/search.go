@@ -2,7 +2,10 @@ package tgsim
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"time"
+	"unicode"
 
 	"stashd/tg"
 )
@@ -19,9 +22,14 @@ import (
 //     -Offset; a positive Offset is an error (all 400). TDLib itself quietly
 //     lowers a Limit above 100; the simulator refuses it so that callers
 //     never rely on more;
-//   - FilterDocument keeps document messages, Query keeps messages whose
-//     caption or text contains it (case-insensitively), ThreadID keeps one
-//     forum topic (0 = the whole chat, every topic).
+//   - FilterDocument keeps document messages, ThreadID keeps one forum
+//     topic (0 = the whole chat, every topic);
+//   - a non-empty Query is a server-side full-text search, as Telegram's:
+//     word-based (every word of the query must begin a word of the caption
+//     or text, case-insensitively; "oken" does not find "token") and
+//     lagging (a message younger than SearchIndexLag is not found at all).
+//     Never rely on it to find a given message: list with an empty query
+//     and match locally.
 //
 // With probability ShortPageRate the page is shorter than it could be (but
 // not empty when it could hold something): it keeps the newest part of the
@@ -49,7 +57,7 @@ func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Mess
 		if q.ThreadID != 0 && (ch.kind != tg.KindForum || ch.topics[q.ThreadID] == nil) {
 			return nil, errBadRequest("Invalid message thread identifier specified")
 		}
-		page := searchWindow(ch, q)
+		page := c.w.searchWindow(ch, q)
 		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
 			page = page[:1+c.w.rng.IntN(len(page)-1)]
 		}
@@ -64,8 +72,9 @@ func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Mess
 // searchWindow returns the full page q asks for, newest first: up to
 // -Offset matches newer than FromMessageID, then up to Limit+Offset matches
 // at or below it. It walks only the messages the window needs.
-func searchWindow(ch *chat, q tg.Search) []*message {
-	query := strings.ToLower(q.Query)
+func (w *World) searchWindow(ch *chat, q tg.Search) []*message {
+	query := words(q.Query)
+	indexed := w.now().Add(-w.cfg.SearchIndexLag)
 	pivot := len(ch.msgs) - 1 // newest message <= FromMessageID
 	if q.FromMessageID != 0 {
 		i, found := ch.index(q.FromMessageID)
@@ -76,7 +85,7 @@ func searchWindow(ch *chat, q tg.Search) []*message {
 	}
 	var newer []*message // oldest first while collecting
 	for i := pivot + 1; i < len(ch.msgs) && len(newer) < -q.Offset; i++ {
-		if matchSearch(ch.msgs[i], q, query) {
+		if matchSearch(ch.msgs[i], q, query, indexed) {
 			newer = append(newer, ch.msgs[i])
 		}
 	}
@@ -85,7 +94,7 @@ func searchWindow(ch *chat, q tg.Search) []*message {
 		page = append(page, newer[i])
 	}
 	for i, older := pivot, 0; i >= 0 && older < q.Limit+q.Offset; i-- {
-		if matchSearch(ch.msgs[i], q, query) {
+		if matchSearch(ch.msgs[i], q, query, indexed) {
 			page = append(page, ch.msgs[i])
 			older++
 		}
@@ -93,17 +102,31 @@ func searchWindow(ch *chat, q tg.Search) []*message {
 	return page
 }
 
-func matchSearch(m *message, q tg.Search, lowerQuery string) bool {
+func matchSearch(m *message, q tg.Search, query []string, indexed time.Time) bool {
 	if q.Filter == tg.FilterDocument && m.doc == nil {
 		return false
 	}
 	if q.ThreadID != 0 && (!m.isTopic || m.thread != q.ThreadID) {
 		return false
 	}
-	if lowerQuery != "" &&
-		!strings.Contains(strings.ToLower(m.caption), lowerQuery) &&
-		!strings.Contains(strings.ToLower(m.text), lowerQuery) {
-		return false
+	if len(query) == 0 {
+		return true
+	}
+	if m.date.After(indexed) {
+		return false // not in the server's search index yet
+	}
+	have := append(words(m.caption), words(m.text)...)
+	for _, qw := range query {
+		if !slices.ContainsFunc(have, func(w string) bool { return strings.HasPrefix(w, qw) }) {
+			return false
+		}
 	}
 	return true
+}
+
+// words splits s into lower-case words: runs of letters and digits.
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
 }

@@ -3,6 +3,7 @@ package tgsim
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"stashd/tg"
 )
@@ -68,7 +69,8 @@ func TestSearchChatMessagesSemantics(t *testing.T) {
 		{"thread filter", tg.Search{Filter: docs, ThreadID: f.topicA, Limit: 10}, []int64{10, 6, 3}},
 		{"thread without filter", tg.Search{ThreadID: f.topicA, Limit: 10}, []int64{10, 9, 6, 3, 1}},
 		{"whole chat without filter", tg.Search{Limit: 100}, []int64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}},
-		{"query matches caption substrings", tg.Search{Filter: docs, Query: "TOKEN-x", Limit: 10}, []int64{6}},
+		{"query matches caption words by prefix", tg.Search{Filter: docs, Query: "TOKEN-x", Limit: 10}, []int64{6}},
+		{"query does not match inside a word", tg.Search{Filter: docs, Query: "oken", Limit: 10}, nil},
 		{"query matches text", tg.Search{Query: "chat in", Limit: 10}, []int64{9}},
 	}
 	for _, tc := range cases {
@@ -148,5 +150,27 @@ func TestSearchPagingWithShortPages(t *testing.T) {
 	}
 	if want := []int64{10, 8, 7, 6, 5, 3}; !slices.Equal(seen, want) {
 		t.Fatalf("paged %v, want %v", seen, want)
+	}
+}
+
+// A non-empty query finds nothing younger than SearchIndexLag; an empty
+// query lists it at once.
+func TestSearchQueryLagsBehind(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{SearchIndexLag: time.Minute})
+	p := doc("a.zip", 10)
+	p.Caption = "a.zip\nstashd:0123abcd"
+	posted := f.w.Post(f.chat, 0, p)
+	q := tg.Search{Chat: f.chat, Query: "0123abcd", Filter: tg.FilterDocument, Limit: 10}
+	if got, err := f.c.SearchChatMessages(f.ctx, q); err != nil || len(got) != 0 {
+		t.Fatalf("query before indexing = %v, %v; want nothing", ids(got), err)
+	}
+	all, err := f.c.SearchChatMessages(f.ctx, tg.Search{Chat: f.chat, Filter: tg.FilterDocument, Limit: 10})
+	if err != nil || len(all) != 1 || all[0].ID != posted.ID {
+		t.Fatalf("empty query = %v, %v", ids(all), err)
+	}
+	f.clk.Advance(time.Minute)
+	if got, err := f.c.SearchChatMessages(f.ctx, q); err != nil || len(got) != 1 {
+		t.Fatalf("query after indexing = %v, %v", ids(got), err)
 	}
 }

@@ -17,18 +17,30 @@ type pendingSend struct {
 	dest    *chat
 	uid     string
 	caption string
-	fail    bool
+	outcome sendOutcome
 	timer   *time.Timer
 	settled bool
 }
+
+// sendOutcome is how a pending send ends.
+type sendOutcome int
+
+const (
+	sendSucceeds sendOutcome = iota
+	sendFails                // updateMessageSendFailed, 500
+	sendFloods               // updateMessageSendFailed, 429 retry after N
+	sendVanishes             // updateDeleteMessages for the temporary id
+)
 
 // SendDocument implements tg.Client: sendMessage with inputFileRemote. The
 // account must be a member of chat and the remote id must be this account's
 // remote id of a file it can see (posted in an accessible chat it is a
 // member of); otherwise the request fails with 400. It returns a temporary
 // message (a local id, not a multiple of 2^20); after SendLatency the world
-// appends the real message to chat and the client receives SendSucceeded, or
-// SendFailed with probability SendFailRate.
+// appends the real message to chat and the client receives SendSucceeded;
+// or, with probability SendFailRate, SendFailed (500); with SendFloodRate,
+// SendFailed with a 429 flood wait; with SendVanishRate, MessagesDeleted for
+// the temporary id and nothing lands.
 func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessage, func() (tg.Message, error) {
 		w := c.w
@@ -54,9 +66,19 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 		tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption,
 			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}}
 
-		ps := &pendingSend{c: c, tempID: tempID, dest: dest, uid: f.uid, caption: caption,
-			fail: w.chance(w.cfg.SendFailRate)}
+		ps := &pendingSend{c: c, tempID: tempID, dest: dest, uid: f.uid, caption: caption}
+		switch {
+		case w.chance(w.cfg.SendFailRate):
+			ps.outcome = sendFails
+		case w.chance(w.cfg.SendFloodRate):
+			ps.outcome = sendFloods
+		case w.chance(w.cfg.SendVanishRate):
+			ps.outcome = sendVanishes
+		}
 		c.sends[tempID] = ps
+		if w.holdSends {
+			return c.view(tmp), nil // settled by Close
+		}
 		c.wg.Add(1)
 		ps.timer = time.AfterFunc(w.cfg.SendLatency, func() {
 			defer c.wg.Done()
@@ -66,22 +88,60 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 	})
 }
 
+// HoldSends makes the sends started while hold is true wait for their
+// client to close before they settle, as when the process dies between
+// sendMessage and its outcome (downloads keep their pace).
+func (w *World) HoldSends(hold bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holdSends = hold
+}
+
 // finishSend applies a send's outcome once. The message lands in the
 // destination even when the sending client has closed meanwhile; only the
 // outcome update is then lost.
 func (w *World) finishSend(ps *pendingSend) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.settleSend(ps)
+}
+
+// deferSend keeps a closed client's pending send for the account's next
+// client, which TDLib re-sends it from.
+func (w *World) deferSend(ps *pendingSend) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ps.settled {
+		return
+	}
+	a := w.accounts[ps.c.account]
+	a.resend = append(a.resend, ps)
+}
+
+// settleSend is finishSend with w.mu held.
+func (w *World) settleSend(ps *pendingSend) {
 	if ps.settled {
 		return
 	}
 	ps.settled = true
 	c := ps.c
 	delete(c.sends, ps.tempID)
-	if ps.fail {
+	switch ps.outcome {
+	case sendFails:
+		w.sendStats.Failed++
 		c.enqueue(tg.SendFailed{Chat: ps.dest.id, OldMessageID: ps.tempID, Err: errSendFailed()})
 		return
+	case sendFloods:
+		w.sendStats.FloodWaited++
+		c.enqueue(tg.SendFailed{Chat: ps.dest.id, OldMessageID: ps.tempID, Err: errFloodWait(w.cfg.SendFloodWait)})
+		return
+	case sendVanishes:
+		w.sendStats.Vanished++
+		w.vanished = append(w.vanished, ps.caption)
+		c.enqueue(tg.MessagesDeleted{Chat: ps.dest.id, IDs: []tg.MessageID{ps.tempID}, IsPermanent: true})
+		return
 	}
+	w.sendStats.Succeeded++
 	m := w.newMessage(ps.dest)
 	m.caption = ps.caption
 	f := w.files[ps.uid]

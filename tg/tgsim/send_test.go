@@ -2,10 +2,14 @@ package tgsim
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"stashd/tg"
 )
@@ -170,5 +174,168 @@ func TestSessionSendAndDownload(t *testing.T) {
 	again, err := s.Download(f.ctx, file)
 	if err != nil || again.LocalPath != file.LocalPath {
 		t.Fatalf("second Session.Download = %+v, %v", again, err)
+	}
+}
+
+func TestSendFloodWaitFailure(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendFloodRate: 1, SendFloodWait: 7 * time.Second})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := next[tg.SendFailed](t, f.c, nil)
+	d, ok := tg.FloodWait(failed.Err)
+	var te *tg.Error
+	if failed.OldMessageID != tmp.ID || !ok || d != 7*time.Second || !errors.As(failed.Err, &te) || te.Code != 429 ||
+		te.Message != "Too Many Requests: retry after 7" {
+		t.Fatalf("send failed = %+v, want a 429 retry after 7", failed)
+	}
+	if got := f.w.Messages(f.dest); len(got) != 0 {
+		t.Fatalf("a flood-waited send landed: %+v", got)
+	}
+	if st := f.w.SendStats(); st.FloodWaited != 1 || st.Succeeded != 0 {
+		t.Fatalf("send stats = %+v", st)
+	}
+}
+
+// A vanished send: updateDeleteMessages for the temporary id, nothing else,
+// and nothing lands.
+func TestSendVanishes(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendVanishRate: 1})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collectUntil(t, f.c, func(u tg.Update) bool { _, ok := u.(tg.MessagesDeleted); return ok })
+	del := got[len(got)-1].(tg.MessagesDeleted)
+	if del.Chat != f.dest || len(del.IDs) != 1 || del.IDs[0] != tmp.ID || !del.IsPermanent || del.FromCache {
+		t.Fatalf("deletion = %+v, want the temporary id %d", del, tmp.ID)
+	}
+	for _, u := range got {
+		switch u.(type) {
+		case tg.SendSucceeded, tg.SendFailed:
+			t.Fatalf("a vanished send also reported %T", u)
+		}
+	}
+	if m := f.w.Messages(f.dest); len(m) != 0 {
+		t.Fatalf("a vanished send landed: %+v", m)
+	}
+	if v := f.w.VanishedCaptions(); len(v) != 1 || v[0] != "gone" {
+		t.Fatalf("vanished captions = %q", v)
+	}
+}
+
+// With ResendAfterRestart a send pending at Close lands when the account's
+// next client starts, which receives its outcome under the old temporary id.
+func TestSendResentAfterRestart(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendLatency: time.Hour, ResendAfterRestart: true})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:tok1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.w.Messages(f.dest); len(got) != 0 {
+		t.Fatalf("landed before the next client started: %+v", got)
+	}
+	c2 := f.w.Client("alice")
+	defer c2.Close()
+	ok := next[tg.SendSucceeded](t, c2, nil)
+	truth := f.w.Messages(f.dest)
+	if ok.OldMessageID != tmp.ID || len(truth) != 1 || ok.Message.ID != truth[0].ID || ok.Message.Caption != "stashd:tok1" {
+		t.Fatalf("re-sent outcome %+v, destination %+v", ok, truth)
+	}
+	if st := f.w.SendStats(); st.Resent != 1 {
+		t.Fatalf("send stats = %+v", st)
+	}
+}
+
+// A send TDLib deletes instead of sending fails at once with
+// ErrSendVanished rather than waiting for an outcome that never comes.
+func TestSessionSendVanished(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendVanishRate: 1})
+	s := tg.NewSession(f.c, func(tg.Update) {})
+	defer func() { <-s.Done() }()
+	defer f.c.Close()
+	ctx, cancel := context.WithTimeout(f.ctx, waitTimeout)
+	defer cancel()
+	_, err := s.Send(ctx, f.dest, f.src.Document.File.RemoteID, "x")
+	if !errors.Is(err, tg.ErrSendVanished) || tg.Classify(err) != tg.ClassRetryable {
+		t.Fatalf("Send = %v, want ErrSendVanished (retryable)", err)
+	}
+}
+
+// A send without an outcome ends at the session's send deadline.
+func TestSessionSendDeadline(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendLatency: time.Hour})
+	s := tg.NewSession(f.c, func(tg.Update) {})
+	s.SendTimeout = 20 * time.Millisecond
+	defer func() { <-s.Done() }()
+	defer f.c.Close()
+	ctx, cancel := context.WithTimeout(f.ctx, waitTimeout)
+	defer cancel()
+	_, err := s.Send(ctx, f.dest, f.src.Document.File.RemoteID, "x")
+	if !errors.Is(err, tg.ErrSendTimeout) || ctx.Err() != nil {
+		t.Fatalf("Send = %v, want ErrSendTimeout before the caller's deadline", err)
+	}
+}
+
+// A send refused with 429 in updateMessageSendFailed pauses every request of
+// the account, as a 429 answering a request does.
+func TestSessionSendFloodWaitPausesAccount(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendFloodRate: 1, SendFloodWait: time.Minute})
+	m := tg.NewMetrics(prometheus.NewRegistry())
+	p := tg.NewPaced(f.c, tg.PacedConfig{Account: "alice"}, m)
+	s := tg.NewSession(p, func(tg.Update) {})
+	defer func() { <-s.Done() }()
+	defer f.c.Close()
+	before := time.Now()
+	_, err := s.Send(f.ctx, f.dest, f.src.Document.File.RemoteID, "x")
+	if d, ok := tg.FloodWait(err); !ok || d != time.Minute {
+		t.Fatalf("Send = %v, want a flood wait of 1m", err)
+	}
+	if until := p.PausedUntil(); until.Before(before.Add(time.Minute)) {
+		t.Fatalf("account paused until %v, want at least %v", until, before.Add(time.Minute))
+	}
+	if got := testutil.ToFloat64(m.FloodWaitSeconds("alice")); got != 60 {
+		t.Fatalf("flood wait seconds = %v, want 60", got)
+	}
+}
+
+// After a restart the outcome of the previous session's pending send
+// arrives under a temporary id this session never issued: the session hands
+// it to its handler instead of keeping it for a Send that will never come.
+func TestSessionHandsOverUnclaimedSendOutcome(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendLatency: time.Hour, ResendAfterRestart: true})
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:tok"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan tg.SendSucceeded, 1)
+	c2 := f.w.Client("alice")
+	s := tg.NewSession(c2, func(u tg.Update) {
+		if ok, is := u.(tg.SendSucceeded); is {
+			got <- ok
+		}
+	})
+	defer func() { <-s.Done() }()
+	defer c2.Close()
+	select {
+	case ok := <-got:
+		if ok.Message.Caption != "stashd:tok" || !ok.Message.ID.IsServer() {
+			t.Fatalf("handed over %+v", ok)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the re-sent outcome never reached the handler")
 	}
 }

@@ -28,6 +28,27 @@ type Config struct {
 	// updateMessageSendFailed with a retryable 500-class error. Zero never
 	// fails.
 	SendFailRate float64
+	// SendFloodRate is the probability that a send ends in
+	// updateMessageSendFailed with 429 "Too Many Requests: retry after N",
+	// N being SendFloodWait. Zero never.
+	SendFloodRate float64
+	// SendFloodWait is the retry-after of those 429s; zero means 1 s.
+	SendFloodWait time.Duration
+	// SendVanishRate is the probability that a pending send is deleted
+	// instead: the client receives updateDeleteMessages for its temporary
+	// id and neither success nor failure. Zero never.
+	SendVanishRate float64
+	// ResendAfterRestart models TDLib re-sending a closed client's pending
+	// messages by itself: a send still pending when its client closes lands
+	// only when the account's next client starts, and that client receives
+	// its outcome under the old client's temporary id. When false, the send
+	// lands at Close and its outcome reaches nobody.
+	ResendAfterRestart bool
+	// SearchIndexLag is how long the server takes to index a message for
+	// searchChatMessages with a non-empty query: younger messages are not
+	// found by one (an empty query lists them at once). Zero indexes at
+	// once.
+	SearchIndexLag time.Duration
 	// ShortPageRate is the probability that searchChatMessages returns fewer
 	// messages than it could, as TDLib may. Zero always returns full pages.
 	ShortPageRate float64
@@ -63,6 +84,34 @@ type World struct {
 	nextUser int64
 	nextFile int64
 	serial   int32 // client instances started, for session-local ids
+	// sendStats counts send outcomes; vanished holds the captions of the
+	// sends that ended in updateDeleteMessages.
+	sendStats SendStats
+	vanished  []string
+	holdSends bool
+}
+
+// SendStats counts the outcomes of the sends the world has settled.
+type SendStats struct {
+	Succeeded, Failed, FloodWaited, Vanished int
+	// Resent counts sends of a closed client that landed when the account's
+	// next client started (ResendAfterRestart).
+	Resent int
+}
+
+// SendStats returns the outcome counts of the sends settled so far.
+func (w *World) SendStats() SendStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sendStats
+}
+
+// VanishedCaptions returns the captions of the sends that ended in
+// updateDeleteMessages, in order.
+func (w *World) VanishedCaptions() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.vanished)
 }
 
 // defaultChannelGap is how many pending updates TDLib tolerates per channel
@@ -76,6 +125,9 @@ func NewWorld(cfg Config) *World {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.SendFloodWait <= 0 {
+		cfg.SendFloodWait = time.Second
 	}
 	return &World{
 		cfg:      cfg,
@@ -357,6 +409,15 @@ func (w *World) Client(account string) *Client {
 		state = tg.ConnConnecting
 	}
 	c.enqueue(tg.ConnectionStateChanged{State: state})
+	// TDLib re-sends what the previous instance left pending, and reports
+	// it under the temporary ids that instance issued.
+	resend := a.resend
+	a.resend = nil
+	for _, ps := range resend {
+		ps.c = c
+		w.sendStats.Resent++
+		w.settleSend(ps)
+	}
 	return c
 }
 

@@ -1,0 +1,31 @@
+package main
+
+import "testing"
+
+// The send-fault flags of demo and sim are probabilities: anything else is
+// a usage error (exit 2) before anything starts.
+func TestSendFaultFlagsAreProbabilities(t *testing.T) {
+	for _, args := range [][]string{
+		{"--fail-sends", "1.5"},
+		{"--vanish-sends", "-0.1"},
+		{"--fail-sends", "NaN"},
+	} {
+		if rc := runDemo(args); rc != 2 {
+			t.Errorf("demo %v: exit %d, want 2", args, rc)
+		}
+		if rc := runSim(args); rc != 2 {
+			t.Errorf("sim %v: exit %d, want 2", args, rc)
+		}
+	}
+	// Valid values parse (-h stops before anything starts).
+	ok := []string{"--fail-sends", "0.05", "--vanish-sends", "0.02", "-h"}
+	if rc := runDemo(ok); rc != 0 {
+		t.Errorf("demo %v: exit %d, want 0", ok, rc)
+	}
+	if rc := runSim(ok); rc != 0 {
+		t.Errorf("sim %v: exit %d, want 0", ok, rc)
+	}
+	if !probabilities("demo", map[string]float64{"fail-sends": 0.05, "vanish-sends": 0.02, "drop-updates": 0}) {
+		t.Error("valid probabilities refused")
+	}
+}

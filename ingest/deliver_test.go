@@ -1,0 +1,152 @@
+package ingest_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// crashMidSend runs posted through a pipeline whose process dies right
+// after sendMessage, and returns once the send has landed in the
+// destination (as TDLib lands it without telling anyone).
+func crashMidSend(t *testing.T, e *env, posted tg.Message) {
+	t.Helper()
+	before := len(e.delivered())
+	c1 := e.world.Client("a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := tg.NewSession(c1, func(tg.Update) {})
+	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, crashingSession{s1, c1}, nil)
+	m1, err := c1.GetMessage(e.ctx, posted.ChatID, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p1.Handle(e.ctx, m1); err == nil {
+		t.Fatal("handle survived the crash")
+	}
+	<-s1.Done()
+	if got := len(e.delivered()); got != before+1 {
+		t.Fatalf("destination holds %d documents after the crashed send, want %d", got, before+1)
+	}
+}
+
+// Telegram's full-text search is word-based and indexes late: a token sent
+// just before a crash is not found by searching for it. Reconciliation
+// pages the destination's recent documents instead (here past a full page
+// of later documents) and matches captions itself, so nothing is sent twice.
+func TestReconcileDoesNotRelyOnServerSearch(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, SearchIndexLag: time.Hour}, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "lag.tar", Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte("l")}})})
+	crashMidSend(t, e, posted)
+	// Other deliveries land after it, more than one page of them.
+	for i := range tg.MaxSearchLimit + 20 {
+		e.world.Post(e.dest, 0, tgsim.Post{FileName: "other.zip", Data: []byte{byte(i)}, Caption: "other.zip\n" + ingest.TokenPrefix + "ffff"})
+	}
+
+	p2, c2 := e.pipeline("a")
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomePackage)
+	copies := 0
+	for _, m := range e.delivered() {
+		if m.Document.File.UniqueID == posted.Document.File.UniqueID {
+			copies++
+		}
+	}
+	if copies != 1 {
+		t.Fatalf("destination holds %d copies after reconciliation, want 1", copies)
+	}
+	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
+		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
+	}
+}
+
+// After a restart TDLib finishes the previous session's pending send by
+// itself and reports it to the new session under a temporary id that
+// session never issued. The delivery is recorded by the token in the
+// caption; handling the message again sends nothing and needs no search.
+func TestSendOfEarlierSessionRecordedByToken(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, ResendAfterRestart: true}, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "resent.tar", Data: archivetest.Tar([]archivetest.File{{Name: "r", Data: []byte("r")}})})
+	e.world.HoldSends(true)
+
+	c1 := e.world.Client("a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := tg.NewSession(c1, func(tg.Update) {})
+	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, crashingSession{s1, c1}, nil)
+	if _, err := p1.Handle(e.ctx, e.view(c1, posted)); err == nil {
+		t.Fatal("handle survived the crash")
+	}
+	<-s1.Done()
+	if n := len(e.delivered()); n != 0 {
+		t.Fatalf("the pending send landed before a client restarted: %d documents", n)
+	}
+
+	// The restarted client re-sends it; its session hands the outcome over.
+	e.world.HoldSends(false)
+	unclaimed := make(chan tg.Message, 4)
+	c2 := e.world.Client("a")
+	t.Cleanup(func() { _ = c2.Close() })
+	s2 := tg.NewSession(c2, func(u tg.Update) {
+		if ok, is := u.(tg.SendSucceeded); is {
+			unclaimed <- ok.Message
+		}
+	})
+	if err := c2.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	p2 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, s2, nil)
+	var m tg.Message
+	select {
+	case m = <-unclaimed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the re-sent outcome never reached the session's handler")
+	}
+	if ok, err := p2.RecordSend(e.ctx, m); err != nil || !ok {
+		t.Fatalf("RecordSend = %v, %v; want the intent recorded", ok, err)
+	}
+	if ok, err := p2.RecordSend(e.ctx, m); err != nil || ok {
+		t.Fatalf("second RecordSend = %v, %v; want nothing to record", ok, err)
+	}
+	counts, err := e.st.DeliveryCounts(e.ctx)
+	if err != nil || counts[store.DeliverySent] != 1 || counts[store.DeliveryIntent] != 0 {
+		t.Fatalf("deliveries = %v, %v; want the one intent sent", counts, err)
+	}
+
+	// The package is catalogued and fully delivered: the source message
+	// links to it without any call to the destination.
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
+	if n := len(e.delivered()); n != 1 {
+		t.Fatalf("destination holds %d copies, want 1", n)
+	}
+	calls := e.world.Calls("a")
+	if calls[tg.MethodSendMessage] != 1 || calls[tg.MethodSearchChatMessages] != 0 {
+		t.Errorf("sendMessage %d, searchChatMessages %d; want 1 and 0", calls[tg.MethodSendMessage], calls[tg.MethodSearchChatMessages])
+	}
+}
+
+// A send that TDLib deletes instead of sending ends the attempt with a
+// retryable error naming it, instead of waiting for ever.
+func TestVanishedSendFailsTheAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, SendVanishRate: 1}, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "v.tar", Data: archivetest.Tar([]archivetest.File{{Name: "v", Data: []byte("v")}})})
+	p, c := e.pipeline("a")
+	_, err := p.Handle(e.ctx, e.view(c, posted))
+	if !errors.Is(err, tg.ErrSendVanished) || tg.Classify(err) != tg.ClassRetryable {
+		t.Fatalf("handle = %v, want a retryable ErrSendVanished", err)
+	}
+	if !strings.Contains(err.Error(), "deleted") {
+		t.Errorf("error %q does not say the send was deleted", err)
+	}
+}
