@@ -1,9 +1,13 @@
 package tg
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 )
 
 // Session owns one client's update stream. Its pump goroutine drains
@@ -119,16 +123,23 @@ func (s *Session) resolveSend(k sendKey, r sendResult) {
 	s.earlyFIFO = append(s.earlyFIFO, k)
 }
 
+// fileUpdated passes a file's new state to every caller waiting for its
+// download. Each waiter's channel holds the latest state: an unread
+// progress report is replaced. A final state (complete, or stopped: not
+// active) ends the wait, so the waiters are dropped.
 func (s *Session) fileUpdated(f File) {
-	if !f.DownloadDone {
-		return
-	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	chs := s.downloads[f.ID]
-	delete(s.downloads, f.ID)
-	s.mu.Unlock()
+	if f.DownloadDone || !f.DownloadActive {
+		delete(s.downloads, f.ID)
+	}
 	for _, ch := range chs {
-		ch <- f // buffered, never blocks
+		select {
+		case <-ch: // stale progress
+		default:
+		}
+		ch <- f // only the pump writes, under s.mu: there is room now
 	}
 }
 
@@ -182,13 +193,42 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 	}
 }
 
+// DefaultDownloadStall is how long a download may go without progress
+// before Download gives up on it, when the caller names no other limit.
+const DefaultDownloadStall = 2 * time.Minute
+
+// cancelTimeout bounds the cancelDownloadFile sent when giving up; it runs
+// after the caller's context may have ended.
+const cancelTimeout = 10 * time.Second
+
+// Download errors. Both are retryable (tg.Classify): a later attempt starts
+// the download afresh.
+var (
+	// ErrDownloadStalled: the download made no progress for the stall limit
+	// and was cancelled.
+	ErrDownloadStalled = errors.New("download stalled")
+	// ErrDownloadStopped: TDLib reported the download neither active nor
+	// complete (failed or cancelled); no further update will come.
+	ErrDownloadStopped = errors.New("download stopped before completing")
+)
+
 // Download starts an asynchronous download of f and waits for it to finish,
 // following FileUpdated rather than a synchronous request (which go-tdlib
 // would time out after 60 s). A file already downloaded returns at once.
-func (s *Session) Download(ctx context.Context, f File) (File, error) {
+//
+// A download ends three ways: complete; stopped by TDLib (an update neither
+// active nor complete: ErrDownloadStopped); or stalled, when no progress is
+// reported for stall (zero means DefaultDownloadStall): then, as when ctx
+// ends, the download is cancelled in TDLib unless another caller still
+// waits for the same file.
+func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (File, error) {
 	if f.DownloadDone && f.LocalPath != "" {
 		return f, nil
 	}
+	stall = cmp.Or(stall, DefaultDownloadStall)
+	// The channel holds the latest state only: the pump replaces an unread
+	// progress report rather than block, and a terminal state is the last
+	// one it writes.
 	ch := make(chan File, 1)
 	s.mu.Lock()
 	select {
@@ -199,38 +239,61 @@ func (s *Session) Download(ctx context.Context, f File) (File, error) {
 	}
 	s.downloads[f.ID] = append(s.downloads[f.ID], ch)
 	s.mu.Unlock()
-	unregister := func() {
+	// giveUp unregisters and cancels the download in TDLib when nobody else
+	// waits for it.
+	giveUp := func() {
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		chs := s.downloads[f.ID]
 		for i, c := range chs {
 			if c == ch {
-				s.downloads[f.ID] = append(chs[:i], chs[i+1:]...)
+				s.downloads[f.ID] = slices.Delete(chs, i, i+1)
 				break
 			}
 		}
-		if len(s.downloads[f.ID]) == 0 {
+		last := len(s.downloads[f.ID]) == 0
+		if last {
 			delete(s.downloads, f.ID)
+		}
+		s.mu.Unlock()
+		if last {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+			_ = s.Client.CancelDownloadFile(cctx, f.ID) // best effort: a stopped download needs no cancel
+			cancel()
 		}
 	}
 
 	cur, err := s.Client.DownloadFile(ctx, f.ID)
 	if err != nil {
-		unregister()
+		giveUp()
 		return File{}, fmt.Errorf("download file %d: %w", f.ID, err)
 	}
 	if cur.DownloadDone && cur.LocalPath != "" {
-		unregister()
+		giveUp()
 		return cur, nil
 	}
-	select {
-	case got, ok := <-ch:
-		if !ok {
-			return File{}, ErrClosed
+	progress := cur.Downloaded
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	for {
+		select {
+		case got, ok := <-ch:
+			switch {
+			case !ok:
+				return File{}, ErrClosed
+			case got.DownloadDone && got.LocalPath != "":
+				return got, nil
+			case !got.DownloadActive:
+				return File{}, fmt.Errorf("download file %d: %w", f.ID, ErrDownloadStopped)
+			case got.Downloaded != progress:
+				progress = got.Downloaded
+				timer.Reset(stall)
+			}
+		case <-timer.C:
+			giveUp()
+			return File{}, fmt.Errorf("download file %d: no progress for %s: %w", f.ID, stall, ErrDownloadStalled)
+		case <-ctx.Done():
+			giveUp()
+			return File{}, ctx.Err()
 		}
-		return got, nil
-	case <-ctx.Done():
-		unregister()
-		return File{}, ctx.Err()
 	}
 }

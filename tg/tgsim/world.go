@@ -28,6 +28,15 @@ type Config struct {
 	// updateMessageSendFailed with a retryable 500-class error. Zero never
 	// fails.
 	SendFailRate float64
+	// StallDownloadRate is the probability that a download stops making
+	// progress part-way and never completes: no further updateFile until
+	// it is cancelled (cancelDownloadFile, deleteFile) or the client closes.
+	// Zero never stalls.
+	StallDownloadRate float64
+	// FailDownloadRate is the probability that a download ends part-way
+	// with updateFile neither active nor complete, as TDLib reports a
+	// failed download. Zero never fails.
+	FailDownloadRate float64
 	// ShortPageRate is the probability that searchChatMessages returns fewer
 	// messages than it could, as TDLib may. Zero always returns full pages.
 	ShortPageRate float64
@@ -63,6 +72,8 @@ type World struct {
 	nextUser int64
 	nextFile int64
 	serial   int32 // client instances started, for session-local ids
+	// downloadFaults counts the stalls and failures injected into downloads.
+	downloadFaults int
 }
 
 // defaultChannelGap is how many pending updates TDLib tolerates per channel
@@ -442,4 +453,12 @@ func (w *World) eachClient(c *chat, fn func(*Client)) {
 			fn(cl)
 		}
 	}
+}
+
+// DownloadFaults returns how many downloads the world has stalled or failed
+// (Config.StallDownloadRate, Config.FailDownloadRate).
+func (w *World) DownloadFaults() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.downloadFaults
 }
