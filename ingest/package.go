@@ -283,17 +283,9 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold
 	for _, m := range parts {
 		start := time.Now()
 		held.files = append(held.files, m.Document.File.ID)
-		f, err := p.tg.Download(ctx, m.Document.File, p.cfg.DownloadStall)
+		f, err := p.download(ctx, m.Document.File)
 		p.m.observeStage(StageDownload, start)
 		if err != nil {
-			switch {
-			case errors.Is(err, tg.ErrDownloadStalled):
-				p.m.downloadFailed(p.cfg.Account, DownloadStalled)
-			case errors.Is(err, tg.ErrDownloadStopped):
-				p.m.downloadFailed(p.cfg.Account, DownloadStopped)
-			case ctx.Err() == nil:
-				p.m.downloadFailed(p.cfg.Account, DownloadError)
-			}
 			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
 		}
 		start = time.Now()
@@ -309,6 +301,35 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold
 	}
 	out.content = content.Sum(nil)
 	return out, nil
+}
+
+// downloadTries is how many times one part's download is started within
+// one attempt when TDLib stops it or it stalls. Trying the part again is
+// cheaper than failing the attempt, which would fetch every part anew.
+const downloadTries = 3
+
+// download downloads one file, starting it again when it stops or stalls.
+func (p *Pipeline) download(ctx context.Context, f tg.File) (tg.File, error) {
+	for try := 1; ; try++ {
+		got, err := p.tg.Download(ctx, f, p.cfg.DownloadStall)
+		switch {
+		case err == nil:
+			return got, nil
+		case errors.Is(err, tg.ErrDownloadStalled):
+			p.m.downloadFailed(p.cfg.Account, DownloadStalled)
+		case errors.Is(err, tg.ErrDownloadStopped):
+			p.m.downloadFailed(p.cfg.Account, DownloadStopped)
+		default:
+			if ctx.Err() == nil {
+				p.m.downloadFailed(p.cfg.Account, DownloadError)
+			}
+			return tg.File{}, err
+		}
+		if try >= downloadTries {
+			return tg.File{}, err
+		}
+		p.log.Debug("download ended early; starting it again", "file", f.ID, "try", try, "err", err)
+	}
 }
 
 func hashFile(path string, content io.Writer, buf []byte) ([]byte, int64, error) {

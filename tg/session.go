@@ -239,10 +239,9 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 	}
 	s.downloads[f.ID] = append(s.downloads[f.ID], ch)
 	s.mu.Unlock()
-	// giveUp unregisters and cancels the download in TDLib when nobody else
-	// waits for it.
-	giveUp := func() {
+	unregister := func() (last bool) {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		chs := s.downloads[f.ID]
 		for i, c := range chs {
 			if c == ch {
@@ -250,25 +249,49 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 				break
 			}
 		}
-		last := len(s.downloads[f.ID]) == 0
-		if last {
+		if len(s.downloads[f.ID]) == 0 {
 			delete(s.downloads, f.ID)
+			return true
 		}
+		return false
+	}
+	// giveUp cancels the download in TDLib, unless another caller still
+	// waits for it. With settle, it also waits (bounded) for TDLib's report
+	// of the stop, so that the report cannot end the next download of the
+	// same file.
+	giveUp := func(settle bool) {
+		s.mu.Lock()
+		alone := len(s.downloads[f.ID]) == 1
 		s.mu.Unlock()
-		if last {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
-			_ = s.Client.CancelDownloadFile(cctx, f.ID) // best effort: a stopped download needs no cancel
-			cancel()
+		if !alone {
+			unregister()
+			return
 		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		defer cancel()
+		err := s.Client.CancelDownloadFile(cctx, f.ID)
+		for settle && err == nil {
+			select {
+			case got, ok := <-ch:
+				if !ok || got.DownloadDone || !got.DownloadActive {
+					unregister()
+					return
+				}
+				continue
+			case <-cctx.Done():
+			}
+			break
+		}
+		unregister()
 	}
 
 	cur, err := s.Client.DownloadFile(ctx, f.ID)
 	if err != nil {
-		giveUp()
+		giveUp(false)
 		return File{}, fmt.Errorf("download file %d: %w", f.ID, err)
 	}
 	if cur.DownloadDone && cur.LocalPath != "" {
-		giveUp()
+		unregister()
 		return cur, nil
 	}
 	progress := cur.Downloaded
@@ -289,10 +312,10 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 				timer.Reset(stall)
 			}
 		case <-timer.C:
-			giveUp()
+			giveUp(true)
 			return File{}, fmt.Errorf("download file %d: no progress for %s: %w", f.ID, stall, ErrDownloadStalled)
 		case <-ctx.Done():
-			giveUp()
+			giveUp(false)
 			return File{}, ctx.Err()
 		}
 	}

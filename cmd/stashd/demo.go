@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"stashd/internal/config"
 	"stashd/internal/demo"
 )
 
@@ -49,6 +50,10 @@ func runDemo(args []string) int {
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 0, "disconnect every account this often, for a quarter of the period (0: never)")
 	fs.DurationVar(&o.RestartEvery, "restart-every", 0, "restart the daemon this often, every other time abruptly (0: never)")
+	fs.Float64Var(&o.StallDownloads, "stall-downloads", 0, "probability that a download stops making progress and never completes (0..1)")
+	fs.Float64Var(&o.FailDownloads, "fail-downloads", 0, "probability that a download ends failed, as TDLib reports it (0..1)")
+	fs.DurationVar(&o.DownloadStall, "download-stall-timeout", 2*time.Second, "cancel a download after this long without progress")
+	budget := fs.String("download-budget", "512KiB", "bytes of downloads each account holds at once (e.g. 512KiB, 4GiB)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
 	jsonOut := fs.Bool("json", false, "print the audit as one JSON object on the last line of stdout")
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/demo"), "directory for the embedded database and downloads (env STASHD_DATA_DIR)")
@@ -58,10 +63,21 @@ func runDemo(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if o.DropUpdates < 0 || o.DropUpdates > 1 {
-		fmt.Fprintln(os.Stderr, "stashd demo: --drop-updates must be between 0 and 1")
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"drop-updates", o.DropUpdates}, {"stall-downloads", o.StallDownloads}, {"fail-downloads", o.FailDownloads}} {
+		if p.v < 0 || p.v > 1 {
+			fmt.Fprintf(os.Stderr, "stashd demo: --%s must be between 0 and 1\n", p.name)
+			return 2
+		}
+	}
+	var size config.ByteSize
+	if err := size.UnmarshalText([]byte(*budget)); err != nil || size <= 0 {
+		fmt.Fprintf(os.Stderr, "stashd demo: --download-budget: %q is not a positive size\n", *budget)
 		return 2
 	}
+	o.DownloadBudget = int64(size)
 
 	level := slog.LevelWarn
 	if *verbose {
@@ -147,6 +163,11 @@ func printReport(r demo.Report) {
 	fmt.Fprintf(w, "  corrupt %d (listing error recorded for %d), incomplete sets %d (dead letters %d, delivered %d)\n",
 		r.Corrupt, r.CorruptListingErrors, r.IncompleteSets, r.IncompleteDeadLettered, r.IncompleteDelivered)
 	fmt.Fprintf(w, "  dead letters %d, restarts %d, settled %v, %.1fs\n", r.DeadLetters, r.Restarts, r.Settled, r.ElapsedSeconds)
+	fmt.Fprintf(w, "  downloads: %d stalled or failed by the world; peak on disk %d bytes (one account %d, budget %d per account)\n",
+		r.StalledDownloads, r.PeakDownloadBytes, r.PeakAccountDownloadBytes, r.DownloadBudgetBytes)
+	if r.DiskOverBudget {
+		fmt.Fprintln(w, "  downloads exceeded the budget")
+	}
 	for _, n := range r.MissingNames {
 		fmt.Fprintf(w, "  missing: %s\n", n)
 	}

@@ -71,6 +71,13 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 	}
 
+	for _, p := range unique {
+		var size int64
+		for _, k := range p.Parts {
+			size += int64(len(r.world.FileData(uid[k])))
+		}
+		rep.largestPackage = max(rep.largestPackage, size)
+	}
 	for h, p := range unique {
 		pkg, catalogued := catalogue[h]
 		if catalogued {
