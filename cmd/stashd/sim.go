@@ -73,14 +73,21 @@ func runSim(args []string) int {
 	duration := fs.Duration("duration", 20*time.Second, "how long to publish (0: until stopped); ignored with --steps")
 	steps := fs.Int("steps", 0, "publish exactly this many items, then stop publishing")
 	drop := fs.Float64("drop-updates", 0, "probability that a new-message update is lost (0..1)")
+	stall := fs.Float64("stall-downloads", 0, "probability that a download stops making progress and never completes (0..1)")
+	fail := fs.Float64("fail-downloads", 0, "probability that a download ends failed, as TDLib reports it (0..1)")
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if *drop < 0 || *drop > 1 {
-		fmt.Fprintln(os.Stderr, "stashd sim: --drop-updates must be between 0 and 1")
-		return 2
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"drop-updates", *drop}, {"stall-downloads", *stall}, {"fail-downloads", *fail}} {
+		if p.v < 0 || p.v > 1 {
+			fmt.Fprintf(os.Stderr, "stashd sim: --%s must be between 0 and 1\n", p.name)
+			return 2
+		}
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -104,7 +111,10 @@ func runSim(args []string) int {
 		return 1
 	}
 	sc.Seed = *seed
-	world := tgsim.NewWorld(tgsim.Config{Seed: *seed, DropRate: *drop, FilesDir: files})
+	world := tgsim.NewWorld(tgsim.Config{
+		Seed: *seed, DropRate: *drop, FilesDir: files,
+		StallDownloadRate: *stall, FailDownloadRate: *fail,
+	})
 	gen := tgsim.NewGenerator(world, sc)
 
 	ln, err := tdjsonsim.Listen(*socket)
