@@ -50,9 +50,10 @@ func TestVersionFromStandIn(t *testing.T) {
 	}
 }
 
-// The realtime pipeline end to end once more, through go-tdlib, the real
-// adapter, the stand-in library and the TDLib-JSON server.
-func TestPipelineThroughStandIn(t *testing.T) {
+// standInDemo runs a demo whose clients are the real adapter over the
+// stand-in library and the TDLib-JSON server.
+func standInDemo(t *testing.T, o demo.Options) demo.Report {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "tdjson.sock")
 	t.Setenv(tdjsonsim.SocketEnv, sock)
@@ -78,10 +79,7 @@ func TestPipelineThroughStandIn(t *testing.T) {
 		}
 		return tdlib.New(ctx, standinConfig(dir, account))
 	}
-	o := demo.Options{
-		Seed: 7, Steps: 60, Rate: -1, Sources: 3, ForumTopics: 4, Accounts: 2,
-		DatabaseURL: pgtest.New(t), FilesDir: filepath.Join(dir, "files"), Connect: connect,
-	}
+	o.DatabaseURL, o.FilesDir, o.Connect = pgtest.New(t), filepath.Join(dir, "files"), connect
 	rep, err := demo.Run(t.Context(), o)
 	if srv != nil {
 		srv.Close()
@@ -99,11 +97,33 @@ func TestPipelineThroughStandIn(t *testing.T) {
 	if rep.Missing != 0 || rep.DuplicateDeliveries != 0 {
 		t.Errorf("missing %d, delivered twice %d: want 0 and 0", rep.Missing, rep.DuplicateDeliveries)
 	}
+	return rep
+}
+
+// The realtime pipeline end to end once more, through go-tdlib, the real
+// adapter, the stand-in library and the TDLib-JSON server.
+func TestPipelineThroughStandIn(t *testing.T) {
+	o := demo.Options{Seed: 7, Steps: 60, Rate: -1, Sources: 3, ForumTopics: 4, Accounts: 2}
+	rep := standInDemo(t, o)
 	// The adapter loads chats until TDLib answers 404, so every client
 	// start costs two loadChats where the in-process simulator costs one:
 	// the calls went through the adapter.
 	if got, want := rep.Calls[tg.MethodLoadChats], 2*o.Accounts; got < want {
 		t.Errorf("loadChats served %d times, want at least %d (two per adapter start)", got, want)
+	}
+}
+
+// Stalled and failed downloads through the real adapter: the stop arrives
+// as TDLib's updateFile, stalls are cancelled with cancelDownloadFile, and
+// every downloaded file is deleted with deleteFile; nothing is missing.
+func TestDownloadFaultsThroughStandIn(t *testing.T) {
+	rep := standInDemo(t, demo.Options{
+		Seed: 5, Steps: 40, Rate: -1, Sources: 2, Accounts: 1,
+		StallDownloads: 0.1, FailDownloads: 0.1, DownloadStall: 300 * time.Millisecond,
+	})
+	if rep.StalledDownloads == 0 || rep.Calls[tg.MethodCancelDownloadFile] == 0 || rep.Calls[tg.MethodDeleteFile] == 0 {
+		t.Errorf("stalled %d, cancelDownloadFile %d, deleteFile %d: want all above 0",
+			rep.StalledDownloads, rep.Calls[tg.MethodCancelDownloadFile], rep.Calls[tg.MethodDeleteFile])
 	}
 }
 
