@@ -214,7 +214,10 @@ var (
 
 // Download starts an asynchronous download of f and waits for it to finish,
 // following FileUpdated rather than a synchronous request (which go-tdlib
-// would time out after 60 s). A file already downloaded returns at once.
+// would time out after 60 s). The request is always made: f may be a
+// snapshot taken when the file was complete, and stashd deletes files once
+// used, so only TDLib knows whether the local copy is still there (a file
+// still complete returns at once, without updates).
 //
 // A download ends three ways: complete; stopped by TDLib (an update neither
 // active nor complete: ErrDownloadStopped); or stalled, when no progress is
@@ -222,9 +225,6 @@ var (
 // ends, the download is cancelled in TDLib unless another caller still
 // waits for the same file.
 func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (File, error) {
-	if f.DownloadDone && f.LocalPath != "" {
-		return f, nil
-	}
 	stall = cmp.Or(stall, DefaultDownloadStall)
 	// The channel holds the latest state only: the pump replaces an unread
 	// progress report rather than block, and a terminal state is the last
@@ -285,16 +285,27 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 		unregister()
 	}
 
-	cur, err := s.Client.DownloadFile(ctx, f.ID)
-	if err != nil {
-		giveUp(false)
-		return File{}, fmt.Errorf("download file %d: %w", f.ID, err)
-	}
-	if cur.DownloadDone && cur.LocalPath != "" {
-		unregister()
+	start := func() (File, error) {
+		cur, err := s.Client.DownloadFile(ctx, f.ID)
+		if err != nil {
+			giveUp(false)
+			return File{}, fmt.Errorf("download file %d: %w", f.ID, err)
+		}
+		if cur.DownloadDone && cur.LocalPath != "" {
+			unregister()
+		}
 		return cur, nil
 	}
+	cur, err := start()
+	if err != nil || cur.DownloadDone && cur.LocalPath != "" {
+		return cur, err
+	}
 	progress := cur.Downloaded
+	// A stop reported before this download made any progress may be the
+	// report of an earlier stop of the same file (a deleteFile or a
+	// cancel whose update the pump had not yet handled when this call
+	// registered): ask TDLib once more before believing it.
+	progressed, rechecked := false, false
 	timer := time.NewTimer(stall)
 	defer timer.Stop()
 	for {
@@ -305,10 +316,19 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 				return File{}, ErrClosed
 			case got.DownloadDone && got.LocalPath != "":
 				return got, nil
+			case !got.DownloadActive && !progressed && !rechecked:
+				rechecked = true
+				s.mu.Lock()
+				s.downloads[f.ID] = append(s.downloads[f.ID], ch) // the stop dropped every waiter
+				s.mu.Unlock()
+				cur, err := start()
+				if err != nil || cur.DownloadDone && cur.LocalPath != "" {
+					return cur, err
+				}
 			case !got.DownloadActive:
 				return File{}, fmt.Errorf("download file %d: %w", f.ID, ErrDownloadStopped)
 			case got.Downloaded != progress:
-				progress = got.Downloaded
+				progress, progressed = got.Downloaded, true
 				timer.Reset(stall)
 			}
 		case <-timer.C:

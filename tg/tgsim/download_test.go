@@ -1,6 +1,7 @@
 package tgsim
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,5 +118,34 @@ func TestDeleteFileRemovesLocalCopy(t *testing.T) {
 	next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return u.File.DownloadDone })
 	if err := f.c.DeleteFile(f.ctx, 1<<30); err == nil || tg.Classify(err) != tg.ClassPermanent {
 		t.Errorf("DeleteFile of an unknown id = %v, want a 400", err)
+	}
+}
+
+// A file snapshot that says "complete" is not trusted once stashd deletes
+// files: Session.Download asks TDLib, which downloads the file again.
+func TestSessionDownloadAfterDeleteFetchesAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	s := tg.NewSession(f.c, func(tg.Update) {})
+	posted := f.w.Post(f.chat, 0, doc("again.zip", 1000))
+	m, err := f.c.GetMessage(f.ctx, f.chat, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, waitTimeout)
+	defer cancel()
+	done, err := s.Download(ctx, m.Document.File, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteFile(ctx, done.ID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Download(ctx, done, 0) // the stale snapshot: complete, at a path now gone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(again.LocalPath); err != nil {
+		t.Errorf("download after deleteFile returned %+v: %v", again, err)
 	}
 }
