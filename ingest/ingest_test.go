@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/internal/pgtest"
@@ -31,6 +33,7 @@ type env struct {
 	dest  tg.ChatID
 	src   map[string]tg.ChatID // account -> its source
 	now   time.Time
+	files string // the world's download directory
 }
 
 func newEnv(t *testing.T, accounts ...string) *env { return newEnvTB(t, accounts...) }
@@ -42,7 +45,8 @@ func newEnvTB(t testing.TB, accounts ...string) *env {
 	return newEnvWorld(t, tgsim.Config{Seed: 1}, accounts...)
 }
 
-// newEnvWorld is newEnv on a world configured by cfg (FilesDir is filled in).
+// newEnvWorld is newEnv on a world configured by cfg (its FilesDir is
+// always a fresh temporary directory).
 func newEnvWorld(t testing.TB, cfg tgsim.Config, accounts ...string) *env {
 	t.Helper()
 	ctx := t.Context()
@@ -51,8 +55,8 @@ func newEnvWorld(t testing.TB, cfg tgsim.Config, accounts ...string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	e := &env{t: t, ctx: ctx, st: st, src: map[string]tg.ChatID{}, now: time.Now()}
-	cfg.FilesDir = t.TempDir()
+	e := &env{t: t, ctx: ctx, st: st, src: map[string]tg.ChatID{}, now: time.Now(), files: t.TempDir()}
+	cfg.FilesDir = e.files
 	e.world = tgsim.NewWorld(cfg)
 	for _, a := range accounts {
 		e.world.AddAccount(a, false)
@@ -70,18 +74,35 @@ func newEnvWorld(t testing.TB, cfg tgsim.Config, accounts ...string) *env {
 // pipeline returns a pipeline on a fresh client of account.
 func (e *env) pipeline(account string) (*ingest.Pipeline, *tgsim.Client) {
 	e.t.Helper()
+	p, c, _ := e.pipelineWith(account, nil, nil)
+	return p, c
+}
+
+// pipelineWith is pipeline with the configuration changed by mod and the
+// session wrapped by wrap (either may be nil); it also returns the
+// pipeline's metrics.
+func (e *env) pipelineWith(account string, mod func(*ingest.Config), wrap func(*tg.Session) ingest.Telegram) (*ingest.Pipeline, *tgsim.Client, *ingest.Metrics) {
+	e.t.Helper()
 	c := e.world.Client(account)
 	if err := c.LoadChats(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
 	sess := tg.NewSession(c, func(tg.Update) {})
 	e.t.Cleanup(func() { _ = c.Close() })
-	p := ingest.NewPipeline(ingest.Config{
+	cfg := ingest.Config{
 		Account: account, Destinations: []tg.ChatID{e.dest},
 		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
 		Now: func() time.Time { return e.now },
-	}, e.st, sess, nil)
-	return p, c
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	var t ingest.Telegram = sess
+	if wrap != nil {
+		t = wrap(sess)
+	}
+	m := ingest.NewMetrics(prometheus.NewRegistry())
+	return ingest.NewPipeline(cfg, e.st, t, m), c, m
 }
 
 // view returns msg as client c sees it (file ids and remote ids are per

@@ -24,7 +24,17 @@ type Metrics struct {
 	messages   *prometheus.CounterVec
 	stage      *prometheus.HistogramVec
 	age        prometheus.Histogram
+	onDisk     *prometheus.GaugeVec
+	budget     *prometheus.GaugeVec
+	failed     *prometheus.CounterVec
 }
+
+// Reasons a download failed, as stashd_download_failures_total labels them.
+const (
+	DownloadStalled = "stalled" // no progress for the stall limit; cancelled
+	DownloadStopped = "stopped" // TDLib ended it neither active nor complete
+	DownloadError   = "error"   // the request failed
+)
 
 // NewMetrics registers the ingest metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -52,7 +62,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600},
 		}),
 	}
-	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age)
+	m.onDisk = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stashd_download_bytes_in_flight",
+		Help: "Bytes of downloaded archives an account holds on disk (reserved before download, released once deleted), by account.",
+	}, []string{"account"})
+	m.budget = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stashd_download_budget_bytes",
+		Help: "The download budget: most bytes of downloaded archives an account holds at once, by account.",
+	}, []string{"account"})
+	m.failed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stashd_download_failures_total",
+		Help: "Downloads that ended without the file, by account and reason (stalled, stopped, error).",
+	}, []string{"account", "reason"})
+	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed)
 	return m
 }
 
@@ -60,4 +82,27 @@ func (m *Metrics) observeStage(stage string, start time.Time) {
 	if m != nil {
 		m.stage.WithLabelValues(stage).Observe(time.Since(start).Seconds())
 	}
+}
+
+func (m *Metrics) addOnDisk(account string, n int64) {
+	if m != nil {
+		m.onDisk.WithLabelValues(account).Add(float64(n))
+	}
+}
+
+func (m *Metrics) downloadFailed(account, reason string) {
+	if m != nil {
+		m.failed.WithLabelValues(account, reason).Inc()
+	}
+}
+
+// OnDiskBytes returns the download bytes account holds (for tests and
+// status displays).
+func (m *Metrics) OnDiskBytes(account string) prometheus.Gauge {
+	return m.onDisk.WithLabelValues(account)
+}
+
+// DownloadFailures returns the failed-download counter of account for reason.
+func (m *Metrics) DownloadFailures(account, reason string) prometheus.Counter {
+	return m.failed.WithLabelValues(account, reason)
 }

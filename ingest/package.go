@@ -59,8 +59,15 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return p.finishDuplicate(ctx, parts, pkg, nil, false)
 	}
 
-	// Layer 4: download and hash, then lock on the content hash.
-	hashed, err := p.fetch(ctx, parts)
+	// Layer 4: download and hash, within the account's disk budget, then
+	// lock on the content hash. The local copies are deleted once hashed
+	// and listed, whatever happens next: deliveries send by remote id.
+	held, err := p.holdDisk(ctx, parts)
+	if err != nil {
+		return "", err
+	}
+	defer held.release()
+	hashed, err := p.fetch(ctx, parts, held)
 	if err != nil {
 		return "", err
 	}
@@ -74,6 +81,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if pkg, ok, err := p.store.PackageByHash(ctx, hashed.content); err != nil {
 		return "", err
 	} else if ok {
+		held.release()
 		return p.finishDuplicate(ctx, parts, pkg, uniq, true)
 	}
 
@@ -84,6 +92,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if listErr != nil && ctx.Err() != nil {
 		return "", ctx.Err()
 	}
+	held.release()
 
 	start = time.Now()
 	pkg := store.Package{
@@ -215,16 +224,66 @@ type fetched struct {
 	content []byte // SHA-256 over all parts in order
 }
 
+// diskHold is a package's share of the download budget and the files
+// downloaded under it.
+type diskHold struct {
+	p     *Pipeline
+	ctx   context.Context
+	bytes int64
+	files []int32
+	done  bool
+}
+
+// holdDisk reserves the bytes of parts in the download budget, waiting
+// (FIFO) until they fit. A package larger than the whole budget reserves
+// all of it, so it proceeds alone instead of never.
+func (p *Pipeline) holdDisk(ctx context.Context, parts []tg.Message) (*diskHold, error) {
+	var n int64
+	for _, m := range parts {
+		n += max(m.Document.File.Size, 0)
+	}
+	n = min(n, p.cfg.DownloadBudget)
+	if err := p.disk.Acquire(ctx, n); err != nil {
+		return nil, fmt.Errorf("wait for download budget: %w", err)
+	}
+	p.m.addOnDisk(p.cfg.Account, n)
+	return &diskHold{p: p, ctx: ctx, bytes: n}, nil
+}
+
+// release deletes every file downloaded under h and returns its bytes to
+// the budget. It runs once; later calls do nothing. A file that cannot be
+// deleted is logged and its bytes returned anyway: holding them would stop
+// the account for good.
+func (h *diskHold) release() {
+	if h.done {
+		return
+	}
+	h.done = true
+	p := h.p
+	// Delete even when the work was cancelled: the files would stay for ever.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), 10*time.Second)
+	defer cancel()
+	for _, id := range h.files {
+		if err := p.tg.DeleteFile(ctx, id); err != nil {
+			p.log.Warn("delete downloaded file", "file", id, "err", err)
+		}
+	}
+	p.disk.Release(h.bytes)
+	p.m.addOnDisk(p.cfg.Account, -h.bytes)
+}
+
 // fetch downloads every part and hashes it in one streaming pass: the part's
 // own SHA-256 and the package's content hash are computed from the same
-// reads, and no file is ever held in memory.
-func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message) (fetched, error) {
+// reads, and no file is ever held in memory. Every file it starts is noted
+// in held, to be deleted.
+func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold) (fetched, error) {
 	var out fetched
 	content := sha256.New()
 	buf := make([]byte, 256<<10)
 	for _, m := range parts {
 		start := time.Now()
-		f, err := p.tg.Download(ctx, m.Document.File)
+		held.files = append(held.files, m.Document.File.ID)
+		f, err := p.download(ctx, m.Document.File)
 		p.m.observeStage(StageDownload, start)
 		if err != nil {
 			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
@@ -242,6 +301,35 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message) (fetched, erro
 	}
 	out.content = content.Sum(nil)
 	return out, nil
+}
+
+// downloadTries is how many times one part's download is started within
+// one attempt when TDLib stops it or it stalls. Trying the part again is
+// cheaper than failing the attempt, which would fetch every part anew.
+const downloadTries = 3
+
+// download downloads one file, starting it again when it stops or stalls.
+func (p *Pipeline) download(ctx context.Context, f tg.File) (tg.File, error) {
+	for try := 1; ; try++ {
+		got, err := p.tg.Download(ctx, f, p.cfg.DownloadStall)
+		switch {
+		case err == nil:
+			return got, nil
+		case errors.Is(err, tg.ErrDownloadStalled):
+			p.m.downloadFailed(p.cfg.Account, DownloadStalled)
+		case errors.Is(err, tg.ErrDownloadStopped):
+			p.m.downloadFailed(p.cfg.Account, DownloadStopped)
+		default:
+			if ctx.Err() == nil {
+				p.m.downloadFailed(p.cfg.Account, DownloadError)
+			}
+			return tg.File{}, err
+		}
+		if try >= downloadTries {
+			return tg.File{}, err
+		}
+		p.log.Debug("download ended early; starting it again", "file", f.ID, "try", try, "err", err)
+	}
 }
 
 func hashFile(path string, content io.Writer, buf []byte) ([]byte, int64, error) {

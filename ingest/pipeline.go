@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"golang.org/x/sync/semaphore"
 
 	"stashd/archive"
 	"stashd/internal/service"
@@ -43,7 +44,8 @@ type Store interface {
 // Telegram is the part of an account's session ingest uses. *tg.Session
 // implements it.
 type Telegram interface {
-	Download(ctx context.Context, f tg.File) (tg.File, error)
+	Download(ctx context.Context, f tg.File, stall time.Duration) (tg.File, error)
+	DeleteFile(ctx context.Context, file int32) error
 	Send(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error)
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
@@ -85,6 +87,15 @@ type Config struct {
 	// DeadLetterAttempts caps the dead-letter retries before a letter is
 	// exhausted; zero means 8.
 	DeadLetterAttempts int
+	// DownloadStall is how long a download may make no progress before it
+	// is cancelled and the attempt fails (retryable); zero means
+	// tg.DefaultDownloadStall (2 min).
+	DownloadStall time.Duration
+	// DownloadBudget bounds the bytes of downloaded archives this account
+	// holds on disk at once (downloading, hashing, listing); a package
+	// waits until its bytes fit. A package larger than the budget proceeds
+	// alone. Zero means DefaultDownloadBudget.
+	DownloadBudget int64
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.
@@ -105,7 +116,14 @@ type Pipeline struct {
 	mu     sync.Mutex
 	seen   map[tg.MessageKey]tg.Message
 	topics map[topicKey]bool
+
+	// disk is the download budget in bytes (Config.DownloadBudget).
+	disk *semaphore.Weighted
 }
+
+// DefaultDownloadBudget is the download budget of an account when the
+// configuration names none: 4 GiB.
+const DefaultDownloadBudget = 4 << 30
 
 type topicKey struct {
 	chat   tg.ChatID
@@ -120,6 +138,8 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 	cfg.RetryBase = cmp.Or(cfg.RetryBase, 200*time.Millisecond)
 	cfg.DeadLetterDelay = cmp.Or(cfg.DeadLetterDelay, time.Minute)
 	cfg.DeadLetterAttempts = cmp.Or(cfg.DeadLetterAttempts, 8)
+	cfg.DownloadStall = cmp.Or(cfg.DownloadStall, tg.DefaultDownloadStall)
+	cfg.DownloadBudget = cmp.Or(cfg.DownloadBudget, DefaultDownloadBudget)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -127,11 +147,19 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if m != nil {
+		m.budget.WithLabelValues(cfg.Account).Set(float64(cfg.DownloadBudget))
+		m.onDisk.WithLabelValues(cfg.Account) // exported at 0 from the start
+		for _, r := range []string{DownloadStalled, DownloadStopped, DownloadError} {
+			m.failed.WithLabelValues(cfg.Account, r)
+		}
+	}
 	return &Pipeline{
 		cfg: cfg, store: st, tg: t, m: m,
 		log:    log.With("component", "ingest", "account", cfg.Account),
 		seen:   map[tg.MessageKey]tg.Message{},
 		topics: map[topicKey]bool{},
+		disk:   semaphore.NewWeighted(cfg.DownloadBudget),
 	}
 }
 

@@ -40,6 +40,14 @@ type Client interface {
 	// current state; progress and completion arrive as FileUpdated updates
 	// (none arrive when the returned file is already complete).
 	DownloadFile(ctx context.Context, file int32) (File, error)
+	// CancelDownloadFile stops a download of file (cancelDownloadFile with
+	// only_if_pending false); TDLib reports the stop as a FileUpdated that
+	// is neither active nor complete. Cancelling an idle file is harmless.
+	CancelDownloadFile(ctx context.Context, file int32) error
+	// DeleteFile deletes the local copy of file (deleteFile), cancelling a
+	// download in progress. TDLib never deletes downloaded files itself.
+	// The file stays usable on Telegram (inputFileRemote).
+	DeleteFile(ctx context.Context, file int32) error
 	// SendDocument sends a document already on Telegram (inputFileRemote) to
 	// chat. It returns the temporary message; the outcome arrives as
 	// SendSucceeded or SendFailed carrying its id.
@@ -60,6 +68,8 @@ const (
 	MethodGetChatMessageByDate = "getChatMessageByDate"
 	MethodGetForumTopic        = "getForumTopic"
 	MethodDownloadFile         = "downloadFile"
+	MethodCancelDownloadFile   = "cancelDownloadFile"
+	MethodDeleteFile           = "deleteFile"
 	MethodSendMessage          = "sendMessage"
 )
 
@@ -67,5 +77,6 @@ const (
 var Methods = []string{
 	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
-	MethodGetForumTopic, MethodDownloadFile, MethodSendMessage,
+	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
+	MethodSendMessage,
 }

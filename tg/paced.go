@@ -203,6 +203,16 @@ func (p *Paced) DownloadFile(ctx context.Context, file int32) (File, error) {
 	return do(ctx, p, MethodDownloadFile, func() (File, error) { return p.Client.DownloadFile(ctx, file) })
 }
 
+// CancelDownloadFile implements Client.
+func (p *Paced) CancelDownloadFile(ctx context.Context, file int32) error {
+	return do0(ctx, p, MethodCancelDownloadFile, func() error { return p.Client.CancelDownloadFile(ctx, file) })
+}
+
+// DeleteFile implements Client.
+func (p *Paced) DeleteFile(ctx context.Context, file int32) error {
+	return do0(ctx, p, MethodDeleteFile, func() error { return p.Client.DeleteFile(ctx, file) })
+}
+
 // SendDocument implements Client.
 func (p *Paced) SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
 	return do(ctx, p, MethodSendMessage, func() (Message, error) { return p.Client.SendDocument(ctx, chat, remoteFileID, caption) })

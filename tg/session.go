@@ -1,8 +1,11 @@
 package tg
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -151,16 +154,23 @@ func (s *Session) resolveSend(k sendKey, r sendResult) bool {
 	return false
 }
 
+// fileUpdated passes a file's new state to every caller waiting for its
+// download. Each waiter's channel holds the latest state: an unread
+// progress report is replaced. A final state (complete, or stopped: not
+// active) ends the wait, so the waiters are dropped.
 func (s *Session) fileUpdated(f File) {
-	if !f.DownloadDone {
-		return
-	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	chs := s.downloads[f.ID]
-	delete(s.downloads, f.ID)
-	s.mu.Unlock()
+	if f.DownloadDone || !f.DownloadActive {
+		delete(s.downloads, f.ID)
+	}
 	for _, ch := range chs {
-		ch <- f // buffered, never blocks
+		select {
+		case <-ch: // stale progress
+		default:
+		}
+		ch <- f // only the pump writes, under s.mu: there is room now
 	}
 }
 
@@ -243,13 +253,42 @@ func (s *Session) await(ctx context.Context, k sendKey) (sendResult, error) {
 	}
 }
 
+// DefaultDownloadStall is how long a download may go without progress
+// before Download gives up on it, when the caller names no other limit.
+const DefaultDownloadStall = 2 * time.Minute
+
+// cancelTimeout bounds the cancelDownloadFile sent when giving up; it runs
+// after the caller's context may have ended.
+const cancelTimeout = 10 * time.Second
+
+// Download errors. Both are retryable (tg.Classify): a later attempt starts
+// the download afresh.
+var (
+	// ErrDownloadStalled: the download made no progress for the stall limit
+	// and was cancelled.
+	ErrDownloadStalled = errors.New("download stalled")
+	// ErrDownloadStopped: TDLib reported the download neither active nor
+	// complete (failed or cancelled); no further update will come.
+	ErrDownloadStopped = errors.New("download stopped before completing")
+)
+
 // Download starts an asynchronous download of f and waits for it to finish,
 // following FileUpdated rather than a synchronous request (which go-tdlib
-// would time out after 60 s). A file already downloaded returns at once.
-func (s *Session) Download(ctx context.Context, f File) (File, error) {
-	if f.DownloadDone && f.LocalPath != "" {
-		return f, nil
-	}
+// would time out after 60 s). The request is always made: f may be a
+// snapshot taken when the file was complete, and stashd deletes files once
+// used, so only TDLib knows whether the local copy is still there (a file
+// still complete returns at once, without updates).
+//
+// A download ends three ways: complete; stopped by TDLib (an update neither
+// active nor complete: ErrDownloadStopped); or stalled, when no progress is
+// reported for stall (zero means DefaultDownloadStall): then, as when ctx
+// ends, the download is cancelled in TDLib unless another caller still
+// waits for the same file.
+func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (File, error) {
+	stall = cmp.Or(stall, DefaultDownloadStall)
+	// The channel holds the latest state only: the pump replaces an unread
+	// progress report rather than block, and a terminal state is the last
+	// one it writes.
 	ch := make(chan File, 1)
 	s.mu.Lock()
 	select {
@@ -260,38 +299,104 @@ func (s *Session) Download(ctx context.Context, f File) (File, error) {
 	}
 	s.downloads[f.ID] = append(s.downloads[f.ID], ch)
 	s.mu.Unlock()
-	unregister := func() {
+	unregister := func() (last bool) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		chs := s.downloads[f.ID]
 		for i, c := range chs {
 			if c == ch {
-				s.downloads[f.ID] = append(chs[:i], chs[i+1:]...)
+				s.downloads[f.ID] = slices.Delete(chs, i, i+1)
 				break
 			}
 		}
 		if len(s.downloads[f.ID]) == 0 {
 			delete(s.downloads, f.ID)
+			return true
 		}
+		return false
+	}
+	// giveUp cancels the download in TDLib, unless another caller still
+	// waits for it. With settle, it also waits (bounded) for TDLib's report
+	// of the stop, so that the report cannot end the next download of the
+	// same file.
+	giveUp := func(settle bool) {
+		s.mu.Lock()
+		alone := len(s.downloads[f.ID]) == 1
+		s.mu.Unlock()
+		if !alone {
+			unregister()
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		defer cancel()
+		err := s.Client.CancelDownloadFile(cctx, f.ID)
+		for settle && err == nil {
+			select {
+			case got, ok := <-ch:
+				if !ok || got.DownloadDone || !got.DownloadActive {
+					unregister()
+					return
+				}
+				continue
+			case <-cctx.Done():
+			}
+			break
+		}
+		unregister()
 	}
 
-	cur, err := s.Client.DownloadFile(ctx, f.ID)
-	if err != nil {
-		unregister()
-		return File{}, fmt.Errorf("download file %d: %w", f.ID, err)
-	}
-	if cur.DownloadDone && cur.LocalPath != "" {
-		unregister()
+	start := func() (File, error) {
+		cur, err := s.Client.DownloadFile(ctx, f.ID)
+		if err != nil {
+			giveUp(false)
+			return File{}, fmt.Errorf("download file %d: %w", f.ID, err)
+		}
+		if cur.DownloadDone && cur.LocalPath != "" {
+			unregister()
+		}
 		return cur, nil
 	}
-	select {
-	case got, ok := <-ch:
-		if !ok {
-			return File{}, ErrClosed
+	cur, err := start()
+	if err != nil || cur.DownloadDone && cur.LocalPath != "" {
+		return cur, err
+	}
+	progress := cur.Downloaded
+	// A stop reported before this download made any progress may be the
+	// report of an earlier stop of the same file (a deleteFile or a
+	// cancel whose update the pump had not yet handled when this call
+	// registered): ask TDLib once more before believing it.
+	progressed, rechecked := false, false
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	for {
+		select {
+		case got, ok := <-ch:
+			switch {
+			case !ok:
+				return File{}, ErrClosed
+			case got.DownloadDone && got.LocalPath != "":
+				return got, nil
+			case !got.DownloadActive && !progressed && !rechecked:
+				rechecked = true
+				s.mu.Lock()
+				s.downloads[f.ID] = append(s.downloads[f.ID], ch) // the stop dropped every waiter
+				s.mu.Unlock()
+				cur, err := start()
+				if err != nil || cur.DownloadDone && cur.LocalPath != "" {
+					return cur, err
+				}
+			case !got.DownloadActive:
+				return File{}, fmt.Errorf("download file %d: %w", f.ID, ErrDownloadStopped)
+			case got.Downloaded != progress:
+				progress, progressed = got.Downloaded, true
+				timer.Reset(stall)
+			}
+		case <-timer.C:
+			giveUp(true)
+			return File{}, fmt.Errorf("download file %d: no progress for %s: %w", f.ID, stall, ErrDownloadStalled)
+		case <-ctx.Done():
+			giveUp(false)
+			return File{}, ctx.Err()
 		}
-		return got, nil
-	case <-ctx.Done():
-		unregister()
-		return File{}, ctx.Err()
 	}
 }

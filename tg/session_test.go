@@ -2,6 +2,7 @@ package tg_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -57,5 +58,120 @@ func TestSessionCorrelatesSendsByChatAndTemporaryID(t *testing.T) {
 	wg.Wait()
 	if got[a].ChatID != a || got[a].ID.ServerID() != 10 || got[b].ChatID != b || got[b].ID.ServerID() != 20 {
 		t.Errorf("outcomes crossed: a got %+v, b got %+v", got[a], got[b])
+	}
+}
+
+// downloadClient answers downloadFile with an active download and records
+// cancellations; the test drives updateFile itself.
+type downloadClient struct {
+	tg.Client
+	updates   chan tg.Update
+	started   chan int32
+	cancelled chan int32
+}
+
+func newDownloadClient() *downloadClient {
+	return &downloadClient{updates: make(chan tg.Update), started: make(chan int32, 1), cancelled: make(chan int32, 1)}
+}
+
+func (c *downloadClient) Updates() <-chan tg.Update { return c.updates }
+
+func (c *downloadClient) DownloadFile(_ context.Context, id int32) (tg.File, error) {
+	c.started <- id
+	return tg.File{ID: id, Size: 100, DownloadActive: true}, nil
+}
+
+func (c *downloadClient) CancelDownloadFile(_ context.Context, id int32) error {
+	c.cancelled <- id
+	return nil
+}
+
+// A download that TDLib ends neither active nor complete (failed or
+// cancelled) fails at once with ErrDownloadStopped instead of waiting for a
+// completion that will never come.
+func TestSessionDownloadStoppedByTDLibFails(t *testing.T) {
+	t.Parallel()
+	c := newDownloadClient()
+	s := tg.NewSession(c, func(tg.Update) {})
+	defer func() { close(c.updates); <-s.Done() }()
+
+	errc := make(chan error, 1)
+	go func() {
+		// The deadline is a safety net: a download that waits for ever
+		// fails the test with it.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		_, err := s.Download(ctx, tg.File{ID: 7}, time.Hour)
+		errc <- err
+	}()
+	<-c.started
+	c.updates <- tg.FileUpdated{File: tg.File{ID: 7, Size: 100, Downloaded: 25, DownloadActive: true}}
+	c.updates <- tg.FileUpdated{File: tg.File{ID: 7, Size: 100, Downloaded: 25}}
+	if err := <-errc; !errors.Is(err, tg.ErrDownloadStopped) {
+		t.Fatalf("download = %v, want ErrDownloadStopped", err)
+	}
+	if tg.Classify(tg.ErrDownloadStopped) != tg.ClassRetryable || tg.Classify(tg.ErrDownloadStalled) != tg.ClassRetryable {
+		t.Error("a stopped or stalled download must be retryable")
+	}
+}
+
+// A download that reports no progress for the stall limit is cancelled in
+// TDLib and fails with ErrDownloadStalled.
+func TestSessionDownloadStallIsCancelled(t *testing.T) {
+	t.Parallel()
+	c := newDownloadClient()
+	s := tg.NewSession(c, func(tg.Update) {})
+	defer func() { close(c.updates); <-s.Done() }()
+
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		_, err := s.Download(ctx, tg.File{ID: 9}, 20*time.Millisecond)
+		errc <- err
+	}()
+	<-c.started
+	select {
+	case id := <-c.cancelled:
+		if id != 9 {
+			t.Errorf("cancelled file %d, want 9", id)
+		}
+	case <-time.After(10 * time.Second): // safety net
+		t.Fatal("a stalled download was not cancelled in TDLib")
+	}
+	// TDLib reports the cancelled download as stopped.
+	c.updates <- tg.FileUpdated{File: tg.File{ID: 9, Size: 100}}
+	if err := <-errc; !errors.Is(err, tg.ErrDownloadStalled) {
+		t.Fatalf("download = %v, want ErrDownloadStalled", err)
+	}
+}
+
+// Progress reports do not end a download: it completes with the final
+// update's local path.
+func TestSessionDownloadFollowsProgressToCompletion(t *testing.T) {
+	t.Parallel()
+	c := newDownloadClient()
+	s := tg.NewSession(c, func(tg.Update) {})
+	defer func() { close(c.updates); <-s.Done() }()
+
+	type result struct {
+		f   tg.File
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		f, err := s.Download(ctx, tg.File{ID: 3}, time.Hour)
+		res <- result{f, err}
+	}()
+	<-c.started
+	for _, n := range []int64{10, 50, 90} {
+		c.updates <- tg.FileUpdated{File: tg.File{ID: 3, Size: 100, Downloaded: n, DownloadActive: true}}
+	}
+	c.updates <- tg.FileUpdated{File: tg.File{ID: 3, Size: 100, Downloaded: 100, DownloadDone: true, LocalPath: "/files/3"}}
+	r := <-res
+	if r.err != nil || r.f.LocalPath != "/files/3" {
+		t.Fatalf("download = %+v, %v; want the completed file", r.f, r.err)
 	}
 }

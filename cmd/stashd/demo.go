@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/term"
 
+	"stashd/internal/config"
 	"stashd/internal/demo"
 )
 
@@ -52,6 +53,10 @@ func runDemo(args []string) int {
 	fs.Float64Var(&o.VanishSends, "vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 0, "disconnect every account this often, for a quarter of the period (0: never)")
 	fs.DurationVar(&o.RestartEvery, "restart-every", 0, "restart the daemon this often, every other time abruptly (0: never)")
+	fs.Float64Var(&o.StallDownloads, "stall-downloads", 0, "probability that a download stops making progress and never completes (0..1)")
+	fs.Float64Var(&o.FailDownloads, "fail-downloads", 0, "probability that a download ends failed, as TDLib reports it (0..1)")
+	fs.DurationVar(&o.DownloadStall, "download-stall-timeout", 2*time.Second, "cancel a download after this long without progress")
+	budget := fs.String("download-budget", "512KiB", "bytes of downloads each account holds at once (e.g. 512KiB, 4GiB)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
 	jsonOut := fs.Bool("json", false, "print the audit as one JSON object on the last line of stdout")
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/demo"), "directory for the embedded database and downloads (env STASHD_DATA_DIR)")
@@ -61,9 +66,16 @@ func runDemo(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends}) {
+	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends,
+		"stall-downloads": o.StallDownloads, "fail-downloads": o.FailDownloads}) {
 		return 2
 	}
+	var size config.ByteSize
+	if err := size.UnmarshalText([]byte(*budget)); err != nil || size <= 0 {
+		fmt.Fprintf(os.Stderr, "stashd demo: --download-budget: %q is not a positive size\n", *budget)
+		return 2
+	}
+	o.DownloadBudget = int64(size)
 
 	level := slog.LevelWarn
 	if *verbose {
@@ -160,6 +172,11 @@ func printReport(r demo.Report) {
 	if r.FailedSends+r.FloodWaitedSends+r.VanishedSends+r.ResentSends > 0 {
 		fmt.Fprintf(w, "  sends failed %d, flood-waited %d, re-sent after a restart %d, vanished %d (packages delivered later %d, dead letters %d, unresolved %d)\n",
 			r.FailedSends, r.FloodWaitedSends, r.ResentSends, r.VanishedSends, r.VanishedDelivered, r.VanishedDeadLettered, r.VanishedUnresolved)
+	}
+	fmt.Fprintf(w, "  downloads: %d stalled or failed by the world; peak on disk %d bytes (one account %d, budget %d per account)\n",
+		r.StalledDownloads, r.PeakDownloadBytes, r.PeakAccountDownloadBytes, r.DownloadBudgetBytes)
+	if r.DiskOverBudget {
+		fmt.Fprintln(w, "  downloads exceeded the budget")
 	}
 	for _, n := range r.MissingNames {
 		fmt.Fprintf(w, "  missing: %s\n", n)

@@ -2,13 +2,16 @@ package main
 
 import "testing"
 
-// The send-fault flags of demo and sim are probabilities: anything else is
-// a usage error (exit 2) before anything starts.
-func TestSendFaultFlagsAreProbabilities(t *testing.T) {
+// The fault flags of demo and sim are probabilities: anything else is a
+// usage error (exit 2) before anything starts.
+func TestFaultFlagsAreProbabilities(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--fail-sends", "1.5"},
 		{"--vanish-sends", "-0.1"},
 		{"--fail-sends", "NaN"},
+		{"--stall-downloads", "1.5"},
+		{"--fail-downloads", "-0.1"},
 	} {
 		if rc := runDemo(args); rc != 2 {
 			t.Errorf("demo %v: exit %d, want 2", args, rc)
@@ -18,7 +21,7 @@ func TestSendFaultFlagsAreProbabilities(t *testing.T) {
 		}
 	}
 	// Valid values parse (-h stops before anything starts).
-	ok := []string{"--fail-sends", "0.05", "--vanish-sends", "0.02", "-h"}
+	ok := []string{"--fail-sends", "0.05", "--vanish-sends", "0.02", "--stall-downloads", "0.05", "--fail-downloads", "0.05", "-h"}
 	if rc := runDemo(ok); rc != 0 {
 		t.Errorf("demo %v: exit %d, want 0", ok, rc)
 	}
@@ -27,5 +30,8 @@ func TestSendFaultFlagsAreProbabilities(t *testing.T) {
 	}
 	if !probabilities("demo", map[string]float64{"fail-sends": 0.05, "vanish-sends": 0.02, "drop-updates": 0}) {
 		t.Error("valid probabilities refused")
+	}
+	if rc := runDemo([]string{"--download-budget", "lots"}); rc != 2 {
+		t.Errorf("demo --download-budget lots: exit %d, want 2", rc)
 	}
 }

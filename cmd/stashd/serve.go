@@ -229,7 +229,10 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 	c := s.cfg
 	dcfg := daemon.Config{
 		Workers: c.Workers, QueueCapacity: c.QueueCapacity, Rate: c.Rate,
-		Ingest:       ingest.Config{SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration},
+		Ingest: ingest.Config{
+			SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration,
+			DownloadStall: c.DownloadStallTimeout.Duration, DownloadBudget: int64(c.DownloadBudget),
+		},
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},
 		DrainTimeout: c.DrainTimeout.Duration,
 		SendTimeout:  c.SendTimeout.Duration,

@@ -81,13 +81,16 @@ func runSim(args []string) int {
 	drop := fs.Float64("drop-updates", 0, "probability that a new-message update is lost (0..1)")
 	failSends := fs.Float64("fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
 	vanishSends := fs.Float64("vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
+	stall := fs.Float64("stall-downloads", 0, "probability that a download stops making progress and never completes (0..1)")
+	fail := fs.Float64("fail-downloads", 0, "probability that a download ends failed, as TDLib reports it (0..1)")
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if !probabilities("sim", map[string]float64{"drop-updates": *drop, "fail-sends": *failSends, "vanish-sends": *vanishSends}) {
+	if !probabilities("sim", map[string]float64{"drop-updates": *drop, "fail-sends": *failSends, "vanish-sends": *vanishSends,
+		"stall-downloads": *stall, "fail-downloads": *fail}) {
 		return 2
 	}
 	level := slog.LevelInfo
@@ -117,6 +120,7 @@ func runSim(args []string) int {
 		SendFailRate: *failSends / 2, SendFloodRate: *failSends / 2, SendFloodWait: time.Second,
 		SendVanishRate:     *vanishSends,
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,
+		StallDownloadRate: *stall, FailDownloadRate: *fail,
 	})
 	gen := tgsim.NewGenerator(world, sc)
 

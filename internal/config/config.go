@@ -64,6 +64,15 @@ type Config struct {
 	// SetMaxWait is how long parts wait for their set before it becomes a
 	// dead letter. Default 1h.
 	SetMaxWait Duration `toml:"set_max_wait"`
+	// DownloadStallTimeout is how long a download may make no progress
+	// before it is cancelled and the message retried later. Default 2m;
+	// 5s..1h.
+	DownloadStallTimeout Duration `toml:"download_stall_timeout"`
+	// DownloadBudget bounds the bytes of downloaded archives each account
+	// holds on disk at once (written "4GiB", "512MiB" or bytes); a package
+	// waits until it fits, and one larger than the budget proceeds alone.
+	// Default 4GiB; at least 1MiB.
+	DownloadBudget ByteSize `toml:"download_budget"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
@@ -135,6 +144,37 @@ func (d *Duration) UnmarshalText(b []byte) error {
 		return fmt.Errorf("%q is negative", b)
 	}
 	d.Duration = v
+	return nil
+}
+
+// ByteSize is a number of bytes written as "4GiB", "512MiB", "64KiB", "1GB"
+// or a plain number of bytes.
+type ByteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	scale  int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+}
+
+// UnmarshalText parses a size.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	scale := int64(1)
+	num := s
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, scale = strings.TrimSpace(n), u.scale
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/scale {
+		return fmt.Errorf("%q is not a size (e.g. 4GiB, 512MiB, or bytes)", s)
+	}
+	*b = ByteSize(n * scale)
 	return nil
 }
 
@@ -234,7 +274,8 @@ func defaults(mode Mode) Config {
 	c := Config{
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
 		Workers: 4, QueueCapacity: 1024, Rate: 20,
-		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute}, RescanInterval: Duration{6 * time.Hour},
+		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute},
+		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
 	}
 	if mode == Simulate {
@@ -393,10 +434,18 @@ func (c *Config) validateTuning(bad badFunc) error {
 	for _, d := range []struct {
 		name string
 		v    Duration
-	}{{"drain_timeout", c.DrainTimeout}, {"rescan_interval", c.RescanInterval}, {"rescan_window", c.RescanWindow}, {"set_settle", c.SetSettle}, {"set_max_wait", c.SetMaxWait}} {
+	}{{"drain_timeout", c.DrainTimeout}, {"rescan_interval", c.RescanInterval}, {"rescan_window", c.RescanWindow}, {"set_settle", c.SetSettle}, {"set_max_wait", c.SetMaxWait}, {"send_timeout", c.SendTimeout}} {
 		if d.v.Duration <= 0 {
 			return bad(d.name, "%v: must be positive", d.v.Duration)
 		}
+	}
+	// Below a few seconds a slow but healthy download would be cancelled;
+	// above an hour a stalled one holds a worker and its disk budget.
+	if d := c.DownloadStallTimeout.Duration; d < 5*time.Second || d > time.Hour {
+		return bad("download_stall_timeout", "%s is outside 5s..1h", d)
+	}
+	if c.DownloadBudget < 1<<20 {
+		return bad("download_budget", "%d bytes is below 1MiB", int64(c.DownloadBudget))
 	}
 	return nil
 }
@@ -497,6 +546,8 @@ var Settings = []struct{ Name, Usage string }{
 	{"rescan_window", "how far back a rescan walks (default 72h)"},
 	{"set_settle", "quiet time before a multipart set is complete (default 10s)"},
 	{"set_max_wait", "how long parts wait for their set (default 1h)"},
+	{"download_stall_timeout", "cancel a download after this long without progress (default 2m)"},
+	{"download_budget", "bytes of downloaded archives each account holds at once, e.g. 4GiB (default 4GiB)"},
 }
 
 // RegisterFlags defines one flag per setting (dashes for underscores) on
@@ -630,6 +681,10 @@ func set(c *Config, name, v string) error {
 		return dur(&c.SetSettle)
 	case "set_max_wait":
 		return dur(&c.SetMaxWait)
+	case "download_stall_timeout":
+		return dur(&c.DownloadStallTimeout)
+	case "download_budget":
+		return c.DownloadBudget.UnmarshalText([]byte(v))
 	}
 	return nil
 }

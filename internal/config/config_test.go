@@ -105,6 +105,9 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"bad workers", "workers = 100000\n" + good, "workers"},
 		{"duplicate account", good + "\n[[accounts]]\nname = \"main\"\nsources = [\"@abcd\"]\n", "accounts[1].name"},
 		{"unknown source key", strings.Replace(good, "topics = [3, 17]", "topic = 3", 1), "topic"},
+		{"stall too short", "download_stall_timeout = \"1s\"\n" + good, "download_stall_timeout"},
+		{"budget too small", "download_budget = \"64KiB\"\n" + good, "download_budget"},
+		{"budget not a size", "download_budget = \"lots\"\n" + good, "download_budget"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,5 +212,36 @@ func TestErrorsNameTheirSource(t *testing.T) {
 	RegisterFlags(fs)
 	if err := fs.Parse([]string{"--workers", "x"}); err == nil {
 		t.Error("--workers x parsed")
+	}
+}
+
+func TestDownloadSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(write(t, good), noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DownloadStallTimeout.Duration != 2*time.Minute || c.DownloadBudget != 4<<30 {
+		t.Errorf("defaults: stall %s, budget %d", c.DownloadStallTimeout, c.DownloadBudget)
+	}
+	env := func(k string) string {
+		switch k {
+		case "STASHD_DOWNLOAD_BUDGET":
+			return "512MiB"
+		case "STASHD_DOWNLOAD_STALL_TIMEOUT":
+			return "30s"
+		}
+		return ""
+	}
+	c, err = Load(write(t, "download_budget = \"2GB\"\n"+good), env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DownloadBudget != 512<<20 || c.DownloadStallTimeout.Duration != 30*time.Second {
+		t.Errorf("environment: stall %s, budget %d", c.DownloadStallTimeout, c.DownloadBudget)
+	}
+	c, err = Load(write(t, "download_budget = \"2GB\"\n"+good), noEnv, nil)
+	if err != nil || c.DownloadBudget != 2e9 {
+		t.Errorf("file: budget %d, %v", c.DownloadBudget, err)
 	}
 }

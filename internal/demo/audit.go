@@ -74,6 +74,13 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 	}
 
+	for _, p := range unique {
+		var size int64
+		for _, k := range p.Parts {
+			size += int64(len(r.world.FileData(uid[k])))
+		}
+		rep.largestPackage = max(rep.largestPackage, size)
+	}
 	deliveredHash := map[[32]byte]bool{}
 	for h, p := range unique {
 		pkg, catalogued := catalogue[h]

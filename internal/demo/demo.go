@@ -68,6 +68,17 @@ type Options struct {
 	// RestartEvery restarts the daemon this often, every other restart
 	// abruptly (a crash: no drain, no final write); zero never.
 	RestartEvery time.Duration
+	// StallDownloads is the probability that a download stops making
+	// progress and never completes; FailDownloads that it ends failed
+	// (TDLib's updateFile neither active nor complete).
+	StallDownloads float64
+	FailDownloads  float64
+	// DownloadStall is the daemon's stall limit on downloads [2 s].
+	DownloadStall time.Duration
+	// DownloadBudget is each account's download budget in bytes [512 KiB:
+	// above the generator's largest package, below what the workers would
+	// hold without a bound].
+	DownloadBudget int64
 	// IdleRestart: after settling, restart with nothing new published and
 	// report the calls of the first full catch-up cycle.
 	IdleRestart bool
@@ -138,10 +149,26 @@ type Report struct {
 	VanishedSends    int `json:"vanished_sends"`
 	// Packages of vanished sends: delivered later, a dead letter with its
 	// reason, or neither (a failure).
-	VanishedDelivered    int      `json:"vanished_sends_delivered"`
-	VanishedDeadLettered int      `json:"vanished_sends_dead_lettered"`
-	VanishedUnresolved   int      `json:"vanished_sends_unresolved"`
-	MissingNames         []string `json:"missing_names,omitempty"`
+	VanishedDelivered    int `json:"vanished_sends_delivered"`
+	VanishedDeadLettered int `json:"vanished_sends_dead_lettered"`
+	VanishedUnresolved   int `json:"vanished_sends_unresolved"`
+	// StalledDownloads is how many downloads the world stalled or failed.
+	StalledDownloads int `json:"stalled_downloads"`
+	// PeakDownloadBytes is the most bytes the downloads directory held at
+	// once, over all accounts; PeakAccountDownloadBytes the most one
+	// account's directory held, to compare with DownloadBudgetBytes.
+	PeakDownloadBytes        int64 `json:"peak_download_bytes"`
+	PeakAccountDownloadBytes int64 `json:"peak_account_download_bytes"`
+	DownloadBudgetBytes      int64 `json:"download_budget_bytes"`
+	// DiskOverBudget: one account's downloads held more than the budget
+	// (or, when larger, the largest package, which proceeds alone). Only
+	// judged in runs without restarts: a daemon stopped mid-package leaves
+	// its downloads behind, and the simulator's next instance, with new
+	// file ids, never deletes them.
+	DiskOverBudget bool `json:"disk_over_budget"`
+	// largestPackage is the size of the largest published package.
+	largestPackage int64
+	MissingNames   []string `json:"missing_names,omitempty"`
 	// OtherDeadLetters are dead letters no incomplete set explains (send
 	// failures, a part that went away…), with their reasons.
 	OtherDeadLetters []string `json:"other_dead_letters,omitempty"`
@@ -161,7 +188,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // incomplete set a dead letter and never delivered, every package of a
 // vanished send delivered later or a dead letter.
 func (r Report) OK() bool {
-	return r.Missing == 0 && r.DuplicateDeliveries == 0 && r.CataloguedPackages == r.UniquePackages &&
+	return r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget && r.CataloguedPackages == r.UniquePackages &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
 		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0
 }
@@ -176,6 +203,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	o.Workers = cmp.Or(o.Workers, 4)
 	o.QueueCapacity = cmp.Or(o.QueueCapacity, 256)
 	o.SettleTimeout = cmp.Or(o.SettleTimeout, 60*time.Second)
+	o.DownloadStall = cmp.Or(o.DownloadStall, 2*time.Second)
+	o.DownloadBudget = cmp.Or(o.DownloadBudget, 512<<10)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -197,6 +226,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		// finish when the account's client starts again, and server search
 		// with a query lags behind.
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,
+		StallDownloadRate: o.StallDownloads, FailDownloadRate: o.FailDownloads,
 	})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
@@ -238,6 +268,7 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
 			RetryBase: 50 * time.Millisecond, DeadLetterDelay: 10 * time.Minute,
+			DownloadStall: r.o.DownloadStall, DownloadBudget: r.o.DownloadBudget,
 		},
 		Retry:        ingest.RetryConfig{Interval: time.Second},
 		DrainTimeout: 5 * time.Second,
@@ -331,6 +362,16 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.o.RestartEvery > 0 {
 		faults.Go(func() { r.restartLoop(pctx, ctx) })
 	}
+	// The disk sampler runs until the pipeline has settled: downloads go on
+	// after publishing ends.
+	disk := newDiskSampler(r.o.FilesDir)
+	dctx, stopDisk := context.WithCancel(ctx)
+	defer stopDisk()
+	diskDone := make(chan struct{})
+	go func() {
+		defer close(diskDone)
+		disk.run(dctx)
+	}()
 	progressDone := make(chan struct{})
 	if r.o.Progress != nil {
 		go func() {
@@ -363,10 +404,16 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	}
 
 	settled := r.settle(ctx)
+	stopDisk()
+	<-diskDone
 	rep, err := r.audit(ctx)
 	if err != nil {
 		return rep, err
 	}
+	rep.StalledDownloads = r.world.DownloadFaults()
+	rep.PeakDownloadBytes, rep.PeakAccountDownloadBytes = disk.peaks()
+	rep.DownloadBudgetBytes = r.o.DownloadBudget
+	rep.DiskOverBudget = r.restarts == 0 && rep.PeakAccountDownloadBytes > max(rep.DownloadBudgetBytes, rep.largestPackage)
 	rep.Settled = settled
 	rep.Restarts = r.restarts
 	rep.Calls = r.world.TotalCalls()

@@ -138,3 +138,29 @@ func TestSendFaults(t *testing.T) {
 		t.Errorf("vanished sends: %d delivered later, %d dead letters, %d unresolved", rep.VanishedDelivered, rep.VanishedDeadLettered, rep.VanishedUnresolved)
 	}
 }
+
+// Downloads that stall or fail (TDLib-style) are retried until every
+// package is delivered, and the downloads directory never holds more than
+// the per-account budget.
+func TestDownloadFaultsAndDiskBudget(t *testing.T) {
+	t.Parallel()
+	const budget = 96 << 10
+	rep := run(t, demo.Options{
+		Seed: 11, Steps: 80, Rate: -1, Sources: 3, Accounts: 2,
+		StallDownloads: 0.1, FailDownloads: 0.1, DownloadStall: 200 * time.Millisecond,
+		DownloadBudget: budget,
+	})
+	check(t, 11, rep)
+	if rep.StalledDownloads == 0 {
+		t.Error("the world stalled or failed no download: the test checked nothing")
+	}
+	if rep.PeakAccountDownloadBytes == 0 || rep.DiskOverBudget {
+		t.Errorf("peak bytes of one account %d, budget %d: over budget %v", rep.PeakAccountDownloadBytes, budget, rep.DiskOverBudget)
+	}
+	if n := rep.Calls["cancelDownloadFile"]; n == 0 {
+		t.Error("no stalled download was cancelled")
+	}
+	if rep.Calls["deleteFile"] < rep.CataloguedPackages {
+		t.Errorf("deleteFile calls %d for %d packages", rep.Calls["deleteFile"], rep.CataloguedPackages)
+	}
+}

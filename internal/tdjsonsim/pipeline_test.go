@@ -125,6 +125,20 @@ func TestSendFaultsThroughStandIn(t *testing.T) {
 	}
 }
 
+// Stalled and failed downloads through the real adapter: the stop arrives
+// as TDLib's updateFile, stalls are cancelled with cancelDownloadFile, and
+// every downloaded file is deleted with deleteFile; nothing is missing.
+func TestDownloadFaultsThroughStandIn(t *testing.T) {
+	rep := runThroughStandIn(t, demo.Options{
+		Seed: 5, Steps: 40, Rate: -1, Sources: 2, Accounts: 1,
+		StallDownloads: 0.1, FailDownloads: 0.1, DownloadStall: 300 * time.Millisecond,
+	})
+	if rep.StalledDownloads == 0 || rep.Calls[tg.MethodCancelDownloadFile] == 0 || rep.Calls[tg.MethodDeleteFile] == 0 {
+		t.Errorf("stalled %d, cancelDownloadFile %d, deleteFile %d: want all above 0",
+			rep.StalledDownloads, rep.Calls[tg.MethodCancelDownloadFile], rep.Calls[tg.MethodDeleteFile])
+	}
+}
+
 // watchedListener hands each accepted connection to conns, and closes
 // asked the first time a connection reads a request for method.
 type watchedListener struct {

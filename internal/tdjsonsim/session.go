@@ -508,6 +508,32 @@ func (s *session) handle(r *request) (object, error) {
 		return forumTopicObject(t), nil
 	case tg.MethodDownloadFile:
 		return downloadFile(ctx, cl, r)
+	case tg.MethodCancelDownloadFile:
+		var p struct {
+			FileID        tdInt `json:"file_id"`
+			OnlyIfPending bool  `json:"only_if_pending"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		if p.OnlyIfPending {
+			return nil, notSimulated("cancelDownloadFile only_if_pending")
+		}
+		if err := cl.CancelDownloadFile(ctx, int32(p.FileID)); err != nil {
+			return nil, err
+		}
+		return okObject(), nil
+	case tg.MethodDeleteFile:
+		var p struct {
+			FileID tdInt `json:"file_id"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		if err := cl.DeleteFile(ctx, int32(p.FileID)); err != nil {
+			return nil, err
+		}
+		return okObject(), nil
 	}
 	return nil, notSimulated(r.Type)
 }

@@ -55,7 +55,7 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "sim", "--socket", sock, "--seed", "3", "--sources", "2", "--accounts", "1",
-		"--steps", "12", "--rate", "-1", "--files-dir", filepath.Join(dir, "files"))
+		"--steps", "12", "--rate", "-1", "--files-dir", filepath.Join(dir, "files"), "--fail-downloads", "1")
 	cmd.Env = append(os.Environ(), "STASHD_TDJSON_SOCKET=") // the flag decides
 	logPath := filepath.Join(dir, "stderr.log")
 	logFile, err := os.Create(logPath)
@@ -117,6 +117,7 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 	c.login(1, dir, "acct1")
 	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
 	total := 0
+	var fileID int64
 	for _, src := range desc.Sources {
 		// The wire checks every object against TDLib's schema, the
 		// process's as the in-process server's.
@@ -127,7 +128,11 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 		var got []tg.MessageID
 		msgs, _ := found.get("messages").([]any)
 		for _, m := range msgs {
-			got = append(got, tg.MessageID(tdObject(m.(map[string]any)).int("id")))
+			o := tdObject(m.(map[string]any))
+			got = append(got, tg.MessageID(o.int("id")))
+			if id := o.int("content", "document", "document", "id"); id != 0 {
+				fileID = id
+			}
 		}
 		var ids []tg.MessageID
 		for _, m := range want.Messages(src.Chat) {
@@ -138,9 +143,12 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 		}
 		total += len(got)
 	}
-	if total == 0 {
-		t.Error("the sources are empty after 12 steps")
+	if total == 0 || fileID == 0 {
+		t.Fatal("the sources hold no document after 12 steps")
 	}
+	// --fail-downloads 1: every download ends as TDLib ends a failed one.
+	c.send(1, "downloadFile", downloadParams(fileID))
+	c.until("failed download", func(o tdObject) bool { return stopped(o, fileID) })
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

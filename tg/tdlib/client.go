@@ -474,6 +474,22 @@ func (c *Client) DownloadFile(ctx context.Context, file int32) (tg.File, error) 
 	return decodeFile(data)
 }
 
+// CancelDownloadFile implements tg.Client.
+func (c *Client) CancelDownloadFile(ctx context.Context, file int32) error {
+	if _, err := c.call(ctx, cancelDownloadFileRequest(file)); err != nil {
+		return fmt.Errorf("cancel download of file %d: %w", file, err)
+	}
+	return nil
+}
+
+// DeleteFile implements tg.Client.
+func (c *Client) DeleteFile(ctx context.Context, file int32) error {
+	if _, err := c.call(ctx, deleteFileRequest(file)); err != nil {
+		return fmt.Errorf("delete file %d: %w", file, err)
+	}
+	return nil
+}
+
 // SendDocument implements tg.Client.
 func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
 	data, err := c.call(ctx, sendDocumentRequest(chat, remoteFileID, caption))

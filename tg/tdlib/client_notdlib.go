@@ -73,6 +73,12 @@ func (*Client) DownloadFile(context.Context, int32) (tg.File, error) {
 	return tg.File{}, tg.ErrNoTDLib
 }
 
+// CancelDownloadFile implements tg.Client.
+func (*Client) CancelDownloadFile(context.Context, int32) error { return tg.ErrNoTDLib }
+
+// DeleteFile implements tg.Client.
+func (*Client) DeleteFile(context.Context, int32) error { return tg.ErrNoTDLib }
+
 // SendDocument implements tg.Client.
 func (*Client) SendDocument(context.Context, tg.ChatID, string, string) (tg.Message, error) {
 	return tg.Message{}, tg.ErrNoTDLib

@@ -207,6 +207,9 @@ func TestDecodeUpdate(t *testing.T) {
 	progress := backupZip()
 	progress.Downloaded = 31457280
 	progress.DownloadActive = true
+	// A failed or cancelled download: neither active nor complete.
+	stopped := backupZip()
+	stopped.Downloaded = 31457280
 	done := backupZip()
 	done.Downloaded = 73400320
 	done.DownloadDone = true
@@ -222,6 +225,7 @@ func TestDecodeUpdate(t *testing.T) {
 		{"update_connection_state.json", tg.ConnectionStateChanged{State: tg.ConnWaitingForNetwork}},
 		{"update_file_progress.json", tg.FileUpdated{File: progress}},
 		{"update_file_done.json", tg.FileUpdated{File: done}},
+		{"update_file_stopped.json", tg.FileUpdated{File: stopped}},
 		{"update_option_version.json", tg.OptionChanged{Name: "version", Value: "1.8.40"}},
 		{"update_option_integer.json", tg.OptionChanged{Name: "message_caption_length_max", Value: "1024"}},
 		{"update_option_boolean.json", tg.OptionChanged{Name: "can_ignore_sensitive_content_restrictions", Value: "true"}},

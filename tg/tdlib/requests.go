@@ -106,6 +106,17 @@ func downloadFileRequest(file int32) request {
 	}}
 }
 
+// cancelDownloadFileRequest stops a download whether or not TDLib has
+// started fetching (only_if_pending false): stashd gives up on it.
+func cancelDownloadFileRequest(file int32) request {
+	return request{tg.MethodCancelDownloadFile, map[string]any{"file_id": file, "only_if_pending": false}}
+}
+
+// deleteFileRequest deletes a file's local copy.
+func deleteFileRequest(file int32) request {
+	return request{tg.MethodDeleteFile, map[string]any{"file_id": file}}
+}
+
 // sendDocumentRequest sends a file already on Telegram, by its remote id
 // (inputFileRemote: no upload), with caption as plain text.
 func sendDocumentRequest(chat tg.ChatID, remoteFileID, caption string) request {

@@ -48,6 +48,9 @@ type clientFile struct {
 	downloaded int64
 	active     bool
 	done       bool
+	// cancel is closed to stop the running download (cancelDownloadFile,
+	// deleteFile); nil while none runs.
+	cancel chan struct{}
 }
 
 var _ tg.Client = (*Client)(nil)

@@ -15,6 +15,20 @@ import (
 // downloadChunks is how many progress steps a download takes.
 const downloadChunks = 4
 
+// downloadFault is what the world does to one download.
+type downloadFault int
+
+const (
+	downloadOK downloadFault = iota
+	downloadStall
+	downloadFail
+)
+
+var (
+	errDownloadCancelled = errors.New("tgsim: download cancelled")
+	errDownloadFailed    = errors.New("tgsim: download failed")
+)
+
 // DownloadFile implements tg.Client like an asynchronous downloadFile: it
 // returns the file's current state at once and writes the bytes to
 // FilesDir/<account>/<file id>_<name> in a few chunks, reporting each as a
@@ -22,8 +36,13 @@ const downloadChunks = 4
 // client has already downloaded (and whose local copy still exists) is
 // returned complete with no update; a download already running is not
 // started twice. An id this client never saw fails with 400.
+//
+// With Config.StallDownloadRate a download stops after its first chunk and
+// reports nothing more until cancelled; with Config.FailDownloadRate it ends
+// after its first chunk with a FileUpdated neither active nor complete.
 func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 	return call(ctx, c, tg.MethodDownloadFile, func() (tg.File, error) {
+		w := c.w
 		cf := c.files[id]
 		if cf == nil {
 			return tg.File{}, errBadRequest("Invalid file identifier")
@@ -38,19 +57,77 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		if cf.active {
 			return c.fileView(cf), nil
 		}
-		if c.w.cfg.FilesDir == "" {
+		if w.cfg.FilesDir == "" {
 			return tg.File{}, errors.New("tgsim: download: Config.FilesDir is empty")
 		}
+		fault := downloadOK
+		switch {
+		case w.chance(w.cfg.StallDownloadRate):
+			fault = downloadStall
+		case w.chance(w.cfg.FailDownloadRate):
+			fault = downloadFail
+		}
+		if fault != downloadOK {
+			w.downloadFaults++
+		}
 		cf.active = true
+		cf.cancel = make(chan struct{})
 		c.wg.Add(1)
-		go c.download(cf, c.w.files[cf.uid].data)
+		go c.download(cf, w.files[cf.uid].data, fault, cf.cancel)
 		return c.fileView(cf), nil
 	})
 }
 
+// CancelDownloadFile implements tg.Client: a running download stops and
+// reports a FileUpdated neither active nor complete; an idle file is left
+// alone. An id this client never saw fails with 400.
+func (c *Client) CancelDownloadFile(ctx context.Context, id int32) error {
+	return call0(ctx, c, tg.MethodCancelDownloadFile, func() error {
+		cf := c.files[id]
+		if cf == nil {
+			return errBadRequest("Invalid file identifier")
+		}
+		cf.stop()
+		return nil
+	})
+}
+
+// DeleteFile implements tg.Client: it stops a running download and removes
+// the local copy, reporting the file as no longer downloaded. An id this
+// client never saw fails with 400.
+func (c *Client) DeleteFile(ctx context.Context, id int32) error {
+	return call0(ctx, c, tg.MethodDeleteFile, func() error {
+		cf := c.files[id]
+		if cf == nil {
+			return errBadRequest("Invalid file identifier")
+		}
+		if cf.active {
+			cf.stop() // the download removes its partial file and reports
+			return nil
+		}
+		if !cf.done {
+			return nil
+		}
+		if err := os.Remove(cf.localPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return &tg.Error{Code: 500, Message: "delete file: " + err.Error()}
+		}
+		cf.done, cf.localPath, cf.downloaded = false, "", 0
+		c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
+		return nil
+	})
+}
+
+// stop ends the running download, if any. w.mu is held.
+func (cf *clientFile) stop() {
+	if cf.cancel != nil {
+		close(cf.cancel)
+		cf.cancel = nil
+	}
+}
+
 // download writes data to the file's local path in chunks, spreading
 // SendLatency over them. It gives up quietly when the client closes.
-func (c *Client) download(cf *clientFile, data []byte) {
+func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, cancel <-chan struct{}) {
 	defer c.wg.Done()
 	w := c.w
 	dir := filepath.Join(w.cfg.FilesDir, sanitize(c.account))
@@ -58,7 +135,7 @@ func (c *Client) download(cf *clientFile, data []byte) {
 	// TDLib writes into a temporary file and moves it into place when done,
 	// so LocalPath never names a partial file.
 	part := final + ".part"
-	err := c.writeChunks(cf, dir, part, data)
+	err := c.writeChunks(cf, dir, part, data, fault, cancel)
 	if err == nil {
 		err = os.Rename(part, final)
 	}
@@ -66,10 +143,15 @@ func (c *Client) download(cf *clientFile, data []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cf.active = false
+	if cf.cancel != nil && cf.cancel == cancel {
+		cf.cancel = nil
+	}
 	if err != nil {
 		os.Remove(part)
+		cf.downloaded = 0
 		if !errors.Is(err, tg.ErrClosed) {
-			// TDLib reports a failed download as a file that stopped.
+			// TDLib reports a failed or cancelled download as a file that
+			// stopped: neither active nor complete.
 			c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
 		}
 		return
@@ -79,8 +161,9 @@ func (c *Client) download(cf *clientFile, data []byte) {
 }
 
 // writeChunks writes data in downloadChunks steps, reporting progress after
-// every step but the last (the caller reports completion).
-func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte) error {
+// every step but the last (the caller reports completion). A faulty
+// download stops after its first step: a stall waits, silent, for a cancel.
+func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, fault downloadFault, cancel <-chan struct{}) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create download dir: %w", err)
 	}
@@ -92,32 +175,46 @@ func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte) erro
 	step := max((len(data)+downloadChunks-1)/downloadChunks, 1)
 	pause := c.w.cfg.SendLatency / downloadChunks
 	for off := 0; off < len(data); off += step {
-		if err := c.pause(pause); err != nil {
+		if err := c.pause(pause, cancel); err != nil {
 			return err
 		}
 		end := min(off+step, len(data))
 		if _, err := f.Write(data[off:end]); err != nil {
 			return fmt.Errorf("write download file: %w", err)
 		}
-		if end < len(data) {
+		if end < len(data) || fault != downloadOK {
 			c.w.mu.Lock()
 			cf.downloaded = int64(end)
 			c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
 			c.w.mu.Unlock()
 		}
+		switch fault {
+		case downloadFail:
+			return errDownloadFailed
+		case downloadStall:
+			select {
+			case <-cancel:
+				return errDownloadCancelled
+			case <-c.done:
+				return tg.ErrClosed
+			}
+		}
 	}
-	if err := c.pause(pause); err != nil {
+	if err := c.pause(pause, cancel); err != nil {
 		return err
 	}
 	return f.Close()
 }
 
-// pause waits d, or returns tg.ErrClosed as soon as the client closes.
-func (c *Client) pause(d time.Duration) error {
+// pause waits d, or returns tg.ErrClosed as soon as the client closes, or
+// errDownloadCancelled when the download is cancelled.
+func (c *Client) pause(d time.Duration, cancel <-chan struct{}) error {
 	if d <= 0 {
 		select {
 		case <-c.done:
 			return tg.ErrClosed
+		case <-cancel:
+			return errDownloadCancelled
 		default:
 			return nil
 		}
@@ -129,6 +226,8 @@ func (c *Client) pause(d time.Duration) error {
 		return nil
 	case <-c.done:
 		return tg.ErrClosed
+	case <-cancel:
+		return errDownloadCancelled
 	}
 }
 

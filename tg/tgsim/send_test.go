@@ -162,7 +162,7 @@ func TestSessionSendAndDownload(t *testing.T) {
 	if err != nil || !m.ID.IsServer() || m.Caption != "via session" {
 		t.Fatalf("Session.Send = %+v, %v", m, err)
 	}
-	file, err := s.Download(f.ctx, f.src.Document.File)
+	file, err := s.Download(f.ctx, f.src.Document.File, 0)
 	if err != nil || !file.DownloadDone {
 		t.Fatalf("Session.Download = %+v, %v", file, err)
 	}
@@ -171,7 +171,7 @@ func TestSessionSendAndDownload(t *testing.T) {
 		t.Fatalf("downloaded bytes differ: %v", err)
 	}
 	// Already downloaded: returns at once.
-	again, err := s.Download(f.ctx, file)
+	again, err := s.Download(f.ctx, file, 0)
 	if err != nil || again.LocalPath != file.LocalPath {
 		t.Fatalf("second Session.Download = %+v, %v", again, err)
 	}

@@ -49,6 +49,15 @@ type Config struct {
 	// found by one (an empty query lists them at once). Zero indexes at
 	// once.
 	SearchIndexLag time.Duration
+	// StallDownloadRate is the probability that a download stops making
+	// progress part-way and never completes: no further updateFile until
+	// it is cancelled (cancelDownloadFile, deleteFile) or the client closes.
+	// Zero never stalls.
+	StallDownloadRate float64
+	// FailDownloadRate is the probability that a download ends part-way
+	// with updateFile neither active nor complete, as TDLib reports a
+	// failed download. Zero never fails.
+	FailDownloadRate float64
 	// ShortPageRate is the probability that searchChatMessages returns fewer
 	// messages than it could, as TDLib may. Zero always returns full pages.
 	ShortPageRate float64
@@ -89,6 +98,8 @@ type World struct {
 	sendStats SendStats
 	vanished  []string
 	holdSends bool
+	// downloadFaults counts the stalls and failures injected into downloads.
+	downloadFaults int
 }
 
 // SendStats counts the outcomes of the sends the world has settled.
@@ -112,6 +123,7 @@ func (w *World) VanishedCaptions() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.vanished)
+
 }
 
 // defaultChannelGap is how many pending updates TDLib tolerates per channel
@@ -511,4 +523,12 @@ func (w *World) eachClient(c *chat, fn func(*Client)) {
 			fn(cl)
 		}
 	}
+}
+
+// DownloadFaults returns how many downloads the world has stalled or failed
+// (Config.StallDownloadRate, Config.FailDownloadRate).
+func (w *World) DownloadFaults() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.downloadFaults
 }

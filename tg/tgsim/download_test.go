@@ -1,0 +1,151 @@
+package tgsim
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"stashd/tg"
+)
+
+// startDownload posts a document and starts downloading it on f's client.
+func startDownload(t *testing.T, f *fixture) tg.File {
+	t.Helper()
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	posted := f.w.Post(f.chat, 0, doc("faulty.zip", 1000))
+	m, err := f.c.GetMessage(f.ctx, f.chat, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := f.c.DownloadFile(f.ctx, m.Document.File.ID)
+	if err != nil || !started.DownloadActive {
+		t.Fatalf("DownloadFile = %+v, %v; want a download in progress", started, err)
+	}
+	return started
+}
+
+// partFiles lists what the download directory holds.
+func partFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	got, err := filepath.Glob(filepath.Join(dir, "alice", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A failing download ends like TDLib's: an updateFile neither active nor
+// complete, after some progress, and its partial file is gone.
+func TestFailDownloadRateEndsWithStoppedFile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{FailDownloadRate: 1})
+	file := startDownload(t, f)
+	end := next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return !u.File.DownloadActive }).File
+	if end.ID != file.ID || end.DownloadDone || end.LocalPath != "" {
+		t.Errorf("final update = %+v; want stopped, not complete", end)
+	}
+	if n := f.w.DownloadFaults(); n != 1 {
+		t.Errorf("DownloadFaults = %d, want 1", n)
+	}
+	if left := partFiles(t, f.files); len(left) != 0 {
+		t.Errorf("files left after a failed download: %v", left)
+	}
+}
+
+// A stalled download reports some progress, then nothing, until it is
+// cancelled: then it reports a stopped file.
+func TestStallDownloadRateStallsUntilCancelled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{StallDownloadRate: 1})
+	file := startDownload(t, f)
+	prog := next[tg.FileUpdated](t, f.c, func(tg.FileUpdated) bool { return true }).File
+	if !prog.DownloadActive || prog.Downloaded <= 0 || prog.Downloaded >= 1000 {
+		t.Fatalf("first update = %+v; want partial progress", prog)
+	}
+	// Nothing more arrives for the file: the next update is a later post.
+	marker := f.w.Post(f.chat, 0, Post{Text: "marker"})
+	for _, u := range collectUntil(t, f.c, func(u tg.Update) bool {
+		nm, ok := u.(tg.NewMessage)
+		return ok && nm.Message.ID == marker.ID
+	}) {
+		if fu, ok := u.(tg.FileUpdated); ok {
+			t.Fatalf("stalled download reported %+v", fu.File)
+		}
+	}
+	again, err := f.c.DownloadFile(f.ctx, file.ID)
+	if err != nil || !again.DownloadActive || again.DownloadDone {
+		t.Fatalf("DownloadFile on a stalled file = %+v, %v; want it still active", again, err)
+	}
+	if err := f.c.CancelDownloadFile(f.ctx, file.ID); err != nil {
+		t.Fatal(err)
+	}
+	end := next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return !u.File.DownloadActive }).File
+	if end.DownloadDone {
+		t.Errorf("cancelled download = %+v", end)
+	}
+	if n := f.w.DownloadFaults(); n != 1 {
+		t.Errorf("DownloadFaults = %d, want 1", n)
+	}
+	if calls := f.w.Calls("alice")[tg.MethodCancelDownloadFile]; calls != 1 {
+		t.Errorf("cancelDownloadFile calls = %d, want 1", calls)
+	}
+}
+
+// deleteFile removes a completed download's local copy and reports the file
+// no longer downloaded; a later downloadFile fetches it again.
+func TestDeleteFileRemovesLocalCopy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	file := startDownload(t, f)
+	done := next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return u.File.DownloadDone }).File
+	if err := f.c.DeleteFile(f.ctx, file.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(done.LocalPath); !os.IsNotExist(err) {
+		t.Errorf("local copy still there after deleteFile: %v", err)
+	}
+	gone := next[tg.FileUpdated](t, f.c, func(tg.FileUpdated) bool { return true }).File
+	if gone.DownloadDone || gone.DownloadActive || gone.LocalPath != "" {
+		t.Errorf("update after deleteFile = %+v", gone)
+	}
+	again, err := f.c.DownloadFile(f.ctx, file.ID)
+	if err != nil || again.DownloadDone {
+		t.Fatalf("DownloadFile after deleteFile = %+v, %v; want a new download", again, err)
+	}
+	next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return u.File.DownloadDone })
+	if err := f.c.DeleteFile(f.ctx, 1<<30); err == nil || tg.Classify(err) != tg.ClassPermanent {
+		t.Errorf("DeleteFile of an unknown id = %v, want a 400", err)
+	}
+}
+
+// A file snapshot that says "complete" is not trusted once stashd deletes
+// files: Session.Download asks TDLib, which downloads the file again.
+func TestSessionDownloadAfterDeleteFetchesAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	s := tg.NewSession(f.c, func(tg.Update) {})
+	posted := f.w.Post(f.chat, 0, doc("again.zip", 1000))
+	m, err := f.c.GetMessage(f.ctx, f.chat, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, waitTimeout)
+	defer cancel()
+	done, err := s.Download(ctx, m.Document.File, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteFile(ctx, done.ID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Download(ctx, done, 0) // the stale snapshot: complete, at a path now gone
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(again.LocalPath); err != nil {
+		t.Errorf("download after deleteFile returned %+v: %v", again, err)
+	}
+}
