@@ -104,6 +104,9 @@ type Pipeline struct {
 	mu     sync.Mutex
 	seen   map[tg.MessageKey]tg.Message
 	topics map[topicKey]bool
+	// setFailures holds the last retryable failure of each pending set,
+	// so that a set failing at every sweep is logged once.
+	setFailures map[setID]string
 }
 
 type topicKey struct {
@@ -131,6 +134,8 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		log:    log.With("component", "ingest", "account", cfg.Account),
 		seen:   map[tg.MessageKey]tg.Message{},
 		topics: map[topicKey]bool{},
+
+		setFailures: map[setID]string{},
 	}
 }
 
@@ -198,8 +203,14 @@ func (p *Pipeline) DeadLetter(ctx context.Context, msg tg.Message, err error) er
 func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, logIt bool) error {
 	class := tg.Classify(err)
 	var ie *IncompleteSetError
-	if errors.As(err, &ie) {
+	var se *SetFailedError
+	switch {
+	case errors.As(err, &ie):
 		class = "incomplete_set"
+	case errors.As(err, &se):
+		// The set's other parts wait for a late or re-posted part, with
+		// backoff and the attempt cap.
+		class = "set_failed"
 	}
 	previous, aerr := p.store.DeadLetterAttempts(ctx, msg.Key())
 	if aerr != nil {

@@ -45,9 +45,33 @@ func (p *Pipeline) forget(parts []tg.Message) {
 	}
 }
 
+// SetFailedError is the dead-letter reason of the parts of a set that could
+// not be completed: a part is gone (deleted, no document any more) or
+// completing kept failing until SetMaxWait. The parts are retried later with
+// backoff; a re-posted part can still complete the set.
+type SetFailedError struct {
+	Set string
+	Err error
+}
+
+func (e *SetFailedError) Error() string {
+	return fmt.Sprintf("set %q failed: %v", e.Set, e.Err)
+}
+
+// partError says which part of a set failed to load.
+type partError struct {
+	key tg.MessageKey
+	err error
+}
+
+func (e *partError) Error() string { return fmt.Sprintf("load part %s: %v", e.key, e.err) }
+func (e *partError) Unwrap() error { return e.err }
+
 // message returns a set part as this session knows it: from memory, or
 // fetched by id (file ids are per session, so after a restart the message
-// must be loaded again before its file can be downloaded or re-sent).
+// must be loaded again before its file can be downloaded or re-sent). A
+// fetched message is remembered, so a set that fails later costs its
+// parts one getMessage each, not one per sweep.
 func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, error) {
 	p.mu.Lock()
 	m, ok := p.seen[key]
@@ -57,8 +81,14 @@ func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, 
 	}
 	m, err := p.tg.GetMessage(ctx, key.Chat, key.Message)
 	if err != nil {
-		return tg.Message{}, fmt.Errorf("load part %s: %w", key, err)
+		return tg.Message{}, &partError{key: key, err: err}
 	}
+	if m.Document == nil {
+		return tg.Message{}, &partError{key: key, err: tg.Permanent(errors.New("no document any more"))}
+	}
+	p.mu.Lock()
+	p.seen[key] = m
+	p.mu.Unlock()
 	return m, nil
 }
 
@@ -67,11 +97,18 @@ type SweepResult struct {
 	Completed  int
 	DeadLetter int
 	Waiting    int
+	// Failed counts complete sets whose completion failed with a
+	// retryable error; they are tried again at the next sweep until
+	// SetMaxWait.
+	Failed int
 }
 
 // Sweep looks at every pending set of the account once: complete and
 // settled sets are ingested as one package, sets waiting longer than
-// SetMaxWait become dead letters.
+// SetMaxWait become dead letters, and so do sets whose completion failed
+// for good (a part deleted) or until SetMaxWait. The error reports only
+// what kept the sweep from looking at a set (the store); a set's own
+// failure is logged once, when it first happens.
 func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	sets, err := p.store.PendingSets(ctx, p.cfg.Account)
@@ -97,29 +134,30 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		// A set complete by name whose source never settles (a source
 		// that keeps failing) is taken as it is once SetMaxWait has passed.
 		case missing == "" && (settled || expired):
-			if err := p.completeSet(ctx, set, ordered); err != nil {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				errs = append(errs, fmt.Errorf("complete set %q: %w", set.SetKey, err))
+			cerr := p.completeSet(ctx, set, ordered)
+			if cerr == nil {
+				p.setFailed(set, nil)
+				res.Completed++
 				continue
 			}
-			res.Completed++
-		case expired:
-			reason := &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}
-			for _, pt := range parts {
-				msg := tg.Message{ID: pt.Key.Message, ChatID: pt.Key.Chat, AlbumID: pt.AlbumID, Date: pt.Date,
-					Document: &tg.Document{FileName: pt.FileName, File: tg.File{Size: pt.FileSize, UniqueID: pt.UniqueID}}}
-				if pt.TopicID != 0 {
-					msg.IsTopicMessage, msg.ThreadID = true, pt.TopicID
-				}
-				if err := p.deadLetter(ctx, msg, reason, false); err != nil {
-					errs = append(errs, err)
-				} else {
-					p.count(store.OutcomeDeadLetter)
-				}
+			if ctx.Err() != nil {
+				return res, ctx.Err()
 			}
-			p.log.Warn("incomplete set is a dead letter", "source", set.Chat, "set", reason.Set, "parts", len(parts), "reason", reason.Missing)
+			if tg.Classify(cerr) != tg.ClassPermanent && !expired {
+				p.setFailed(set, cerr)
+				res.Failed++
+				continue
+			}
+			if err := p.deadLetterSet(ctx, set, parts, cerr); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res.DeadLetter++
+		case expired:
+			if err := p.deadLetterSet(ctx, set, parts, &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			res.DeadLetter++
 		default:
 			res.Waiting++
@@ -128,15 +166,82 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 	return res, errors.Join(errs...)
 }
 
+// deadLetterSet records every part of a set as a dead letter for cause and
+// logs the set once. A part that failed to load for good carries its own
+// (permanent) error; the others carry the set's reason and are retried with
+// backoff, so that a part posted again can still complete the set.
+func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, parts []store.SourceMessage, cause error) error {
+	var reason error = cause
+	var pe *partError
+	failedPart := errors.As(cause, &pe)
+	if _, incomplete := cause.(*IncompleteSetError); !incomplete {
+		reason = &SetFailedError{Set: displaySet(set.SetKey), Err: cause}
+	}
+	var errs []error
+	var msgs []tg.Message
+	for _, pt := range parts {
+		msg := partStub(pt)
+		msgs = append(msgs, msg)
+		err := reason
+		if failedPart && pt.Key == pe.key && tg.Classify(pe.err) == tg.ClassPermanent {
+			err = cause
+		}
+		if dlErr := p.deadLetter(ctx, msg, err, false); dlErr != nil {
+			errs = append(errs, dlErr)
+		} else {
+			p.count(store.OutcomeDeadLetter)
+		}
+	}
+	p.forget(msgs)
+	p.setFailed(set, nil)
+	p.log.Warn("set is a dead letter", "source", set.Chat, "set", displaySet(set.SetKey), "parts", len(parts), "reason", cause)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dead-letter set %q: %w", set.SetKey, err)
+	}
+	return nil
+}
+
+// setFailed remembers a set's retryable failure and logs it when it is new
+// or its text changed; nil forgets it. Sweeps come every few seconds: a
+// failing set must not write a line each time.
+func (p *Pipeline) setFailed(set store.PendingSet, err error) {
+	k := setID{set.Chat, set.TopicID, set.SetKey}
+	p.mu.Lock()
+	prev, had := p.setFailures[k]
+	if err == nil {
+		delete(p.setFailures, k)
+	} else {
+		p.setFailures[k] = err.Error()
+	}
+	p.mu.Unlock()
+	if err != nil && (!had || prev != err.Error()) {
+		p.log.Warn("complete set failed; retrying at the next sweep", "source", set.Chat, "set", displaySet(set.SetKey), "err", err)
+	}
+}
+
+// setID names a pending set.
+type setID struct {
+	chat  tg.ChatID
+	topic int64
+	key   string
+}
+
+// partStub is a pending part as the store knows it, enough to dead-letter it.
+func partStub(pt store.SourceMessage) tg.Message {
+	msg := tg.Message{ID: pt.Key.Message, ChatID: pt.Key.Chat, AlbumID: pt.AlbumID, Date: pt.Date,
+		Document: &tg.Document{FileName: pt.FileName, File: tg.File{Size: pt.FileSize, UniqueID: pt.UniqueID}}}
+	if pt.TopicID != 0 {
+		msg.IsTopicMessage, msg.ThreadID = true, pt.TopicID
+	}
+	return msg
+}
+
 func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts []store.SourceMessage) error {
 	msgs := make([]tg.Message, len(parts))
 	for i, pt := range parts {
 		m, err := p.message(ctx, pt.Key)
 		if err != nil {
 			return err
-		}
-		if m.Document == nil {
-			return tg.Permanent(fmt.Errorf("part %s has no document any more", pt.Key))
 		}
 		msgs[i] = m
 	}
@@ -203,7 +308,8 @@ func (s *SetSweeper) Start(ctx context.Context) error {
 				s.p.log.Warn("set sweep", "err", err)
 			}
 			if res.Completed+res.DeadLetter > 0 {
-				s.p.log.Debug("set sweep", "completed", res.Completed, "dead_letters", res.DeadLetter, "waiting", res.Waiting)
+				s.p.log.Debug("set sweep", "completed", res.Completed, "dead_letters", res.DeadLetter,
+					"waiting", res.Waiting, "failed", res.Failed)
 			}
 		})
 	})
