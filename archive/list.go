@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Entry is one file or directory recorded in an archive.
@@ -45,6 +46,11 @@ type Limits struct {
 	// MaxPathBytes is the longest Entry.Path kept; longer names are cut on a
 	// rune boundary. 0 means 4096.
 	MaxPathBytes int
+	// MaxDuration bounds the time of one listing: a small compressed tar of
+	// zeros decompresses for minutes. A listing over it ends with a
+	// *ListError wrapping ErrLimit, with the entries found so far.
+	// 0 means 10 s.
+	MaxDuration time.Duration
 }
 
 // Default limits, used for zero Limits fields.
@@ -52,6 +58,7 @@ const (
 	DefaultMaxEntries     = 100_000
 	DefaultMaxHeaderBytes = 64 << 20
 	DefaultMaxPathBytes   = 4096
+	DefaultMaxDuration    = 10 * time.Second
 )
 
 func (l Limits) withDefaults() Limits {
@@ -59,6 +66,7 @@ func (l Limits) withDefaults() Limits {
 		MaxEntries:     cmp.Or(max(l.MaxEntries, 0), DefaultMaxEntries),
 		MaxHeaderBytes: cmp.Or(max(l.MaxHeaderBytes, 0), DefaultMaxHeaderBytes),
 		MaxPathBytes:   cmp.Or(max(l.MaxPathBytes, 0), DefaultMaxPathBytes),
+		MaxDuration:    cmp.Or(max(l.MaxDuration, 0), DefaultMaxDuration),
 	}
 }
 
@@ -81,7 +89,8 @@ var (
 	ErrMalformed = errors.New("malformed archive")
 	// ErrUnsupported means the archive uses a feature this package cannot list.
 	ErrUnsupported = errors.New("unsupported archive")
-	// ErrLimit means a limit made listing impossible (a 7z header over MaxHeaderBytes).
+	// ErrLimit means a limit made listing impossible or stopped it (a 7z
+	// header over MaxHeaderBytes, a listing over MaxDuration).
 	ErrLimit = errors.New("archive over listing limit")
 )
 
@@ -135,7 +144,8 @@ func List(ctx context.Context, format Format, parts []string, lim Limits) (Listi
 // listParts is List over parts already open: the tests and the fuzz target
 // hand it in-memory readers.
 func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l Listing, err error) {
-	w := &walk{ctx: ctx, format: format, lim: lim.withDefaults()}
+	lim = lim.withDefaults()
+	w := &walk{ctx: ctx, format: format, lim: lim, deadline: time.Now().Add(lim.MaxDuration)}
 	if err := w.ctxErr(); err != nil {
 		return Listing{}, err
 	}
@@ -158,9 +168,13 @@ func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l 
 	default:
 		err = &ListError{Format: format, Reason: "not an archive format", Err: ErrUnsupported}
 	}
-	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		// A read that failed because the context ended is reported as the cancellation.
-		err = w.ctxErr()
+	if err != nil {
+		// A read that failed because the context ended or the time bound
+		// passed is reported as that.
+		var le *ListError
+		if cerr := w.ctxErr(); cerr != nil && !(errors.As(err, &le) && le.Err == cerr.(*ListError).Err) {
+			err = cerr
+		}
 	}
 	return w.listing, err
 }
@@ -172,6 +186,8 @@ type walk struct {
 	lim     Limits
 	listing Listing
 	seen    int // entries seen, for cancellation checks
+	// deadline is when MaxDuration ends.
+	deadline time.Time
 }
 
 // full reports whether MaxEntries entries are listed.
@@ -199,8 +215,28 @@ func (w *walk) checkCtx() error {
 }
 
 func (w *walk) ctxErr() error {
-	if err := w.ctx.Err(); err != nil {
+	switch err := w.stopCause(); {
+	case err == nil:
+		return nil
+	case err == errTimeBound:
+		return &ListError{Format: w.format, Err: ErrLimit,
+			Reason: fmt.Sprintf("listing stopped at the %s time bound after %d entries", w.lim.MaxDuration, len(w.listing.Entries))}
+	default:
 		return &ListError{Format: w.format, Reason: "listing interrupted: " + err.Error(), Err: err}
+	}
+}
+
+// errTimeBound is stopCause's answer once MaxDuration has passed.
+var errTimeBound = errors.New("listing time bound passed")
+
+// stopCause returns why the walk must stop now: the context's error, or
+// errTimeBound; nil to go on.
+func (w *walk) stopCause() error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if time.Now().After(w.deadline) {
+		return errTimeBound
 	}
 	return nil
 }

@@ -728,7 +728,7 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 	if s.packPos > avail || s.packSize0 > avail-s.packPos {
 		return nil, malformed(w.format, "packed header beyond end of file: truncated archive or missing volumes")
 	}
-	packed := &ctxReader{ctx: w.ctx, r: io.NewSectionReader(src, sz7SignatureLen+int64(s.packPos), int64(s.packSize0))}
+	packed := &ctxReader{w: w, r: io.NewSectionReader(src, sz7SignatureLen+int64(s.packPos), int64(s.packSize0))}
 
 	c := f.coders[0]
 	var dec io.Reader

@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"compress/bzip2"
 	"compress/gzip"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +29,7 @@ func listTar(w *walk, src *partSet) error {
 		return malformed(w.format, "empty file")
 	}
 	section := io.NewSectionReader(src, 0, src.Size())
-	raw := &ctxReader{ctx: w.ctx, r: section}
+	raw := &ctxReader{w: w, r: section}
 	var r io.Reader
 	switch w.format {
 	case FormatTar:
@@ -172,15 +171,15 @@ func xzDictSize(br *bufio.Reader) (size int64, ok bool) {
 	return 0, false
 }
 
-// ctxReader fails reads once its context is done, so that a long
-// decompression notices cancellation between two headers.
+// ctxReader fails reads once its walk must stop (context done, time bound
+// passed), so that a long decompression notices between two headers.
 type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+	w *walk
+	r io.Reader
 }
 
 func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
+	if err := c.w.stopCause(); err != nil {
 		return 0, err
 	}
 	return c.r.Read(p)
