@@ -28,6 +28,25 @@ type Entry struct {
 	// link entry points outside the root, or when the name had to be cleaned
 	// (invalid UTF-8 or control characters).
 	Unsafe bool
+	// Raw is the name exactly as the archive stores it (at most 64 KiB of
+	// it) when Path differs from it by more than a directory's trailing
+	// '/': the name was cleaned or cut. "" otherwise.
+	Raw string
+	// Cleaned is true when invalid UTF-8 or control characters (NUL
+	// included) had to be replaced or removed from the stored name.
+	Cleaned bool
+	// Cut is true when the name was longer than MaxPathBytes and was cut.
+	Cut bool
+	// Bidi is true when the name holds a bidirectional override, embedding
+	// or isolate character (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+	// U+061C): "txt.exe" shown as "exe.txt".
+	Bidi bool
+	// LinkEscape is true for a link whose target lies outside the
+	// extraction root, and for every later entry whose path goes through
+	// such a link: extracting it writes outside the root. Unsafe is set too.
+	LinkEscape bool
+	// Encrypted is true when the entry's data is encrypted.
+	Encrypted bool
 }
 
 // Limits bounds the work and memory of one List call. Zero fields take the
@@ -80,6 +99,13 @@ type Listing struct {
 	// Encrypted is true when some entry's data is encrypted, or the whole
 	// header is (then Entries is empty: names cannot be read without the password).
 	Encrypted bool
+	// HeadersEncrypted is true when the names themselves are encrypted (7z
+	// with encrypted headers, RAR with a password on its headers): Entries
+	// is empty because nothing can be read, not because the archive is.
+	HeadersEncrypted bool
+	// Format is the format listed: the one asked for, or the one the
+	// bytes' magic names when they contradict it (a rar named .zip).
+	Format Format
 }
 
 // Sentinel causes carried by a *ListError; test them with errors.Is.
@@ -124,7 +150,8 @@ func malformed(f Format, format string, args ...any) *ListError {
 // in compressed tars, whose stream must be decompressed (and discarded) to
 // reach the next header: their time grows with the archive, so pass a ctx
 // that can end. A 7z compressed header is decompressed too, within
-// MaxHeaderBytes.
+// MaxHeaderBytes. When the magic number of the first part names another
+// format than format, the bytes win: Listing.Format says what was listed.
 //
 // On a malformed archive List returns what it could list AND an error (a
 // *ListError). When ctx ends it returns the entries so far and a *ListError
@@ -145,6 +172,11 @@ func List(ctx context.Context, format Format, parts []string, lim Limits) (Listi
 // hand it in-memory readers.
 func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l Listing, err error) {
 	lim = lim.withDefaults()
+	if sniffed := sniffParts(src); sniffed != FormatNone && sniffed != format && format != FormatNone {
+		// The name lies (a rar named .zip, a plain tar named .tar.gz):
+		// the bytes decide.
+		format = sniffed
+	}
 	w := &walk{ctx: ctx, format: format, lim: lim, deadline: time.Now().Add(lim.MaxDuration)}
 	if err := w.ctxErr(); err != nil {
 		return Listing{}, err
@@ -156,6 +188,7 @@ func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l 
 		}
 	}()
 
+	w.listing.Format = format
 	switch format {
 	case FormatZip:
 		err = listZip(w, src)
@@ -186,6 +219,9 @@ type walk struct {
 	lim     Limits
 	listing Listing
 	seen    int // entries seen, for cancellation checks
+	// escapingLinks are the paths of links listed so far whose target is
+	// outside the root (at most one per entry, so bounded like Entries).
+	escapingLinks map[string]bool
 	// deadline is when MaxDuration ends.
 	deadline time.Time
 }
@@ -193,15 +229,40 @@ type walk struct {
 // full reports whether MaxEntries entries are listed.
 func (w *walk) full() bool { return len(w.listing.Entries) >= w.lim.MaxEntries }
 
+// maxRawName bounds Entry.Raw.
+const maxRawName = 64 << 10
+
 // add records one entry from its raw stored name.
 func (w *walk) add(rawName string, size int64, dir bool) *Entry {
 	if dir {
 		// zip and tar end directory names with '/', RAR and 7z do not: store one form.
 		rawName = strings.TrimSuffix(rawName, "/")
 	}
-	p, unsafe := cleanPath(rawName, w.lim.MaxPathBytes)
-	w.listing.Entries = append(w.listing.Entries, Entry{Path: p, Size: size, Dir: dir, Unsafe: unsafe})
+	c := cleanPath(rawName, w.lim.MaxPathBytes)
+	e := Entry{Path: c.path, Size: size, Dir: dir, Unsafe: c.cleaned || c.escapes,
+		Cleaned: c.cleaned, Cut: c.cut, Bidi: c.bidi}
+	if c.cleaned || c.cut {
+		e.Raw = rawName[:min(len(rawName), maxRawName)]
+	}
+	if len(w.escapingLinks) > 0 && throughLink(e.Path, w.escapingLinks) {
+		e.LinkEscape, e.Unsafe = true, true
+	}
+	w.listing.Entries = append(w.listing.Entries, e)
 	return &w.listing.Entries[len(w.listing.Entries)-1]
+}
+
+// link marks e, a link to target, and records it when the target lies
+// outside the extraction root, so that entries written through it are
+// flagged too.
+func (w *walk) link(e *Entry, target string) {
+	if !linkEscapes(e.Path, target) {
+		return
+	}
+	e.LinkEscape, e.Unsafe = true, true
+	if w.escapingLinks == nil {
+		w.escapingLinks = map[string]bool{}
+	}
+	w.escapingLinks[e.Path] = true
 }
 
 // checkCtx returns a *ListError when ctx is done. It looks at ctx only every

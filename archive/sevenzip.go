@@ -510,7 +510,18 @@ func (p *sz7Parser) header() error {
 		p.w.listing.Encrypted = true
 	}
 	if id == sz7FilesInfo {
-		if err := p.files(s); err != nil {
+		first := len(p.w.listing.Entries)
+		err := p.files(s)
+		if s.encrypted {
+			// Folders are not mapped to entries here: every entry with data
+			// counts as encrypted when a folder is (7-Zip encrypts all or none).
+			for i := first; i < len(p.w.listing.Entries); i++ {
+				if e := &p.w.listing.Entries[i]; !e.Dir && e.Size != 0 {
+					e.Encrypted = true
+				}
+			}
+		}
+		if err != nil {
 			return err
 		}
 		id = r.byte()
@@ -713,7 +724,7 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 	}
 	f := s.firstFolder
 	if f.encrypted {
-		w.listing.Encrypted = true
+		w.listing.Encrypted, w.listing.HeadersEncrypted = true, true
 		return nil, nil
 	}
 	if len(f.coders) != 1 || f.packed != 1 {

@@ -87,9 +87,15 @@ func listTar(w *walk, src *partSet) error {
 		}
 		dir := hdr.Typeflag == tar.TypeDir || strings.HasSuffix(hdr.Name, "/")
 		e := w.add(hdr.Name, hdr.Size, dir)
-		if (hdr.Typeflag == tar.TypeSymlink || hdr.Typeflag == tar.TypeLink) && escapesRoot(hdr.Linkname) {
+		switch hdr.Typeflag {
+		case tar.TypeSymlink:
 			// A link out of the root turns later entries into writes outside it.
-			e.Unsafe = true
+			w.link(e, hdr.Linkname)
+		case tar.TypeLink:
+			// A hard link names another entry, from the root.
+			if escapesRoot(hdr.Linkname) {
+				e.Unsafe, e.LinkEscape = true, true
+			}
 		}
 	}
 }

@@ -203,9 +203,9 @@ func (w *walk) addZipCentral(hdr, name, extra []byte) {
 	if usize <= math.MaxInt64 {
 		size = int64(usize)
 	}
-	w.add(rawName, size, dir)
+	e := w.add(rawName, size, dir)
 	if flags&zipFlagEncrypted != 0 {
-		w.listing.Encrypted = true
+		e.Encrypted, w.listing.Encrypted = true, true
 	}
 }
 
@@ -340,9 +340,9 @@ func scanZipLocal(w *walk, src *partSet) error {
 				size = int64(u)
 			}
 		}
-		w.add(string(name), size, strings.HasSuffix(string(name), "/"))
+		e := w.add(string(name), size, strings.HasSuffix(string(name), "/"))
 		if flags&zipFlagEncrypted != 0 {
-			w.listing.Encrypted = true
+			e.Encrypted, w.listing.Encrypted = true, true
 		}
 		if flags&zipFlagDescriptor != 0 && csize == 0 {
 			if next < 0 {
