@@ -94,6 +94,11 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if listErr != nil {
 		pkg.ListingError = listErr.Error()
 	}
+	pkg.Encrypted, pkg.HeadersEncrypted = listing.Encrypted, listing.HeadersEncrypted
+	if listing.Format != "" && listing.Format != format && format != albumFormat {
+		// The name lied; the bytes were listed as what they are.
+		pkg.Format, pkg.DetectedFormat = string(listing.Format), string(listing.Format)
+	}
 	storeParts := make([]store.Part, len(parts))
 	for i, m := range parts {
 		storeParts[i] = store.Part{Index: i, FileName: m.Document.FileName, Size: hashed.sizes[i],
@@ -101,7 +106,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	}
 	files := make([]store.FileEntry, len(listing.Entries))
 	for i, e := range listing.Entries {
-		files[i] = store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe}
+		files[i] = fileEntry(e)
 	}
 	id, _, err := p.store.CreatePackage(ctx, pkg, storeParts, files)
 	p.m.observeStage(StageCatalogue, start)
@@ -200,11 +205,32 @@ func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.M
 		}
 		out.Truncated = out.Truncated || l.Truncated
 		out.Encrypted = out.Encrypted || l.Encrypted
+		out.HeadersEncrypted = out.HeadersEncrypted || l.HeadersEncrypted
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// fileEntry is the catalogue row of a listed entry.
+func fileEntry(e archive.Entry) store.FileEntry {
+	f := store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe, Raw: e.Raw}
+	for _, fl := range []struct {
+		on   bool
+		name string
+	}{
+		{e.Cleaned, store.FlagCleaned},
+		{e.Cut, store.FlagCut},
+		{e.Bidi, store.FlagBidi},
+		{e.LinkEscape, store.FlagLinkEscape},
+		{e.Encrypted, store.FlagEncrypted},
+	} {
+		if fl.on {
+			f.Flags = append(f.Flags, fl.name)
+		}
+	}
+	return f
 }
 
 type fetched struct {
