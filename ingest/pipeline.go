@@ -23,6 +23,7 @@ type Store interface {
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
+	PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error)
 	AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error
 	CreatePackage(ctx context.Context, p store.Package, parts []store.Part, files []store.FileEntry) (int64, bool, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
@@ -259,6 +260,15 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		}
 		return p.addPart(ctx, msg, cls)
 	case cls.setKey != "":
+		if cls.name.IsMultipart() {
+			// A part posted again after its set was catalogued is a
+			// duplicate part, not the start of a new (broken) set.
+			if pkg, ok, err := p.store.PackageOfPart(ctx, msg.Document.File.UniqueID); err != nil {
+				return "", err
+			} else if ok {
+				return store.OutcomeDuplicate, p.record(ctx, []tg.Message{msg}, store.OutcomeDuplicate, pkg)
+			}
+		}
 		return p.addPart(ctx, msg, cls)
 	default:
 		return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)

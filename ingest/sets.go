@@ -126,7 +126,7 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		if len(parts) == 0 {
 			continue
 		}
-		ordered, missing := orderSet(set.SetKey, parts)
+		ordered, dups, missing := orderSet(set.SetKey, parts)
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
 			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, parts[len(parts)-1].Key.Message.ServerID()))
 		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
@@ -135,6 +135,9 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		// that keeps failing) is taken as it is once SetMaxWait has passed.
 		case missing == "" && (settled || expired):
 			cerr := p.completeSet(ctx, set, ordered)
+			if cerr == nil {
+				cerr = p.settleDuplicateParts(ctx, ordered, dups)
+			}
 			if cerr == nil {
 				p.setFailed(set, nil)
 				res.Completed++
@@ -266,23 +269,80 @@ func displaySet(key string) string {
 // multipart sets follow archive.OrderParts (parts 1..n without holes, the
 // final part when the naming scheme has one); a lone plain archive is a
 // complete set of one.
-func orderSet(setKey string, parts []store.SourceMessage) ([]store.SourceMessage, string) {
+//
+// A part posted twice is a duplicate part, not a broken set: the same
+// Telegram file (unique id), or a file of the same name and size (an
+// identical re-upload). The first one posted stands in the set, the others
+// are returned in dups. Two different files under one part name still
+// break the set.
+func orderSet(setKey string, parts []store.SourceMessage) (ordered, dups []store.SourceMessage, missing string) {
 	if strings.HasPrefix(setKey, "album:") {
-		return parts, "" // already by message id
+		return parts, nil, "" // already by message id
 	}
-	names := make([]archive.Name, len(parts))
-	for i, pt := range parts {
-		names[i] = archive.ParseName(pt.FileName)
+	type partID struct {
+		base string
+		part int
+	}
+	first := map[partID]store.SourceMessage{}
+	kept := make([]store.SourceMessage, 0, len(parts))
+	names := make([]archive.Name, 0, len(parts))
+	for _, pt := range parts { // by message id: the first posted wins
+		n := archive.ParseName(pt.FileName)
+		k := partID{n.Base, n.Part}
+		if f, ok := first[k]; ok && (f.UniqueID == pt.UniqueID || f.FileSize == pt.FileSize) {
+			dups = append(dups, pt)
+			continue
+		} else if !ok {
+			first[k] = pt
+		}
+		kept = append(kept, pt)
+		names = append(names, n)
 	}
 	o := archive.OrderParts(names)
 	if !o.Complete {
-		return parts, cmp.Or(o.Reason, "incomplete")
+		return parts, nil, cmp.Or(o.Reason, "incomplete")
 	}
-	out := make([]store.SourceMessage, len(o.Order))
+	ordered = make([]store.SourceMessage, len(o.Order))
 	for i, idx := range o.Order {
-		out[i] = parts[idx]
+		ordered[i] = kept[idx]
 	}
-	return out, ""
+	return ordered, dups, ""
+}
+
+// settleDuplicateParts records the parts posted twice of a set just
+// completed as duplicates of its package.
+func (p *Pipeline) settleDuplicateParts(ctx context.Context, ordered, dups []store.SourceMessage) error {
+	if len(dups) == 0 {
+		return nil
+	}
+	uniq := make([]string, len(ordered))
+	for i, pt := range ordered {
+		uniq[i] = pt.UniqueID
+	}
+	pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// The set's bytes matched a package cut into other parts: its
+		// first part's file is known only if that package recorded it.
+		if pkg, ok, err = p.store.PackageOfPart(ctx, uniq[0]); err != nil {
+			return err
+		} else if !ok {
+			pkg = 0
+		}
+	}
+	msgs := make([]tg.Message, len(dups))
+	for i, d := range dups {
+		msgs[i] = partStub(d)
+	}
+	if err := p.record(ctx, msgs, store.OutcomeDuplicate, pkg); err != nil {
+		return err
+	}
+	for range dups {
+		p.count(store.OutcomeDuplicate)
+	}
+	return nil
 }
 
 // SetSweeper runs Sweep periodically for one account.

@@ -173,3 +173,48 @@ func TestSetFailingUntilMaxWaitBecomesDeadLetter(t *testing.T) {
 		t.Fatalf("sweep after the dead letter = %+v, %v; want nothing left", res, err)
 	}
 }
+
+// A part posted twice, as the same Telegram file or as an identical
+// re-upload, is a duplicate part: the set completes with one copy of it,
+// and a copy posted after the set was catalogued is linked to the package
+// instead of starting a new set that can only end as a dead letter.
+func TestDuplicatePartIsNotABrokenSet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	whole := archivetest.SevenZip([]archivetest.File{{Name: "dup/data.bin", Data: []byte(strings.Repeat("d", 9000))}})
+	parts := archivetest.Split(whole, 3)
+	post := func(i int) tg.Message {
+		return e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("dup.7z.%03d", i+1), Data: parts[i]}))
+	}
+	var msgs []tg.Message
+	for _, i := range []int{0, 1, 1, 2} { // part 2 uploaded twice
+		m := post(i)
+		mustHandle(t, p, m, store.OutcomePartPending)
+		msgs = append(msgs, m)
+	}
+	// The same file forwarded again (same unique id) before the set completes.
+	fwd := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{SameFileAs: msgs[0].Document.File.UniqueID}))
+	mustHandle(t, p, fwd, store.OutcomePartPending)
+
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 || res.DeadLetter != 0 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d parts, want 3", n)
+	}
+	for _, m := range []tg.Message{msgs[2], fwd} {
+		out, ok, err := e.st.MessageHandled(e.ctx, m.Key())
+		if err != nil || !ok || out != store.OutcomeDuplicate {
+			t.Errorf("second copy %s: outcome %q, %v, %v; want duplicate", m.Key(), out, ok, err)
+		}
+	}
+	// Part 3 forwarded again once the set is catalogued.
+	late := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{SameFileAs: msgs[3].Document.File.UniqueID}))
+	mustHandle(t, p, late, store.OutcomeDuplicate)
+	e.now = e.now.Add(2 * time.Hour)
+	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 0 {
+		t.Fatalf("sweep = %+v, %v; want no dead letter", res, err)
+	}
+}

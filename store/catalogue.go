@@ -248,6 +248,21 @@ func (s *Store) PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int
 	return pkg, true, nil
 }
 
+// PackageOfPart returns the package one of whose parts is the Telegram
+// file with this unique id (its own part or an identical re-post): a part
+// posted again after its set was catalogued.
+func (s *Store) PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT package_id FROM remote_files WHERE unique_id = $1`, text(uniqueID)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("look up part %q: %w", uniqueID, err)
+	}
+	return id, true, nil
+}
+
 // PackageByHash returns the id of the package with this content hash
 // (dedup layer 4).
 func (s *Store) PackageByHash(ctx context.Context, hash []byte) (int64, bool, error) {
