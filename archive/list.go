@@ -113,6 +113,12 @@ var (
 	// ErrMalformed means the archive bytes are not a valid archive of the
 	// format, or are cut short.
 	ErrMalformed = errors.New("malformed archive")
+	// ErrVolumeMissing means the parts given are not the whole set: the
+	// archive says a volume follows the last part given (RAR, whose
+	// .partN.rar names have no end marker), or its header lies beyond the
+	// bytes given (7z .001 … split), or a split zip has fewer disks than it
+	// names. It is an ErrMalformed too.
+	ErrVolumeMissing = fmt.Errorf("%w: volume missing", ErrMalformed)
 	// ErrUnsupported means the archive uses a feature this package cannot list.
 	ErrUnsupported = errors.New("unsupported archive")
 	// ErrLimit means a limit made listing impossible or stopped it (a 7z
@@ -141,6 +147,11 @@ func (e *ListError) Unwrap() error { return e.Err }
 
 func malformed(f Format, format string, args ...any) *ListError {
 	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrMalformed}
+}
+
+// volumeMissing is malformed for a set that lacks a volume.
+func volumeMissing(f Format, format string, args ...any) *ListError {
+	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrVolumeMissing}
 }
 
 // List lists the archive made of parts (local file paths, in set order; one

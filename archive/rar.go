@@ -103,7 +103,7 @@ func listRar(w *walk, src *partSet) error {
 		}
 	}
 	if more {
-		return malformed(w.format, "archive continues after volume %d: next volume missing", src.Len())
+		return volumeMissing(w.format, "archive continues after volume %d: next volume missing", src.Len())
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func list7z(w *walk, src *partSet) error {
 	}
 	avail := uint64(src.Size() - sz7SignatureLen)
 	if nextOff > avail || nextSize > avail-nextOff {
-		return malformed(w.format, "header beyond end of file: truncated archive or missing volumes")
+		return volumeMissing(w.format, "header beyond end of file: truncated archive or missing volumes")
 	}
 	hdr := make([]byte, nextSize)
 	if _, err := src.ReadAt(hdr, sz7SignatureLen+int64(nextOff)); err != nil {
@@ -737,7 +737,7 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 	}
 	avail := uint64(src.Size() - sz7SignatureLen)
 	if s.packPos > avail || s.packSize0 > avail-s.packPos {
-		return nil, malformed(w.format, "packed header beyond end of file: truncated archive or missing volumes")
+		return nil, volumeMissing(w.format, "packed header beyond end of file: truncated archive or missing volumes")
 	}
 	packed := &ctxReader{w: w, r: io.NewSectionReader(src, sz7SignatureLen+int64(s.packPos), int64(s.packSize0))}
 

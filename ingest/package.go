@@ -84,6 +84,12 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if listErr != nil && ctx.Err() != nil {
 		return "", ctx.Err()
 	}
+	if errors.Is(listErr, archive.ErrVolumeMissing) && archive.ParseName(parts[0].Document.FileName).IsMultipart() {
+		// Part names have no end marker (x.part2.rar may be the last or
+		// not): the archive itself says the set goes on. Never deliver it
+		// as whole; the sweeper dead-letters it, and a late part completes it.
+		return "", &IncompleteSetError{Set: archive.ParseName(parts[0].Document.FileName).Set, Missing: listErr.Error()}
+	}
 
 	start = time.Now()
 	pkg := store.Package{

@@ -146,7 +146,8 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			if tg.Classify(cerr) != tg.ClassPermanent && !expired {
+			var incomplete *IncompleteSetError
+			if tg.Classify(cerr) != tg.ClassPermanent && !expired && !errors.As(cerr, &incomplete) {
 				p.setFailed(set, cerr)
 				res.Failed++
 				continue
@@ -177,7 +178,10 @@ func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, part
 	var reason error = cause
 	var pe *partError
 	failedPart := errors.As(cause, &pe)
-	if _, incomplete := cause.(*IncompleteSetError); !incomplete {
+	var incomplete *IncompleteSetError
+	if errors.As(cause, &incomplete) {
+		reason = incomplete // the listing found a volume missing
+	} else {
 		reason = &SetFailedError{Set: displaySet(set.SetKey), Err: cause}
 	}
 	var errs []error

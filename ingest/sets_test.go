@@ -218,3 +218,60 @@ func TestDuplicatePartIsNotABrokenSet(t *testing.T) {
 		t.Fatalf("sweep = %+v, %v; want no dead letter", res, err)
 	}
 }
+
+// x.part1.rar and x.part2.rar look complete by name, but the archive says
+// a volume follows: the set must not be delivered as whole. It becomes a
+// dead letter naming the missing volume, and the late part completes it.
+func TestSetWithNextVolumeMissingWaitsForLatePart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.RarVolumes([]archivetest.File{{Name: "vol/data.bin", Data: []byte(strings.Repeat("v", 9000))}}, 3)
+	for i := range 2 {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("vol.part%d.rar", i+1), Data: vols[i]}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 || res.Completed != 0 {
+		t.Fatalf("sweep = %+v, %v; want the set dead-lettered", res, err)
+	}
+	if n := len(e.delivered()); n != 0 {
+		t.Fatalf("delivered %d parts of a set missing its last volume", n)
+	}
+	dls, err := e.st.DeadLetters(e.ctx, store.DeadPending, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 2 {
+		t.Fatalf("dead letters %+v; want both parts", dls)
+	}
+	for _, d := range dls {
+		if d.ErrorClass != "incomplete_set" || !strings.Contains(d.Reason, "next volume missing") || d.NextAttemptAt.IsZero() {
+			t.Errorf("letter %+v: want incomplete_set naming the missing volume, retried later", d)
+		}
+	}
+
+	late := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "vol.part3.rar", Data: vols[2]}))
+	mustHandle(t, p, late, store.OutcomePartPending)
+	e.now = e.now.Add(time.Hour)
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p, e.st, nil)
+	if res, err := r.RunOnce(e.ctx); err != nil || res.Tried != 2 {
+		t.Fatalf("retry = %+v, %v; want both letters tried", res, err)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d parts, want 3", n)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 || pkg.ListingError != "" || pkg.FileCount != 1 {
+			t.Errorf("package %+v; want 3 parts listed without error", pkg)
+		}
+	}
+}
