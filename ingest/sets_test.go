@@ -275,3 +275,35 @@ func TestSetWithNextVolumeMissingWaitsForLatePart(t *testing.T) {
 		}
 	}
 }
+
+// A multipart set posted as an album (or as two albums: an album holds at
+// most 10 documents) is one set, listed as one archive, not part by part.
+func TestMultipartSetPostedAsAlbumIsListedAsOneSet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.RarVolumes([]archivetest.File{{Name: "alb/data.bin", Data: []byte(strings.Repeat("a", 9000))}}, 3)
+	for i, album := range []int64{88, 88, 89} {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("alb.part%d.rar", i+1), Data: vols[i], AlbumID: album}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 || res.DeadLetter != 0 {
+		t.Fatalf("sweep = %+v, %v; want one completed set", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%d packages, want 1", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.Format != "rar" || pkg.PartCount != 3 || pkg.FileCount != 1 || pkg.ListingError != "" {
+			t.Errorf("package %+v; want one rar of 3 parts listed as one set", pkg)
+		}
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d parts, want 3", n)
+	}
+}
