@@ -194,17 +194,23 @@ func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Out
 	return nil
 }
 
-// list lists a package. An album's parts are independent archives: each is
-// listed on its own and its entries are shown under the part's file name.
+// list lists a package. An album's parts are independent archives, or the
+// parts of multipart sets: each archive or set is listed on its own (a set
+// as one archive, never part by part) and its entries are shown under the
+// file name of its first part.
 func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.Message, paths []string) (archive.Listing, error) {
 	if format != albumFormat {
 		return archive.List(ctx, format, paths, p.cfg.Limits)
 	}
 	var out archive.Listing
 	var errs []error
-	for i, path := range paths {
-		name := parts[i].Document.FileName
-		l, err := archive.List(ctx, archive.ParseName(name).Format, []string{path}, p.cfg.Limits)
+	for _, g := range albumGroups(parts) {
+		name := parts[g[0]].Document.FileName
+		groupPaths := make([]string, len(g))
+		for i, idx := range g {
+			groupPaths[i] = paths[idx]
+		}
+		l, err := archive.List(ctx, archive.ParseName(name).Format, groupPaths, p.cfg.Limits)
 		for _, e := range l.Entries {
 			e.Path = name + "/" + e.Path
 			out.Entries = append(out.Entries, e)
@@ -217,6 +223,63 @@ func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.M
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// albumGroups splits an album's parts into the archives to list: the parts
+// of one multipart set together in set order (an x.zip or x.rar whose name
+// is the set's joins it as archive.OrderParts says), every other archive
+// alone. It returns indices into parts.
+func albumGroups(parts []tg.Message) [][]int {
+	names := make([]archive.Name, len(parts))
+	sets := map[string][]int{}
+	for i, m := range parts {
+		names[i] = archive.ParseName(m.Document.FileName)
+		if names[i].IsMultipart() {
+			sets[names[i].Set] = append(sets[names[i].Set], i)
+		}
+	}
+	var groups [][]int
+	done := make([]bool, len(parts))
+	for i, n := range names {
+		if done[i] {
+			continue
+		}
+		set := n.Set
+		if set == "" && sets[n.Base] != nil {
+			set = n.Base // the final x.zip or first x.rar of a set in the album
+		}
+		members := sets[set]
+		if set == "" || members == nil {
+			groups = append(groups, []int{i})
+			done[i] = true
+			continue
+		}
+		if n.Set == "" {
+			members = append(members, i)
+		} else {
+			for j, m := range names {
+				if m.Set == "" && m.Base == set && !done[j] {
+					members = append(members, j)
+				}
+			}
+		}
+		cand := make([]archive.Name, len(members))
+		for k, idx := range members {
+			cand[k] = names[idx]
+		}
+		group := members
+		if o := archive.OrderParts(cand); o.Complete {
+			group = make([]int, len(o.Order))
+			for k, idx := range o.Order {
+				group[k] = members[idx]
+			}
+		}
+		for _, idx := range group {
+			done[idx] = true
+		}
+		groups = append(groups, group)
+	}
+	return groups
 }
 
 // fileEntry is the catalogue row of a listed entry.

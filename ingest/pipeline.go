@@ -283,7 +283,7 @@ type classification struct {
 }
 
 // classify decides what a message is: not an archive, a single archive, or
-// a part of a set (a multipart set by name, or an album of archives). A
+// a part of a set (an album of archives, or a multipart set by name). A
 // plain x.zip or x.rar is ambiguous: it may be the final part of x.z01… or
 // the first of x.r00…, whose other parts may still be in flight. It waits
 // like a part, and the sweeper ingests it alone if no other part shows up.
@@ -295,14 +295,11 @@ func classify(msg tg.Message) classification {
 	c := classification{archive: n.IsArchive(), name: n}
 	switch {
 	case !c.archive:
-	case n.IsMultipart():
-		// A multipart set is one set whether or not it was posted as an
-		// album (or as several: an album holds at most 10 documents), so
-		// it is listed as one archive, not part by part.
-		c.setKey = "set:" + n.Set
-		c.part = n.Part
 	case msg.AlbumID != 0:
 		c.setKey = fmt.Sprintf("album:%d", msg.AlbumID)
+	case n.IsMultipart():
+		c.setKey = "set:" + n.Set
+		c.part = n.Part
 	case n.Format == archive.FormatZip || n.Format == archive.FormatRar:
 		c.setKey = "set:" + n.Base
 	}

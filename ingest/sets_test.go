@@ -276,17 +276,20 @@ func TestSetWithNextVolumeMissingWaitsForLatePart(t *testing.T) {
 	}
 }
 
-// A multipart set posted as an album (or as two albums: an album holds at
-// most 10 documents) is one set, listed as one archive, not part by part.
+// A multipart set posted as an album is listed as one archive, not part by
+// part, next to the album's other archives.
 func TestMultipartSetPostedAsAlbumIsListedAsOneSet(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
 	p, c := e.pipeline("a")
 	vols := archivetest.RarVolumes([]archivetest.File{{Name: "alb/data.bin", Data: []byte(strings.Repeat("a", 9000))}}, 3)
-	for i, album := range []int64{88, 88, 89} {
-		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("alb.part%d.rar", i+1), Data: vols[i], AlbumID: album}))
+	// Posted out of order, with a lone zip in the album.
+	for _, i := range []int{1, 0, 2} {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("alb.part%d.rar", i+1), Data: vols[i], AlbumID: 88}))
 		mustHandle(t, p, m, store.OutcomePartPending)
 	}
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "notes.zip", Data: zipOf("notes.txt", "n"), AlbumID: 88}))
+	mustHandle(t, p, m, store.OutcomePartPending)
 	e.now = e.now.Add(2 * time.Minute)
 	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 || res.DeadLetter != 0 {
 		t.Fatalf("sweep = %+v, %v; want one completed set", res, err)
@@ -299,11 +302,11 @@ func TestMultipartSetPostedAsAlbumIsListedAsOneSet(t *testing.T) {
 		t.Fatalf("%d packages, want 1", len(pkgs))
 	}
 	for _, pkg := range pkgs {
-		if pkg.Format != "rar" || pkg.PartCount != 3 || pkg.FileCount != 1 || pkg.ListingError != "" {
-			t.Errorf("package %+v; want one rar of 3 parts listed as one set", pkg)
+		if pkg.PartCount != 4 || pkg.FileCount != 2 || pkg.ListingError != "" {
+			t.Errorf("package %+v; want the album of 4 documents, its rar set listed as one", pkg)
 		}
 	}
-	if n := len(e.delivered()); n != 3 {
-		t.Errorf("delivered %d parts, want 3", n)
+	if n := len(e.delivered()); n != 4 {
+		t.Errorf("delivered %d documents, want 4", n)
 	}
 }
