@@ -258,21 +258,37 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		} else if ok {
 			return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
 		}
-		return p.addPart(ctx, msg, cls)
+		return p.addKnownOrPart(ctx, msg, cls)
+	case cls.setKey != "" && cls.name.IsMultipart():
+		return p.addKnownOrPart(ctx, msg, cls)
 	case cls.setKey != "":
-		if cls.name.IsMultipart() {
-			// A part posted again after its set was catalogued is a
-			// duplicate part, not the start of a new (broken) set.
-			if pkg, ok, err := p.store.PackageOfPart(ctx, msg.Document.File.UniqueID); err != nil {
-				return "", err
-			} else if ok {
-				return store.OutcomeDuplicate, p.record(ctx, []tg.Message{msg}, store.OutcomeDuplicate, pkg)
-			}
-		}
 		return p.addPart(ctx, msg, cls)
 	default:
 		return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
 	}
+}
+
+// addKnownOrPart records a part of a set, unless the same file (unique id)
+// is already a part of a delivered package: a part posted again after its
+// set was catalogued, or a forwarded set, is a duplicate part, not the start
+// of a new set that could only end as a dead letter or, for a set's final
+// x.zip, be mirrored again on its own. A package whose delivery is not
+// complete is left to the set path, which finishes it.
+func (p *Pipeline) addKnownOrPart(ctx context.Context, msg tg.Message, cls classification) (store.Outcome, error) {
+	pkg, ok, err := p.store.PackageOfPart(ctx, msg.Document.File.UniqueID)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		done, err := p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		if err != nil {
+			return "", err
+		}
+		if done {
+			return store.OutcomeDuplicate, p.record(ctx, []tg.Message{msg}, store.OutcomeDuplicate, pkg)
+		}
+	}
+	return p.addPart(ctx, msg, cls)
 }
 
 type classification struct {
