@@ -35,6 +35,7 @@ type Store interface {
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
+	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)
 	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error)
 	TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error)
 	UpsertTopic(ctx context.Context, t tg.Topic) error

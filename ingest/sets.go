@@ -27,8 +27,15 @@ func (e *IncompleteSetError) Error() string {
 
 // addPart records a part of a set; the sweeper completes the set once all
 // its parts are in and it has been quiet for SetSettle.
+//
+// The set's parts that became dead letters because it was incomplete come
+// back with it: this part may be the one that was missing (a late last
+// volume), and waiting for their retry times would split the set again.
 func (p *Pipeline) addPart(ctx context.Context, msg tg.Message, cls classification) (store.Outcome, error) {
 	if err := p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomePartPending, 0)); err != nil {
+		return "", err
+	}
+	if _, err := p.store.ReviveSet(ctx, msg.ChatID, msg.TopicID(), cls.setKey); err != nil {
 		return "", err
 	}
 	p.mu.Lock()
