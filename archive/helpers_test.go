@@ -46,8 +46,10 @@ func checkEntries(t *testing.T, got, want []Entry) {
 	if len(got) != len(want) {
 		t.Fatalf("got %d entries %+v, want %d", len(got), got, len(want))
 	}
+	// Only the fields every test states; the name flags have their own tests.
+	base := func(e Entry) Entry { return Entry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe} }
 	for i := range want {
-		if got[i] != want[i] {
+		if base(got[i]) != base(want[i]) {
 			t.Errorf("entry %d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}

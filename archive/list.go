@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Entry is one file or directory recorded in an archive.
@@ -27,6 +28,25 @@ type Entry struct {
 	// link entry points outside the root, or when the name had to be cleaned
 	// (invalid UTF-8 or control characters).
 	Unsafe bool
+	// Raw is the name exactly as the archive stores it (at most 64 KiB of
+	// it) when Path differs from it by more than a directory's trailing
+	// '/': the name was cleaned or cut. "" otherwise.
+	Raw string
+	// Cleaned is true when invalid UTF-8 or control characters (NUL
+	// included) had to be replaced or removed from the stored name.
+	Cleaned bool
+	// Cut is true when the name was longer than MaxPathBytes and was cut.
+	Cut bool
+	// Bidi is true when the name holds a bidirectional override, embedding
+	// or isolate character (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+	// U+061C): "txt.exe" shown as "exe.txt".
+	Bidi bool
+	// LinkEscape is true for a link whose target lies outside the
+	// extraction root, and for every later entry whose path goes through
+	// such a link: extracting it writes outside the root. Unsafe is set too.
+	LinkEscape bool
+	// Encrypted is true when the entry's data is encrypted.
+	Encrypted bool
 }
 
 // Limits bounds the work and memory of one List call. Zero fields take the
@@ -45,6 +65,11 @@ type Limits struct {
 	// MaxPathBytes is the longest Entry.Path kept; longer names are cut on a
 	// rune boundary. 0 means 4096.
 	MaxPathBytes int
+	// MaxDuration bounds the time of one listing: a small compressed tar of
+	// zeros decompresses for minutes. A listing over it ends with a
+	// *ListError wrapping ErrLimit, with the entries found so far.
+	// 0 means 10 s.
+	MaxDuration time.Duration
 }
 
 // Default limits, used for zero Limits fields.
@@ -52,6 +77,7 @@ const (
 	DefaultMaxEntries     = 100_000
 	DefaultMaxHeaderBytes = 64 << 20
 	DefaultMaxPathBytes   = 4096
+	DefaultMaxDuration    = 10 * time.Second
 )
 
 func (l Limits) withDefaults() Limits {
@@ -59,6 +85,7 @@ func (l Limits) withDefaults() Limits {
 		MaxEntries:     cmp.Or(max(l.MaxEntries, 0), DefaultMaxEntries),
 		MaxHeaderBytes: cmp.Or(max(l.MaxHeaderBytes, 0), DefaultMaxHeaderBytes),
 		MaxPathBytes:   cmp.Or(max(l.MaxPathBytes, 0), DefaultMaxPathBytes),
+		MaxDuration:    cmp.Or(max(l.MaxDuration, 0), DefaultMaxDuration),
 	}
 }
 
@@ -72,6 +99,13 @@ type Listing struct {
 	// Encrypted is true when some entry's data is encrypted, or the whole
 	// header is (then Entries is empty: names cannot be read without the password).
 	Encrypted bool
+	// HeadersEncrypted is true when the names themselves are encrypted (7z
+	// with encrypted headers, RAR with a password on its headers): Entries
+	// is empty because nothing can be read, not because the archive is.
+	HeadersEncrypted bool
+	// Format is the format listed: the one asked for, or the one the
+	// bytes' magic names when they contradict it (a rar named .zip).
+	Format Format
 }
 
 // Sentinel causes carried by a *ListError; test them with errors.Is.
@@ -79,9 +113,16 @@ var (
 	// ErrMalformed means the archive bytes are not a valid archive of the
 	// format, or are cut short.
 	ErrMalformed = errors.New("malformed archive")
+	// ErrVolumeMissing means the parts given are not the whole set: the
+	// archive says a volume follows the last part given (RAR, whose
+	// .partN.rar names have no end marker), or its header lies beyond the
+	// bytes given (7z .001 … split), or a split zip has fewer disks than it
+	// names. It is an ErrMalformed too.
+	ErrVolumeMissing = fmt.Errorf("%w: volume missing", ErrMalformed)
 	// ErrUnsupported means the archive uses a feature this package cannot list.
 	ErrUnsupported = errors.New("unsupported archive")
-	// ErrLimit means a limit made listing impossible (a 7z header over MaxHeaderBytes).
+	// ErrLimit means a limit made listing impossible or stopped it (a 7z
+	// header over MaxHeaderBytes, a listing over MaxDuration).
 	ErrLimit = errors.New("archive over listing limit")
 )
 
@@ -108,6 +149,11 @@ func malformed(f Format, format string, args ...any) *ListError {
 	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrMalformed}
 }
 
+// volumeMissing is malformed for a set that lacks a volume.
+func volumeMissing(f Format, format string, args ...any) *ListError {
+	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrVolumeMissing}
+}
+
 // List lists the archive made of parts (local file paths, in set order; one
 // element for a single archive) without extracting anything. Whatever the
 // bytes are, memory stays bounded by lim (plus at most a 128 MiB decoder
@@ -115,7 +161,8 @@ func malformed(f Format, format string, args ...any) *ListError {
 // in compressed tars, whose stream must be decompressed (and discarded) to
 // reach the next header: their time grows with the archive, so pass a ctx
 // that can end. A 7z compressed header is decompressed too, within
-// MaxHeaderBytes.
+// MaxHeaderBytes. When the magic number of the first part names another
+// format than format, the bytes win: Listing.Format says what was listed.
 //
 // On a malformed archive List returns what it could list AND an error (a
 // *ListError). When ctx ends it returns the entries so far and a *ListError
@@ -135,7 +182,13 @@ func List(ctx context.Context, format Format, parts []string, lim Limits) (Listi
 // listParts is List over parts already open: the tests and the fuzz target
 // hand it in-memory readers.
 func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l Listing, err error) {
-	w := &walk{ctx: ctx, format: format, lim: lim.withDefaults()}
+	lim = lim.withDefaults()
+	if sniffed := sniffParts(src); sniffed != FormatNone && sniffed != format && format != FormatNone {
+		// The name lies (a rar named .zip, a plain tar named .tar.gz):
+		// the bytes decide.
+		format = sniffed
+	}
+	w := &walk{ctx: ctx, format: format, lim: lim, deadline: time.Now().Add(lim.MaxDuration)}
 	if err := w.ctxErr(); err != nil {
 		return Listing{}, err
 	}
@@ -146,6 +199,7 @@ func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l 
 		}
 	}()
 
+	w.listing.Format = format
 	switch format {
 	case FormatZip:
 		err = listZip(w, src)
@@ -158,9 +212,13 @@ func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l 
 	default:
 		err = &ListError{Format: format, Reason: "not an archive format", Err: ErrUnsupported}
 	}
-	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		// A read that failed because the context ended is reported as the cancellation.
-		err = w.ctxErr()
+	if err != nil {
+		// A read that failed because the context ended or the time bound
+		// passed is reported as that.
+		var le *ListError
+		if cerr := w.ctxErr(); cerr != nil && !(errors.As(err, &le) && le.Err == cerr.(*ListError).Err) {
+			err = cerr
+		}
 	}
 	return w.listing, err
 }
@@ -172,10 +230,18 @@ type walk struct {
 	lim     Limits
 	listing Listing
 	seen    int // entries seen, for cancellation checks
+	// escapingLinks are the paths of links listed so far whose target is
+	// outside the root (at most one per entry, so bounded like Entries).
+	escapingLinks map[string]bool
+	// deadline is when MaxDuration ends.
+	deadline time.Time
 }
 
 // full reports whether MaxEntries entries are listed.
 func (w *walk) full() bool { return len(w.listing.Entries) >= w.lim.MaxEntries }
+
+// maxRawName bounds Entry.Raw.
+const maxRawName = 64 << 10
 
 // add records one entry from its raw stored name.
 func (w *walk) add(rawName string, size int64, dir bool) *Entry {
@@ -183,9 +249,31 @@ func (w *walk) add(rawName string, size int64, dir bool) *Entry {
 		// zip and tar end directory names with '/', RAR and 7z do not: store one form.
 		rawName = strings.TrimSuffix(rawName, "/")
 	}
-	p, unsafe := cleanPath(rawName, w.lim.MaxPathBytes)
-	w.listing.Entries = append(w.listing.Entries, Entry{Path: p, Size: size, Dir: dir, Unsafe: unsafe})
+	c := cleanPath(rawName, w.lim.MaxPathBytes)
+	e := Entry{Path: c.path, Size: size, Dir: dir, Unsafe: c.cleaned || c.escapes,
+		Cleaned: c.cleaned, Cut: c.cut, Bidi: c.bidi}
+	if c.cleaned || c.cut {
+		e.Raw = rawName[:min(len(rawName), maxRawName)]
+	}
+	if len(w.escapingLinks) > 0 && throughLink(e.Path, w.escapingLinks) {
+		e.LinkEscape, e.Unsafe = true, true
+	}
+	w.listing.Entries = append(w.listing.Entries, e)
 	return &w.listing.Entries[len(w.listing.Entries)-1]
+}
+
+// link marks e, a link to target, and records it when the target lies
+// outside the extraction root, so that entries written through it are
+// flagged too.
+func (w *walk) link(e *Entry, target string) {
+	if !linkEscapes(e.Path, target) {
+		return
+	}
+	e.LinkEscape, e.Unsafe = true, true
+	if w.escapingLinks == nil {
+		w.escapingLinks = map[string]bool{}
+	}
+	w.escapingLinks[e.Path] = true
 }
 
 // checkCtx returns a *ListError when ctx is done. It looks at ctx only every
@@ -199,8 +287,28 @@ func (w *walk) checkCtx() error {
 }
 
 func (w *walk) ctxErr() error {
-	if err := w.ctx.Err(); err != nil {
+	switch err := w.stopCause(); {
+	case err == nil:
+		return nil
+	case err == errTimeBound:
+		return &ListError{Format: w.format, Err: ErrLimit,
+			Reason: fmt.Sprintf("listing stopped at the %s time bound after %d entries", w.lim.MaxDuration, len(w.listing.Entries))}
+	default:
 		return &ListError{Format: w.format, Reason: "listing interrupted: " + err.Error(), Err: err}
+	}
+}
+
+// errTimeBound is stopCause's answer once MaxDuration has passed.
+var errTimeBound = errors.New("listing time bound passed")
+
+// stopCause returns why the walk must stop now: the context's error, or
+// errTimeBound; nil to go on.
+func (w *walk) stopCause() error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if time.Now().After(w.deadline) {
+		return errTimeBound
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"stashd/archive/archivetest"
@@ -132,6 +134,11 @@ func TestListMissingParts(t *testing.T) {
 			t.Parallel()
 			l, err := List(context.Background(), tt.format, writeVolumes(t, tt.vols...), Limits{})
 			wantListError(t, err, tt.format, tt.substr, ErrMalformed)
+			// A missing first volume leaves bytes that are not the start of
+			// an archive: malformed, nothing says a volume is missing.
+			if missing := !strings.Contains(tt.name, "first") && (strings.Contains(tt.name, "missing") || strings.Contains(tt.name, "alone")); missing != errors.Is(err, ErrVolumeMissing) {
+				t.Errorf("%v: ErrVolumeMissing %v, want %v", err, !missing, missing)
+			}
 			if len(l.Entries) < tt.minEntries {
 				t.Errorf("listed %d entries before the error, want at least %d", len(l.Entries), tt.minEntries)
 			}
@@ -504,4 +511,27 @@ func TestListDecoderWindowLimits(t *testing.T) {
 	z := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xa0, 0x01, 0x00, 0x00}
 	_, err = memList(context.Background(), FormatTarZst, Limits{}, z)
 	wantListError(t, err, FormatTarZst, "window size exceeded", ErrMalformed)
+}
+
+// A 153 KB tar.xz holding 1 GiB of zeros (made with tar and xz -6)
+// decompresses for seconds: the time bound ends its listing with a recorded
+// limit error, and the entry seen before the bound is kept.
+func TestListTimeBound(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("testdata", "bomb-zeros.tar.xz")
+	l, err := List(context.Background(), FormatTarXz, []string{path}, Limits{MaxDuration: 20 * time.Millisecond})
+	wantListError(t, err, FormatTarXz, "time bound", ErrLimit)
+	if len(l.Entries) != 1 || l.Entries[0].Path != "zeros.bin" || l.Entries[0].Size != 1<<30 {
+		t.Errorf("entries %+v, want zeros.bin of 1 GiB", l.Entries)
+	}
+	// A cancelled context is still reported as an interruption.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = List(ctx, FormatTarXz, []string{path}, Limits{MaxDuration: time.Hour})
+	wantListError(t, err, FormatTarXz, "listing interrupted", context.Canceled)
+	// Every format stops at the bound, however small the archive.
+	for format, build := range builders(t) {
+		_, err := memList(context.Background(), format, Limits{MaxDuration: time.Nanosecond}, build(sampleFiles()))
+		wantListError(t, err, format, "time bound", ErrLimit)
+	}
 }

@@ -1,37 +1,85 @@
 package archive
 
 import (
+	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
+// cleanedPath is what cleanPath made of a stored name.
+type cleanedPath struct {
+	path    string
+	cleaned bool // invalid UTF-8 replaced or control characters removed
+	cut     bool // longer than the bound, cut
+	escapes bool // would escape an extraction root
+	bidi    bool // holds a bidirectional formatting character
+}
+
 // cleanPath turns an entry name as stored in an archive into a string fit for
 // the catalogue: invalid UTF-8 replaced with U+FFFD, control characters
-// (NUL included) removed, and cut to maxBytes on a rune boundary. unsafe is
-// true when the name had to be cleaned or would escape an extraction root.
-// Cutting a long name alone does not make it unsafe.
-func cleanPath(raw string, maxBytes int) (clean string, unsafe bool) {
-	changed := false
+// (NUL included) removed, and cut to maxBytes on a rune boundary, and says
+// what it found on the way.
+func cleanPath(raw string, maxBytes int) cleanedPath {
+	var c cleanedPath
 	var b strings.Builder
 	b.Grow(min(len(raw), maxBytes+utf8.UTFMax))
 	for i, r := range raw {
 		if r == utf8.RuneError {
 			if _, size := utf8.DecodeRuneInString(raw[i:]); size == 1 {
 				b.WriteRune(utf8.RuneError)
-				changed = true
+				c.cleaned = true
 				continue
 			}
 		}
 		if unicode.IsControl(r) {
-			changed = true
+			c.cleaned = true
 			continue
 		}
+		c.bidi = c.bidi || isBidiControl(r)
 		b.WriteRune(r)
 	}
-	clean = b.String()
-	unsafe = changed || escapesRoot(clean)
-	return cutUTF8(clean, maxBytes), unsafe
+	clean := b.String()
+	c.escapes = escapesRoot(clean)
+	c.path = cutUTF8(clean, maxBytes)
+	c.cut = len(c.path) < len(clean)
+	return c
+}
+
+// isBidiControl reports whether r changes the display order of the text
+// around it: the overrides, embeddings and isolates, and the marks.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+// linkEscapes reports whether a link stored at linkPath pointing to target
+// resolves outside the extraction root.
+func linkEscapes(linkPath, target string) bool {
+	if target == "" {
+		return false
+	}
+	target = strings.ReplaceAll(target, `\`, "/")
+	if target[0] == '/' || (len(target) >= 2 && target[1] == ':') {
+		return true
+	}
+	joined := path.Clean(path.Dir(strings.ReplaceAll(linkPath, `\`, "/")) + "/" + target)
+	return joined == ".." || strings.HasPrefix(joined, "../") || strings.HasPrefix(joined, "/")
+}
+
+// throughLink reports whether p, or a directory above it, is one of links.
+func throughLink(p string, links map[string]bool) bool {
+	p = strings.ReplaceAll(p, `\`, "/")
+	for i := strings.IndexByte(p, '/'); i >= 0; {
+		if links[p[:i]] {
+			return true
+		}
+		j := strings.IndexByte(p[i+1:], '/')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return links[p]
 }
 
 // escapesRoot reports whether extracting a file named p could write outside

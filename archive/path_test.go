@@ -43,7 +43,8 @@ func TestCleanPath(t *testing.T) {
 		{strings.Repeat("a/", 3000), 4096, strings.Repeat("a/", 2048), false},
 	}
 	for _, tt := range tests {
-		clean, unsafe := cleanPath(tt.raw, tt.max)
+		c := cleanPath(tt.raw, tt.max)
+		clean, unsafe := c.path, c.cleaned || c.escapes
 		if clean != tt.clean || unsafe != tt.unsafe {
 			t.Errorf("cleanPath(%q, %d) = %q, %v; want %q, %v", tt.raw, tt.max, clean, unsafe, tt.clean, tt.unsafe)
 		}

@@ -103,7 +103,7 @@ func listRar(w *walk, src *partSet) error {
 		}
 	}
 	if more {
-		return malformed(w.format, "archive continues after volume %d: next volume missing", src.Len())
+		return volumeMissing(w.format, "archive continues after volume %d: next volume missing", src.Len())
 	}
 	return nil
 }
@@ -241,7 +241,7 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 			}
 		case rar5Encryption:
 			// Every following header is encrypted: names need the password.
-			v.w.listing.Encrypted = true
+			v.w.listing.Encrypted, v.w.listing.HeadersEncrypted = true, true
 			v.stop = true
 			return false, nil
 		case rar5End:
@@ -293,13 +293,21 @@ func (v *rarVolume) addFile5(body rarBuf, extra []byte, pos int64) error {
 		x.b = x.b[n:]
 		switch rec.vint() {
 		case rar5ExtraCrypt:
-			v.w.listing.Encrypted = true
+			e.Encrypted, v.w.listing.Encrypted = true, true
 		case rar5ExtraRedirect:
 			kind := rec.vint()
 			rec.vint() // flags
 			tlen := rec.vint()
-			if !rec.bad && tlen <= uint64(len(rec.b)) && kind >= 1 && kind <= 4 && escapesRoot(string(rec.b[:tlen])) {
-				e.Unsafe = true // a link out of the extraction root
+			if !rec.bad && tlen <= uint64(len(rec.b)) && kind >= 1 && kind <= 4 {
+				// Unix and Windows symlinks and junctions resolve from the
+				// link's directory; a hard link (4) names an entry from the root.
+				if target := string(rec.b[:tlen]); kind == 4 {
+					if escapesRoot(target) {
+						e.Unsafe, e.LinkEscape = true, true
+					}
+				} else {
+					v.w.link(e, target)
+				}
 			}
 		}
 	}
@@ -357,7 +365,7 @@ func (v *rarVolume) list4(pos int64) (more bool, err error) {
 		switch typ {
 		case rar4Main:
 			if flags&rar4MainPassword != 0 {
-				v.w.listing.Encrypted = true
+				v.w.listing.Encrypted, v.w.listing.HeadersEncrypted = true, true
 				v.stop = true
 				return false, nil
 			}
@@ -427,9 +435,9 @@ func (v *rarVolume) addFile4(hdr []byte, flags uint16, pos int64) error {
 	if !unknown && unp <= math.MaxInt64 {
 		size = int64(unp)
 	}
-	v.w.add(name, size, flags&rar4DirMask == rar4DirMask)
+	e := v.w.add(name, size, flags&rar4DirMask == rar4DirMask)
 	if flags&rar4Encrypted != 0 {
-		v.w.listing.Encrypted = true
+		e.Encrypted, v.w.listing.Encrypted = true, true
 	}
 	return nil
 }

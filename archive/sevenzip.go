@@ -87,7 +87,7 @@ func list7z(w *walk, src *partSet) error {
 	}
 	avail := uint64(src.Size() - sz7SignatureLen)
 	if nextOff > avail || nextSize > avail-nextOff {
-		return malformed(w.format, "header beyond end of file: truncated archive or missing volumes")
+		return volumeMissing(w.format, "header beyond end of file: truncated archive or missing volumes")
 	}
 	hdr := make([]byte, nextSize)
 	if _, err := src.ReadAt(hdr, sz7SignatureLen+int64(nextOff)); err != nil {
@@ -510,7 +510,18 @@ func (p *sz7Parser) header() error {
 		p.w.listing.Encrypted = true
 	}
 	if id == sz7FilesInfo {
-		if err := p.files(s); err != nil {
+		first := len(p.w.listing.Entries)
+		err := p.files(s)
+		if s.encrypted {
+			// Folders are not mapped to entries here: every entry with data
+			// counts as encrypted when a folder is (7-Zip encrypts all or none).
+			for i := first; i < len(p.w.listing.Entries); i++ {
+				if e := &p.w.listing.Entries[i]; !e.Dir && e.Size != 0 {
+					e.Encrypted = true
+				}
+			}
+		}
+		if err != nil {
 			return err
 		}
 		id = r.byte()
@@ -713,7 +724,7 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 	}
 	f := s.firstFolder
 	if f.encrypted {
-		w.listing.Encrypted = true
+		w.listing.Encrypted, w.listing.HeadersEncrypted = true, true
 		return nil, nil
 	}
 	if len(f.coders) != 1 || f.packed != 1 {
@@ -726,9 +737,9 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 	}
 	avail := uint64(src.Size() - sz7SignatureLen)
 	if s.packPos > avail || s.packSize0 > avail-s.packPos {
-		return nil, malformed(w.format, "packed header beyond end of file: truncated archive or missing volumes")
+		return nil, volumeMissing(w.format, "packed header beyond end of file: truncated archive or missing volumes")
 	}
-	packed := &ctxReader{ctx: w.ctx, r: io.NewSectionReader(src, sz7SignatureLen+int64(s.packPos), int64(s.packSize0))}
+	packed := &ctxReader{w: w, r: io.NewSectionReader(src, sz7SignatureLen+int64(s.packPos), int64(s.packSize0))}
 
 	c := f.coders[0]
 	var dec io.Reader

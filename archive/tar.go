@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"compress/bzip2"
 	"compress/gzip"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +29,7 @@ func listTar(w *walk, src *partSet) error {
 		return malformed(w.format, "empty file")
 	}
 	section := io.NewSectionReader(src, 0, src.Size())
-	raw := &ctxReader{ctx: w.ctx, r: section}
+	raw := &ctxReader{w: w, r: section}
 	var r io.Reader
 	switch w.format {
 	case FormatTar:
@@ -88,9 +87,15 @@ func listTar(w *walk, src *partSet) error {
 		}
 		dir := hdr.Typeflag == tar.TypeDir || strings.HasSuffix(hdr.Name, "/")
 		e := w.add(hdr.Name, hdr.Size, dir)
-		if (hdr.Typeflag == tar.TypeSymlink || hdr.Typeflag == tar.TypeLink) && escapesRoot(hdr.Linkname) {
+		switch hdr.Typeflag {
+		case tar.TypeSymlink:
 			// A link out of the root turns later entries into writes outside it.
-			e.Unsafe = true
+			w.link(e, hdr.Linkname)
+		case tar.TypeLink:
+			// A hard link names another entry, from the root.
+			if escapesRoot(hdr.Linkname) {
+				e.Unsafe, e.LinkEscape = true, true
+			}
 		}
 	}
 }
@@ -172,15 +177,15 @@ func xzDictSize(br *bufio.Reader) (size int64, ok bool) {
 	return 0, false
 }
 
-// ctxReader fails reads once its context is done, so that a long
-// decompression notices cancellation between two headers.
+// ctxReader fails reads once its walk must stop (context done, time bound
+// passed), so that a long decompression notices between two headers.
 type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+	w *walk
+	r io.Reader
 }
 
 func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
+	if err := c.w.stopCause(); err != nil {
 		return 0, err
 	}
 	return c.r.Read(p)

@@ -71,11 +71,11 @@ func listZip(w *walk, src *partSet) error {
 	switch {
 	case end.disk == 0 && end.cdDisk == 0:
 	case nparts == 1:
-		return malformed(w.format, "last part of a split set (disk %d); the earlier parts are missing", uint64(end.disk)+1)
+		return volumeMissing(w.format, "last part of a split set (disk %d); the earlier parts are missing", uint64(end.disk)+1)
 	case uint64(end.disk) == uint64(nparts-1) && end.cdDisk <= end.disk:
 		base = src.Start(int(end.cdDisk))
 	default:
-		return malformed(w.format, "split set of %d disks but %d parts given", uint64(end.disk)+1, nparts)
+		return volumeMissing(w.format, "split set of %d disks but %d parts given", uint64(end.disk)+1, nparts)
 	}
 
 	if end.cdOffset > uint64(end.limit) || base+int64(end.cdOffset) > end.limit {
@@ -203,9 +203,9 @@ func (w *walk) addZipCentral(hdr, name, extra []byte) {
 	if usize <= math.MaxInt64 {
 		size = int64(usize)
 	}
-	w.add(rawName, size, dir)
+	e := w.add(rawName, size, dir)
 	if flags&zipFlagEncrypted != 0 {
-		w.listing.Encrypted = true
+		e.Encrypted, w.listing.Encrypted = true, true
 	}
 }
 
@@ -340,9 +340,9 @@ func scanZipLocal(w *walk, src *partSet) error {
 				size = int64(u)
 			}
 		}
-		w.add(string(name), size, strings.HasSuffix(string(name), "/"))
+		e := w.add(string(name), size, strings.HasSuffix(string(name), "/"))
 		if flags&zipFlagEncrypted != 0 {
-			w.listing.Encrypted = true
+			e.Encrypted, w.listing.Encrypted = true, true
 		}
 		if flags&zipFlagDescriptor != 0 && csize == 0 {
 			if next < 0 {

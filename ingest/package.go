@@ -93,6 +93,12 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", ctx.Err()
 	}
 	held.release()
+	if errors.Is(listErr, archive.ErrVolumeMissing) && archive.ParseName(parts[0].Document.FileName).IsMultipart() {
+		// Part names have no end marker (x.part2.rar may be the last or
+		// not): the archive itself says the set goes on. Never deliver it
+		// as whole; the sweeper dead-letters it, and a late part completes it.
+		return "", &IncompleteSetError{Set: archive.ParseName(parts[0].Document.FileName).Set, Missing: listErr.Error()}
+	}
 
 	start = time.Now()
 	pkg := store.Package{
@@ -103,6 +109,11 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if listErr != nil {
 		pkg.ListingError = listErr.Error()
 	}
+	pkg.Encrypted, pkg.HeadersEncrypted = listing.Encrypted, listing.HeadersEncrypted
+	if listing.Format != "" && listing.Format != format && format != albumFormat {
+		// The name lied; the bytes were listed as what they are.
+		pkg.Format, pkg.DetectedFormat = string(listing.Format), string(listing.Format)
+	}
 	storeParts := make([]store.Part, len(parts))
 	for i, m := range parts {
 		storeParts[i] = store.Part{Index: i, FileName: m.Document.FileName, Size: hashed.sizes[i],
@@ -110,7 +121,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	}
 	files := make([]store.FileEntry, len(listing.Entries))
 	for i, e := range listing.Entries {
-		files[i] = store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe}
+		files[i] = fileEntry(e)
 	}
 	id, _, err := p.store.CreatePackage(ctx, pkg, storeParts, files)
 	p.m.observeStage(StageCatalogue, start)
@@ -192,28 +203,112 @@ func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Out
 	return nil
 }
 
-// list lists a package. An album's parts are independent archives: each is
-// listed on its own and its entries are shown under the part's file name.
+// list lists a package. An album's parts are independent archives, or the
+// parts of multipart sets: each archive or set is listed on its own (a set
+// as one archive, never part by part) and its entries are shown under the
+// file name of its first part.
 func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.Message, paths []string) (archive.Listing, error) {
 	if format != albumFormat {
 		return archive.List(ctx, format, paths, p.cfg.Limits)
 	}
 	var out archive.Listing
 	var errs []error
-	for i, path := range paths {
-		name := parts[i].Document.FileName
-		l, err := archive.List(ctx, archive.ParseName(name).Format, []string{path}, p.cfg.Limits)
+	for _, g := range albumGroups(parts) {
+		name := parts[g[0]].Document.FileName
+		groupPaths := make([]string, len(g))
+		for i, idx := range g {
+			groupPaths[i] = paths[idx]
+		}
+		l, err := archive.List(ctx, archive.ParseName(name).Format, groupPaths, p.cfg.Limits)
 		for _, e := range l.Entries {
 			e.Path = name + "/" + e.Path
 			out.Entries = append(out.Entries, e)
 		}
 		out.Truncated = out.Truncated || l.Truncated
 		out.Encrypted = out.Encrypted || l.Encrypted
+		out.HeadersEncrypted = out.HeadersEncrypted || l.HeadersEncrypted
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// albumGroups splits an album's parts into the archives to list: the parts
+// of one multipart set together in set order (an x.zip or x.rar whose name
+// is the set's joins it as archive.OrderParts says), every other archive
+// alone. It returns indices into parts.
+func albumGroups(parts []tg.Message) [][]int {
+	names := make([]archive.Name, len(parts))
+	sets := map[string][]int{}
+	for i, m := range parts {
+		names[i] = archive.ParseName(m.Document.FileName)
+		if names[i].IsMultipart() {
+			sets[names[i].Set] = append(sets[names[i].Set], i)
+		}
+	}
+	var groups [][]int
+	done := make([]bool, len(parts))
+	for i, n := range names {
+		if done[i] {
+			continue
+		}
+		set := n.Set
+		if set == "" && sets[n.Base] != nil {
+			set = n.Base // the final x.zip or first x.rar of a set in the album
+		}
+		members := sets[set]
+		if set == "" || members == nil {
+			groups = append(groups, []int{i})
+			done[i] = true
+			continue
+		}
+		if n.Set == "" {
+			members = append(members, i)
+		} else {
+			for j, m := range names {
+				if m.Set == "" && m.Base == set && !done[j] {
+					members = append(members, j)
+				}
+			}
+		}
+		cand := make([]archive.Name, len(members))
+		for k, idx := range members {
+			cand[k] = names[idx]
+		}
+		group := members
+		if o := archive.OrderParts(cand); o.Complete {
+			group = make([]int, len(o.Order))
+			for k, idx := range o.Order {
+				group[k] = members[idx]
+			}
+		}
+		for _, idx := range group {
+			done[idx] = true
+		}
+		groups = append(groups, group)
+	}
+	return groups
+}
+
+// fileEntry is the catalogue row of a listed entry.
+func fileEntry(e archive.Entry) store.FileEntry {
+	f := store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe, Raw: e.Raw}
+	for _, fl := range []struct {
+		on   bool
+		name string
+	}{
+		{e.Cleaned, store.FlagCleaned},
+		{e.Cut, store.FlagCut},
+		{e.Bidi, store.FlagBidi},
+		{e.LinkEscape, store.FlagLinkEscape},
+		{e.Encrypted, store.FlagEncrypted},
+	} {
+		if fl.on {
+			f.Flags = append(f.Flags, fl.name)
+		}
+	}
+	return f
 }
 
 type fetched struct {

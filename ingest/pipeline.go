@@ -24,6 +24,7 @@ type Store interface {
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
+	PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error)
 	AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error
 	CreatePackage(ctx context.Context, p store.Package, parts []store.Part, files []store.FileEntry) (int64, bool, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
@@ -36,6 +37,7 @@ type Store interface {
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
+	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)
 	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error)
 	TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error)
 	UpsertTopic(ctx context.Context, t tg.Topic) error
@@ -119,6 +121,9 @@ type Pipeline struct {
 
 	// disk is the download budget in bytes (Config.DownloadBudget).
 	disk *semaphore.Weighted
+	// setFailures holds the last retryable failure of each pending set,
+	// so that a set failing at every sweep is logged once.
+	setFailures map[setID]string
 }
 
 // DefaultDownloadBudget is the download budget of an account when the
@@ -160,6 +165,8 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		seen:   map[tg.MessageKey]tg.Message{},
 		topics: map[topicKey]bool{},
 		disk:   semaphore.NewWeighted(cfg.DownloadBudget),
+
+		setFailures: map[setID]string{},
 	}
 }
 
@@ -227,8 +234,14 @@ func (p *Pipeline) DeadLetter(ctx context.Context, msg tg.Message, err error) er
 func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, logIt bool) error {
 	class := tg.Classify(err)
 	var ie *IncompleteSetError
-	if errors.As(err, &ie) {
+	var se *SetFailedError
+	switch {
+	case errors.As(err, &ie):
 		class = "incomplete_set"
+	case errors.As(err, &se):
+		// The set's other parts wait for a late or re-posted part, with
+		// backoff and the attempt cap.
+		class = "set_failed"
 	}
 	previous, aerr := p.store.DeadLetterAttempts(ctx, msg.Key())
 	if aerr != nil {
@@ -275,12 +288,37 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		} else if ok {
 			return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
 		}
-		return p.addPart(ctx, msg, cls)
+		return p.addKnownOrPart(ctx, msg, cls)
+	case cls.setKey != "" && cls.name.IsMultipart():
+		return p.addKnownOrPart(ctx, msg, cls)
 	case cls.setKey != "":
 		return p.addPart(ctx, msg, cls)
 	default:
 		return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
 	}
+}
+
+// addKnownOrPart records a part of a set, unless the same file (unique id)
+// is already a part of a delivered package: a part posted again after its
+// set was catalogued, or a forwarded set, is a duplicate part, not the start
+// of a new set that could only end as a dead letter or, for a set's final
+// x.zip, be mirrored again on its own. A package whose delivery is not
+// complete is left to the set path, which finishes it.
+func (p *Pipeline) addKnownOrPart(ctx context.Context, msg tg.Message, cls classification) (store.Outcome, error) {
+	pkg, ok, err := p.store.PackageOfPart(ctx, msg.Document.File.UniqueID)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		done, err := p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		if err != nil {
+			return "", err
+		}
+		if done {
+			return store.OutcomeDuplicate, p.record(ctx, []tg.Message{msg}, store.OutcomeDuplicate, pkg)
+		}
+	}
+	return p.addPart(ctx, msg, cls)
 }
 
 type classification struct {

@@ -27,8 +27,15 @@ func (e *IncompleteSetError) Error() string {
 
 // addPart records a part of a set; the sweeper completes the set once all
 // its parts are in and it has been quiet for SetSettle.
+//
+// The set's parts that became dead letters because it was incomplete come
+// back with it: this part may be the one that was missing (a late last
+// volume), and waiting for their retry times would split the set again.
 func (p *Pipeline) addPart(ctx context.Context, msg tg.Message, cls classification) (store.Outcome, error) {
 	if err := p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomePartPending, 0)); err != nil {
+		return "", err
+	}
+	if _, err := p.store.ReviveSet(ctx, msg.ChatID, msg.TopicID(), cls.setKey); err != nil {
 		return "", err
 	}
 	p.mu.Lock()
@@ -45,9 +52,33 @@ func (p *Pipeline) forget(parts []tg.Message) {
 	}
 }
 
+// SetFailedError is the dead-letter reason of the parts of a set that could
+// not be completed: a part is gone (deleted, no document any more) or
+// completing kept failing until SetMaxWait. The parts are retried later with
+// backoff; a re-posted part can still complete the set.
+type SetFailedError struct {
+	Set string
+	Err error
+}
+
+func (e *SetFailedError) Error() string {
+	return fmt.Sprintf("set %q failed: %v", e.Set, e.Err)
+}
+
+// partError says which part of a set failed to load.
+type partError struct {
+	key tg.MessageKey
+	err error
+}
+
+func (e *partError) Error() string { return fmt.Sprintf("load part %s: %v", e.key, e.err) }
+func (e *partError) Unwrap() error { return e.err }
+
 // message returns a set part as this session knows it: from memory, or
 // fetched by id (file ids are per session, so after a restart the message
-// must be loaded again before its file can be downloaded or re-sent).
+// must be loaded again before its file can be downloaded or re-sent). A
+// fetched message is remembered, so a set that fails later costs its
+// parts one getMessage each, not one per sweep.
 func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, error) {
 	p.mu.Lock()
 	m, ok := p.seen[key]
@@ -57,8 +88,14 @@ func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, 
 	}
 	m, err := p.tg.GetMessage(ctx, key.Chat, key.Message)
 	if err != nil {
-		return tg.Message{}, fmt.Errorf("load part %s: %w", key, err)
+		return tg.Message{}, &partError{key: key, err: err}
 	}
+	if m.Document == nil {
+		return tg.Message{}, &partError{key: key, err: tg.Permanent(errors.New("no document any more"))}
+	}
+	p.mu.Lock()
+	p.seen[key] = m
+	p.mu.Unlock()
 	return m, nil
 }
 
@@ -67,11 +104,18 @@ type SweepResult struct {
 	Completed  int
 	DeadLetter int
 	Waiting    int
+	// Failed counts complete sets whose completion failed with a
+	// retryable error; they are tried again at the next sweep until
+	// SetMaxWait.
+	Failed int
 }
 
 // Sweep looks at every pending set of the account once: complete and
 // settled sets are ingested as one package, sets waiting longer than
-// SetMaxWait become dead letters.
+// SetMaxWait become dead letters, and so do sets whose completion failed
+// for good (a part deleted) or until SetMaxWait. The error reports only
+// what kept the sweep from looking at a set (the store); a set's own
+// failure is logged once, when it first happens.
 func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	sets, err := p.store.PendingSets(ctx, p.cfg.Account)
@@ -89,7 +133,7 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		if len(parts) == 0 {
 			continue
 		}
-		ordered, missing := orderSet(set.SetKey, parts)
+		ordered, dups, missing := orderSet(set.SetKey, parts)
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
 			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, parts[len(parts)-1].Key.Message.ServerID()))
 		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
@@ -97,29 +141,34 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		// A set complete by name whose source never settles (a source
 		// that keeps failing) is taken as it is once SetMaxWait has passed.
 		case missing == "" && (settled || expired):
-			if err := p.completeSet(ctx, set, ordered); err != nil {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				errs = append(errs, fmt.Errorf("complete set %q: %w", set.SetKey, err))
+			cerr := p.completeSet(ctx, set, ordered)
+			if cerr == nil {
+				cerr = p.settleDuplicateParts(ctx, ordered, dups)
+			}
+			if cerr == nil {
+				p.setFailed(set, nil)
+				res.Completed++
 				continue
 			}
-			res.Completed++
-		case expired:
-			reason := &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}
-			for _, pt := range parts {
-				msg := tg.Message{ID: pt.Key.Message, ChatID: pt.Key.Chat, AlbumID: pt.AlbumID, Date: pt.Date,
-					Document: &tg.Document{FileName: pt.FileName, File: tg.File{Size: pt.FileSize, UniqueID: pt.UniqueID}}}
-				if pt.TopicID != 0 {
-					msg.IsTopicMessage, msg.ThreadID = true, pt.TopicID
-				}
-				if err := p.deadLetter(ctx, msg, reason, false); err != nil {
-					errs = append(errs, err)
-				} else {
-					p.count(store.OutcomeDeadLetter)
-				}
+			if ctx.Err() != nil {
+				return res, ctx.Err()
 			}
-			p.log.Warn("incomplete set is a dead letter", "source", set.Chat, "set", reason.Set, "parts", len(parts), "reason", reason.Missing)
+			var incomplete *IncompleteSetError
+			if tg.Classify(cerr) != tg.ClassPermanent && !expired && !errors.As(cerr, &incomplete) {
+				p.setFailed(set, cerr)
+				res.Failed++
+				continue
+			}
+			if err := p.deadLetterSet(ctx, set, parts, cerr); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res.DeadLetter++
+		case expired:
+			if err := p.deadLetterSet(ctx, set, parts, &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			res.DeadLetter++
 		default:
 			res.Waiting++
@@ -128,15 +177,85 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 	return res, errors.Join(errs...)
 }
 
+// deadLetterSet records every part of a set as a dead letter for cause and
+// logs the set once. A part that failed to load for good carries its own
+// (permanent) error; the others carry the set's reason and are retried with
+// backoff, so that a part posted again can still complete the set.
+func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, parts []store.SourceMessage, cause error) error {
+	var reason error = cause
+	var pe *partError
+	failedPart := errors.As(cause, &pe)
+	var incomplete *IncompleteSetError
+	if errors.As(cause, &incomplete) {
+		reason = incomplete // the listing found a volume missing
+	} else {
+		reason = &SetFailedError{Set: displaySet(set.SetKey), Err: cause}
+	}
+	var errs []error
+	var msgs []tg.Message
+	for _, pt := range parts {
+		msg := partStub(pt)
+		msgs = append(msgs, msg)
+		err := reason
+		if failedPart && pt.Key == pe.key && tg.Classify(pe.err) == tg.ClassPermanent {
+			err = cause
+		}
+		if dlErr := p.deadLetter(ctx, msg, err, false); dlErr != nil {
+			errs = append(errs, dlErr)
+		} else {
+			p.count(store.OutcomeDeadLetter)
+		}
+	}
+	p.forget(msgs)
+	p.setFailed(set, nil)
+	p.log.Warn("set is a dead letter", "source", set.Chat, "set", displaySet(set.SetKey), "parts", len(parts), "reason", cause)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dead-letter set %q: %w", set.SetKey, err)
+	}
+	return nil
+}
+
+// setFailed remembers a set's retryable failure and logs it when it is new
+// or its text changed; nil forgets it. Sweeps come every few seconds: a
+// failing set must not write a line each time.
+func (p *Pipeline) setFailed(set store.PendingSet, err error) {
+	k := setID{set.Chat, set.TopicID, set.SetKey}
+	p.mu.Lock()
+	prev, had := p.setFailures[k]
+	if err == nil {
+		delete(p.setFailures, k)
+	} else {
+		p.setFailures[k] = err.Error()
+	}
+	p.mu.Unlock()
+	if err != nil && (!had || prev != err.Error()) {
+		p.log.Warn("complete set failed; retrying at the next sweep", "source", set.Chat, "set", displaySet(set.SetKey), "err", err)
+	}
+}
+
+// setID names a pending set.
+type setID struct {
+	chat  tg.ChatID
+	topic int64
+	key   string
+}
+
+// partStub is a pending part as the store knows it, enough to dead-letter it.
+func partStub(pt store.SourceMessage) tg.Message {
+	msg := tg.Message{ID: pt.Key.Message, ChatID: pt.Key.Chat, AlbumID: pt.AlbumID, Date: pt.Date,
+		Document: &tg.Document{FileName: pt.FileName, File: tg.File{Size: pt.FileSize, UniqueID: pt.UniqueID}}}
+	if pt.TopicID != 0 {
+		msg.IsTopicMessage, msg.ThreadID = true, pt.TopicID
+	}
+	return msg
+}
+
 func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts []store.SourceMessage) error {
 	msgs := make([]tg.Message, len(parts))
 	for i, pt := range parts {
 		m, err := p.message(ctx, pt.Key)
 		if err != nil {
 			return err
-		}
-		if m.Document == nil {
-			return tg.Permanent(fmt.Errorf("part %s has no document any more", pt.Key))
 		}
 		msgs[i] = m
 	}
@@ -161,23 +280,80 @@ func displaySet(key string) string {
 // multipart sets follow archive.OrderParts (parts 1..n without holes, the
 // final part when the naming scheme has one); a lone plain archive is a
 // complete set of one.
-func orderSet(setKey string, parts []store.SourceMessage) ([]store.SourceMessage, string) {
+//
+// A part posted twice is a duplicate part, not a broken set: the same
+// Telegram file (unique id), or a file of the same name and size (an
+// identical re-upload). The first one posted stands in the set, the others
+// are returned in dups. Two different files under one part name still
+// break the set.
+func orderSet(setKey string, parts []store.SourceMessage) (ordered, dups []store.SourceMessage, missing string) {
 	if strings.HasPrefix(setKey, "album:") {
-		return parts, "" // already by message id
+		return parts, nil, "" // already by message id
 	}
-	names := make([]archive.Name, len(parts))
-	for i, pt := range parts {
-		names[i] = archive.ParseName(pt.FileName)
+	type partID struct {
+		base string
+		part int
+	}
+	first := map[partID]store.SourceMessage{}
+	kept := make([]store.SourceMessage, 0, len(parts))
+	names := make([]archive.Name, 0, len(parts))
+	for _, pt := range parts { // by message id: the first posted wins
+		n := archive.ParseName(pt.FileName)
+		k := partID{n.Base, n.Part}
+		if f, ok := first[k]; ok && (f.UniqueID == pt.UniqueID || f.FileSize == pt.FileSize) {
+			dups = append(dups, pt)
+			continue
+		} else if !ok {
+			first[k] = pt
+		}
+		kept = append(kept, pt)
+		names = append(names, n)
 	}
 	o := archive.OrderParts(names)
 	if !o.Complete {
-		return parts, cmp.Or(o.Reason, "incomplete")
+		return parts, nil, cmp.Or(o.Reason, "incomplete")
 	}
-	out := make([]store.SourceMessage, len(o.Order))
+	ordered = make([]store.SourceMessage, len(o.Order))
 	for i, idx := range o.Order {
-		out[i] = parts[idx]
+		ordered[i] = kept[idx]
 	}
-	return out, ""
+	return ordered, dups, ""
+}
+
+// settleDuplicateParts records the parts posted twice of a set just
+// completed as duplicates of its package.
+func (p *Pipeline) settleDuplicateParts(ctx context.Context, ordered, dups []store.SourceMessage) error {
+	if len(dups) == 0 {
+		return nil
+	}
+	uniq := make([]string, len(ordered))
+	for i, pt := range ordered {
+		uniq[i] = pt.UniqueID
+	}
+	pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// The set's bytes matched a package cut into other parts: its
+		// first part's file is known only if that package recorded it.
+		if pkg, ok, err = p.store.PackageOfPart(ctx, uniq[0]); err != nil {
+			return err
+		} else if !ok {
+			pkg = 0
+		}
+	}
+	msgs := make([]tg.Message, len(dups))
+	for i, d := range dups {
+		msgs[i] = partStub(d)
+	}
+	if err := p.record(ctx, msgs, store.OutcomeDuplicate, pkg); err != nil {
+		return err
+	}
+	for range dups {
+		p.count(store.OutcomeDuplicate)
+	}
+	return nil
 }
 
 // SetSweeper runs Sweep periodically for one account.
@@ -203,7 +379,8 @@ func (s *SetSweeper) Start(ctx context.Context) error {
 				s.p.log.Warn("set sweep", "err", err)
 			}
 			if res.Completed+res.DeadLetter > 0 {
-				s.p.log.Debug("set sweep", "completed", res.Completed, "dead_letters", res.DeadLetter, "waiting", res.Waiting)
+				s.p.log.Debug("set sweep", "completed", res.Completed, "dead_letters", res.DeadLetter,
+					"waiting", res.Waiting, "failed", res.Failed)
 			}
 		})
 	})

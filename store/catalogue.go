@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -72,16 +73,17 @@ func (s *Store) RecordMessages(ctx context.Context, msgs ...SourceMessage) error
 		if !m.Date.IsZero() {
 			date = &m.Date
 		}
+		name, raw := storableName(m.FileName)
 		batch.Queue(`INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, date, file_name,
-				file_size, unique_id, outcome, set_key, part_index, package_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				file_size, unique_id, outcome, set_key, part_index, package_id, file_name_raw, file_name_cleaned)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
 				package_id = COALESCE(EXCLUDED.package_id, source_messages.package_id),
 				set_key = EXCLUDED.set_key, part_index = EXCLUDED.part_index, handled_at = now()
 			WHERE source_messages.outcome IN ('part_pending', 'dead_letter')
 				OR (source_messages.package_id IS NULL AND EXCLUDED.package_id IS NOT NULL)`,
-			int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, date, m.FileName,
-			m.FileSize, m.UniqueID, string(m.Outcome), m.SetKey, m.PartIndex, pkg)
+			int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, date, name,
+			m.FileSize, text(m.UniqueID), string(m.Outcome), text(m.SetKey), m.PartIndex, pkg, raw, raw != "")
 	}
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("record %d messages: %w", len(msgs), err)
@@ -163,6 +165,14 @@ type Package struct {
 	ListingError     string
 	Origin           tg.MessageKey
 	OriginTopic      int64
+	// Encrypted: some entry's data is encrypted.
+	Encrypted bool
+	// HeadersEncrypted: the entry names are encrypted, so FileCount 0 does
+	// not mean an empty archive.
+	HeadersEncrypted bool
+	// DetectedFormat is the format the bytes' magic showed when the name
+	// said another (Format is then the one listed); "" otherwise.
+	DetectedFormat string
 }
 
 // Part is one file of a package.
@@ -181,7 +191,22 @@ type FileEntry struct {
 	Size   int64
 	Dir    bool
 	Unsafe bool
+	// Raw is the name exactly as the archive stores it, when Path was
+	// cleaned or cut ("" otherwise); it is stored in hex.
+	Raw string
+	// Flags are what the listing found about the entry: FlagCleaned,
+	// FlagCut, FlagBidi, FlagLinkEscape, FlagEncrypted.
+	Flags []string
 }
+
+// Flags of a FileEntry.
+const (
+	FlagCleaned    = "cleaned"     // invalid UTF-8 or control characters replaced or removed
+	FlagCut        = "cut"         // cut at the path length bound
+	FlagBidi       = "bidi"        // holds a bidirectional override or isolate
+	FlagLinkEscape = "link_escape" // a link out of the root, or written through one
+	FlagEncrypted  = "encrypted"   // the entry's data is encrypted
+)
 
 // PackageByUniqueIDs returns the package whose parts are exactly the files
 // with these Telegram unique ids, in this order (dedup layer 2).
@@ -223,6 +248,21 @@ func (s *Store) PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int
 	return pkg, true, nil
 }
 
+// PackageOfPart returns the package one of whose parts is the Telegram
+// file with this unique id (its own part or an identical re-post): a part
+// posted again after its set was catalogued.
+func (s *Store) PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT package_id FROM remote_files WHERE unique_id = $1`, text(uniqueID)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("look up part %q: %w", uniqueID, err)
+	}
+	return id, true, nil
+}
+
 // PackageByHash returns the id of the package with this content hash
 // (dedup layer 4).
 func (s *Store) PackageByHash(ctx context.Context, hash []byte) (int64, bool, error) {
@@ -259,12 +299,15 @@ func (s *Store) AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []strin
 // caller's earlier check, is what makes this exact.
 func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, files []FileEntry) (id int64, created bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		name, nameRaw := storableName(p.Name)
 		err := tx.QueryRow(ctx, `INSERT INTO packages (content_hash, name, format, total_size, part_count,
-				file_count, listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+				file_count, listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id,
+				name_raw, encrypted, headers_encrypted, detected_format)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 			ON CONFLICT (content_hash) DO NOTHING RETURNING id`,
-			p.ContentHash, p.Name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
-			p.ListingError, int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic).Scan(&id)
+			p.ContentHash, name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
+			text(p.ListingError), int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic,
+			nameRaw, p.Encrypted, p.HeadersEncrypted, p.DetectedFormat).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return tx.QueryRow(ctx, `SELECT id FROM packages WHERE content_hash = $1`, p.ContentHash).Scan(&id)
 		}
@@ -274,12 +317,14 @@ func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, file
 		created = true
 		batch := &pgx.Batch{}
 		for _, pt := range parts {
-			batch.Queue(`INSERT INTO package_parts (package_id, idx, file_name, size, sha256, source_chat_id, source_message_id)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`, id, pt.Index, pt.FileName, pt.Size, pt.SHA256,
-				int64(pt.Source.Chat), int64(pt.Source.Message))
+			partName, partRaw := storableName(pt.FileName)
+			batch.Queue(`INSERT INTO package_parts (package_id, idx, file_name, size, sha256, source_chat_id,
+					source_message_id, file_name_raw)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, pt.Index, partName, pt.Size, pt.SHA256,
+				int64(pt.Source.Chat), int64(pt.Source.Message), partRaw)
 			if pt.UniqueID != "" {
 				batch.Queue(`INSERT INTO remote_files (unique_id, package_id, idx) VALUES ($1, $2, $3)
-					ON CONFLICT (unique_id) DO NOTHING`, pt.UniqueID, id, pt.Index)
+					ON CONFLICT (unique_id) DO NOTHING`, text(pt.UniqueID), id, pt.Index)
 			}
 		}
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
@@ -287,17 +332,28 @@ func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, file
 		}
 		if len(files) > 0 {
 			_, err := tx.CopyFrom(ctx, pgx.Identifier{"package_files"},
-				[]string{"package_id", "ord", "path", "size", "is_dir", "unsafe"},
+				[]string{"package_id", "ord", "path", "size", "is_dir", "unsafe", "path_raw", "flags"},
 				pgx.CopyFromSlice(len(files), func(i int) ([]any, error) {
 					f := files[i]
-					return []any{id, i, f.Path, f.Size, f.Dir, f.Unsafe}, nil
+					path, changed := storable(f.Path)
+					raw := ""
+					if f.Raw != "" {
+						raw = hex.EncodeToString([]byte(f.Raw))
+					} else if changed {
+						raw = hex.EncodeToString([]byte(f.Path))
+					}
+					flags := f.Flags
+					if flags == nil {
+						flags = []string{}
+					}
+					return []any{id, i, path, f.Size, f.Dir, f.Unsafe || changed, raw, flags}, nil
 				}))
 			return err
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("catalogue package %q: %w", p.Name, err)
+		return 0, false, fmt.Errorf("catalogue package %q: %w", text(p.Name), err)
 	}
 	return id, created, nil
 }
@@ -307,9 +363,11 @@ func (s *Store) GetPackage(ctx context.Context, id int64) (Package, error) {
 	var p Package
 	var oc, om int64
 	err := s.pool.QueryRow(ctx, `SELECT id, content_hash, name, format, total_size, part_count, file_count,
-			listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id
+			listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id,
+			encrypted, headers_encrypted, detected_format
 		FROM packages WHERE id = $1`, id).Scan(&p.ID, &p.ContentHash, &p.Name, &p.Format, &p.TotalSize,
-		&p.PartCount, &p.FileCount, &p.ListingTruncated, &p.ListingError, &oc, &om, &p.OriginTopic)
+		&p.PartCount, &p.FileCount, &p.ListingTruncated, &p.ListingError, &oc, &om, &p.OriginTopic,
+		&p.Encrypted, &p.HeadersEncrypted, &p.DetectedFormat)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Package{}, fmt.Errorf("package %d: %w", id, ErrNotFound)
 	}

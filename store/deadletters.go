@@ -46,6 +46,7 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 		next = &d.NextAttemptAt
 	}
 	msg.Key, msg.Outcome = d.Key, OutcomeDeadLetter
+	name, raw := storableName(msg.FileName)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
 				attempts, next_attempt_at, state)
@@ -54,17 +55,17 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 				error_class = EXCLUDED.error_class, reason = EXCLUDED.reason,
 				attempts = dead_letters.attempts + 1, next_attempt_at = EXCLUDED.next_attempt_at,
 				state = EXCLUDED.state, updated_at = now()`,
-			int64(d.Key.Chat), int64(d.Key.Message), d.Account, d.ErrorClass, d.Reason, next, string(state))
+			int64(d.Key.Chat), int64(d.Key.Message), d.Account, d.ErrorClass, text(d.Reason), next, string(state))
 		if err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, file_name,
-				file_size, unique_id, outcome, set_key, part_index)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'dead_letter', $8, $9)
+				file_size, unique_id, outcome, set_key, part_index, file_name_raw, file_name_cleaned)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'dead_letter', $8, $9, $10, $11)
 			ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = 'dead_letter', handled_at = now()
 			WHERE source_messages.outcome IN ('part_pending', 'dead_letter')`,
-			int64(d.Key.Chat), int64(d.Key.Message), msg.TopicID, msg.AlbumID, msg.FileName, msg.FileSize,
-			msg.UniqueID, msg.SetKey, msg.PartIndex)
+			int64(d.Key.Chat), int64(d.Key.Message), msg.TopicID, msg.AlbumID, name, msg.FileSize,
+			text(msg.UniqueID), text(msg.SetKey), msg.PartIndex, raw, raw != "")
 		return err
 	})
 	if err != nil {
@@ -176,4 +177,21 @@ func (s *Store) DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int,
 		return 0, fmt.Errorf("read dead letter %s: %w", key, err)
 	}
 	return n, nil
+}
+
+// ReviveSet puts the parts of a set that are dead letters because the set
+// was incomplete or failed (error classes incomplete_set and set_failed,
+// still pending) back among the set's pending parts: a late part has come,
+// and the set may now be whole. Their dead letters stay pending until the
+// set completes and resolves them. It returns how many parts came back.
+func (s *Store) ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE source_messages m SET outcome = 'part_pending', handled_at = now()
+		FROM dead_letters d
+		WHERE m.chat_id = $1 AND m.topic_id = $2 AND m.set_key = $3 AND m.outcome = 'dead_letter'
+			AND d.chat_id = m.chat_id AND d.message_id = m.message_id AND d.state = 'pending'
+			AND d.error_class IN ('incomplete_set', 'set_failed')`, int64(chat), topic, text(setKey))
+	if err != nil {
+		return 0, fmt.Errorf("revive set %q: %w", setKey, err)
+	}
+	return int(tag.RowsAffected()), nil
 }

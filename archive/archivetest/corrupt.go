@@ -1,6 +1,7 @@
 package archivetest
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -100,4 +101,49 @@ func TraversalFiles() []File {
 		{Name: "bad\xff\xfe.txt", Data: []byte("utf8")},
 		{Name: "safe/name.txt", Data: []byte("safe")},
 	}
+}
+
+// EscapingSymlinkTar returns a tar of files followed by a symlink "up" to
+// ../../etc and an entry "up/x" written through it: extracting it writes
+// outside the extraction root.
+func EscapingSymlinkTar(files []File) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		if f.Dir {
+			must(tw.WriteHeader(&tar.Header{Name: f.dirName(), Mode: 0o755, Typeflag: tar.TypeDir, ModTime: f.modTime()}))
+			continue
+		}
+		must(tw.WriteHeader(&tar.Header{Name: f.Name, Size: int64(len(f.Data)), Mode: 0o644, Typeflag: tar.TypeReg, ModTime: f.modTime()}))
+		_, err := tw.Write(f.Data)
+		must(err)
+	}
+	must(tw.WriteHeader(&tar.Header{Name: "up", Linkname: "../../etc", Typeflag: tar.TypeSymlink}))
+	must(tw.WriteHeader(&tar.Header{Name: "up/x", Size: 1, Mode: 0o644, Typeflag: tar.TypeReg}))
+	_, err := tw.Write([]byte("x"))
+	must(err)
+	must(tw.Close())
+	return buf.Bytes()
+}
+
+// EncryptedZip returns Zip(files) with every entry marked encrypted
+// (general purpose flag bit 0) in both the local and central headers, as a
+// zip made with a password looks to a lister that cannot decrypt it.
+func EncryptedZip(files []File) []byte {
+	z := Zip(files)
+	for _, sig := range []string{"PK\x03\x04", "PK\x01\x02"} {
+		off := 6 // flags in a local header
+		if sig == "PK\x01\x02" {
+			off = 8
+		}
+		for i := 0; ; {
+			j := bytes.Index(z[i:], []byte(sig))
+			if j < 0 {
+				break
+			}
+			z[i+j+off] |= 1
+			i += j + 4
+		}
+	}
+	return z
 }

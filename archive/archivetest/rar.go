@@ -172,3 +172,24 @@ func appendVint(b []byte, v uint64) []byte {
 	}
 	return append(b, byte(v))
 }
+
+// RarEncryptedHeaders returns what `rar a -hp` writes, cut to its start: the
+// RAR5 signature, an archive encryption header (AES-256, password check
+// present) and encrypted bytes where the headers follow. Without the
+// password not even the names can be read.
+func RarEncryptedHeaders(seed byte) []byte {
+	const r5Encryption = 4
+	var b bytes.Buffer
+	b.WriteString(r5Signature)
+	fields := appendVint(nil, 0) // encryption version: AES-256
+	fields = appendVint(fields, 1)
+	fields = append(fields, 15) // KDF count, log2
+	for i := range 16 + 12 {    // salt, password check value
+		fields = append(fields, seed+byte(i)*31)
+	}
+	writeBlock(&b, r5Encryption, 0, 0, fields)
+	for i := range 256 { // the encrypted main header and the rest
+		b.WriteByte(seed ^ byte(i*131))
+	}
+	return b.Bytes()
+}

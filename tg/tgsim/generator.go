@@ -66,6 +66,9 @@ type ExpectedPackage struct {
 	// Incomplete sets miss a part: they are expected to end as dead letters
 	// and never be delivered.
 	Incomplete bool
+	// VolumeMissing marks an Incomplete set that lost its last part: its
+	// names look complete, only its listing says a volume follows.
+	VolumeMissing bool
 	// Duplicate is set when the same Hash was published earlier.
 	Duplicate bool
 }
@@ -220,7 +223,10 @@ func (g *Generator) Truth() Truth {
 // archive, a multipart set, an album, a cross-channel duplicate (a forward:
 // same unique ids), a re-upload (same bytes, new unique ids, new name), a
 // corrupt archive, an incomplete multipart set, a non-archive document, a
-// text message, or a non-package message that a later step deletes.
+// text message, a non-package message that a later step deletes, a hostile
+// archive (names PostgreSQL cannot store, bidi overrides, a symlink out of
+// the root, encryption, a lying extension), a multipart set with one part
+// posted twice, or a set that lost its last volume.
 // Deletions only ever hit messages that carry no package, so Truth stays
 // exact.
 func (g *Generator) Step() {
@@ -242,6 +248,9 @@ func (g *Generator) Step() {
 		{8, g.nonArchive},
 		{6, g.textMessage},
 		{4, g.deletedLater},
+		{4, g.hostile},
+		{3, g.duplicatePart},
+		{2, g.volumeMissing},
 	}
 	total := 0
 	for _, it := range items {
@@ -288,9 +297,15 @@ func (g *Generator) single(src *SourceInfo, thread int64) {
 // name.zip, a byte split name.7z.001 … (or name.zip.001 …), or RAR volumes
 // name.part1.rar ….
 func (g *Generator) multipartParts(n int) []part {
+	return g.multipartPartsOf(g.rng.IntN(3), n)
+}
+
+// multipartPartsOf is multipartParts in one naming style: 0 zip split, 1
+// byte split, 2 RAR volumes.
+func (g *Generator) multipartPartsOf(style, n int) []part {
 	files := g.gen.listing(maxEntries)
 	var parts []part
-	switch g.rng.IntN(3) {
+	switch style {
 	case 0:
 		vols := volumes(n, func(k int) [][]byte { return archivetest.ZipSplit(files, k) })
 		for i, v := range vols {
@@ -423,6 +438,57 @@ func (g *Generator) incomplete(src *SourceInfo, thread int64) {
 	g.publish(src, thread, g.nextStem(), parts, 0, pkgFlags{incomplete: true})
 }
 
+// hostile posts an archive that a listing must survive and flag: entry
+// names with invalid UTF-8, NUL and a bidi override under a document name
+// holding NUL, a tar with a symlink out of the root written through, an
+// encrypted zip or a RAR with encrypted headers, or an archive whose
+// extension names another format. None is corrupt: each lists without error.
+func (g *Generator) hostile(src *SourceInfo, thread int64) {
+	files := g.gen.listing(maxEntries)
+	stem := g.nextStem()
+	var p part
+	switch g.rng.IntN(5) {
+	case 0:
+		files = append(files,
+			archivetest.File{Name: "bad\xff\xfe name.txt", Data: []byte("invalid UTF-8")},
+			archivetest.File{Name: "nul\x00.txt", Data: []byte("NUL")},
+			archivetest.File{Name: "invoice\u202Etxt.exe", Data: []byte("bidi")})
+		stem += "\x00"
+		p = part{suffix: ".zip", data: archivetest.Zip(files)}
+	case 1:
+		p = part{suffix: ".tar", data: archivetest.EscapingSymlinkTar(files)}
+	case 2:
+		p = part{suffix: ".zip", data: archivetest.EncryptedZip(files)}
+	case 3:
+		p = part{suffix: ".rar", data: archivetest.RarEncryptedHeaders(byte(g.rng.IntN(256)))}
+	default:
+		// A RAR named .zip, a 7z named .rar, a zip named .7z.
+		lies := [][2]string{{fmtRar, ".zip"}, {fmt7z, ".rar"}, {fmtZip, ".7z"}}
+		l := pick(g.rng, lies)
+		p = part{suffix: l[1], data: buildArchive(l[0], files)}
+	}
+	g.publish(src, thread, stem, []part{p}, 0, pkgFlags{})
+}
+
+// duplicatePart posts a multipart set with one of its parts forwarded
+// again right after it (same unique id): a duplicate part, not a broken set.
+func (g *Generator) duplicatePart(src *SourceInfo, thread int64) {
+	parts := g.multipartParts(3 + g.rng.IntN(3))
+	g.publish(src, thread, g.nextStem(), parts, 0, pkgFlags{dupPart: 1 + g.rng.IntN(len(parts))})
+}
+
+// volumeMissing posts a RAR (x.partN.rar) or 7z (x.7z.NNN) set without its
+// last volume: complete by name, but its listing says a volume follows.
+func (g *Generator) volumeMissing(src *SourceInfo, thread int64) {
+	parts := g.multipartPartsOf(1+g.rng.IntN(2), 3+g.rng.IntN(3))
+	if strings.Contains(parts[0].suffix, ".zip.") {
+		// A byte split zip without its end lists by its local headers.
+		parts = g.multipartPartsOf(2, 3+g.rng.IntN(3))
+	}
+	parts = parts[:len(parts)-1]
+	g.publish(src, thread, g.nextStem(), parts, 0, pkgFlags{incomplete: true, volumeMissing: true})
+}
+
 func (g *Generator) nonArchive(src *SourceInfo, thread int64) {
 	g.postNoise(src, thread)
 }
@@ -464,8 +530,12 @@ func (g *Generator) runDeletes() {
 }
 
 type pkgFlags struct {
-	corrupt    bool
-	incomplete bool
+	corrupt       bool
+	incomplete    bool
+	volumeMissing bool
+	// dupPart, when not zero, forwards that part (1-based) again right
+	// after it is posted.
+	dupPart int
 }
 
 // publish uploads parts as new files under stem (consecutive messages, the
@@ -479,7 +549,7 @@ func (g *Generator) publish(src *SourceInfo, thread int64, stem string, parts []
 func (g *Generator) publishWith(src *SourceInfo, thread int64, stem string, parts []part, album int64, f pkgFlags, uids []string) {
 	caption := g.gen.caption()
 	h := sha256.New()
-	pkg := ExpectedPackage{Name: stem + parts[0].suffix, Corrupt: f.corrupt, Incomplete: f.incomplete}
+	pkg := ExpectedPackage{Name: stem + parts[0].suffix, Corrupt: f.corrupt, Incomplete: f.incomplete, VolumeMissing: f.volumeMissing}
 	posted := postedPackage{truthIndex: len(g.truth.Packages), stem: stem, parts: parts, album: album != 0, source: src.Chat}
 	for i, p := range parts {
 		post := Post{FileName: stem + p.suffix, Data: p.data, AlbumID: album}
@@ -490,6 +560,9 @@ func (g *Generator) publishWith(src *SourceInfo, thread int64, stem string, part
 			post.Caption = caption
 		}
 		m := g.w.Post(src.Chat, thread, post)
+		if f.dupPart == i+1 {
+			g.w.Post(src.Chat, thread, Post{SameFileAs: m.Document.File.UniqueID})
+		}
 		h.Write(p.data)
 		pkg.Parts = append(pkg.Parts, m.Key())
 		posted.uids = append(posted.uids, m.Document.File.UniqueID)

@@ -2,10 +2,12 @@ package tgsim
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"stashd/archive"
@@ -93,7 +95,7 @@ func TestGeneratorDeterministic(t *testing.T) {
 // them, listings fail exactly for corrupt packages, and the flags agree.
 func TestGeneratorTruthMatchesWorld(t *testing.T) {
 	t.Parallel()
-	w, g := generate(5, 100)
+	w, g := generate(7, 100)
 	truth := g.Truth()
 	dir := t.TempDir()
 
@@ -113,7 +115,7 @@ func TestGeneratorTruthMatchesWorld(t *testing.T) {
 	}
 
 	seen := make(map[[32]byte]bool)
-	var multi, albums, dups, corrupt, incomplete int
+	var multi, albums, dups, corrupt, incomplete, volumeMissing, hostileNames, encrypted int
 	for i, p := range truth.Packages {
 		h := sha256.New()
 		var names []archive.Name
@@ -155,6 +157,13 @@ func TestGeneratorTruthMatchesWorld(t *testing.T) {
 		order := archive.OrderParts(names)
 		isSet := names[0].IsMultipart()
 		switch {
+		case p.VolumeMissing:
+			volumeMissing++
+			_, err := archive.List(t.Context(), names[0].Format, paths, archive.Limits{})
+			if !p.Incomplete || !order.Complete || !errors.Is(err, archive.ErrVolumeMissing) {
+				t.Fatalf("package %d (%s): a set without its last volume must look complete by name and miss a volume by listing: %+v, %v", i, p.Name, order, err)
+			}
+			continue
 		case p.Incomplete:
 			incomplete++
 			if order.Complete {
@@ -179,20 +188,34 @@ func TestGeneratorTruthMatchesWorld(t *testing.T) {
 
 		// Listing fails exactly for corrupt packages.
 		var listErr error
+		var listings []archive.Listing
 		if isSet {
-			_, listErr = archive.List(t.Context(), names[0].Format, paths, archive.Limits{})
+			var l archive.Listing
+			l, listErr = archive.List(t.Context(), names[0].Format, paths, archive.Limits{})
+			listings = append(listings, l)
 		} else {
 			for j, path := range paths {
-				if _, err := archive.List(t.Context(), names[j].Format, []string{path}, archive.Limits{}); err != nil {
+				l, err := archive.List(t.Context(), names[j].Format, []string{path}, archive.Limits{})
+				if err != nil {
 					listErr = err
 				}
+				listings = append(listings, l)
+			}
+		}
+		if strings.ContainsRune(p.Name, 0) {
+			hostileNames++
+		}
+		for _, l := range listings {
+			if l.Encrypted {
+				encrypted++
 			}
 		}
 		if p.Corrupt != (listErr != nil) {
 			t.Errorf("package %d (%s): Corrupt=%v, listing error %v", i, p.Name, p.Corrupt, listErr)
 		}
 	}
-	for what, n := range map[string]int{"multipart": multi, "album": albums, "duplicate": dups, "corrupt": corrupt, "incomplete": incomplete} {
+	for what, n := range map[string]int{"multipart": multi, "album": albums, "duplicate": dups, "corrupt": corrupt,
+		"incomplete": incomplete, "volume-missing": volumeMissing, "NUL-named": hostileNames, "encrypted": encrypted} {
 		if n == 0 {
 			t.Errorf("100 steps published no %s package", what)
 		}

@@ -1,0 +1,163 @@
+package ingest_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/hex"
+	"os"
+	"slices"
+	"testing"
+
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// hostileTar is a tar whose entry names PostgreSQL cannot store as they are
+// (invalid UTF-8), with a bidi override and a symlink out of the root that
+// a later entry is written through.
+func hostileTar(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "bad\xff\xfe.txt", Size: 1, Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "invoice\u202Etxt.exe", Size: 1, Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "up", Linkname: "../../etc", Typeflag: tar.TypeSymlink},
+		{Name: "up/x", Size: 1, Typeflag: tar.TypeReg, Mode: 0o644},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			tw.Write([]byte{'z'})
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+type fileRow struct {
+	path, raw string
+	unsafe    bool
+	flags     []string
+}
+
+func packageFiles(t *testing.T, e *env, name string) (store.Package, []fileRow) {
+	t.Helper()
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		if p.Name != name {
+			continue
+		}
+		full, err := e.st.GetPackage(e.ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := e.st.Pool().Query(e.ctx, `SELECT path, path_raw, unsafe, flags FROM package_files WHERE package_id = $1 ORDER BY ord`, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []fileRow
+		for rows.Next() {
+			var f fileRow
+			if err := rows.Scan(&f.path, &f.raw, &f.unsafe, &f.flags); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, f)
+		}
+		return full, out
+	}
+	t.Fatalf("no package named %q", name)
+	return store.Package{}, nil
+}
+
+// A document whose name holds NUL and invalid UTF-8 is catalogued under a
+// cleaned name with its raw bytes kept and flagged, instead of failing the
+// write (and its retries) for ever; the entry names get the same treatment
+// and the listing's flags reach the catalogue.
+func TestHostileNamesAreCataloguedCleaned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	rawName := "re\x00port\xff.tar"
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: rawName, Data: hostileTar(t)}))
+	mustHandle(t, p, m, store.OutcomePackage)
+
+	var name, raw string
+	var cleaned bool
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT file_name, file_name_raw, file_name_cleaned FROM source_messages
+		WHERE chat_id = $1 AND message_id = $2`, int64(m.ChatID), int64(m.ID)).Scan(&name, &raw, &cleaned); err != nil {
+		t.Fatal(err)
+	}
+	if name != "re\ufffdport\ufffd.tar" || raw != hex.EncodeToString([]byte(rawName)) || !cleaned {
+		t.Errorf("source message name %q raw %q cleaned %v; want the cleaned name, the raw bytes in hex, flagged", name, raw, cleaned)
+	}
+	pkg, files := packageFiles(t, e, "re\ufffdport\ufffd.tar")
+	if pkg.ListingError != "" {
+		t.Errorf("listing error %q", pkg.ListingError)
+	}
+	want := []fileRow{
+		{path: "bad\ufffd\ufffd.txt", raw: hex.EncodeToString([]byte("bad\xff\xfe.txt")), unsafe: true, flags: []string{store.FlagCleaned}},
+		{path: "invoice\u202Etxt.exe", flags: []string{store.FlagBidi}},
+		{path: "up", unsafe: true, flags: []string{store.FlagLinkEscape}},
+		{path: "up/x", unsafe: true, flags: []string{store.FlagLinkEscape}},
+	}
+	if len(files) != len(want) {
+		t.Fatalf("files %+v, want %+v", files, want)
+	}
+	for i := range want {
+		if files[i].path != want[i].path || files[i].raw != want[i].raw || files[i].unsafe != want[i].unsafe || !slices.Equal(files[i].flags, want[i].flags) {
+			t.Errorf("file %d = %+v, want %+v", i, files[i], want[i])
+		}
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("delivered %d documents, want 1", n)
+	}
+}
+
+// Encryption reaches the catalogue: an archive with encrypted headers is
+// recorded as such, not as an empty archive, and the format the bytes show
+// wins over a lying name.
+func TestEncryptionAndDetectedFormatCatalogued(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	post := func(name, fixture string) tg.Message {
+		data, err := os.ReadFile("../archive/testdata/" + fixture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: data}))
+		mustHandle(t, p, m, store.OutcomePackage)
+		return m
+	}
+	post("secret.7z", "hdr-encrypted.7z")
+	post("holiday.tar.gz", "encrypted.zip")
+
+	pkg, files := packageFiles(t, e, "secret.7z")
+	if !pkg.HeadersEncrypted || !pkg.Encrypted || pkg.FileCount != 0 || pkg.ListingError != "" {
+		t.Errorf("header-encrypted 7z = %+v; want encrypted headers, no files, no error", pkg)
+	}
+	if len(files) != 0 {
+		t.Errorf("files %+v from encrypted headers", files)
+	}
+	pkg, files = packageFiles(t, e, "holiday.tar.gz")
+	if pkg.Format != "zip" || pkg.DetectedFormat != "zip" || !pkg.Encrypted || pkg.HeadersEncrypted || pkg.ListingError != "" {
+		t.Errorf("zip named .tar.gz = %+v; want listed as the zip it is, encrypted", pkg)
+	}
+	encrypted := 0
+	for _, f := range files {
+		if slices.Contains(f.flags, store.FlagEncrypted) {
+			encrypted++
+		}
+	}
+	if encrypted != 2 {
+		t.Errorf("%d entries flagged encrypted, want 2: %+v", encrypted, files)
+	}
+}
