@@ -124,21 +124,9 @@ func BenchmarkSearch(b *testing.B) {
 		{Text: "golem_troll"},                      // a few hundred files
 		{Text: "throne", Format: "zip", Limit: 20}, // tens of thousands: the first page
 	}
-	conn, err := st.Pool().Acquire(ctx)
-	if err != nil {
-		b.Fatal(err)
+	for _, q := range []store.SearchQuery{queries[0], queries[len(queries)-1]} {
+		fmt.Printf("plan of %q:\n  %s\n", q.Text, explainAnalyze(b, st, q))
 	}
-	sql, args, _ := store.BuildSearch(queries[0])
-	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	conn.Release()
-	if err != nil {
-		b.Fatal(err)
-	}
-	fmt.Printf("plan of %q:\n  %s\n", queries[0].Text, strings.Join(lines, "\n  "))
 
 	var all []time.Duration
 	for _, q := range queries {
@@ -176,3 +164,21 @@ func percentiles(d []time.Duration) (p50, p95 time.Duration) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// explainAnalyze runs q's search under EXPLAIN ANALYZE and returns the plan.
+func explainAnalyze(b *testing.B, st *store.Store, q store.SearchQuery) string {
+	ctx := context.Background()
+	sql, args, err := store.BuildSearch(q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows, err := st.Pool().Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return strings.Join(lines, "\n  ")
+}
