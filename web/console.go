@@ -53,6 +53,9 @@ type Config struct {
 	// MaxListing bounds the listing entries a package page shows; zero
 	// means 5000.
 	MaxListing int
+	// SearchTimeout bounds one search, so that a very broad text cannot
+	// keep a database connection busy; zero means 10 s.
+	SearchTimeout time.Duration
 }
 
 // Console is the web console's http.Handler, to mount at Prefix.
@@ -81,6 +84,9 @@ func New(cfg Config) (*Console, error) {
 	cfg.MaxListing = max(cfg.MaxListing, 0)
 	if cfg.MaxListing == 0 {
 		cfg.MaxListing = 5000
+	}
+	if cfg.SearchTimeout <= 0 {
+		cfg.SearchTimeout = 10 * time.Second
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}, csrfKey: make([]byte, 32)}
 	if c.log == nil {
@@ -234,9 +240,15 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Cursor = v.Get("after")
-	page, err := c.cfg.Catalogue.Search(r.Context(), q)
+	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.SearchTimeout)
+	defer cancel()
+	page, err := c.cfg.Catalogue.Search(ctx, q)
 	if errors.Is(err, store.ErrBadCursor) {
 		c.fail(w, http.StatusBadRequest, "That page link is not valid.", nil)
+		return
+	}
+	if ctx.Err() != nil && r.Context().Err() == nil {
+		c.fail(w, http.StatusServiceUnavailable, "The search took too long: make the text longer or add a filter.", nil)
 		return
 	}
 	if err != nil {

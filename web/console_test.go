@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"stashd/internal/cataloguetest"
 	"stashd/internal/pgtest"
@@ -228,3 +230,21 @@ func TestPrintableAndSizes(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// slowCatalogue answers a search only when its context ends.
+type slowCatalogue struct{ *store.Store }
+
+func (slowCatalogue) Search(ctx context.Context, _ store.SearchQuery) (store.SearchPage, error) {
+	<-ctx.Done()
+	return store.SearchPage{}, ctx.Err()
+}
+
+// A search that outlives its bound ends in a page saying so, not a hang.
+func TestSearchTimeoutEndsInAnswer(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, web.Config{Catalogue: slowCatalogue{}, SearchTimeout: time.Millisecond})
+	rec := do(c, httptest.NewRequest("GET", "/console/?q=a", nil), local)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "took too long") {
+		t.Errorf("status %d, want 503 saying the search took too long", rec.Code)
+	}
+}
