@@ -5,11 +5,12 @@
 #   make test   every test: go vet, go test -race (real PostgreSQL), the
 #               real-TDLib tests, the pipeline through the real adapter and a
 #               stand-in libtdjson (mk/standin.mk), the dashboard and
-#               alert-rule tests
+#               alert-rule tests, the web console in a headless Chromium
+#               (mk/browser.mk)
 #
 # Both install what they need: Go modules, the PostgreSQL server package when
 # no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
-# (mk/promtool.mk).
+# (mk/promtool.mk) and Chromium for the browser test (mk/browser.mk).
 
 GO ?= go
 DEMO_FLAGS ?= --duration 20s --seed 7
@@ -21,6 +22,7 @@ all: build
 include mk/tdlib.mk
 include mk/standin.mk
 include mk/promtool.mk
+include mk/browser.mk
 
 deps:
 	$(GO) mod download
@@ -49,7 +51,7 @@ vet: deps
 unit: deps postgres
 	$(GO) test $(GOTEST_FLAGS) ./...
 
-test: vet unit test-tdlib test-standin test-dashboards
+test: vet unit test-tdlib test-standin test-dashboards test-browser
 
 clean:
 	rm -rf bin var

@@ -28,6 +28,10 @@ type Config struct {
 	// one connection for a package lock while it works, so this should
 	// exceed the total number of workers.
 	MaxConns int32
+	// ReadOnly opens the catalogue for reading: no migrations are applied
+	// and every transaction is read-only, so a role granted only SELECT
+	// can be used. False: migrate and read-write.
+	ReadOnly bool
 }
 
 // Open connects to PostgreSQL, applies pending migrations and returns a
@@ -42,6 +46,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
+	if cfg.ReadOnly {
+		pcfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -49,6 +56,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if cfg.ReadOnly {
+		return &Store{pool: pool}, nil
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

@@ -128,10 +128,16 @@ func runDemo(args []string) int {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", handler)
+	closeConsole, err := demoConsole(ctx, mux, o.DatabaseURL, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd demo: console: %v\n", err)
+		return 1
+	}
+	defer closeConsole()
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	fmt.Fprintf(os.Stderr, "stashd demo: metrics on http://%s/metrics\n", ln.Addr())
+	fmt.Fprintf(os.Stderr, "stashd demo: metrics on http://%s/metrics, console on http://%s/console/\n", ln.Addr(), ln.Addr())
 
 	if live {
 		o.Progress = func(p demo.Progress) { status.Set(progressLine(p)) }

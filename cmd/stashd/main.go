@@ -22,6 +22,7 @@ func commands() []command {
 		{"demo", "run the whole pipeline on the Telegram simulator and audit it", runDemo},
 		{"status", "show accounts, sources, lag, circuits and dead letters", runStatus},
 		{"deadletters", "list or retry messages that failed to ingest", runDeadLetters},
+		{"search", "find packages by name or by a file inside them", runSearch},
 		{"sim", "serve the Telegram simulator as TDLib JSON, for the stand-in libtdjson", runSim},
 		{"version", "print the versions of stashd and TDLib", runVersion},
 	}

@@ -207,6 +207,9 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 	s.metricsAddr = ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if err := mountConsole(mux, s.st, s.cfg.ConsoleToken, s.cfg.ConsoleRemote, s.log); err != nil {
+		return err
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -82,7 +82,7 @@ func TestServeNotifiesSystemd(t *testing.T) {
 		}
 	}
 	await("READY=1")
-	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "stashd_ingest_queue_capacity"} {
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "stashd_ingest_queue_capacity", "/console/": "Dead letters"} {
 		body, code := get(t, "http://"+addr+path)
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("GET %s = %d %q, want 200 with %q", path, code, body, want)

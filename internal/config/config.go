@@ -30,6 +30,15 @@ type Config struct {
 	// MetricsAddr serves /metrics, /healthz and /readyz. Default
 	// 127.0.0.1:9464 (loopback only); "off" disables it.
 	MetricsAddr string `toml:"metrics_addr"`
+	// ConsoleToken is the bearer token of the web console served on
+	// MetricsAddr under /console/. Empty: the console answers loopback
+	// clients only, with no token. Set: every client must present it. A
+	// secret: prefer STASHD_CONSOLE_TOKEN to the file; it is never logged.
+	ConsoleToken string `toml:"console_token"`
+	// ConsoleRemote serves the console to clients that are not on loopback
+	// (MetricsAddr bound elsewhere). It requires ConsoleToken. Default
+	// false.
+	ConsoleRemote bool `toml:"console_remote"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `toml:"log_level"`
 	// LogFormat is text, json or auto (text on a terminal, JSON otherwise).
@@ -328,6 +337,9 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	default:
 		return bad("log_format", "%q is not one of auto, text, json", c.LogFormat)
 	}
+	if c.ConsoleRemote && len(c.ConsoleToken) < 16 {
+		return bad("console_remote", "serving the console beyond loopback needs console_token of 16 characters or more (or STASHD_CONSOLE_TOKEN)")
+	}
 	if err := c.validateTuning(bad); err != nil || mode == Simulate {
 		return err
 	}
@@ -532,6 +544,8 @@ var Settings = []struct{ Name, Usage string }{
 	{"data_dir", "directory for TDLib state and the embedded database (default /var/lib/stashd; with serve --simulate ./var/simulate)"},
 	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir)"},
 	{"metrics_addr", "address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; off disables)"},
+	{"console_token", "bearer token of the web console (a secret: prefer the environment; empty: loopback clients only)"},
+	{"console_remote", "serve the web console beyond loopback, with console_token (default false)"},
 	{"log_level", "debug, info, warn or error (default info)"},
 	{"log_format", "auto, text or json (default auto: text on a terminal)"},
 	{"api_id", "Telegram api_id from https://my.telegram.org"},
@@ -640,6 +654,14 @@ func set(c *Config, name, v string) error {
 		c.DatabaseURL = v
 	case "metrics_addr":
 		c.MetricsAddr = v
+	case "console_token":
+		c.ConsoleToken = v
+	case "console_remote":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.ConsoleRemote = b
 	case "log_level":
 		c.LogLevel = v
 	case "log_format":

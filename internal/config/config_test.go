@@ -245,3 +245,29 @@ func TestDownloadSettings(t *testing.T) {
 		t.Errorf("file: budget %d, %v", c.DownloadBudget, err)
 	}
 }
+
+// Serving the console beyond loopback needs a token of some length; the
+// token comes from the environment like every setting.
+func TestConsoleRemoteNeedsToken(t *testing.T) {
+	t.Parallel()
+	_, err := Load(write(t, "console_remote = true\n"+good), noEnv, nil)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "console_remote" {
+		t.Fatalf("console_remote without a token: error %v, want one naming console_remote", err)
+	}
+	env := func(k string) string {
+		if k == "STASHD_CONSOLE_TOKEN" {
+			return "0123456789abcdefXYZ"
+		}
+		return ""
+	}
+	c, err := Load(write(t, "console_remote = true\n"+good), env, nil)
+	if err != nil || !c.ConsoleRemote || c.ConsoleToken != "0123456789abcdefXYZ" {
+		t.Fatalf("with STASHD_CONSOLE_TOKEN: %+v, %v", c, err)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse([]string{"--console-remote", "maybe"}); err == nil || !strings.Contains(err.Error(), "console-remote") {
+		t.Errorf("--console-remote maybe: error %v, want one naming the flag", err)
+	}
+}
