@@ -305,7 +305,13 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, erro
 		return 0, DecisionError, fmt.Errorf("get chat: %w", err)
 	}
 	last := chat.LastMessageID.ServerID()
-	if last <= w {
+	// A null (or local) last message is "unknown", not "nothing new": TDLib
+	// may add messages to such a chat without updateNewMessage, so a
+	// source with history must page to find out. Only a source that never
+	// saw a message (w == 0) takes an unknown last message for an empty
+	// chat.
+	known := last > 0
+	if (known || w == 0) && last <= w {
 		c.lst.CaughtUp(src.ChatID, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}
@@ -328,7 +334,7 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, erro
 			return found, DecisionError, err
 		}
 		c.lst.CaughtUp(src.ChatID, w)
-		if w >= last {
+		if known && w >= last {
 			break
 		}
 	}

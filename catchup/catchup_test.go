@@ -295,3 +295,31 @@ func drain(ch <-chan struct{}) {
 		}
 	}
 }
+
+// A chat whose last message TDLib reports as unknown (null) may have gained
+// messages without any update: catch-up must page instead of taking the
+// unknown last message for "nothing new".
+func TestUnknownLastMessagePagesInsteadOfShortcut(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 2)
+	w.runOnce(w.start())
+	if got := w.delivered(); got != 2 {
+		t.Fatalf("delivered %d before the unknown stretch, want 2", got)
+	}
+
+	w.w.SetLastMessageUnknown(chat, true)
+	w.post(chat, 0, 3) // added without updateNewMessage or updateChatLastMessage; one new content
+	in := w.start()
+	res, calls := w.runOnce(in)
+	if res.Current != 0 || calls[tg.MethodSearchChatMessages] == 0 {
+		t.Fatalf("result = %+v, calls %v: an unknown last message was taken for nothing new", res, calls)
+	}
+	if got := w.delivered(); got != 3 {
+		t.Errorf("delivered %d, want all 3 distinct packages", got)
+	}
+	if in.lst.IsDirty(chat) {
+		t.Error("source still dirty after paging")
+	}
+}

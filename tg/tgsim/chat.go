@@ -15,6 +15,11 @@ type chat struct {
 	// username is the public @name, without the @; "" for private chats.
 	username string
 	private  bool
+	// lastUnknown makes the chat's last message unknown to clients
+	// (chat.last_message null); while set, new messages reach clients
+	// without updateNewMessage or updateChatLastMessage, as TDLib may add
+	// them.
+	lastUnknown bool
 	members  []string // join order, for a deterministic delivery order
 	isMem    map[string]bool
 	msgs     []*message // live messages, ascending id

@@ -194,7 +194,11 @@ func (c *Client) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
 		if err != nil {
 			return tg.Chat{}, err
 		}
-		return tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}, nil
+		out := tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}
+		if ch.lastUnknown || c.w.chance(c.w.cfg.UnknownLastMessageRate) {
+			out.LastMessageID = 0
+		}
+		return out, nil
 	})
 }
 

@@ -38,6 +38,10 @@ type Config struct {
 	// client may hold; further ones for that chat are dropped, as TDLib's
 	// channel gaps do. Zero means 100.
 	ChannelGap int
+	// UnknownLastMessageRate is the probability that getChat reports a
+	// chat's last message as unknown (chat.last_message null), as TDLib may
+	// for a chat it has not synchronised. Zero always reports it.
+	UnknownLastMessageRate float64
 	// Now is the world's clock; message dates come from it (truncated to
 	// seconds, as TDLib dates are). Nil means time.Now.
 	Now func() time.Time
@@ -161,6 +165,16 @@ func (w *World) SetPrivate(chat tg.ChatID, private bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.mustChat(chat).private = private
+}
+
+// SetLastMessageUnknown makes chat's last message unknown to every client
+// (getChat reports none) or known again. While it is unknown, new messages
+// are added without updateNewMessage or updateChatLastMessage, as TDLib may
+// add them for a chat it has not synchronised.
+func (w *World) SetLastMessageUnknown(chat tg.ChatID, unknown bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustChat(chat).lastUnknown = unknown
 }
 
 // AddTopic creates a forum topic in chat, which must be a forum. Like
@@ -397,7 +411,7 @@ func (w *World) newMessage(c *chat) *message {
 // every client of every member. skipNew is a client that learns about the
 // message otherwise (the sender, through updateMessageSendSucceeded).
 func (w *World) publish(c *chat, m *message, skipNew *Client) {
-	if c.private {
+	if c.private || c.lastUnknown {
 		return
 	}
 	for _, name := range c.members {
@@ -416,7 +430,7 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 }
 
 func (w *World) lastMessageChanged(c *chat) {
-	if c.private {
+	if c.private || c.lastUnknown {
 		return
 	}
 	for _, name := range c.members {
