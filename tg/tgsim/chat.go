@@ -20,11 +20,11 @@ type chat struct {
 	// without updateNewMessage or updateChatLastMessage, as TDLib may add
 	// them.
 	lastUnknown bool
-	members  []string // join order, for a deterministic delivery order
-	isMem    map[string]bool
-	msgs     []*message // live messages, ascending id
-	lastSeq  int64      // last server id handed out; deletions leave holes
-	topics   map[int64]*topic
+	members     []string // join order, for a deterministic delivery order
+	isMem       map[string]bool
+	msgs        []*message // live messages, ascending id
+	lastSeq     int64      // last server id handed out; deletions leave holes
+	topics      map[int64]*topic
 	// fileRefs counts the live messages carrying each unique id, so that
 	// "can this account see the file" costs no scan.
 	fileRefs map[string]int
