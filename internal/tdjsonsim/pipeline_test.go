@@ -107,6 +107,44 @@ func TestPipelineThroughStandIn(t *testing.T) {
 	}
 }
 
+// The adapter loads the archive chat list as well as the main one: a
+// source in the archive is found, not "Chat not found".
+func TestArchivedSourceThroughStandIn(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	world.AddAccount("acct1", false)
+	archived := world.AddChat(tg.KindChannel, "old backups", "acct1")
+	world.SetArchived(archived, true)
+	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer func() {
+		srv.Close()
+		<-serveErr
+	}()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sess := tg.NewSession(c, func(tg.Update) {})
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.GetChat(ctx, archived); err != nil {
+		t.Fatalf("getChat of an archived source after LoadChats: %v", err)
+	}
+}
+
 // watchedListener hands each accepted connection to conns, and closes
 // asked the first time a connection reads a request for method.
 type watchedListener struct {

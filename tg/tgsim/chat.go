@@ -15,6 +15,9 @@ type chat struct {
 	// username is the public @name, without the @; "" for private chats.
 	username string
 	private  bool
+	// archived chats are in the archive chat list: unknown to a client
+	// until it has loaded that list.
+	archived bool
 	// lastUnknown makes the chat's last message unknown to clients
 	// (chat.last_message null); while set, new messages reach clients
 	// without updateNewMessage or updateChatLastMessage, as TDLib may add

@@ -28,14 +28,16 @@ type Client struct {
 	pending map[tg.ChatID]int
 
 	// The fields below are guarded by w.mu.
-	closed     bool
-	loaded     bool
-	opened     map[tg.ChatID]bool
-	fileIDs    map[string]int32 // unique id -> session-local file id
-	files      map[int32]*clientFile
-	nextFileID int32
-	tempSeq    int64
-	sends      map[tg.MessageID]*pendingSend
+	closed bool
+	loaded bool // the main chat list
+	// archiveLoaded: the archive chat list has been loaded.
+	archiveLoaded bool
+	opened        map[tg.ChatID]bool
+	fileIDs       map[string]int32 // unique id -> session-local file id
+	files         map[int32]*clientFile
+	nextFileID    int32
+	tempSeq       int64
+	sends         map[tg.MessageID]*pendingSend
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
@@ -171,10 +173,25 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// LoadChats implements tg.Client: until it has run, every chat is unknown.
+// LoadChats implements tg.Client: it loads both chat lists, main and
+// archive. Until it has run, every chat is unknown.
 func (c *Client) LoadChats(ctx context.Context) error {
 	return call0(ctx, c, tg.MethodLoadChats, func() error {
-		c.loaded = true
+		c.loaded, c.archiveLoaded = true, true
+		return nil
+	})
+}
+
+// LoadChatList loads one chat list, as one TDLib loadChats request does:
+// the main list, or the archive list when archive is set. Chats of a list
+// not loaded stay unknown ("Chat not found").
+func (c *Client) LoadChatList(ctx context.Context, archive bool) error {
+	return call0(ctx, c, tg.MethodLoadChats, func() error {
+		if archive {
+			c.archiveLoaded = true
+		} else {
+			c.loaded = true
+		}
 		return nil
 	})
 }
@@ -281,11 +298,11 @@ func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, thread int64
 	})
 }
 
-// chat resolves a chat for a request: unknown before LoadChats and to
-// non-members, CHANNEL_PRIVATE once access is lost.
+// chat resolves a chat for a request: unknown before its chat list is
+// loaded and to non-members, CHANNEL_PRIVATE once access is lost.
 func (c *Client) chat(id tg.ChatID) (*chat, error) {
 	ch := c.w.chats[id]
-	if !c.loaded || ch == nil || !ch.isMem[c.account] {
+	if ch == nil || !ch.isMem[c.account] || !c.loaded && !ch.archived || ch.archived && !c.archiveLoaded {
 		return nil, errChatNotFound()
 	}
 	if ch.private {

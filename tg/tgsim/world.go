@@ -167,6 +167,16 @@ func (w *World) SetPrivate(chat tg.ChatID, private bool) {
 	w.mustChat(chat).private = private
 }
 
+// SetArchived moves chat to the archive chat list (or back to the main
+// one). A client knows an archived chat only once it has loaded the
+// archive list (LoadChats, or LoadChatList with archive set); before that
+// getChat and openChat fail with "Chat not found".
+func (w *World) SetArchived(chat tg.ChatID, archived bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustChat(chat).archived = archived
+}
+
 // SetLastMessageUnknown makes chat's last message unknown to every client
 // (getChat reports none) or known again. While it is unknown, new messages
 // are added without updateNewMessage or updateChatLastMessage, as TDLib may
