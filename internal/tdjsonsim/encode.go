@@ -66,6 +66,7 @@ func errorObject(code int, message string) object {
 const (
 	msgRequestAborted = "Request aborted"
 	msgChatNotFound   = "Chat not found"
+	msgNoAccess       = "Can't access the chat"
 	msgNotFound       = "Not Found"
 	msgUnauthorized   = "Unauthorized"
 )
@@ -85,6 +86,8 @@ func errorFor(err error) object {
 		return errorObject(429, fmt.Sprintf("Too Many Requests: retry after %d", secs))
 	}
 	switch {
+	case errors.Is(err, tg.ErrNoAccess):
+		return errorObject(400, msgNoAccess)
 	case errors.Is(err, tg.ErrChatNotFound):
 		return errorObject(400, msgChatNotFound)
 	case errors.Is(err, tg.ErrMessageNotFound):
@@ -187,7 +190,7 @@ func messageObject(m tg.Message, o messageOptions) object {
 		member{"is_outgoing", o.outgoing},
 		member{"is_pinned", false},
 		member{"is_from_offline", false},
-		member{"can_be_saved", true},
+		member{"can_be_saved", !m.Protected},
 		member{"has_timestamped_media", true},
 		member{"is_channel_post", false},
 		member{"is_topic_message", m.IsTopicMessage},
@@ -250,6 +253,8 @@ func chatObject(c tg.Chat) object {
 	switch c.Kind {
 	case tg.KindPrivate:
 		typ = object{{"@type", "chatTypePrivate"}, {"user_id", int64(c.ID)}}
+	case tg.KindBasicGroup:
+		typ = object{{"@type", "chatTypeBasicGroup"}, {"basic_group_id", -int64(c.ID)}}
 	default:
 		typ = object{
 			{"@type", "chatTypeSupergroup"},
@@ -270,7 +275,7 @@ func chatObject(c tg.Chat) object {
 	return append(o, object{
 		{"positions", []any{}},
 		{"chat_lists", []any{}},
-		{"has_protected_content", false},
+		{"has_protected_content", c.Protected},
 		{"is_translatable", false},
 		{"is_marked_as_unread", false},
 		{"view_as_topics", c.Kind == tg.KindForum},

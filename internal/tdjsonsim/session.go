@@ -403,7 +403,7 @@ func (s *session) handle(r *request) (object, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.Kind != tg.KindPrivate {
+		if c.Kind != tg.KindPrivate && c.Kind != tg.KindBasicGroup {
 			s.mu.Lock()
 			s.kinds[supergroupID(c.ID)] = c.Kind
 			s.mu.Unlock()

@@ -15,6 +15,13 @@ type chat struct {
 	// username is the public @name, without the @; "" for private chats.
 	username string
 	private  bool
+	// lostAccess: the members lost access, but their clients still know
+	// the chat locally: getChat and openChat succeed, server calls fail
+	// with 400 "Can't access the chat", and no update is delivered.
+	lostAccess bool
+	// protected chats have protected content: their messages cannot be
+	// saved or forwarded (can_be_saved false).
+	protected bool
 	// archived chats are in the archive chat list: unknown to a client
 	// until it has loaded that list.
 	archived bool
