@@ -627,4 +627,13 @@ func TestProtectedContentIsDeadLetterBeforeDownload(t *testing.T) {
 	if len(dls) != 1 || !strings.Contains(dls[0].Reason, "protected content") || dls[0].ErrorClass != string(tg.ClassPermanent) {
 		t.Fatalf("exhausted dead letters = %+v, want one, permanent, with a protected-content reason", dls)
 	}
+	st, err := e.st.Status(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Sources {
+		if tg.ChatID(s.ChatID) == e.src["a"] && s.ProtectedDocuments != 1 {
+			t.Errorf("status shows %d protected documents for the source, want 1", s.ProtectedDocuments)
+		}
+	}
 }
