@@ -31,6 +31,7 @@ type Store interface {
 // Listener is the live side of each source: its dirty flag and the hand-off.
 type Listener interface {
 	IsDirty(chat tg.ChatID) bool
+	AccessInDoubt(chat tg.ChatID) bool
 	CaughtUp(chat tg.ChatID, w int64) bool
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
 	Wake() <-chan struct{}
@@ -352,7 +353,10 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) 
 	// saw a message (w == 0) takes an unknown last message for an empty
 	// chat.
 	known := last > 0
-	if (known || w == 0) && last <= w {
+	// After a lost access getChat still answers from local state: only a
+	// server call tells whether the source can be read.
+	verify := c.lst.AccessInDoubt(src.ChatID)
+	if (known || w == 0) && last <= w && !verify {
 		c.lst.CaughtUp(src.ChatID, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}

@@ -409,3 +409,36 @@ func TestIgnoredErrorIsSilent(t *testing.T) {
 		t.Errorf("delivered %d after the retry, want 2", got)
 	}
 }
+
+// TDLib announces a lost access (updateSupergroup, status left) but
+// getChat still shows the old last message: catch-up must make a server
+// call instead of taking the source for current.
+func TestAccessLostWithNothingNewIsVerified(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 2)
+	in := w.start()
+	w.runOnce(in)
+	if in.lst.IsDirty(chat) {
+		t.Fatal("not synced after the first catch-up")
+	}
+	drain(in.lst.Wake())
+	w.w.LoseAccess(chat, true)
+	select {
+	case <-in.lst.Wake():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lost access never made the source dirty")
+	}
+	res, calls := w.runOnce(in)
+	if res.Current != 0 || calls[tg.MethodSearchChatMessages] == 0 {
+		t.Fatalf("result %+v, calls %v: the lost source was taken for current", res, calls)
+	}
+	src, err := w.st.GetSource(t.Context(), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Access != store.AccessLost {
+		t.Errorf("access = %q, want %q", src.Access, store.AccessLost)
+	}
+}

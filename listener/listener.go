@@ -51,6 +51,7 @@ type Item struct {
 
 // Dirty reasons.
 const (
+	ReasonAccessLost  = "access_lost"
 	ReasonStart       = "start"
 	ReasonGap         = "gap"
 	ReasonOverflow    = "overflow"
@@ -223,6 +224,11 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 			// The message exists even though its event never came: the
 			// hand-off must wait until catch-up has covered it.
 			st.lastSeen = u.LastMessageID.ServerID()
+		}
+	case tg.ChatAccessLost:
+		// Catch-up's next server call finds out and records it.
+		if st := l.sources[u.Chat]; st != nil {
+			l.markDirtyLocked(st, ReasonAccessLost)
 		}
 	case tg.ConnectionStateChanged:
 		l.connectionLocked(u.State)
@@ -464,6 +470,16 @@ func (l *Listener) IsDirty(chat tg.ChatID) bool {
 	defer l.mu.Unlock()
 	st := l.sources[chat]
 	return st == nil || st.dirty
+}
+
+// AccessInDoubt reports whether chat is dirty because TDLib said the
+// account lost it: getChat still answers from local state, so only a server
+// call can tell.
+func (l *Listener) AccessInDoubt(chat tg.ChatID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	return st != nil && st.dirty && st.reason == ReasonAccessLost
 }
 
 // MarkDirty marks chat dirty from outside the update stream (e.g. a failed

@@ -301,3 +301,18 @@ func TestBasicGroupHasNoIDContinuity(t *testing.T) {
 		t.Errorf("watermark once 17 was handled = %d, want 23", low)
 	}
 }
+
+// updateSupergroup with the account's status left makes the source dirty,
+// so that catch-up's next server call finds the lost access and records it.
+func TestAccessLostMarksDirty(t *testing.T) {
+	t.Parallel()
+	l, st, _ := setup(t, 8, 10)
+	l.CaughtUp(chat, 10)
+	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
+	if !l.IsDirty(chat) {
+		t.Fatal("a lost access left the source synced")
+	}
+	if src := stored(t, l, st); src.DirtyReason != ReasonAccessLost {
+		t.Errorf("dirty reason = %q, want %q", src.DirtyReason, ReasonAccessLost)
+	}
+}

@@ -298,11 +298,17 @@ func chatObject(c tg.Chat) object {
 
 // supergroupObject is TDLib's supergroup of a chat of the given kind.
 func supergroupObject(id int64, kind tg.ChatKind) object {
+	return supergroupWithStatus(id, kind, "chatMemberStatusMember")
+}
+
+// supergroupWithStatus is a supergroup object with the account's status in
+// it (chatMemberStatusMember, or chatMemberStatusLeft once access is lost).
+func supergroupWithStatus(id int64, kind tg.ChatKind, status string) object {
 	return object{
 		{"@type", "supergroup"},
 		{"id", id},
 		{"date", 0},
-		{"status", typed("chatMemberStatusMember")},
+		{"status", typed(status)},
 		{"member_count", 0},
 		{"boost_level", 0},
 		{"has_linked_chat", false},
@@ -468,6 +474,10 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 	switch u := u.(type) {
 	case tg.NewMessage:
 		return object{{"@type", "updateNewMessage"}, {"message", messageObject(u.Message, messageOptions{})}}, nil
+	case tg.ChatAccessLost:
+		// The kind is not in the update; is_channel and is_forum do not
+		// matter to a client told it has left.
+		return object{{"@type", "updateSupergroup"}, {"supergroup", supergroupWithStatus(supergroupID(u.Chat), tg.KindSupergroup, "chatMemberStatusLeft")}}, nil
 	case tg.ChatLastMessage:
 		out := withLastMessage(object{{"@type", "updateChatLastMessage"}, {"chat_id", int64(u.Chat)}}, u.Chat, u.LastMessageID)
 		return append(out, member{"positions", []any{}}), nil

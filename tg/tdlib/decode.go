@@ -375,6 +375,10 @@ type tdUpdate struct {
 	Name         string            `json:"name"`
 	Value        json.RawMessage   `json:"value"`
 	Info         *tdForumTopicInfo `json:"info"`
+	Supergroup   *struct {
+		ID     tdInt  `json:"id"`
+		Status tdType `json:"status"`
+	} `json:"supergroup"`
 }
 
 // isPortUpdate reports whether decodeUpdate translates the TDLib update
@@ -383,7 +387,7 @@ func isPortUpdate(typ string) bool {
 	switch typ {
 	case "updateNewMessage", "updateChatLastMessage", "updateConnectionState",
 		"updateMessageSendSucceeded", "updateMessageSendFailed", "updateFile",
-		"updateOption", "updateForumTopicInfo", "updateMessageContent":
+		"updateOption", "updateForumTopicInfo", "updateMessageContent", "updateSupergroup":
 		return true
 	}
 	return false
@@ -457,6 +461,17 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 		}}, true, nil
 	case "updateMessageContent":
 		return tg.MessageContentChanged{Chat: tg.ChatID(v.ChatID), Message: tg.MessageID(v.MessageID)}, true, nil
+	case "updateSupergroup":
+		if v.Supergroup == nil {
+			return nil, false, missing("supergroup")
+		}
+		// Only a status that takes the chat away matters to stashd; the
+		// chat id of supergroup s is -1000000000000 - s.
+		switch v.Supergroup.Status.Type {
+		case "chatMemberStatusLeft", "chatMemberStatusBanned":
+			return tg.ChatAccessLost{Chat: tg.ChatID(-1_000_000_000_000 - int64(v.Supergroup.ID))}, true, nil
+		}
+		return nil, false, nil
 	}
 	return nil, false, nil
 }

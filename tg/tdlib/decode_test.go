@@ -429,3 +429,15 @@ func TestTDInt(t *testing.T) {
 		t.Error("1.5 parsed as an integer")
 	}
 }
+
+func TestDecodeUpdateSupergroupStatus(t *testing.T) {
+	t.Parallel()
+	u, ok, err := decodeUpdate([]byte(`{"@type":"updateSupergroup","supergroup":{"@type":"supergroup","id":1987654321,"status":{"@type":"chatMemberStatusLeft"}}}`))
+	if err != nil || !ok || u != (tg.ChatAccessLost{Chat: -1001987654321}) {
+		t.Errorf("left: %#v, %v, %v; want ChatAccessLost of -1001987654321", u, ok, err)
+	}
+	u, ok, err = decodeUpdate([]byte(`{"@type":"updateSupergroup","supergroup":{"@type":"supergroup","id":1987654321,"status":{"@type":"chatMemberStatusMember"}}}`))
+	if err != nil || ok {
+		t.Errorf("member: %#v, %v, %v; want no update", u, ok, err)
+	}
+}

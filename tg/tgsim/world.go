@@ -184,11 +184,18 @@ func (w *World) SetPrivate(chat tg.ChatID, private bool) {
 // openChat still succeed from local state, but server calls
 // (searchChatMessages, getMessage, getChatMessageByDate, getForumTopic,
 // downloadFile of its files) fail with 400 "Can't access the chat", a
-// permanent error wrapping tg.ErrNoAccess, and no update about it arrives.
+// permanent error wrapping tg.ErrNoAccess, and no update about it arrives
+// but one: clients of the members receive tg.ChatAccessLost (TDLib's
+// updateSupergroup with status left).
 func (w *World) LoseAccess(chat tg.ChatID, lost bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.mustChat(chat).lostAccess = lost
+	c := w.mustChat(chat)
+	if lost && !c.lostAccess && c.kind != tg.KindPrivate && c.kind != tg.KindBasicGroup {
+		// TDLib reports the account's new status (left) in updateSupergroup.
+		w.eachClient(c, func(cl *Client) { cl.enqueue(tg.ChatAccessLost{Chat: c.id}) })
+	}
+	c.lostAccess = lost
 }
 
 // SetProtected gives chat protected content (has_protected_content), or
