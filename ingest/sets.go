@@ -101,6 +101,13 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 				if ctx.Err() != nil {
 					return res, ctx.Err()
 				}
+				if tg.Classify(err) == tg.ClassPermanent {
+					// The set can never be fetched (access lost, content
+					// protected): its parts must not wait for ever.
+					errs = append(errs, p.deadLetterParts(ctx, parts, err)...)
+					res.DeadLetter++
+					continue
+				}
 				errs = append(errs, fmt.Errorf("complete set %q: %w", set.SetKey, err))
 				continue
 			}
@@ -126,6 +133,25 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// deadLetterParts records every part of a set that failed for good as a
+// dead letter carrying err.
+func (p *Pipeline) deadLetterParts(ctx context.Context, parts []store.SourceMessage, err error) []error {
+	var errs []error
+	for _, pt := range parts {
+		msg := tg.Message{ID: pt.Key.Message, ChatID: pt.Key.Chat, AlbumID: pt.AlbumID, Date: pt.Date,
+			Document: &tg.Document{FileName: pt.FileName, File: tg.File{Size: pt.FileSize, UniqueID: pt.UniqueID}}}
+		if pt.TopicID != 0 {
+			msg.IsTopicMessage, msg.ThreadID = true, pt.TopicID
+		}
+		if dlErr := p.deadLetter(ctx, msg, err, true); dlErr != nil {
+			errs = append(errs, dlErr)
+		} else {
+			p.count(store.OutcomeDeadLetter)
+		}
+	}
+	return errs
 }
 
 func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts []store.SourceMessage) error {
