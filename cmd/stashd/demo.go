@@ -47,6 +47,11 @@ func runDemo(args []string) int {
 	fs.IntVar(&o.QueueCapacity, "queue-capacity", 256, "capacity of each account's ingest queue")
 	fs.StringVar(&o.PostDir, "post-dir", "", "also post every file of this directory (real archives to replay)")
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")
+	fs.Float64Var(&o.LoseAccess, "lose-access", 0, "probability that each source becomes inaccessible halfway (getChat answers, server calls fail) (0..1)")
+	fs.Float64Var(&o.IgnorableErrors, "errors-406", 0, "probability that a history request fails with 406, to be dropped silently (0..1)")
+	fs.Float64Var(&o.UnknownLastMessage, "null-last-message", 0, "probability that getChat reports a chat's last message as unknown (0..1)")
+	fs.Float64Var(&o.ArchivedSources, "archived", 0, "probability that each source is in the archive chat list (0..1)")
+	fs.Float64Var(&o.ProtectedSources, "protected", 0, "probability that each source has protected content (0..1)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 0, "disconnect every account this often, for a quarter of the period (0: never)")
 	fs.DurationVar(&o.RestartEvery, "restart-every", 0, "restart the daemon this often, every other time abruptly (0: never)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
@@ -58,9 +63,13 @@ func runDemo(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if o.DropUpdates < 0 || o.DropUpdates > 1 {
-		fmt.Fprintln(os.Stderr, "stashd demo: --drop-updates must be between 0 and 1")
-		return 2
+	for name, p := range map[string]float64{"drop-updates": o.DropUpdates, "lose-access": o.LoseAccess,
+		"errors-406": o.IgnorableErrors, "null-last-message": o.UnknownLastMessage,
+		"archived": o.ArchivedSources, "protected": o.ProtectedSources} {
+		if p < 0 || p > 1 {
+			fmt.Fprintf(os.Stderr, "stashd demo: --%s must be between 0 and 1\n", name)
+			return 2
+		}
 	}
 
 	level := slog.LevelWarn
