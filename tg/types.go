@@ -57,9 +57,6 @@ type Chat struct {
 	// Protected is has_protected_content: messages of the chat cannot be
 	// forwarded or saved, so its documents cannot be re-sent.
 	Protected bool
-	// UpgradedTo is the supergroup chat a basic group was upgraded to
-	// (basicGroup.upgraded_to_supergroup_id as a chat id); 0 otherwise.
-	UpgradedTo ChatID
 }
 
 // User is the logged-in account as getMe reports it.
