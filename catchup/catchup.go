@@ -31,6 +31,7 @@ type Store interface {
 // Listener is the live side of each source: its dirty flag and the hand-off.
 type Listener interface {
 	IsDirty(chat tg.ChatID) bool
+	AccessInDoubt(chat tg.ChatID) bool
 	CaughtUp(chat tg.ChatID, w int64) bool
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
 	Wake() <-chan struct{}
@@ -89,6 +90,8 @@ type Config struct {
 type Metrics struct {
 	decisions *prometheus.CounterVec
 	circuit   *prometheus.GaugeVec
+	// inaccessible is 1 while the account has lost access to a source.
+	inaccessible *prometheus.GaugeVec
 }
 
 // NewMetrics registers the catch-up metrics on reg.
@@ -102,11 +105,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "stashd_source_circuit_open",
 			Help: "1 while a source's circuit is open after permanent failures (it is skipped until the circuit closes).",
 		}, []string{"source"}),
+		inaccessible: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_source_inaccessible",
+			Help: "1 while the account has lost access to a source (server calls answer \"Can't access the chat\" while getChat still succeeds).",
+		}, []string{"source"}),
 	}
 	for _, d := range []string{DecisionSynced, DecisionNotDue, DecisionCurrent, DecisionPaged, DecisionCircuit, DecisionError} {
 		m.decisions.WithLabelValues(d)
 	}
-	reg.MustRegister(m.decisions, m.circuit)
+	reg.MustRegister(m.decisions, m.circuit, m.inaccessible)
 	return m
 }
 
@@ -233,11 +240,18 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 	}
 	var errs []error
 	for _, src := range claimed {
-		found, decision, scanErr := c.scan(ctx, src)
+		sc := c.scan(ctx, src)
+		found, decision, scanErr := sc.found, sc.decision, sc.err
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent}
+		if tg.Classify(scanErr) == tg.ClassIgnored {
+			// TDLib asks for 406 to be dropped silently: the source stays
+			// dirty and the next cycle tries again, with no failure counted.
+			scanErr = nil
+		}
+		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent,
+			NoAccess: errors.Is(scanErr, tg.ErrNoAccess), Protected: sc.chat.Protected, ChatRead: sc.chatRead}
 		// Recording the outcome must survive the scan's own failure.
 		after, err := c.store.FinishScan(ctx, src.ChatID, c.cfg.Owner, out, c.cfg.Policy)
 		if err != nil {
@@ -247,7 +261,13 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 			if !after.CircuitUntil.IsZero() {
 				open = 1
 			}
-			c.m.circuit.WithLabelValues(strconv.FormatInt(int64(src.ChatID), 10)).Set(open)
+			label := strconv.FormatInt(int64(src.ChatID), 10)
+			c.m.circuit.WithLabelValues(label).Set(open)
+			lost := 0.0
+			if after.Access == store.AccessLost {
+				lost = 1
+			}
+			c.m.inaccessible.WithLabelValues(label).Set(lost)
 		}
 		c.decide(decision)
 		res.Messages += found
@@ -258,9 +278,14 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 			res.Paged++
 		case DecisionError:
 			res.Errors++
-			if out.Permanent {
+			switch {
+			case scanErr == nil:
+				// Ignored (406): retried next cycle.
+			case out.NoAccess:
+				c.log.Warn("source inaccessible: the account lost access; circuit open", "source", src.ChatID, "err", scanErr)
+			case out.Permanent:
 				c.log.Warn("source failing permanently; circuit open", "source", src.ChatID, "err", scanErr)
-			} else {
+			default:
 				errs = append(errs, fmt.Errorf("source %d: %w", src.ChatID, scanErr))
 			}
 		}
@@ -290,9 +315,30 @@ func (c *Catchup) countUnclaimed(ctx context.Context, dirty []tg.ChatID, claimed
 	return nil
 }
 
-// scan catches one source up. It returns how many messages it handed to
+// scanResult is what scanning one source did: how many messages it handed
+// to ingest, its decision and error, and the chat when it was read.
+type scanResult struct {
+	found    int
+	decision string
+	err      error
+	chat     tg.Chat
+	chatRead bool
+}
+
+// scan catches one source up.
+func (c *Catchup) scan(ctx context.Context, src store.Source) scanResult {
+	chat, err := c.tg.GetChat(ctx, src.ChatID)
+	if err != nil {
+		return scanResult{decision: DecisionError, err: fmt.Errorf("get chat: %w", err)}
+	}
+	found, decision, err := c.scanChat(ctx, src, chat)
+	return scanResult{found: found, decision: decision, err: err, chat: chat, chatRead: true}
+}
+
+// scanChat pages src forward from its watermark unless chat's last message
+// shows nothing was missed. It returns how many messages it handed to
 // ingest and its decision.
-func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, error) {
+func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) (int, string, error) {
 	w := src.Watermark
 	// seen: the newest id known before reading the chat. If the chat's last
 	// message is now below it, the messages in between were deleted.
@@ -300,12 +346,17 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, erro
 	if ok {
 		w = max(w, low)
 	}
-	chat, err := c.tg.GetChat(ctx, src.ChatID)
-	if err != nil {
-		return 0, DecisionError, fmt.Errorf("get chat: %w", err)
-	}
 	last := chat.LastMessageID.ServerID()
-	if last <= w {
+	// A null (or local) last message is "unknown", not "nothing new": TDLib
+	// may add messages to such a chat without updateNewMessage, so a
+	// source with history must page to find out. Only a source that never
+	// saw a message (w == 0) takes an unknown last message for an empty
+	// chat.
+	known := last > 0
+	// After a lost access getChat still answers from local state: only a
+	// server call tells whether the source can be read.
+	verify := c.lst.AccessInDoubt(src.ChatID)
+	if (known || w == 0) && last <= w && !verify {
 		c.lst.CaughtUp(src.ChatID, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}
@@ -328,7 +379,7 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) (int, string, erro
 			return found, DecisionError, err
 		}
 		c.lst.CaughtUp(src.ChatID, w)
-		if w >= last {
+		if known && w >= last {
 			break
 		}
 	}
@@ -363,6 +414,11 @@ func (c *Catchup) ingest(ctx context.Context, page []tg.Message) error {
 		})
 	}
 	return g.Wait()
+}
+
+// Inaccessible returns the lost-access gauge of a source (for tests).
+func (m *Metrics) Inaccessible(source string) prometheus.Gauge {
+	return m.inaccessible.WithLabelValues(source)
 }
 
 // CircuitOpen returns the circuit gauge of a source (for tests and status).

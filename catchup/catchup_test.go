@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -293,5 +294,151 @@ func drain(ch <-chan struct{}) {
 		default:
 			return
 		}
+	}
+}
+
+// A chat whose last message TDLib reports as unknown (null) may have gained
+// messages without any update: catch-up must page instead of taking the
+// unknown last message for "nothing new".
+func TestUnknownLastMessagePagesInsteadOfShortcut(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 2)
+	w.runOnce(w.start())
+	if got := w.delivered(); got != 2 {
+		t.Fatalf("delivered %d before the unknown stretch, want 2", got)
+	}
+
+	w.w.SetLastMessageUnknown(chat, true)
+	w.post(chat, 0, 3) // added without updateNewMessage or updateChatLastMessage; one new content
+	in := w.start()
+	res, calls := w.runOnce(in)
+	if res.Current != 0 || calls[tg.MethodSearchChatMessages] == 0 {
+		t.Fatalf("result = %+v, calls %v: an unknown last message was taken for nothing new", res, calls)
+	}
+	if got := w.delivered(); got != 3 {
+		t.Errorf("delivered %d, want all 3 distinct packages", got)
+	}
+	if in.lst.IsDirty(chat) {
+		t.Error("source still dirty after paging")
+	}
+}
+
+// An account that lost a source still reads it locally (getChat succeeds)
+// while every server call fails with "Can't access the chat": catch-up
+// records the source inaccessible with that reason, opens its circuit and
+// shows it on the gauge, without holding up the other source.
+func TestLostAccessRecordsSourceInaccessible(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	lost, good := w.sources[0], w.sources[1]
+	w.post(lost, 0, 2)
+	w.runOnce(w.start())
+
+	w.w.LoseAccess(lost, true)
+	w.post(lost, 0, 3)
+	w.post(good, 0, 2)
+	in := w.start()
+	res, calls := w.runOnce(in)
+	if res.Errors != 1 || res.Paged != 1 {
+		t.Fatalf("result = %+v (calls %v), want the lost source failed and the other paged", res, calls)
+	}
+	src, err := w.st.GetSource(t.Context(), lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Access != store.AccessLost || !strings.Contains(src.AccessReason, "Can't access the chat") {
+		t.Errorf("lost source access = %q (%q), want %q with the error as reason", src.Access, src.AccessReason, store.AccessLost)
+	}
+	if src.CircuitUntil.IsZero() {
+		t.Error("lost source's circuit is closed, want it open")
+	}
+	label := strconv.FormatInt(int64(lost), 10)
+	if got := testutil.ToFloat64(in.m.Inaccessible(label)); got != 1 {
+		t.Errorf("stashd_source_inaccessible{source=%s} = %v, want 1", label, got)
+	}
+	other, err := w.st.GetSource(t.Context(), good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Access != store.AccessOK {
+		t.Errorf("healthy source access = %q, want %q", other.Access, store.AccessOK)
+	}
+	st, err := w.st.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Sources {
+		if tg.ChatID(s.ChatID) == lost && s.Access != store.AccessLost {
+			t.Errorf("status shows the lost source as %q, want %q", s.Access, store.AccessLost)
+		}
+	}
+
+	// Access comes back: the next successful scan records it.
+	if src, err = w.st.FinishScan(t.Context(), lost, "test", store.ScanOutcome{ChatRead: true}, store.ScanPolicy{}); err != nil || src.Access != store.AccessOK || src.AccessReason != "" {
+		t.Errorf("after a successful scan: access %q (%q), %v; want %q", src.Access, src.AccessReason, err, store.AccessOK)
+	}
+}
+
+// TDLib asks for 406 errors to be dropped silently: no failure counted, no
+// circuit, and the source is caught up on a later cycle.
+func TestIgnoredErrorIsSilent(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 2)
+	in := w.start()
+	w.w.InjectError("a", tg.MethodGetChat, &tg.Error{Code: 406, Message: "CHANNEL_TOO_LARGE"}, 1)
+	res, err := in.catch.RunOnce(t.Context())
+	if err != nil {
+		t.Fatalf("a 406 surfaced as a cycle error: %v", err)
+	}
+	src, gerr := w.st.GetSource(t.Context(), chat)
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	if src.Failures != 0 || !src.CircuitUntil.IsZero() || src.LastError != "" {
+		t.Errorf("after a 406: %+v (result %+v), want no failure, no circuit, no error", src, res)
+	}
+	if !in.lst.IsDirty(chat) {
+		t.Error("source synced on a cycle whose getChat failed")
+	}
+	w.runOnce(in)
+	if got := w.delivered(); got != 2 {
+		t.Errorf("delivered %d after the retry, want 2", got)
+	}
+}
+
+// TDLib announces a lost access (updateSupergroup, status left) but
+// getChat still shows the old last message: catch-up must make a server
+// call instead of taking the source for current.
+func TestAccessLostWithNothingNewIsVerified(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 2)
+	in := w.start()
+	w.runOnce(in)
+	if in.lst.IsDirty(chat) {
+		t.Fatal("not synced after the first catch-up")
+	}
+	drain(in.lst.Wake())
+	w.w.LoseAccess(chat, true)
+	select {
+	case <-in.lst.Wake():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lost access never made the source dirty")
+	}
+	res, calls := w.runOnce(in)
+	if res.Current != 0 || calls[tg.MethodSearchChatMessages] == 0 {
+		t.Fatalf("result %+v, calls %v: the lost source was taken for current", res, calls)
+	}
+	src, err := w.st.GetSource(t.Context(), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Access != store.AccessLost {
+		t.Errorf("access = %q, want %q", src.Access, store.AccessLost)
 	}
 }

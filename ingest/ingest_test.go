@@ -624,3 +624,44 @@ func TestRetryLoopCompletesLateSet(t *testing.T) {
 		t.Errorf("%d dead letters still unresolved: %+v", len(pending), pending)
 	}
 }
+
+// A document of a source with protected content cannot be re-sent: it is
+// recorded as an exhausted dead letter with that reason before any
+// download, and nothing is delivered or retried.
+func TestProtectedContentIsDeadLetterBeforeDownload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	e.world.SetProtected(e.src["a"], true)
+	p, c := e.pipeline("a")
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "secret.zip", Data: zipOf("x", "protected")}))
+	if !m.Protected {
+		t.Fatalf("message of a protected chat = %+v, want Protected (can_be_saved false)", m)
+	}
+	before := e.world.Calls("a")
+	out, err := p.Process(e.ctx, m)
+	if err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("process = %q, %v; want a dead letter", out, err)
+	}
+	if n := e.world.Calls("a")[tg.MethodDownloadFile] - before[tg.MethodDownloadFile]; n != 0 {
+		t.Errorf("downloaded %d time(s) a file that cannot be re-sent", n)
+	}
+	if n := len(e.delivered()); n != 0 {
+		t.Errorf("delivered %d documents from a protected source", n)
+	}
+	dls, err := e.st.DeadLetters(e.ctx, store.DeadExhausted, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 1 || !strings.Contains(dls[0].Reason, "protected content") || dls[0].ErrorClass != string(tg.ClassPermanent) {
+		t.Fatalf("exhausted dead letters = %+v, want one, permanent, with a protected-content reason", dls)
+	}
+	st, err := e.st.Status(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.Sources {
+		if tg.ChatID(s.ChatID) == e.src["a"] && s.ProtectedDocuments != 1 {
+			t.Errorf("status shows %d protected documents for the source, want 1", s.ProtectedDocuments)
+		}
+	}
+}

@@ -277,6 +277,12 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	}
 	cls := classify(msg)
 	p.m.observeStage(StageClassify, start)
+	if cls.archive && msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg)) {
+		// The source protects its content: the document cannot be re-sent,
+		// so neither download nor retry can help. A permanent dead letter
+		// records why.
+		return "", fmt.Errorf("mirror %s: %w", msg.Document.FileName, tg.ErrProtectedContent)
+	}
 	switch {
 	case !cls.archive || (p.cfg.Accept != nil && !p.cfg.Accept(msg)):
 		return store.OutcomeNotArchive, p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomeNotArchive, 0))

@@ -186,9 +186,13 @@ func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, part
 	var pe *partError
 	failedPart := errors.As(cause, &pe)
 	var incomplete *IncompleteSetError
-	if errors.As(cause, &incomplete) {
+	switch {
+	case errors.As(cause, &incomplete):
 		reason = incomplete // the listing found a volume missing
-	} else {
+	case !failedPart && tg.Classify(cause) == tg.ClassPermanent:
+		// The whole set can never be fetched (access lost, content
+		// protected): every part carries that reason, retried no more.
+	default:
 		reason = &SetFailedError{Set: displaySet(set.SetKey), Err: cause}
 	}
 	var errs []error

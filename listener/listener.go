@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -50,6 +51,7 @@ type Item struct {
 
 // Dirty reasons.
 const (
+	ReasonAccessLost  = "access_lost"
 	ReasonStart       = "start"
 	ReasonGap         = "gap"
 	ReasonOverflow    = "overflow"
@@ -72,6 +74,10 @@ type source struct {
 	// firstLive is the first live id accepted since the source last became
 	// dirty; catch-up hands over to the live stream once it reaches it.
 	firstLive int64
+	// noContinuity: the source's ids are not a per-chat sequence (a basic
+	// group takes ids from the account's message box), so a jump is no gap
+	// and the watermark moves over handled ids below everything in flight.
+	noContinuity bool
 }
 
 // Listener is one account's realtime intake. See the package doc.
@@ -142,6 +148,7 @@ func (l *Listener) Watch(src store.Source) {
 	st := &source{
 		chat: src.ChatID, label: strconv.FormatInt(int64(src.ChatID), 10),
 		lastSeen: max(src.LastSeen, src.Watermark), low: src.Watermark, done: map[int64]struct{}{},
+		noContinuity: src.Kind == tg.KindBasicGroup,
 	}
 	l.sources[src.ChatID] = st
 	l.markDirtyLocked(st, ReasonStart)
@@ -218,6 +225,11 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 			// hand-off must wait until catch-up has covered it.
 			st.lastSeen = u.LastMessageID.ServerID()
 		}
+	case tg.ChatAccessLost:
+		// Catch-up's next server call finds out and records it.
+		if st := l.sources[u.Chat]; st != nil {
+			l.markDirtyLocked(st, ReasonAccessLost)
+		}
 	case tg.ConnectionStateChanged:
 		l.connectionLocked(u.State)
 	case tg.MessageContentChanged:
@@ -245,7 +257,7 @@ func (l *Listener) newMessageLocked(msg tg.Message, now time.Time) {
 	if s <= st.low {
 		return // already covered by the watermark
 	}
-	if st.lastSeen != 0 && s > st.lastSeen+1 {
+	if st.lastSeen != 0 && s > st.lastSeen+1 && !st.noContinuity {
 		l.markDirtyLocked(st, ReasonGap)
 	}
 	if s > st.lastSeen {
@@ -380,6 +392,11 @@ func (l *Listener) Release(item Item) {
 	defer l.mu.Unlock()
 	if !item.Refetch {
 		delete(l.inflight, item.Message.Key())
+		// Without id continuity nothing else would hold the watermark
+		// below the abandoned message: leave it to catch-up.
+		if st := l.sources[item.Message.ChatID]; st != nil && st.noContinuity {
+			l.markDirtyLocked(st, ReasonGap)
+		}
 	}
 }
 
@@ -391,6 +408,29 @@ func (l *Listener) doneLocked(st *source, s int64) {
 	l.advanceLocked(st)
 }
 
+// advanceSparseLocked moves the low watermark of a source without id
+// continuity to its highest handled id below every id of it still in
+// flight.
+func (l *Listener) advanceSparseLocked(st *source) bool {
+	ceiling := int64(math.MaxInt64)
+	for k := range l.inflight {
+		if k.Chat == st.chat {
+			ceiling = min(ceiling, k.Message.ServerID()-1)
+		}
+	}
+	moved := false
+	for s := range st.done {
+		if s > ceiling {
+			continue
+		}
+		delete(st.done, s)
+		if s > st.low {
+			st.low, moved = s, true
+		}
+	}
+	return moved
+}
+
 // advanceLocked moves a synced source's low watermark over contiguous
 // handled ids. A dirty source keeps its done set for the hand-off.
 func (l *Listener) advanceLocked(st *source) {
@@ -398,6 +438,9 @@ func (l *Listener) advanceLocked(st *source) {
 		return
 	}
 	moved := false
+	if st.noContinuity {
+		moved = l.advanceSparseLocked(st)
+	}
 	for {
 		if _, ok := st.done[st.low+1]; !ok {
 			break
@@ -427,6 +470,16 @@ func (l *Listener) IsDirty(chat tg.ChatID) bool {
 	defer l.mu.Unlock()
 	st := l.sources[chat]
 	return st == nil || st.dirty
+}
+
+// AccessInDoubt reports whether chat is dirty because TDLib said the
+// account lost it: getChat still answers from local state, so only a server
+// call can tell.
+func (l *Listener) AccessInDoubt(chat tg.ChatID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	return st != nil && st.dirty && st.reason == ReasonAccessLost
 }
 
 // MarkDirty marks chat dirty from outside the update stream (e.g. a failed

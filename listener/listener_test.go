@@ -253,3 +253,66 @@ func TestHandleUpdateNeverBlocks(t *testing.T) {
 		t.Fatal("HandleUpdate blocked on a full queue")
 	}
 }
+
+// A basic group takes its ids from the account's message box: a jump is no
+// gap, and the watermark moves over handled ids but never past one still
+// in flight.
+func TestBasicGroupHasNoIDContinuity(t *testing.T) {
+	t.Parallel()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	const group = tg.ChatID(-4012345678)
+	if err := st.EnsureSource(t.Context(), store.Source{ChatID: group, Account: "a", Kind: tg.KindBasicGroup}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AdvanceWatermark(t.Context(), group, 10); err != nil {
+		t.Fatal(err)
+	}
+	src, err := st.GetSource(t.Context(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(Config{Account: "a", QueueCapacity: 8}, st, nil)
+	l.Watch(src)
+	l.CaughtUp(group, 10)
+
+	msg := func(s int64, document bool) tg.NewMessage {
+		m := tg.Message{ChatID: group, ID: tg.MessageIDFromServer(s)}
+		if document {
+			m.Document = &tg.Document{FileName: "a.zip"}
+		}
+		return tg.NewMessage{Message: m}
+	}
+	l.HandleUpdate(msg(14, false))
+	l.HandleUpdate(msg(17, true))
+	l.HandleUpdate(msg(23, false))
+	if l.IsDirty(group) {
+		t.Fatal("id jumps in a basic group marked it dirty")
+	}
+	if low, _, _ := l.Watermark(group); low != 14 {
+		t.Errorf("watermark with 17 in flight = %d, want 14", low)
+	}
+	item := <-l.Queue()
+	l.Done(item)
+	if low, _, _ := l.Watermark(group); low != 23 {
+		t.Errorf("watermark once 17 was handled = %d, want 23", low)
+	}
+}
+
+// updateSupergroup with the account's status left makes the source dirty,
+// so that catch-up's next server call finds the lost access and records it.
+func TestAccessLostMarksDirty(t *testing.T) {
+	t.Parallel()
+	l, st, _ := setup(t, 8, 10)
+	l.CaughtUp(chat, 10)
+	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
+	if !l.IsDirty(chat) {
+		t.Fatal("a lost access left the source synced")
+	}
+	if src := stored(t, l, st); src.DirtyReason != ReasonAccessLost {
+		t.Errorf("dirty reason = %q, want %q", src.DirtyReason, ReasonAccessLost)
+	}
+}

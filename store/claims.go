@@ -48,6 +48,13 @@ type ScanOutcome struct {
 	// Permanent says Err will not go away by itself (private, banned,
 	// deleted): the circuit opens.
 	Permanent bool
+	// NoAccess says Err is a lost access (tg.ErrNoAccess): the source is
+	// recorded as inaccessible with Err as its reason. A scan without error
+	// records the source accessible again.
+	NoAccess bool
+	// Protected is the chat's has_protected_content, when the scan read the
+	// chat (ChatRead); otherwise the stored flag is kept.
+	Protected, ChatRead bool
 }
 
 // ScanPolicy sets the scheduling that FinishScan applies.
@@ -88,11 +95,15 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 				WHEN $3 <> '' THEN now() + least($7::interval * power(2, least(failures, 20)), $8::interval)
 				WHEN $2 = 0 AND empty_scans + 1 >= $9 THEN now() + $5::interval
 				ELSE now() END,
+			access = CASE WHEN $11 THEN 'inaccessible' WHEN $3 = '' THEN 'ok' ELSE access END,
+			access_reason = CASE WHEN $11 THEN $3 WHEN $3 = '' THEN '' ELSE access_reason END,
+			access_since = CASE WHEN $11 THEN coalesce(access_since, now()) WHEN $3 = '' THEN NULL ELSE access_since END,
+			protected = CASE WHEN $12 THEN $13 ELSE protected END,
 			claim_owner = NULL, claim_until = NULL, updated_at = now()
 		WHERE chat_id = $1 AND (claim_owner = $10 OR claim_owner IS NULL)
 		RETURNING `+sourceColumns,
 		int64(chat), o.Found, errText, o.Permanent, p.ColdDelay.String(), p.CircuitBase.String(),
-		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner)
+		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner, o.NoAccess, o.ChatRead, o.Protected)
 	src, err := scanSource(row)
 	if err != nil {
 		return Source{}, fmt.Errorf("finish scan of %d: %w", chat, err)

@@ -28,7 +28,20 @@ type Source struct {
 	// CircuitUntil is when a failing source may be tried again; zero when closed.
 	CircuitUntil time.Time
 	LastError    string
+	// Access is AccessOK, or AccessLost once server calls about the source
+	// fail with "Can't access the chat"; AccessReason is that error.
+	Access       string
+	AccessReason string
+	// Protected: the source protects its content (has_protected_content);
+	// its documents cannot be re-sent.
+	Protected bool
 }
+
+// Source access states.
+const (
+	AccessOK   = "ok"
+	AccessLost = "inaccessible"
+)
 
 // UpsertAccount records an account and its Premium flag.
 func (s *Store) UpsertAccount(ctx context.Context, name string, userID int64, premium bool) error {
@@ -60,7 +73,8 @@ func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 }
 
 const sourceColumns = `chat_id, account, kind, title, watermark, dirty, dirty_reason, last_seen,
-	last_scan_at, next_scan_at, empty_scans, failures, circuit_until, last_error`
+	last_scan_at, next_scan_at, empty_scans, failures, circuit_until, last_error,
+	access, access_reason, protected`
 
 func scanSource(row pgx.Row) (Source, error) {
 	var src Source
@@ -68,7 +82,8 @@ func scanSource(row pgx.Row) (Source, error) {
 	var kind string
 	var lastScan, circuit *time.Time
 	err := row.Scan(&chat, &src.Account, &kind, &src.Title, &src.Watermark, &src.Dirty, &src.DirtyReason,
-		&src.LastSeen, &lastScan, &src.NextScanAt, &src.EmptyScans, &src.Failures, &circuit, &src.LastError)
+		&src.LastSeen, &lastScan, &src.NextScanAt, &src.EmptyScans, &src.Failures, &circuit, &src.LastError,
+		&src.Access, &src.AccessReason, &src.Protected)
 	if err != nil {
 		return Source{}, err
 	}

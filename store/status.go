@@ -43,6 +43,16 @@ type SourceStatus struct {
 	CircuitUntil *time.Time `json:"circuit_until,omitempty"`
 	LastError    string     `json:"last_error,omitempty"`
 	Packages     int        `json:"packages"`
+	// Access is "ok" or "inaccessible" (the account lost the chat), with
+	// the error that said so.
+	Access       string `json:"access"`
+	AccessReason string `json:"access_reason,omitempty"`
+	// Protected: the source protects its content; its documents cannot be
+	// re-sent and are recorded as dead letters with that reason.
+	Protected bool `json:"protected"`
+	// ProtectedDocuments counts the source's documents recorded as dead
+	// letters because their content is protected.
+	ProtectedDocuments int `json:"protected_documents"`
 }
 
 // Status is the whole report.
@@ -53,6 +63,10 @@ type Status struct {
 	Packages    int             `json:"packages"`
 	Deliveries  map[string]int  `json:"deliveries"`
 }
+
+// ProtectedReasonPattern matches (SQL LIKE) the reason of a dead letter
+// whose document has protected content (tg.ErrProtectedContent).
+const ProtectedReasonPattern = "%protected content%"
 
 // Status reads the report `stashd status` prints.
 func (s *Store) Status(ctx context.Context) (Status, error) {
@@ -74,15 +88,18 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 			CASE WHEN s.circuit_until > now() THEN 'circuit_open' WHEN s.dirty THEN 'dirty' ELSE 'synced' END,
 			s.dirty_reason, s.watermark, s.last_seen, s.last_scan_at,
 			CASE WHEN s.circuit_until > now() THEN s.circuit_until END, s.last_error,
-			(SELECT count(DISTINCT package_id) FROM source_messages m WHERE m.chat_id = s.chat_id AND m.package_id IS NOT NULL)
-		FROM sources s ORDER BY s.account, s.chat_id`)
+			(SELECT count(DISTINCT package_id) FROM source_messages m WHERE m.chat_id = s.chat_id AND m.package_id IS NOT NULL),
+			s.access, s.access_reason, s.protected,
+			(SELECT count(*) FROM dead_letters d WHERE d.chat_id = s.chat_id AND d.reason LIKE $1)
+		FROM sources s ORDER BY s.account, s.chat_id`, ProtectedReasonPattern)
 	if err != nil {
 		return st, fmt.Errorf("read sources: %w", err)
 	}
 	st.Sources, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SourceStatus, error) {
 		var x SourceStatus
 		err := r.Scan(&x.ChatID, &x.Account, &x.Kind, &x.Title, &x.State, &x.DirtyReason, &x.Watermark,
-			&x.LastSeen, &x.LastScanAt, &x.CircuitUntil, &x.LastError, &x.Packages)
+			&x.LastSeen, &x.LastScanAt, &x.CircuitUntil, &x.LastError, &x.Packages,
+			&x.Access, &x.AccessReason, &x.Protected, &x.ProtectedDocuments)
 		x.Lag = max(x.LastSeen-x.Watermark, 0)
 		return x, err
 	})

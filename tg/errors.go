@@ -59,6 +59,15 @@ var (
 	// ErrChatNotFound: the chat is unknown to this client (not loaded, or no
 	// access). Before loadChats TDLib answers this for every chat.
 	ErrChatNotFound = errors.New("chat not found")
+	// ErrNoAccess: the account lost access to the chat (400 "Can't access
+	// the chat", CHANNEL_PRIVATE, banned). TDLib still answers getChat and
+	// openChat from its local state; server calls fail. Permanent for the
+	// source until access returns.
+	ErrNoAccess = errors.New("no access to the chat")
+	// ErrProtectedContent: the message's chat protects its content
+	// (has_protected_content, can_be_saved false): its document cannot be
+	// re-sent. Permanent.
+	ErrProtectedContent = errors.New("message has protected content and can't be forwarded")
 	// ErrMessageNotFound: the message does not exist or was deleted.
 	ErrMessageNotFound = errors.New("message not found")
 	// ErrClosed: the client has been closed.
@@ -88,7 +97,8 @@ func Classify(err error) Class {
 		return ""
 	case errors.As(err, &fw):
 		return ClassFloodWait
-	case errors.As(err, &pe), errors.Is(err, ErrChatNotFound), errors.Is(err, ErrMessageNotFound):
+	case errors.As(err, &pe), errors.Is(err, ErrChatNotFound), errors.Is(err, ErrMessageNotFound), errors.Is(err, ErrNoAccess),
+		errors.Is(err, ErrProtectedContent):
 		return ClassPermanent
 	case errors.As(err, &te):
 		switch {

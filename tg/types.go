@@ -40,6 +40,10 @@ const (
 	KindSupergroup ChatKind = "supergroup"
 	KindForum      ChatKind = "forum"
 	KindPrivate    ChatKind = "private"
+	// KindBasicGroup is a basic (small) group. Its message ids come from
+	// the account's own message box, not a per-chat sequence, so they have
+	// no continuity; it may be upgraded to a supergroup with a new chat id.
+	KindBasicGroup ChatKind = "basic_group"
 )
 
 // Chat is what getChat returns, reduced to what stashd uses.
@@ -48,8 +52,11 @@ type Chat struct {
 	Kind  ChatKind
 	Title string
 	// LastMessageID is the id of the newest message, 0 when the chat is empty
-	// or TDLib does not know it yet.
+	// or TDLib does not know it yet (chat.last_message null).
 	LastMessageID MessageID
+	// Protected is has_protected_content: messages of the chat cannot be
+	// forwarded or saved, so its documents cannot be re-sent.
+	Protected bool
 }
 
 // User is the logged-in account as getMe reports it.
@@ -104,6 +111,10 @@ type Message struct {
 	// AlbumID groups the messages of one album (media_album_id), 0 when none.
 	AlbumID int64
 	Caption string
+	// Protected is the negation of TDLib's can_be_saved: the message's
+	// content is protected and cannot be forwarded or re-sent
+	// ("Message has protected content and can't be forwarded").
+	Protected bool
 	// Document is nil for anything that is not a document message.
 	Document *Document
 }

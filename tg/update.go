@@ -63,6 +63,12 @@ type MessageContentChanged struct {
 	Message MessageID
 }
 
+// ChatAccessLost is updateSupergroup with the account's status left or
+// banned: the account can no longer read the chat, although getChat and
+// openChat still answer from TDLib's local state.
+type ChatAccessLost struct{ Chat ChatID }
+
+func (ChatAccessLost) isUpdate()         {}
 func (NewMessage) isUpdate()             {}
 func (ChatLastMessage) isUpdate()        {}
 func (ConnectionStateChanged) isUpdate() {}

@@ -51,6 +51,11 @@ func runDemo(args []string) int {
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")
 	fs.Float64Var(&o.FailSends, "fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
 	fs.Float64Var(&o.VanishSends, "vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
+	fs.Float64Var(&o.LoseAccess, "lose-access", 0, "probability that each source becomes inaccessible halfway (getChat answers, server calls fail) (0..1)")
+	fs.Float64Var(&o.IgnorableErrors, "errors-406", 0, "probability that a history request fails with 406, to be dropped silently (0..1)")
+	fs.Float64Var(&o.UnknownLastMessage, "null-last-message", 0, "probability that getChat reports a chat's last message as unknown (0..1)")
+	fs.Float64Var(&o.ArchivedSources, "archived", 0, "probability that each source is in the archive chat list (0..1)")
+	fs.Float64Var(&o.ProtectedSources, "protected", 0, "probability that each source has protected content (0..1)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 0, "disconnect every account this often, for a quarter of the period (0: never)")
 	fs.DurationVar(&o.RestartEvery, "restart-every", 0, "restart the daemon this often, every other time abruptly (0: never)")
 	fs.Float64Var(&o.StallDownloads, "stall-downloads", 0, "probability that a download stops making progress and never completes (0..1)")
@@ -67,7 +72,9 @@ func runDemo(args []string) int {
 		return rc
 	}
 	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends,
-		"stall-downloads": o.StallDownloads, "fail-downloads": o.FailDownloads}) {
+		"stall-downloads": o.StallDownloads, "fail-downloads": o.FailDownloads, "lose-access": o.LoseAccess,
+		"errors-406": o.IgnorableErrors, "null-last-message": o.UnknownLastMessage,
+		"archived": o.ArchivedSources, "protected": o.ProtectedSources}) {
 		return 2
 	}
 	var size config.ByteSize

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -83,6 +84,11 @@ func runSim(args []string) int {
 	vanishSends := fs.Float64("vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
 	stall := fs.Float64("stall-downloads", 0, "probability that a download stops making progress and never completes (0..1)")
 	fail := fs.Float64("fail-downloads", 0, "probability that a download ends failed, as TDLib reports it (0..1)")
+	loseAccess := fs.Float64("lose-access", 0, "probability that each source becomes inaccessible halfway (getChat answers, server calls fail) (0..1)")
+	errors406 := fs.Float64("errors-406", 0, "probability that a history request fails with 406, to be dropped silently (0..1)")
+	nullLast := fs.Float64("null-last-message", 0, "probability that getChat reports a chat's last message as unknown (0..1)")
+	archived := fs.Float64("archived", 0, "probability that each source is in the archive chat list (0..1)")
+	protected := fs.Float64("protected", 0, "probability that each source has protected content (0..1)")
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
 	verbose := fs.Bool("v", false, "log at debug level")
@@ -90,7 +96,8 @@ func runSim(args []string) int {
 		return rc
 	}
 	if !probabilities("sim", map[string]float64{"drop-updates": *drop, "fail-sends": *failSends, "vanish-sends": *vanishSends,
-		"stall-downloads": *stall, "fail-downloads": *fail}) {
+		"stall-downloads": *stall, "fail-downloads": *fail, "lose-access": *loseAccess,
+		"errors-406": *errors406, "null-last-message": *nullLast, "archived": *archived, "protected": *protected}) {
 		return 2
 	}
 	level := slog.LevelInfo
@@ -121,8 +128,11 @@ func runSim(args []string) int {
 		SendVanishRate:     *vanishSends,
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,
 		StallDownloadRate: *stall, FailDownloadRate: *fail,
+		IgnorableErrorRate: *errors406, UnknownLastMessageRate: *nullLast,
 	})
 	gen := tgsim.NewGenerator(world, sc)
+	faults := newSimFaults(world, gen, *seed)
+	faults.start(*archived, *protected)
 
 	if *configOut != "" {
 		if err := writeServeConfig(*configOut, describeWorld(*socket, *seed, gen)); err != nil {
@@ -143,7 +153,7 @@ func runSim(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	published := publish(ctx, gen, *rate, *duration, *steps)
+	published := publish(ctx, gen, *rate, *duration, *steps, func() { faults.loseAccess(*loseAccess) })
 	if ctx.Err() == nil {
 		printJSON(simPublished{Published: published, UniquePackages: len(gen.Truth().Unique())})
 		log.Info("publishing done; serving until stopped", "published", published)
@@ -232,7 +242,9 @@ func printJSON(v any) {
 // publish steps the generator rate times a second (no pause when rate is
 // negative) for duration, or steps times when steps is positive; a zero
 // duration publishes until ctx ends. It returns the items published.
-func publish(ctx context.Context, gen *tgsim.Generator, rate float64, duration time.Duration, steps int) int {
+// halfway is called once, when half the steps (or half the duration) have
+// been published.
+func publish(ctx context.Context, gen *tgsim.Generator, rate float64, duration time.Duration, steps int, halfway func()) int {
 	var every time.Duration
 	if rate > 0 {
 		every = time.Duration(float64(time.Second) / rate)
@@ -240,7 +252,12 @@ func publish(ctx context.Context, gen *tgsim.Generator, rate float64, duration t
 	start := time.Now()
 	t := time.NewTimer(0)
 	defer t.Stop()
+	half := false
 	for n := 0; ; n++ {
+		if !half && (steps > 0 && n >= steps/2 || steps <= 0 && duration > 0 && time.Since(start) >= duration/2) {
+			halfway()
+			half = true
+		}
 		switch {
 		case steps > 0 && n >= steps,
 			steps <= 0 && duration > 0 && time.Since(start) >= duration:
@@ -257,5 +274,40 @@ func publish(ctx context.Context, gen *tgsim.Generator, rate float64, duration t
 			return n
 		}
 		gen.Step()
+	}
+}
+
+// simFaults applies the chat fault knobs to the served world's sources,
+// drawn from the seed so that a run can be repeated.
+type simFaults struct {
+	world *tgsim.World
+	gen   *tgsim.Generator
+	rng   *rand.Rand
+}
+
+func newSimFaults(world *tgsim.World, gen *tgsim.Generator, seed int64) *simFaults {
+	return &simFaults{world: world, gen: gen, rng: rand.New(rand.NewPCG(uint64(seed), 0x6661756c74))} // "fault"
+}
+
+func (f *simFaults) chance(p float64) bool { return p > 0 && f.rng.Float64() < p }
+
+// start archives and protects sources, each with its probability.
+func (f *simFaults) start(archived, protected float64) {
+	for _, s := range f.gen.Sources() {
+		if f.chance(archived) {
+			f.world.SetArchived(s.Chat, true)
+		}
+		if f.chance(protected) {
+			f.world.SetProtected(s.Chat, true)
+		}
+	}
+}
+
+// loseAccess takes each source away with probability p.
+func (f *simFaults) loseAccess(p float64) {
+	for _, s := range f.gen.Sources() {
+		if f.chance(p) {
+			f.world.LoseAccess(s.Chat, true)
+		}
 	}
 }

@@ -14,8 +14,10 @@ import (
 )
 
 const statusHelp = `Shows what stashd knows, read from its database: accounts (connected,
-Premium, ingest queue), sources (synced, dirty or circuit open; watermark,
-lag, last scan, last error), dead letters and deliveries. It works while a
+Premium, ingest queue), sources (synced, dirty or circuit open;
+inaccessible when the account lost access, protected when its documents
+cannot be re-sent; watermark, lag, last scan, last error), dead letters and
+deliveries. It works while a
 daemon or a demo runs, and when none does.`
 
 func runStatus(args []string) int {
@@ -68,10 +70,19 @@ func printStatus(rep store.Status) {
 		if s.CircuitUntil != nil {
 			state += " until " + s.CircuitUntil.Local().Format(time.TimeOnly)
 		}
+		if s.Access == store.AccessLost {
+			state = "inaccessible, " + state
+		}
+		if s.Protected || s.ProtectedDocuments > 0 {
+			state += fmt.Sprintf(", protected (%d documents not mirrorable)", s.ProtectedDocuments)
+		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", s.ChatID, s.Account, s.Kind, state, s.Watermark, s.Lag, s.Packages, ago(s.LastScanAt), s.Title)
 	}
 	w.Flush()
 	for _, s := range rep.Sources {
+		if s.Access == store.AccessLost {
+			fmt.Printf("source %d: inaccessible: %s\n", s.ChatID, s.AccessReason)
+		}
 		if s.LastError != "" {
 			fmt.Printf("source %d: last error: %s\n", s.ChatID, s.LastError)
 		}

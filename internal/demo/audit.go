@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"stashd/ingest"
+	"stashd/store"
 	"stashd/tg"
+	"stashd/tg/tgsim"
 )
 
 // partRef names one part of one published package.
@@ -30,6 +32,14 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 	truth := r.gen.Truth()
 	unique := truth.Unique()
 	rep := Report{UniquePackages: len(unique)}
+	dead, err := r.deadLetterReasons(ctx)
+	if err != nil {
+		return rep, err
+	}
+	explained, err := r.faultExplained(ctx, truth, dead, &rep)
+	if err != nil {
+		return rep, err
+	}
 
 	// Which file (unique id) carries which part: from the sources as they
 	// are now, so the audit reads the world rather than trusting stashd.
@@ -99,6 +109,16 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		if delivered {
 			rep.DeliveredPackages++
 		}
+		if !delivered {
+			switch explained[h] {
+			case explainedLost:
+				rep.LostUndelivered++
+				continue
+			case explainedProtected:
+				rep.ProtectedRecorded++
+				continue
+			}
+		}
 		if !catalogued || !delivered {
 			rep.Missing++
 			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0], catalogued, delivered))
@@ -112,12 +132,8 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 	}
 	sort.Strings(rep.MissingNames)
 
-	dead, err := r.deadLetterReasons(ctx)
-	if err != nil {
-		return rep, err
-	}
 	for _, p := range truth.Packages {
-		if !p.Incomplete {
+		if !p.Incomplete || r.faulty(p) {
 			continue
 		}
 		rep.IncompleteSets++
@@ -144,7 +160,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 	rep.DeadLetters = len(dead)
 	expected := map[tg.MessageKey]bool{}
 	for _, p := range truth.Packages {
-		if p.Incomplete {
+		if p.Incomplete || r.faulty(p) {
 			for _, k := range p.Parts {
 				expected[k] = true
 			}
@@ -240,6 +256,75 @@ func (r *runner) partDeadLetter(ctx context.Context, id int64, dead map[tg.Messa
 		}
 	}
 	return "", rows.Err()
+}
+
+// How a fault knob explains an undelivered package.
+const (
+	explainedLost = iota + 1
+	explainedProtected
+)
+
+// faulty reports whether p was published in a source that lost access or
+// protects its content.
+func (r *runner) faulty(p tgsim.ExpectedPackage) bool {
+	if len(p.Parts) == 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	chat := p.Parts[0].Chat
+	return r.lost[chat] || r.protected[chat]
+}
+
+// faultExplained counts the sources the fault knobs hit and returns, by
+// hash, the packages they explain: every publication of the hash is in a
+// source recorded inaccessible with a reason (explainedLost), or in a
+// protected source with a part recorded as a protected-content dead letter
+// (explainedProtected).
+func (r *runner) faultExplained(ctx context.Context, truth tgsim.Truth, dead map[tg.MessageKey]string, rep *Report) (map[[32]byte]int, error) {
+	srcs, err := r.st.Sources(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	recorded := map[tg.ChatID]bool{}
+	for _, s := range srcs {
+		if r.lost[s.ChatID] && s.Access == store.AccessLost && s.AccessReason != "" {
+			recorded[s.ChatID] = true
+		}
+	}
+	rep.InaccessibleSources, rep.RecordedInaccessible, rep.ProtectedSources = len(r.lost), len(recorded), len(r.protected)
+	out := map[[32]byte]int{}
+	blocked := map[[32]byte]bool{} // a publication no fault explains
+	for _, p := range truth.Packages {
+		if p.Incomplete || len(p.Parts) == 0 {
+			continue
+		}
+		chat := p.Parts[0].Chat
+		why := 0
+		switch {
+		case recorded[chat]:
+			why = explainedLost
+		case r.protected[chat]:
+			for _, k := range p.Parts {
+				if strings.Contains(dead[k], "protected content") {
+					why = explainedProtected
+				}
+			}
+		}
+		if why == 0 {
+			blocked[p.Hash] = true
+			continue
+		}
+		if out[p.Hash] == 0 || why == explainedLost {
+			out[p.Hash] = why
+		}
+	}
+	for h := range blocked {
+		delete(out, h)
+	}
+	return out, nil
 }
 
 func (r *runner) deadLetterReasons(ctx context.Context) (map[tg.MessageKey]string, error) {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,23 @@ type Options struct {
 	// above the generator's largest package, below what the workers would
 	// hold without a bound].
 	DownloadBudget int64
+	// LoseAccess is the probability that each source becomes inaccessible
+	// halfway through publishing (getChat and openChat still answer, server
+	// calls fail with 400 "Can't access the chat"); zero never.
+	LoseAccess float64
+	// IgnorableErrors is the probability that a history request fails with
+	// 406, which stashd must drop silently; zero never.
+	IgnorableErrors float64
+	// UnknownLastMessage is the probability that getChat reports a chat's
+	// last message as unknown (null); zero never.
+	UnknownLastMessage float64
+	// ArchivedSources is the probability that each source is in the archive
+	// chat list ("Chat not found" until loadChats(chatListArchive)); zero
+	// none.
+	ArchivedSources float64
+	// ProtectedSources is the probability that each source has protected
+	// content (its documents cannot be re-sent); zero none.
+	ProtectedSources float64
 	// IdleRestart: after settling, restart with nothing new published and
 	// report the calls of the first full catch-up cycle.
 	IdleRestart bool
@@ -172,6 +190,19 @@ type Report struct {
 	// OtherDeadLetters are dead letters no incomplete set explains (send
 	// failures, a part that went away…), with their reasons.
 	OtherDeadLetters []string `json:"other_dead_letters,omitempty"`
+	// InaccessibleSources lost access during the run; the catalogue
+	// records RecordedInaccessible of them as inaccessible with a reason.
+	InaccessibleSources  int `json:"inaccessible_sources"`
+	RecordedInaccessible int `json:"recorded_inaccessible"`
+	// ProtectedSources have protected content.
+	ProtectedSources int `json:"protected_sources"`
+	// LostUndelivered packages were published only in sources that lost
+	// access and were not delivered before; the source's recorded access
+	// explains them.
+	LostUndelivered int `json:"lost_undelivered"`
+	// ProtectedRecorded packages were published only in protected sources
+	// and are dead letters with the protected-content reason.
+	ProtectedRecorded int `json:"protected_recorded"`
 }
 
 // MarshalJSON adds "ok", the verdict of OK, to the report's fields.
@@ -186,9 +217,14 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // OK reports whether the audit passed: nothing missing, nothing delivered
 // twice, every corrupt archive catalogued with its listing error, every
 // incomplete set a dead letter and never delivered, every package of a
-// vanished send delivered later or a dead letter.
+// vanished send delivered later or a dead letter, the downloads within their
+// budget; a package of a source that lost access or protects its content
+// may instead be explained by the source's recorded access or its dead
+// letters.
 func (r Report) OK() bool {
-	return r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget && r.CataloguedPackages == r.UniquePackages &&
+	return r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget &&
+		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
+		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
 		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0
 }
@@ -227,11 +263,23 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		// with a query lags behind.
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,
 		StallDownloadRate: o.StallDownloads, FailDownloadRate: o.FailDownloads,
+		IgnorableErrorRate: o.IgnorableErrors, UnknownLastMessageRate: o.UnknownLastMessage,
 	})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
 	})
-	r := &runner{o: o, log: log, st: st, world: world, gen: gen}
+	r := &runner{o: o, log: log, st: st, world: world, gen: gen,
+		rng:  rand.New(rand.NewPCG(uint64(o.Seed), 0x6661756c74)), // "fault"
+		lost: map[tg.ChatID]bool{}, protected: map[tg.ChatID]bool{}}
+	for _, s := range gen.Sources() {
+		if r.chance(o.ArchivedSources) {
+			world.SetArchived(s.Chat, true)
+		}
+		if r.chance(o.ProtectedSources) {
+			world.SetProtected(s.Chat, true)
+			r.protected[s.Chat] = true
+		}
+	}
 	start := time.Now()
 	rep, err := r.run(ctx)
 	rep.ElapsedSeconds = time.Since(start).Seconds()
@@ -245,10 +293,31 @@ type runner struct {
 	world *tgsim.World
 	gen   *tgsim.Generator
 
+	// rng draws the fault knobs' choices; lost and protected are the
+	// sources they hit. Only the publishing goroutine writes lost, before
+	// the audit reads it.
+	rng       *rand.Rand
+	lost      map[tg.ChatID]bool
+	protected map[tg.ChatID]bool
+
 	mu       sync.Mutex
 	d        *daemon.Daemon
 	restarts int
 	fatal    chan error
+}
+
+func (r *runner) chance(p float64) bool { return p > 0 && r.rng.Float64() < p }
+
+// loseAccess takes access to each source away with Options.LoseAccess.
+func (r *runner) loseAccess() {
+	for _, s := range r.gen.Sources() {
+		if r.chance(r.o.LoseAccess) {
+			r.world.LoseAccess(s.Chat, true)
+			r.mu.Lock()
+			r.lost[s.Chat] = true
+			r.mu.Unlock()
+		}
+	}
 }
 
 func (r *runner) config(reg prometheus.Registerer) daemon.Config {
@@ -433,8 +502,14 @@ func (r *runner) publish(ctx context.Context, published *atomic.Int64) {
 		every = time.Duration(float64(time.Second) / r.o.Rate)
 	}
 	deadline := time.Now().Add(r.o.Duration)
+	halfway := time.Now().Add(r.o.Duration / 2)
 	next := time.Now()
+	lost := r.o.LoseAccess <= 0
 	for i := 0; ; i++ {
+		if !lost && (r.o.Steps > 0 && i >= r.o.Steps/2 || r.o.Steps == 0 && !time.Now().Before(halfway)) {
+			r.loseAccess()
+			lost = true
+		}
 		if r.o.Steps > 0 && i >= r.o.Steps {
 			return
 		}
@@ -522,10 +597,16 @@ func (r *runner) settle(ctx context.Context) bool {
 			return false
 		}
 		quiet := r.current() != nil
+		// A source recorded inaccessible stays dirty behind its circuit.
+		dirty := -r.recordedInaccessible(ctx)
 		for _, s := range r.current().Status() {
-			if s.QueueDepth > 0 || s.Dirty > 0 {
+			dirty += s.Dirty
+			if s.QueueDepth > 0 {
 				quiet = false
 			}
+		}
+		if dirty > 0 {
+			quiet = false
 		}
 		pending, count, err := r.pendingAndCount(ctx)
 		if err != nil || pending > 0 {
@@ -543,6 +624,24 @@ func (r *runner) settle(ctx context.Context) bool {
 		time.Sleep(250 * time.Millisecond)
 	}
 	return false
+}
+
+// recordedInaccessible counts the sources that lost access and that the
+// catalogue records as inaccessible.
+func (r *runner) recordedInaccessible(ctx context.Context) int {
+	srcs, err := r.st.Sources(ctx, "")
+	if err != nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range srcs {
+		if r.lost[s.ChatID] && s.Access == store.AccessLost && s.AccessReason != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err error) {

@@ -164,3 +164,29 @@ func TestDownloadFaultsAndDiskBudget(t *testing.T) {
 		t.Errorf("deleteFile calls %d for %d packages", rep.Calls["deleteFile"], rep.CataloguedPackages)
 	}
 }
+
+// The Telegram fault knobs together: sources that lose access halfway,
+// 406s on history requests, unknown last messages, archived and protected
+// sources. The audit passes only when every package of an accessible source
+// is delivered, and every package of a lost or protected source is
+// delivered earlier or explained by the source's recorded access or its
+// protected-content dead letters.
+func TestAuditUnderChatFaults(t *testing.T) {
+	t.Parallel()
+	const seed = 11
+	rep := run(t, demo.Options{
+		Seed: seed, Steps: 160, Rate: -1, Sources: 6, Accounts: 2,
+		LoseAccess: 0.4, IgnorableErrors: 0.05, UnknownLastMessage: 0.3,
+		ArchivedSources: 0.5, ProtectedSources: 0.5,
+	})
+	check(t, seed, rep)
+	t.Logf("audit: inaccessible %d (recorded %d), protected %d, lost undelivered %d, protected recorded %d, delivered %d of %d",
+		rep.InaccessibleSources, rep.RecordedInaccessible, rep.ProtectedSources, rep.LostUndelivered,
+		rep.ProtectedRecorded, rep.DeliveredPackages, rep.UniquePackages)
+	if rep.InaccessibleSources == 0 || rep.ProtectedSources == 0 || rep.ProtectedRecorded == 0 {
+		t.Errorf("seed %d hit no lost or no protected source: %+v", seed, rep)
+	}
+	if rep.DeliveredPackages == 0 {
+		t.Errorf("nothing delivered: %+v", rep)
+	}
+}

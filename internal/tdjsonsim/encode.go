@@ -67,6 +67,7 @@ func errorObject(code int, message string) object {
 const (
 	msgRequestAborted = "Request aborted"
 	msgChatNotFound   = "Chat not found"
+	msgNoAccess       = "Can't access the chat"
 	msgNotFound       = "Not Found"
 	msgUnauthorized   = "Unauthorized"
 )
@@ -86,6 +87,8 @@ func errorFor(err error) object {
 		return errorObject(429, fmt.Sprintf("Too Many Requests: retry after %d", secs))
 	}
 	switch {
+	case errors.Is(err, tg.ErrNoAccess):
+		return errorObject(400, msgNoAccess)
 	case errors.Is(err, tg.ErrChatNotFound):
 		return errorObject(400, msgChatNotFound)
 	case errors.Is(err, tg.ErrMessageNotFound):
@@ -188,7 +191,7 @@ func messageObject(m tg.Message, o messageOptions) object {
 		member{"is_outgoing", o.outgoing},
 		member{"is_pinned", false},
 		member{"is_from_offline", false},
-		member{"can_be_saved", true},
+		member{"can_be_saved", !m.Protected},
 		member{"has_timestamped_media", true},
 		member{"is_channel_post", false},
 		member{"is_topic_message", m.IsTopicMessage},
@@ -278,6 +281,8 @@ func chatObject(c tg.Chat) object {
 	switch c.Kind {
 	case tg.KindPrivate:
 		typ = object{{"@type", "chatTypePrivate"}, {"user_id", int64(c.ID)}}
+	case tg.KindBasicGroup:
+		typ = object{{"@type", "chatTypeBasicGroup"}, {"basic_group_id", -int64(c.ID)}}
 	default:
 		typ = object{
 			{"@type", "chatTypeSupergroup"},
@@ -299,7 +304,7 @@ func chatObject(c tg.Chat) object {
 	return append(o, object{
 		{"positions", []any{}},
 		{"chat_lists", []any{}},
-		{"has_protected_content", false},
+		{"has_protected_content", c.Protected},
 		{"is_translatable", false},
 		{"is_marked_as_unread", false},
 		{"view_as_topics", c.Kind == tg.KindForum},
@@ -373,11 +378,17 @@ func defaultNotificationSettings() object {
 
 // supergroupObject is TDLib's supergroup of a chat of the given kind.
 func supergroupObject(id int64, kind tg.ChatKind) object {
+	return supergroupWithStatus(id, kind, "chatMemberStatusMember")
+}
+
+// supergroupWithStatus is a supergroup object with the account's status in
+// it (chatMemberStatusMember, or chatMemberStatusLeft once access is lost).
+func supergroupWithStatus(id int64, kind tg.ChatKind, status string) object {
 	return object{
 		{"@type", "supergroup"},
 		{"id", id},
 		{"date", 0},
-		{"status", object{{"@type", "chatMemberStatusMember"}, {"member_until_date", 0}}},
+		{"status", memberStatus(status)},
 		{"member_count", 0},
 		{"boost_level", 0},
 		{"has_linked_chat", false},
@@ -549,6 +560,10 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 	switch u := u.(type) {
 	case tg.NewMessage:
 		return object{{"@type", "updateNewMessage"}, {"message", messageObject(u.Message, messageOptions{})}}, nil
+	case tg.ChatAccessLost:
+		// The kind is not in the update; is_channel and is_forum do not
+		// matter to a client told it has left.
+		return object{{"@type", "updateSupergroup"}, {"supergroup", supergroupWithStatus(supergroupID(u.Chat), tg.KindSupergroup, "chatMemberStatusLeft")}}, nil
 	case tg.ChatLastMessage:
 		out := withLastMessage(object{{"@type", "updateChatLastMessage"}, {"chat_id", int64(u.Chat)}}, u.Chat, u.LastMessageID)
 		return append(out, member{"positions", []any{}}), nil
@@ -606,4 +621,16 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("encode update: unknown type %T", u)
+}
+
+// memberStatus is a chatMemberStatus object with the fields td_api.tl
+// gives its constructor.
+func memberStatus(status string) object {
+	switch status {
+	case "chatMemberStatusMember":
+		return object{{"@type", status}, {"member_until_date", 0}}
+	case "chatMemberStatusBanned":
+		return object{{"@type", status}, {"banned_until_date", 0}}
+	}
+	return typed(status)
 }

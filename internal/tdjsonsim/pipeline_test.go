@@ -139,6 +139,89 @@ func TestDownloadFaultsThroughStandIn(t *testing.T) {
 	}
 }
 
+// The chat faults on the wire, through the real adapter: archived sources
+// (loadChats of chatListArchive), sources lost halfway ("Can't access the
+// chat", updateSupergroup with status left), protected sources
+// (has_protected_content, can_be_saved), null last_message and 406s.
+func TestChatFaultsThroughStandIn(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		once sync.Once
+		srv  *tdjsonsim.Server
+	)
+	serveErr := make(chan error, 1)
+	connect := func(ctx context.Context, world *tgsim.World, account string) (tg.Client, error) {
+		once.Do(func() {
+			srv = tdjsonsim.New(world, tdjsonsim.Config{})
+			go func() { serveErr <- srv.Serve(ln) }()
+		})
+		return tdlib.New(ctx, standinConfig(dir, account))
+	}
+	o := demo.Options{
+		Seed: 11, Steps: 160, Rate: -1, Sources: 6, Accounts: 2,
+		LoseAccess: 0.4, IgnorableErrors: 0.05, UnknownLastMessage: 0.3,
+		ArchivedSources: 0.5, ProtectedSources: 0.5,
+		DatabaseURL: pgtest.New(t), FilesDir: filepath.Join(dir, "files"), Connect: connect,
+	}
+	rep, err := demo.Run(t.Context(), o)
+	if srv != nil {
+		srv.Close()
+		if err := <-serveErr; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	if !rep.OK() || !rep.Settled || rep.InaccessibleSources == 0 || rep.ProtectedRecorded == 0 {
+		t.Errorf("audit failed: %+v", rep)
+	}
+}
+
+// The adapter loads the archive chat list as well as the main one: a
+// source in the archive is found, not "Chat not found".
+func TestArchivedSourceThroughStandIn(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	world.AddAccount("acct1", false)
+	archived := world.AddChat(tg.KindChannel, "old backups", "acct1")
+	world.SetArchived(archived, true)
+	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer func() {
+		srv.Close()
+		<-serveErr
+	}()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sess := tg.NewSession(c, func(tg.Update) {})
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.GetChat(ctx, archived); err != nil {
+		t.Fatalf("getChat of an archived source after LoadChats: %v", err)
+	}
+}
+
 // watchedListener hands each accepted connection to conns, and closes
 // asked the first time a connection reads a request for method.
 type watchedListener struct {

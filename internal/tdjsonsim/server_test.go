@@ -81,6 +81,19 @@ func TestLoginAndRequests(t *testing.T) {
 		t.Errorf("second loadChats: %v, want 404", res)
 	}
 
+	// An archived chat needs loadChats(chatListArchive) as well.
+	w.SetArchived(w.dest, true)
+	if res := c.ok(1, "getChat", map[string]any{"chat_id": w.dest}, "error"); res.str("message") != "Chat not found" {
+		t.Errorf("getChat of an archived chat with only the main list loaded: %v", res)
+	}
+	archive := map[string]any{"chat_list": map[string]any{"@type": "chatListArchive"}, "limit": 100}
+	c.ok(1, "loadChats", archive, "ok")
+	if res := c.ok(1, "loadChats", archive, "error"); res.int("code") != 404 {
+		t.Errorf("second loadChats of the archive: %v, want 404", res)
+	}
+	c.ok(1, "getChat", map[string]any{"chat_id": w.dest}, "chat")
+	w.SetArchived(w.dest, false)
+
 	ch := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat")
 	if ch.int("id") != int64(w.channel) || ch.str("type", "@type") != "chatTypeSupergroup" || ch.get("type", "is_channel") != true {
 		t.Errorf("channel: %v", ch)
@@ -144,7 +157,7 @@ func TestLoginAndRequests(t *testing.T) {
 
 	// Every request went through the simulator, which counted it.
 	calls := w.Calls("acct1")
-	for method, want := range map[string]int{tg.MethodLoadChats: 2, tg.MethodGetChat: 4, tg.MethodGetMe: 1, tg.MethodGetMessage: 1} {
+	for method, want := range map[string]int{tg.MethodLoadChats: 4, tg.MethodGetChat: 6, tg.MethodGetMe: 1, tg.MethodGetMessage: 1} {
 		if calls[method] != want {
 			t.Errorf("tgsim counted %d %s, want %d (all: %v)", calls[method], method, want, calls)
 		}

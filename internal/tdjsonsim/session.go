@@ -43,9 +43,10 @@ type session struct {
 	account string
 	client  *tgsim.Client // set once ready
 	fwdDone chan struct{} // closed when the update forwarder has returned
-	// chatsLoaded is set by the first loadChats: TDLib answers the next
-	// ones 404, all chats being loaded.
-	chatsLoaded bool
+	// chatsLoaded records the chat lists a loadChats has loaded: TDLib
+	// answers the next loadChats of that list 404, all its chats being
+	// loaded.
+	chatsLoaded map[string]bool
 	// kinds remembers the kind of each supergroup getChat has shown, for
 	// getSupergroup (a local call in TDLib, which the port does not have).
 	kinds map[int64]tg.ChatKind
@@ -65,9 +66,10 @@ func newSession(c *conn, id int) *session {
 	s := &session{
 		c: c, id: id, log: c.log.With("client", id),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		state: stateWaitTdlibParameters,
-		kinds: make(map[int64]tg.ChatKind),
-		sent:  make(map[tg.MessageID]tg.Message),
+		state:       stateWaitTdlibParameters,
+		kinds:       make(map[int64]tg.ChatKind),
+		chatsLoaded: make(map[string]bool),
+		sent:        make(map[tg.MessageID]tg.Message),
 	}
 	s.answered = sync.NewCond(&s.mu)
 	return s
@@ -541,7 +543,7 @@ func (s *session) handle(r *request) (object, error) {
 // chat writes c as TDLib's chat, remembering the kind of its supergroup
 // for getSupergroup: TDLib knows a supergroup once it has shown its chat.
 func (s *session) chat(c tg.Chat) object {
-	if c.Kind != tg.KindPrivate {
+	if c.Kind != tg.KindPrivate && c.Kind != tg.KindBasicGroup {
 		s.mu.Lock()
 		s.kinds[supergroupID(c.ID)] = c.Kind
 		s.mu.Unlock()
@@ -549,8 +551,8 @@ func (s *session) chat(c tg.Chat) object {
 	return chatObject(c)
 }
 
-// loadChats loads the main chat list: the first call answers ok, later
-// ones 404, as TDLib answers once every chat is loaded. Each is a tgsim
+// loadChats loads the main or the archive chat list: the first call for a
+// list answers ok, later ones 404, as TDLib answers once every chat is loaded. Each is a tgsim
 // call, so the counts show every request the adapter made.
 func (s *session) loadChats(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
 	var p struct {
@@ -560,18 +562,22 @@ func (s *session) loadChats(ctx context.Context, cl *tgsim.Client, r *request) (
 	if err := r.params(&p); err != nil {
 		return nil, err
 	}
-	if p.ChatList != nil && p.ChatList.Type != "chatListMain" {
-		return nil, notSimulated("chat list " + p.ChatList.Type)
+	list := "chatListMain" // TDLib's default for a null chat_list
+	if p.ChatList != nil {
+		list = p.ChatList.Type
+	}
+	if list != "chatListMain" && list != "chatListArchive" {
+		return nil, notSimulated("chat list " + list)
 	}
 	if p.Limit <= 0 {
 		return nil, tdError(400, "Parameter limit must be positive")
 	}
-	if err := cl.LoadChats(ctx); err != nil {
+	if err := cl.LoadChatList(ctx, list == "chatListArchive"); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	again := s.chatsLoaded
-	s.chatsLoaded = true
+	again := s.chatsLoaded[list]
+	s.chatsLoaded[list] = true
 	s.mu.Unlock()
 	if again {
 		return nil, tdError(404, msgNotFound)

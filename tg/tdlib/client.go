@@ -350,19 +350,24 @@ func Version() (string, error) {
 // TDLib closes by itself (the account was logged out).
 func (c *Client) Updates() <-chan tg.Update { return c.updates }
 
-// LoadChats implements tg.Client. It loads the main chat list to its end
-// (TDLib answers 404 once every chat is loaded).
+// LoadChats implements tg.Client. It loads the main chat list and then the
+// archive list, each to its end (TDLib answers 404 once every chat of a
+// list is loaded): a source in the archive is "Chat not found" until the
+// archive list has been loaded.
 func (c *Client) LoadChats(ctx context.Context) error {
-	for {
-		_, err := c.call(ctx, loadChatsRequest())
-		var te *tg.Error
-		if errors.As(err, &te) && te.Code == 404 {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("load chats: %w", err)
+	for _, list := range []string{chatListMain, chatListArchive} {
+		for {
+			_, err := c.call(ctx, loadChatsRequest(list))
+			var te *tg.Error
+			if errors.As(err, &te) && te.Code == 404 {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("load chats (%s): %w", list, err)
+			}
 		}
 	}
+	return nil
 }
 
 // GetMe implements tg.Client.

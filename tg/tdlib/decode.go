@@ -119,13 +119,16 @@ type tdMessageContent struct {
 
 // tdMessage is TDLib's message, reduced.
 type tdMessage struct {
-	ID              tdInt            `json:"id"`
-	ChatID          tdInt            `json:"chat_id"`
-	Date            tdInt            `json:"date"`
-	IsTopicMessage  bool             `json:"is_topic_message"`
-	MessageThreadID tdInt            `json:"message_thread_id"`
-	MediaAlbumID    tdInt            `json:"media_album_id"`
-	Content         tdMessageContent `json:"content"`
+	ID              tdInt `json:"id"`
+	ChatID          tdInt `json:"chat_id"`
+	Date            tdInt `json:"date"`
+	IsTopicMessage  bool  `json:"is_topic_message"`
+	MessageThreadID tdInt `json:"message_thread_id"`
+	MediaAlbumID    tdInt `json:"media_album_id"`
+	// CanBeSaved is false in chats with protected content; absent means
+	// savable.
+	CanBeSaved *bool            `json:"can_be_saved"`
+	Content    tdMessageContent `json:"content"`
 }
 
 func (m tdMessage) port() tg.Message {
@@ -138,6 +141,7 @@ func (m tdMessage) port() tg.Message {
 		ThreadID:       int64(m.MessageThreadID),
 		IsTopicMessage: m.IsTopicMessage,
 		AlbumID:        int64(m.MediaAlbumID),
+		Protected:      m.CanBeSaved != nil && !*m.CanBeSaved,
 	}
 	if m.Content.Caption != nil {
 		out.Caption = m.Content.Caption.Text
@@ -215,8 +219,9 @@ type tdChat struct {
 		SupergroupID tdInt  `json:"supergroup_id"`
 		IsChannel    bool   `json:"is_channel"`
 	} `json:"type"`
-	Title       string     `json:"title"`
-	LastMessage *tdMessage `json:"last_message"`
+	Title               string     `json:"title"`
+	LastMessage         *tdMessage `json:"last_message"`
+	HasProtectedContent bool       `json:"has_protected_content"`
 }
 
 // decodeChat decodes a chat. A supergroup that is not a channel may be a
@@ -228,7 +233,8 @@ func decodeChat(data []byte) (tg.Chat, int64, error) {
 	if err := decodeAs(data, "chat", &c); err != nil {
 		return tg.Chat{}, 0, err
 	}
-	out := tg.Chat{ID: tg.ChatID(c.ID), Title: c.Title, LastMessageID: messageIDOf(c.LastMessage)}
+	out := tg.Chat{ID: tg.ChatID(c.ID), Title: c.Title, LastMessageID: messageIDOf(c.LastMessage),
+		Protected: c.HasProtectedContent}
 	var supergroup int64
 	switch c.Type.Type {
 	case "chatTypeSupergroup":
@@ -239,9 +245,9 @@ func decodeChat(data []byte) (tg.Chat, int64, error) {
 			supergroup = int64(c.Type.SupergroupID)
 		}
 	case "chatTypeBasicGroup":
-		// The port has no kind for basic groups; like supergroups they are
-		// groups whose history is read the same way.
-		out.Kind = tg.KindSupergroup
+		// Message ids of a basic group come from the account's message
+		// box: no per-chat continuity (see tg.KindBasicGroup).
+		out.Kind = tg.KindBasicGroup
 	case "chatTypePrivate", "chatTypeSecret":
 		out.Kind = tg.KindPrivate
 	default:
@@ -372,6 +378,10 @@ type tdUpdate struct {
 	MessageIDs   []tdInt           `json:"message_ids"`
 	IsPermanent  bool              `json:"is_permanent"`
 	FromCache    bool              `json:"from_cache"`
+	Supergroup   *struct {
+		ID     tdInt  `json:"id"`
+		Status tdType `json:"status"`
+	} `json:"supergroup"`
 }
 
 // isPortUpdate reports whether decodeUpdate translates the TDLib update
@@ -380,7 +390,7 @@ func isPortUpdate(typ string) bool {
 	switch typ {
 	case "updateNewMessage", "updateChatLastMessage", "updateConnectionState",
 		"updateMessageSendSucceeded", "updateMessageSendFailed", "updateFile",
-		"updateOption", "updateForumTopicInfo", "updateMessageContent", "updateDeleteMessages":
+		"updateOption", "updateForumTopicInfo", "updateMessageContent", "updateDeleteMessages", "updateSupergroup":
 		return true
 	}
 	return false
@@ -461,6 +471,17 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 			ids[i] = tg.MessageID(id)
 		}
 		return tg.MessagesDeleted{Chat: tg.ChatID(v.ChatID), IDs: ids, IsPermanent: v.IsPermanent, FromCache: v.FromCache}, true, nil
+	case "updateSupergroup":
+		if v.Supergroup == nil {
+			return nil, false, missing("supergroup")
+		}
+		// Only a status that takes the chat away matters to stashd; the
+		// chat id of supergroup s is -1000000000000 - s.
+		switch v.Supergroup.Status.Type {
+		case "chatMemberStatusLeft", "chatMemberStatusBanned":
+			return tg.ChatAccessLost{Chat: tg.ChatID(-1_000_000_000_000 - int64(v.Supergroup.ID))}, true, nil
+		}
+		return nil, false, nil
 	}
 	return nil, false, nil
 }

@@ -348,6 +348,25 @@ func TestDecodeChat(t *testing.T) {
 	if err != nil || c.Kind != tg.KindPrivate {
 		t.Errorf("private chat: got %+v, %v", c, err)
 	}
+	// A basic group is its own kind; a protected chat says so; a null
+	// last_message is an unknown last message.
+	c, _, err = decodeChat([]byte(`{"@type":"chat","id":-4012345678,"type":{"@type":"chatTypeBasicGroup","basic_group_id":4012345678},"title":"Friends","has_protected_content":true,"last_message":null}`))
+	if want := (tg.Chat{ID: -4012345678, Kind: tg.KindBasicGroup, Title: "Friends", Protected: true}); err != nil || c != want {
+		t.Errorf("protected basic group: got %+v, %v; want %+v", c, err, want)
+	}
+}
+
+func TestDecodeMessageCanBeSaved(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		field     string
+		protected bool
+	}{{`,"can_be_saved":false`, true}, {`,"can_be_saved":true`, false}, {``, false}} {
+		m, err := decodeMessage([]byte(`{"@type":"message","id":1048576,"chat_id":-1001987654321` + tc.field + `,"content":{"@type":"messageText"}}`))
+		if err != nil || m.Protected != tc.protected {
+			t.Errorf("message with %q: Protected %v, %v; want %v", tc.field, m.Protected, err, tc.protected)
+		}
+	}
 }
 
 func TestDecodeUser(t *testing.T) {
@@ -441,5 +460,17 @@ func TestDecodeUpdateSendFailedFloodWait(t *testing.T) {
 	}
 	if d, ok := tg.FloodWait(f.Err); !ok || d != 17*time.Second || tg.Classify(f.Err) != tg.ClassFloodWait {
 		t.Errorf("error %v, want a flood wait of 17s", f.Err)
+	}
+}
+
+func TestDecodeUpdateSupergroupStatus(t *testing.T) {
+	t.Parallel()
+	u, ok, err := decodeUpdate([]byte(`{"@type":"updateSupergroup","supergroup":{"@type":"supergroup","id":1987654321,"status":{"@type":"chatMemberStatusLeft"}}}`))
+	if err != nil || !ok || u != (tg.ChatAccessLost{Chat: -1001987654321}) {
+		t.Errorf("left: %#v, %v, %v; want ChatAccessLost of -1001987654321", u, ok, err)
+	}
+	u, ok, err = decodeUpdate([]byte(`{"@type":"updateSupergroup","supergroup":{"@type":"supergroup","id":1987654321,"status":{"@type":"chatMemberStatusMember"}}}`))
+	if err != nil || ok {
+		t.Errorf("member: %#v, %v, %v; want no update", u, ok, err)
 	}
 }

@@ -16,9 +16,13 @@ import (
 //   - 429 with a wait becomes *tg.FloodWaitError;
 //   - 406 stays a *tg.Error, which Classify calls ignored (TDLib asks
 //     clients to drop these silently);
-//   - 400 "Chat not found", CHANNEL_PRIVATE and USER_BANNED_IN_CHANNEL mean
-//     this account cannot see the chat: permanent, and errors.Is
-//     tg.ErrChatNotFound; CHAT_ADMIN_REQUIRED is permanent for the request;
+//   - 400 "Chat not found" means this client does not know the chat:
+//     permanent, errors.Is tg.ErrChatNotFound;
+//   - 400 "Can't access the chat" (what a server call answers for a chat
+//     the account lost, while getChat still succeeds locally),
+//     CHANNEL_PRIVATE and USER_BANNED_IN_CHANNEL mean the account lost the
+//     chat: permanent, errors.Is tg.ErrNoAccess (and tg.ErrChatNotFound);
+//     CHAT_ADMIN_REQUIRED is permanent for the request;
 //   - 404, and 400 "Message not found", wrap tg.ErrMessageNotFound;
 //   - everything else stays a *tg.Error (500 "Request aborted" on teardown
 //     is retryable, other 4xx permanent).
@@ -36,8 +40,12 @@ func mapError(code int, message string) error {
 		return fmt.Errorf("%w: %w", tg.ErrMessageNotFound, te)
 	case code == 400:
 		switch message {
-		case "Chat not found", "CHANNEL_PRIVATE", "USER_BANNED_IN_CHANNEL":
+		case "Chat not found":
 			return tg.Permanent(fmt.Errorf("%w: %w", tg.ErrChatNotFound, te))
+		case "Can't access the chat", "CHANNEL_PRIVATE", "USER_BANNED_IN_CHANNEL":
+			return tg.Permanent(fmt.Errorf("%w: %w: %w", tg.ErrNoAccess, tg.ErrChatNotFound, te))
+		case "Message has protected content and can't be forwarded", "CHAT_FORWARDS_RESTRICTED":
+			return tg.Permanent(fmt.Errorf("%w: %w", tg.ErrProtectedContent, te))
 		case "CHAT_ADMIN_REQUIRED":
 			return tg.Permanent(te)
 		}

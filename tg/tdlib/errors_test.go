@@ -14,11 +14,15 @@ func TestDecodeError(t *testing.T) {
 		fixture      string
 		class        tg.Class
 		chatNotFound bool
+		noAccess     bool
 		msgNotFound  bool
 		floodWait    time.Duration
 	}{
 		{fixture: "error_429.json", class: tg.ClassFloodWait, floodWait: 17 * time.Second},
-		{fixture: "error_400_channel_private.json", class: tg.ClassPermanent, chatNotFound: true},
+		{fixture: "error_400_channel_private.json", class: tg.ClassPermanent, chatNotFound: true, noAccess: true},
+		// What server calls answer for a chat the account lost while
+		// getChat still succeeds locally.
+		{fixture: "error_400_cant_access.json", class: tg.ClassPermanent, chatNotFound: true, noAccess: true},
 		{fixture: "error_400_chat_not_found.json", class: tg.ClassPermanent, chatNotFound: true},
 		{fixture: "error_406.json", class: tg.ClassIgnored},
 		{fixture: "error_404.json", class: tg.ClassPermanent, msgNotFound: true},
@@ -36,6 +40,9 @@ func TestDecodeError(t *testing.T) {
 			}
 			if got := errors.Is(err, tg.ErrChatNotFound); got != tt.chatNotFound {
 				t.Errorf("%v: errors.Is(ErrChatNotFound) = %v", err, got)
+			}
+			if got := errors.Is(err, tg.ErrNoAccess); got != tt.noAccess {
+				t.Errorf("%v: errors.Is(ErrNoAccess) = %v", err, got)
 			}
 			if got := errors.Is(err, tg.ErrMessageNotFound); got != tt.msgNotFound {
 				t.Errorf("%v: errors.Is(ErrMessageNotFound) = %v", err, got)

@@ -22,9 +22,15 @@ func obj(typ string) map[string]any { return map[string]any{"@type": typ} }
 // loadChatsLimit is how many chats one loadChats asks for.
 const loadChatsLimit = 100
 
-func loadChatsRequest() request {
+// The chat lists LoadChats loads.
+const (
+	chatListMain    = "chatListMain"
+	chatListArchive = "chatListArchive"
+)
+
+func loadChatsRequest(list string) request {
 	return request{tg.MethodLoadChats, map[string]any{
-		"chat_list": obj("chatListMain"),
+		"chat_list": obj(list),
 		"limit":     loadChatsLimit,
 	}}
 }

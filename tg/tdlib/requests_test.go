@@ -48,8 +48,10 @@ func TestRequests(t *testing.T) {
 		req  request
 		want string
 	}{
-		{"loadChats", loadChatsRequest(),
+		{"loadChats", loadChatsRequest(chatListMain),
 			`{"@type":"loadChats","chat_list":{"@type":"chatListMain"},"limit":100}`},
+		{"loadChats archive", loadChatsRequest(chatListArchive),
+			`{"@type":"loadChats","chat_list":{"@type":"chatListArchive"},"limit":100}`},
 		{"getChat", getChatRequest(channel),
 			`{"@type":"getChat","chat_id":-1001987654321}`},
 		{"searchPublicChat", searchPublicChatRequest("stashd_news"),

@@ -18,6 +18,7 @@ type account struct {
 	clients []*Client // live clients, oldest first
 	calls   map[string]int
 	flood   map[string]floodInjection
+	errs    map[string]errInjection
 
 	// offline is set between Disconnect and the reconnect; missed collects
 	// the chats whose last message changed meanwhile.
@@ -30,6 +31,12 @@ type account struct {
 	// resend holds the sends a closed client left pending, for the next
 	// client (Config.ResendAfterRestart).
 	resend []*pendingSend
+}
+
+// errInjection is a pending InjectError.
+type errInjection struct {
+	err       error
+	remaining int
 }
 
 // floodInjection is a pending InjectFloodWait.
@@ -109,6 +116,15 @@ func (w *World) InjectFloodWait(account, method string, retryAfter time.Duration
 	w.mustAccount(account).flood[method] = floodInjection{retryAfter: retryAfter, remaining: n}
 }
 
+// InjectError makes the next n requests of method by account's clients
+// fail with err (for example a 406, which TDLib asks clients to drop
+// silently).
+func (w *World) InjectError(account, method string, err error, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustAccount(account).errs[method] = errInjection{err: err, remaining: n}
+}
+
 // Calls returns the requests the account's clients have made, by method
 // (tg.Method* names), failed ones included. A request refused before it
 // started, because its client was closed or its context had ended, is not
@@ -155,6 +171,21 @@ func (a *account) removeClient(c *Client) {
 }
 
 // takeFlood consumes one injected flood wait for method, if any.
+// takeError returns the injected error due for method, if any.
+func (a *account) takeError(method string) error {
+	e, ok := a.errs[method]
+	if !ok || e.remaining <= 0 {
+		return nil
+	}
+	e.remaining--
+	if e.remaining == 0 {
+		delete(a.errs, method)
+	} else {
+		a.errs[method] = e
+	}
+	return e.err
+}
+
 func (a *account) takeFlood(method string) error {
 	f, ok := a.flood[method]
 	if !ok || f.remaining <= 0 {

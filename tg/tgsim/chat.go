@@ -15,11 +15,26 @@ type chat struct {
 	// username is the public @name, without the @; "" for private chats.
 	username string
 	private  bool
-	members  []string // join order, for a deterministic delivery order
-	isMem    map[string]bool
-	msgs     []*message // live messages, ascending id
-	lastSeq  int64      // last server id handed out; deletions leave holes
-	topics   map[int64]*topic
+	// lostAccess: the members lost access, but their clients still know
+	// the chat locally: getChat and openChat succeed, server calls fail
+	// with 400 "Can't access the chat", and no update is delivered.
+	lostAccess bool
+	// protected chats have protected content: their messages cannot be
+	// saved or forwarded (can_be_saved false).
+	protected bool
+	// archived chats are in the archive chat list: unknown to a client
+	// until it has loaded that list.
+	archived bool
+	// lastUnknown makes the chat's last message unknown to clients
+	// (chat.last_message null); while set, new messages reach clients
+	// without updateNewMessage or updateChatLastMessage, as TDLib may add
+	// them.
+	lastUnknown bool
+	members     []string // join order, for a deterministic delivery order
+	isMem       map[string]bool
+	msgs        []*message // live messages, ascending id
+	lastSeq     int64      // last server id handed out; deletions leave holes
+	topics      map[int64]*topic
 	// fileRefs counts the live messages carrying each unique id, so that
 	// "can this account see the file" costs no scan.
 	fileRefs map[string]int

@@ -28,14 +28,16 @@ type Client struct {
 	pending map[tg.ChatID]int
 
 	// The fields below are guarded by w.mu.
-	closed     bool
-	loaded     bool
-	opened     map[tg.ChatID]bool
-	fileIDs    map[string]int32 // unique id -> session-local file id
-	files      map[int32]*clientFile
-	nextFileID int32
-	tempSeq    int64
-	sends      map[tg.MessageID]*pendingSend
+	closed bool
+	loaded bool // the main chat list
+	// archiveLoaded: the archive chat list has been loaded.
+	archiveLoaded bool
+	opened        map[tg.ChatID]bool
+	fileIDs       map[string]int32 // unique id -> session-local file id
+	files         map[int32]*clientFile
+	nextFileID    int32
+	tempSeq       int64
+	sends         map[tg.MessageID]*pendingSend
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
@@ -128,7 +130,7 @@ func (c *Client) Close() error {
 }
 
 // call runs one request: it fails on a closed client or done context, counts
-// the request, applies Latency and any injected flood wait, then runs fn
+// the request, applies Latency and any injected flood wait or error, then runs fn
 // with w.mu held.
 func call[T any](ctx context.Context, c *Client, method string, fn func() (T, error)) (T, error) {
 	var zero T
@@ -144,14 +146,19 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 	}
 	a := w.accounts[c.account]
 	a.calls[method]++
-	flood := a.takeFlood(method)
+	failure := a.takeFlood(method)
+	if injected := a.takeError(method); injected != nil {
+		failure = injected
+	} else if failure == nil && ignorable[method] && w.chance(w.cfg.IgnorableErrorRate) {
+		failure = errIgnorable()
+	}
 	w.mu.Unlock()
 
 	if err := c.sleep(ctx, w.cfg.Latency); err != nil {
 		return zero, err
 	}
-	if flood != nil {
-		return zero, flood
+	if failure != nil {
+		return zero, failure
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -159,6 +166,13 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 		return zero, tg.ErrClosed
 	}
 	return fn()
+}
+
+// ignorable are the methods Config.IgnorableErrorRate applies to: server
+// requests that read history (the ones stashd repeats anyway).
+var ignorable = map[string]bool{
+	tg.MethodSearchChatMessages: true, tg.MethodGetMessage: true,
+	tg.MethodGetChatMessageByDate: true, tg.MethodGetForumTopic: true,
 }
 
 func call0(ctx context.Context, c *Client, method string, fn func() error) error {
@@ -183,10 +197,25 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// LoadChats implements tg.Client: until it has run, every chat is unknown.
+// LoadChats implements tg.Client: it loads both chat lists, main and
+// archive. Until it has run, every chat is unknown.
 func (c *Client) LoadChats(ctx context.Context) error {
 	return call0(ctx, c, tg.MethodLoadChats, func() error {
-		c.loaded = true
+		c.loaded, c.archiveLoaded = true, true
+		return nil
+	})
+}
+
+// LoadChatList loads one chat list, as one TDLib loadChats request does:
+// the main list, or the archive list when archive is set. Chats of a list
+// not loaded stay unknown ("Chat not found").
+func (c *Client) LoadChatList(ctx context.Context, archive bool) error {
+	return call0(ctx, c, tg.MethodLoadChats, func() error {
+		if archive {
+			c.archiveLoaded = true
+		} else {
+			c.loaded = true
+		}
 		return nil
 	})
 }
@@ -206,7 +235,11 @@ func (c *Client) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
 		if err != nil {
 			return tg.Chat{}, err
 		}
-		return tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}, nil
+		out := tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID(), Protected: ch.protected}
+		if ch.lastUnknown || c.w.chance(c.w.cfg.UnknownLastMessageRate) {
+			out.LastMessageID = 0
+		}
+		return out, nil
 	})
 }
 
@@ -242,7 +275,7 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 // GetMessage implements tg.Client.
 func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
 	return call(ctx, c, tg.MethodGetMessage, func() (tg.Message, error) {
-		ch, err := c.chat(chat)
+		ch, err := c.serverChat(chat)
 		if err != nil {
 			return tg.Message{}, err
 		}
@@ -258,7 +291,7 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 // before date; like TDLib, a 404 (ErrMessageNotFound) when there is none.
 func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date time.Time) (tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatMessageByDate, func() (tg.Message, error) {
-		ch, err := c.chat(chat)
+		ch, err := c.serverChat(chat)
 		if err != nil {
 			return tg.Message{}, err
 		}
@@ -275,7 +308,7 @@ func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date 
 // the topic is left.
 func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, thread int64) (tg.Topic, error) {
 	return call(ctx, c, tg.MethodGetForumTopic, func() (tg.Topic, error) {
-		ch, err := c.chat(chat)
+		ch, err := c.serverChat(chat)
 		if err != nil {
 			return tg.Topic{}, err
 		}
@@ -289,17 +322,44 @@ func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, thread int64
 	})
 }
 
-// chat resolves a chat for a request: unknown before LoadChats and to
-// non-members, CHANNEL_PRIVATE once access is lost.
+// chat resolves a chat for a request: unknown before its chat list is
+// loaded and to non-members, CHANNEL_PRIVATE once access is lost.
 func (c *Client) chat(id tg.ChatID) (*chat, error) {
 	ch := c.w.chats[id]
-	if !c.loaded || ch == nil || !ch.isMem[c.account] {
+	if ch == nil || !ch.isMem[c.account] || !c.loaded && !ch.archived || ch.archived && !c.archiveLoaded {
 		return nil, errChatNotFound()
 	}
 	if ch.private {
 		return nil, errChannelPrivate()
 	}
 	return ch, nil
+}
+
+// serverChat resolves a chat for a request TDLib sends to the server: like
+// chat, and it fails with "Can't access the chat" once access is lost.
+func (c *Client) serverChat(id tg.ChatID) (*chat, error) {
+	ch, err := c.chat(id)
+	if err == nil && ch.lostAccess {
+		return nil, errNoAccess()
+	}
+	return ch, err
+}
+
+// fileAccessLost reports whether every chat through which this account
+// could see the file with unique id uid has been lost: downloading it is
+// then a server call TDLib cannot make.
+func (c *Client) fileAccessLost(uid string) bool {
+	lost := false
+	for _, ch := range c.w.chats {
+		if ch.fileRefs[uid] == 0 || !ch.isMem[c.account] {
+			continue
+		}
+		if !ch.lostAccess {
+			return false
+		}
+		lost = true
+	}
+	return lost
 }
 
 // receivesMessages reports whether updateNewMessage of ch reach this client:
@@ -316,6 +376,9 @@ func (c *Client) receivesMessages(ch *chat) bool {
 // account's remote id, local download state.
 func (c *Client) view(m *message) tg.Message {
 	out := baseView(m)
+	if ch := c.w.chats[m.chat]; ch != nil && ch.protected {
+		out.Protected = true
+	}
 	if m.doc != nil {
 		f := c.w.files[m.doc.uid]
 		out.Document = &tg.Document{FileName: m.doc.name, MimeType: m.doc.mime, File: c.fileView(c.file(f))}

@@ -612,3 +612,43 @@ func TestDeletingTheLastMessageUpdatesChatLastMessage(t *testing.T) {
 		t.Fatalf("after deleting everything the last message is %d, want 0", u.LastMessageID)
 	}
 }
+
+// An archived chat is unknown until the archive chat list is loaded;
+// loading the main list alone is not enough.
+func TestArchivedChatNeedsArchiveList(t *testing.T) {
+	t.Parallel()
+	w := NewWorld(Config{})
+	w.AddAccount("alice", false)
+	main := w.AddChat(tg.KindChannel, "news", "alice")
+	archived := w.AddChat(tg.KindChannel, "old news", "alice")
+	w.SetArchived(archived, true)
+	ctx := t.Context()
+
+	c := w.Client("alice")
+	defer c.Close()
+	if err := c.LoadChatList(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetChat(ctx, main); err != nil {
+		t.Fatalf("getChat of a main-list chat after loading the main list: %v", err)
+	}
+	if _, err := c.GetChat(ctx, archived); !errors.Is(err, tg.ErrChatNotFound) {
+		t.Fatalf("getChat of an archived chat with only the main list loaded: %v, want Chat not found", err)
+	}
+	if err := c.LoadChatList(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.OpenChat(ctx, archived); err != nil {
+		t.Fatalf("openChat of an archived chat after loading the archive list: %v", err)
+	}
+
+	// The port's LoadChats loads both lists.
+	c2 := w.Client("alice")
+	defer c2.Close()
+	if err := c2.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.GetChat(ctx, archived); err != nil {
+		t.Fatalf("getChat of an archived chat after LoadChats: %v", err)
+	}
+}

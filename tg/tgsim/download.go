@@ -47,6 +47,9 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		if cf == nil {
 			return tg.File{}, errBadRequest("Invalid file identifier")
 		}
+		if c.fileAccessLost(cf.uid) {
+			return tg.File{}, errNoAccess()
+		}
 		if cf.done {
 			if _, err := os.Stat(cf.localPath); err == nil {
 				return c.fileView(cf), nil

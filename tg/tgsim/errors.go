@@ -22,6 +22,17 @@ func errChatNotFound() error {
 	return &simError{tdErr: &tg.Error{Code: 400, Message: "Chat not found"}, sentinel: tg.ErrChatNotFound}
 }
 
+// errNoAccess is what a server call answers once the account has lost
+// access to a chat that TDLib still knows locally.
+func errNoAccess() error {
+	return &simError{tdErr: &tg.Error{Code: 400, Message: "Can't access the chat"}, sentinel: tg.ErrNoAccess}
+}
+
+// errIgnorable is a 406, which TDLib asks clients to drop silently.
+func errIgnorable() error {
+	return &tg.Error{Code: 406, Message: "CHANNEL_TOO_LARGE"}
+}
+
 func errMessageNotFound() error {
 	return &simError{tdErr: &tg.Error{Code: 404, Message: "Not Found"}, sentinel: tg.ErrMessageNotFound}
 }

@@ -50,7 +50,7 @@ func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Mess
 		case q.FromMessageID < 0:
 			return nil, errBadRequest("Parameter from_message_id must be identifier of a chat message or 0")
 		}
-		ch, err := c.chat(q.Chat)
+		ch, err := c.serverChat(q.Chat)
 		if err != nil {
 			return nil, err
 		}

@@ -68,6 +68,14 @@ type Config struct {
 	// client may hold; further ones for that chat are dropped, as TDLib's
 	// channel gaps do. Zero means 100.
 	ChannelGap int
+	// UnknownLastMessageRate is the probability that getChat reports a
+	// chat's last message as unknown (chat.last_message null), as TDLib may
+	// for a chat it has not synchronised. Zero always reports it.
+	UnknownLastMessageRate float64
+	// IgnorableErrorRate is the probability that a request fails with 406
+	// (an error TDLib asks clients to drop silently; tg.ClassIgnored).
+	// Zero never does.
+	IgnorableErrorRate float64
 	// Now is the world's clock; message dates come from it (truncated to
 	// seconds, as TDLib dates are). Nil means time.Now.
 	Now func() time.Time
@@ -92,6 +100,7 @@ type World struct {
 	nextChat int64
 	nextUser int64
 	nextFile int64
+	boxSeq   int64 // the message box basic groups take server ids from
 	serial   int32 // client instances started, for session-local ids
 	// sendStats counts send outcomes; vanished holds the captions of the
 	// sends that ended in updateDeleteMessages.
@@ -168,20 +177,27 @@ func (w *World) AddAccount(name string, premium bool) {
 		member:  make(map[tg.ChatID]bool),
 		calls:   make(map[string]int),
 		flood:   make(map[string]floodInjection),
+		errs:    make(map[string]errInjection),
 		missed:  make(map[tg.ChatID]bool),
 	}
 }
 
 // AddChat creates a chat of the given kind with the given member accounts
 // and returns its id. Channels, supergroups and forums get ids of the form
-// -100xxxxxxxxxx; private chats get a positive id.
+// -100xxxxxxxxxx; basic groups -xxxxxxxxxx; private chats a positive id.
+// Basic groups take message ids from one shared message box, as Telegram
+// numbers them per account: ids of one basic group jump whenever another
+// basic group got a message meanwhile.
 func (w *World) AddChat(kind tg.ChatKind, title string, members ...string) tg.ChatID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.nextChat++
 	id := tg.ChatID(-1_001_000_000_000 - w.nextChat)
-	if kind == tg.KindPrivate {
+	switch kind {
+	case tg.KindPrivate:
 		id = tg.ChatID(5_000_000_000 + w.nextChat)
+	case tg.KindBasicGroup:
+		id = tg.ChatID(-4_000_000_000 - w.nextChat)
 	}
 	c := &chat{
 		id: id, kind: kind, title: title,
@@ -225,6 +241,54 @@ func (w *World) SetPrivate(chat tg.ChatID, private bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.mustChat(chat).private = private
+}
+
+// LoseAccess takes away (or gives back) every member's access to chat, the
+// way TDLib shows a channel the account was removed from: getChat and
+// openChat still succeed from local state, but server calls
+// (searchChatMessages, getMessage, getChatMessageByDate, getForumTopic,
+// downloadFile of its files) fail with 400 "Can't access the chat", a
+// permanent error wrapping tg.ErrNoAccess, and no update about it arrives
+// but one: clients of the members receive tg.ChatAccessLost (TDLib's
+// updateSupergroup with status left).
+func (w *World) LoseAccess(chat tg.ChatID, lost bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	if lost && !c.lostAccess && c.kind != tg.KindPrivate && c.kind != tg.KindBasicGroup {
+		// TDLib reports the account's new status (left) in updateSupergroup.
+		w.eachClient(c, func(cl *Client) { cl.enqueue(tg.ChatAccessLost{Chat: c.id}) })
+	}
+	c.lostAccess = lost
+}
+
+// SetProtected gives chat protected content (has_protected_content), or
+// takes it away: its messages then report can_be_saved false and their
+// documents cannot be re-sent.
+func (w *World) SetProtected(chat tg.ChatID, protected bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustChat(chat).protected = protected
+}
+
+// SetArchived moves chat to the archive chat list (or back to the main
+// one). A client knows an archived chat only once it has loaded the
+// archive list (LoadChats, or LoadChatList with archive set); before that
+// getChat and openChat fail with "Chat not found".
+func (w *World) SetArchived(chat tg.ChatID, archived bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustChat(chat).archived = archived
+}
+
+// SetLastMessageUnknown makes chat's last message unknown to every client
+// (getChat reports none) or known again. While it is unknown, new messages
+// are added without updateNewMessage or updateChatLastMessage, as TDLib may
+// add them for a chat it has not synchronised.
+func (w *World) SetLastMessageUnknown(chat tg.ChatID, unknown bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustChat(chat).lastUnknown = unknown
 }
 
 // AddTopic creates a forum topic in chat, which must be a forum. Like
@@ -343,7 +407,7 @@ func (w *World) EditIntoDocument(chat tg.ChatID, id tg.MessageID, p Post) {
 	}
 	c.setDoc(m, w.docFor(p))
 	m.caption = p.Caption
-	if c.private {
+	if c.private || c.lostAccess {
 		return
 	}
 	w.eachClient(c, func(cl *Client) {
@@ -468,6 +532,10 @@ func (w *World) chance(p float64) bool {
 // newMessage appends an empty message with the chat's next server id.
 func (w *World) newMessage(c *chat) *message {
 	c.lastSeq++
+	if c.kind == tg.KindBasicGroup {
+		w.boxSeq++
+		c.lastSeq = w.boxSeq
+	}
 	m := &message{id: tg.MessageIDFromServer(c.lastSeq), chat: c.id, date: w.now()}
 	c.msgs = append(c.msgs, m)
 	return m
@@ -478,7 +546,7 @@ func (w *World) newMessage(c *chat) *message {
 // every client of every member. skipNew is a client that learns about the
 // message otherwise (the sender, through updateMessageSendSucceeded).
 func (w *World) publish(c *chat, m *message, skipNew *Client) {
-	if c.private {
+	if c.private || c.lastUnknown || c.lostAccess {
 		return
 	}
 	for _, name := range c.members {
@@ -497,7 +565,7 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 }
 
 func (w *World) lastMessageChanged(c *chat) {
-	if c.private {
+	if c.private || c.lastUnknown || c.lostAccess {
 		return
 	}
 	for _, name := range c.members {
