@@ -298,7 +298,10 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	case cls.setKey != "" && cls.name.IsMultipart():
 		return p.addKnownOrPart(ctx, msg, cls)
 	case cls.setKey != "":
-		return p.addPart(ctx, msg, cls)
+		// An album: a file already part of a delivered package (a set
+		// forwarded as an album, its final x.zip included) is a duplicate,
+		// not an album member to be mirrored on its own.
+		return p.addKnownOrPart(ctx, msg, cls)
 	default:
 		return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
 	}

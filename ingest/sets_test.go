@@ -310,3 +310,39 @@ func TestMultipartSetPostedAsAlbumIsListedAsOneSet(t *testing.T) {
 		t.Errorf("delivered %d documents, want 4", n)
 	}
 }
+
+// A zip split set forwarded as an album after its package was delivered:
+// every file of the album, the final x.zip included, is a duplicate part.
+// The x.zip is not a plain archive to be mirrored on its own (it would be a
+// second package of the same set's last volume).
+func TestDeliveredSetForwardedAsAlbumIsDuplicate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "fwd/data.bin", Data: []byte(strings.Repeat("z", 9000))}}, 3)
+	names := []string{"fwd.z01", "fwd.z02", "fwd.zip"}
+	var orig []tg.Message
+	for i, n := range names {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]}))
+		orig = append(orig, m)
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	for _, m := range orig {
+		fwd := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{SameFileAs: m.Document.File.UniqueID, AlbumID: 77}))
+		mustHandle(t, p, fwd, store.OutcomeDuplicate)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if _, err := p.Sweep(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pkgs, err := e.st.PackageHashes(e.ctx); err != nil || len(pkgs) != 1 {
+		t.Errorf("%d packages (%v), want the set's one", len(pkgs), err)
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d documents, want the set's 3", n)
+	}
+}

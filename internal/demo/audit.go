@@ -77,9 +77,10 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 				seen[i][ref]++
 			}
 		}
-		for _, n := range seen[i] {
+		for ref, n := range seen[i] {
 			if n > 1 {
 				rep.DuplicateDeliveries += n - 1
+				rep.DuplicateNames = append(rep.DuplicateNames, fmt.Sprintf("%s part %d in %d: %d copies", unique[ref.hash].Name, ref.idx, dests[i], n))
 			}
 		}
 	}

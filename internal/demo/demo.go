@@ -187,6 +187,8 @@ type Report struct {
 	// largestPackage is the size of the largest published package.
 	largestPackage int64
 	MissingNames   []string `json:"missing_names,omitempty"`
+	// DuplicateNames names each part found in a destination more than once.
+	DuplicateNames []string `json:"duplicate_names,omitempty"`
 	// OtherDeadLetters are dead letters no incomplete set explains (send
 	// failures, a part that went away…), with their reasons.
 	OtherDeadLetters []string `json:"other_dead_letters,omitempty"`
