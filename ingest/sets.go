@@ -154,7 +154,13 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 				return res, ctx.Err()
 			}
 			var incomplete *IncompleteSetError
-			if tg.Classify(cerr) != tg.ClassPermanent && !expired && !errors.As(cerr, &incomplete) {
+			retryable := tg.Classify(cerr) != tg.ClassPermanent && !errors.As(cerr, &incomplete)
+			// SetMaxWait bounds the wait for a set's parts. A set whose
+			// package is catalogued waits for no part: its delivery failed
+			// (a send that vanished, a flood wait) and is retried at each
+			// sweep like any delivery, never turned into a dead letter
+			// that would leave the package undelivered.
+			if retryable && (!expired || p.setCatalogued(ctx, ordered)) {
 				p.setFailed(set, cerr)
 				res.Failed++
 				continue
@@ -212,6 +218,16 @@ func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, part
 	}
 	p.forget(msgs)
 	p.setFailed(set, nil)
+	// A part recorded while this sweep judged the set found its siblings
+	// still pending and revived nothing: bring them back for it now, so that
+	// a late part always meets the rest of its set.
+	if late, err := p.store.SetParts(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
+		errs = append(errs, err)
+	} else if len(late) > 0 {
+		if _, err := p.store.ReviveSet(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	p.log.Warn("set is a dead letter", "source", set.Chat, "set", displaySet(set.SetKey), "parts", len(parts), "reason", cause)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dead-letter set %q: %w", set.SetKey, err)
@@ -392,3 +408,14 @@ func (s *SetSweeper) Start(ctx context.Context) error {
 
 // Stop stops the sweeper and waits for it.
 func (s *SetSweeper) Stop() { s.run.Stop() }
+
+// setCatalogued reports whether the package of a complete set is in the
+// catalogue already (a failure to look counts as no).
+func (p *Pipeline) setCatalogued(ctx context.Context, ordered []store.SourceMessage) bool {
+	uniq := make([]string, len(ordered))
+	for i, pt := range ordered {
+		uniq[i] = pt.UniqueID
+	}
+	_, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
+	return err == nil && ok
+}

@@ -346,3 +346,85 @@ func TestDeliveredSetForwardedAsAlbumIsDuplicate(t *testing.T) {
 		t.Errorf("delivered %d documents, want the set's 3", n)
 	}
 }
+
+// SetMaxWait bounds the wait for a set's parts, not its delivery: a set
+// whose package is catalogued but whose sends keep failing (retryably) past
+// SetMaxWait is retried at the next sweep, never dead-lettered with its
+// package undelivered.
+func TestSetDeliveryFailingPastMaxWaitIsRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "late/data.bin", Data: []byte(strings.Repeat("d", 9000))}}, 3)
+	for i, n := range []string{"late.z01", "late.z02", "late.zip"} {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	e.now = e.now.Add(2 * time.Hour) // settled and past SetMaxWait
+	e.world.InjectError("a", tg.MethodSendMessage, &tg.Error{Code: 500, Message: "RPC_CALL_FAIL"}, 1000)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Failed != 1 || res.DeadLetter != 0 {
+		t.Fatalf("sweep while sends fail = %+v, %v; want the set failed, no dead letter", res, err)
+	}
+	if pkgs, err := e.st.PackageHashes(e.ctx); err != nil || len(pkgs) != 1 {
+		t.Fatalf("%d packages (%v), want the set catalogued before its delivery failed", len(pkgs), err)
+	}
+	e.world.InjectError("a", tg.MethodSendMessage, nil, 0)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep after sends recover = %+v, %v; want the set completed", res, err)
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d documents, want 3", n)
+	}
+}
+
+// hookStore runs hook once, just before the first dead letter is written.
+type hookStore struct {
+	*store.Store
+	once sync.Once
+	hook func()
+}
+
+func (s *hookStore) RecordDeadLetter(ctx context.Context, d store.DeadLetter, m store.SourceMessage) error {
+	s.once.Do(s.hook)
+	return s.Store.RecordDeadLetter(ctx, d, m)
+}
+
+// A part recorded while the sweeper dead-letters its set (the listing of
+// the part seen so far says the next volume is missing) finds no dead
+// sibling to revive; the sweeper must bring the set back for it, or the
+// late part waits alone for a part that is a dead letter.
+func TestPartArrivingWhileSetIsDeadLetteredCompletesIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	other, oc := e.pipeline("a")
+	// The sweeping pipeline has a client of its own: one session per client.
+	c := e.world.Client("a")
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	vols := archivetest.RarVolumes([]archivetest.File{{Name: "race/data.bin", Data: []byte(strings.Repeat("r", 9000))}}, 2)
+	first := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "race.part1.rar", Data: vols[0]}))
+	hs := &hookStore{Store: e.st}
+	hs.hook = func() {
+		late := e.view(oc, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "race.part2.rar", Data: vols[1]}))
+		mustHandle(t, other, late, store.OutcomePartPending)
+	}
+	p := ingest.NewPipeline(ingest.Config{
+		Account: "a", Destinations: []tg.ChatID{e.dest},
+		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
+		Now: func() time.Time { return e.now },
+	}, hs, tg.NewSession(c, func(tg.Update) {}), nil)
+	mustHandle(t, p, first, store.OutcomePartPending)
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
+		t.Fatalf("first sweep = %+v, %v; want the lone first volume dead-lettered", res, err)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("second sweep = %+v, %v; want the set completed with its late part", res, err)
+	}
+	if n := len(e.delivered()); n != 2 {
+		t.Errorf("delivered %d documents, want 2", n)
+	}
+}
