@@ -216,7 +216,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}{fields(r), r.OK()})
 }
 
-// OK reports whether the audit passed: nothing missing, nothing delivered
+// OK reports whether the audit passed: the pipeline settled, nothing missing, nothing delivered
 // twice, every corrupt archive catalogued with its listing error, every
 // incomplete set a dead letter and never delivered, every package of a
 // vanished send delivered later or a dead letter, the downloads within their
@@ -224,7 +224,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // may instead be explained by the source's recorded access or its dead
 // letters.
 func (r Report) OK() bool {
-	return r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget &&
+	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget &&
 		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
@@ -338,7 +338,11 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		Workers: r.o.Workers, QueueCapacity: r.o.QueueCapacity, Rate: 1000,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
-			RetryBase: 50 * time.Millisecond, DeadLetterDelay: 10 * time.Minute,
+			// Dead letters are retried on the demo's time scale (production:
+			// a minute, doubling, 8 attempts), so a package whose fetch or
+			// delivery failed for a while is delivered later by the retry
+			// loop, as it would be in production.
+			RetryBase: 50 * time.Millisecond, DeadLetterDelay: time.Second, DeadLetterAttempts: 4,
 			DownloadStall: r.o.DownloadStall, DownloadBudget: r.o.DownloadBudget,
 		},
 		Retry:        ingest.RetryConfig{Interval: time.Second},
@@ -647,8 +651,13 @@ func (r *runner) recordedInaccessible(ctx context.Context) int {
 }
 
 func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err error) {
+	// A dead letter the retry loop will take again is work still pending,
+	// but for an incomplete set's: it waits for a part that may never come
+	// (a late part brings its set back at once).
 	err = r.st.Pool().QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending'),
+		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending') +
+		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
+			AND error_class <> 'incomplete_set'),
 		(SELECT count(*) FROM source_messages)`).Scan(&pending, &count)
 	return pending, count, err
 }

@@ -104,7 +104,8 @@ func TestReportJSONHasOK(t *testing.T) {
 		rep  demo.Report
 		want string
 	}{
-		{demo.Report{PublishedArchives: 3, UniquePackages: 2, CataloguedPackages: 2}, `"ok":true`},
+		{demo.Report{PublishedArchives: 3, UniquePackages: 2, CataloguedPackages: 2, Settled: true}, `"ok":true`},
+		{demo.Report{PublishedArchives: 3, UniquePackages: 2, CataloguedPackages: 2}, `"ok":false`},
 		{demo.Report{PublishedArchives: 3, UniquePackages: 2, CataloguedPackages: 1, Missing: 1}, `"ok":false`},
 	} {
 		b, err := json.Marshal(tc.rep)
