@@ -134,6 +134,20 @@ type Catchup struct {
 
 	mu      sync.Mutex
 	cycleCh chan struct{} // closed when the cycle under way completes
+	// sources are the watched chats: cfg.Sources and those added since
+	// (AddSource); replaced, never changed in place, under mu.
+	sources []tg.ChatID
+}
+
+// AddSource starts catching up one more chat (a basic group's new
+// supergroup) from the next cycle; a chat already watched is left as it is.
+func (c *Catchup) AddSource(chat tg.ChatID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Contains(c.sources, chat) {
+		return
+	}
+	c.sources = append(slices.Clip(c.sources), chat)
 }
 
 // Cycles returns how many cycles have completed.
@@ -175,7 +189,7 @@ func New(cfg Config, st Store, t Telegram, l Listener, ing Ingest, m *Metrics) *
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Catchup{cfg: cfg, store: st, tg: t, lst: l, ing: ing, m: m,
+	return &Catchup{cfg: cfg, store: st, tg: t, lst: l, ing: ing, m: m, sources: slices.Clip(cfg.Sources),
 		log: log.With("component", "catchup", "account", cfg.Account)}
 }
 
@@ -218,7 +232,10 @@ func (c *Catchup) decide(d string) {
 func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 	var res Result
 	var dirty []tg.ChatID
-	for _, chat := range c.cfg.Sources {
+	c.mu.Lock()
+	sources := c.sources
+	c.mu.Unlock()
+	for _, chat := range sources {
 		if c.lst.IsDirty(chat) {
 			dirty = append(dirty, chat)
 		} else {

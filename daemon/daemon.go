@@ -215,6 +215,7 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 	}
 	wg.Wait()
 	for _, r := range runs {
+		r.follow.Stop() // it adds sources to catch-up and rescan
 		r.catch.Stop()
 		r.resc.Stop()
 		r.retry.Stop()
@@ -240,6 +241,7 @@ func (d *Daemon) Kill() {
 	for _, r := range runs {
 		r.cancel()
 		r.pool.Stop()
+		r.follow.Stop()
 		r.catch.Stop()
 		r.resc.Stop()
 		r.retry.Stop()
@@ -270,6 +272,7 @@ type accountRun struct {
 	resc    *rescan.Rescan
 	retry   *ingest.Retrier
 	rec     *ingest.SendRecorder
+	follow  *upgradeFollower
 	ctx     context.Context
 	cancel  context.CancelFunc
 	sources int
@@ -277,7 +280,7 @@ type accountRun struct {
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
-	for _, s := range []interface{ Start(context.Context) error }{r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry} {
+	for _, s := range []interface{ Start(context.Context) error }{r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.follow} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -325,12 +328,17 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	// session unclaimed; the recorder records them by token.
 	unclaimed := make(chan tg.Message, unclaimedSends)
 	lst := r.lst
+	follow := newUpgradeFollower(d, r)
+	r.follow = follow
 	r.sess = tg.NewSession(r.paced, func(u tg.Update) {
-		if ok, is := u.(tg.SendSucceeded); is {
+		switch u := u.(type) {
+		case tg.SendSucceeded:
 			select {
-			case unclaimed <- ok.Message:
+			case unclaimed <- u.Message:
 			default:
 			}
+		case tg.ChatUpgraded:
+			follow.offer(u)
 		}
 		lst.HandleUpdate(u)
 	})
@@ -350,11 +358,25 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	if err != nil {
 		return fail(err)
 	}
-	r.sources = len(a.Sources)
-	r.account = a
 	if err := d.registerSources(ctx, r, a); err != nil {
 		return fail(err)
 	}
+	// Basic groups upgraded in an earlier run continue in their
+	// supergroups, which are sources of their own by now.
+	known, err := d.store.Sources(ctx, a.Name)
+	if err != nil {
+		return fail(err)
+	}
+	upgraded := map[tg.ChatID]tg.ChatID{}
+	for _, s := range known {
+		if s.UpgradedTo != 0 {
+			upgraded[s.ChatID] = s.UpgradedTo
+			log.Info("source was upgraded to a supergroup; following it", "source", s.ChatID, "supergroup", s.UpgradedTo)
+		}
+	}
+	a.Sources = followStoredUpgrades(a.Sources, upgraded)
+	r.sources = len(a.Sources)
+	r.account = a
 	if err := d.store.MarkAccountDirty(ctx, a.Name, listener.ReasonStart); err != nil {
 		return fail(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,6 +86,22 @@ type Rescan struct {
 	log     *slog.Logger
 	run     service.Runner
 	trigger chan struct{}
+
+	mu sync.Mutex
+	// sources are cfg.Sources and the chats added since (AddSource);
+	// replaced, never changed in place, under mu.
+	sources []tg.ChatID
+}
+
+// AddSource rescans one more chat (a basic group's new supergroup) from
+// the next rescan on; a chat already watched is left as it is.
+func (r *Rescan) AddSource(chat tg.ChatID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if slices.Contains(r.sources, chat) {
+		return
+	}
+	r.sources = append(slices.Clip(r.sources), chat)
 }
 
 // New returns a rescan loop. m may be nil.
@@ -99,7 +117,7 @@ func New(cfg Config, t Telegram, st Store, ing Ingest, m *Metrics) *Rescan {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Rescan{cfg: cfg, tg: t, store: st, ing: ing, m: m, trigger: make(chan struct{}, 1),
+	return &Rescan{cfg: cfg, tg: t, store: st, ing: ing, m: m, trigger: make(chan struct{}, 1), sources: slices.Clip(cfg.Sources),
 		log: log.With("component", "rescan", "account", cfg.Account)}
 }
 
@@ -148,7 +166,10 @@ func (r *Rescan) RunOnce(ctx context.Context) (Result, error) {
 	var res Result
 	var errs []error
 	since := r.cfg.Now().Add(-r.cfg.Window)
-	for _, chat := range r.cfg.Sources {
+	r.mu.Lock()
+	sources := r.sources
+	r.mu.Unlock()
+	for _, chat := range sources {
 		scanned, found, err := r.walk(ctx, chat, since)
 		res.Scanned += scanned
 		res.Found += found

@@ -181,14 +181,17 @@ func (s *Store) DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int,
 
 // ReviveSet puts the parts of a set that are dead letters because the set
 // was incomplete or failed (error classes incomplete_set and set_failed,
-// still pending) back among the set's pending parts: a late part has come,
-// and the set may now be whole. Their dead letters stay pending until the
-// set completes and resolves them. It returns how many parts came back.
+// pending or exhausted) back among the set's pending parts: a late part has
+// come, or one part's letter is retried, and the set is judged whole or not
+// with every part it has. Exhausted letters come back too: left out, a
+// retried part would look like a set of its own (a lone x.zip, one album
+// document) and be delivered. The letters stay unresolved until the set
+// completes and resolves them. It returns how many parts came back.
 func (s *Store) ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE source_messages m SET outcome = 'part_pending', handled_at = now()
 		FROM dead_letters d
 		WHERE m.chat_id = $1 AND m.topic_id = $2 AND m.set_key = $3 AND m.outcome = 'dead_letter'
-			AND d.chat_id = m.chat_id AND d.message_id = m.message_id AND d.state = 'pending'
+			AND d.chat_id = m.chat_id AND d.message_id = m.message_id AND d.state <> 'resolved'
 			AND d.error_class IN ('incomplete_set', 'set_failed')`, int64(chat), topic, text(setKey))
 	if err != nil {
 		return 0, fmt.Errorf("revive set %q: %w", setKey, err)

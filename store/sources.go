@@ -35,6 +35,9 @@ type Source struct {
 	// Protected: the source protects its content (has_protected_content);
 	// its documents cannot be re-sent.
 	Protected bool
+	// UpgradedTo is the supergroup this basic group was upgraded to, a
+	// source of its own; 0 when it never was.
+	UpgradedTo tg.ChatID
 }
 
 // Source access states.
@@ -74,20 +77,21 @@ func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 
 const sourceColumns = `chat_id, account, kind, title, watermark, dirty, dirty_reason, last_seen,
 	last_scan_at, next_scan_at, empty_scans, failures, circuit_until, last_error,
-	access, access_reason, protected`
+	access, access_reason, protected, upgraded_to`
 
 func scanSource(row pgx.Row) (Source, error) {
 	var src Source
 	var chat int64
 	var kind string
 	var lastScan, circuit *time.Time
+	var upgraded int64
 	err := row.Scan(&chat, &src.Account, &kind, &src.Title, &src.Watermark, &src.Dirty, &src.DirtyReason,
 		&src.LastSeen, &lastScan, &src.NextScanAt, &src.EmptyScans, &src.Failures, &circuit, &src.LastError,
-		&src.Access, &src.AccessReason, &src.Protected)
+		&src.Access, &src.AccessReason, &src.Protected, &upgraded)
 	if err != nil {
 		return Source{}, err
 	}
-	src.ChatID, src.Kind = tg.ChatID(chat), tg.ChatKind(kind)
+	src.ChatID, src.Kind, src.UpgradedTo = tg.ChatID(chat), tg.ChatKind(kind), tg.ChatID(upgraded)
 	if lastScan != nil {
 		src.LastScanAt = *lastScan
 	}
@@ -184,4 +188,37 @@ func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool,
 		return fmt.Errorf("save state of source %d: %w", chat, err)
 	}
 	return nil
+}
+
+// FollowUpgrade records that the basic group from was upgraded to the
+// supergroup to and makes to a source of from's account: a new source
+// starts dirty at watermark 0 (its history starts at the upgrade, so
+// catch-up reads it from the start); a chat already watched keeps its
+// state. from keeps its watermark and catalogue history. It returns the
+// new chat's source.
+func (s *Store) FollowUpgrade(ctx context.Context, from, to tg.ChatID, reason string) (Source, error) {
+	var src Source
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var account, title string
+		err := tx.QueryRow(ctx, `UPDATE sources SET upgraded_to = $2, updated_at = now() WHERE chat_id = $1
+			RETURNING account, title`, int64(from), int64(to)).Scan(&account, &title)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("source %d: %w", from, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sources (chat_id, account, kind, title, dirty, dirty_reason, dirty_since)
+			VALUES ($1, $2, $3, $4, true, $5, now()) ON CONFLICT (chat_id) DO NOTHING`,
+			int64(to), account, string(tg.KindSupergroup), title, reason)
+		if err != nil {
+			return err
+		}
+		src, err = scanSource(tx.QueryRow(ctx, `SELECT `+sourceColumns+` FROM sources WHERE chat_id = $1`, int64(to)))
+		return err
+	})
+	if err != nil {
+		return Source{}, fmt.Errorf("follow upgrade of %d to %d: %w", from, to, err)
+	}
+	return src, nil
 }

@@ -53,6 +53,9 @@ type SourceStatus struct {
 	// ProtectedDocuments counts the source's documents recorded as dead
 	// letters because their content is protected.
 	ProtectedDocuments int `json:"protected_documents"`
+	// UpgradedTo is the supergroup this basic group was upgraded to (a
+	// source of its own, followed by the daemon); 0 when none.
+	UpgradedTo int64 `json:"upgraded_to,omitempty"`
 }
 
 // Status is the whole report.
@@ -90,7 +93,8 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 			CASE WHEN s.circuit_until > now() THEN s.circuit_until END, s.last_error,
 			(SELECT count(DISTINCT package_id) FROM source_messages m WHERE m.chat_id = s.chat_id AND m.package_id IS NOT NULL),
 			s.access, s.access_reason, s.protected,
-			(SELECT count(*) FROM dead_letters d WHERE d.chat_id = s.chat_id AND d.reason LIKE $1)
+			(SELECT count(*) FROM dead_letters d WHERE d.chat_id = s.chat_id AND d.reason LIKE $1),
+			s.upgraded_to
 		FROM sources s ORDER BY s.account, s.chat_id`, ProtectedReasonPattern)
 	if err != nil {
 		return st, fmt.Errorf("read sources: %w", err)
@@ -99,7 +103,7 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		var x SourceStatus
 		err := r.Scan(&x.ChatID, &x.Account, &x.Kind, &x.Title, &x.State, &x.DirtyReason, &x.Watermark,
 			&x.LastSeen, &x.LastScanAt, &x.CircuitUntil, &x.LastError, &x.Packages,
-			&x.Access, &x.AccessReason, &x.Protected, &x.ProtectedDocuments)
+			&x.Access, &x.AccessReason, &x.Protected, &x.ProtectedDocuments, &x.UpgradedTo)
 		x.Lag = max(x.LastSeen-x.Watermark, 0)
 		return x, err
 	})

@@ -117,6 +117,9 @@ type Message struct {
 	Protected bool
 	// Document is nil for anything that is not a document message.
 	Document *Document
+	// UpgradedTo is the supergroup a basic group became, on its
+	// messageChatUpgradeTo service message; 0 on any other message.
+	UpgradedTo ChatID
 }
 
 // TopicID is the forum topic a message belongs to, 0 outside topics.

@@ -68,6 +68,13 @@ type MessageContentChanged struct {
 // openChat still answer from TDLib's local state.
 type ChatAccessLost struct{ Chat ChatID }
 
+// ChatUpgraded is updateBasicGroup with upgraded_to_supergroup_id set: the
+// basic group From became the supergroup To, a new chat with its own
+// message ids (its history starts with messageChatUpgradeFrom). From keeps
+// its old messages and gets no new ones.
+type ChatUpgraded struct{ From, To ChatID }
+
+func (ChatUpgraded) isUpdate()           {}
 func (ChatAccessLost) isUpdate()         {}
 func (NewMessage) isUpdate()             {}
 func (ChatLastMessage) isUpdate()        {}

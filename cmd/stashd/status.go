@@ -16,7 +16,7 @@ import (
 const statusHelp = `Shows what stashd knows, read from its database: accounts (connected,
 Premium, ingest queue), sources (synced, dirty or circuit open;
 inaccessible when the account lost access, protected when its documents
-cannot be re-sent; watermark, lag, last scan, last error), dead letters and
+cannot be re-sent, upgraded when a basic group became a supergroup; watermark, lag, last scan, last error), dead letters and
 deliveries. It works while a
 daemon or a demo runs, and when none does.`
 
@@ -76,6 +76,9 @@ func printStatus(rep store.Status) {
 		if s.Protected || s.ProtectedDocuments > 0 {
 			state += fmt.Sprintf(", protected (%d documents not mirrorable)", s.ProtectedDocuments)
 		}
+		if s.UpgradedTo != 0 {
+			state += fmt.Sprintf(", upgraded to supergroup %d", s.UpgradedTo)
+		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", s.ChatID, s.Account, s.Kind, state, s.Watermark, s.Lag, s.Packages, ago(s.LastScanAt), s.Title)
 	}
 	w.Flush()
@@ -85,6 +88,9 @@ func printStatus(rep store.Status) {
 		}
 		if s.LastError != "" {
 			fmt.Printf("source %d: last error: %s\n", s.ChatID, s.LastError)
+		}
+		if s.UpgradedTo != 0 {
+			fmt.Printf("source %d: upgraded to supergroup %d, which is followed: add it to the configuration\n", s.ChatID, s.UpgradedTo)
 		}
 	}
 	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",

@@ -143,9 +143,13 @@ func fileObject(f tg.File) object {
 	}
 }
 
-// messageContent is a document message, or a text message carrying the
-// caption for anything else (the port keeps no other content).
+// messageContent is a document message, a basic group's upgrade
+// (messageChatUpgradeTo), or a text message carrying the caption for
+// anything else (the port keeps no other content).
 func messageContent(m tg.Message) object {
+	if m.UpgradedTo != 0 {
+		return object{{"@type", "messageChatUpgradeTo"}, {"supergroup_id", supergroupID(m.UpgradedTo)}}
+	}
 	if m.Document == nil {
 		return object{{"@type", "messageText"}, {"text", formattedText(m.Caption)}}
 	}
@@ -564,6 +568,15 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 		// The kind is not in the update; is_channel and is_forum do not
 		// matter to a client told it has left.
 		return object{{"@type", "updateSupergroup"}, {"supergroup", supergroupWithStatus(supergroupID(u.Chat), tg.KindSupergroup, "chatMemberStatusLeft")}}, nil
+	case tg.ChatUpgraded:
+		return object{{"@type", "updateBasicGroup"}, {"basic_group", object{
+			{"@type", "basicGroup"},
+			{"id", -int64(u.From)},
+			{"member_count", 0},
+			{"status", memberStatus("chatMemberStatusMember")},
+			{"is_active", false},
+			{"upgraded_to_supergroup_id", supergroupID(u.To)},
+		}}}, nil
 	case tg.ChatLastMessage:
 		out := withLastMessage(object{{"@type", "updateChatLastMessage"}, {"chat_id", int64(u.Chat)}}, u.Chat, u.LastMessageID)
 		return append(out, member{"positions", []any{}}), nil

@@ -408,3 +408,34 @@ func TestSearchPublicChat(t *testing.T) {
 		t.Errorf("tgsim counted %d searchPublicChat, want 4", n)
 	}
 }
+
+// A basic group upgraded to a supergroup reaches a client as TDLib says it:
+// messageChatUpgradeTo in the old chat (opened), then updateBasicGroup with
+// upgraded_to_supergroup_id; the new chat answers getChat as a supergroup.
+func TestBasicGroupUpgradeOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 4})
+	group := w.AddChat(tg.KindBasicGroup, "small group", "acct1")
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c.ok(1, "openChat", map[string]any{"chat_id": group}, "ok")
+
+	to := w.UpgradeBasicGroup(group)
+	nm, _ := c.until("messageChatUpgradeTo", func(o tdObject) bool {
+		return o.typ() == "updateNewMessage" && o.int("message", "chat_id") == int64(group)
+	})
+	if nm.str("message", "content", "@type") != "messageChatUpgradeTo" ||
+		nm.int("message", "content", "supergroup_id") != -1_000_000_000_000-int64(to) {
+		t.Errorf("upgrade message: %v", nm)
+	}
+	bg, _ := c.until("updateBasicGroup", func(o tdObject) bool { return o.typ() == "updateBasicGroup" })
+	if bg.int("basic_group", "id") != -int64(group) || bg.int("basic_group", "upgraded_to_supergroup_id") != -1_000_000_000_000-int64(to) {
+		t.Errorf("updateBasicGroup: %v", bg)
+	}
+	chat := c.ok(1, "getChat", map[string]any{"chat_id": to}, "chat")
+	if chat.str("type", "@type") != "chatTypeSupergroup" || chat.int("type", "supergroup_id") != -1_000_000_000_000-int64(to) {
+		t.Errorf("getChat of the new supergroup: %v", chat)
+	}
+}

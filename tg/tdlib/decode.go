@@ -115,6 +115,9 @@ type tdMessageContent struct {
 	Caption *struct {
 		Text string `json:"text"`
 	} `json:"caption"`
+	// SupergroupID is set on messageChatUpgradeTo: the basic group was
+	// upgraded to this supergroup.
+	SupergroupID tdInt `json:"supergroup_id"`
 }
 
 // tdMessage is TDLib's message, reduced.
@@ -150,8 +153,15 @@ func (m tdMessage) port() tg.Message {
 		d := m.Content.Document
 		out.Document = &tg.Document{FileName: d.FileName, MimeType: d.MimeType, File: d.Document.port()}
 	}
+	if m.Content.Type == "messageChatUpgradeTo" && m.Content.SupergroupID != 0 {
+		out.UpgradedTo = supergroupChat(int64(m.Content.SupergroupID))
+	}
 	return out
 }
+
+// supergroupChat is the chat id of supergroup s in TDLib:
+// -1000000000000 - s.
+func supergroupChat(s int64) tg.ChatID { return tg.ChatID(-1_000_000_000_000 - s) }
 
 // messageIDOf is the id of a possibly null message.
 func messageIDOf(m *tdMessage) tg.MessageID {
@@ -382,6 +392,10 @@ type tdUpdate struct {
 		ID     tdInt  `json:"id"`
 		Status tdType `json:"status"`
 	} `json:"supergroup"`
+	BasicGroup *struct {
+		ID                     tdInt `json:"id"`
+		UpgradedToSupergroupID tdInt `json:"upgraded_to_supergroup_id"`
+	} `json:"basic_group"`
 }
 
 // isPortUpdate reports whether decodeUpdate translates the TDLib update
@@ -390,7 +404,8 @@ func isPortUpdate(typ string) bool {
 	switch typ {
 	case "updateNewMessage", "updateChatLastMessage", "updateConnectionState",
 		"updateMessageSendSucceeded", "updateMessageSendFailed", "updateFile",
-		"updateOption", "updateForumTopicInfo", "updateMessageContent", "updateDeleteMessages", "updateSupergroup":
+		"updateOption", "updateForumTopicInfo", "updateMessageContent", "updateDeleteMessages", "updateSupergroup",
+		"updateBasicGroup":
 		return true
 	}
 	return false
@@ -479,9 +494,23 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 		// chat id of supergroup s is -1000000000000 - s.
 		switch v.Supergroup.Status.Type {
 		case "chatMemberStatusLeft", "chatMemberStatusBanned":
-			return tg.ChatAccessLost{Chat: tg.ChatID(-1_000_000_000_000 - int64(v.Supergroup.ID))}, true, nil
+			return tg.ChatAccessLost{Chat: supergroupChat(int64(v.Supergroup.ID))}, true, nil
 		}
 		return nil, false, nil
+	case "updateBasicGroup":
+		if v.BasicGroup == nil {
+			return nil, false, missing("basic_group")
+		}
+		// Only an upgrade matters to stashd: the group's messages
+		// continue in a new supergroup chat. A basic group's chat id is
+		// -basic_group_id.
+		if v.BasicGroup.UpgradedToSupergroupID == 0 {
+			return nil, false, nil
+		}
+		return tg.ChatUpgraded{
+			From: tg.ChatID(-int64(v.BasicGroup.ID)),
+			To:   supergroupChat(int64(v.BasicGroup.UpgradedToSupergroupID)),
+		}, true, nil
 	}
 	return nil, false, nil
 }

@@ -474,3 +474,23 @@ func TestDecodeUpdateSupergroupStatus(t *testing.T) {
 		t.Errorf("member: %#v, %v, %v; want no update", u, ok, err)
 	}
 }
+
+// A basic group upgraded to a supergroup: updateBasicGroup names the new
+// supergroup (chat -1000000000000 - id), and the old chat's last message is
+// messageChatUpgradeTo. Any other basic group change is no port update.
+func TestDecodeBasicGroupUpgrade(t *testing.T) {
+	t.Parallel()
+	u, ok, err := decodeUpdate(fixture(t, "update_basic_group_upgraded.json"))
+	if err != nil || !ok || u != (tg.ChatUpgraded{From: -4012345678, To: -1002123456789}) {
+		t.Errorf("upgraded: %#v, %v, %v; want ChatUpgraded from -4012345678 to -1002123456789", u, ok, err)
+	}
+	u, ok, err = decodeUpdate(fixture(t, "update_basic_group.json"))
+	if err != nil || ok {
+		t.Errorf("not upgraded: %#v, %v, %v; want no update", u, ok, err)
+	}
+	u, ok, err = decodeUpdate(fixture(t, "update_new_message_upgrade_to.json"))
+	nm, is := u.(tg.NewMessage)
+	if err != nil || !ok || !is || nm.Message.UpgradedTo != -1002123456789 || nm.Message.Document != nil {
+		t.Errorf("messageChatUpgradeTo: %#v, %v, %v; want a message with UpgradedTo -1002123456789", u, ok, err)
+	}
+}

@@ -43,6 +43,8 @@ func TestReencodedUpdates(t *testing.T) {
 		"update_option_empty.json",
 		"update_forum_topic_info.json",
 		"update_message_content.json",
+		"update_basic_group_upgraded.json",
+		"update_new_message_upgrade_to.json",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -35,6 +35,9 @@ type chat struct {
 	msgs        []*message // live messages, ascending id
 	lastSeq     int64      // last server id handed out; deletions leave holes
 	topics      map[int64]*topic
+	// upgradedTo is the supergroup a basic group became; no message is
+	// posted in it any more.
+	upgradedTo tg.ChatID
 	// fileRefs counts the live messages carrying each unique id, so that
 	// "can this account see the file" costs no scan.
 	fileRefs map[string]int
@@ -57,6 +60,8 @@ type message struct {
 	caption string
 	text    string
 	doc     *docRef
+	// upgradedTo marks the messageChatUpgradeTo service message.
+	upgradedTo tg.ChatID
 }
 
 // The chat methods below run with w.mu held.
@@ -126,5 +131,6 @@ func baseView(m *message) tg.Message {
 		IsTopicMessage: m.isTopic,
 		AlbumID:        m.albumID,
 		Caption:        m.caption,
+		UpgradedTo:     m.upgradedTo,
 	}
 }

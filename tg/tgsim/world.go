@@ -336,6 +336,41 @@ func (w *World) topicChanged(c *chat, thread int64) {
 	})
 }
 
+// UpgradeBasicGroup upgrades a basic group to a supergroup, as Telegram
+// does when a group grows or an admin asks: a new supergroup chat (id
+// -100…) with the same title and members, whose history starts with a
+// service message (messageChatUpgradeFrom) and where messages continue.
+// The old chat keeps its history and gets a last service message
+// (messageChatUpgradeTo); clients that opened it receive that message, and
+// every client of every member receives tg.ChatUpgraded (TDLib's
+// updateBasicGroup with upgraded_to_supergroup_id). It returns the new
+// chat's id.
+func (w *World) UpgradeBasicGroup(group tg.ChatID) tg.ChatID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old := w.mustChat(group)
+	if old.kind != tg.KindBasicGroup || old.upgradedTo != 0 {
+		panic(fmt.Sprintf("tgsim: UpgradeBasicGroup: chat %d is a %s (upgraded to %d)", group, old.kind, old.upgradedTo))
+	}
+	w.nextChat++
+	c := &chat{
+		id: tg.ChatID(-1_001_000_000_000 - w.nextChat), kind: tg.KindSupergroup, title: old.title,
+		username: old.username, protected: old.protected, archived: old.archived,
+		isMem: make(map[string]bool), topics: make(map[int64]*topic), fileRefs: make(map[string]int),
+	}
+	w.chats[c.id] = c
+	for _, m := range old.members {
+		w.join(m, c)
+	}
+	w.publish(c, w.newMessage(c), nil) // messageChatUpgradeFrom
+	m := w.newMessage(old)
+	m.upgradedTo = c.id
+	w.publish(old, m, nil)
+	old.upgradedTo = c.id
+	w.eachClient(old, func(cl *Client) { cl.enqueue(tg.ChatUpgraded{From: old.id, To: c.id}) })
+	return c.id
+}
+
 // Post is one message to publish. Exactly one of Text, Data (with FileName)
 // or SameFileAs is normally set.
 type Post struct {
@@ -363,6 +398,9 @@ func (w *World) Post(chat tg.ChatID, thread int64, p Post) tg.Message {
 	c := w.mustChat(chat)
 	if thread != 0 && c.topics[thread] == nil {
 		panic(fmt.Sprintf("tgsim: Post: chat %d has no topic %d", chat, thread))
+	}
+	if c.upgradedTo != 0 {
+		panic(fmt.Sprintf("tgsim: Post: chat %d was upgraded to %d", chat, c.upgradedTo))
 	}
 	m := w.newMessage(c)
 	if thread != 0 {

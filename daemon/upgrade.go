@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+
+	"stashd/internal/service"
+	"stashd/tg"
+)
+
+// ReasonUpgraded is the dirty reason of the supergroup a watched basic
+// group was upgraded to: it is caught up from its start.
+const ReasonUpgraded = "upgraded"
+
+// upgradeQueue bounds the upgrades waiting for the follower; upgrades are
+// rare, and one dropped is followed at the next start only if another
+// update names it, so it is logged.
+const upgradeQueue = 64
+
+// upgradeFollower makes an account follow its basic groups upgraded to
+// supergroups (tg.ChatUpgraded): the new chat becomes a source of its own,
+// opened and caught up from its start, while the old chat keeps its
+// watermark and catalogue history. The session pump must never block, so
+// it only queues the update; the follower does the store and Telegram
+// work on its own goroutine.
+type upgradeFollower struct {
+	d   *Daemon
+	r   *accountRun
+	in  chan tg.ChatUpgraded
+	run service.Runner
+}
+
+func newUpgradeFollower(d *Daemon, r *accountRun) *upgradeFollower {
+	return &upgradeFollower{d: d, r: r, in: make(chan tg.ChatUpgraded, upgradeQueue)}
+}
+
+// offer queues u without blocking.
+func (f *upgradeFollower) offer(u tg.ChatUpgraded) {
+	select {
+	case f.in <- u:
+	default:
+		f.r.log.Warn("upgrade queue full: upgrade not followed", "source", u.From, "supergroup", u.To)
+	}
+}
+
+// Start starts the follower's goroutine.
+func (f *upgradeFollower) Start(ctx context.Context) error {
+	return f.run.StartFunc(ctx, func(ctx context.Context) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case u := <-f.in:
+				if err := f.follow(ctx, u); err != nil && ctx.Err() == nil {
+					f.r.log.Error("follow upgraded basic group", "source", u.From, "supergroup", u.To, "err", err)
+				}
+			}
+		}
+	})
+}
+
+// Stop stops the follower and waits for it.
+func (f *upgradeFollower) Stop() { f.run.Stop() }
+
+func (f *upgradeFollower) follow(ctx context.Context, u tg.ChatUpgraded) error {
+	r := f.r
+	f.d.mu.Lock()
+	watched, already := slices.Contains(r.account.Sources, u.From), slices.Contains(r.account.Sources, u.To)
+	f.d.mu.Unlock()
+	if !watched {
+		return nil // not a source of this account
+	}
+	src, err := f.d.store.FollowUpgrade(ctx, u.From, u.To, ReasonUpgraded)
+	if err != nil {
+		return err
+	}
+	r.log.Info("source upgraded to a supergroup; following it", "source", u.From, "supergroup", u.To)
+	if already {
+		return nil // configured as a source of its own too
+	}
+	r.lst.Watch(src)
+	f.d.mu.Lock()
+	r.account.Sources = append(slices.Clip(r.account.Sources), u.To)
+	r.sources = len(r.account.Sources)
+	f.d.mu.Unlock()
+	// Updates for supergroups arrive only for opened chats.
+	if err := r.paced.OpenChat(ctx, u.To); err != nil {
+		r.log.Warn("open chat failed; the source relies on catch-up", "source", u.To, "err", err)
+		r.lst.MarkDirty(u.To, "open_failed")
+	}
+	r.catch.AddSource(u.To)
+	r.resc.AddSource(u.To)
+	return nil
+}
+
+// followStoredUpgrades adds to sources the supergroups that watched basic
+// groups were upgraded to in an earlier run (the configuration may still
+// name the old group only).
+func followStoredUpgrades(sources []tg.ChatID, upgraded map[tg.ChatID]tg.ChatID) []tg.ChatID {
+	out := slices.Clone(sources)
+	for i := 0; i < len(out); i++ { // an upgraded chat may itself be listed
+		if to, ok := upgraded[out[i]]; ok && to != 0 && !slices.Contains(out, to) {
+			out = append(out, to)
+		}
+	}
+	return out
+}
