@@ -75,6 +75,13 @@ type Config struct {
 	// source is: a part lost by the live stream must not be taken for the
 	// end of the set. Nil means always.
 	SourceSynced func(chat tg.ChatID, upTo int64) bool
+	// InFlight, when set, reports whether a message of chat with a server
+	// id in [from, to] is queued or being ingested. A set waits while one
+	// of the next few ids after its last part is, even past SetMaxWait: it
+	// may be the set's next part, and a set taken without it is catalogued
+	// under the wrong content and delivered again once the rest arrives.
+	// Nil means never.
+	InFlight func(chat tg.ChatID, from, to int64) bool
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
 	SetMaxWait time.Duration

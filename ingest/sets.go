@@ -134,10 +134,21 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 			continue
 		}
 		ordered, dups, missing := orderSet(set.SetKey, parts)
+		last := parts[len(parts)-1].Key.Message.ServerID()
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
-			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, parts[len(parts)-1].Key.Message.ServerID()))
+			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, last))
 		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
+		// A message between the parts or just after the last one still on
+		// its way through the queue may be one more part (an album's last
+		// documents, a set's missing volume, behind slow packages): quiet
+		// and synced up to the last part is no proof of the end while it
+		// is. Only ids up to setLookahead past the last part count, and
+		// in-flight work always ends (handled, or released and the source
+		// dirty), so a busy source cannot hold a set back for ever.
+		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, parts[0].Key.Message.ServerID()+1, last+setLookahead)
 		switch {
+		case inFlight:
+			res.Waiting++
 		// A set complete by name whose source never settles (a source
 		// that keeps failing) is taken as it is once SetMaxWait has passed.
 		case missing == "" && (settled || expired):
@@ -216,6 +227,19 @@ func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, part
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dead-letter set %q: %w", set.SetKey, err)
 	}
+	// A part added while these were being dead-lettered revived the set
+	// before there was anything to revive (addPart records, then revives;
+	// this records, then looks): bring the letters back to it now, or the
+	// set splits into two dead sets that each miss the other's parts.
+	late, err := p.store.SetParts(ctx, set.Chat, set.TopicID, set.SetKey)
+	if err != nil {
+		return err
+	}
+	if len(late) > 0 {
+		if _, err := p.store.ReviveSet(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -270,6 +294,11 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	_, err := p.ingestPackage(ctx, msgs, format, msgs[0].Document.FileName)
 	return err
 }
+
+// setLookahead is how many ids after a set's last part may hold its next
+// part while they are in flight: an album has at most ten documents, with
+// consecutive ids, and the parts of a multipart set are posted together.
+const setLookahead = 10
 
 // albumFormat marks a package whose parts are independent archives.
 const albumFormat archive.Format = "album"

@@ -13,6 +13,7 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
+	"stashd/listener"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -308,5 +309,124 @@ func TestMultipartSetPostedAsAlbumIsListedAsOneSet(t *testing.T) {
 	}
 	if n := len(e.delivered()); n != 4 {
 		t.Errorf("delivered %d documents, want 4", n)
+	}
+}
+
+// An album whose last document is still queued behind slower work must not
+// be completed from the documents already recorded, however quiet and
+// synced the source looks and however long the set has waited: the package
+// would be catalogued under the wrong content, and its documents delivered
+// again when the rest of the album (or a re-upload of it) arrives.
+func TestAlbumWaitsForItsQueuedLastPart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	lst := listener.New(listener.Config{Account: "a", QueueCapacity: 8}, e.st, nil)
+	lst.Watch(store.Source{ChatID: src, Account: "a", Kind: tg.KindChannel})
+	if !lst.CaughtUp(src, 0) {
+		t.Fatal("source not synced")
+	}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = 90 * time.Second // taken by the sweep below
+		// As the daemon wires them.
+		cfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
+			low, _, ok := lst.Watermark(chat)
+			return ok && !lst.IsDirty(chat) && low >= upTo
+		}
+		cfg.InFlight = lst.InFlight
+	}, nil)
+	for i := range 3 {
+		m := e.world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("doc%d.zip", i), Data: zipOf("f.txt", fmt.Sprint(i)), AlbumID: 99})
+		lst.HandleUpdate(tg.NewMessage{Message: e.view(c, m)})
+	}
+	var items []listener.Item
+	for range 3 {
+		items = append(items, <-lst.Queue())
+	}
+	// Two documents handled; the third is taken by a worker still busy.
+	for _, it := range items[:2] {
+		mustHandle(t, p, it.Message, store.OutcomePartPending)
+		lst.Done(it)
+	}
+	e.now = e.now.Add(2 * time.Minute) // past SetSettle and SetMaxWait
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 || res.DeadLetter != 0 {
+		t.Fatalf("sweep with the album's last document in flight = %+v, %v; want it waiting", res, err)
+	}
+	mustHandle(t, p, items[2].Message, store.OutcomePartPending)
+	lst.Done(items[2])
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%d packages, want the album as one", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 {
+			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
+		}
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d documents, want the album's 3", n)
+	}
+}
+
+// lateParts is a store that lets a set's missing part arrive while the
+// sweeper is dead-lettering the set: before the first dead letter is
+// written, arrive runs.
+type lateParts struct {
+	ingest.Store
+	once   sync.Once
+	arrive func()
+}
+
+func (s *lateParts) RecordDeadLetter(ctx context.Context, d store.DeadLetter, m store.SourceMessage) error {
+	s.once.Do(s.arrive)
+	return s.Store.RecordDeadLetter(ctx, d, m)
+}
+
+// A set's missing part that arrives while the expired set is being
+// dead-lettered finds nothing to revive yet; the set must still come back
+// together and complete, not split into two dead sets that each miss the
+// other's parts.
+func TestPartArrivingWhileSetIsDeadLetteredRevivesIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	c := e.world.Client("a")
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	st := &lateParts{Store: e.st}
+	p := ingest.NewPipeline(ingest.Config{
+		Account: "a", Destinations: []tg.ChatID{e.dest},
+		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
+		Now: func() time.Time { return e.now },
+	}, st, tg.NewSession(c, func(tg.Update) {}), nil)
+
+	whole := archivetest.SevenZip([]archivetest.File{{Name: "late/data.bin", Data: []byte(strings.Repeat("late", 3000))}})
+	var msgs []tg.Message
+	for i, part := range archivetest.Split(whole, 3) {
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("late.7z.%03d", i+1), Data: part})))
+	}
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	mustHandle(t, p, msgs[2], store.OutcomePartPending)
+	st.arrive = func() { mustHandle(t, p, msgs[1], store.OutcomePartPending) }
+	e.now = e.now.Add(2 * time.Hour) // the set of parts 1 and 3 has expired
+	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
+		t.Fatalf("sweep = %+v, %v; want the expired set dead-lettered", res, err)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep after the late part = %+v, %v; want the set completed", res, err)
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d parts, want 3", n)
+	}
+	if left, err := e.st.DeadLetters(e.ctx, "", 10); err != nil || len(left) != 0 {
+		t.Errorf("dead letters left: %+v, %v", left, err)
 	}
 }
