@@ -77,7 +77,7 @@ type Config struct {
 	SourceSynced func(chat tg.ChatID, upTo int64) bool
 	// InFlight, when set, reports whether a message of chat with a server
 	// id in [from, to] is queued or being ingested. A set waits while one
-	// of the next few ids after its last part is, even past SetMaxWait: it
+	// of the ids around its parts is, even past SetMaxWait: it
 	// may be the set's next part, and a set taken without it is catalogued
 	// under the wrong content and delivered again once the rest arrives.
 	// Nil means never.
@@ -131,6 +131,10 @@ type Pipeline struct {
 	// setFailures holds the last retryable failure of each pending set,
 	// so that a set failing at every sweep is logged once.
 	setFailures map[setID]string
+	// notInAlbum holds ids inside an album's id range found to be no
+	// document of it (deleted, or another message), so each costs one
+	// getMessage per session.
+	notInAlbum map[tg.MessageKey]bool
 }
 
 // DefaultDownloadBudget is the download budget of an account when the
@@ -174,6 +178,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		disk:   semaphore.NewWeighted(cfg.DownloadBudget),
 
 		setFailures: map[setID]string{},
+		notInAlbum:  map[tg.MessageKey]bool{},
 	}
 }
 

@@ -138,14 +138,29 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
 			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, last))
 		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
-		// A message between the parts or just after the last one still on
+		// A message just before, between or just after the parts still on
 		// its way through the queue may be one more part (an album's last
 		// documents, a set's missing volume, behind slow packages): quiet
 		// and synced up to the last part is no proof of the end while it
-		// is. Only ids up to setLookahead past the last part count, and
+		// is. Only ids within setLookahead of the parts count, and
 		// in-flight work always ends (handled, or released and the source
 		// dirty), so a busy source cannot hold a set back for ever.
-		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, parts[0].Key.Message.ServerID()+1, last+setLookahead)
+		first := parts[0].Key.Message.ServerID()
+		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, max(first-setLookahead, 1), last+setLookahead)
+		if !inFlight && missing == "" && (settled || expired) && strings.HasPrefix(set.SetKey, "album:") {
+			// An album's documents have consecutive ids: a hole is a
+			// document lost by the live stream and not caught up yet, or
+			// a message deleted or not of the album. Only Telegram knows.
+			gap, err := p.albumGap(ctx, parts)
+			if err != nil {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				errs = append(errs, err)
+				continue
+			}
+			inFlight = gap
+		}
 		switch {
 		case inFlight:
 			res.Waiting++
@@ -295,9 +310,55 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	return err
 }
 
-// setLookahead is how many ids after a set's last part may hold its next
-// part while they are in flight: an album has at most ten documents, with
-// consecutive ids, and the parts of a multipart set are posted together.
+// albumGap looks up the ids missing between an album's parts (at most one
+// getMessage each per session) and reports whether one is a document of the
+// album: it is handled at once, and the album completes at a later sweep
+// with it.
+func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage) (bool, error) {
+	have := map[int64]bool{}
+	for _, pt := range parts {
+		have[pt.Key.Message.ServerID()] = true
+	}
+	chat, album := parts[0].Key.Chat, parts[0].AlbumID
+	gap := false
+	for s := parts[0].Key.Message.ServerID() + 1; s < parts[len(parts)-1].Key.Message.ServerID(); s++ {
+		key := tg.MessageKey{Chat: chat, Message: tg.MessageIDFromServer(s)}
+		p.mu.Lock()
+		known := p.notInAlbum[key]
+		p.mu.Unlock()
+		if have[s] || known {
+			continue
+		}
+		if out, ok, err := p.store.MessageHandled(ctx, key); err != nil {
+			return false, err
+		} else if ok && out != store.OutcomeDeadLetter {
+			p.mu.Lock()
+			p.notInAlbum[key] = true // handled as something else
+			p.mu.Unlock()
+			continue
+		}
+		m, err := p.tg.GetMessage(ctx, chat, key.Message)
+		if err != nil && tg.Classify(err) != tg.ClassPermanent {
+			return false, fmt.Errorf("look up message %d of album %d: %w", s, album, err)
+		}
+		if err != nil || m.AlbumID != album || m.Document == nil {
+			p.mu.Lock()
+			p.notInAlbum[key] = true
+			p.mu.Unlock()
+			continue
+		}
+		if _, err := p.Handle(ctx, m); err != nil {
+			return false, fmt.Errorf("handle message %d of album %d: %w", s, album, err)
+		}
+		gap = true
+	}
+	return gap, nil
+}
+
+// setLookahead is how many ids before a set's first part and after its last
+// may hold another part while they are in flight: an album has at most ten
+// documents, with consecutive ids, and the parts of a multipart set are
+// posted together (the final x.zip of a split set last, its x.z01… before).
 const setLookahead = 10
 
 // albumFormat marks a package whose parts are independent archives.

@@ -430,3 +430,41 @@ func TestPartArrivingWhileSetIsDeadLetteredRevivesIt(t *testing.T) {
 		t.Errorf("dead letters left: %+v, %v", left, err)
 	}
 }
+
+// An album document the live stream lost leaves a hole in the album's
+// consecutive ids. The album must not complete without it: the sweeper
+// looks the hole up, finds the document and completes the album whole.
+func TestAlbumWithAHoleFetchesTheMissingDocument(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	var msgs []tg.Message
+	for i := range 3 {
+		m := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("hole%d.zip", i), Data: zipOf("f.txt", fmt.Sprint(i)), AlbumID: 55})
+		msgs = append(msgs, e.view(c, m))
+	}
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	mustHandle(t, p, msgs[2], store.OutcomePartPending)
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 {
+		t.Fatalf("sweep of an album with a hole = %+v, %v; want it waiting", res, err)
+	}
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%d packages, want the album as one", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 {
+			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
+		}
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d documents, want the album's 3", n)
+	}
+}
