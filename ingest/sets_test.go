@@ -468,3 +468,60 @@ func TestAlbumWithAHoleFetchesTheMissingDocument(t *testing.T) {
 		t.Errorf("delivered %d documents, want the album's 3", n)
 	}
 }
+
+// A split zip's final x.zip handled before its x.z01 and x.z02, still
+// queued behind slower work, is not a lone archive: the set waits for them.
+func TestSplitZipWaitsForItsQueuedFirstVolumes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	lst := listener.New(listener.Config{Account: "a", QueueCapacity: 8}, e.st, nil)
+	lst.Watch(store.Source{ChatID: src, Account: "a", Kind: tg.KindChannel})
+	if !lst.CaughtUp(src, 0) {
+		t.Fatal("source not synced")
+	}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = 90 * time.Second // taken by the sweeps below
+		cfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
+			low, _, ok := lst.Watermark(chat)
+			return ok && !lst.IsDirty(chat) && low >= upTo
+		}
+		cfg.InFlight = lst.InFlight
+	}, nil)
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "split/data.bin", Data: []byte(strings.Repeat("s", 9000))}}, 3)
+	names := []string{"split.z01", "split.z02", "split.zip"}
+	for i, v := range vols {
+		m := e.world.Post(src, 0, tgsim.Post{FileName: names[i], Data: v})
+		lst.HandleUpdate(tg.NewMessage{Message: e.view(c, m)})
+	}
+	var items []listener.Item
+	for range len(vols) {
+		items = append(items, <-lst.Queue())
+	}
+	mustHandle(t, p, items[2].Message, store.OutcomePartPending)
+	lst.Done(items[2])
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 || res.DeadLetter != 0 {
+		t.Fatalf("sweep with the first volumes in flight = %+v, %v; want the set waiting", res, err)
+	}
+	for _, it := range items[:2] {
+		mustHandle(t, p, it.Message, store.OutcomePartPending)
+		lst.Done(it)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 || pkg.ListingError != "" {
+			t.Errorf("package %+v; want the 3 volumes listed without error", pkg)
+		}
+	}
+	if len(pkgs) != 1 || len(e.delivered()) != 3 {
+		t.Errorf("%d packages and %d documents delivered, want 1 and 3", len(pkgs), len(e.delivered()))
+	}
+}
