@@ -148,10 +148,11 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		first := parts[0].Key.Message.ServerID()
 		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, max(first-setLookahead, 1), last+setLookahead)
 		if !inFlight && missing == "" && (settled || expired) && strings.HasPrefix(set.SetKey, "album:") {
-			// An album's documents have consecutive ids: a hole is a
-			// document lost by the live stream and not caught up yet, or
-			// a message deleted or not of the album. Only Telegram knows.
-			gap, err := p.albumGap(ctx, parts)
+			// An album's documents have consecutive ids: a hole (or, for
+			// an album taken unsettled, a neighbour) may be a document
+			// lost by the live stream and not caught up yet, or a message
+			// deleted or not of the album. Only Telegram knows.
+			gap, err := p.albumGap(ctx, parts, settled)
 			if err != nil {
 				if ctx.Err() != nil {
 					return res, ctx.Err()
@@ -310,49 +311,86 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	return err
 }
 
-// albumGap looks up the ids missing between an album's parts (at most one
-// getMessage each per session) and reports whether one is a document of the
-// album: it is handled at once, and the album completes at a later sweep
-// with it.
-func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage) (bool, error) {
+// albumGap looks up the ids missing between an album's parts and, when the
+// source is not settled (the album is taken because it expired), the ids
+// just before and after them, at most one getMessage each per session. It
+// reports whether one is a document of the album: it is handled at once,
+// and the album completes at a later sweep with it.
+func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage, settled bool) (bool, error) {
 	have := map[int64]bool{}
 	for _, pt := range parts {
 		have[pt.Key.Message.ServerID()] = true
 	}
-	chat, album := parts[0].Key.Chat, parts[0].AlbumID
+	first, last := parts[0].Key.Message.ServerID(), parts[len(parts)-1].Key.Message.ServerID()
 	gap := false
-	for s := parts[0].Key.Message.ServerID() + 1; s < parts[len(parts)-1].Key.Message.ServerID(); s++ {
-		key := tg.MessageKey{Chat: chat, Message: tg.MessageIDFromServer(s)}
-		p.mu.Lock()
-		known := p.notInAlbum[key]
-		p.mu.Unlock()
-		if have[s] || known {
+	for s := first + 1; s < last; s++ {
+		if have[s] {
 			continue
 		}
-		if out, ok, err := p.store.MessageHandled(ctx, key); err != nil {
+		member, err := p.albumMember(ctx, parts[0], s)
+		if err != nil {
 			return false, err
-		} else if ok && out != store.OutcomeDeadLetter {
-			p.mu.Lock()
-			p.notInAlbum[key] = true // handled as something else
-			p.mu.Unlock()
-			continue
 		}
-		m, err := p.tg.GetMessage(ctx, chat, key.Message)
-		if err != nil && tg.Classify(err) != tg.ClassPermanent {
-			return false, fmt.Errorf("look up message %d of album %d: %w", s, album, err)
+		gap = gap || member
+	}
+	if settled {
+		return gap, nil
+	}
+	// Outwards from the parts: the album ends at the first id that is not
+	// one of its documents.
+	for _, dir := range []int64{-1, 1} {
+		s := first - 1
+		if dir > 0 {
+			s = last + 1
 		}
-		if err != nil || m.AlbumID != album || m.Document == nil {
-			p.mu.Lock()
-			p.notInAlbum[key] = true
-			p.mu.Unlock()
-			continue
+		for ; s >= 1 && s >= first-setLookahead && s <= last+setLookahead; s += dir {
+			member, err := p.albumMember(ctx, parts[0], s)
+			if err != nil {
+				return false, err
+			}
+			if !member {
+				break
+			}
+			gap = true
 		}
-		if _, err := p.Handle(ctx, m); err != nil {
-			return false, fmt.Errorf("handle message %d of album %d: %w", s, album, err)
-		}
-		gap = true
 	}
 	return gap, nil
+}
+
+// albumMember reports whether message s of the chat of part is a document
+// of part's album not yet recorded as a part, and handles it if so. Ids
+// found to be something else are remembered for the session.
+func (p *Pipeline) albumMember(ctx context.Context, part store.SourceMessage, s int64) (bool, error) {
+	chat, album := part.Key.Chat, part.AlbumID
+	key := tg.MessageKey{Chat: chat, Message: tg.MessageIDFromServer(s)}
+	p.mu.Lock()
+	known := p.notInAlbum[key]
+	p.mu.Unlock()
+	if known {
+		return false, nil
+	}
+	notMember := func() (bool, error) {
+		p.mu.Lock()
+		p.notInAlbum[key] = true
+		p.mu.Unlock()
+		return false, nil
+	}
+	if out, ok, err := p.store.MessageHandled(ctx, key); err != nil {
+		return false, err
+	} else if ok && out != store.OutcomeDeadLetter {
+		return notMember() // recorded already: a part of it, or something else
+	}
+	m, err := p.tg.GetMessage(ctx, chat, key.Message)
+	if err != nil && tg.Classify(err) != tg.ClassPermanent {
+		return false, fmt.Errorf("look up message %d near album %d: %w", s, album, err)
+	}
+	if err != nil || m.AlbumID != album || m.Document == nil {
+		return notMember() // deleted, not yet sent, or not of the album
+	}
+	if _, err := p.Handle(ctx, m); err != nil {
+		return false, fmt.Errorf("handle message %d of album %d: %w", s, album, err)
+	}
+	return true, nil
 }
 
 // setLookahead is how many ids before a set's first part and after its last

@@ -525,3 +525,42 @@ func TestSplitZipWaitsForItsQueuedFirstVolumes(t *testing.T) {
 		t.Errorf("%d packages and %d documents delivered, want 1 and 3", len(pkgs), len(e.delivered()))
 	}
 }
+
+// An album whose last document the live stream lost, taken because it
+// expired while its source was still catching up, looks past its last part
+// and completes whole.
+func TestExpiredAlbumFetchesItsLostLastDocument(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = 90 * time.Second
+		cfg.SourceSynced = func(tg.ChatID, int64) bool { return false } // catch-up still running
+	}, nil)
+	var msgs []tg.Message
+	for i := range 3 {
+		m := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("tail%d.zip", i), Data: zipOf("f.txt", fmt.Sprint(i)), AlbumID: 56})
+		msgs = append(msgs, e.view(c, m))
+	}
+	e.world.Post(e.src["a"], 0, tgsim.Post{Text: "after the album"})
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	mustHandle(t, p, msgs[1], store.OutcomePartPending)
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 {
+		t.Fatalf("sweep of an expired album missing its last document = %+v, %v; want it waiting", res, err)
+	}
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 {
+			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
+		}
+	}
+	if len(pkgs) != 1 || len(e.delivered()) != 3 {
+		t.Errorf("%d packages and %d documents delivered, want 1 and 3", len(pkgs), len(e.delivered()))
+	}
+}
