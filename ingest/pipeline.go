@@ -77,10 +77,9 @@ type Config struct {
 	SourceSynced func(chat tg.ChatID, upTo int64) bool
 	// InFlight, when set, reports whether a message of chat with a server
 	// id in [from, to] is queued or being ingested. A set waits while one
-	// of the ids around its parts is, even past SetMaxWait: it
-	// may be the set's next part, and a set taken without it is catalogued
-	// under the wrong content and delivered again once the rest arrives.
-	// Nil means never.
+	// of the ids around its parts is, even past SetMaxWait: it may be one
+	// more part, and a set taken without it is catalogued under the wrong
+	// content and delivered again once the rest arrives. Nil means never.
 	InFlight func(chat tg.ChatID, from, to int64) bool
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
