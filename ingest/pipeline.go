@@ -306,7 +306,9 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 			return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
 		}
 		return p.addKnownOrPart(ctx, msg, cls)
-	case cls.setKey != "" && cls.name.IsMultipart():
+	case cls.setKey != "" && (cls.name.IsMultipart() || msg.AlbumID != 0):
+		// Every document of an album too: a forwarded album's final x.zip
+		// must not be left alone once its x.z01… are known duplicates.
 		return p.addKnownOrPart(ctx, msg, cls)
 	case cls.setKey != "":
 		return p.addPart(ctx, msg, cls)
