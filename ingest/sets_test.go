@@ -564,3 +564,35 @@ func TestExpiredAlbumFetchesItsLostLastDocument(t *testing.T) {
 		t.Errorf("%d packages and %d documents delivered, want 1 and 3", len(pkgs), len(e.delivered()))
 	}
 }
+
+// A forwarded album holding a split zip, after the original was delivered:
+// every document of it is a duplicate part, the final x.zip included, and
+// nothing is sent again.
+func TestForwardedAlbumWithSplitZipIsAllDuplicates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "fwd/data.bin", Data: []byte(strings.Repeat("f", 9000))}}, 2)
+	names := []string{"fwd.z01", "fwd.zip"}
+	var uids []string
+	for i, v := range vols {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: names[i], Data: v, AlbumID: 71}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+		uids = append(uids, m.Document.File.UniqueID)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	for _, uid := range uids {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{SameFileAs: uid, AlbumID: 72}))
+		mustHandle(t, p, m, store.OutcomeDuplicate)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if _, err := p.Sweep(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.delivered()); n != 2 {
+		t.Errorf("delivered %d documents, want the album's 2 once", n)
+	}
+}
