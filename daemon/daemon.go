@@ -401,6 +401,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 		low, _, ok := lst.Watermark(chat)
 		return ok && !lst.IsDirty(chat) && low >= upTo
 	}
+	icfg.InFlight = lst.InFlight
 	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
 	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
 	r.sweep = ingest.NewSetSweeper(r.pipe, 0)

@@ -75,6 +75,12 @@ type Config struct {
 	// source is: a part lost by the live stream must not be taken for the
 	// end of the set. Nil means always.
 	SourceSynced func(chat tg.ChatID, upTo int64) bool
+	// InFlight, when set, reports whether a message of chat with a server
+	// id in [from, to] is queued or being ingested. A set waits while one
+	// of the ids around its parts is, even past SetMaxWait: it may be one
+	// more part, and a set taken without it is catalogued under the wrong
+	// content and delivered again once the rest arrives. Nil means never.
+	InFlight func(chat tg.ChatID, from, to int64) bool
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
 	SetMaxWait time.Duration
@@ -124,6 +130,10 @@ type Pipeline struct {
 	// setFailures holds the last retryable failure of each pending set,
 	// so that a set failing at every sweep is logged once.
 	setFailures map[setID]string
+	// notInAlbum holds ids inside an album's id range found to be no
+	// document of it (deleted, or another message), so each costs one
+	// getMessage per session.
+	notInAlbum map[tg.MessageKey]bool
 }
 
 // DefaultDownloadBudget is the download budget of an account when the
@@ -167,6 +177,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		disk:   semaphore.NewWeighted(cfg.DownloadBudget),
 
 		setFailures: map[setID]string{},
+		notInAlbum:  map[tg.MessageKey]bool{},
 	}
 }
 
@@ -295,12 +306,9 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 			return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
 		}
 		return p.addKnownOrPart(ctx, msg, cls)
-	case cls.setKey != "" && cls.name.IsMultipart():
-		return p.addKnownOrPart(ctx, msg, cls)
-	case cls.setKey != "":
-		// An album: a file already part of a delivered package (a set
-		// forwarded as an album, its final x.zip included) is a duplicate,
-		// not an album member to be mirrored on its own.
+	case cls.setKey != "" && (cls.name.IsMultipart() || msg.AlbumID != 0):
+		// Every document of an album too: a forwarded album's final x.zip
+		// must not be left alone once its x.z01… are known duplicates.
 		return p.addKnownOrPart(ctx, msg, cls)
 	default:
 		return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)

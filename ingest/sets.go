@@ -134,10 +134,37 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 			continue
 		}
 		ordered, dups, missing := orderSet(set.SetKey, parts)
+		last := parts[len(parts)-1].Key.Message.ServerID()
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
-			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, parts[len(parts)-1].Key.Message.ServerID()))
+			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, last))
 		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
+		// A message just before, between or just after the parts still on
+		// its way through the queue may be one more part (an album's last
+		// documents, a set's missing volume, behind slow packages): quiet
+		// and synced up to the last part is no proof of the end while it
+		// is. Only ids within setLookahead of the parts count, and
+		// in-flight work always ends (handled, or released and the source
+		// dirty), so a busy source cannot hold a set back for ever.
+		first := parts[0].Key.Message.ServerID()
+		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, max(first-setLookahead, 1), last+setLookahead)
+		if !inFlight && missing == "" && (settled || expired) && strings.HasPrefix(set.SetKey, "album:") {
+			// An album's documents have consecutive ids: a hole (or, for
+			// an album taken unsettled, a neighbour) may be a document
+			// lost by the live stream and not caught up yet, or a message
+			// deleted or not of the album. Only Telegram knows.
+			gap, err := p.albumGap(ctx, parts, settled)
+			if err != nil {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				errs = append(errs, err)
+				continue
+			}
+			inFlight = gap
+		}
 		switch {
+		case inFlight:
+			res.Waiting++
 		// A set complete by name whose source never settles (a source
 		// that keeps failing) is taken as it is once SetMaxWait has passed.
 		case missing == "" && (settled || expired):
@@ -218,19 +245,22 @@ func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, part
 	}
 	p.forget(msgs)
 	p.setFailed(set, nil)
-	// A part recorded while this sweep judged the set found its siblings
-	// still pending and revived nothing: bring them back for it now, so that
-	// a late part always meets the rest of its set.
-	if late, err := p.store.SetParts(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
-		errs = append(errs, err)
-	} else if len(late) > 0 {
-		if _, err := p.store.ReviveSet(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	p.log.Warn("set is a dead letter", "source", set.Chat, "set", displaySet(set.SetKey), "parts", len(parts), "reason", cause)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dead-letter set %q: %w", set.SetKey, err)
+	}
+	// A part added while these were being dead-lettered revived the set
+	// before there was anything to revive (addPart records, then revives;
+	// this records, then looks): bring the letters back to it now, or the
+	// set splits into two dead sets that each miss the other's parts.
+	late, err := p.store.SetParts(ctx, set.Chat, set.TopicID, set.SetKey)
+	if err != nil {
+		return err
+	}
+	if len(late) > 0 {
+		if _, err := p.store.ReviveSet(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -286,6 +316,94 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	_, err := p.ingestPackage(ctx, msgs, format, msgs[0].Document.FileName)
 	return err
 }
+
+// albumGap looks up the ids missing between an album's parts and, when the
+// source is not settled (the album is taken because it expired), the ids
+// just before and after them, at most one getMessage each per session. It
+// reports whether one is a document of the album: it is handled at once,
+// and the album completes at a later sweep with it.
+func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage, settled bool) (bool, error) {
+	have := map[int64]bool{}
+	for _, pt := range parts {
+		have[pt.Key.Message.ServerID()] = true
+	}
+	first, last := parts[0].Key.Message.ServerID(), parts[len(parts)-1].Key.Message.ServerID()
+	gap := false
+	for s := first + 1; s < last; s++ {
+		if have[s] {
+			continue
+		}
+		member, err := p.albumMember(ctx, parts[0], s)
+		if err != nil {
+			return false, err
+		}
+		gap = gap || member
+	}
+	if settled {
+		return gap, nil
+	}
+	// Outwards from the parts: the album ends at the first id that is not
+	// one of its documents.
+	for _, dir := range []int64{-1, 1} {
+		s := first - 1
+		if dir > 0 {
+			s = last + 1
+		}
+		for ; s >= 1 && s >= first-setLookahead && s <= last+setLookahead; s += dir {
+			member, err := p.albumMember(ctx, parts[0], s)
+			if err != nil {
+				return false, err
+			}
+			if !member {
+				break
+			}
+			gap = true
+		}
+	}
+	return gap, nil
+}
+
+// albumMember reports whether message s of the chat of part is a document
+// of part's album not yet recorded as a part, and handles it if so. Ids
+// found to be something else are remembered for the session.
+func (p *Pipeline) albumMember(ctx context.Context, part store.SourceMessage, s int64) (bool, error) {
+	chat, album := part.Key.Chat, part.AlbumID
+	key := tg.MessageKey{Chat: chat, Message: tg.MessageIDFromServer(s)}
+	p.mu.Lock()
+	known := p.notInAlbum[key]
+	p.mu.Unlock()
+	if known {
+		return false, nil
+	}
+	notMember := func() (bool, error) {
+		p.mu.Lock()
+		p.notInAlbum[key] = true
+		p.mu.Unlock()
+		return false, nil
+	}
+	if out, ok, err := p.store.MessageHandled(ctx, key); err != nil {
+		return false, err
+	} else if ok && out != store.OutcomeDeadLetter {
+		return notMember() // recorded already: a part of it, or something else
+	}
+	m, err := p.tg.GetMessage(ctx, chat, key.Message)
+	if err != nil && tg.Classify(err) != tg.ClassPermanent {
+		return false, fmt.Errorf("look up message %d near album %d: %w", s, album, err)
+	}
+	if err != nil || m.AlbumID != album || m.Document == nil {
+		return notMember() // deleted, not yet sent, or not of the album
+	}
+	if _, err := p.Handle(ctx, m); err != nil {
+		return false, fmt.Errorf("handle message %d of album %d: %w", s, album, err)
+	}
+	return true, nil
+}
+
+// setLookahead is how many ids before a set's first part and after its last
+// may hold another part while they are in flight: an album has at most ten
+// documents, with consecutive ids, and the parts of a multipart set are
+// posted together (the final x.zip of a split set last, its x.z01… before).
+const setLookahead = 10
 
 // albumFormat marks a package whose parts are independent archives.
 const albumFormat archive.Format = "album"

@@ -13,6 +13,7 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
+	"stashd/listener"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -311,39 +312,288 @@ func TestMultipartSetPostedAsAlbumIsListedAsOneSet(t *testing.T) {
 	}
 }
 
-// A zip split set forwarded as an album after its package was delivered:
-// every file of the album, the final x.zip included, is a duplicate part.
-// The x.zip is not a plain archive to be mirrored on its own (it would be a
-// second package of the same set's last volume).
-func TestDeliveredSetForwardedAsAlbumIsDuplicate(t *testing.T) {
+// An album whose last document is still queued behind slower work must not
+// be completed from the documents already recorded, however quiet and
+// synced the source looks and however long the set has waited: the package
+// would be catalogued under the wrong content, and its documents delivered
+// again when the rest of the album (or a re-upload of it) arrives.
+func TestAlbumWaitsForItsQueuedLastPart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	lst := listener.New(listener.Config{Account: "a", QueueCapacity: 8}, e.st, nil)
+	lst.Watch(store.Source{ChatID: src, Account: "a", Kind: tg.KindChannel})
+	if !lst.CaughtUp(src, 0) {
+		t.Fatal("source not synced")
+	}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = 90 * time.Second // taken by the sweep below
+		// As the daemon wires them.
+		cfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
+			low, _, ok := lst.Watermark(chat)
+			return ok && !lst.IsDirty(chat) && low >= upTo
+		}
+		cfg.InFlight = lst.InFlight
+	}, nil)
+	for i := range 3 {
+		m := e.world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("doc%d.zip", i), Data: zipOf("f.txt", fmt.Sprint(i)), AlbumID: 99})
+		lst.HandleUpdate(tg.NewMessage{Message: e.view(c, m)})
+	}
+	var items []listener.Item
+	for range 3 {
+		items = append(items, <-lst.Queue())
+	}
+	// Two documents handled; the third is taken by a worker still busy.
+	for _, it := range items[:2] {
+		mustHandle(t, p, it.Message, store.OutcomePartPending)
+		lst.Done(it)
+	}
+	e.now = e.now.Add(2 * time.Minute) // past SetSettle and SetMaxWait
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 || res.DeadLetter != 0 {
+		t.Fatalf("sweep with the album's last document in flight = %+v, %v; want it waiting", res, err)
+	}
+	mustHandle(t, p, items[2].Message, store.OutcomePartPending)
+	lst.Done(items[2])
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%d packages, want the album as one", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 {
+			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
+		}
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d documents, want the album's 3", n)
+	}
+}
+
+// lateParts is a store that lets a set's missing part arrive while the
+// sweeper is dead-lettering the set: before the first dead letter is
+// written, arrive runs.
+type lateParts struct {
+	ingest.Store
+	once   sync.Once
+	arrive func()
+}
+
+func (s *lateParts) RecordDeadLetter(ctx context.Context, d store.DeadLetter, m store.SourceMessage) error {
+	s.once.Do(s.arrive)
+	return s.Store.RecordDeadLetter(ctx, d, m)
+}
+
+// A set's missing part that arrives while the expired set is being
+// dead-lettered finds nothing to revive yet; the set must still come back
+// together and complete, not split into two dead sets that each miss the
+// other's parts.
+func TestPartArrivingWhileSetIsDeadLetteredRevivesIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	c := e.world.Client("a")
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	st := &lateParts{Store: e.st}
+	p := ingest.NewPipeline(ingest.Config{
+		Account: "a", Destinations: []tg.ChatID{e.dest},
+		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
+		Now: func() time.Time { return e.now },
+	}, st, tg.NewSession(c, func(tg.Update) {}), nil)
+
+	whole := archivetest.SevenZip([]archivetest.File{{Name: "late/data.bin", Data: []byte(strings.Repeat("late", 3000))}})
+	var msgs []tg.Message
+	for i, part := range archivetest.Split(whole, 3) {
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("late.7z.%03d", i+1), Data: part})))
+	}
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	mustHandle(t, p, msgs[2], store.OutcomePartPending)
+	st.arrive = func() { mustHandle(t, p, msgs[1], store.OutcomePartPending) }
+	e.now = e.now.Add(2 * time.Hour) // the set of parts 1 and 3 has expired
+	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
+		t.Fatalf("sweep = %+v, %v; want the expired set dead-lettered", res, err)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep after the late part = %+v, %v; want the set completed", res, err)
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d parts, want 3", n)
+	}
+	if left, err := e.st.DeadLetters(e.ctx, "", 10); err != nil || len(left) != 0 {
+		t.Errorf("dead letters left: %+v, %v", left, err)
+	}
+}
+
+// An album document the live stream lost leaves a hole in the album's
+// consecutive ids. The album must not complete without it: the sweeper
+// looks the hole up, finds the document and completes the album whole.
+func TestAlbumWithAHoleFetchesTheMissingDocument(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
 	p, c := e.pipeline("a")
-	vols := archivetest.ZipSplit([]archivetest.File{{Name: "fwd/data.bin", Data: []byte(strings.Repeat("z", 9000))}}, 3)
-	names := []string{"fwd.z01", "fwd.z02", "fwd.zip"}
-	var orig []tg.Message
-	for i, n := range names {
-		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]}))
-		orig = append(orig, m)
-		mustHandle(t, p, m, store.OutcomePartPending)
+	var msgs []tg.Message
+	for i := range 3 {
+		m := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("hole%d.zip", i), Data: zipOf("f.txt", fmt.Sprint(i)), AlbumID: 55})
+		msgs = append(msgs, e.view(c, m))
+	}
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	mustHandle(t, p, msgs[2], store.OutcomePartPending)
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 {
+		t.Fatalf("sweep of an album with a hole = %+v, %v; want it waiting", res, err)
+	}
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%d packages, want the album as one", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 {
+			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
+		}
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d documents, want the album's 3", n)
+	}
+}
+
+// A split zip's final x.zip handled before its x.z01 and x.z02, still
+// queued behind slower work, is not a lone archive: the set waits for them.
+func TestSplitZipWaitsForItsQueuedFirstVolumes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	lst := listener.New(listener.Config{Account: "a", QueueCapacity: 8}, e.st, nil)
+	lst.Watch(store.Source{ChatID: src, Account: "a", Kind: tg.KindChannel})
+	if !lst.CaughtUp(src, 0) {
+		t.Fatal("source not synced")
+	}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = 90 * time.Second // taken by the sweeps below
+		cfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
+			low, _, ok := lst.Watermark(chat)
+			return ok && !lst.IsDirty(chat) && low >= upTo
+		}
+		cfg.InFlight = lst.InFlight
+	}, nil)
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "split/data.bin", Data: []byte(strings.Repeat("s", 9000))}}, 3)
+	names := []string{"split.z01", "split.z02", "split.zip"}
+	for i, v := range vols {
+		m := e.world.Post(src, 0, tgsim.Post{FileName: names[i], Data: v})
+		lst.HandleUpdate(tg.NewMessage{Message: e.view(c, m)})
+	}
+	var items []listener.Item
+	for range len(vols) {
+		items = append(items, <-lst.Queue())
+	}
+	mustHandle(t, p, items[2].Message, store.OutcomePartPending)
+	lst.Done(items[2])
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 || res.DeadLetter != 0 {
+		t.Fatalf("sweep with the first volumes in flight = %+v, %v; want the set waiting", res, err)
+	}
+	for _, it := range items[:2] {
+		mustHandle(t, p, it.Message, store.OutcomePartPending)
+		lst.Done(it)
 	}
 	e.now = e.now.Add(2 * time.Minute)
 	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
 		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
 	}
-	for _, m := range orig {
-		fwd := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{SameFileAs: m.Document.File.UniqueID, AlbumID: 77}))
-		mustHandle(t, p, fwd, store.OutcomeDuplicate)
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 || pkg.ListingError != "" {
+			t.Errorf("package %+v; want the 3 volumes listed without error", pkg)
+		}
+	}
+	if len(pkgs) != 1 || len(e.delivered()) != 3 {
+		t.Errorf("%d packages and %d documents delivered, want 1 and 3", len(pkgs), len(e.delivered()))
+	}
+}
+
+// An album whose last document the live stream lost, taken because it
+// expired while its source was still catching up, looks past its last part
+// and completes whole.
+func TestExpiredAlbumFetchesItsLostLastDocument(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = 90 * time.Second
+		cfg.SourceSynced = func(tg.ChatID, int64) bool { return false } // catch-up still running
+	}, nil)
+	var msgs []tg.Message
+	for i := range 3 {
+		m := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("tail%d.zip", i), Data: zipOf("f.txt", fmt.Sprint(i)), AlbumID: 56})
+		msgs = append(msgs, e.view(c, m))
+	}
+	e.world.Post(e.src["a"], 0, tgsim.Post{Text: "after the album"})
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	mustHandle(t, p, msgs[1], store.OutcomePartPending)
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 {
+		t.Fatalf("sweep of an expired album missing its last document = %+v, %v; want it waiting", res, err)
+	}
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 {
+			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
+		}
+	}
+	if len(pkgs) != 1 || len(e.delivered()) != 3 {
+		t.Errorf("%d packages and %d documents delivered, want 1 and 3", len(pkgs), len(e.delivered()))
+	}
+}
+
+// A forwarded album holding a split zip, after the original was delivered:
+// every document of it is a duplicate part, the final x.zip included, and
+// nothing is sent again.
+func TestForwardedAlbumWithSplitZipIsAllDuplicates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "fwd/data.bin", Data: []byte(strings.Repeat("f", 9000))}}, 2)
+	names := []string{"fwd.z01", "fwd.zip"}
+	var uids []string
+	for i, v := range vols {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: names[i], Data: v, AlbumID: 71}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+		uids = append(uids, m.Document.File.UniqueID)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	for _, uid := range uids {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{SameFileAs: uid, AlbumID: 72}))
+		mustHandle(t, p, m, store.OutcomeDuplicate)
 	}
 	e.now = e.now.Add(2 * time.Minute)
 	if _, err := p.Sweep(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if pkgs, err := e.st.PackageHashes(e.ctx); err != nil || len(pkgs) != 1 {
-		t.Errorf("%d packages (%v), want the set's one", len(pkgs), err)
-	}
-	if n := len(e.delivered()); n != 3 {
-		t.Errorf("delivered %d documents, want the set's 3", n)
+	if n := len(e.delivered()); n != 2 {
+		t.Errorf("delivered %d documents, want the album's 2 once", n)
 	}
 }
 
@@ -374,57 +624,5 @@ func TestSetDeliveryFailingPastMaxWaitIsRetried(t *testing.T) {
 	}
 	if n := len(e.delivered()); n != 3 {
 		t.Errorf("delivered %d documents, want 3", n)
-	}
-}
-
-// hookStore runs hook once, just before the first dead letter is written.
-type hookStore struct {
-	*store.Store
-	once sync.Once
-	hook func()
-}
-
-func (s *hookStore) RecordDeadLetter(ctx context.Context, d store.DeadLetter, m store.SourceMessage) error {
-	s.once.Do(s.hook)
-	return s.Store.RecordDeadLetter(ctx, d, m)
-}
-
-// A part recorded while the sweeper dead-letters its set (the listing of
-// the part seen so far says the next volume is missing) finds no dead
-// sibling to revive; the sweeper must bring the set back for it, or the
-// late part waits alone for a part that is a dead letter.
-func TestPartArrivingWhileSetIsDeadLetteredCompletesIt(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, "a")
-	other, oc := e.pipeline("a")
-	// The sweeping pipeline has a client of its own: one session per client.
-	c := e.world.Client("a")
-	if err := c.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	vols := archivetest.RarVolumes([]archivetest.File{{Name: "race/data.bin", Data: []byte(strings.Repeat("r", 9000))}}, 2)
-	first := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "race.part1.rar", Data: vols[0]}))
-	hs := &hookStore{Store: e.st}
-	hs.hook = func() {
-		late := e.view(oc, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "race.part2.rar", Data: vols[1]}))
-		mustHandle(t, other, late, store.OutcomePartPending)
-	}
-	p := ingest.NewPipeline(ingest.Config{
-		Account: "a", Destinations: []tg.ChatID{e.dest},
-		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
-		Now: func() time.Time { return e.now },
-	}, hs, tg.NewSession(c, func(tg.Update) {}), nil)
-	mustHandle(t, p, first, store.OutcomePartPending)
-	e.now = e.now.Add(2 * time.Minute)
-	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
-		t.Fatalf("first sweep = %+v, %v; want the lone first volume dead-lettered", res, err)
-	}
-	e.now = e.now.Add(2 * time.Minute)
-	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
-		t.Fatalf("second sweep = %+v, %v; want the set completed with its late part", res, err)
-	}
-	if n := len(e.delivered()); n != 2 {
-		t.Errorf("delivered %d documents, want 2", n)
 	}
 }

@@ -492,6 +492,22 @@ func (l *Listener) MarkDirty(chat tg.ChatID, reason string) {
 	}
 }
 
+// InFlight reports whether a message of chat with a server id in [from, to]
+// is queued or being ingested: seen by the live stream but not handled yet.
+// Such a message may be one more part of a set whose parts are near that
+// range (an album's documents have consecutive ids and arrive as separate
+// updates), so the set must not be taken as complete while it is.
+func (l *Listener) InFlight(chat tg.ChatID, from, to int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.inflight {
+		if s := k.Message.ServerID(); k.Chat == chat && s >= from && s <= to {
+			return true
+		}
+	}
+	return false
+}
+
 // Watermark returns the in-memory low watermark and last seen id of chat.
 func (l *Listener) Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool) {
 	l.mu.Lock()
