@@ -89,6 +89,23 @@ func TestServeNotifiesSystemd(t *testing.T) {
 		}
 	}
 	await("WATCHDOG=1")
+	// Stop only once the daemon has catalogued something, so that the
+	// drain below has work to finish (on a loaded machine the first
+	// package may take a while).
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM packages`).Scan(&n); err == nil && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon catalogued nothing in 60 s\nstderr:\n%s", stderr.String())
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -112,22 +129,12 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	}
 
 	// The drain finished every delivery it started.
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var intents, packages int
-	if err := conn.QueryRow(context.Background(), `SELECT
-		(SELECT count(*) FROM deliveries WHERE state = 'intent'),
-		(SELECT count(*) FROM packages)`).Scan(&intents, &packages); err != nil {
+	var intents int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE state = 'intent'`).Scan(&intents); err != nil {
 		t.Fatal(err)
 	}
 	if intents != 0 {
 		t.Errorf("%d deliveries left as intents after a graceful stop", intents)
-	}
-	if packages == 0 {
-		t.Errorf("the daemon catalogued nothing while running\nstderr:\n%s", stderr.String())
 	}
 }
 
