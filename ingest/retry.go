@@ -124,6 +124,11 @@ func (r *Retrier) retry(ctx context.Context, d store.DeadLetter) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
+		if tg.Classify(err) == tg.ClassIgnored {
+			// TDLib asks for 406s to be dropped silently: the letter keeps
+			// its reason and attempt count and is taken again next time.
+			return false, nil
+		}
 		// The failure itself is the new attempt (a deleted message is
 		// permanent and exhausts the letter).
 		stub := tg.Message{ChatID: d.Key.Chat, ID: d.Key.Message}

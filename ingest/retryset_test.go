@@ -129,3 +129,41 @@ func TestRetryingIncompleteSetDeliversNothing(t *testing.T) {
 		}
 	}
 }
+
+// A 406 while the retry loop fetches a dead letter's message is dropped
+// silently, as TDLib asks: the letter keeps its reason, class and attempt
+// count, and is taken again at the next look.
+func TestRetryDropsIgnoredErrorSilently(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.RarVolumes([]archivetest.File{{Name: "q/data.bin", Data: []byte(strings.Repeat("q", 9000))}}, 3)
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "q.part2.rar", Data: vols[1]}))
+	mustHandle(t, p, m, store.OutcomePartPending)
+	e.now = e.now.Add(2 * time.Hour) // part 1 never came: the set expires
+	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
+		t.Fatalf("sweep = %+v, %v; want the incomplete set dead-lettered", res, err)
+	}
+	before, err := e.st.DeadLetters(e.ctx, store.DeadPending, 10)
+	if err != nil || len(before) != 1 {
+		t.Fatalf("dead letters %+v, %v; want one", before, err)
+	}
+	e.world.InjectError("a", tg.MethodGetMessage, &tg.Error{Code: 406, Message: "CHANNEL_TOO_LARGE"}, 3)
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p, e.st, nil)
+	for range 3 {
+		if _, err := e.st.ScheduleDeadLetters(e.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.RunOnce(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := e.st.DeadLetters(e.ctx, store.DeadPending, 10)
+	if err != nil || len(after) != 1 {
+		t.Fatalf("dead letters after 406s %+v, %v; want the same one, still pending", after, err)
+	}
+	if a, b := after[0], before[0]; a.ErrorClass != b.ErrorClass || a.Reason != b.Reason || a.Attempts != b.Attempts {
+		t.Errorf("after 406s: class %q, reason %q, attempts %d; want %q, %q, %d unchanged",
+			a.ErrorClass, a.Reason, a.Attempts, b.ErrorClass, b.Reason, b.Attempts)
+	}
+}
