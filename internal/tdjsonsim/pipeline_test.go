@@ -187,24 +187,11 @@ func TestChatFaultsThroughStandIn(t *testing.T) {
 // The adapter loads the archive chat list as well as the main one: a
 // source in the archive is found, not "Chat not found".
 func TestArchivedSourceThroughStandIn(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "tdjson.sock")
-	t.Setenv(tdjsonsim.SocketEnv, sock)
-	ln, err := tdjsonsim.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	world := tgsim.NewWorld(tgsim.Config{Seed: 1})
 	world.AddAccount("acct1", false)
 	archived := world.AddChat(tg.KindChannel, "old backups", "acct1")
 	world.SetArchived(archived, true)
-	srv := tdjsonsim.New(world, tdjsonsim.Config{})
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	defer func() {
-		srv.Close()
-		<-serveErr
-	}()
+	dir, _ := serveWorld(t, world)
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -332,23 +319,10 @@ func TestNoServerFailsTheStart(t *testing.T) {
 // 60-second timeout. The adapter ends every request at its own deadline,
 // below go-tdlib's, with a retryable tg.ErrRequestTimeout.
 func TestRequestsEndAtTheAdapterDeadline(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "tdjson.sock")
-	t.Setenv(tdjsonsim.SocketEnv, sock)
-	ln, err := tdjsonsim.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Every simulated call takes a minute, as under a long flood wait.
 	world := tgsim.NewWorld(tgsim.Config{Seed: 1, Latency: time.Minute})
 	world.AddAccount("acct1", false)
-	srv := tdjsonsim.New(world, tdjsonsim.Config{})
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	defer func() {
-		srv.Close()
-		<-serveErr
-	}()
+	dir, _ := serveWorld(t, world)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -371,24 +345,11 @@ func TestRequestsEndAtTheAdapterDeadline(t *testing.T) {
 // The adapter resolves a named source through searchPublicChat, and tells
 // a forum by its supergroup, through the stand-in as through TDLib.
 func TestSearchPublicChatThroughStandIn(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "tdjson.sock")
-	t.Setenv(tdjsonsim.SocketEnv, sock)
-	ln, err := tdjsonsim.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	world := tgsim.NewWorld(tgsim.Config{Seed: 2, FilesDir: t.TempDir()})
 	world.AddAccount("acct1", false)
 	forum := world.AddChat(tg.KindForum, "exchange", "acct1")
 	world.SetUsername(forum, "exchange_pub")
-	srv := tdjsonsim.New(world, tdjsonsim.Config{})
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	defer func() {
-		srv.Close()
-		<-serveErr
-	}()
+	dir, srv := serveWorld(t, world)
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -411,4 +372,28 @@ func TestSearchPublicChatThroughStandIn(t *testing.T) {
 	for _, v := range tdjsonsim.WireViolations(srv) {
 		t.Errorf("TDLib schema: %s", v)
 	}
+}
+
+// serveWorld serves world to the stand-in library on a socket of its own
+// for the rest of the test and returns the directory of the socket (for
+// the adapter's configuration) and the server.
+func serveWorld(t *testing.T, world *tgsim.World) (string, *tdjsonsim.Server) {
+	t.Helper()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tdjson.sock")
+	t.Setenv(tdjsonsim.SocketEnv, sock)
+	ln, err := tdjsonsim.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-serveErr; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return dir, srv
 }
