@@ -144,43 +144,14 @@ func TestDownloadFaultsThroughStandIn(t *testing.T) {
 // chat", updateSupergroup with status left), protected sources
 // (has_protected_content, can_be_saved), null last_message and 406s.
 func TestChatFaultsThroughStandIn(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "tdjson.sock")
-	t.Setenv(tdjsonsim.SocketEnv, sock)
-	ln, err := tdjsonsim.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		once sync.Once
-		srv  *tdjsonsim.Server
-	)
-	serveErr := make(chan error, 1)
-	connect := func(ctx context.Context, world *tgsim.World, account string) (tg.Client, error) {
-		once.Do(func() {
-			srv = tdjsonsim.New(world, tdjsonsim.Config{})
-			go func() { serveErr <- srv.Serve(ln) }()
-		})
-		return tdlib.New(ctx, standinConfig(dir, account))
-	}
-	o := demo.Options{
+	rep := runThroughStandIn(t, demo.Options{
 		Seed: 11, Steps: 160, Rate: -1, Sources: 6, Accounts: 2,
 		LoseAccess: 0.4, IgnorableErrors: 0.05, UnknownLastMessage: 0.3,
 		ArchivedSources: 0.5, ProtectedSources: 0.5,
-		DatabaseURL: pgtest.New(t), FilesDir: filepath.Join(dir, "files"), Connect: connect,
-	}
-	rep, err := demo.Run(t.Context(), o)
-	if srv != nil {
-		srv.Close()
-		if err := <-serveErr; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}
-	if err != nil {
-		t.Fatalf("demo: %v", err)
-	}
-	if !rep.OK() || !rep.Settled || rep.InaccessibleSources == 0 || rep.ProtectedRecorded == 0 {
-		t.Errorf("audit failed: %+v", rep)
+	})
+	if rep.InaccessibleSources == 0 || rep.ProtectedRecorded == 0 {
+		t.Errorf("%d inaccessible sources, %d protected packages recorded: the test checked less than it should",
+			rep.InaccessibleSources, rep.ProtectedRecorded)
 	}
 }
 
