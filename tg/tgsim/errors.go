@@ -29,6 +29,10 @@ func errNoAccess() error {
 }
 
 // errIgnorable is a 406, which TDLib asks clients to drop silently.
+func errProtectedContent() error {
+	return &simError{tdErr: &tg.Error{Code: 400, Message: "Message has protected content and can't be forwarded"}, sentinel: tg.ErrProtectedContent}
+}
+
 func errIgnorable() error {
 	return &tg.Error{Code: 406, Message: "CHANNEL_TOO_LARGE"}
 }

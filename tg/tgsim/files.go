@@ -66,6 +66,17 @@ func (w *World) canSee(a *account, uid string) bool {
 	return false
 }
 
+// onlyProtected reports whether every chat through which a sees uid has
+// protected content: TDLib then refuses to re-send the file.
+func (w *World) onlyProtected(a *account, uid string) bool {
+	for id := range a.member {
+		if c := w.chats[id]; !c.private && c.fileRefs[uid] > 0 && !c.protected {
+			return false
+		}
+	}
+	return true
+}
+
 // mimeType is a fixed table rather than mime.TypeByExtension, whose answers
 // depend on the host's /etc/mime.types.
 func mimeType(name string) string {

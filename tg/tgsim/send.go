@@ -55,6 +55,9 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 		if !w.canSee(w.accounts[c.account], ref.uid) {
 			return tg.Message{}, errBadRequest("FILE_REFERENCE_INVALID")
 		}
+		if w.onlyProtected(w.accounts[c.account], ref.uid) {
+			return tg.Message{}, errProtectedContent()
+		}
 
 		// A temporary id sits between the chat's last server id and the next
 		// one, as TDLib's yet-unsent message ids do. The low bits come from a

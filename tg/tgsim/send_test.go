@@ -339,3 +339,34 @@ func TestSessionHandsOverUnclaimedSendOutcome(t *testing.T) {
 		t.Fatal("the re-sent outcome never reached the handler")
 	}
 }
+
+// A file seen only in chats with protected content cannot be re-sent:
+// TDLib refuses with 400 "Message has protected content and can't be
+// forwarded", a permanent error.
+func TestSendFromProtectedChatIsRefused(t *testing.T) {
+	t.Parallel()
+	w := NewWorld(Config{Seed: 1, FilesDir: t.TempDir()})
+	w.AddAccount("a", false)
+	src := w.AddChat(tg.KindChannel, "src", "a")
+	dest := w.AddChat(tg.KindChannel, "dest", "a")
+	w.SetProtected(src, true)
+	m := w.Post(src, 0, Post{FileName: "x.zip", Data: []byte("zip")})
+	c := w.Client("a")
+	defer c.Close()
+	ctx := t.Context()
+	if err := c.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetMessage(ctx, src, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SendDocument(ctx, dest, got.Document.File.RemoteID, "c")
+	if !errors.Is(err, tg.ErrProtectedContent) || tg.Classify(err) != tg.ClassPermanent {
+		t.Fatalf("send from a protected chat: %v, want a permanent ErrProtectedContent", err)
+	}
+	w.SetProtected(src, false)
+	if _, err := c.SendDocument(ctx, dest, got.Document.File.RemoteID, "c"); err != nil {
+		t.Errorf("send once protection is lifted: %v", err)
+	}
+}
