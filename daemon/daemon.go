@@ -139,6 +139,9 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 	if len(d.cfg.Accounts) == 0 {
 		return ErrNoAccounts
 	}
+	if err := d.releaseDeadClaims(ctx); err != nil {
+		return err
+	}
 	for _, a := range d.cfg.Accounts {
 		run, err := d.startAccount(ctx, a)
 		if err != nil {

@@ -376,3 +376,10 @@ func probabilities(cmd string, flags map[string]float64) bool {
 	}
 	return true
 }
+
+// badFlag prints a bad flag's problem as stashd cmd: ... and returns the
+// exit status of a usage error.
+func badFlag(cmd, format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "stashd %s: %s\n", cmd, fmt.Sprintf(format, args...))
+	return 2
+}

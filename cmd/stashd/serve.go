@@ -235,13 +235,16 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		Ingest: ingest.Config{
 			SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration,
 			DownloadStall: c.DownloadStallTimeout.Duration, DownloadBudget: int64(c.DownloadBudget),
+			DeadLetterDelay: c.DeadLetterDelay.Duration, DeadLetterAttempts: c.DeadLetterAttempts,
 		},
+		Retry:        ingest.RetryConfig{Interval: c.RetryInterval.Duration},
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},
 		DrainTimeout: c.DrainTimeout.Duration,
 		SendTimeout:  c.SendTimeout.Duration,
 		Logger:       s.log,
 		Registry:     reg,
 	}
+	dcfg.Catchup.Interval = c.CatchupInterval.Duration
 	if simulate {
 		return s.simulated(dcfg, seed, rate)
 	}

@@ -3,17 +3,24 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"stashd/internal/audit"
+	"stashd/internal/service"
 	"stashd/internal/tdjsonsim"
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -42,11 +49,24 @@ when publishing ends, a second one (items published, unique packages). It
 publishes --rate items per second for --duration (or --steps items), then
 keeps serving until SIGINT or SIGTERM, when it closes every client as TDLib
 closes (authorizationStateClosing ... authorizationStateClosed). A second
-signal exits at once.`
+signal exits at once.
+
+The world lives as long as the process: a client whose connection drops (a
+killed daemon) and reconnects finds the same chats, messages and files, and
+the sends its previous instance left pending are finished, as TDLib does
+after a restart. A second client on the database directory of a live one
+waits, then fails as TDLib does ("Can't lock file ... already in use").
+
+--audit-addr (default 127.0.0.1:0, loopback only) serves GET /truth: the
+world's ground truth as JSON (every publication with its parts and files,
+every destination's documents, the faults injected), which stashd chaos
+audits the catalogue against; its URL is in the first JSON line
+(audit_url).`
 
 // simWorld is the first line stashd sim prints.
 type simWorld struct {
 	Socket       string      `json:"socket"`
+	AuditURL     string      `json:"audit_url,omitempty"`
 	Seed         int64       `json:"seed"`
 	Accounts     []string    `json:"accounts"`
 	Sources      []simSource `json:"sources"`
@@ -89,8 +109,11 @@ func runSim(args []string) int {
 	nullLast := fs.Float64("null-last-message", 0, "probability that getChat reports a chat's last message as unknown (0..1)")
 	archived := fs.Float64("archived", 0, "probability that each source is in the archive chat list (0..1)")
 	protected := fs.Float64("protected", 0, "probability that each source has protected content (0..1)")
+	disconnectEvery := fs.Duration("disconnect-every", 0, "take every account offline this often, for a quarter of the period: updates in between are lost (0: never)")
+	auditAddr := fs.String("audit-addr", "127.0.0.1:0", "loopback address answering GET /truth with the world's ground truth as JSON (empty: none)")
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
+	serveDir := fs.String("serve-dir", "var/sim/serve", "data directory of the --config-out configuration (each account's TDLib state directory is created in it)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
@@ -135,10 +158,21 @@ func runSim(args []string) int {
 	faults.start(*archived, *protected)
 
 	if *configOut != "" {
-		if err := writeServeConfig(*configOut, describeWorld(*socket, *seed, gen)); err != nil {
+		if err := writeServeConfig(*configOut, *serveDir, describeWorld(*socket, *seed, gen)); err != nil {
 			fmt.Fprintf(os.Stderr, "stashd sim: --config-out: %v\n", err)
 			return 1
 		}
+	}
+	desc := describeWorld(*socket, *seed, gen)
+	if *auditAddr != "" {
+		aln, err := listenLoopback(*auditAddr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd sim: %v\n", err)
+			return 2
+		}
+		asrv := serveAudit(aln, faults, log)
+		defer asrv.Close()
+		desc.AuditURL = "http://" + aln.Addr().String() + "/truth"
 	}
 	ln, err := tdjsonsim.Listen(*socket)
 	if err != nil {
@@ -148,12 +182,24 @@ func runSim(args []string) int {
 	srv := tdjsonsim.New(world, tdjsonsim.Config{Logger: log})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printJSON(describeWorld(*socket, *seed, gen))
-	log.Info("serving the simulator as TDLib JSON", "socket", *socket)
+	printJSON(desc)
+	log.Info("serving the simulator as TDLib JSON", "socket", *socket, "audit", desc.AuditURL)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	published := publish(ctx, gen, *rate, *duration, *steps, func() { faults.loseAccess(*loseAccess) })
+	published := publish(ctx, gen, *rate, *duration, *steps, func() { faults.loseAccess(*loseAccess) }, func(ctx context.Context) {
+		if *disconnectEvery > 0 {
+			service.Ticks(ctx, *disconnectEvery, nil, func(context.Context) {
+				for _, a := range gen.Accounts() {
+					world.Disconnect(a, *disconnectEvery/4)
+				}
+			})
+		}
+	})
+	// A disconnect window may still be open: end it, as the network would.
+	for _, a := range gen.Accounts() {
+		world.Reconnect(a)
+	}
 	if ctx.Err() == nil {
 		printJSON(simPublished{Published: published, UniquePackages: len(gen.Truth().Unique())})
 		log.Info("publishing done; serving until stopped", "published", published)
@@ -183,21 +229,17 @@ func describeWorld(socket string, seed int64, gen *tgsim.Generator) simWorld {
 	return w
 }
 
-// simServeDir is the data directory of the configuration --config-out
-// writes.
-const simServeDir = "var/sim/serve"
-
-// writeServeConfig writes serveConfig(w) to path and creates each
-// account's TDLib state directory under simServeDir: the simulator logs
+// writeServeConfig writes serveConfig(w, dataDir) to path and creates
+// each account's TDLib state directory under dataDir: the simulator logs
 // every account in by that directory's name, and serve wants an account's
 // session to exist before it starts.
-func writeServeConfig(path string, w simWorld) error {
+func writeServeConfig(path, dataDir string, w simWorld) error {
 	for _, a := range w.Accounts {
-		if err := os.MkdirAll(filepath.Join(simServeDir, "accounts", a, "database"), 0o700); err != nil {
+		if err := os.MkdirAll(filepath.Join(dataDir, "accounts", a, "database"), 0o700); err != nil {
 			return fmt.Errorf("create account directory: %w", err)
 		}
 	}
-	if err := os.WriteFile(path, []byte(serveConfig(w)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(serveConfig(w, dataDir)), 0o600); err != nil {
 		return fmt.Errorf("write configuration: %w", err)
 	}
 	return nil
@@ -206,13 +248,13 @@ func writeServeConfig(path string, w simWorld) error {
 // serveConfig is a stashd serve configuration for the simulated world w:
 // its accounts with their sources, its destinations, placeholder
 // credentials (the simulator takes any) and a data directory of its own.
-func serveConfig(w simWorld) string {
+func serveConfig(w simWorld, dataDir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# stashd serve configuration for the world of stashd sim --seed %d.\n", w.Seed)
 	fmt.Fprintf(&b, "# Run: LD_LIBRARY_PATH=.cache/standin STASHD_TDJSON_SOCKET=%s bin/stashd-standin serve --config THIS_FILE\n", w.Socket)
 	b.WriteString("# The credentials are placeholders: the simulator accepts any.\n")
 	b.WriteString("api_id = 1\napi_hash = \"00000000000000000000000000000000\"\n")
-	fmt.Fprintf(&b, "data_dir = %q\nmetrics_addr = \"127.0.0.1:9464\"\n", simServeDir)
+	fmt.Fprintf(&b, "data_dir = %q\nmetrics_addr = \"127.0.0.1:9464\"\n", dataDir)
 	dests := make([]string, len(w.Destinations))
 	for i, d := range w.Destinations {
 		dests[i] = fmt.Sprintf("%q", strconv.FormatInt(int64(d), 10))
@@ -243,8 +285,13 @@ func printJSON(v any) {
 // negative) for duration, or steps times when steps is positive; a zero
 // duration publishes until ctx ends. It returns the items published.
 // halfway is called once, when half the steps (or half the duration) have
-// been published.
-func publish(ctx context.Context, gen *tgsim.Generator, rate float64, duration time.Duration, steps int, halfway func()) int {
+// been published. during runs alongside, until publishing ends.
+func publish(ctx context.Context, gen *tgsim.Generator, rate float64, duration time.Duration, steps int, halfway func(), during func(context.Context)) int {
+	dctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { during(dctx) })
+	defer wg.Wait()
+	defer stop()
 	var every time.Duration
 	if rate > 0 {
 		every = time.Duration(float64(time.Second) / rate)
@@ -283,6 +330,10 @@ type simFaults struct {
 	world *tgsim.World
 	gen   *tgsim.Generator
 	rng   *rand.Rand
+
+	mu        sync.Mutex
+	lost      []tg.ChatID
+	protected []tg.ChatID
 }
 
 func newSimFaults(world *tgsim.World, gen *tgsim.Generator, seed int64) *simFaults {
@@ -299,6 +350,9 @@ func (f *simFaults) start(archived, protected float64) {
 		}
 		if f.chance(protected) {
 			f.world.SetProtected(s.Chat, true)
+			f.mu.Lock()
+			f.protected = append(f.protected, s.Chat)
+			f.mu.Unlock()
 		}
 	}
 }
@@ -308,6 +362,53 @@ func (f *simFaults) loseAccess(p float64) {
 	for _, s := range f.gen.Sources() {
 		if f.chance(p) {
 			f.world.LoseAccess(s.Chat, true)
+			f.mu.Lock()
+			f.lost = append(f.lost, s.Chat)
+			f.mu.Unlock()
 		}
 	}
+}
+
+// truth is the world's ground truth for an audit.
+func (f *simFaults) truth() audit.Truth {
+	f.mu.Lock()
+	lost, protected := slices.Clone(f.lost), slices.Clone(f.protected)
+	f.mu.Unlock()
+	return audit.FromWorld(f.world, f.gen, lost, protected)
+}
+
+// serveAudit answers GET /truth on ln with the world's ground truth as
+// JSON (audit.Truth), for `stashd chaos` and scripts.
+func serveAudit(ln net.Listener, f *simFaults, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /truth", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(f.truth()); err != nil {
+			log.Debug("audit: write truth", "err", err)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("audit endpoint", "err", err)
+		}
+	}()
+	return srv
+}
+
+// listenLoopback listens on addr, which must be a loopback address: the
+// ground truth is for the machine's own harness.
+func listenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--audit-addr %q: not a loopback address", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-addr: %w", err)
+	}
+	return ln, nil
 }

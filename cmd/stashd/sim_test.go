@@ -16,12 +16,12 @@ func TestSimConfigIsAServeConfig(t *testing.T) {
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{Seed: 3, Sources: 4, ForumTopics: 2, Accounts: 2, Destinations: 1})
 	w := describeWorld("var/sim/tdjson.sock", 3, gen)
 	p := filepath.Join(t.TempDir(), "sim.toml")
-	if err := os.WriteFile(p, []byte(serveConfig(w)), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(serveConfig(w, "var/sim/serve")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := config.Load(p, func(string) string { return "" }, nil)
 	if err != nil {
-		t.Fatalf("serve refuses the written configuration: %v\n%s", err, serveConfig(w))
+		t.Fatalf("serve refuses the written configuration: %v\n%s", err, serveConfig(w, "var/sim/serve"))
 	}
 	if len(c.Accounts) != len(w.Accounts) || len(c.Destinations) != len(w.Destinations) {
 		t.Errorf("accounts %d (world %d), destinations %d (world %d)", len(c.Accounts), len(w.Accounts), len(c.Destinations), len(w.Destinations))

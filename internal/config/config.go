@@ -73,6 +73,18 @@ type Config struct {
 	// SetMaxWait is how long parts wait for their set before it becomes a
 	// dead letter. Default 1h.
 	SetMaxWait Duration `toml:"set_max_wait"`
+	// CatchupInterval is how often each account's catch-up loop looks for
+	// sources with something new. Default 2s.
+	CatchupInterval Duration `toml:"catchup_interval"`
+	// RetryInterval is how often each account looks for dead letters due
+	// again. Default 30s.
+	RetryInterval Duration `toml:"retry_interval"`
+	// DeadLetterDelay is the first wait before a dead letter is retried;
+	// it doubles with each attempt. Default 1m.
+	DeadLetterDelay Duration `toml:"dead_letter_delay"`
+	// DeadLetterAttempts is how many times a dead letter is tried before it
+	// waits for an operator. Default 8.
+	DeadLetterAttempts int `toml:"dead_letter_attempts"`
 	// DownloadStallTimeout is how long a download may make no progress
 	// before it is cancelled and the message retried later. Default 2m;
 	// 5s..1h.
@@ -286,6 +298,8 @@ func defaults(mode Mode) Config {
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
+		CatchupInterval: Duration{2 * time.Second}, RetryInterval: Duration{30 * time.Second},
+		DeadLetterDelay: Duration{time.Minute}, DeadLetterAttempts: 8,
 	}
 	if mode == Simulate {
 		c.DataDir = SimulateDataDir
@@ -446,7 +460,8 @@ func (c *Config) validateTuning(bad badFunc) error {
 	for _, d := range []struct {
 		name string
 		v    Duration
-	}{{"drain_timeout", c.DrainTimeout}, {"rescan_interval", c.RescanInterval}, {"rescan_window", c.RescanWindow}, {"set_settle", c.SetSettle}, {"set_max_wait", c.SetMaxWait}, {"send_timeout", c.SendTimeout}} {
+	}{{"drain_timeout", c.DrainTimeout}, {"rescan_interval", c.RescanInterval}, {"rescan_window", c.RescanWindow}, {"set_settle", c.SetSettle}, {"set_max_wait", c.SetMaxWait}, {"send_timeout", c.SendTimeout},
+		{"catchup_interval", c.CatchupInterval}, {"retry_interval", c.RetryInterval}, {"dead_letter_delay", c.DeadLetterDelay}} {
 		if d.v.Duration <= 0 {
 			return bad(d.name, "%v: must be positive", d.v.Duration)
 		}
@@ -455,6 +470,9 @@ func (c *Config) validateTuning(bad badFunc) error {
 	// above an hour a stalled one holds a worker and its disk budget.
 	if d := c.DownloadStallTimeout.Duration; d < 5*time.Second || d > time.Hour {
 		return bad("download_stall_timeout", "%s is outside 5s..1h", d)
+	}
+	if c.DeadLetterAttempts < 1 || c.DeadLetterAttempts > 100 {
+		return bad("dead_letter_attempts", "%d is outside 1..100", c.DeadLetterAttempts)
 	}
 	if c.DownloadBudget < 1<<20 {
 		return bad("download_budget", "%d bytes is below 1MiB", int64(c.DownloadBudget))
@@ -560,6 +578,10 @@ var Settings = []struct{ Name, Usage string }{
 	{"rescan_window", "how far back a rescan walks (default 72h)"},
 	{"set_settle", "quiet time before a multipart set is complete (default 10s)"},
 	{"set_max_wait", "how long parts wait for their set (default 1h)"},
+	{"catchup_interval", "how often catch-up looks for sources with something new (default 2s)"},
+	{"retry_interval", "how often dead letters due again are looked for (default 30s)"},
+	{"dead_letter_delay", "first wait before a dead letter is retried, doubling each attempt (default 1m)"},
+	{"dead_letter_attempts", "tries before a dead letter waits for an operator (default 8)"},
 	{"download_stall_timeout", "cancel a download after this long without progress (default 2m)"},
 	{"download_budget", "bytes of downloaded archives each account holds at once, e.g. 4GiB (default 4GiB)"},
 }
@@ -596,11 +618,12 @@ func (v *settingValue) Set(s string) error {
 // Type names the value's type in --help.
 func (v *settingValue) Type() string {
 	switch v.name {
-	case "workers", "queue_capacity", "api_id":
+	case "workers", "queue_capacity", "api_id", "dead_letter_attempts":
 		return "int"
 	case "rate":
 		return "float"
-	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait":
+	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait",
+		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout":
 		return "duration"
 	case "destinations":
 		return "list"
@@ -705,6 +728,14 @@ func set(c *Config, name, v string) error {
 		return dur(&c.SetMaxWait)
 	case "download_stall_timeout":
 		return dur(&c.DownloadStallTimeout)
+	case "catchup_interval":
+		return dur(&c.CatchupInterval)
+	case "retry_interval":
+		return dur(&c.RetryInterval)
+	case "dead_letter_delay":
+		return dur(&c.DeadLetterDelay)
+	case "dead_letter_attempts":
+		return num(&c.DeadLetterAttempts)
 	case "download_budget":
 		return c.DownloadBudget.UnmarshalText([]byte(v))
 	}

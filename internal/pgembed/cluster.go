@@ -198,6 +198,9 @@ func (c *Cluster) URL(database string) string {
 	return u.String()
 }
 
+// PID is the postmaster's process id.
+func (c *Cluster) PID() int { return c.cmd.Process.Pid }
+
 // Done is closed when the server has exited, whether Stop asked it to or it
 // died; a daemon on the embedded default watches it to stop too.
 func (c *Cluster) Done() <-chan struct{} { return c.exited }

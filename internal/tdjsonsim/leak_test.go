@@ -20,7 +20,9 @@ func TestDroppedConnectionLeavesNothingRunning(t *testing.T) {
 
 	c := dialWire(t, path)
 	c.login(1, w.dir, "acct1")
-	c.login(2, w.dir, "acct1")
+	// A second instance of the account needs a directory of its own: TDLib
+	// locks its database.
+	c.login(2, t.TempDir(), "acct1")
 	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
 	c.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
 	w.Post(w.channel, 0, tgsim.Post{FileName: "e.zip", Data: []byte("PK")})

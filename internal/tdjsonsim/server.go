@@ -3,6 +3,8 @@ package tdjsonsim
 import (
 	"bufio"
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +43,10 @@ var ErrServerClosed = errors.New("tdjsonsim: server closed")
 type Config struct {
 	// Logger receives the server's log lines; nil discards them.
 	Logger *slog.Logger
+	// LockWait is how long setTdlibParameters waits for a database
+	// directory that another live instance holds before it fails, as
+	// TDLib's binlog lock gives up after 100 tries 100 ms apart [10 s].
+	LockWait time.Duration
 }
 
 // Server answers the stand-in libtdjson.so on behalf of the accounts of a
@@ -51,11 +57,18 @@ type Server struct {
 	log   *slog.Logger
 	seq   atomic.Int64 // connections accepted, for logs
 
+	lockWait time.Duration
+
 	mu     sync.Mutex
 	lns    map[net.Listener]bool
 	conns  map[*conn]bool
 	closed bool
 	wg     sync.WaitGroup // one per connection being served
+	// dirs holds the database directories of the live instances: TDLib
+	// locks its binlog, so two instances never share one. freed is closed
+	// (and replaced) whenever one is released.
+	dirs  map[string]*session
+	freed chan struct{}
 }
 
 // New returns a Server for world. It serves nothing until Serve.
@@ -65,10 +78,51 @@ func New(world *tgsim.World, cfg Config) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		world: world,
-		log:   log.With("component", "tdjsonsim"),
-		lns:   make(map[net.Listener]bool),
-		conns: make(map[*conn]bool),
+		world:    world,
+		log:      log.With("component", "tdjsonsim"),
+		lns:      make(map[net.Listener]bool),
+		conns:    make(map[*conn]bool),
+		lockWait: cmp.Or(cfg.LockWait, 10*time.Second),
+		dirs:     make(map[string]*session),
+		freed:    make(chan struct{}),
+	}
+}
+
+// lockDir takes dir for s, waiting up to the server's lock wait while
+// another live instance holds it; false when it is still held then.
+func (s *Server) lockDir(ctx context.Context, dir string, sess *session) bool {
+	timer := time.NewTimer(s.lockWait)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		holder, held := s.dirs[dir]
+		if !held || holder == sess {
+			s.dirs[dir] = sess
+			s.mu.Unlock()
+			return true
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		select {
+		case <-freed:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// unlockDir releases the directory sess holds, if any.
+func (s *Server) unlockDir(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for dir, holder := range s.dirs {
+		if holder == sess {
+			delete(s.dirs, dir)
+			close(s.freed)
+			s.freed = make(chan struct{})
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"stashd/internal/tdjsonsim"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -351,7 +352,9 @@ func TestCloseClosesClientsAsTDLib(t *testing.T) {
 	srv, path := startServer(t, w.World)
 	c := dialWire(t, path)
 	c.login(1, w.dir, "acct1")
-	c.login(2, w.dir, "acct1")
+	// A second instance of the account needs a directory of its own: TDLib
+	// locks its database.
+	c.login(2, t.TempDir(), "acct1")
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -437,5 +440,29 @@ func TestBasicGroupUpgradeOnTheWire(t *testing.T) {
 	chat := c.ok(1, "getChat", map[string]any{"chat_id": to}, "chat")
 	if chat.str("type", "@type") != "chatTypeSupergroup" || chat.int("type", "supergroup_id") != -1_000_000_000_000-int64(to) {
 		t.Errorf("getChat of the new supergroup: %v", chat)
+	}
+}
+
+// TDLib locks an instance's database directory: a second instance on it,
+// from another process, waits and then fails with TDLib's error; once the
+// first process is gone (its lock goes with it) the directory opens.
+func TestDatabaseDirectoryIsLocked(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 9})
+	_, path := startServerConfig(t, w.World, tdjsonsim.Config{LockWait: 100 * time.Millisecond})
+	first := dialWire(t, path)
+	first.login(1, w.dir, "acct1")
+
+	second := dialWire(t, path)
+	res, _ := second.call(1, "setTdlibParameters", tdlibParameters(w.dir, "acct1"))
+	if res.typ() != "error" || res.int("code") != 400 ||
+		!strings.HasPrefix(res.str("message"), "Can't lock file") || !strings.Contains(res.str("message"), "already in use") {
+		t.Fatalf("a second instance on a locked directory: got %v, want TDLib's 400 Can't lock file", res)
+	}
+
+	first.conn.Close() // the first process dies
+	second.ok(1, "setTdlibParameters", tdlibParameters(w.dir, "acct1"), "ok")
+	if st := second.update(1, "updateAuthorizationState"); st.str("authorization_state", "@type") != "authorizationStateReady" {
+		t.Errorf("after the first process is gone: %v", st)
 	}
 }

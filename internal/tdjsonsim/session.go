@@ -145,6 +145,7 @@ func (s *session) terminate(closeReq *request, notify bool) {
 	}
 	s.state = stateClosed
 	s.mu.Unlock()
+	s.c.s.unlockDir(s)
 	close(s.done)
 	s.log.Debug("TDLib instance closed", "account", s.account)
 }
@@ -233,6 +234,13 @@ func (s *session) setTdlibParameters(r *request) {
 	account := accountOf(p.DatabaseDirectory)
 	if account == "" {
 		fail(tdError(400, "tdjsonsim: database_directory must be <state dir>/database, the state directory being named after the account"))
+		return
+	}
+	// TDLib locks the directory's binlog: a second instance on it waits,
+	// then fails. A killed process's lock goes with it, as flock's does.
+	dir := filepath.Clean(p.DatabaseDirectory)
+	if !s.c.s.lockDir(s.ctx, dir, s) {
+		fail(tdError(400, "Can't lock file %q, because it is already in use; check for another program instance running", filepath.Join(dir, "td.binlog")))
 		return
 	}
 

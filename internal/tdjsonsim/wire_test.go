@@ -275,12 +275,17 @@ func (o tdObject) obj(path ...string) tdObject {
 // returns the socket's path.
 func startServer(t *testing.T, world *tgsim.World) (*tdjsonsim.Server, string) {
 	t.Helper()
+	return startServerConfig(t, world, tdjsonsim.Config{})
+}
+
+func startServerConfig(t *testing.T, world *tgsim.World, cfg tdjsonsim.Config) (*tdjsonsim.Server, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "tdjson.sock")
 	ln, err := tdjsonsim.Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := tdjsonsim.New(world, tdjsonsim.Config{})
+	srv := tdjsonsim.New(world, cfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

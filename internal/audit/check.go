@@ -1,4 +1,4 @@
-package demo
+package audit
 
 import (
 	"context"
@@ -9,16 +9,15 @@ import (
 	"stashd/ingest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
 )
 
 // partRef names one part of one published package.
 type partRef struct {
-	hash [32]byte
+	hash Hash
 	idx  int
 }
 
-// audit compares the simulator's ground truth with the catalogue and the
+// Check compares the world's Truth with the catalogue in st and the
 // destinations:
 //   - every distinct complete package is catalogued and every one of its
 //     parts is in every destination (else it is missing);
@@ -27,72 +26,89 @@ type partRef struct {
 //   - incomplete sets are dead letters with a reason and were never
 //     delivered;
 //   - every package whose send vanished (updateDeleteMessages) was
-//     delivered later or is a dead letter with its reason.
-func (r *runner) audit(ctx context.Context) (Report, error) {
-	truth := r.gen.Truth()
-	unique := truth.Unique()
-	rep := Report{UniquePackages: len(unique)}
-	dead, err := r.deadLetterReasons(ctx)
+//     delivered later or is a dead letter with its reason;
+//   - a package published only in sources that lost access (recorded so
+//     in the catalogue) or that protect their content (a dead letter says
+//     so) is explained rather than missing.
+//
+// Settled and the run's own figures are left to the caller.
+func Check(ctx context.Context, st *store.Store, t Truth) (Report, error) {
+	c := checker{st: st, t: t, lost: set(t.Lost), protected: set(t.Protected)}
+	return c.check(ctx)
+}
+
+func set(chats []tg.ChatID) map[tg.ChatID]bool {
+	out := make(map[tg.ChatID]bool, len(chats))
+	for _, c := range chats {
+		out[c] = true
+	}
+	return out
+}
+
+type checker struct {
+	st        *store.Store
+	t         Truth
+	lost      map[tg.ChatID]bool
+	protected map[tg.ChatID]bool
+}
+
+func (c *checker) check(ctx context.Context) (Report, error) {
+	unique := c.t.unique()
+	rep := Report{UniquePackages: len(unique), StalledDownloads: c.t.DownloadFaults, Calls: c.t.Calls}
+	dead, err := deadLetterReasons(ctx, c.st)
 	if err != nil {
 		return rep, err
 	}
-	explained, err := r.faultExplained(ctx, truth, dead, &rep)
+	explained, err := c.faultExplained(ctx, dead, &rep)
 	if err != nil {
 		return rep, err
 	}
 
 	// Which file (unique id) carries which part: from the sources as they
 	// are now, so the audit reads the world rather than trusting stashd.
-	uid := map[tg.MessageKey]string{}
-	for _, s := range r.gen.Sources() {
-		for _, m := range r.world.Messages(s.Chat) {
-			if m.Document != nil {
-				uid[m.Key()] = m.Document.File.UniqueID
-			}
-		}
-	}
 	carries := map[string]partRef{}
-	for _, p := range truth.Packages {
+	for _, p := range c.t.Packages {
 		rep.PublishedArchives++
-		for i, k := range p.Parts {
-			if u, ok := uid[k]; ok {
-				carries[u] = partRef{p.Hash, i}
+		for i, part := range p.Parts {
+			if part.File != "" {
+				carries[part.File] = partRef{p.Hash, i}
 			}
 		}
 	}
 
-	catalogue, err := r.st.PackageHashes(ctx)
+	catalogue, err := c.st.PackageHashes(ctx)
 	if err != nil {
 		return rep, err
 	}
-	dests := r.gen.Destinations()
+	dests := c.t.Destinations
 	seen := make([]map[partRef]int, len(dests))
 	for i, d := range dests {
 		seen[i] = map[partRef]int{}
-		for _, m := range r.world.Messages(d) {
-			if m.Document == nil {
-				continue
-			}
-			if ref, ok := carries[m.Document.File.UniqueID]; ok {
+		copies := map[partRef][]string{}
+		for _, doc := range d.Docs {
+			if ref, ok := carries[doc.File]; ok {
 				seen[i][ref]++
+				copies[ref] = append(copies[ref], fmt.Sprintf("message %d token %q", doc.Message.ServerID(), doc.Token))
 			}
 		}
 		for ref, n := range seen[i] {
 			if n > 1 {
 				rep.DuplicateDeliveries += n - 1
-				rep.DuplicateNames = append(rep.DuplicateNames, fmt.Sprintf("%s part %d in %d: %d copies", unique[ref.hash].Name, ref.idx, dests[i], n))
+				rep.DuplicateNames = append(rep.DuplicateNames, fmt.Sprintf("%s part %d in %d: %d copies (%s)",
+					unique[ref.hash].Name, ref.idx, d.Chat, n, strings.Join(copies[ref], ", ")))
 			}
 		}
 	}
+	sort.Strings(rep.DuplicateNames)
 
 	for _, p := range unique {
 		var size int64
-		for _, k := range p.Parts {
-			size += int64(len(r.world.FileData(uid[k])))
+		for _, part := range p.Parts {
+			size += part.Size
 		}
-		rep.largestPackage = max(rep.largestPackage, size)
+		rep.LargestPackage = max(rep.LargestPackage, size)
 	}
-	deliveredHash := map[[32]byte]bool{}
+	deliveredHash := map[Hash]bool{}
 	for h, p := range unique {
 		pkg, catalogued := catalogue[h]
 		if catalogued {
@@ -122,7 +138,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 		if !catalogued || !delivered {
 			rep.Missing++
-			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0], catalogued, delivered))
+			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0].Key(), catalogued, delivered))
 		}
 		if p.Corrupt {
 			rep.Corrupt++
@@ -131,16 +147,15 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 			}
 		}
 	}
-	sort.Strings(rep.MissingNames)
 
-	for _, p := range truth.Packages {
-		if !p.Incomplete || r.faulty(p) {
+	for _, p := range c.t.Packages {
+		if !p.Incomplete || c.faulty(p) {
 			continue
 		}
 		rep.IncompleteSets++
 		all := len(p.Parts) > 0
-		for _, k := range p.Parts {
-			if !strings.Contains(dead[k], "incomplete set") {
+		for _, part := range p.Parts {
+			if !strings.Contains(dead[part.Key()], "incomplete set") {
 				all = false
 			}
 		}
@@ -158,12 +173,13 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 			}
 		}
 	}
+	sort.Strings(rep.MissingNames)
 	rep.DeadLetters = len(dead)
 	expected := map[tg.MessageKey]bool{}
-	for _, p := range truth.Packages {
-		if p.Incomplete || r.faulty(p) {
-			for _, k := range p.Parts {
-				expected[k] = true
+	for _, p := range c.t.Packages {
+		if p.Incomplete || c.faulty(p) {
+			for _, part := range p.Parts {
+				expected[part.Key()] = true
 			}
 		}
 	}
@@ -173,22 +189,21 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 	}
 	sort.Strings(rep.OtherDeadLetters)
-	if err := r.auditVanished(ctx, &rep, deliveredHash, dead); err != nil {
+	if err := c.vanished(ctx, &rep, deliveredHash, dead); err != nil {
 		return rep, err
 	}
 	return rep, nil
 }
 
-// auditVanished checks the packages whose sends the world deleted instead
-// of sending (updateDeleteMessages): each must have been delivered later,
-// or be a dead letter with its reason.
-func (r *runner) auditVanished(ctx context.Context, rep *Report, delivered map[[32]byte]bool, dead map[tg.MessageKey]string) error {
-	stats := r.world.SendStats()
-	rep.FailedSends, rep.FloodWaitedSends, rep.ResentSends = stats.Failed, stats.FloodWaited, stats.Resent
+// vanished checks the packages whose sends the world deleted instead of
+// sending (updateDeleteMessages): each must have been delivered later, or
+// be a dead letter with its reason.
+func (c *checker) vanished(ctx context.Context, rep *Report, delivered map[Hash]bool, dead map[tg.MessageKey]string) error {
+	rep.FailedSends, rep.FloodWaitedSends, rep.ResentSends = c.t.FailedSends, c.t.FloodWaitedSends, c.t.ResentSends
 	var tokens []string
-	for _, c := range r.world.VanishedCaptions() {
+	for _, caption := range c.t.VanishedCaptions {
 		rep.VanishedSends++
-		for line := range strings.SplitSeq(c, "\n") {
+		for line := range strings.SplitSeq(caption, "\n") {
 			if tok, ok := strings.CutPrefix(line, ingest.TokenPrefix); ok {
 				tokens = append(tokens, tok)
 			}
@@ -197,7 +212,7 @@ func (r *runner) auditVanished(ctx context.Context, rep *Report, delivered map[[
 	if len(tokens) == 0 {
 		return nil
 	}
-	rows, err := r.st.Pool().Query(ctx, `SELECT DISTINCT p.id, p.content_hash, p.name FROM deliveries d
+	rows, err := c.st.Pool().Query(ctx, `SELECT DISTINCT p.id, p.content_hash, p.name FROM deliveries d
 		JOIN packages p ON p.id = d.package_id WHERE d.token = ANY($1)`, tokens)
 	if err != nil {
 		return fmt.Errorf("read packages of vanished sends: %w", err)
@@ -220,11 +235,11 @@ func (r *runner) auditVanished(ctx context.Context, rep *Report, delivered map[[
 		return fmt.Errorf("read packages of vanished sends: %w", err)
 	}
 	for _, p := range pkgs {
-		if delivered[[32]byte(p.hash)] {
+		if delivered[Hash(p.hash)] {
 			rep.VanishedDelivered++
 			continue
 		}
-		reason, err := r.partDeadLetter(ctx, p.id, dead)
+		reason, err := c.partDeadLetter(ctx, p.id, dead)
 		if err != nil {
 			return err
 		}
@@ -240,19 +255,19 @@ func (r *runner) auditVanished(ctx context.Context, rep *Report, delivered map[[
 
 // partDeadLetter returns the reason of a dead letter on any source part of
 // package id, "" when there is none.
-func (r *runner) partDeadLetter(ctx context.Context, id int64, dead map[tg.MessageKey]string) (string, error) {
-	rows, err := r.st.Pool().Query(ctx, `SELECT source_chat_id, source_message_id FROM package_parts WHERE package_id = $1
+func (c *checker) partDeadLetter(ctx context.Context, id int64, dead map[tg.MessageKey]string) (string, error) {
+	rows, err := c.st.Pool().Query(ctx, `SELECT source_chat_id, source_message_id FROM package_parts WHERE package_id = $1
 		UNION SELECT chat_id, message_id FROM source_messages WHERE package_id = $1`, id)
 	if err != nil {
 		return "", fmt.Errorf("read parts of package %d: %w", id, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var c, m int64
-		if err := rows.Scan(&c, &m); err != nil {
+		var chat, msg int64
+		if err := rows.Scan(&chat, &msg); err != nil {
 			return "", fmt.Errorf("read parts of package %d: %w", id, err)
 		}
-		if reason := dead[tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}]; reason != "" {
+		if reason := dead[tg.MessageKey{Chat: tg.ChatID(chat), Message: tg.MessageID(msg)}]; reason != "" {
 			return reason, nil
 		}
 	}
@@ -267,14 +282,12 @@ const (
 
 // faulty reports whether p was published in a source that lost access or
 // protects its content.
-func (r *runner) faulty(p tgsim.ExpectedPackage) bool {
+func (c *checker) faulty(p Package) bool {
 	if len(p.Parts) == 0 {
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	chat := p.Parts[0].Chat
-	return r.lost[chat] || r.protected[chat]
+	return c.lost[chat] || c.protected[chat]
 }
 
 // faultExplained counts the sources the fault knobs hit and returns, by
@@ -282,23 +295,15 @@ func (r *runner) faulty(p tgsim.ExpectedPackage) bool {
 // source recorded inaccessible with a reason (explainedLost), or in a
 // protected source with a part recorded as a protected-content dead letter
 // (explainedProtected).
-func (r *runner) faultExplained(ctx context.Context, truth tgsim.Truth, dead map[tg.MessageKey]string, rep *Report) (map[[32]byte]int, error) {
-	srcs, err := r.st.Sources(ctx, "")
+func (c *checker) faultExplained(ctx context.Context, dead map[tg.MessageKey]string, rep *Report) (map[Hash]int, error) {
+	recorded, err := RecordedInaccessible(ctx, c.st, c.t.Lost)
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	recorded := map[tg.ChatID]bool{}
-	for _, s := range srcs {
-		if r.lost[s.ChatID] && s.Access == store.AccessLost && s.AccessReason != "" {
-			recorded[s.ChatID] = true
-		}
-	}
-	rep.InaccessibleSources, rep.RecordedInaccessible, rep.ProtectedSources = len(r.lost), len(recorded), len(r.protected)
-	out := map[[32]byte]int{}
-	blocked := map[[32]byte]bool{} // a publication no fault explains
-	for _, p := range truth.Packages {
+	rep.InaccessibleSources, rep.RecordedInaccessible, rep.ProtectedSources = len(c.lost), len(recorded), len(c.protected)
+	out := map[Hash]int{}
+	blocked := map[Hash]bool{} // a publication no fault explains
+	for _, p := range c.t.Packages {
 		if p.Incomplete || len(p.Parts) == 0 {
 			continue
 		}
@@ -307,9 +312,9 @@ func (r *runner) faultExplained(ctx context.Context, truth tgsim.Truth, dead map
 		switch {
 		case recorded[chat]:
 			why = explainedLost
-		case r.protected[chat]:
-			for _, k := range p.Parts {
-				if strings.Contains(dead[k], "protected content") {
+		case c.protected[chat]:
+			for _, part := range p.Parts {
+				if strings.Contains(dead[part.Key()], "protected content") {
 					why = explainedProtected
 				}
 			}
@@ -328,20 +333,37 @@ func (r *runner) faultExplained(ctx context.Context, truth tgsim.Truth, dead map
 	return out, nil
 }
 
-func (r *runner) deadLetterReasons(ctx context.Context) (map[tg.MessageKey]string, error) {
-	rows, err := r.st.Pool().Query(ctx, `SELECT chat_id, message_id, reason FROM dead_letters WHERE state <> 'resolved'`)
+// RecordedInaccessible returns which of the lost sources the catalogue
+// records as inaccessible, with a reason.
+func RecordedInaccessible(ctx context.Context, st *store.Store, lost []tg.ChatID) (map[tg.ChatID]bool, error) {
+	srcs, err := st.Sources(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	want := set(lost)
+	out := map[tg.ChatID]bool{}
+	for _, s := range srcs {
+		if want[s.ChatID] && s.Access == store.AccessLost && s.AccessReason != "" {
+			out[s.ChatID] = true
+		}
+	}
+	return out, nil
+}
+
+func deadLetterReasons(ctx context.Context, st *store.Store) (map[tg.MessageKey]string, error) {
+	rows, err := st.Pool().Query(ctx, `SELECT chat_id, message_id, reason FROM dead_letters WHERE state <> 'resolved'`)
 	if err != nil {
 		return nil, fmt.Errorf("read dead letters: %w", err)
 	}
 	defer rows.Close()
 	out := map[tg.MessageKey]string{}
 	for rows.Next() {
-		var c, m int64
+		var chat, msg int64
 		var reason string
-		if err := rows.Scan(&c, &m, &reason); err != nil {
-			return nil, err
+		if err := rows.Scan(&chat, &msg, &reason); err != nil {
+			return nil, fmt.Errorf("read dead letters: %w", err)
 		}
-		out[tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}] = reason
+		out[tg.MessageKey{Chat: tg.ChatID(chat), Message: tg.MessageID(msg)}] = reason
 	}
 	return out, rows.Err()
 }

@@ -1,0 +1,52 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// releaseDeadClaims releases the source claims of earlier stashd processes
+// on this host that are gone (a daemon killed by SIGKILL, OOM or a power
+// loss holds its claims until they expire, ten minutes by default, and its
+// restart would wait that long to scan its own sources). A claim owner is
+// "host:pid" (Config.Instance); an owner on another host, or a pid that is
+// alive, is left alone: its claims expire as usual.
+func (d *Daemon) releaseDeadClaims(ctx context.Context) error {
+	host, _ := os.Hostname()
+	owners, err := d.store.ClaimOwners(ctx)
+	if err != nil {
+		return err
+	}
+	for _, owner := range owners {
+		h, p, ok := strings.Cut(owner, ":")
+		if !ok || h != host || owner == d.cfg.Instance {
+			continue
+		}
+		pid, err := strconv.Atoi(p)
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		n, err := d.store.ReleaseClaims(ctx, owner)
+		if err != nil {
+			return err
+		}
+		d.log.Info("released the source claims of a process that is gone", "owner", owner, "sources", n)
+	}
+	return nil
+}
+
+// processAlive reports whether pid is a live process (a zombie is not).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !os.IsNotExist(err) // unreadable /proc: assume alive, the safe side
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	return b[i+2] != 'Z' && b[i+2] != 'X'
+}

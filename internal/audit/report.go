@@ -1,0 +1,96 @@
+package audit
+
+import "encoding/json"
+
+// Report is the audit: what was published, what the catalogue and the
+// destinations hold, and the verdict (OK). Run-specific figures (restarts,
+// calls, disk peaks) are filled by the caller.
+type Report struct {
+	PublishedArchives      int            `json:"published_archives"`
+	UniquePackages         int            `json:"unique_packages"`
+	CataloguedPackages     int            `json:"catalogued_packages"`
+	DeliveredPackages      int            `json:"delivered_packages"`
+	DuplicateDeliveries    int            `json:"duplicate_deliveries"`
+	Missing                int            `json:"missing"`
+	DeadLetters            int            `json:"dead_letters"`
+	Corrupt                int            `json:"corrupt_archives"`
+	CorruptListingErrors   int            `json:"corrupt_with_listing_error"`
+	IncompleteSets         int            `json:"incomplete_sets"`
+	IncompleteDeadLettered int            `json:"incomplete_sets_dead_lettered"`
+	IncompleteDelivered    int            `json:"incomplete_sets_delivered"`
+	Restarts               int            `json:"restarts"`
+	Settled                bool           `json:"settled"`
+	Calls                  map[string]int `json:"calls"`
+	RestartCalls           map[string]int `json:"restart_calls,omitempty"`
+	ElapsedSeconds         float64        `json:"elapsed_seconds"`
+	// Send outcomes the simulator imposed (FailSends, VanishSends) and the
+	// sends of a killed session it finished after the restart.
+	FailedSends      int `json:"failed_sends"`
+	FloodWaitedSends int `json:"flood_waited_sends"`
+	ResentSends      int `json:"resent_sends"`
+	VanishedSends    int `json:"vanished_sends"`
+	// Packages of vanished sends: delivered later, a dead letter with its
+	// reason, or neither (a failure).
+	VanishedDelivered    int `json:"vanished_sends_delivered"`
+	VanishedDeadLettered int `json:"vanished_sends_dead_lettered"`
+	VanishedUnresolved   int `json:"vanished_sends_unresolved"`
+	// StalledDownloads is how many downloads the world stalled or failed.
+	StalledDownloads int `json:"stalled_downloads"`
+	// PeakDownloadBytes is the most bytes the downloads directory held at
+	// once, over all accounts; PeakAccountDownloadBytes the most one
+	// account's directory held, to compare with DownloadBudgetBytes.
+	PeakDownloadBytes        int64 `json:"peak_download_bytes"`
+	PeakAccountDownloadBytes int64 `json:"peak_account_download_bytes"`
+	DownloadBudgetBytes      int64 `json:"download_budget_bytes"`
+	// DiskOverBudget: one account's downloads held more than the budget
+	// (or, when larger, the largest package, which proceeds alone). Only
+	// judged in runs without restarts: a daemon stopped mid-package leaves
+	// its downloads behind, and the simulator's next instance, with new
+	// file ids, never deletes them.
+	DiskOverBudget bool `json:"disk_over_budget"`
+	// LargestPackage is the size in bytes of the largest published package.
+	LargestPackage int64    `json:"-"`
+	MissingNames   []string `json:"missing_names,omitempty"`
+	// DuplicateNames names each part found in a destination more than once.
+	DuplicateNames []string `json:"duplicate_names,omitempty"`
+	// OtherDeadLetters are dead letters no incomplete set explains (send
+	// failures, a part that went away…), with their reasons.
+	OtherDeadLetters []string `json:"other_dead_letters,omitempty"`
+	// InaccessibleSources lost access during the run; the catalogue
+	// records RecordedInaccessible of them as inaccessible with a reason.
+	InaccessibleSources  int `json:"inaccessible_sources"`
+	RecordedInaccessible int `json:"recorded_inaccessible"`
+	// ProtectedSources have protected content.
+	ProtectedSources int `json:"protected_sources"`
+	// LostUndelivered packages were published only in sources that lost
+	// access and were not delivered before; the source's recorded access
+	// explains them.
+	LostUndelivered int `json:"lost_undelivered"`
+	// ProtectedRecorded packages were published only in protected sources
+	// and are dead letters with the protected-content reason.
+	ProtectedRecorded int `json:"protected_recorded"`
+}
+
+// MarshalJSON adds "ok", the verdict of OK, to the report's fields.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type fields Report // without this method
+	return json.Marshal(struct {
+		fields
+		OK bool `json:"ok"`
+	}{fields(r), r.OK()})
+}
+
+// OK reports whether the audit passed: the pipeline settled, nothing missing, nothing delivered
+// twice, every corrupt archive catalogued with its listing error, every
+// incomplete set a dead letter and never delivered, every package of a
+// vanished send delivered later or a dead letter, the downloads within their
+// budget; a package of a source that lost access or protects its content
+// may instead be explained by the source's recorded access or its dead
+// letters.
+func (r Report) OK() bool {
+	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget &&
+		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
+		r.RecordedInaccessible == r.InaccessibleSources &&
+		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
+		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0
+}

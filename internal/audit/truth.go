@@ -1,0 +1,168 @@
+// Package audit checks stashd's promises against a simulated world's ground
+// truth: every distinct package catalogued and delivered to every
+// destination, none delivered twice, every fault explained. `stashd demo`
+// audits its in-process world; `stashd chaos` audits a `stashd sim`
+// process, which serves the same Truth as JSON. One Check serves both.
+package audit
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"stashd/ingest"
+
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// Hash is a package's SHA-256, written as hex in JSON.
+type Hash [32]byte
+
+// MarshalText writes h as 64 hex digits.
+func (h Hash) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(h[:])), nil }
+
+// UnmarshalText reads 64 hex digits.
+func (h *Hash) UnmarshalText(b []byte) error {
+	if hex.DecodedLen(len(b)) != len(h) {
+		return fmt.Errorf("package hash: want %d hex digits, got %d", 2*len(h), len(b))
+	}
+	_, err := hex.Decode(h[:], b)
+	return err
+}
+
+// Truth is what the world knows: what was published where, what each
+// destination holds, and which faults it injected.
+type Truth struct {
+	// Packages lists every publication in order, duplicates, corrupt and
+	// incomplete ones included.
+	Packages []Package `json:"packages"`
+	// Destinations holds the documents in each destination channel.
+	Destinations []Destination `json:"destinations"`
+	// Lost lists the sources that lost access; Protected those whose
+	// content cannot be re-sent.
+	Lost      []tg.ChatID `json:"lost,omitempty"`
+	Protected []tg.ChatID `json:"protected,omitempty"`
+	// VanishedCaptions are the captions of sends the world deleted instead
+	// of sending (updateDeleteMessages).
+	VanishedCaptions []string `json:"vanished_captions,omitempty"`
+	// Send outcomes the world imposed.
+	FailedSends      int `json:"failed_sends"`
+	FloodWaitedSends int `json:"flood_waited_sends"`
+	ResentSends      int `json:"resent_sends"`
+	// DownloadFaults counts downloads the world stalled or failed.
+	DownloadFaults int `json:"download_faults"`
+	// Calls counts Telegram requests by method, over every account.
+	Calls map[string]int `json:"calls,omitempty"`
+}
+
+// Package is one publication: a single archive, a multipart set or an
+// album.
+type Package struct {
+	Hash       Hash   `json:"hash"`
+	Name       string `json:"name"`
+	Parts      []Part `json:"parts"`
+	Corrupt    bool   `json:"corrupt,omitempty"`
+	Incomplete bool   `json:"incomplete,omitempty"`
+}
+
+// Part is one source message of a package and the file it carries now
+// (File is empty when the message no longer carries one).
+type Part struct {
+	Chat    tg.ChatID    `json:"chat"`
+	Message tg.MessageID `json:"message"`
+	File    string       `json:"file,omitempty"`
+	Size    int64        `json:"size"`
+}
+
+// Key is the part's source message.
+func (p Part) Key() tg.MessageKey { return tg.MessageKey{Chat: p.Chat, Message: p.Message} }
+
+// Destination is a destination channel and its documents, in message
+// order.
+type Destination struct {
+	Chat tg.ChatID `json:"chat"`
+	Docs []Doc     `json:"docs"`
+}
+
+// Doc is one document in a destination: its message, the unique id of its
+// file and the delivery token its caption carries ("" for none).
+type Doc struct {
+	Message tg.MessageID `json:"message"`
+	File    string       `json:"file"`
+	Token   string       `json:"token,omitempty"`
+}
+
+// FromWorld reads the Truth of a simulated world: the generator's
+// publications, the files the sources' messages carry now, the
+// destinations' documents, and the sources the caller's fault knobs made
+// inaccessible (lost) or protected.
+func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID) Truth {
+	uid := map[tg.MessageKey]string{}
+	for _, s := range g.Sources() {
+		for _, m := range w.Messages(s.Chat) {
+			if m.Document != nil {
+				uid[m.Key()] = m.Document.File.UniqueID
+			}
+		}
+	}
+	sizes := map[string]int64{}
+	t := Truth{Lost: lost, Protected: protected}
+	for _, p := range g.Truth().Packages {
+		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete}
+		for _, k := range p.Parts {
+			part := Part{Chat: k.Chat, Message: k.Message, File: uid[k]}
+			if part.File != "" {
+				size, ok := sizes[part.File]
+				if !ok {
+					size = int64(len(w.FileData(part.File)))
+					sizes[part.File] = size
+				}
+				part.Size = size
+			}
+			pkg.Parts = append(pkg.Parts, part)
+		}
+		t.Packages = append(t.Packages, pkg)
+	}
+	for _, d := range g.Destinations() {
+		dest := Destination{Chat: d, Docs: []Doc{}}
+		for _, m := range w.Messages(d) {
+			if m.Document != nil {
+				dest.Docs = append(dest.Docs, Doc{Message: m.ID, File: m.Document.File.UniqueID, Token: token(m.Caption)})
+			}
+		}
+		t.Destinations = append(t.Destinations, dest)
+	}
+	stats := w.SendStats()
+	t.FailedSends, t.FloodWaitedSends, t.ResentSends = stats.Failed, stats.FloodWaited, stats.Resent
+	t.VanishedCaptions = w.VanishedCaptions()
+	t.DownloadFaults = w.DownloadFaults()
+	t.Calls = w.TotalCalls()
+	return t
+}
+
+// token returns the delivery token a caption carries, "" when none.
+func token(caption string) string {
+	for line := range strings.SplitSeq(caption, "\n") {
+		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), ingest.TokenPrefix); ok {
+			return tok
+		}
+	}
+	return ""
+}
+
+// unique returns the distinct complete packages by hash: the first
+// publication of each hash, incomplete sets left out (corrupt ones are
+// mirrored too).
+func (t Truth) unique() map[Hash]Package {
+	out := map[Hash]Package{}
+	for _, p := range t.Packages {
+		if p.Incomplete {
+			continue
+		}
+		if _, ok := out[p.Hash]; !ok {
+			out[p.Hash] = p
+		}
+	}
+	return out
+}

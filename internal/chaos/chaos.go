@@ -1,0 +1,703 @@
+// Package chaos runs stashd as real processes and kills them: `stashd sim`
+// serves a simulated Telegram world, a private PostgreSQL cluster holds the
+// catalogue, and the daemon (a stashd binary linked against the stand-in
+// libtdjson, run as `serve`) mirrors the world while the harness SIGKILLs
+// it at random moments (seeded), some chosen mid-download, mid-send and
+// mid-transaction, and now and then SIGKILLs the PostgreSQL postmaster
+// too. Like systemd, the harness restarts whatever died. When publishing
+// has ended it lets the pipeline settle and audits the catalogue and the
+// destinations against the world's ground truth (package audit): nothing
+// missing, nothing delivered twice.
+package chaos
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"stashd/internal/audit"
+	"stashd/internal/pgembed"
+	"stashd/store"
+)
+
+// Options configure a chaos run. Zero values take the defaults in
+// brackets.
+type Options struct {
+	// Kills is how many times the daemon is SIGKILLed [50].
+	Kills int
+	// PGKills is how many times the PostgreSQL postmaster is SIGKILLed,
+	// spread over the daemon kills [5].
+	PGKills int
+	// Seed of the world and of the harness's choices.
+	Seed int64
+	// Duration of publishing [60 s]; the kills go on after it until all
+	// are done.
+	Duration time.Duration
+	// Rate of publication, items per second [8].
+	Rate float64
+	// Sources [4], Accounts [2], ForumTopics [0] of the world.
+	Sources, Accounts, ForumTopics int
+	// DropUpdates is the probability that a new-message update is lost.
+	DropUpdates float64
+	// DisconnectEvery takes every account offline this often, for a
+	// quarter of the period; zero never.
+	DisconnectEvery time.Duration
+	// Dir is the run's working directory; it is emptied first. Required.
+	Dir string
+	// Stashd is the stashd binary that serves the world (`stashd sim`).
+	// Required.
+	Stashd string
+	// Daemon is the binary run as the daemon (`serve`): stashd linked
+	// against the stand-in libtdjson. Required.
+	Daemon string
+	// LibDir, when set, is put on the daemon's LD_LIBRARY_PATH (where the
+	// stand-in libtdjson.so is, for a daemon binary built against TDLib).
+	LibDir string
+	// SettleTimeout bounds the wait for the audit to pass after publishing
+	// and the kills have ended [3 min].
+	SettleTimeout time.Duration
+	// Logger receives the run's events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Seed  int64 `json:"seed"`
+	Kills int   `json:"kills"`
+	// The kills that caught the daemon with a download in flight, a
+	// delivery intent not yet sent, or a transaction open.
+	KillsMidDownload    int `json:"kills_mid_download"`
+	KillsMidSend        int `json:"kills_mid_send"`
+	KillsMidTransaction int `json:"kills_mid_transaction"`
+	PGKills             int `json:"pg_kills"`
+	// DaemonExits counts the daemon's exits the harness did not cause
+	// (it gave up, e.g. with its database gone); each was restarted.
+	DaemonExits         int `json:"daemon_exits"`
+	PublishedArchives   int `json:"published_archives"`
+	UniquePackages      int `json:"unique_packages"`
+	Missing             int `json:"missing"`
+	DuplicateDeliveries int `json:"duplicate_deliveries"`
+	DeadLetters         int `json:"dead_letters"`
+	// PendingWork counts, at the end, set parts waiting for their set and
+	// dead letters due again (an incomplete set's aside).
+	PendingWork    int     `json:"pending_work"`
+	SettleSeconds  float64 `json:"settle_seconds"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	Settled        bool    `json:"settled"`
+	OK             bool    `json:"ok"`
+	// Audit is the whole audit, names of what is missing included.
+	Audit audit.Report `json:"audit"`
+}
+
+// Kinds of kill moments, tried in turn.
+const (
+	momentAny = iota
+	momentDownload
+	momentSend
+	momentTransaction
+	moments
+)
+
+// momentWait is how long a kill waits for its moment before it strikes
+// anyway.
+const momentWait = 2 * time.Second
+
+type harness struct {
+	o       Options
+	log     *slog.Logger
+	rng     *rand.Rand
+	sock    string
+	config  string
+	metrics string // the daemon's metrics address
+	pgCfg   pgembed.Config
+	pgURL   string
+
+	mu     sync.Mutex
+	pg     *pgembed.Cluster
+	daemon *proc
+	killed map[*proc]bool
+	exits  int
+	rep    Report
+
+	db *pgxpool.Pool
+}
+
+// Run runs one chaos run. An error means the run could not be carried out;
+// a failed audit is a Report with OK false.
+func Run(ctx context.Context, o Options) (Report, error) {
+	o.Kills = cmp.Or(o.Kills, 50)
+	o.PGKills = cmp.Or(o.PGKills, 5)
+	o.Duration = cmp.Or(o.Duration, 60*time.Second)
+	o.Rate = cmp.Or(o.Rate, 8)
+	o.Sources = cmp.Or(o.Sources, 4)
+	o.Accounts = cmp.Or(o.Accounts, 2)
+	o.SettleTimeout = cmp.Or(o.SettleTimeout, 3*time.Minute)
+	if o.Dir == "" || o.Stashd == "" || o.Daemon == "" {
+		return Report{}, errors.New("chaos: Dir, Stashd and Daemon are required")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	started := time.Now()
+	h := &harness{o: o, log: log, killed: map[*proc]bool{},
+		rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x6b696c6c))} // "kill"
+	h.rep.Seed = o.Seed
+	rep, err := h.run(ctx)
+	rep.ElapsedSeconds = time.Since(started).Seconds()
+	return rep, err
+}
+
+func (h *harness) run(ctx context.Context) (Report, error) {
+	dir, err := filepath.Abs(h.o.Dir)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return Report{}, fmt.Errorf("empty %s: %w", dir, err)
+	}
+	// Traversable: as root, PostgreSQL runs as the postgres user and must
+	// reach its cluster directory inside (which pgembed keeps 0700).
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Report{}, err
+	}
+	// A unix socket path holds at most 107 bytes: keep it relative when
+	// the absolute one is too long.
+	h.sock = filepath.Join(dir, "tdjson.sock")
+	if len(h.sock) > 100 {
+		if h.sock, err = filepath.Rel(".", h.sock); err != nil || len(h.sock) > 100 {
+			return Report{}, fmt.Errorf("chaos: %s is too long a path for the simulator's socket", dir)
+		}
+	}
+	h.config = filepath.Join(dir, "serve.toml")
+
+	h.pgCfg = pgembed.Config{Dir: filepath.Join(dir, "postgres"), Fast: true, Logger: h.log}
+	pg, err := pgembed.Start(ctx, h.pgCfg)
+	if err != nil {
+		return Report{}, err
+	}
+	h.pg, h.pgURL = pg, pg.URL("")
+	defer func() {
+		h.mu.Lock()
+		pg := h.pg
+		h.mu.Unlock()
+		_ = pg.Stop()
+	}()
+	h.db, err = pgxpool.New(ctx, h.pgURL)
+	if err != nil {
+		return Report{}, fmt.Errorf("connect to the cluster: %w", err)
+	}
+	defer h.db.Close()
+
+	sim, world, published, err := h.startSim(ctx, dir)
+	if err != nil {
+		return Report{}, err
+	}
+	defer func() {
+		sim.signal(syscall.SIGTERM)
+		select {
+		case <-sim.exited:
+		case <-time.After(10 * time.Second):
+			sim.signal(syscall.SIGKILL)
+			<-sim.exited
+		}
+	}()
+	h.log.Info("world served", "socket", h.sock, "audit", world.AuditURL)
+
+	if h.metrics, err = freeAddr(); err != nil {
+		return Report{}, err
+	}
+	dctx, stopDaemon := context.WithCancel(ctx)
+	daemonDone := make(chan struct{})
+	go func() {
+		defer close(daemonDone)
+		h.superviseDaemon(dctx, dir)
+	}()
+	defer func() {
+		stopDaemon()
+		<-daemonDone
+	}()
+
+	if err := h.kill(ctx); err != nil {
+		return h.rep, err
+	}
+	select {
+	case <-published:
+	case <-sim.exited:
+		return h.rep, fmt.Errorf("stashd sim exited: %v (see %s)", sim.err, filepath.Join(dir, "sim.log"))
+	case <-ctx.Done():
+		return h.rep, ctx.Err()
+	}
+	h.log.Info("publishing and killing done; settling")
+	if err := h.waitUp(ctx); err != nil {
+		return h.rep, err
+	}
+	settleStart := time.Now()
+	rep, err := h.settle(ctx, world.AuditURL)
+	h.rep.SettleSeconds = time.Since(settleStart).Seconds()
+	if err != nil {
+		return h.rep, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !rep.OK() {
+		// Goroutine dump into daemon.log, for whoever reads why.
+		if h.daemon != nil {
+			h.daemon.signal(syscall.SIGQUIT)
+		}
+	}
+	h.rep.DaemonExits = h.exits
+	h.rep.Audit = rep
+	h.rep.Settled = rep.Settled
+	h.rep.PublishedArchives, h.rep.UniquePackages = rep.PublishedArchives, rep.UniquePackages
+	h.rep.Missing, h.rep.DuplicateDeliveries, h.rep.DeadLetters = rep.Missing, rep.DuplicateDeliveries, rep.DeadLetters
+	h.rep.OK = rep.OK() && h.rep.Kills >= h.o.Kills && h.rep.PGKills >= h.o.PGKills
+	return h.rep, nil
+}
+
+// simWorld is the part of `stashd sim`'s first line the harness reads.
+type simWorld struct {
+	AuditURL string `json:"audit_url"`
+}
+
+// startSim starts `stashd sim` and returns once it serves, with the world
+// it describes and a channel closed when publishing has ended.
+func (h *harness) startSim(ctx context.Context, dir string) (*proc, simWorld, <-chan struct{}, error) {
+	args := []string{"sim",
+		"--socket", h.sock, "--seed", strconv.FormatInt(h.o.Seed, 10),
+		"--duration", h.o.Duration.String(), "--rate", strconv.FormatFloat(h.o.Rate, 'g', -1, 64),
+		"--sources", strconv.Itoa(h.o.Sources), "--accounts", strconv.Itoa(h.o.Accounts),
+		"--forum-topics", strconv.Itoa(h.o.ForumTopics),
+		"--drop-updates", strconv.FormatFloat(h.o.DropUpdates, 'g', -1, 64),
+		"--disconnect-every", h.o.DisconnectEvery.String(),
+		"--files-dir", filepath.Join(dir, "files"), "--audit-addr", "127.0.0.1:0",
+		"--config-out", h.config, "--serve-dir", filepath.Join(dir, "serve"),
+	}
+	pr, pw := io.Pipe()
+	sim, err := start(h.o.Stashd, args, nil, filepath.Join(dir, "sim.log"), pw)
+	if err != nil {
+		pw.Close()
+		return nil, simWorld{}, nil, err
+	}
+	go func() {
+		<-sim.exited
+		pw.Close()
+	}()
+	lines := make(chan string, 2)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var w simWorld
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			<-sim.exited
+			return nil, w, nil, fmt.Errorf("stashd sim exited before serving: %v (see %s)", sim.err, filepath.Join(dir, "sim.log"))
+		}
+		if err := json.Unmarshal([]byte(line), &w); err != nil || w.AuditURL == "" {
+			sim.signal(syscall.SIGKILL)
+			return nil, w, nil, fmt.Errorf("stashd sim: unexpected first line %q", line)
+		}
+	case <-ctx.Done():
+		sim.signal(syscall.SIGKILL)
+		return nil, w, nil, ctx.Err()
+	}
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for line := range lines {
+			if strings.Contains(line, `"published"`) {
+				return
+			}
+		}
+	}()
+	return sim, w, published, nil
+}
+
+// daemonEnv is the daemon's environment: the world's socket, the
+// harness's database and metrics address, and timings on the run's scale
+// (production retries dead letters after a minute; here after half a
+// second, doubling, so a run settles in minutes).
+func (h *harness) daemonEnv() []string {
+	env := []string{
+		"STASHD_TDJSON_SOCKET=" + h.sock,
+		"STASHD_DATABASE_URL=" + h.pgURL,
+		"STASHD_METRICS_ADDR=" + h.metrics,
+		"STASHD_LOG_FORMAT=json",
+		"STASHD_CATCHUP_INTERVAL=250ms",
+		"STASHD_RETRY_INTERVAL=500ms",
+		"STASHD_DEAD_LETTER_DELAY=500ms",
+		"STASHD_DEAD_LETTER_ATTEMPTS=6",
+		"STASHD_SET_SETTLE=300ms",
+		"STASHD_SET_MAX_WAIT=3s",
+		"STASHD_DRAIN_TIMEOUT=5s",
+		"STASHD_SEND_TIMEOUT=30s",
+		"STASHD_RESCAN_INTERVAL=10s",
+		"STASHD_RESCAN_WINDOW=10m",
+	}
+	if h.o.LibDir != "" {
+		env = append(env, "LD_LIBRARY_PATH="+h.o.LibDir)
+	}
+	return env
+}
+
+// restartDelay is how long the harness waits before restarting a daemon
+// that died, as systemd's RestartSec.
+const restartDelay = 200 * time.Millisecond
+
+// superviseDaemon keeps a daemon running until ctx ends, then stops it
+// with SIGTERM (its graceful drain).
+func (h *harness) superviseDaemon(ctx context.Context, dir string) {
+	logPath := filepath.Join(dir, "daemon.log")
+	for ctx.Err() == nil {
+		p, err := start(h.o.Daemon, []string{"serve", "--config", h.config}, h.daemonEnv(), logPath, nil)
+		if err != nil {
+			h.log.Error("start the daemon", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		h.mu.Lock()
+		h.daemon = p
+		h.mu.Unlock()
+		select {
+		case <-p.exited:
+		case <-ctx.Done():
+			p.signal(syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(20 * time.Second):
+				h.log.Error("the daemon did not stop on SIGTERM; killing it")
+				p.signal(syscall.SIGKILL)
+				<-p.exited
+			}
+			return
+		}
+		h.mu.Lock()
+		killed := h.killed[p]
+		delete(h.killed, p)
+		if !killed {
+			h.exits++
+		}
+		h.mu.Unlock()
+		if !killed {
+			h.log.Warn("the daemon exited; restarting it", "status", p.err)
+		}
+		sleep(ctx, restartDelay)
+	}
+}
+
+// waitUp waits until a daemon runs and answers /healthz.
+func (h *harness) waitUp(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	client := http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		p := h.daemon
+		h.mu.Unlock()
+		if p != nil && !exited(p) {
+			resp, err := client.Get("http://" + h.metrics + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
+			}
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	return errors.New("chaos: the daemon has not come up for 2 minutes (see daemon.log)")
+}
+
+// kill SIGKILLs the daemon o.Kills times and the postmaster o.PGKills
+// times, spread over the daemon kills. Each daemon kill waits for the
+// daemon to be up, then a random time around the publishing duration's
+// share, then for its moment (a download, a send or a transaction in
+// flight) at most momentWait.
+func (h *harness) kill(ctx context.Context) error {
+	mean := h.o.Duration / time.Duration(h.o.Kills)
+	for i := range h.o.Kills {
+		if h.rep.PGKills < h.o.PGKills && i >= (h.rep.PGKills+1)*h.o.Kills/(h.o.PGKills+1) {
+			if err := h.killPostgres(ctx); err != nil {
+				return err
+			}
+		}
+		if err := h.waitUp(ctx); err != nil {
+			return err
+		}
+		if !sleep(ctx, time.Duration(h.rng.Int64N(int64(2*mean)+1))) {
+			return ctx.Err()
+		}
+		moment := i % moments
+		caught := h.waitMoment(ctx, moment)
+		h.mu.Lock()
+		p := h.daemon
+		if p == nil || exited(p) {
+			h.mu.Unlock()
+			continue // it died by itself meanwhile; the supervisor restarts it
+		}
+		h.killed[p] = true
+		p.signal(syscall.SIGKILL)
+		h.rep.Kills++
+		if caught {
+			switch moment {
+			case momentDownload:
+				h.rep.KillsMidDownload++
+			case momentSend:
+				h.rep.KillsMidSend++
+			case momentTransaction:
+				h.rep.KillsMidTransaction++
+			}
+		}
+		h.mu.Unlock()
+		h.log.Info("daemon killed", "kill", h.rep.Kills, "of", h.o.Kills, "moment", momentName(moment, caught))
+		<-p.exited
+	}
+	for h.rep.PGKills < h.o.PGKills {
+		if err := h.killPostgres(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func momentName(m int, caught bool) string {
+	if !caught {
+		return "random"
+	}
+	return [...]string{"random", "mid-download", "mid-send", "mid-transaction"}[m]
+}
+
+// waitMoment polls, for at most momentWait, until the daemon is in the
+// middle of what moment names; it reports whether it was.
+func (h *harness) waitMoment(ctx context.Context, moment int) bool {
+	if moment == momentAny {
+		return false
+	}
+	deadline := time.Now().Add(momentWait)
+	for time.Now().Before(deadline) {
+		if h.inMoment(ctx, moment) {
+			return true
+		}
+		if !sleep(ctx, 5*time.Millisecond) {
+			return false
+		}
+	}
+	return false
+}
+
+func (h *harness) inMoment(ctx context.Context, moment int) bool {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var yes bool
+	switch moment {
+	case momentDownload:
+		return h.downloading(qctx)
+	case momentSend:
+		_ = h.db.QueryRow(qctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'intent')`).Scan(&yes)
+	case momentTransaction:
+		// A daemon session inside a transaction that writes (an advisory
+		// lock wait is a transaction too, but holds nothing yet).
+		_ = h.db.QueryRow(qctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'
+			AND xact_start IS NOT NULL AND backend_xid IS NOT NULL)`).Scan(&yes)
+	}
+	return yes
+}
+
+// downloading reports whether the daemon's metrics show downloaded bytes
+// held (a download in flight or a package being hashed and listed).
+func (h *harness) downloading(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.metrics+"/metrics", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "stashd_download_bytes_in_flight") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// killPostgres SIGKILLs the postmaster, leaves the database down a moment
+// and starts it again on the same directory: PostgreSQL recovers from its
+// write-ahead log.
+func (h *harness) killPostgres(ctx context.Context) error {
+	h.mu.Lock()
+	pg := h.pg
+	h.mu.Unlock()
+	if err := syscall.Kill(pg.PID(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill the postmaster: %w", err)
+	}
+	<-pg.Done()
+	h.rep.PGKills++
+	h.log.Info("postmaster killed", "kill", h.rep.PGKills, "of", h.o.PGKills)
+	if !sleep(ctx, 200*time.Millisecond+time.Duration(h.rng.Int64N(int64(time.Second)))) {
+		return ctx.Err()
+	}
+	pg, err := pgembed.Start(ctx, h.pgCfg)
+	if err != nil {
+		return fmt.Errorf("restart postgres after a kill: %w", err)
+	}
+	h.mu.Lock()
+	h.pg = pg
+	h.mu.Unlock()
+	if pg.URL("") != h.pgURL {
+		return fmt.Errorf("chaos: postgres came back at %s, not %s", pg.URL(""), h.pgURL)
+	}
+	return nil
+}
+
+// settleChecks is how many audits in a row must pass, with no work
+// pending, before the run counts as settled.
+const settleChecks = 3
+
+// settle audits every second until the audit passes settleChecks times in
+// a row with no work pending, or SettleTimeout passes; it returns the last
+// audit.
+func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, error) {
+	st, err := store.Open(ctx, store.Config{URL: h.pgURL, MaxConns: 4})
+	if err != nil {
+		return audit.Report{}, err
+	}
+	defer st.Close()
+	deadline := time.Now().Add(h.o.SettleTimeout)
+	passed := 0
+	var rep audit.Report
+	for {
+		truth, err := fetchTruth(ctx, auditURL)
+		if err != nil {
+			return rep, err
+		}
+		rep, err = audit.Check(ctx, st, truth)
+		if err != nil {
+			return rep, err
+		}
+		pending, err := pendingWork(ctx, st)
+		if err != nil {
+			return rep, err
+		}
+		rep.Settled = pending == 0
+		h.mu.Lock()
+		h.rep.PendingWork = pending
+		h.mu.Unlock()
+		if rep.OK() {
+			passed++
+		} else {
+			passed = 0
+		}
+		if passed >= settleChecks {
+			return rep, nil
+		}
+		if time.Now().After(deadline) {
+			rep.Settled = false
+			return rep, nil
+		}
+		if !sleep(ctx, time.Second) {
+			return rep, ctx.Err()
+		}
+	}
+}
+
+// pendingWork counts set parts waiting for their set and dead letters the
+// retry loop will take again (but an incomplete set's, which waits for a
+// part that may never come).
+func pendingWork(ctx context.Context, st *store.Store) (int, error) {
+	var n int
+	err := st.Pool().QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending') +
+		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
+			AND error_class <> 'incomplete_set')`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count pending work: %w", err)
+	}
+	return n, nil
+}
+
+func fetchTruth(ctx context.Context, url string) (audit.Truth, error) {
+	var t audit.Truth
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return t, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return t, fmt.Errorf("read the world's ground truth: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return t, fmt.Errorf("read the world's ground truth: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
+		return t, fmt.Errorf("read the world's ground truth: %w", err)
+	}
+	return t, nil
+}
+
+// freeAddr returns a loopback address with a port free at the time of the
+// call.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func exited(p *proc) bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
