@@ -92,8 +92,10 @@ type Cluster struct {
 // with the tail of the server log when the server exits or does not become
 // ready within cfg.StartTimeout, and stops the server when ctx ends first.
 //
-// A postmaster.pid left by a killed server is removed. A cluster already
-// running in cfg.Dir is an error: one directory, one server.
+// A postmaster.pid left by a killed server is removed. A server left
+// running by a stashd process that died is shut down (fast) and waited
+// for. A cluster running in cfg.Dir for a live process is an error: one
+// directory, one server.
 //
 // The postmaster is a child of this process and gets SIGINT (fast
 // shutdown) if this process dies without calling Stop, so a crashed daemon
@@ -127,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	if err := clearStale(ctx, dataDir, staleWait); err != nil {
+	if err := clearStale(ctx, dir, dataDir, staleWait); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	sockDir, own, err := socketDir(dir, owner)
@@ -152,7 +154,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	// Other stashd commands (status, deadletters) find the running server
-	// through this file rather than starting a second one.
+	// through this file rather than starting a second one; the owner file
+	// tells a server whose stashd process died from one still in use.
+	if err := os.WriteFile(filepath.Join(dir, ownerName), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, urlName), []byte(c.URL("")), 0o600); err != nil {
 		_ = c.Stop()
 		return nil, fmt.Errorf("start postgres: %w", err)
@@ -162,13 +169,32 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 }
 
 // urlName is the file in the cluster directory that holds the running
-// server's connection string.
-const urlName = "url"
+// server's connection string; ownerName the pid of the process that
+// started it.
+const (
+	urlName   = "url"
+	ownerName = "owner"
+)
+
+// owner returns the pid of the process that started the cluster in dir.
+func owner(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, ownerName))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil && pid > 0
+}
 
 // Running returns the connection string (for the database initdb creates)
-// of a server that a stashd process started in dir and that still accepts
-// connections; ok is false when none does.
+// of a server that a live stashd process started in dir and that still
+// accepts connections; ok is false when none does. A server whose stashd
+// process died (SIGKILL, OOM) is shutting down (see Start) and is not
+// shared.
 func Running(ctx context.Context, dir string) (url string, ok bool) {
+	if pid, ok := owner(dir); !ok || !processAlive(pid) {
+		return "", false
+	}
 	b, err := os.ReadFile(filepath.Join(dir, urlName))
 	if err != nil {
 		return "", false
@@ -220,6 +246,7 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) stop() error {
 	defer c.removeSockDir()
 	defer os.Remove(filepath.Join(c.dir, urlName))
+	defer os.Remove(filepath.Join(c.dir, ownerName))
 	select {
 	case <-c.exited:
 		if c.waitErr != nil {

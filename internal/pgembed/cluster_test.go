@@ -329,3 +329,70 @@ func TestFindBinDir(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerProcess is not a test: run by TestStartAfterOwnerKilled as a
+// child process, it starts a cluster, says so and waits to be killed, as a
+// stashd daemon on the embedded default does.
+func TestOwnerProcess(t *testing.T) {
+	dir := os.Getenv("PGEMBED_OWNER_DIR")
+	if dir == "" {
+		t.Skip("run as a child process by TestStartAfterOwnerKilled")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Config{Dir: dir, Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	os.Stdout.WriteString("ready\n")
+	time.Sleep(time.Minute)
+}
+
+// A stashd process killed by SIGKILL leaves its server shutting down: a
+// restarted process must neither share that server (Running) nor give up
+// because it still runs (Start), but wait for it and start its own.
+func TestStartAfterOwnerKilled(t *testing.T) {
+	t.Parallel()
+	dir := clusterDir(t)
+	child := exec.Command(os.Args[0], "-test.run=^TestOwnerProcess$", "-test.count=1")
+	child.Env = append(os.Environ(), "PGEMBED_OWNER_DIR="+dir)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, _ := out.Read(buf)
+	if !strings.Contains(string(buf[:n]), "ready") {
+		_ = child.Process.Kill()
+		t.Fatalf("owner process: %q", buf[:n])
+	}
+	pid, ok := readPID(filepath.Join(dir, "data", "postmaster.pid"))
+	if !ok {
+		t.Fatal("no postmaster.pid while the owner runs")
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if url, ok := Running(ctx, dir); ok {
+		t.Fatalf("Running shares %s, the server of a killed process", url)
+	}
+	c := startCluster(t, Config{Dir: dir, Fast: true})
+	if c.PID() == pid || processAlive(pid) {
+		t.Fatalf("the killed process's postmaster %d still runs beside the new one %d", pid, c.PID())
+	}
+	conn := connect(t, c.URL(""))
+	if v := queryString(t, conn, "SELECT 'up'"); v != "up" {
+		t.Fatalf("query on the new server = %q", v)
+	}
+	if url, ok := Running(ctx, dir); !ok || url != c.URL("") {
+		t.Errorf("Running = %q, %v; want the new server, shared", url, ok)
+	}
+}

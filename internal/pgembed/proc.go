@@ -200,14 +200,25 @@ func serverProcesses(dataDir string) []int {
 // reused the pid, which PostgreSQL itself would take for a live server),
 // and waits for the killed postmaster's backends to exit, because a new
 // postmaster refuses to start while they still hold its shared memory.
-func clearStale(ctx context.Context, dataDir string, wait time.Duration) error {
+func clearStale(ctx context.Context, dir, dataDir string, wait time.Duration) error {
 	pidFile := filepath.Join(dataDir, "postmaster.pid")
 	pid, ok := readPID(pidFile)
 	if !ok {
 		return nil
 	}
 	if serverIn(pid, dataDir) {
-		return fmt.Errorf("cluster %s is already running (postmaster pid %d)", dataDir, pid)
+		own, known := owner(dir)
+		if !known || own == os.Getpid() || processAlive(own) {
+			if known {
+				return fmt.Errorf("cluster %s is already running (postmaster pid %d, started by pid %d)", dataDir, pid, own)
+			}
+			return fmt.Errorf("cluster %s is already running (postmaster pid %d)", dataDir, pid)
+		}
+		// Its stashd process died: the parent-death signal has asked it for
+		// a fast shutdown already; ask again, in case, and wait.
+		if err := orphanShutdown(ctx, pid, dataDir, wait); err != nil {
+			return err
+		}
 	}
 	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale %s: %w", pidFile, err)
@@ -229,4 +240,24 @@ func clearStale(ctx context.Context, dataDir string, wait time.Duration) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// orphanShutdown asks the postmaster pid of a dead stashd process for a
+// fast shutdown and waits for it to exit.
+func orphanShutdown(ctx context.Context, pid int, dataDir string, wait time.Duration) error {
+	_ = syscall.Kill(pid, syscall.SIGINT)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for serverIn(pid, dataDir) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the server of a dead stashd process to stop: %w", ctx.Err())
+		case <-deadline.C:
+			return fmt.Errorf("the server of a dead stashd process (postmaster pid %d) has not stopped after %v: stop it", pid, wait)
+		case <-tick.C:
+		}
+	}
+	return nil
 }
