@@ -374,8 +374,8 @@ func TestIncompleteSetBecomesDeadLetter(t *testing.T) {
 		t.Fatalf("%d dead letters, want one per part (2)", len(dls))
 	}
 	for _, d := range dls {
-		if d.ErrorClass != "incomplete_set" || !strings.Contains(d.Reason, "2") || d.NextAttemptAt.IsZero() {
-			t.Errorf("dead letter %+v: want class incomplete_set, a reason naming part 2 and a next attempt", d)
+		if d.ErrorClass != "incomplete_set" || !strings.Contains(d.Reason, "2") || !d.NextAttemptAt.IsZero() {
+			t.Errorf("dead letter %+v: want class incomplete_set, a reason naming part 2 and no timer (it waits for the part)", d)
 		}
 	}
 	if n := len(e.delivered()); n != 0 {
@@ -580,10 +580,11 @@ func TestDeliveryWaitsForContentHashLock(t *testing.T) {
 	}
 }
 
-// The dead-letter retry loop fetches a due letter by id and runs it through
-// ingest again: an incomplete set whose missing part shows up later is
-// completed, and its dead letters are resolved.
-func TestRetryLoopCompletesLateSet(t *testing.T) {
+// An incomplete set's dead letters wait for the missing part, not for a
+// timer: the retry loop never fetches them (no Telegram call, however long
+// they wait), and the part, posted late, completes the set and resolves
+// them.
+func TestIncompleteSetWaitsForItsPartNotATimer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
 	p, c := e.pipeline("a")
@@ -597,18 +598,20 @@ func TestRetryLoopCompletesLateSet(t *testing.T) {
 	if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
 		t.Fatalf("sweep = %+v, %v; want the set dead-lettered", res, err)
 	}
-	// The missing part is posted late; the retry loop takes the letters
-	// once they are due.
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p, e.st, nil)
+	before := e.world.Calls("a")[tg.MethodGetMessage]
+	for range 3 {
+		e.now = e.now.Add(24 * time.Hour)
+		if res, err := r.RunOnce(e.ctx); err != nil || res.Tried != 0 {
+			t.Fatalf("retry = %+v, %v; an incomplete set's letters must not be retried on a timer", res, err)
+		}
+	}
+	if n := e.world.Calls("a")[tg.MethodGetMessage] - before; n != 0 {
+		t.Fatalf("%d getMessage calls for letters waiting for a part", n)
+	}
+
 	late := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "late.7z.002", Data: parts[1]}))
 	mustHandle(t, p, late, store.OutcomePartPending)
-	r := ingest.NewRetrier(ingest.RetryConfig{}, p, e.st, nil)
-	if res, err := r.RunOnce(e.ctx); err != nil || res.Tried != 0 {
-		t.Fatalf("retry before the letters are due = %+v, %v; want nothing tried", res, err)
-	}
-	e.now = e.now.Add(time.Hour)
-	if res, err := r.RunOnce(e.ctx); err != nil || res.Tried != 2 {
-		t.Fatalf("retry = %+v, %v; want both letters tried", res, err)
-	}
 	e.now = e.now.Add(2 * time.Minute)
 	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
 		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)

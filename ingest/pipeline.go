@@ -246,9 +246,12 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	class := tg.Classify(err)
 	var ie *IncompleteSetError
 	var se *SetFailedError
+	waiting := false
 	switch {
 	case errors.As(err, &ie):
-		class = "incomplete_set"
+		// It waits for the missing part, not for a timer: the part, when it
+		// comes (late, re-posted, or found by catch-up), brings the set back.
+		class, waiting = "incomplete_set", true
 	case errors.As(err, &se):
 		// The set's other parts wait for a late or re-posted part, with
 		// backoff and the attempt cap.
@@ -258,8 +261,8 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	if aerr != nil {
 		return aerr
 	}
-	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: err.Error()}
-	if class != tg.ClassPermanent && previous+1 < p.cfg.DeadLetterAttempts {
+	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: err.Error(), Waiting: waiting}
+	if !waiting && class != tg.ClassPermanent && previous+1 < p.cfg.DeadLetterAttempts {
 		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
 	}
 	if logIt {

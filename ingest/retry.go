@@ -18,6 +18,7 @@ import (
 type RetryStore interface {
 	DueDeadLetters(ctx context.Context, account string, now time.Time, limit int) ([]store.DeadLetter, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
+	ParkDeadLetter(ctx context.Context, key tg.MessageKey) error
 	DeadLetterCounts(ctx context.Context) (map[store.DeadLetterState]int, error)
 }
 
@@ -145,8 +146,9 @@ func (r *Retrier) retry(ctx context.Context, d store.DeadLetter) (bool, error) {
 	case store.OutcomeDeadLetter:
 		return false, nil
 	case store.OutcomePartPending:
-		// Back in its set; the sweeper resolves it with the set.
-		return false, nil
+		// Back in its set; the sweeper settles it with the set. Off the
+		// timer meanwhile, or every look would fetch it again.
+		return false, r.store.ParkDeadLetter(ctx, d.Key)
 	}
 	return true, r.store.ResolveDeadLetter(ctx, d.Key)
 }

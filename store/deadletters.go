@@ -29,7 +29,11 @@ type DeadLetter struct {
 	Reason        string
 	Attempts      int
 	NextAttemptAt time.Time // zero: never retried automatically
-	State         DeadLetterState
+	// Waiting marks a letter that waits for an event rather than a timer
+	// (an incomplete set's part waits for the missing part, which brings
+	// the set back when it comes): pending, with no next attempt.
+	Waiting bool
+	State   DeadLetterState
 	UpdatedAt     time.Time
 }
 
@@ -40,9 +44,11 @@ type DeadLetter struct {
 func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMessage) error {
 	state := DeadPending
 	var next *time.Time
-	if d.NextAttemptAt.IsZero() {
+	switch {
+	case d.Waiting:
+	case d.NextAttemptAt.IsZero():
 		state = DeadExhausted
-	} else {
+	default:
 		next = &d.NextAttemptAt
 	}
 	msg.Key, msg.Outcome = d.Key, OutcomeDeadLetter
@@ -70,6 +76,18 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 	})
 	if err != nil {
 		return fmt.Errorf("record dead letter %s: %w", d.Key, err)
+	}
+	return nil
+}
+
+// ParkDeadLetter takes a pending letter off the retry timer: its message
+// is back in a set waiting for its parts, whose outcome settles the letter
+// (resolved with the package, or recorded again as a dead letter).
+func (s *Store) ParkDeadLetter(ctx context.Context, key tg.MessageKey) error {
+	_, err := s.pool.Exec(ctx, `UPDATE dead_letters SET next_attempt_at = NULL, updated_at = now()
+		WHERE chat_id = $1 AND message_id = $2 AND state = 'pending'`, int64(key.Chat), int64(key.Message))
+	if err != nil {
+		return fmt.Errorf("park dead letter %s: %w", key, err)
 	}
 	return nil
 }

@@ -136,3 +136,34 @@ func TestCatalogueConstraints(t *testing.T) {
 		t.Error("a second delivery row for one package, destination and part was accepted")
 	}
 }
+
+// A parked letter stays pending but leaves the retry timer; a waiting one
+// is recorded so from the start.
+func TestParkedAndWaitingDeadLettersAreNotDue(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	timed := tg.MessageKey{Chat: -5, Message: 1 << 20}
+	waiting := tg.MessageKey{Chat: -5, Message: 2 << 20}
+	past := time.Now().Add(-time.Hour)
+	if err := st.RecordDeadLetter(ctx, store.DeadLetter{Key: timed, Account: "a", ErrorClass: "set_failed", Reason: "x", NextAttemptAt: past}, store.SourceMessage{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordDeadLetter(ctx, store.DeadLetter{Key: waiting, Account: "a", ErrorClass: "incomplete_set", Reason: "y", Waiting: true}, store.SourceMessage{}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := st.DueDeadLetters(ctx, "a", time.Now(), 10)
+	if err != nil || len(due) != 1 || due[0].Key != timed {
+		t.Fatalf("due = %+v, %v; want only the timed letter", due, err)
+	}
+	if err := st.ParkDeadLetter(ctx, timed); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := st.DueDeadLetters(ctx, "a", time.Now().Add(24*time.Hour), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due after parking = %+v, %v; want none", due, err)
+	}
+	pending, err := st.DeadLetters(ctx, store.DeadPending, 10)
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("pending = %+v, %v; want both letters still pending", pending, err)
+	}
+}
