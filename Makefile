@@ -6,7 +6,8 @@
 #               real-TDLib tests, the pipeline through the real adapter and a
 #               stand-in libtdjson (mk/standin.mk), the dashboard and
 #               alert-rule tests, the web console in a headless Chromium
-#               (mk/browser.mk)
+#               (mk/browser.mk), and a short kill -9 chaos run with an audit
+#               (mk/chaos.mk; make chaos runs the full one)
 #
 # Both install what they need: Go modules, the PostgreSQL server package when
 # no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
@@ -23,6 +24,7 @@ include mk/tdlib.mk
 include mk/standin.mk
 include mk/promtool.mk
 include mk/browser.mk
+include mk/chaos.mk
 
 deps:
 	$(GO) mod download
@@ -51,7 +53,7 @@ vet: deps
 unit: deps postgres
 	$(GO) test $(GOTEST_FLAGS) ./...
 
-test: vet unit test-tdlib test-standin test-dashboards test-browser
+test: vet unit test-tdlib test-standin test-dashboards test-browser test-chaos
 
 clean:
 	rm -rf bin var

@@ -441,6 +441,13 @@ func (h *harness) kill(ctx context.Context) error {
 	mean := h.o.Duration / time.Duration(h.o.Kills)
 	for i := range h.o.Kills {
 		if h.rep.PGKills < h.o.PGKills && i >= (h.rep.PGKills+1)*h.o.Kills/(h.o.PGKills+1) {
+			// The database dies under a running daemon.
+			if err := h.waitUp(ctx); err != nil {
+				return err
+			}
+			if !sleep(ctx, time.Duration(h.rng.Int64N(int64(2*mean)+1))) {
+				return ctx.Err()
+			}
 			if err := h.killPostgres(ctx); err != nil {
 				return err
 			}
