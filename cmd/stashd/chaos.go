@@ -39,7 +39,7 @@ func runChaos(args []string) int {
 	fs.IntVar(&o.Kills, "kills", 50, "how many times to SIGKILL the daemon")
 	fs.IntVar(&o.PGKills, "pg-kills", 5, "how many times to SIGKILL the PostgreSQL postmaster")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of the world and of the kill moments (same seed, same run plan)")
-	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "how long the world publishes; kills continue after it until all are done")
+	fs.DurationVar(&o.Duration, "duration", 45*time.Second, "how long the world publishes; kills continue after it until all are done")
 	fs.Float64Var(&o.Rate, "rate", 8, "items published per second")
 	fs.IntVar(&o.Sources, "sources", 4, "number of source channels and supergroups")
 	fs.IntVar(&o.Accounts, "accounts", 2, "number of Telegram accounts")

@@ -47,7 +47,7 @@ type Options struct {
 	PGKills int
 	// Seed of the world and of the harness's choices.
 	Seed int64
-	// Duration of publishing [60 s]; the kills go on after it until all
+	// Duration of publishing [45 s]; the kills go on after it until all
 	// are done.
 	Duration time.Duration
 	// Rate of publication, items per second [8].
@@ -144,7 +144,7 @@ type harness struct {
 func Run(ctx context.Context, o Options) (Report, error) {
 	o.Kills = cmp.Or(o.Kills, 50)
 	o.PGKills = cmp.Or(o.PGKills, 5)
-	o.Duration = cmp.Or(o.Duration, 60*time.Second)
+	o.Duration = cmp.Or(o.Duration, 45*time.Second)
 	o.Rate = cmp.Or(o.Rate, 8)
 	o.Sources = cmp.Or(o.Sources, 4)
 	o.Accounts = cmp.Or(o.Accounts, 2)
@@ -408,8 +408,15 @@ func (h *harness) superviseDaemon(ctx context.Context, dir string) {
 	}
 }
 
-// waitUp waits until a daemon runs and answers /healthz.
-func (h *harness) waitUp(ctx context.Context) error {
+// waitUp waits until a daemon runs and answers /healthz (the process is
+// up, possibly still starting its accounts).
+func (h *harness) waitUp(ctx context.Context) error { return h.waitFor(ctx, "/healthz") }
+
+// waitReady waits until a daemon answers /readyz: its database is up and
+// every account connected.
+func (h *harness) waitReady(ctx context.Context) error { return h.waitFor(ctx, "/readyz") }
+
+func (h *harness) waitFor(ctx context.Context, path string) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	client := http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
@@ -417,7 +424,7 @@ func (h *harness) waitUp(ctx context.Context) error {
 		p := h.daemon
 		h.mu.Unlock()
 		if p != nil && !exited(p) {
-			resp, err := client.Get("http://" + h.metrics + "/healthz")
+			resp, err := client.Get("http://" + h.metrics + path)
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -429,7 +436,7 @@ func (h *harness) waitUp(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return errors.New("chaos: the daemon has not come up for 2 minutes (see daemon.log)")
+	return fmt.Errorf("chaos: the daemon has not answered %s for 2 minutes (see daemon.log)", path)
 }
 
 // kill SIGKILLs the daemon o.Kills times and the postmaster o.PGKills
@@ -442,7 +449,7 @@ func (h *harness) kill(ctx context.Context) error {
 	for i := range h.o.Kills {
 		if h.rep.PGKills < h.o.PGKills && i >= (h.rep.PGKills+1)*h.o.Kills/(h.o.PGKills+1) {
 			// The database dies under a running daemon.
-			if err := h.waitUp(ctx); err != nil {
+			if err := h.waitReady(ctx); err != nil {
 				return err
 			}
 			if !sleep(ctx, time.Duration(h.rng.Int64N(int64(2*mean)+1))) {
@@ -605,6 +612,7 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 	}
 	defer st.Close()
 	deadline := time.Now().Add(h.o.SettleTimeout)
+	lastLog := time.Now()
 	passed := 0
 	var rep audit.Report
 	for {
@@ -631,6 +639,12 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 		}
 		if passed >= settleChecks {
 			return rep, nil
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			h.log.Info("settling", "missing", rep.Missing, "catalogued", rep.CataloguedPackages, "of", rep.UniquePackages,
+				"delivered_twice", rep.DuplicateDeliveries, "pending_work", pending,
+				"incomplete_sets_dead_lettered", rep.IncompleteDeadLettered, "of_incomplete", rep.IncompleteSets)
+			lastLog = time.Now()
 		}
 		if time.Now().After(deadline) {
 			rep.Settled = false
