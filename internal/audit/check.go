@@ -2,9 +2,12 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"stashd/ingest"
 	"stashd/store"
@@ -84,18 +87,22 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 	seen := make([]map[partRef]int, len(dests))
 	for i, d := range dests {
 		seen[i] = map[partRef]int{}
-		copies := map[partRef][]string{}
+		copies := map[partRef][]Doc{}
 		for _, doc := range d.Docs {
 			if ref, ok := carries[doc.File]; ok {
 				seen[i][ref]++
-				copies[ref] = append(copies[ref], fmt.Sprintf("message %d token %q", doc.Message.ServerID(), doc.Token))
+				copies[ref] = append(copies[ref], doc)
 			}
 		}
 		for ref, n := range seen[i] {
 			if n > 1 {
 				rep.DuplicateDeliveries += n - 1
+				names, err := c.describeCopies(ctx, copies[ref])
+				if err != nil {
+					return rep, err
+				}
 				rep.DuplicateNames = append(rep.DuplicateNames, fmt.Sprintf("%s part %d in %d: %d copies (%s)",
-					unique[ref.hash].Name, ref.idx, d.Chat, n, strings.Join(copies[ref], ", ")))
+					unique[ref.hash].Name, ref.idx, d.Chat, n, names))
 			}
 		}
 	}
@@ -193,6 +200,28 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// describeCopies names each copy of a part found twice in a destination:
+// its message, its token and the delivery the token belongs to, which tells
+// a send repeated for one intent from two packages sharing a file.
+func (c *checker) describeCopies(ctx context.Context, docs []Doc) (string, error) {
+	out := make([]string, len(docs))
+	for i, doc := range docs {
+		var pkg int64
+		var part int
+		var state string
+		err := c.st.Pool().QueryRow(ctx, `SELECT package_id, part_idx, state FROM deliveries WHERE token = $1`, doc.Token).Scan(&pkg, &part, &state)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			out[i] = fmt.Sprintf("message %d token %q: no delivery", doc.Message.ServerID(), doc.Token)
+		case err != nil:
+			return "", fmt.Errorf("read the delivery of token %q: %w", doc.Token, err)
+		default:
+			out[i] = fmt.Sprintf("message %d: package %d part %d, %s", doc.Message.ServerID(), pkg, part, state)
+		}
+	}
+	return strings.Join(out, "; "), nil
 }
 
 // vanished checks the packages whose sends the world deleted instead of
