@@ -23,6 +23,7 @@ include mk/tdlib.mk
 include mk/standin.mk
 include mk/promtool.mk
 include mk/browser.mk
+include mk/bench.mk
 
 deps:
 	$(GO) mod download

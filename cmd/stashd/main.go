@@ -23,6 +23,7 @@ func commands() []command {
 		{"status", "show accounts, sources, lag, circuits and dead letters", runStatus},
 		{"deadletters", "list or retry messages that failed to ingest", runDeadLetters},
 		{"search", "find packages by name or by a file inside them", runSearch},
+		{"bench", "measure every performance goal against its baseline (simulator, private PostgreSQL)", runBench},
 		{"sim", "serve the Telegram simulator as TDLib JSON, for the stand-in libtdjson", runSim},
 		{"version", "print the versions of stashd and TDLib", runVersion},
 	}

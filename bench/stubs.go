@@ -1,0 +1,17 @@
+package bench
+
+import "context"
+
+// MemoryResult is one memory probe.
+type MemoryResult struct{}
+
+func (r *runner) economy(ctx context.Context) error { return nil }
+func (r *runner) catchup(ctx context.Context) error { return nil }
+func (r *runner) scale(ctx context.Context) error   { return nil }
+func (r *runner) latency(ctx context.Context) error { return nil }
+func (r *runner) memory(ctx context.Context) error  { return nil }
+
+// RunMemory stub.
+func RunMemory(ctx context.Context, o Options, backlog int) (MemoryResult, error) {
+	return MemoryResult{}, nil
+}
