@@ -220,3 +220,6 @@ func figure(v float64, unit string) string {
 
 // JSON returns the summary as one line of JSON.
 func (rep Report) JSON() ([]byte, error) { return json.Marshal(rep.Summary) }
+
+// nanRatio marks a figure a line does not have.
+var nanRatio = math.NaN()

@@ -6,8 +6,7 @@ import "context"
 type MemoryResult struct{}
 
 func (r *runner) economy(ctx context.Context) error { return nil }
-func (r *runner) catchup(ctx context.Context) error { return nil }
-func (r *runner) scale(ctx context.Context) error   { return nil }
+
 func (r *runner) latency(ctx context.Context) error { return nil }
 func (r *runner) memory(ctx context.Context) error  { return nil }
 
