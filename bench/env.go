@@ -93,7 +93,7 @@ func (e *env) daemonConfig(workers int, rate float64) daemon.Config {
 	cfg := daemon.Config{
 		Accounts: e.accounts, Destinations: e.dests, Workers: workers, QueueCapacity: 1024, Rate: rate,
 		Ingest:       ingest.Config{SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second},
-		DrainTimeout: 5 * time.Second, Logger: e.r.log, Registry: prometheus.NewRegistry(),
+		DrainTimeout: 5 * time.Second, Logger: e.r.log,
 	}
 	cfg.Catchup.Interval = 250 * time.Millisecond
 	return cfg
@@ -102,6 +102,7 @@ func (e *env) daemonConfig(workers int, rate float64) daemon.Config {
 // start builds and starts a daemon on fresh simulated clients. beforeRun,
 // when set, runs between Prepare and Run.
 func (e *env) start(ctx context.Context, cfg daemon.Config, beforeRun func(*daemon.Daemon)) (*daemon.Daemon, error) {
+	cfg.Registry = prometheus.NewRegistry() // a new process's metrics
 	d := daemon.New(cfg, e.st, func(ctx context.Context, account string) (tg.Client, error) {
 		return e.world.Client(account), nil
 	})

@@ -5,8 +5,6 @@ import "context"
 // MemoryResult is one memory probe.
 type MemoryResult struct{}
 
-func (r *runner) economy(ctx context.Context) error { return nil }
-
 func (r *runner) latency(ctx context.Context) error { return nil }
 func (r *runner) memory(ctx context.Context) error  { return nil }
 
