@@ -79,6 +79,14 @@ func archiveBytes(n int) []byte {
 	return archivetest.Zip([]archivetest.File{{Name: fmt.Sprintf("dir/file-%d.txt", n), Data: fmt.Appendf(nil, "payload %d", n)}})
 }
 
+// postTarGz posts package n as a tar.gz: a format that is never a volume of
+// a multipart set, so the pipeline takes it at once (a lone .zip or .rar
+// waits SetSettle for volumes that may follow).
+func (e *env) postTarGz(chat tg.ChatID, thread int64, n int) tg.Message {
+	data := archivetest.TarGz([]archivetest.File{{Name: fmt.Sprintf("dir/file-%d.txt", n), Data: fmt.Appendf(nil, "payload %d", n)}})
+	return e.world.Post(chat, thread, tgsim.Post{FileName: fmt.Sprintf("pkg-%d.tar.gz", n), Data: data})
+}
+
 // postArchive posts archive n as a document.
 func (e *env) postArchive(chat tg.ChatID, thread int64, n int) tg.Message {
 	return e.world.Post(chat, thread, tgsim.Post{FileName: fmt.Sprintf("pkg-%d.zip", n), Data: archiveBytes(n)})

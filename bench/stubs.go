@@ -5,8 +5,7 @@ import "context"
 // MemoryResult is one memory probe.
 type MemoryResult struct{}
 
-func (r *runner) latency(ctx context.Context) error { return nil }
-func (r *runner) memory(ctx context.Context) error  { return nil }
+func (r *runner) memory(ctx context.Context) error { return nil }
 
 // RunMemory stub.
 func RunMemory(ctx context.Context, o Options, backlog int) (MemoryResult, error) {
