@@ -223,3 +223,5 @@ func (rep Report) JSON() ([]byte, error) { return json.Marshal(rep.Summary) }
 
 // nanRatio marks a figure a line does not have.
 var nanRatio = math.NaN()
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
