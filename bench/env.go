@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,6 +30,38 @@ type env struct {
 	accounts []daemon.Account
 	dests    []tg.ChatID
 	files    string
+	// reg is the registry of the daemon started last.
+	reg *prometheus.Registry
+}
+
+// stageTimes returns the mean time per ingest stage of the daemon started
+// last, in milliseconds, formatted for a note: where a package's time goes.
+func (e *env) stageTimes() string {
+	if e.reg == nil {
+		return ""
+	}
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		return ""
+	}
+	out := ""
+	for _, mf := range mfs {
+		if mf.GetName() != "stashd_ingest_stage_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			if h.GetSampleCount() == 0 {
+				continue
+			}
+			stage := ""
+			for _, l := range m.GetLabel() {
+				stage = l.GetValue()
+			}
+			out += fmt.Sprintf("%s %.1f ms, ", stage, h.GetSampleSum()/float64(h.GetSampleCount())*1000)
+		}
+	}
+	return strings.TrimSuffix(out, ", ")
 }
 
 // newEnv makes a world with the given accounts (acct1..acctN), one
@@ -110,7 +143,8 @@ func (e *env) daemonConfig(workers int, rate float64) daemon.Config {
 // start builds and starts a daemon on fresh simulated clients. beforeRun,
 // when set, runs between Prepare and Run.
 func (e *env) start(ctx context.Context, cfg daemon.Config, beforeRun func(*daemon.Daemon)) (*daemon.Daemon, error) {
-	cfg.Registry = prometheus.NewRegistry() // a new process's metrics
+	reg := prometheus.NewRegistry() // a new process's metrics
+	cfg.Registry, e.reg = reg, reg
 	d := daemon.New(cfg, e.st, func(ctx context.Context, account string) (tg.Client, error) {
 		return e.world.Client(account), nil
 	})

@@ -52,6 +52,7 @@ func (r *runner) ingest(ctx context.Context) error {
 	got, err := e.waitCount(ctx, countPackages, n, 5*time.Minute)
 	elapsed := time.Since(start)
 	d.Shutdown(context.Background())
+	stages := e.stageTimes()
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (r *runner) ingest(ctx context.Context) error {
 		Note: fmt.Sprintf("raw: COPY of the same rows in one transaction %.0f pkg/s; one batched INSERT transaction per package over 4 connections %.0f pkg/s", copyRate, txRate)})
 	r.add(Line{Item: ItemIngest, What: "ingest vs per-package raw transactions", Unit: "pkg/s",
 		Stashd: ours, Baseline: txRate, Ratio: ours / txRate,
-		Note: "same durability unit as the pipeline (one commit per package); no goal"})
+		Note: "same durability unit as the pipeline (one commit per package); no goal. Mean time per package and stage: " + stages})
 	r.rep.Summary.IngestVsRawInsert = ptr(ours / raw)
 	return nil
 }

@@ -94,7 +94,7 @@ func RunMemory(ctx context.Context, o Options, backlog int) (MemoryResult, error
 	// deployment gives it GOMEMLIMIT: without it the collector's target
 	// (twice the live heap) would grow with the world's heap, and the
 	// daemon's garbage with it, which says nothing about stashd.
-	debug.SetMemoryLimit(int64((world + memoryBudget) * (1 << 20)))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64((world + memoryBudget) * (1 << 20))))
 	// Reset the peak (VmHWM) to the current RSS: from here on it is the
 	// daemon's peak on top of the world.
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {

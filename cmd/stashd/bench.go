@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ func runBench(args []string) int {
 	backlog := fs.Int("backlog", 0, "internal: backlog size of a --child memory probe")
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/bench"), "directory for the embedded database and scratch files (env STASHD_DATA_DIR)")
 	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one; its role must create databases (env STASHD_DATABASE_URL)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
@@ -70,6 +72,19 @@ func runBench(args []string) int {
 	}
 	if *only != "" {
 		o.Only = strings.Split(*only, ",")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd bench: cpu profile: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *child != "" {
 		if *child != "memory" || *backlog <= 0 {
