@@ -99,7 +99,7 @@ func (e *env) refused() int {
 func (r *runner) catchup(ctx context.Context) error {
 	archives, window := 5000, 30*time.Second
 	if r.o.Quick {
-		archives, window = 200, 3*time.Second
+		archives, window = 100, 2*time.Second
 	}
 	res, err := r.runLimited(ctx, "catchup", 1, archives, 9, window)
 	if err != nil {
@@ -120,13 +120,13 @@ func (r *runner) catchup(ctx context.Context) error {
 // accounts, each under the same per-account limit, as a ratio to N times
 // the one-account figure (goal ≥ 0.9).
 func (r *runner) scale(ctx context.Context) error {
-	archives, window := 1000, 15*time.Second
+	archives, window, counts := 1000, 15*time.Second, []int{1, 2, 4}
 	if r.o.Quick {
-		archives, window = 60, 2*time.Second
+		archives, window, counts = 40, time.Second, []int{1, 2}
 	}
 	out := map[string]float64{}
 	var one float64
-	for _, n := range []int{1, 2, 4} {
+	for _, n := range counts {
 		res, err := r.runLimited(ctx, "scale", n, archives, 0, window)
 		if err != nil {
 			return err

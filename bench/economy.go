@@ -77,16 +77,22 @@ func (r *runner) newEconomyWorld(ctx context.Context) (*economyWorld, error) {
 		c := e.addSource(0, tg.KindChannel, fmt.Sprintf("channel %d", i))
 		w.chans = append(w.chans, c)
 		for range 2 {
-			e.postArchive(c, 0, w.docs)
+			e.postTarGz(c, 0, w.docs)
 			w.docs++
 		}
 	}
 	w.forum = e.addSource(0, tg.KindForum, "forum")
-	for i := range economyTopics {
+	// The quick run has a smaller forum; the figures are then not the
+	// seed's.
+	topics := economyTopics
+	if r.o.Quick {
+		topics = 100
+	}
+	for i := range topics {
 		t := e.world.AddTopic(w.forum, fmt.Sprintf("topic %d", i))
 		w.topics = append(w.topics, t)
 		if i%20 == 0 {
-			e.postArchive(w.forum, t, w.docs)
+			e.postTarGz(w.forum, t, w.docs)
 			w.docs++
 		}
 	}
@@ -191,7 +197,7 @@ func (r *runner) stashdEconomy(ctx context.Context, w *economyWorld) (map[string
 	// One new message in one topic: the calls until it is catalogued and
 	// the next catch-up cycle has completed.
 	before = e.world.TotalCalls()
-	e.postArchive(w.forum, w.topics[len(w.topics)/2], w.docs)
+	e.postTarGz(w.forum, w.topics[len(w.topics)/2], w.docs)
 	w.docs++
 	if n, err := e.waitCount(ctx, countPackages, w.docs, time.Minute); err != nil || n < w.docs {
 		return nil, fmt.Errorf("new message catalogued %d of %d: %v", n, w.docs, err)

@@ -30,7 +30,7 @@ var catalogueTables = []struct{ name, pkgCol string }{
 func (r *runner) ingest(ctx context.Context) error {
 	n, zips := 2000, 400
 	if r.o.Quick {
-		n, zips = 100, 40
+		n, zips = 40, 10
 	}
 	ours, rows, stages, err := r.pipelineRate(ctx, n, false)
 	if err != nil {

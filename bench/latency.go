@@ -141,8 +141,8 @@ func (r *runner) latency(ctx context.Context) error {
 	rate, d := 1000.0, 60*time.Second
 	sweep, sweepFor := []float64{250, 500, 1000, 2000}, 10*time.Second
 	if r.o.Quick {
-		rate, d = 200, 2*time.Second
-		sweep, sweepFor = []float64{100, 400}, time.Second
+		rate, d = 200, time.Second
+		sweep, sweepFor = []float64{100}, time.Second
 	}
 	main, err := r.runLatency(ctx, rate, d)
 	if err != nil {

@@ -45,7 +45,7 @@ type MemoryResult struct {
 // the backlog's size is what varies, not the work done).
 func memoryWindow(quick bool) time.Duration {
 	if quick {
-		return 2 * time.Second
+		return time.Second
 	}
 	return 20 * time.Second
 }
@@ -217,7 +217,7 @@ func rss() (cur, peak float64, err error) {
 func (r *runner) memory(ctx context.Context) error {
 	sizes := []int{10_000, 100_000, 1_000_000}
 	if r.o.Quick {
-		sizes = []int{1_000, 10_000}
+		sizes = []int{1_000, 5_000}
 	}
 	probe := r.o.Memory
 	if probe == nil {
