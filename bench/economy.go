@@ -120,8 +120,10 @@ func (r *runner) economy(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		r.progress("economy: %s measured", name)
 		split(res, name, out, extra)
 	}
+	r.progress("economy: starting stashd")
 	res, err := r.stashdEconomy(ctx, w)
 	if err != nil {
 		return fmt.Errorf("stashd: %w", err)
@@ -183,6 +185,7 @@ func (r *runner) stashdEconomy(ctx context.Context, w *economyWorld) (map[string
 		}
 		return nil
 	}
+	r.progress("economy: stashd caught up the backlog")
 	if err := cycles(d, 2); err != nil { // settle
 		return nil, err
 	}
