@@ -139,7 +139,7 @@ func (r *runner) runLatency(ctx context.Context, rate float64, d time.Duration) 
 // catalogued p99 stays within 50 ms.
 func (r *runner) latency(ctx context.Context) error {
 	rate, d := 1000.0, 60*time.Second
-	sweep, sweepFor := []float64{250, 500, 1000, 2000}, 10*time.Second
+	sweep, sweepFor := []float64{100, 250, 500, 1000}, 10*time.Second
 	if r.o.Quick {
 		rate, d = 200, time.Second
 		sweep, sweepFor = []float64{100}, time.Second
