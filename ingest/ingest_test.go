@@ -668,3 +668,19 @@ func TestProtectedContentIsDeadLetterBeforeDownload(t *testing.T) {
 		}
 	}
 }
+
+// A message without a document costs no database work, and a document
+// edited into it later is still mirrored (nothing recorded it as handled).
+func TestTextMessageLeavesNoRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{Text: "hello"}))
+	mustHandle(t, p, m, store.OutcomeNotArchive)
+	if _, ok, err := e.st.MessageHandled(e.ctx, m.Key()); err != nil || ok {
+		t.Fatalf("text message recorded as handled (%v, %v)", ok, err)
+	}
+	e.world.EditIntoDocument(m.ChatID, m.ID, tgsim.Post{FileName: "late.tar",
+		Data: archivetest.Tar([]archivetest.File{{Name: "late.txt", Data: []byte("late")}})})
+	mustHandle(t, p, e.view(c, m), store.OutcomePackage)
+}

@@ -2,12 +2,9 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -373,8 +370,7 @@ func (h *diskHold) release() {
 // in held, to be deleted.
 func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold) (fetched, error) {
 	var out fetched
-	content := sha256.New()
-	buf := make([]byte, 256<<10)
+	hasher := newContentHasher(len(parts))
 	for _, m := range parts {
 		start := time.Now()
 		held.files = append(held.files, m.Document.File.ID)
@@ -384,7 +380,7 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold
 			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
 		}
 		start = time.Now()
-		sum, n, err := hashFile(f.LocalPath, content, buf)
+		sum, n, err := hasher.part(f.LocalPath)
 		p.m.observeStage(StageHash, start)
 		if err != nil {
 			return fetched{}, fmt.Errorf("hash %q: %w", m.Document.FileName, err)
@@ -394,7 +390,7 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold
 		out.sizes = append(out.sizes, n)
 		out.size += n
 	}
-	out.content = content.Sum(nil)
+	out.content = hasher.sum()
 	return out, nil
 }
 
@@ -425,18 +421,4 @@ func (p *Pipeline) download(ctx context.Context, f tg.File) (tg.File, error) {
 		}
 		p.log.Debug("download ended early; starting it again", "file", f.ID, "try", try, "err", err)
 	}
-}
-
-func hashFile(path string, content io.Writer, buf []byte) ([]byte, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(h, content), f, buf)
-	if err != nil {
-		return nil, 0, err
-	}
-	return h.Sum(nil), n, nil
 }

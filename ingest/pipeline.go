@@ -277,6 +277,13 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		p.m.age.Observe(p.cfg.Now().Sub(msg.Date).Seconds())
 	}
 	start := time.Now()
+	if msg.Document == nil {
+		// Nothing to mirror, look up or record: catch-up and rescan page
+		// documents only, and the watermark covers this message. Recording
+		// it would cost a commit per chat message and would make a document
+		// edited into it later look handled.
+		return store.OutcomeNotArchive, nil
+	}
 	// Layer 1: the source key.
 	if out, ok, err := p.store.MessageHandled(ctx, msg.Key()); err != nil {
 		return "", err

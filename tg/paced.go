@@ -82,11 +82,16 @@ func (p *Paced) PausedUntil() time.Time {
 	return p.pausedUntil
 }
 
-func (p *Paced) wait(ctx context.Context) error {
+// wait holds a request while the account is paused by a flood wait, then,
+// unless it is local, takes a token.
+func (p *Paced) wait(ctx context.Context, local bool) error {
 	for {
 		p.mu.Lock()
 		d := time.Until(p.pausedUntil)
 		p.mu.Unlock()
+		if d <= 0 && local {
+			return nil
+		}
 		if d <= 0 {
 			return p.limiter.Wait(ctx)
 		}
@@ -100,11 +105,26 @@ func (p *Paced) wait(ctx context.Context) error {
 	}
 }
 
-// do runs one request under the account's pacing.
+// LocalMethod reports whether TDLib answers method from its own state,
+// without a server request: Telegram's request limit does not see it, so
+// pacing must not spend the account's budget on it.
+func LocalMethod(method string) bool {
+	switch method {
+	case MethodGetChat, MethodOpenChat, MethodDeleteFile, MethodCancelDownloadFile:
+		return true
+	}
+	return false
+}
+
+// do runs one request under the account's pacing. Local requests skip the
+// token bucket (a flood-wait pause still holds them): spending it on them
+// would leave the account below the rate Telegram allows for server
+// requests.
 func do[T any](ctx context.Context, p *Paced, method string, call func() (T, error)) (T, error) {
 	var zero T
+	local := LocalMethod(method)
 	for attempt := 1; ; attempt++ {
-		if err := p.wait(ctx); err != nil {
+		if err := p.wait(ctx, local); err != nil {
 			return zero, err
 		}
 		v, err := call()

@@ -69,3 +69,44 @@ func TestFloodWaitPausesOnlyItsAccount(t *testing.T) {
 		t.Errorf("flood wait seconds of b = %v, want 0", got)
 	}
 }
+
+// Local requests (answered by TDLib without a server request) do not spend
+// the account's request budget: with the bucket empty and no refill in
+// sight, they still go through at once, while a server request waits.
+func TestLocalRequestsSkipTheBudget(t *testing.T) {
+	t.Parallel()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	w.AddAccount("a", false)
+	chat := w.AddChat(tg.KindChannel, "c", "a")
+	c := w.Client("a")
+	defer c.Close()
+	// One token, refilled once a week: the limiter refuses at once any
+	// wait that would pass the context's deadline.
+	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", Rate: 1.0 / (7 * 24 * 3600), Burst: 1}, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := p.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := p.GetChat(ctx, chat); err != nil {
+			t.Fatalf("getChat %d with the budget spent: %v", i+1, err)
+		}
+		if err := p.OpenChat(ctx, chat); err != nil {
+			t.Fatalf("openChat %d with the budget spent: %v", i+1, err)
+		}
+	}
+	if _, err := p.SearchChatMessages(ctx, tg.Search{Chat: chat, Limit: 1, Filter: tg.FilterDocument}); err == nil {
+		t.Fatal("a server request went through with the budget spent")
+	}
+	for _, m := range []string{tg.MethodGetChat, tg.MethodOpenChat, tg.MethodDeleteFile, tg.MethodCancelDownloadFile} {
+		if !tg.LocalMethod(m) {
+			t.Errorf("%s not local", m)
+		}
+	}
+	for _, m := range []string{tg.MethodSearchChatMessages, tg.MethodDownloadFile, tg.MethodSendMessage, tg.MethodLoadChats} {
+		if tg.LocalMethod(m) {
+			t.Errorf("%s local", m)
+		}
+	}
+}

@@ -24,6 +24,7 @@ func commands() []command {
 		{"deadletters", "list or retry messages that failed to ingest", runDeadLetters},
 		{"search", "find packages by name or by a file inside them", runSearch},
 		{"chaos", "kill the daemon and PostgreSQL at random (SIGKILL) and audit the result", runChaos},
+		{"bench", "measure every performance goal against its baseline (simulator, private PostgreSQL)", runBench},
 		{"sim", "serve the Telegram simulator as TDLib JSON, for the stand-in libtdjson", runSim},
 		{"version", "print the versions of stashd and TDLib", runVersion},
 	}

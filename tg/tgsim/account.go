@@ -19,6 +19,9 @@ type account struct {
 	calls   map[string]int
 	flood   map[string]floodInjection
 	errs    map[string]errInjection
+	// limit is Telegram's request limit on the account (LimitRequests);
+	// nil: none.
+	limit *requestLimit
 
 	// offline is set between Disconnect and the reconnect; missed collects
 	// the chats whose last message changed meanwhile.

@@ -147,6 +147,9 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 	a := w.accounts[c.account]
 	a.calls[method]++
 	failure := a.takeFlood(method)
+	if failure == nil {
+		failure = a.admit(method, w.cfg.Now())
+	}
 	if injected := a.takeError(method); injected != nil {
 		failure = injected
 	} else if failure == nil && ignorable[method] && w.chance(w.cfg.IgnorableErrorRate) {
