@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"stashd/internal/cataloguetest"
 	"stashd/internal/pgtest"
+	"stashd/migrations"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -475,4 +477,100 @@ func rowsRead(plans []string, table string) int {
 		}
 	}
 	return n
+}
+
+// A line break inside a listed path is no line of package_search: a file
+// named "…red\nline.stl" is not a file named "line.stl", walked or probed,
+// and a text holding a line break is answered from the file rows.
+func TestSearchLineBreakInPath(t *testing.T) {
+	t.Parallel()
+	for _, probe := range []int{0, 1} {
+		st, s := seeded(t)
+		store.SetSearchBounds(st, 1, 0, probe)
+		name := "line-sets.zip"
+		sum := sha256.Sum256([]byte(name))
+		other, _, err := st.CreatePackage(t.Context(), store.Package{ContentHash: sum[:], Name: name, Format: "zip", TotalSize: 1,
+			PartCount: 1, FileCount: 1, Origin: tg.MessageKey{Chat: cataloguetest.SourceA, Message: tg.MessageIDFromServer(90)}},
+			[]store.Part{{FileName: name, Size: 1, SHA256: sum[:], Source: tg.MessageKey{Chat: cataloguetest.SourceA, Message: tg.MessageIDFromServer(90)}}},
+			[]store.FileEntry{{Path: "other/line.stl.bak", Size: 7}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := st.Search(t.Context(), store.SearchQuery{Text: "line.stl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{fmt.Sprintf("%d rank %d file %q (7) of 1", other, store.RankFilePrefix, "other/line.stl.bak"),
+			fmt.Sprintf("%d rank %d file %q (200) of 1", s.Hostile, store.RankFilePath, cataloguetest.Control)}
+		var got []string
+		for _, h := range page.Hits {
+			got = append(got, hitLine(h))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("probe %d: line.stl found\n  %s\nwant\n  %s", probe, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+		for text, want := range map[string][]int64{"red\nline": {s.Hostile}, "red\uFFFDline": nil} {
+			page, err := st.Search(t.Context(), store.SearchQuery{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(page), want) {
+				t.Errorf("probe %d: %q found %v, want %v", probe, text, ids(page), want)
+			}
+		}
+	}
+}
+
+// The listing rows written with a package are those that migration 008
+// writes for a catalogue that predates it.
+func TestSearchListingAsMigrated(t *testing.T) {
+	t.Parallel()
+	st, s := seeded(t)
+	walkCatalogue(t, st)
+	ctx := t.Context()
+	listings := func() []string {
+		rows, err := st.Pool().Query(ctx, `SELECT format('%s %L %L', package_id, paths, names) FROM package_search ORDER BY package_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	written := listings()
+	var listed int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(DISTINCT package_id) FROM package_files WHERE NOT is_dir`).Scan(&listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != listed {
+		t.Errorf("%d listing rows for %d packages listing files", len(written), listed)
+	}
+	var paths, names string
+	if err := st.Pool().QueryRow(ctx, `SELECT paths, names FROM package_search WHERE package_id = $1`, s.Dragon).Scan(&paths, &names); err != nil {
+		t.Fatal(err)
+	}
+	if paths != "models/dragons/dragon_bust.stl\nmodels/dragons/dragon_bust_base.stl\nmodels/knight.stl" ||
+		names != "\ndragon_bust.stl\ndragon_bust_base.stl\nknight.stl\n" {
+		t.Errorf("listing of the dragon package: paths %q, names %q", paths, names)
+	}
+
+	migration, err := fs.ReadFile(migrations.FS, "008_search_listing.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := regexp.MustCompile(`(?s)INSERT INTO package_search.*?;`).Find(migration)
+	if fill == nil {
+		t.Fatal("migration 008 fills no package_search rows")
+	}
+	if _, err := st.Pool().Exec(ctx, "DELETE FROM package_search"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, string(fill)); err != nil {
+		t.Fatal(err)
+	}
+	if migrated := listings(); !slices.Equal(migrated, written) {
+		t.Errorf("migration 008 writes\n  %s\nthe store wrote\n  %s", strings.Join(migrated, "\n  "), strings.Join(written, "\n  "))
+	}
 }
