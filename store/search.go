@@ -149,9 +149,9 @@ func (s *Store) search(ctx context.Context, q SearchQuery, o searchOptions) (Sea
 	}
 	limit = min(limit, 500)
 	r := &searchRun{pool: s.pool, explain: o.explain,
-		window:       cmp.Or(s.searchBounds.window, defaultSearchWindow),
-		shortWindows: cmp.Or(s.searchBounds.shortWindows, defaultSearchShortWindows),
-		probe:        cmp.Or(s.searchBounds.probe, defaultSearchProbe)}
+		windowSize: cmp.Or(s.searchBounds.window, defaultSearchWindow),
+		shortWalks: cmp.Or(s.searchBounds.shortWindows, defaultSearchShortWindows),
+		probeSize:  cmp.Or(s.searchBounds.probe, defaultSearchProbe)}
 	var hits []SearchHit
 	var next string
 	var err error
@@ -201,11 +201,12 @@ func (s *Store) search(ctx context.Context, q SearchQuery, o searchOptions) (Sea
 // searchRun sends one search's statements, unprepared so that PostgreSQL
 // plans each with the actual pattern and can pick the trigram index.
 type searchRun struct {
-	pool                 *pgxpool.Pool
-	explain              bool
-	plans                []string
-	window, shortWindows int
-	probe                int
+	pool                   *pgxpool.Pool
+	explain                bool
+	plans                  []string
+	windowSize, shortWalks int
+	probeSize              int
+	windows                map[int64]*searchWindow
 }
 
 func (r *searchRun) query(ctx context.Context, sql string, args []any) (pgx.Rows, error) {
@@ -312,15 +313,37 @@ type searchWindow struct {
 	ranks []int
 	// more is true when older packages remain below the last one read.
 	more bool
+	// matched counts the packages read that match, filtered out or not;
+	// packages is PostgreSQL's estimate of the catalogue's size.
+	matched  int
+	packages float64
+}
+
+// window returns the window below upper, read once per search: a later
+// rank starts again from the newest package, and the window read for one
+// rank serves the others.
+func (r *searchRun) window(ctx context.Context, q SearchQuery, ranks []searchRank, upper int64) (*searchWindow, error) {
+	if w, ok := r.windows[upper]; ok {
+		return w, nil
+	}
+	w, err := r.walkWindow(ctx, q, ranks, upper)
+	if err != nil {
+		return nil, err
+	}
+	if r.windows == nil {
+		r.windows = map[int64]*searchWindow{}
+	}
+	r.windows[upper] = w
+	return w, nil
 }
 
 func (w *searchWindow) floor() int64 { return w.ids[len(w.ids)-1] }
 
-// walkWindow reads the newest r.window packages below upper and ranks each.
+// walkWindow reads the newest r.windowSize packages below upper and ranks each.
 func (r *searchRun) walkWindow(ctx context.Context, q SearchQuery, ranks []searchRank, upper int64) (*searchWindow, error) {
 	var a searchArgs
 	var sql strings.Builder
-	fmt.Fprintf(&sql, "SELECT p.id, CASE WHEN true%s THEN CASE", filters(q, &a))
+	fmt.Fprintf(&sql, `SELECT p.id, (SELECT reltuples FROM pg_class WHERE oid = 'packages'::regclass), true%s, CASE`, filters(q, &a))
 	for i, rk := range ranks {
 		if i == 1 {
 			// Most packages match a rare text nowhere: one look at the
@@ -329,8 +352,7 @@ func (r *searchRun) walkWindow(ctx context.Context, q SearchQuery, ranks []searc
 		}
 		fmt.Fprintf(&sql, " WHEN %s THEN %d", rk.has(&a), rk.rank)
 	}
-	// One row past the window tells whether older packages remain.
-	fmt.Fprintf(&sql, " END END\nFROM (SELECT * FROM packages WHERE id < %s ORDER BY id DESC LIMIT %d) p", a.add(upper), r.window+1)
+	fmt.Fprintf(&sql, " END\nFROM (SELECT * FROM packages WHERE id < %s ORDER BY id DESC LIMIT %d) p", a.add(upper), r.windowSize+1)
 	if q.Text != "" {
 		sql.WriteString(listingOf)
 	}
@@ -341,38 +363,69 @@ func (r *searchRun) walkWindow(ctx context.Context, q SearchQuery, ranks []searc
 	}
 	w := &searchWindow{}
 	var id int64
+	var packages float32
+	var kept bool
 	var rank *int
-	_, err = pgx.ForEachRow(rows, []any{&id, &rank}, func() error {
-		w.ids = append(w.ids, id)
-		if rank == nil {
+	_, err = pgx.ForEachRow(rows, []any{&id, &packages, &kept, &rank}, func() error {
+		if len(w.ids) == r.windowSize {
+			// One row past the window tells that older packages remain.
+			w.more = true
+			return nil
+		}
+		w.ids, w.packages = append(w.ids, id), float64(packages)
+		switch {
+		case rank == nil:
 			w.ranks = append(w.ranks, -1)
-		} else {
+		case !kept:
+			w.ranks = append(w.ranks, -1)
+			w.matched++
+		default:
 			w.ranks = append(w.ranks, *rank)
+			w.matched++
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search catalogue: %w", err)
 	}
-	if w.more = len(w.ids) > r.window; w.more {
-		w.ids, w.ranks = w.ids[:r.window], w.ranks[:r.window]
-	}
 	return w, nil
 }
 
 // probeOrWalk returns up to limit+1 packages matching q in order, with
-// their ranks, and where a short text's walk stopped (see walk). A text that can
-// use the trigram indexes is first looked up there, with at most
-// r.probe names and file rows: a rare text is answered exactly from
-// those, as cheaply as its matches are few. A broad one is walked.
+// their ranks, and where a short text's walk stopped (see walkShort).
+//
+// A text of three characters or more is ranked in the newest window
+// first. When the share of it that matches, over the whole catalogue, makes
+// at most r.probeSize packages, the text is rare: it is looked up in the
+// trigram indexes (see probe), as cheaply as its matches are few. Otherwise
+// it is walked, and never looked up whole in the trigram index of the file
+// rows: the bitmap that lookup builds costs as much as the text has
+// matches, page or no page.
 func (r *searchRun) probeOrWalk(ctx context.Context, q SearchQuery, limit int) ([]int64, []int, string, error) {
 	if isShort(q.Text) {
 		return r.walkShort(ctx, q, limit)
 	}
-	if q.Text == "" {
-		found, ranks, err := r.walk(ctx, q, limit)
-		return found, ranks, "", err
+	if q.Text != "" {
+		w, err := r.window(ctx, q, searchRanks(q.Text), math.MaxInt64)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if w.more && float64(w.matched)*w.packages/float64(len(w.ids)) <= float64(r.probeSize) {
+			found, ranks, broad, err := r.probe(ctx, q, limit)
+			if err != nil || !broad {
+				return found, ranks, "", err
+			}
+		}
 	}
+	found, ranks, err := r.walk(ctx, q, limit)
+	return found, ranks, "", err
+}
+
+// probe looks q up in the trigram indexes of names and of file rows, with
+// at most r.probeSize names and as many file rows, and returns up to limit+1
+// packages in order with their ranks; or broad, when either bound was
+// passed and the answer would not be exact.
+func (r *searchRun) probe(ctx context.Context, q SearchQuery, limit int) (found []int64, ranks []int, broad bool, err error) {
 	var a searchArgs
 	text := strings.ToLower(q.Text)
 	pattern, exact, prefix := a.add("%"+likeEscape(text)+"%"), a.add(text), a.add(likeEscape(text)+"%")
@@ -391,12 +444,12 @@ func (r *searchRun) probeOrWalk(ctx context.Context, q SearchQuery, limit int) (
 	GROUP BY package_id
 ), page AS (
 	SELECT p.id, b.rank FROM best b JOIN packages p ON p.id = b.package_id
-	WHERE true`, pattern, exact, prefix, r.probe+1)
+	WHERE true`, pattern, exact, prefix, r.probeSize+1)
 	sql.WriteString(filters(q, &a))
 	if q.Cursor != "" {
 		rank, id, err := decodeCursor(q.Cursor)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, false, err
 		}
 		fmt.Fprintf(&sql, " AND (b.rank, -p.id) > (%s::int, -%s::bigint)", a.add(rank), a.add(id))
 	}
@@ -405,16 +458,13 @@ func (r *searchRun) probeOrWalk(ctx context.Context, q SearchQuery, limit int) (
 )
 SELECT (SELECT count(*) FROM names) > %[2]d OR (SELECT count(*) FROM files) > %[2]d, page.id, page.rank
 FROM (SELECT 1) one LEFT JOIN page ON true
-ORDER BY page.rank, page.id DESC`, a.add(limit+1), r.probe)
+ORDER BY page.rank, page.id DESC`, a.add(limit+1), r.probeSize)
 	rows, err := r.query(ctx, sql.String(), a)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("search catalogue: %w", err)
+		return nil, nil, false, fmt.Errorf("search catalogue: %w", err)
 	}
-	var broad bool
 	var id *int64
 	var rank *int
-	var found []int64
-	var ranks []int
 	_, err = pgx.ForEachRow(rows, []any{&broad, &id, &rank}, func() error {
 		if id != nil {
 			found, ranks = append(found, *id), append(ranks, *rank)
@@ -422,12 +472,9 @@ ORDER BY page.rank, page.id DESC`, a.add(limit+1), r.probe)
 		return nil
 	})
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("search catalogue: %w", err)
+		return nil, nil, false, fmt.Errorf("search catalogue: %w", err)
 	}
-	if broad {
-		found, ranks, err = r.walk(ctx, q, limit)
-	}
-	return found, ranks, "", err
+	return found, ranks, broad, nil
 }
 
 // walk returns up to limit+1 packages matching q in order, with their
@@ -442,9 +489,6 @@ func (r *searchRun) walk(ctx context.Context, q SearchQuery, limit int) ([]int64
 		fromRank, below = rank, id
 	}
 	ranks := searchRanks(q.Text)
-	// A later rank starts again from the newest package: the window
-	// read for one rank serves the others.
-	windows := map[int64]*searchWindow{}
 	var found []int64
 	var foundRanks []int
 	take := func(id int64, rank int) {
@@ -459,13 +503,9 @@ func (r *searchRun) walk(ctx context.Context, q SearchQuery, limit int) ([]int64
 		if rk.rank == fromRank {
 			upper = below
 		}
-		w, ok := windows[upper]
-		if !ok {
-			var err error
-			if w, err = r.walkWindow(ctx, q, ranks, upper); err != nil {
-				return nil, nil, err
-			}
-			windows[upper] = w
+		w, err := r.window(ctx, q, ranks, upper)
+		if err != nil {
+			return nil, nil, err
 		}
 		for j, id := range w.ids {
 			if w.ranks[j] == rk.rank && len(found) <= limit {
@@ -498,7 +538,7 @@ func isShort(text string) bool {
 // on from when it stopped short. Such a text has no trigram to look up, and
 // it is found in most packages when at all: the ranks are not read one
 // after the other, which would walk the catalogue once per rank, but all
-// at once, newest first, at most r.shortWindows windows a page.
+// at once, newest first, at most r.shortWalks windows a page.
 func (r *searchRun) walkShort(ctx context.Context, q SearchQuery, limit int) ([]int64, []int, string, error) {
 	below := int64(math.MaxInt64)
 	if q.Cursor != "" {
@@ -511,7 +551,7 @@ func (r *searchRun) walkShort(ctx context.Context, q SearchQuery, limit int) ([]
 	ranks := searchRanks(q.Text)
 	var found []int64
 	var foundRanks []int
-	for range r.shortWindows {
+	for range r.shortWalks {
 		w, err := r.walkWindow(ctx, q, ranks, below)
 		if err != nil {
 			return nil, nil, "", err
