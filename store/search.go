@@ -86,17 +86,21 @@ var ErrBadCursor = errors.New("bad search cursor")
 // Search returns one page of packages matching q, best ranked first and,
 // within a rank, newest first, each with its confirmed deliveries.
 //
-// The work is bounded by the page, not by how many files match: each rank
-// is a predicate on one row per package (package names, and the listing
-// text of package_search), and the ranks are read in turn, newest package
-// first, until the page is full. The newest few hundred packages are read
-// by primary key and ranked directly, in one statement: a broad text
-// fills the page there after a few dozen rows. When they do not fill it
-// the text is rare, and the older part of the rank is answered from the
-// trigram index, whose candidates are then few. Texts of fewer than three
-// characters have no trigram to look up: they only walk, at most
-// a few thousand packages per page, and a page may then come back short
-// with a Next that continues the walk.
+// The work is bounded by the page, not by how many files match. The newest
+// packages (a window of 500) are ranked first, in one statement over one
+// row per package: its name and its listing in package_search. The share
+// of them that matches tells a rare text from a broad one. A rare text
+// (at most about 500 matching packages in the catalogue) is looked up in
+// the trigram indexes of names and file rows and ranked whole, which costs
+// what its few matches cost. A broad text is read rank by rank, newest
+// first: the window fills the page after a few dozen rows, and what a rank
+// still lacks below the window comes from the per-file indexes (names, base
+// names, paths), whose candidates are then few, as the rank is sparse.
+// Texts of fewer than three characters have no trigram to look up: they
+// are walked newest first whatever the rank, at most four windows a page,
+// and a page may come back short, even empty, with a Next that continues
+// the walk. A text holding a line break (or U+FFFD, which stands for one in
+// package_search) is answered from the file rows alone.
 //
 // The cursor is the last hit's (rank, package id) — or, after a short
 // walk, where the walk stopped — so a later page costs what the first
@@ -163,6 +167,9 @@ func (s *Store) search(ctx context.Context, q SearchQuery, o searchOptions) (Sea
 			hits = hits[:limit]
 			next = encodeCursor(hits[limit-1].Rank, hits[limit-1].Package.ID)
 		}
+		if err == nil {
+			err = s.addDeliveries(ctx, hits)
+		}
 	} else {
 		var found []int64
 		var ranks []int
@@ -182,20 +189,23 @@ func (s *Store) search(ctx context.Context, q SearchQuery, o searchOptions) (Sea
 	if err != nil {
 		return SearchPage{}, r.plans, err
 	}
-	page := SearchPage{Next: next}
+	return SearchPage{Hits: hits, Next: next}, r.plans, nil
+}
+
+// addDeliveries reads the confirmed deliveries of the hits.
+func (s *Store) addDeliveries(ctx context.Context, hits []SearchHit) error {
 	ids := make([]int64, len(hits))
 	for i, h := range hits {
 		ids[i] = h.Package.ID
 	}
 	dels, err := s.deliveredParts(ctx, ids)
 	if err != nil {
-		return SearchPage{}, r.plans, err
+		return err
 	}
 	for i := range hits {
 		hits[i].Deliveries = dels[hits[i].Package.ID]
 	}
-	page.Hits = hits
-	return page, r.plans, nil
+	return nil
 }
 
 // searchRun sends one search's statements, unprepared so that PostgreSQL
@@ -638,33 +648,57 @@ func (r *searchRun) details(ctx context.Context, text string, ids []int64, ranks
 	}
 	sql := fmt.Sprintf(`SELECT p.id, p.content_hash, p.name, p.format, p.total_size, p.part_count, p.file_count,
 	p.listing_truncated, p.listing_error, p.origin_chat_id, p.origin_message_id, p.origin_topic_id,
-	p.created_at, h.rank, m.files, COALESCE(m.path, ''), COALESCE(m.size, 0)
+	p.created_at, h.rank, m.files, COALESCE(m.path, ''), COALESCE(m.size, 0),
+	d.chats, d.messages, d.parts, d.sent
 FROM unnest(%s::bigint[], %s::int[]) WITH ORDINALITY AS h(id, rank, n)
 JOIN packages p ON p.id = h.id
 CROSS JOIN LATERAL (SELECT count(*) AS files,
 		(array_agg(path ORDER BY rank, length(path), path))[1] AS path,
 		(array_agg(size ORDER BY rank, length(path), path))[1] AS size
 	FROM (%s) f) m
+CROSS JOIN LATERAL (SELECT array_agg(destination_chat_id ORDER BY destination_chat_id, part_idx) AS chats,
+		array_agg(dest_message_id ORDER BY destination_chat_id, part_idx) AS messages,
+		array_agg(part_idx ORDER BY destination_chat_id, part_idx) AS parts,
+		array_agg(sent_at ORDER BY destination_chat_id, part_idx) AS sent
+	FROM deliveries WHERE package_id = p.id AND state = 'sent') d
 ORDER BY h.n`, a.add(ids), a.add(ranks), files)
 	rows, err := r.query(ctx, sql, a)
 	if err != nil {
 		return nil, fmt.Errorf("search catalogue: %w", err)
 	}
-	hits, err := pgx.CollectRows(rows, scanHit)
+	hits, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SearchHit, error) {
+		var h SearchHit
+		var chats, messages []int64
+		var parts []int
+		var sent []*time.Time
+		err := row.Scan(append(hitColumns(&h), &chats, &messages, &parts, &sent)...)
+		for i := range chats {
+			d := DeliveredPart{Chat: tg.ChatID(chats[i]), Message: tg.MessageID(messages[i]), Part: parts[i]}
+			if sent[i] != nil {
+				d.SentAt = *sent[i]
+			}
+			h.Deliveries = append(h.Deliveries, d)
+		}
+		return h, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search catalogue: %w", err)
 	}
 	return hits, nil
 }
 
+// hitColumns returns where a hit's columns scan to, in the order the
+// search statements select them.
+func hitColumns(h *SearchHit) []any {
+	p := &h.Package
+	return []any{&p.ID, &p.ContentHash, &p.Name, &p.Format, &p.TotalSize, &p.PartCount, &p.FileCount,
+		&p.ListingTruncated, &p.ListingError, &p.Origin.Chat, &p.Origin.Message, &p.OriginTopic,
+		&h.Created, &h.Rank, &h.Files, &h.File, &h.FileSize}
+}
+
 func scanHit(r pgx.CollectableRow) (SearchHit, error) {
 	var h SearchHit
-	p := &h.Package
-	var oc, om int64
-	err := r.Scan(&p.ID, &p.ContentHash, &p.Name, &p.Format, &p.TotalSize, &p.PartCount, &p.FileCount,
-		&p.ListingTruncated, &p.ListingError, &oc, &om, &p.OriginTopic,
-		&h.Created, &h.Rank, &h.Files, &h.File, &h.FileSize)
-	p.Origin = tg.MessageKey{Chat: tg.ChatID(oc), Message: tg.MessageID(om)}
+	err := r.Scan(hitColumns(&h)...)
 	return h, err
 }
 
