@@ -27,11 +27,11 @@ func ExplainSearch(ctx context.Context, s *Store, q SearchQuery, fileRows bool) 
 }
 
 // SetSearchBounds shrinks Search's bounds so that a small catalogue
-// exercises their edges: window packages per walk statement, shortWindows
-// statements per page of a short text, probe matches before a text is
-// broad. Zero keeps a default.
-func SetSearchBounds(s *Store, window, shortWindows, probe int) {
-	s.searchBounds = searchBounds{window: window, shortWindows: shortWindows, probe: probe}
+// exercises their edges: window packages per walk statement, walk packages
+// walked for a rank, shortWindows statements per page of a short text,
+// probe matches before a text is broad. Zero keeps a default.
+func SetSearchBounds(s *Store, window, walk, shortWindows, probe int) {
+	s.searchBounds = searchBounds{window: window, walk: walk, shortWindows: shortWindows, probe: probe}
 }
 
 // SearchFileRows answers q from the file rows alone, ranking every match

@@ -123,12 +123,15 @@ type searchOptions struct {
 // searchBounds bounds Search's walks; zero fields mean the defaults below.
 type searchBounds struct {
 	// window is how many packages, newest first, a walk reads in one
-	// statement before the rest of a rank is asked of the indexes. A
-	// window of w packages fills a page of n when at least n/w of them
-	// match; otherwise about n/w of the older packages match at most, and
-	// the indexes hand over that many candidates. 500 keeps both near a
-	// thousand rows for a page of 50 in 20,000 packages.
+	// statement; the first window also tells a rare text from a broad one.
 	window int
+	// walk bounds the packages a walk reads for one rank before the rest
+	// of the rank is asked of the indexes: a walk of w packages fills a
+	// page of n when at least n/w of them match; a sparser rank has at
+	// most about n/w of the older packages, and the indexes hand over that
+	// many candidates. 2,000 keeps both near two thousand rows for a page
+	// of 50 in 100,000 packages.
+	walk int
 	// shortWindows bounds the windows one page of a short text reads.
 	shortWindows int
 	// probe bounds the matching names, and the matching file rows, that a
@@ -137,8 +140,9 @@ type searchBounds struct {
 }
 
 const (
-	defaultSearchWindow       = 500
-	defaultSearchShortWindows = 4
+	defaultSearchWindow       = 200
+	defaultSearchWalk         = 2000
+	defaultSearchShortWindows = 10
 	defaultSearchProbe        = 500
 	// shortText is the length, in characters, from which a text has a
 	// trigram to look up.
@@ -154,6 +158,7 @@ func (s *Store) search(ctx context.Context, q SearchQuery, o searchOptions) (Sea
 	limit = min(limit, 500)
 	r := &searchRun{pool: s.pool, explain: o.explain,
 		windowSize: cmp.Or(s.searchBounds.window, defaultSearchWindow),
+		walkLimit:  cmp.Or(s.searchBounds.walk, defaultSearchWalk),
 		shortWalks: cmp.Or(s.searchBounds.shortWindows, defaultSearchShortWindows),
 		probeSize:  cmp.Or(s.searchBounds.probe, defaultSearchProbe)}
 	var hits []SearchHit
@@ -211,12 +216,13 @@ func (s *Store) addDeliveries(ctx context.Context, hits []SearchHit) error {
 // searchRun sends one search's statements, unprepared so that PostgreSQL
 // plans each with the actual pattern and can pick the trigram index.
 type searchRun struct {
-	pool                   *pgxpool.Pool
-	explain                bool
-	plans                  []string
-	windowSize, shortWalks int
-	probeSize              int
-	windows                map[int64]*searchWindow
+	pool                  *pgxpool.Pool
+	explain               bool
+	plans                 []string
+	windowSize, walkLimit int
+	shortWalks            int
+	probeSize             int
+	windows               map[int64]*searchWindow
 }
 
 func (r *searchRun) query(ctx context.Context, sql string, args []any) (pgx.Rows, error) {
@@ -269,8 +275,9 @@ type searchRank struct {
 	// files, for the file ranks, keeps listed files (f) of the rank's
 	// packages and, for the path rank, of the ranks before it. It is
 	// answered per file: base names from package_files_base_name, paths
-	// from package_files_path_trgm. package_search holds the trigrams of
-	// a whole listing, so nearly every package would be a candidate there.
+	// from package_files_path_trgm. (A trigram index over package_search
+	// would not do: a whole listing holds the trigrams of most texts, so
+	// nearly every package would be a candidate.)
 	files func(a *searchArgs) string
 }
 
@@ -408,9 +415,10 @@ func (r *searchRun) walkWindow(ctx context.Context, q SearchQuery, ranks []searc
 // first. When the share of it that matches, over the whole catalogue, makes
 // at most r.probeSize packages, the text is rare: it is looked up in the
 // trigram indexes (see probe), as cheaply as its matches are few. Otherwise
-// it is walked, and never looked up whole in the trigram index of the file
-// rows: the bitmap that lookup builds costs as much as the text has
-// matches, page or no page.
+// it is walked: a lookup in the file rows' trigram index builds a bitmap of
+// every match before the first row comes back, page or no page, so it is
+// only made for a rank that the window leaves short, whose matches are
+// then few.
 func (r *searchRun) probeOrWalk(ctx context.Context, q SearchQuery, limit int) ([]int64, []int, string, error) {
 	if isShort(q.Text) {
 		return r.walkShort(ctx, q, limit)
@@ -513,23 +521,40 @@ func (r *searchRun) walk(ctx context.Context, q SearchQuery, limit int) ([]int64
 		if rk.rank == fromRank {
 			upper = below
 		}
-		w, err := r.window(ctx, q, ranks, upper)
-		if err != nil {
-			return nil, nil, err
-		}
-		for j, id := range w.ids {
-			if w.ranks[j] == rk.rank && len(found) <= limit {
-				take(id, rk.rank)
-			}
-		}
-		if len(found) <= limit && w.more {
-			ids, err := r.older(ctx, q, ranks, i, w.floor(), limit+1-len(found))
+		for walked := 0; ; {
+			w, err := r.window(ctx, q, ranks, upper)
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, id := range ids {
-				take(id, rk.rank)
+			of := 0 // packages of the rank in this window
+			for j, id := range w.ids {
+				if w.ranks[j] == rk.rank {
+					of++
+					if len(found) <= limit {
+						take(id, rk.rank)
+					}
+				}
 			}
+			walked += len(w.ids)
+			need := limit + 1 - len(found)
+			if need == 0 || !w.more {
+				break
+			}
+			// Walk on while the rank's share of this window promises
+			// the rest of the page within walkLimit packages; a rank
+			// sparser than that is asked of the indexes, which then
+			// hand over few candidates.
+			if of == 0 || walked+need*len(w.ids)/of > r.walkLimit {
+				ids, err := r.older(ctx, q, ranks, i, w.floor(), need)
+				if err != nil {
+					return nil, nil, err
+				}
+				for _, id := range ids {
+					take(id, rk.rank)
+				}
+				break
+			}
+			upper = w.floor()
 		}
 		if len(found) > limit {
 			break

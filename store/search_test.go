@@ -166,7 +166,7 @@ func TestSearchUsesTrigramIndex(t *testing.T) {
 	if _, err := cataloguetest.Seed(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
-	store.SetSearchBounds(st, 1, 1, 1)
+	store.SetSearchBounds(st, 1, 1, 1, 1)
 	plans, err := store.ExplainSearch(t.Context(), st, store.SearchQuery{Text: "dragon_bust"}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -338,14 +338,15 @@ func TestSearchWalkPagesLikeFileRows(t *testing.T) {
 		{Text: "e"}, {Text: "ge"}, {Text: ""},
 		{Text: "gem", Format: "7z"}, {Text: "gem", MinSize: 20 << 20}, {Text: "gem", Source: cataloguetest.SourceB},
 	}
-	// Window, windows of a short text, probe: the defaults (a probe answers
-	// every text of three characters), then walks through small windows.
-	for _, bounds := range [][3]int{{0, 0, 0}, {4, 2, 1}, {1, 1, 1}, {5, 0, 3}} {
+	// Window, walk, windows of a short text, probe: the defaults (a probe
+	// answers every text of three characters), then walks through small
+	// windows, handing ranks to the indexes soon or late.
+	for _, bounds := range [][4]int{{0, 0, 0, 0}, {4, 4, 2, 1}, {4, 12, 2, 1}, {1, 1, 1, 1}, {5, 20, 0, 3}} {
 		st := st
-		if bounds != [3]int{} {
+		if bounds != [4]int{} {
 			st = open(t)
 			walkCatalogue(t, st)
-			store.SetSearchBounds(st, bounds[0], bounds[1], bounds[2])
+			store.SetSearchBounds(st, bounds[0], bounds[1], bounds[2], bounds[3])
 		}
 		for _, q := range queries {
 			for _, limit := range []int{3, 50} {
@@ -376,7 +377,7 @@ func TestSearchShortTextWalkIsBounded(t *testing.T) {
 	t.Parallel()
 	st := open(t)
 	walkCatalogue(t, st)
-	store.SetSearchBounds(st, 4, 2, 0)
+	store.SetSearchBounds(st, 4, 0, 2, 0)
 	q := store.SearchQuery{Text: "q", Limit: 50}
 	pages := 0
 	for {
@@ -437,7 +438,7 @@ func TestSearchWorkIsBoundedByPage(t *testing.T) {
 		}
 	}
 	const probe = 20
-	store.SetSearchBounds(st, window, 0, probe)
+	store.SetSearchBounds(st, window, window, 0, probe)
 	q := store.SearchQuery{Text: "mini_", Limit: limit}
 	plans, err := store.ExplainSearch(t.Context(), st, q, false)
 	if err != nil {
@@ -486,7 +487,7 @@ func TestSearchLineBreakInPath(t *testing.T) {
 	t.Parallel()
 	for _, probe := range []int{0, 1} {
 		st, s := seeded(t)
-		store.SetSearchBounds(st, 1, 0, probe)
+		store.SetSearchBounds(st, 1, 0, 0, probe)
 		name := "line-sets.zip"
 		sum := sha256.Sum256([]byte(name))
 		other, _, err := st.CreatePackage(t.Context(), store.Package{ContentHash: sum[:], Name: name, Format: "zip", TotalSize: 1,
