@@ -543,8 +543,14 @@ func (r *searchRun) walk(ctx context.Context, q SearchQuery, limit int) ([]int64
 			// Walk on while the rank's share of this window promises
 			// the rest of the page within walkLimit packages; a rank
 			// sparser than that is asked of the indexes, which then
-			// hand over few candidates.
-			if of == 0 || walked+need*len(w.ids)/of > r.walkLimit {
+			// hand over few candidates. The name rank goes there after
+			// one window: its index covers names only, whose rows are
+			// short, and costs less a candidate than a walk a package.
+			bound := r.walkLimit
+			if rk.files == nil {
+				bound = 0
+			}
+			if of == 0 || walked+need*len(w.ids)/of > bound {
 				ids, err := r.older(ctx, q, ranks, i, w.floor(), need)
 				if err != nil {
 					return nil, nil, err
