@@ -87,7 +87,7 @@ var ErrBadCursor = errors.New("bad search cursor")
 // within a rank, newest first, each with its confirmed deliveries.
 //
 // The work is bounded by the page, not by how many files match. The newest
-// packages (a window of 500) are ranked first, in one statement over one
+// packages (a window of 200) are ranked first, in one statement over one
 // row per package: its name and its listing in package_search. The share
 // of them that matches tells a rare text from a broad one. A rare text
 // (at most about 500 matching packages in the catalogue) is looked up in
@@ -97,7 +97,7 @@ var ErrBadCursor = errors.New("bad search cursor")
 // still lacks below the window comes from the per-file indexes (names, base
 // names, paths), whose candidates are then few, as the rank is sparse.
 // Texts of fewer than three characters have no trigram to look up: they
-// are walked newest first whatever the rank, at most four windows a page,
+// are walked newest first whatever the rank, at most 1,000 packages a page,
 // and a page may come back short, even empty, with a Next that continues
 // the walk. A text holding a line break (or U+FFFD, which stands for one in
 // package_search) is answered from the file rows alone.
@@ -142,7 +142,7 @@ type searchBounds struct {
 const (
 	defaultSearchWindow       = 200
 	defaultSearchWalk         = 2000
-	defaultSearchShortWindows = 10
+	defaultSearchShortWindows = 5
 	defaultSearchProbe        = 500
 	// shortText is the length, in characters, from which a text has a
 	// trigram to look up.
