@@ -93,9 +93,9 @@ var ErrBadCursor = errors.New("bad search cursor")
 // (at most about 500 matching packages in the catalogue) is looked up in
 // the trigram indexes of names and file rows and ranked whole, which costs
 // what its few matches cost. A broad text is read rank by rank, newest
-// first: the window fills the page after a few dozen rows, and what a rank
-// still lacks below the window comes from the per-file indexes (names, base
-// names, paths), whose candidates are then few, as the rank is sparse.
+// first: a dense rank fills the page from the window, or from a few more
+// windows, and a rank too sparse for that is completed from the indexes
+// (names, base names, paths), whose candidates are then few.
 // Texts of fewer than three characters have no trigram to look up: they
 // are walked newest first whatever the rank, at most 1,000 packages a page,
 // and a page may come back short, even empty, with a Next that continues
