@@ -31,9 +31,11 @@ SELECT package_id,
 FROM package_files WHERE NOT is_dir GROUP BY package_id;
 
 -- Ranks: a file named exactly the text, or starting with it, looked up by
--- base name when too few packages have one for a walk to find them.
+-- base name when too few packages have one for a walk to find them. Only
+-- the first 256 characters: a B-tree entry must fit in a third of a page,
+-- and an archive may name a file in 64 kB.
 CREATE INDEX package_files_base_name ON package_files
-    (lower(regexp_replace(path, '^.*/', '')) text_pattern_ops);
+    (left(lower(regexp_replace(path, '^.*/', '')), 256) text_pattern_ops);
 
 ---- create above / drop below ----
 

@@ -254,8 +254,13 @@ func (r *searchRun) ids(ctx context.Context, sql string, args []any) ([]int64, e
 }
 
 // baseName is a listed file's base name as package_files_base_name
-// indexes it.
-const baseName = `lower(regexp_replace(f.path, '^.*/', ''))`
+// indexes it: its first baseNameChars characters, lower-cased (a B-tree
+// entry must fit in a third of a page, and an archive may name a file in
+// 64 kB).
+const (
+	baseName      = `left(lower(regexp_replace(f.path, '^.*/', '')), 256)`
+	baseNameChars = 256
+)
 
 // searchArgs numbers a statement's arguments.
 type searchArgs []any
@@ -287,17 +292,25 @@ func searchRanks(text string) []searchRank {
 		return []searchRank{{rank: RankName, has: func(*searchArgs) string { return "true" }}}
 	}
 	esc := likeEscape(text)
+	path := func(a *searchArgs) string { return "f.path ILIKE " + a.add("%"+esc+"%") }
+	exact := func(a *searchArgs) string { return baseName + " = lower(" + a.add(text) + "::text)" }
+	prefix := func(a *searchArgs) string { return baseName + " LIKE lower(" + a.add(esc+"%") + "::text)" }
+	if utf8.RuneCountInString(text) > baseNameChars {
+		// Past what the base-name index holds: such a text is rare,
+		// and the trigram index finds its files.
+		exact, prefix = path, path
+	}
 	return []searchRank{
 		{rank: RankName, has: func(a *searchArgs) string { return "p.name ILIKE " + a.add("%"+esc+"%") }},
 		{rank: RankFileExact,
 			has:   func(a *searchArgs) string { return "s.names LIKE lower(" + a.add("%\n"+esc+"\n%") + "::text)" },
-			files: func(a *searchArgs) string { return baseName + " = lower(" + a.add(text) + "::text)" }},
+			files: exact},
 		{rank: RankFilePrefix,
 			has:   func(a *searchArgs) string { return "s.names LIKE lower(" + a.add("%\n"+esc+"%") + "::text)" },
-			files: func(a *searchArgs) string { return baseName + " LIKE lower(" + a.add(esc+"%") + "::text)" }},
+			files: prefix},
 		{rank: RankFilePath,
 			has:   func(a *searchArgs) string { return "s.paths LIKE lower(" + a.add("%"+esc+"%") + "::text)" },
-			files: func(a *searchArgs) string { return "f.path ILIKE " + a.add("%"+esc+"%") }},
+			files: path},
 	}
 }
 
@@ -444,16 +457,17 @@ func (r *searchRun) probeOrWalk(ctx context.Context, q SearchQuery, limit int) (
 // packages in order with their ranks; or broad, when either bound was
 // passed and the answer would not be exact.
 func (r *searchRun) probe(ctx context.Context, q SearchQuery, limit int) (found []int64, ranks []int, broad bool, err error) {
+	// Case is folded by PostgreSQL on both sides (ILIKE folds as lower()
+	// does), as everywhere in the walk: the answer is the same either way.
 	var a searchArgs
-	text := strings.ToLower(q.Text)
-	pattern, exact, prefix := a.add("%"+likeEscape(text)+"%"), a.add(text), a.add(likeEscape(text)+"%")
+	pattern, exact, prefix := a.add("%"+likeEscape(q.Text)+"%"), a.add(q.Text), a.add(likeEscape(q.Text)+"%")
 	var sql strings.Builder
 	fmt.Fprintf(&sql, `WITH names AS MATERIALIZED (
 	SELECT p.id FROM packages p WHERE p.name ILIKE %[1]s LIMIT %[4]d
 ), files AS MATERIALIZED (
 	SELECT f.package_id,
-		CASE WHEN lower(regexp_replace(f.path, '^.*/', '')) = %[2]s THEN 1
-			WHEN lower(regexp_replace(f.path, '^.*/', '')) LIKE %[3]s THEN 2
+		CASE WHEN lower(regexp_replace(f.path, '^.*/', '')) = lower(%[2]s::text) THEN 1
+			WHEN lower(regexp_replace(f.path, '^.*/', '')) LIKE lower(%[3]s::text) THEN 2
 			ELSE 3 END AS rank
 	FROM package_files f WHERE f.path ILIKE %[1]s AND NOT f.is_dir LIMIT %[4]d
 ), best AS (

@@ -3,6 +3,7 @@ package store_test
 import (
 	"cmp"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -573,5 +574,42 @@ func TestSearchListingAsMigrated(t *testing.T) {
 	}
 	if migrated := listings(); !slices.Equal(migrated, written) {
 		t.Errorf("migration 008 writes\n  %s\nthe store wrote\n  %s", strings.Join(migrated, "\n  "), strings.Join(written, "\n  "))
+	}
+}
+
+// An archive may name a file in tens of kilobytes: such a package is
+// catalogued, and found by its file's whole name or any start of it, walked
+// or probed.
+func TestSearchLongFileName(t *testing.T) {
+	t.Parallel()
+	// 4,000 characters that do not compress, and an ending.
+	var b strings.Builder
+	for sum := sha256.Sum256([]byte("long")); b.Len() < 4000; sum = sha256.Sum256(sum[:]) {
+		b.WriteString(hex.EncodeToString(sum[:]))
+	}
+	long := "Sketch-" + b.String() + "-end.stl"
+	for _, probe := range []int{0, 1} {
+		st := open(t)
+		walkCatalogue(t, st)
+		store.SetSearchBounds(st, 2, 2, 0, probe)
+		for i, path := range []string{"long/" + long, "other/" + long + ".bak"} {
+			name := fmt.Sprintf("long-%d.zip", i)
+			sum := sha256.Sum256([]byte(name))
+			_, _, err := st.CreatePackage(t.Context(), store.Package{ContentHash: sum[:], Name: name, Format: "zip", TotalSize: 1,
+				PartCount: 1, FileCount: 1, Origin: tg.MessageKey{Chat: cataloguetest.SourceA, Message: tg.MessageIDFromServer(int64(90 + i))}},
+				[]store.Part{{FileName: name, Size: 1, SHA256: sum[:], Source: tg.MessageKey{Chat: cataloguetest.SourceA, Message: tg.MessageIDFromServer(int64(90 + i))}}},
+				[]store.FileEntry{{Path: path, Size: 9}})
+			if err != nil {
+				t.Fatalf("catalogue a file named in %d bytes: %v", len(path), err)
+			}
+		}
+		for _, text := range []string{long, strings.ToUpper(long[:600]), long[:100], "end.stl"} {
+			q := store.SearchQuery{Text: text, Limit: 2}
+			want, _ := pageThrough(t, q, func(q store.SearchQuery) (store.SearchPage, error) { return store.SearchFileRows(t.Context(), st, q) })
+			got, _ := pageThrough(t, q, func(q store.SearchQuery) (store.SearchPage, error) { return st.Search(t.Context(), q) })
+			if len(want) < 2 || !slices.Equal(got, want) {
+				t.Errorf("probe %d, %d characters: found\n  %s\nwant\n  %s", probe, len([]rune(text)), strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+			}
+		}
 	}
 }
