@@ -348,7 +348,10 @@ func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, file
 					}
 					return []any{id, i, path, f.Size, f.Dir, f.Unsafe || changed, raw, flags}, nil
 				}))
-			return err
+			if err != nil {
+				return err
+			}
+			return indexListing(ctx, tx, id)
 		}
 		return nil
 	})

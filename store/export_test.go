@@ -1,7 +1,43 @@
 package store
 
+import (
+	"context"
+	"fmt"
+)
+
 // BuildSearch exposes the search SQL to the plan checks and the benchmark.
 func BuildSearch(q SearchQuery) (sql string, args []any, err error) {
 	sql, args, _, err = buildSearch(q)
 	return sql, args, err
+}
+
+// IndexAllListings writes the search rows of every package, as migration
+// 008 does for a catalogue that predates it.
+func IndexAllListings(ctx context.Context, s *Store) error {
+	_, err := s.pool.Exec(ctx, fmt.Sprintf(searchListingSQL, "true"))
+	return err
+}
+
+// ExplainSearch runs q and returns each statement it sent with its plan
+// under EXPLAIN (ANALYZE, BUFFERS); with fileRows, answered as
+// SearchFileRows does.
+func ExplainSearch(ctx context.Context, s *Store, q SearchQuery, fileRows bool) ([]string, error) {
+	_, plans, err := s.search(ctx, q, searchOptions{explain: true, fileRows: fileRows})
+	return plans, err
+}
+
+// SetSearchBounds shrinks Search's bounds so that a small catalogue
+// exercises their edges: window packages per walk statement, walk packages
+// walked for a rank, shortWindows statements per page of a short text,
+// probe matches before a text is broad. Zero keeps a default.
+func SetSearchBounds(s *Store, window, walk, shortWindows, probe int) {
+	s.searchBounds = searchBounds{window: window, walk: walk, shortWindows: shortWindows, probe: probe}
+}
+
+// SearchFileRows answers q from the file rows alone, ranking every match
+// before paging, as every search did before package_search: the benchmark's
+// baseline and the tests' reference.
+func SearchFileRows(ctx context.Context, s *Store, q SearchQuery) (SearchPage, error) {
+	page, _, err := s.search(ctx, q, searchOptions{fileRows: true})
+	return page, err
 }

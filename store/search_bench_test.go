@@ -86,11 +86,14 @@ func loadBench(ctx context.Context, st *store.Store) error {
 	if err != nil {
 		return fmt.Errorf("load files: %w", err)
 	}
+	if err := store.IndexAllListings(ctx, st); err != nil {
+		return fmt.Errorf("index listings: %w", err)
+	}
 	loaded := time.Since(start)
 	if _, err := pool.Exec(ctx, `CREATE INDEX package_files_path_trgm ON package_files USING gin (path gin_trgm_ops)`); err != nil {
 		return err
 	}
-	for _, sql := range []string{`VACUUM ANALYZE package_files`, `VACUUM ANALYZE packages`} {
+	for _, sql := range []string{`VACUUM ANALYZE package_files`, `VACUUM ANALYZE packages`, `VACUUM ANALYZE package_search`} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			return err
 		}
@@ -101,8 +104,9 @@ func loadBench(ctx context.Context, st *store.Store) error {
 }
 
 // BenchmarkSearch runs substring searches over a catalogue of 1,000,000
-// listed files and prints each query's p50 and p95 latency, its hit count
-// and the plan of the first query. Run it with
+// listed files and prints each query's p50 and p95 latency, how many files
+// and packages it matches, its hit count, and the statements of a rare and
+// of a broad query with their plans. Run it with
 //
 //	go test -run '^$' -bench Search -benchtime 200x ./store/
 //
@@ -123,37 +127,62 @@ func BenchmarkSearch(b *testing.B) {
 		{Text: "ogre_golem_99"},                    // a handful of files
 		{Text: "golem_troll"},                      // a few hundred files
 		{Text: "throne", Format: "zip", Limit: 20}, // tens of thousands: the first page
+		{Text: "xyzzy_nowhere"},                    // nothing
+		{Text: "rc"},                               // two characters: no trigram, most packages
+		{Text: "q"},                                // one character, nothing: the walk's bound
 	}
-	for _, q := range []store.SearchQuery{queries[0], queries[len(queries)-1]} {
-		fmt.Printf("plan of %q:\n  %s\n", q.Text, explainAnalyze(b, st, q))
+	for _, q := range []store.SearchQuery{queries[0], queries[4]} {
+		plans, err := store.ExplainSearch(ctx, st, q, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Printf("statements and plans of %q:\n  %s\n", q.Text, strings.ReplaceAll(strings.Join(plans, "\n\n"), "\n", "\n  "))
 	}
 
+	// Each query runs both ways in turn, so that both see the same load:
+	// the walk over package_search, and, every fourth time, the file rows
+	// alone (every match ranked before paging, as before package_search),
+	// which takes up to a second on a broad text.
 	var all []time.Duration
+	fmt.Printf("%-18s %25s %5s  %-22s  %-22s\n", "query", "matching", "hits", "walk p50 / p95 ms", "file rows p50 / p95 ms")
 	for _, q := range queries {
 		b.Run(strings.ReplaceAll(q.Text, "_", "-"), func(b *testing.B) {
-			var durs []time.Duration
+			var walk, rows []time.Duration
 			hits := 0
-			for b.Loop() {
+			fileRows := func(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
+				return store.SearchFileRows(ctx, st, q)
+			}
+			for i := 0; b.Loop(); i++ {
 				t0 := time.Now()
 				page, err := st.Search(ctx, q)
-				durs = append(durs, time.Since(t0))
+				walk = append(walk, time.Since(t0))
 				if err != nil {
 					b.Fatal(err)
 				}
 				hits = len(page.Hits)
+				if i%4 == 0 {
+					t0 := time.Now()
+					if _, err := fileRows(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+					rows = append(rows, time.Since(t0))
+				}
 			}
-			p50, p95 := percentiles(durs)
+			p50, p95 := percentiles(walk)
 			b.ReportMetric(ms(p50), "p50-ms")
 			b.ReportMetric(ms(p95), "p95-ms")
-			if len(durs) >= 20 {
-				all = append(all, durs...)
-				fmt.Printf("%-20q %3d packages  p50 %6.2f ms  p95 %6.2f ms  (%d runs)\n", q.Text, hits, ms(p50), ms(p95), len(durs))
+			if len(walk) >= 20 {
+				all = append(all, walk...)
+				r50, r95 := percentiles(rows)
+				files, packages := matching(b, st, q.Text)
+				fmt.Printf("%-18q %6d files, %5d packages %5d  %8.2f / %8.2f  %8.2f / %8.2f  (%d and %d runs)\n",
+					q.Text, files, packages, hits, ms(p50), ms(p95), ms(r50), ms(r95), len(walk), len(rows))
 			}
 		})
 	}
 	if len(all) > 0 {
 		p50, p95 := percentiles(all)
-		fmt.Printf("all queries: p50 %.2f ms, p95 %.2f ms over %d runs\n", ms(p50), ms(p95), len(all))
+		fmt.Printf("all queries, walk: p50 %.2f ms, p95 %.2f ms over %d runs\n", ms(p50), ms(p95), len(all))
 	}
 }
 
@@ -165,20 +194,13 @@ func percentiles(d []time.Duration) (p50, p95 time.Duration) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// explainAnalyze runs q's search under EXPLAIN ANALYZE and returns the plan.
-func explainAnalyze(b *testing.B, st *store.Store, q store.SearchQuery) string {
-	ctx := context.Background()
-	sql, args, err := store.BuildSearch(q)
+// matching counts the listed files whose path contains text, and their
+// packages.
+func matching(b *testing.B, st *store.Store, text string) (files, packages int) {
+	err := st.Pool().QueryRow(context.Background(), `SELECT count(*), count(DISTINCT package_id) FROM package_files
+		WHERE NOT is_dir AND lower(path) LIKE lower($1)`, "%"+strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text)+"%").Scan(&files, &packages)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rows, err := st.Pool().Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, append([]any{pgx.QueryExecModeExec}, args...)...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		b.Fatal(err)
-	}
-	return strings.Join(lines, "\n  ")
+	return files, packages
 }

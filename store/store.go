@@ -18,6 +18,8 @@ var ErrNotFound = errors.New("not found")
 // Store is the catalogue and coordination state, over a pgx pool.
 type Store struct {
 	pool *pgxpool.Pool
+	// searchBounds bounds Search's walks; zero fields take the defaults.
+	searchBounds searchBounds
 }
 
 // Config configures Open.

@@ -248,3 +248,25 @@ func TestSearchTimeoutEndsInAnswer(t *testing.T) {
 		t.Errorf("status %d, want 503 saying the search took too long", rec.Code)
 	}
 }
+
+// stretchCatalogue answers every search with an empty page that reads on,
+// as a text of one or two characters gets where a stretch of the
+// catalogue holds no match.
+type stretchCatalogue struct{ *store.Store }
+
+func (stretchCatalogue) Search(context.Context, store.SearchQuery) (store.SearchPage, error) {
+	return store.SearchPage{Next: "MC4xMjM"}, nil
+}
+
+// An empty page with a next one says that nothing matched so far, not that
+// nothing matches, and links on.
+func TestSearchEmptyPageReadsOn(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, web.Config{Catalogue: stretchCatalogue{}})
+	rec := do(c, httptest.NewRequest("GET", "/console/?q=q", nil), local)
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || strings.Contains(body, "Nothing matches.") || !strings.Contains(body, "read so far") ||
+		!strings.Contains(body, "after=MC4xMjM") {
+		t.Errorf("status %d, body:\n%s", rec.Code, body)
+	}
+}

@@ -25,7 +25,10 @@ contains QUERY (case-insensitive), and prints each with its best matching
 file, its size, its source, when it was catalogued, and t.me links to the
 origin message and to every delivered copy. Packages whose name matches come
 first, then exact file names, file names starting with QUERY, and other
-paths. An empty QUERY lists every package, newest first.
+paths. An empty QUERY lists every package, newest first. A QUERY of one or
+two characters cannot use the trigram indexes: each page then reads a
+bounded stretch of the catalogue, newest first, and may hold fewer
+packages than --limit, or none, with a cursor to read on.
 
 The catalogue is opened read-only (no migration, read-only transactions), so
 --database-url may name a role granted only SELECT. Names are printed with
@@ -160,7 +163,15 @@ func openReadOnly(ctx context.Context, f storeFlags) (*store.Store, func(), erro
 
 func printSearch(w io.Writer, page store.SearchPage) {
 	if len(page.Hits) == 0 {
-		fmt.Fprintln(w, "no package matches")
+		if page.Next == "" {
+			fmt.Fprintln(w, "no package matches")
+			return
+		}
+		// A text of one or two characters has no trigram to look up: each
+		// page reads a bounded stretch of the catalogue, and this one
+		// found nothing there.
+		fmt.Fprintln(w, "no package matches among those read so far (a query under 3 characters reads the catalogue a stretch per page)")
+		fmt.Fprintf(w, "more: --after %s\n", page.Next)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

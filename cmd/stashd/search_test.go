@@ -156,3 +156,20 @@ func asUser(t *testing.T, connStr, user string) string {
 	}
 	return connStr + " user=" + user
 }
+
+// A page that read its stretch of the catalogue without a match (a query
+// of one or two characters) says so and how to read on, rather than that
+// nothing matches.
+func TestSearchCommandEmptyPageWithMore(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	printSearch(&out, store.SearchPage{Next: "MC4xMjM"})
+	if s := out.String(); strings.Contains(s, "no package matches\n") || !strings.Contains(s, "more: --after MC4xMjM") {
+		t.Errorf("empty page with a cursor printed:\n%s", s)
+	}
+	out.Reset()
+	printSearch(&out, store.SearchPage{})
+	if s := out.String(); s != "no package matches\n" {
+		t.Errorf("last empty page printed %q", s)
+	}
+}
