@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -27,7 +28,9 @@ func Caption(pkg store.Package, part int, token string) string {
 	return b.String()
 }
 
-// deliver sends every part of pkg to every destination exactly once. Each
+// deliver sends every part of pkg exactly once to every destination its
+// routes give it as parts' source posted it (every destination when no
+// routes are configured). Each
 // send is preceded by an intent row holding a token that the caption
 // carries; an intent this call did not write may have been sent by an
 // attempt that crashed before recording it, so the destination is searched
@@ -35,7 +38,7 @@ func Caption(pkg store.Package, part int, token string) string {
 func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Message) error {
 	start := time.Now()
 	defer p.m.observeStage(StageDeliver, start)
-	for _, dest := range p.cfg.Destinations {
+	for _, dest := range p.destinations(routeInput(parts)) {
 		for i, m := range parts {
 			d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
 			if err != nil {
@@ -73,6 +76,47 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 		}
 	}
 	return nil
+}
+
+// destinations returns where a package as one source posted it goes.
+func (p *Pipeline) destinations(in route.Package) []tg.ChatID {
+	if !p.cfg.Routes.Routed() {
+		return p.cfg.Destinations
+	}
+	return p.cfg.Routes.Destinations(in)
+}
+
+// routeInput is what routing sees of the package parts make up: their
+// source and topic, the first part's name and the parts' total size as
+// their messages give it.
+func routeInput(parts []tg.Message) route.Package {
+	in := route.Package{Chat: parts[0].ChatID, Topic: parts[0].TopicID()}
+	if d := parts[0].Document; d != nil {
+		in.Name = d.FileName
+	}
+	for _, m := range parts {
+		if m.Document != nil {
+			in.Size += m.Document.File.Size
+		}
+	}
+	return in
+}
+
+// partDelivered reports whether pkg, of which msg carries one part, has
+// been delivered everywhere it must go as msg's source posted it. With
+// routes that needs the package's name and size: msg alone is one part of
+// it (a forwarded part keeps the name and bytes, so the catalogue's stand
+// for it).
+func (p *Pipeline) partDelivered(ctx context.Context, pkg int64, msg tg.Message) (bool, error) {
+	if !p.cfg.Routes.Routed() {
+		return p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+	}
+	got, err := p.store.GetPackage(ctx, pkg)
+	if err != nil {
+		return false, err
+	}
+	in := route.Package{Chat: msg.ChatID, Topic: msg.TopicID(), Name: got.Name, Size: got.TotalSize}
+	return p.store.DeliveryComplete(ctx, pkg, p.cfg.Routes.Destinations(in))
 }
 
 // reconcileSkew allows for the database's clock running ahead of

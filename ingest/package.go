@@ -30,7 +30,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
 		return "", err
 	} else if ok {
-		done, err := p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		done, err := p.store.DeliveryComplete(ctx, pkg, p.destinations(routeInput(parts)))
 		if err != nil {
 			return "", err
 		}

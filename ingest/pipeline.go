@@ -14,6 +14,7 @@ import (
 
 	"stashd/archive"
 	"stashd/internal/service"
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -58,9 +59,13 @@ type Telegram interface {
 type Config struct {
 	// Account is the account whose session the pipeline uses.
 	Account string
-	// Destinations receive every package. Empty: packages are catalogued
-	// but not delivered.
+	// Destinations receive every package when Routes is nil. Empty:
+	// packages are catalogued but not delivered.
 	Destinations []tg.ChatID
+	// Routes, when set and routed, decide each package's destinations from
+	// the source that posted it (see package route); Destinations is then
+	// ignored.
+	Routes *route.Table
 	// Limits bound archive listings; zero fields take archive's defaults.
 	Limits archive.Limits
 	// SetSettle is how long a multipart set or album must be quiet (no new
@@ -327,7 +332,7 @@ func (p *Pipeline) addKnownOrPart(ctx context.Context, msg tg.Message, cls class
 		return "", err
 	}
 	if ok {
-		done, err := p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		done, err := p.partDelivered(ctx, pkg, msg)
 		if err != nil {
 			return "", err
 		}
