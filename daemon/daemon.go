@@ -19,6 +19,7 @@ import (
 	"stashd/ingest"
 	"stashd/listener"
 	"stashd/rescan"
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -48,6 +49,12 @@ type Config struct {
 	// DestinationNames are destinations by public username, resolved by
 	// each account at start.
 	DestinationNames []string
+	// Routes, when given, decide where each package goes (Destinations and
+	// DestinationNames are then unused). They are resolved and checked at
+	// start: a chat no account knows, topics on a chat that is not a
+	// forum, or a destination that is also a source stop the start, with
+	// one line per problem.
+	Routes []route.Spec
 	// Workers per account; zero means 4.
 	Workers int
 	// QueueCapacity per account; zero means 1024.
@@ -148,6 +155,51 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 		d.mu.Lock()
 		d.accounts = append(d.accounts, run)
 		d.mu.Unlock()
+	}
+	if err := d.checkRoutes(ctx); err != nil {
+		d.Shutdown(context.Background())
+		return err
+	}
+	return nil
+}
+
+// checkRoutes validates the routes against what the accounts found at
+// start (see Config.Routes).
+func (d *Daemon) checkRoutes(ctx context.Context) error {
+	d.mu.Lock()
+	runs := d.accounts
+	d.mu.Unlock()
+	if len(d.cfg.Routes) == 0 || len(runs) == 0 {
+		return nil
+	}
+	watched := map[tg.ChatID]bool{}
+	kinds := map[tg.ChatID]tg.ChatKind{}
+	for _, r := range runs {
+		for _, c := range r.account.Sources {
+			watched[c] = true
+		}
+		srcs, err := d.store.Sources(ctx, r.name)
+		if err != nil {
+			return err
+		}
+		for _, s := range srcs {
+			kinds[s.ChatID] = s.Kind
+		}
+	}
+	lookup := func(chat tg.ChatID) (tg.ChatKind, bool) {
+		if k, ok := kinds[chat]; ok {
+			return k, true
+		}
+		for _, r := range runs {
+			if c, err := r.paced.GetChat(ctx, chat); err == nil {
+				kinds[chat] = c.Kind
+				return c.Kind, true
+			}
+		}
+		return "", false
+	}
+	if err := route.Check(runs[0].routes.Routes(), func(c tg.ChatID) bool { return watched[c] }, lookup); err != nil {
+		return fmt.Errorf("check routes:\n%w", err)
 	}
 	return nil
 }
@@ -277,6 +329,7 @@ type accountRun struct {
 	cancel  context.CancelFunc
 	sources int
 	account Account // with named sources resolved
+	routes  *route.Table
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
@@ -358,6 +411,9 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	if err != nil {
 		return fail(err)
 	}
+	if r.routes, err = d.resolveRoutes(ctx, r); err != nil {
+		return fail(err)
+	}
 	if err := d.registerSources(ctx, r, a); err != nil {
 		return fail(err)
 	}
@@ -397,6 +453,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
+	icfg.Routes = r.routes
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
 		low, _, ok := lst.Watermark(chat)
 		return ok && !lst.IsDirty(chat) && low >= upTo
@@ -480,6 +537,41 @@ func (d *Daemon) resolve(ctx context.Context, r *accountRun, a Account) (Account
 		}
 	}
 	return out, dests, accept, nil
+}
+
+// resolveRoutes resolves the routes' usernames through the account's
+// session (searchPublicChat, once per name). Every problem is reported,
+// one line each.
+func (d *Daemon) resolveRoutes(ctx context.Context, r *accountRun) (*route.Table, error) {
+	if len(d.cfg.Routes) == 0 {
+		return nil, nil
+	}
+	byName := map[string]tg.ChatID{}
+	lookup := func(name string) (tg.ChatID, error) {
+		if id, ok := byName[name]; ok {
+			return id, nil
+		}
+		c, err := r.paced.SearchPublicChat(ctx, name)
+		if err != nil {
+			return 0, fmt.Errorf("unknown chat: %w", err)
+		}
+		byName[name] = c.ID
+		return c.ID, nil
+	}
+	var routes []route.Route
+	var errs []error
+	for _, s := range d.cfg.Routes {
+		rt, err := s.Resolve(lookup)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		routes = append(routes, rt)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("resolve routes:\n%w", errors.Join(errs...))
+	}
+	return route.NewTable(nil, routes), nil
 }
 
 // registerSources records sources the store does not know yet, with their

@@ -245,6 +245,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 	if simulate {
 		return s.simulated(dcfg, seed, rate)
 	}
+	dcfg.Routes = c.RouteSpecs()
 	for _, ref := range c.Destinations {
 		r, _ := config.ParseChatRef(ref) // validated by Load
 		if r.Username != "" {

@@ -50,8 +50,13 @@ type Config struct {
 	APIID   int32  `toml:"api_id"`
 	APIHash string `toml:"api_hash"`
 	// Destinations receive every package: chat references as for sources.
-	// Required.
+	// Required unless Routes are given, and then not allowed: the routes
+	// say where each package goes.
 	Destinations []string `toml:"destinations"`
+	// Routes send packages from some sources to some destinations, with
+	// filters ([[routes]] tables). Empty: every package goes to every
+	// destination.
+	Routes []Route `toml:"routes"`
 	// Workers is the number of ingest workers per account. Default 4.
 	Workers int `toml:"workers"`
 	// QueueCapacity bounds each account's ingest queue. Default 1024.
@@ -138,6 +143,33 @@ func (s *Source) UnmarshalTOML(v any) error {
 		return nil
 	}
 	return fmt.Errorf("%v is neither a chat reference nor a table", v)
+}
+
+// Route is one [[routes]] table: packages of its sources (and topics) that
+// pass its filters go to its destinations. A package matching several
+// routes goes once to each destination.
+type Route struct {
+	// Name labels the route in errors and status; optional.
+	Name string `toml:"name"`
+	// Sources are chat references, or tables { chat = ..., topics = [...] }
+	// limiting a forum to some topics. Each must be a source of an account.
+	Sources []Source `toml:"sources"`
+	// Destinations are chat references; none may be a source.
+	Destinations []string `toml:"destinations"`
+	// Formats limit the route to these archive formats (zip, rar, 7z, tar,
+	// tar.gz, tar.bz2, tar.xz, tar.zst), as the first part's name gives
+	// them. Empty: any.
+	Formats []string `toml:"formats"`
+	// Include: when not empty, a package's name (its first part's file
+	// name) must match one of these globs, or "re:"-prefixed regular
+	// expressions.
+	Include []string `toml:"include"`
+	// Exclude: a package's name must match none of these patterns.
+	Exclude []string `toml:"exclude"`
+	// MinSize and MaxSize bound a package's total size ("10MiB"); zero: no
+	// bound.
+	MinSize ByteSize `toml:"min_size"`
+	MaxSize ByteSize `toml:"max_size"`
 }
 
 // Duration is a time.Duration written as "20s", "6h".
@@ -296,12 +328,14 @@ func defaults(mode Mode) Config {
 // Validate checks every field of a daemon's configuration and returns the
 // first problem as a *FieldError. origin labels where it came from.
 func (c *Config) Validate(origin string) error {
-	return c.validate(Daemon, func(string) (string, string) { return "", origin })
+	return c.validate(Daemon, func(string) (string, string) { return "", origin }, func(int, string) string { return origin })
 }
 
 // validate checks the fields the mode needs. where names a field's origin:
 // the name to show and its source (see FieldError).
-func (c *Config) validate(mode Mode, where func(setting string) (field, source string)) error {
+//
+// routeAt names the source of key in the i-th [[routes]] table.
+func (c *Config) validate(mode Mode, where func(setting string) (field, source string), routeAt func(i int, key string) string) error {
 	bad := func(field string, format string, args ...any) error {
 		setting, _, _ := strings.Cut(field, "[")
 		shown, src := where(setting)
@@ -340,14 +374,20 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	if c.ConsoleRemote && len(c.ConsoleToken) < 16 {
 		return bad("console_remote", "serving the console beyond loopback needs console_token of 16 characters or more (or STASHD_CONSOLE_TOKEN)")
 	}
-	if err := c.validateTuning(bad); err != nil || mode == Simulate {
+	if err := c.validateTuning(bad); err != nil {
+		return err
+	}
+	if err := c.validateRoutes(routeAt); err != nil || mode == Simulate {
 		return err
 	}
 	if err := c.validateCredentials(bad); err != nil {
 		return err
 	}
-	if len(c.Destinations) == 0 {
-		return bad("destinations", "at least one destination chat is required")
+	switch {
+	case len(c.Destinations) == 0 && len(c.Routes) == 0:
+		return bad("destinations", "at least one destination chat (or a [[routes]] table) is required")
+	case len(c.Destinations) > 0 && len(c.Routes) > 0:
+		return bad("destinations", "with [[routes]] every destination comes from the routes: remove destinations")
 	}
 	for i, d := range c.Destinations {
 		if _, err := ParseChatRef(d); err != nil {
@@ -517,7 +557,11 @@ func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, mode Mo
 			return c, err
 		}
 	}
-	return c, c.validate(mode, where)
+	routeAt := func(i int, key string) string { return routeLine(path, lines, i, key) }
+	if path == "" {
+		routeAt = func(int, string) string { return "default" }
+	}
+	return c, c.validate(mode, where, routeAt)
 }
 
 // fileLine returns "path:N" for the first line of the file that sets key,
@@ -530,6 +574,32 @@ func fileLine(path string, lines []string, key string) string {
 				return fmt.Sprintf("%s:%d", path, i+1)
 			}
 		}
+	}
+	return path
+}
+
+// routeLine returns "path:N" for the line that sets key in the i-th
+// [[routes]] table, or that of the table's header when none does.
+func routeLine(path string, lines []string, i int, key string) string {
+	header := regexp.MustCompile(`^\s*\[\[\s*routes\s*\]\]`)
+	table := regexp.MustCompile(`^\s*\[`)
+	set, err := regexp.Compile(`^\s*"?` + regexp.QuoteMeta(key) + `"?\s*=`)
+	n, at := -1, 0
+	for j, l := range lines {
+		switch {
+		case header.MatchString(l):
+			n++
+			if n == i {
+				at = j + 1
+			}
+		case table.MatchString(l) && n == i:
+			n++ // another table ends the route's
+		case n == i && err == nil && set.MatchString(l):
+			return fmt.Sprintf("%s:%d", path, j+1)
+		}
+	}
+	if at > 0 {
+		return fmt.Sprintf("%s:%d", path, at)
 	}
 	return path
 }
