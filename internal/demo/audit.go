@@ -66,6 +66,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	dests := r.gen.Destinations()
+	ra := r.newRouteAudit(truth, dests)
 	seen := make([]map[partRef]int, len(dests))
 	for i, d := range dests {
 		seen[i] = map[partRef]int{}
@@ -98,11 +99,13 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		if catalogued {
 			rep.CataloguedPackages++
 		}
-		delivered := true
-		for i := range dests {
+		delivered, missingPairs := true, 0
+		for _, i := range ra.required(p) {
 			for part := range p.Parts {
 				if seen[i][partRef{h, part}] == 0 {
 					delivered = false
+					missingPairs++
+					break
 				}
 			}
 		}
@@ -121,7 +124,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 			}
 		}
 		if !catalogued || !delivered {
-			rep.Missing++
+			rep.Missing += max(missingPairs, 1) // per required (package, destination) pair
 			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0], catalogued, delivered))
 		}
 		if p.Corrupt {
@@ -132,6 +135,7 @@ func (r *runner) audit(ctx context.Context) (Report, error) {
 		}
 	}
 	sort.Strings(rep.MissingNames)
+	ra.violations(&rep, seen, truth)
 
 	for _, p := range truth.Packages {
 		if !p.Incomplete || r.faulty(p) {

@@ -25,6 +25,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/service"
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -46,6 +47,10 @@ type Options struct {
 	Accounts int
 	// Destinations [1].
 	Destinations int
+	// Routes decide where packages go; nil sends every package to every
+	// destination. They name the demo's chats by username: demo_source1..N
+	// (plain sources in order), demo_forum and demo_dest1..N.
+	Routes []route.Spec
 	// Rate of publication, items per second [20]; negative means no pause.
 	Rate float64
 	// Workers per account [4].
@@ -205,6 +210,10 @@ type Report struct {
 	// ProtectedRecorded packages were published only in protected sources
 	// and are dead letters with the protected-content reason.
 	ProtectedRecorded int `json:"protected_recorded"`
+	// RouteViolations counts (package, destination) pairs where a package
+	// is in a destination no route sends it to; zero without routes.
+	RouteViolations     int      `json:"route_violations"`
+	RouteViolationNames []string `json:"route_violation_names,omitempty"`
 }
 
 // MarshalJSON adds "ok", the verdict of OK, to the report's fields.
@@ -216,7 +225,9 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}{fields(r), r.OK()})
 }
 
-// OK reports whether the audit passed: the pipeline settled, nothing missing, nothing delivered
+// OK reports whether the audit passed: the pipeline settled, nothing missing
+// (per package and destination its routes require), nothing where no route
+// sends it, nothing delivered
 // twice, every corrupt archive catalogued with its listing error, every
 // incomplete set a dead letter and never delivered, every package of a
 // vanished send delivered later or a dead letter, the downloads within their
@@ -224,7 +235,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // may instead be explained by the source's recorded access or its dead
 // letters.
 func (r Report) OK() bool {
-	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget &&
+	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
 		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
@@ -270,7 +281,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
 	})
-	r := &runner{o: o, log: log, st: st, world: world, gen: gen,
+	nameDemoChats(world, gen)
+	routes, err := routeTable(world, gen, o.Routes)
+	if err != nil {
+		return Report{}, fmt.Errorf("demo routes: %w", err)
+	}
+	r := &runner{o: o, log: log, st: st, world: world, gen: gen, routes: routes,
 		rng:  rand.New(rand.NewPCG(uint64(o.Seed), 0x6661756c74)), // "fault"
 		lost: map[tg.ChatID]bool{}, protected: map[tg.ChatID]bool{}}
 	for _, s := range gen.Sources() {
@@ -294,6 +310,8 @@ type runner struct {
 	st    *store.Store
 	world *tgsim.World
 	gen   *tgsim.Generator
+	// routes is Options.Routes resolved, for the audit; nil without.
+	routes *route.Table
 
 	// rng draws the fault knobs' choices; lost and protected are the
 	// sources they hit. Only the publishing goroutine writes lost, before
@@ -334,7 +352,7 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		accounts = append(accounts, a)
 	}
 	cfg := daemon.Config{
-		Accounts: accounts, Destinations: r.gen.Destinations(),
+		Accounts: accounts, Destinations: r.gen.Destinations(), Routes: r.o.Routes,
 		Workers: r.o.Workers, QueueCapacity: r.o.QueueCapacity, Rate: 1000,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
