@@ -187,8 +187,8 @@ func runDemo(args []string) int {
 func printReport(r demo.Report) {
 	w := os.Stderr
 	fmt.Fprintf(w, "audit: published %d archives, %d unique packages\n", r.PublishedArchives, r.UniquePackages)
-	fmt.Fprintf(w, "  catalogued %d, delivered %d, missing %d, delivered twice %d\n",
-		r.CataloguedPackages, r.DeliveredPackages, r.Missing, r.DuplicateDeliveries)
+	fmt.Fprintf(w, "  catalogued %d, delivered %d, missing %d, delivered twice %d, route violations %d\n",
+		r.CataloguedPackages, r.DeliveredPackages, r.Missing, r.DuplicateDeliveries, r.RouteViolations)
 	fmt.Fprintf(w, "  corrupt %d (listing error recorded for %d), incomplete sets %d (dead letters %d, delivered %d)\n",
 		r.Corrupt, r.CorruptListingErrors, r.IncompleteSets, r.IncompleteDeadLettered, r.IncompleteDelivered)
 	fmt.Fprintf(w, "  dead letters %d, restarts %d, settled %v, %.1fs\n", r.DeadLetters, r.Restarts, r.Settled, r.ElapsedSeconds)
@@ -203,6 +203,12 @@ func printReport(r demo.Report) {
 	}
 	for _, n := range r.MissingNames {
 		fmt.Fprintf(w, "  missing: %s\n", n)
+	}
+	if r.RouteViolations > 0 {
+		fmt.Fprintf(w, "  route violations %d\n", r.RouteViolations)
+	}
+	for _, n := range r.RouteViolationNames {
+		fmt.Fprintf(w, "  route violation: %s\n", n)
 	}
 	fmt.Fprintf(w, "  telegram calls: %s\n", formatCalls(r.Calls))
 	if r.RestartCalls != nil {
