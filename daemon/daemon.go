@@ -70,6 +70,9 @@ type Config struct {
 	Rescan rescan.Config
 	// Retry configures the dead-letter retry loops.
 	Retry ingest.RetryConfig
+	// Backfill configures the walks that deliver packages catalogued before
+	// a route was added to that route's destinations.
+	Backfill ingest.BackfillConfig
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
 	// SendTimeout bounds the wait for one send's outcome; zero means
@@ -271,6 +274,7 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 		r.catch.Stop()
 		r.resc.Stop()
 		r.retry.Stop()
+		r.backfill.Stop()
 		r.sweep.Stop()
 		r.cancel()
 		r.rec.Stop()
@@ -297,6 +301,7 @@ func (d *Daemon) Kill() {
 		r.catch.Stop()
 		r.resc.Stop()
 		r.retry.Stop()
+		r.backfill.Stop()
 		r.sweep.Stop()
 		r.rec.Stop()
 		r.lst.Kill()
@@ -311,29 +316,32 @@ const unclaimedSends = 256
 
 // accountRun is one account's running components.
 type accountRun struct {
-	name    string
-	log     *slog.Logger
-	client  tg.Client
-	paced   *tg.Paced
-	sess    *tg.Session
-	lst     *listener.Listener
-	pipe    *ingest.Pipeline
-	pool    *ingest.Pool
-	sweep   *ingest.SetSweeper
-	catch   *catchup.Catchup
-	resc    *rescan.Rescan
-	retry   *ingest.Retrier
-	rec     *ingest.SendRecorder
-	follow  *upgradeFollower
-	ctx     context.Context
-	cancel  context.CancelFunc
-	sources int
-	account Account // with named sources resolved
-	routes  *route.Table
+	name     string
+	log      *slog.Logger
+	client   tg.Client
+	paced    *tg.Paced
+	sess     *tg.Session
+	lst      *listener.Listener
+	pipe     *ingest.Pipeline
+	pool     *ingest.Pool
+	sweep    *ingest.SetSweeper
+	catch    *catchup.Catchup
+	resc     *rescan.Rescan
+	retry    *ingest.Retrier
+	backfill *ingest.Backfiller
+	rec      *ingest.SendRecorder
+	follow   *upgradeFollower
+	ctx      context.Context
+	cancel   context.CancelFunc
+	sources  int
+	account  Account // with named sources resolved
+	routes   *route.Table
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
-	for _, s := range []interface{ Start(context.Context) error }{r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.follow} {
+	// The backfill first: it records new routes before ingest delivers
+	// anything under them, so its walk ends where routing at ingest starts.
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.follow} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -470,6 +478,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	r.resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
 	resc.Store(r.resc)
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
+	r.backfill = ingest.NewBackfiller(d.cfg.Backfill, r.pipe, d.store)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 
 	return r, nil

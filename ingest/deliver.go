@@ -35,14 +35,17 @@ func Caption(pkg store.Package, part int, token string) string {
 // carries; an intent this call did not write may have been sent by an
 // attempt that crashed before recording it, so the destination is searched
 // for its token first and only an unfound part is sent.
-func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Message) error {
+//
+// It returns how many parts it sent (reconciled ones not counted).
+func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Message) (int, error) {
+	sent := 0
 	start := time.Now()
 	defer p.m.observeStage(StageDeliver, start)
 	for _, dest := range p.destinations(routeInput(parts)) {
 		for i, m := range parts {
 			d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
 			if err != nil {
-				return err
+				return sent, err
 			}
 			if d.State == store.DeliverySent {
 				continue
@@ -50,32 +53,33 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 			if !fresh {
 				found, err := p.findToken(ctx, d)
 				if err != nil {
-					return fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
+					return sent, fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
 				}
 				if found != 0 {
 					p.log.Info("delivery reconciled from destination", "package", pkg.ID, "destination", dest, "part", i)
 					if err := p.store.MarkSent(ctx, d, found); err != nil {
-						return err
+						return sent, err
 					}
 					continue
 				}
 			}
-			sent, err := p.tg.Send(ctx, dest, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
+			msg, err := p.tg.Send(ctx, dest, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
 			if err != nil {
-				return fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
+				return sent, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
 			}
 			// First write after the send: the destination id (the stub).
 			// Use a context that survives cancellation so a shutdown in
 			// this instant does not forget a message that exists.
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			err = p.store.MarkSent(wctx, d, sent.ID)
+			err = p.store.MarkSent(wctx, d, msg.ID)
 			cancel()
 			if err != nil {
-				return err
+				return sent, err
 			}
+			sent++
 		}
 	}
-	return nil
+	return sent, nil
 }
 
 // destinations returns where a package as one source posted it goes.

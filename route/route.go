@@ -1,6 +1,8 @@
 package route
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -241,4 +243,35 @@ func Check(routes []Route, watched func(tg.ChatID) bool, lookup func(tg.ChatID) 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Key fingerprints what r sends where (sources, topics, destinations,
+// filter), not its name: an edited route is a new route, and its
+// packages already catalogued are walked again (deliveries are recorded
+// per package and destination, so nothing goes twice).
+func (r Route) Key() string {
+	var b strings.Builder
+	srcs := make([]string, len(r.Sources))
+	for i, s := range r.Sources {
+		topics := slices.Clone(s.Topics)
+		slices.Sort(topics)
+		srcs[i] = fmt.Sprintf("%d%v", s.Chat, topics)
+	}
+	slices.Sort(srcs)
+	dests := slices.Clone(r.Destinations)
+	slices.Sort(dests)
+	formats := slices.Clone(r.Filter.Formats)
+	slices.Sort(formats)
+	pats := func(ps []Pattern) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.text
+		}
+		slices.Sort(out)
+		return out
+	}
+	fmt.Fprintf(&b, "s=%q d=%v f=%q i=%q x=%q min=%d max=%d", srcs, dests, formats,
+		pats(r.Filter.Include), pats(r.Filter.Exclude), r.Filter.MinSize, r.Filter.MaxSize)
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:12])
 }

@@ -239,6 +239,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},
 		DrainTimeout: c.DrainTimeout.Duration,
 		SendTimeout:  c.SendTimeout.Duration,
+		Backfill:     ingest.BackfillConfig{Rate: c.BackfillRate},
 		Logger:       s.log,
 		Registry:     reg,
 	}

@@ -93,6 +93,20 @@ func printStatus(rep store.Status) {
 			fmt.Printf("source %d: upgraded to supergroup %d, which is followed: add it to the configuration\n", s.ChatID, s.UpgradedTo)
 		}
 	}
+	for _, b := range rep.Backfills {
+		if b.DoneAt != nil {
+			if b.Walked > 0 {
+				fmt.Printf("route %s (account %s): backfill finished %s: %d packages walked, %d matched, %d delivered, %d failed\n",
+					b.Route, b.Account, ago(b.DoneAt), b.Walked, b.Matched, b.Delivered, b.Failed)
+			}
+			continue
+		}
+		fmt.Printf("route %s (account %s): backfilling, %d of %d packages walked, %d matched, %d delivered, %d failed\n",
+			b.Route, b.Account, b.Walked, b.Walked+b.Remaining, b.Matched, b.Delivered, b.Failed)
+		if b.LastError != "" {
+			fmt.Printf("route %s (account %s): backfill last error: %s\n", b.Route, b.Account, b.LastError)
+		}
+	}
 	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",
 		rep.Packages, rep.Deliveries["sent"], rep.Deliveries["intent"], rep.DeadLetters["pending"], rep.DeadLetters["exhausted"])
 }

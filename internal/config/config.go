@@ -87,6 +87,10 @@ type Config struct {
 	// waits until it fits, and one larger than the budget proceeds alone.
 	// Default 4GiB; at least 1MiB.
 	DownloadBudget ByteSize `toml:"download_budget"`
+	// BackfillRate bounds, per account, how many catalogued packages per
+	// minute the backfill of a newly added route delivers. Default 30;
+	// 1..6000.
+	BackfillRate float64 `toml:"backfill_rate"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
@@ -314,7 +318,7 @@ const (
 func defaults(mode Mode) Config {
 	c := Config{
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
-		Workers: 4, QueueCapacity: 1024, Rate: 20,
+		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30,
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
@@ -480,6 +484,9 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if c.QueueCapacity < 1 || c.QueueCapacity > 1<<20 {
 		return bad("queue_capacity", "%d is outside 1..1048576", c.QueueCapacity)
 	}
+	if c.BackfillRate < 1 || c.BackfillRate > 6000 {
+		return bad("backfill_rate", "%v is outside 1..6000 packages per minute", c.BackfillRate)
+	}
 	if c.Rate <= 0 || c.Rate > 1000 {
 		return bad("rate", "%v is outside (0, 1000] requests per second", c.Rate)
 	}
@@ -624,6 +631,7 @@ var Settings = []struct{ Name, Usage string }{
 	{"workers", "ingest workers per account (default 4)"},
 	{"queue_capacity", "ingest queue capacity per account (default 1024)"},
 	{"rate", "Telegram requests per second per account (default 20)"},
+	{"backfill_rate", "packages per minute per account a newly added route backfills (default 30)"},
 	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},
 	{"send_timeout", "longest wait for one send's outcome before reconciling by token (default 5m)"},
 	{"rescan_interval", "time between rescans (default 6h)"},
@@ -761,6 +769,12 @@ func set(c *Config, name, v string) error {
 			return fmt.Errorf("%q is not a number", v)
 		}
 		c.Rate = f
+	case "backfill_rate":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		c.BackfillRate = f
 	case "drain_timeout":
 		return dur(&c.DrainTimeout)
 	case "send_timeout":
