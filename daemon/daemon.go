@@ -61,6 +61,13 @@ type Config struct {
 	QueueCapacity int
 	// Rate is each account's request rate per second; zero means 20.
 	Rate float64
+	// SendRate is each account's send budget in messages per minute (see
+	// tg.SendBudget); zero means no send budget (sends are paced by Rate
+	// only).
+	SendRate float64
+	// SendInFlight bounds each account's sends awaiting their outcome
+	// under a send budget; zero means 3.
+	SendInFlight int
 	// Ingest is the template for every account's pipeline (Account and
 	// Destinations are filled in).
 	Ingest ingest.Config
@@ -100,6 +107,7 @@ type Daemon struct {
 	cm    *catchup.Metrics
 	rm    *rescan.Metrics
 	retm  *ingest.RetryMetrics
+	sbm   *tg.SendBudgetMetrics
 	fatal chan error
 
 	mu       sync.Mutex
@@ -125,6 +133,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		cfg: cfg, store: st, dial: dial, log: log,
 		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
 		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
+		sbm:   tg.NewSendBudgetMetrics(reg),
 		fatal: make(chan error, len(cfg.Accounts)+1),
 	}
 }
@@ -404,6 +413,9 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 		lst.HandleUpdate(u)
 	})
 	r.sess.SendTimeout = d.cfg.SendTimeout
+	if d.cfg.SendRate > 0 {
+		r.sess.Budget = tg.NewSendBudget(tg.SendBudgetConfig{Account: a.Name, PerMinute: d.cfg.SendRate, InFlight: d.cfg.SendInFlight}, d.sbm)
+	}
 
 	if err := r.paced.LoadChats(ctx); err != nil {
 		return fail(fmt.Errorf("load chats: %w", err))

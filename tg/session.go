@@ -22,6 +22,9 @@ type Session struct {
 	// SendTimeout bounds how long Send waits for a send's outcome; zero
 	// means DefaultSendTimeout. Set it before the first Send.
 	SendTimeout time.Duration
+	// Budget, when set, paces Send: each send takes its turn and an
+	// in-flight slot until its outcome. Set it before the first Send.
+	Budget *SendBudget
 
 	handler func(Update)
 
@@ -200,9 +203,20 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 	if timeout <= 0 {
 		timeout = DefaultSendTimeout
 	}
+	started := func() {}
+	if s.Budget != nil {
+		var done func()
+		var err error
+		started, done, err = s.Budget.Acquire(ctx)
+		if err != nil {
+			return Message{}, fmt.Errorf("wait for send budget: %w", err)
+		}
+		defer done()
+	}
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
 	defer cancel()
 	tmp, err := s.Client.SendDocument(sctx, chat, remoteFileID, caption)
+	started()
 	if err != nil {
 		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
 			return Message{}, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)

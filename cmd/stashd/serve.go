@@ -232,6 +232,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 	c := s.cfg
 	dcfg := daemon.Config{
 		Workers: c.Workers, QueueCapacity: c.QueueCapacity, Rate: c.Rate,
+		SendRate: c.SendRate, SendInFlight: c.SendInFlight,
 		Ingest: ingest.Config{
 			SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration,
 			DownloadStall: c.DownloadStallTimeout.Duration, DownloadBudget: int64(c.DownloadBudget),

@@ -87,6 +87,12 @@ type Config struct {
 	// waits until it fits, and one larger than the budget proceeds alone.
 	// Default 4GiB; at least 1MiB.
 	DownloadBudget ByteSize `toml:"download_budget"`
+	// SendRate is each account's send budget: messages per minute, spaced
+	// evenly with jitter. Default 20; 1..6000.
+	SendRate float64 `toml:"send_rate"`
+	// SendInFlight bounds each account's sends awaiting their outcome.
+	// Default 3; 1..64.
+	SendInFlight int `toml:"send_in_flight"`
 	// BackfillRate bounds, per account, how many catalogued packages per
 	// minute the backfill of a newly added route delivers. Default 30;
 	// 1..6000.
@@ -318,7 +324,7 @@ const (
 func defaults(mode Mode) Config {
 	c := Config{
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
-		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30,
+		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30, SendRate: 20, SendInFlight: 3,
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
@@ -484,6 +490,12 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if c.QueueCapacity < 1 || c.QueueCapacity > 1<<20 {
 		return bad("queue_capacity", "%d is outside 1..1048576", c.QueueCapacity)
 	}
+	if c.SendRate < 1 || c.SendRate > 6000 {
+		return bad("send_rate", "%v is outside 1..6000 messages per minute", c.SendRate)
+	}
+	if c.SendInFlight < 1 || c.SendInFlight > 64 {
+		return bad("send_in_flight", "%d is outside 1..64", c.SendInFlight)
+	}
 	if c.BackfillRate < 1 || c.BackfillRate > 6000 {
 		return bad("backfill_rate", "%v is outside 1..6000 packages per minute", c.BackfillRate)
 	}
@@ -631,6 +643,8 @@ var Settings = []struct{ Name, Usage string }{
 	{"workers", "ingest workers per account (default 4)"},
 	{"queue_capacity", "ingest queue capacity per account (default 1024)"},
 	{"rate", "Telegram requests per second per account (default 20)"},
+	{"send_rate", "messages per minute each account sends at most (default 20)"},
+	{"send_in_flight", "sends per account awaiting their outcome at once (default 3)"},
 	{"backfill_rate", "packages per minute per account a newly added route backfills (default 30)"},
 	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},
 	{"send_timeout", "longest wait for one send's outcome before reconciling by token (default 5m)"},
@@ -769,6 +783,14 @@ func set(c *Config, name, v string) error {
 			return fmt.Errorf("%q is not a number", v)
 		}
 		c.Rate = f
+	case "send_rate":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		c.SendRate = f
+	case "send_in_flight":
+		return num(&c.SendInFlight)
 	case "backfill_rate":
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {

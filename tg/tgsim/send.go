@@ -79,6 +79,7 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 			ps.outcome = sendVanishes
 		}
 		c.sends[tempID] = ps
+		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Caption: caption, At: w.cfg.Now()})
 		if w.holdSends {
 			return c.view(tmp), nil // settled by Close
 		}

@@ -105,6 +105,8 @@ type World struct {
 	// sendStats counts send outcomes; vanished holds the captions of the
 	// sends that ended in updateDeleteMessages.
 	sendStats SendStats
+	// sendLog records every accepted send (Sends).
+	sendLog   []SendRecord
 	vanished  []string
 	holdSends bool
 	// downloadFaults counts the stalls and failures injected into downloads.
@@ -117,6 +119,22 @@ type SendStats struct {
 	// Resent counts sends of a closed client that landed when the account's
 	// next client started (ResendAfterRestart).
 	Resent int
+}
+
+// SendRecord is one sendMessage the world accepted: which account sent
+// what where, and when by the world's clock (Config.Now, not truncated).
+type SendRecord struct {
+	Account string
+	Chat    tg.ChatID
+	Caption string
+	At      time.Time
+}
+
+// Sends returns every send the world accepted, in order.
+func (w *World) Sends() []SendRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.sendLog)
 }
 
 // SendStats returns the outcome counts of the sends settled so far.
