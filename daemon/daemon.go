@@ -80,6 +80,9 @@ type Config struct {
 	// Backfill configures the walks that deliver packages catalogued before
 	// a route was added to that route's destinations.
 	Backfill ingest.BackfillConfig
+	// Windows configures the loops that send what waits for delivery
+	// windows (its SendSpacing follows SendRate).
+	Windows ingest.WindowConfig
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
 	// SendTimeout bounds the wait for one send's outcome; zero means
@@ -108,6 +111,7 @@ type Daemon struct {
 	rm    *rescan.Metrics
 	retm  *ingest.RetryMetrics
 	sbm   *tg.SendBudgetMetrics
+	wm    *ingest.WindowMetrics
 	fatal chan error
 
 	mu       sync.Mutex
@@ -284,6 +288,7 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 		r.resc.Stop()
 		r.retry.Stop()
 		r.backfill.Stop()
+		r.windows.Stop()
 		r.sweep.Stop()
 		r.cancel()
 		r.rec.Stop()
@@ -311,6 +316,7 @@ func (d *Daemon) Kill() {
 		r.resc.Stop()
 		r.retry.Stop()
 		r.backfill.Stop()
+		r.windows.Stop()
 		r.sweep.Stop()
 		r.rec.Stop()
 		r.lst.Kill()
@@ -338,6 +344,7 @@ type accountRun struct {
 	resc     *rescan.Rescan
 	retry    *ingest.Retrier
 	backfill *ingest.Backfiller
+	windows  *ingest.WindowSender
 	rec      *ingest.SendRecorder
 	follow   *upgradeFollower
 	ctx      context.Context
@@ -350,7 +357,7 @@ type accountRun struct {
 func (r *accountRun) startLoops(fatal chan<- error) error {
 	// The backfill first: it records new routes before ingest delivers
 	// anything under them, so its walk ends where routing at ingest starts.
-	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.follow} {
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.windows, r.follow} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -491,6 +498,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	resc.Store(r.resc)
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
 	r.backfill = ingest.NewBackfiller(d.cfg.Backfill, r.pipe, d.store)
+	wcfg := d.cfg.Windows
+	if d.cfg.SendRate > 0 {
+		wcfg.SendSpacing = time.Duration(float64(time.Minute) / d.cfg.SendRate)
+	}
+	r.windows = ingest.NewWindowSender(wcfg, r.pipe, d.store, d.wm)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 
 	return r, nil

@@ -77,9 +77,7 @@ func (b *Backfiller) Ensure(ctx context.Context) error {
 	return nil
 }
 
-func label(rt route.Route, i int) string {
-	return cmp.Or(rt.Name, fmt.Sprintf("routes[%d]", i))
-}
+func label(rt route.Route, i int) string { return rt.Title(i) }
 
 // Start records new routes (Ensure) and then walks their backfills.
 func (b *Backfiller) Start(ctx context.Context) error {

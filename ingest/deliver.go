@@ -41,7 +41,14 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 	sent := 0
 	start := time.Now()
 	defer p.m.observeStage(StageDeliver, start)
-	for _, dest := range p.destinations(routeInput(parts)) {
+	in := routeInput(parts)
+	for _, dest := range p.destinations(in) {
+		if held, err := p.hold(ctx, pkg, parts, in, dest); err != nil || held {
+			if err != nil {
+				return sent, err
+			}
+			continue
+		}
 		for i, m := range parts {
 			d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
 			if err != nil {
@@ -60,6 +67,7 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 					if err := p.store.MarkSent(ctx, d, found); err != nil {
 						return sent, err
 					}
+					p.m.delivered(dest, DeliveryReconciled, 1)
 					continue
 				}
 			}
@@ -77,9 +85,43 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 				return sent, err
 			}
 			sent++
+			p.m.delivered(dest, DeliverySent, 1)
+		}
+		if p.cfg.Routes.HasWindows() {
+			if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
+				return sent, err
+			}
 		}
 	}
 	return sent, nil
+}
+
+// hold reports whether the delivery of pkg to dest must wait for a route's
+// delivery window, and records it as waiting when so. A destination that
+// already has every part is never held.
+func (p *Pipeline) hold(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (bool, error) {
+	if !p.cfg.Routes.HasWindows() {
+		return false, nil
+	}
+	open, opensAt, rt := p.cfg.Routes.Gate(in, dest, p.cfg.Now())
+	if open {
+		return false, nil
+	}
+	if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil || done {
+		return false, err
+	}
+	keys := make([]tg.MessageKey, len(parts))
+	for i, m := range parts {
+		keys[i] = m.Key()
+	}
+	w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: p.cfg.Account, Route: rt, OpensAt: opensAt,
+		Parts: keys, Topic: in.Topic, PartCount: len(parts)}
+	if err := p.store.WaitDelivery(ctx, w); err != nil {
+		return false, err
+	}
+	p.m.delivered(dest, DeliveryWaiting, 1)
+	p.log.Debug("delivery waits for its window", "package", pkg.ID, "destination", dest, "route", rt, "opens", opensAt)
+	return true, nil
 }
 
 // destinations returns where a package as one source posted it goes.

@@ -34,6 +34,8 @@ type Store interface {
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) error
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	WaitDelivery(ctx context.Context, w store.Waiting) error
+	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error

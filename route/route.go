@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"stashd/archive"
 	"stashd/tg"
@@ -31,6 +32,9 @@ type Route struct {
 	Sources      []Source
 	Destinations []tg.ChatID
 	Filter       Filter
+	// Window, when set, holds the route's deliveries outside its daily
+	// hours; nil delivers at any time.
+	Window *Window
 }
 
 // Filter selects packages. The zero Filter passes everything.
@@ -159,6 +163,11 @@ func NewTable(all []tg.ChatID, routes []Route) *Table {
 // Routed reports whether routes decide (false: everything goes everywhere).
 func (t *Table) Routed() bool { return t != nil && len(t.routes) > 0 }
 
+// HasWindows reports whether some route has a delivery window.
+func (t *Table) HasWindows() bool {
+	return t.Routed() && slices.ContainsFunc(t.routes, func(r Route) bool { return r.Window != nil })
+}
+
 // Routes returns the routes.
 func (t *Table) Routes() []Route {
 	if t == nil {
@@ -190,6 +199,28 @@ func (t *Table) Destinations(p Package) []tg.ChatID {
 	return out
 }
 
+// Gate says whether p may be delivered to dest at now: open when some
+// route sending p there has no window or an open one. When closed,
+// opensAt is the earliest time one of those windows opens and route
+// names it.
+func (t *Table) Gate(p Package, dest tg.ChatID, now time.Time) (open bool, opensAt time.Time, route string) {
+	if !t.Routed() {
+		return true, now, ""
+	}
+	for i, r := range t.routes {
+		if !slices.Contains(r.Destinations, dest) || !r.Matches(p) {
+			continue
+		}
+		if r.Window == nil || r.Window.Open(now) {
+			return true, now, r.Title(i)
+		}
+		if at := r.Window.NextOpen(now); opensAt.IsZero() || at.Before(opensAt) {
+			opensAt, route = at, r.Title(i)
+		}
+	}
+	return opensAt.IsZero(), opensAt, route
+}
+
 // AllDestinations returns every destination some package may go to.
 func (t *Table) AllDestinations() []tg.ChatID {
 	if t == nil {
@@ -207,6 +238,15 @@ func (t *Table) AllDestinations() []tg.ChatID {
 		}
 	}
 	return out
+}
+
+// Title is route i's name, or "routes[i]" when it has none: how metrics,
+// status and the store name it.
+func (r Route) Title(i int) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return fmt.Sprintf("routes[%d]", i)
 }
 
 // Label names route i for people: its name, or "routes[i]".
@@ -270,6 +310,8 @@ func (r Route) Key() string {
 		slices.Sort(out)
 		return out
 	}
+	// The window is left out: a route given hours is not a new route, its
+	// backlog only waits.
 	fmt.Fprintf(&b, "s=%q d=%v f=%q i=%q x=%q min=%d max=%d", srcs, dests, formats,
 		pats(r.Filter.Include), pats(r.Filter.Exclude), r.Filter.MinSize, r.Filter.MaxSize)
 	sum := sha256.Sum256([]byte(b.String()))

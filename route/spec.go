@@ -43,6 +43,7 @@ type Spec struct {
 	Sources      []SpecSource
 	Destinations []Chat
 	Filter       Filter
+	Window       *Window
 }
 
 // Resolve turns s into a Route, resolving usernames with lookup.
@@ -53,7 +54,7 @@ func (s Spec) Resolve(lookup func(username string) (tg.ChatID, error)) (Route, e
 		}
 		return lookup(c.Username)
 	}
-	r := Route{Name: s.Name, Filter: s.Filter}
+	r := Route{Name: s.Name, Filter: s.Filter, Window: s.Window}
 	for _, src := range s.Sources {
 		chat, err := id(src.Chat)
 		if err != nil {

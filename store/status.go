@@ -68,6 +68,10 @@ type Status struct {
 	// Backfills are the walks of routes added after packages were
 	// catalogued (finished ones included).
 	Backfills []BackfillStatus `json:"backfills,omitempty"`
+	// Waiting counts deliveries held by delivery windows.
+	Waiting []WaitingStatus `json:"waiting,omitempty"`
+	// Partial are windows that closed with deliveries still waiting.
+	Partial []WindowReport `json:"partial_windows,omitempty"`
 }
 
 // BackfillStatus is one route backfill as `stashd status` shows it.
@@ -144,6 +148,9 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM packages`).Scan(&st.Packages); err != nil {
 		return st, fmt.Errorf("count packages: %w", err)
+	}
+	if err := s.windowStatus(ctx, &st); err != nil {
+		return st, err
 	}
 	bs, err := s.Backfills(ctx)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"stashd/ingest"
 	"stashd/store"
 )
 
@@ -92,6 +93,19 @@ func printStatus(rep store.Status) {
 		if s.UpgradedTo != 0 {
 			fmt.Printf("source %d: upgraded to supergroup %d, which is followed: add it to the configuration\n", s.ChatID, s.UpgradedTo)
 		}
+	}
+	for _, w := range rep.Waiting {
+		fmt.Printf("route %s (account %s): %d deliveries (%d parts) to %d wait for the delivery window, which opens %s\n",
+			w.Route, w.Account, w.Deliveries, w.Parts, w.Destination, w.OpensAt.Local().Format("Mon Jan 2 15:04 MST"))
+	}
+	for _, p := range rep.Partial {
+		var opens time.Time
+		for _, w := range rep.Waiting {
+			if w.Route == p.Route && w.Account == p.Account && (opens.IsZero() || w.OpensAt.Before(opens)) {
+				opens = w.OpensAt
+			}
+		}
+		fmt.Println("partial: " + ingest.PartialSentence(p, opens))
 	}
 	for _, b := range rep.Backfills {
 		if b.DoneAt != nil {

@@ -180,6 +180,13 @@ type Route struct {
 	// bound.
 	MinSize ByteSize `toml:"min_size"`
 	MaxSize ByteSize `toml:"max_size"`
+	// Window holds the route's deliveries outside these daily hours
+	// ("06:00-18:00"; "22:00-06:00" crosses midnight); they wait, never
+	// dropped. Empty: any time.
+	Window string `toml:"window"`
+	// TimeZone is the window's IANA time zone ("Europe/Berlin"). Default
+	// UTC.
+	TimeZone string `toml:"time_zone"`
 }
 
 // Duration is a time.Duration written as "20s", "6h".

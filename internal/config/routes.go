@@ -58,6 +58,17 @@ func (c *Config) validateRoutes(at func(i int, key string) string) error {
 				}
 			}
 		}
+		if r.Window != "" {
+			if _, err := route.ParseWindow(r.Window, r.TimeZone); err != nil {
+				key := "window"
+				if strings.HasPrefix(err.Error(), "time zone") {
+					key = "time_zone"
+				}
+				bad(i, key, key, "%v", err)
+			}
+		} else if r.TimeZone != "" {
+			bad(i, "time_zone", "time_zone", "a time zone without a window: add window = \"HH:MM-HH:MM\"")
+		}
 		if r.MaxSize > 0 && r.MinSize > r.MaxSize {
 			bad(i, "max_size", "max_size", "%d bytes is below min_size (%d bytes)", int64(r.MaxSize), int64(r.MinSize))
 		}
@@ -105,6 +116,10 @@ func (c *Config) RouteSpecs() []route.Spec {
 		for _, p := range r.Exclude {
 			pt, _ := route.ParsePattern(p)
 			s.Filter.Exclude = append(s.Filter.Exclude, pt)
+		}
+		if r.Window != "" {
+			w, _ := route.ParseWindow(r.Window, r.TimeZone)
+			s.Window = &w
 		}
 		out = append(out, s)
 	}

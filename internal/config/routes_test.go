@@ -27,6 +27,8 @@ max_size = "2GiB"
 [[routes]]
 sources = [{ chat = "@dragon_forum", topics = [3] }]
 destinations = ["@mirror_two"]
+window = "22:00-06:00"
+time_zone = "Europe/Berlin"
 `
 
 func TestRoutesLoad(t *testing.T) {
@@ -46,6 +48,9 @@ func TestRoutesLoad(t *testing.T) {
 	}
 	if !s.Filter.Pass(route.Package{Name: "Big Dragon.7z", Size: 20 << 20}) || s.Filter.Pass(route.Package{Name: "dragon sample.7z", Size: 20 << 20}) {
 		t.Errorf("route 0's filter does not work as written: %+v", s.Filter)
+	}
+	if w := specs[1].Window; w == nil || w.String() != "22:00-06:00 Europe/Berlin" || specs[0].Window != nil {
+		t.Errorf("windows read as %v and %v", specs[0].Window, w)
 	}
 	if specs[1].Name != "routes[1]" || specs[1].Sources[0].Topics[0] != 3 || specs[1].Sources[0].Chat.Username != "dragon_forum" {
 		t.Errorf("route 1 read as %+v", specs[1])
@@ -70,6 +75,8 @@ include = ["re:([a-z"]
 sources = ["@other_chat"]
 destinations = ["@news_channel"]
 formats = ["exe"]
+window = "18:00-6"
+time_zone = "Europe/Nowhere"
 `
 	p := write(t, body)
 	_, err := Load(p, noEnv, nil)
@@ -81,6 +88,7 @@ formats = ["exe"]
 		p + ":11: routes[0].include[0]: bad regular expression",
 		p + ":15: routes[1].destinations[0]: @news_channel is also a source",
 		p + ":16: routes[1].formats[0]: \"exe\" is not one of",
+		p + ":18: routes[1].time_zone: time zone \"Europe/Nowhere\"",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d error lines, want %d (one per problem):\n%s", len(lines), len(want), err)
