@@ -137,7 +137,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		cfg: cfg, store: st, dial: dial, log: log,
 		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
 		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
-		sbm:   tg.NewSendBudgetMetrics(reg),
+		sbm: tg.NewSendBudgetMetrics(reg), wm: ingest.NewWindowMetrics(reg),
 		fatal: make(chan error, len(cfg.Accounts)+1),
 	}
 }

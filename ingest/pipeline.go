@@ -175,6 +175,15 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		for _, r := range []string{DownloadStalled, DownloadStopped, DownloadError} {
 			m.failed.WithLabelValues(cfg.Account, r)
 		}
+		dests := cfg.Destinations
+		if cfg.Routes.Routed() {
+			dests = cfg.Routes.AllDestinations()
+		}
+		for _, d := range dests {
+			for _, o := range []string{DeliverySent, DeliveryReconciled, DeliveryWaiting} {
+				m.delivered(d, o, 0)
+			}
+		}
 	}
 	return &Pipeline{
 		cfg: cfg, store: st, tg: t, m: m,

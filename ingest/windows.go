@@ -106,6 +106,12 @@ func (ws *WindowSender) Start(ctx context.Context) error {
 	if !ws.p.cfg.Routes.HasWindows() {
 		return nil
 	}
+	// The window metrics exist from the start, not from the first look.
+	routes := ws.p.cfg.Routes.Routes()
+	ws.observe(routes)
+	if _, _, err := ws.report(ctx, routes); err != nil {
+		return err
+	}
 	return ws.run.StartFunc(ctx, func(ctx context.Context) {
 		service.Every(ctx, ws.cfg.Interval, nil, func(ctx context.Context) {
 			res, err := ws.RunOnce(ctx)
@@ -254,7 +260,11 @@ func (ws *WindowSender) report(ctx context.Context, routes []route.Route) (parti
 			acct := ws.p.cfg.Account
 			ws.m.open.WithLabelValues(name).Set(float64(b2i(open)))
 			ws.m.opens.WithLabelValues(name).Set(float64(r.Window.NextOpen(now).Unix()))
-			ws.m.closes.WithLabelValues(name).Set(float64(r.Window.NextClose(now).Unix()))
+			closes := r.Window.NextClose(now)
+			if closes.IsZero() {
+				closes = now.Add(24 * time.Hour) // open all day: not within a day
+			}
+			ws.m.closes.WithLabelValues(name).Set(float64(closes.Unix()))
 			ws.m.waiting.WithLabelValues(acct, name).Set(float64(count[name]))
 			ws.m.backlog.WithLabelValues(acct, name).Set((time.Duration(parts[name]) * ws.cfg.SendSpacing).Seconds())
 		}

@@ -354,6 +354,9 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 	cfg := daemon.Config{
 		Accounts: accounts, Destinations: r.gen.Destinations(), Routes: r.o.Routes,
 		Workers: r.o.Workers, QueueCapacity: r.o.QueueCapacity, Rate: 1000,
+		// A send budget on the demo's time scale (1 ms apart), so sends
+		// take their turns as in production.
+		SendRate: 60000, SendInFlight: r.o.Workers,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
 			// Dead letters are retried on the demo's time scale (production:
