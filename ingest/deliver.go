@@ -49,43 +49,22 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 			}
 			continue
 		}
-		for i, m := range parts {
-			d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
-			if err != nil {
+		if p.cfg.Routes.Routed() {
+			// Routes make a package meet destinations it already has
+			// (another source's route); skip them without taking send
+			// turns.
+			if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
 				return sent, err
-			}
-			if d.State == store.DeliverySent {
+			} else if done {
 				continue
 			}
-			if !fresh {
-				found, err := p.findToken(ctx, d)
-				if err != nil {
-					return sent, fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
-				}
-				if found != 0 {
-					p.log.Info("delivery reconciled from destination", "package", pkg.ID, "destination", dest, "part", i)
-					if err := p.store.MarkSent(ctx, d, found); err != nil {
-						return sent, err
-					}
-					p.m.delivered(dest, DeliveryReconciled, 1)
-					continue
-				}
-			}
-			msg, err := p.tg.Send(ctx, dest, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
-			if err != nil {
-				return sent, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
-			}
-			// First write after the send: the destination id (the stub).
-			// Use a context that survives cancellation so a shutdown in
-			// this instant does not forget a message that exists.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			err = p.store.MarkSent(wctx, d, msg.ID)
-			cancel()
+		}
+		for i, m := range parts {
+			n, err := p.deliverPart(ctx, pkg, dest, i, m)
+			sent += n
 			if err != nil {
 				return sent, err
 			}
-			sent++
-			p.m.delivered(dest, DeliverySent, 1)
 		}
 		if p.cfg.Routes.HasWindows() {
 			if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
@@ -94,6 +73,62 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 		}
 	}
 	return sent, nil
+}
+
+// sendTurner is a session with a send budget (tg.Session).
+type sendTurner interface {
+	SendTurn(ctx context.Context) (context.Context, func(), error)
+}
+
+// deliverPart sends part i of pkg to dest unless it is there already; it
+// returns 1 when it sent it. With a send budget the part first waits for
+// its turn, so the intent is written only when the send can go at once: a
+// stop while it waits leaves nothing to reconcile.
+func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, i int, m tg.Message) (int, error) {
+	if st, ok := p.tg.(sendTurner); ok {
+		tctx, done, err := st.SendTurn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer done()
+		ctx = tctx
+	}
+	d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
+	if err != nil {
+		return 0, err
+	}
+	if d.State == store.DeliverySent {
+		return 0, nil
+	}
+	if !fresh {
+		found, err := p.findToken(ctx, d)
+		if err != nil {
+			return 0, fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
+		}
+		if found != 0 {
+			p.log.Info("delivery reconciled from destination", "package", pkg.ID, "destination", dest, "part", i)
+			if err := p.store.MarkSent(ctx, d, found); err != nil {
+				return 0, err
+			}
+			p.m.delivered(dest, DeliveryReconciled, 1)
+			return 0, nil
+		}
+	}
+	msg, err := p.tg.Send(ctx, dest, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
+	if err != nil {
+		return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
+	}
+	// First write after the send: the destination id (the stub).
+	// Use a context that survives cancellation so a shutdown in
+	// this instant does not forget a message that exists.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	err = p.store.MarkSent(wctx, d, msg.ID)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	p.m.delivered(dest, DeliverySent, 1)
+	return 1, nil
 }
 
 // hold reports whether the delivery of pkg to dest must wait for a route's

@@ -170,15 +170,26 @@ func (b *SendBudget) Acquire(ctx context.Context) (started, done func(), err err
 	}
 	b.next = at.Add(b.interval + time.Duration(b.cfg.Rand()*b.cfg.Jitter*float64(b.interval)))
 	if b.m != nil {
-		b.m.sends.WithLabelValues(b.cfg.Account).Inc()
 		b.m.waited.WithLabelValues(b.cfg.Account).Add(at.Sub(now).Seconds())
 		b.m.inFlight.WithLabelValues(b.cfg.Account).Inc()
 	}
 	var startOnce, doneOnce sync.Once
-	started = func() { startOnce.Do(func() { <-b.turn }) }
+	started = func() {
+		startOnce.Do(func() {
+			if b.m != nil {
+				b.m.sends.WithLabelValues(b.cfg.Account).Inc()
+			}
+			<-b.turn
+		})
+	}
 	done = func() {
 		doneOnce.Do(func() {
-			started()
+			startOnce.Do(func() {
+				// No send started: the turn goes back, unused, to the
+				// next sender (nobody else has read next meanwhile).
+				b.next = at
+				<-b.turn
+			})
 			if b.m != nil {
 				b.m.inFlight.WithLabelValues(b.cfg.Account).Dec()
 			}

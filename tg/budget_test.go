@@ -238,3 +238,31 @@ func BenchmarkSendBudget(b *testing.B) {
 		})
 	}
 }
+
+// A turn ended without a send goes back: the next send may go at once.
+func TestSendBudgetUnusedTurnGoesBack(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(1000, 0)
+	clock := tg.NewVirtualClock(start)
+	b := tg.NewSendBudget(tg.SendBudgetConfig{PerMinute: 1, Jitter: -1, Clock: clock}, nil)
+	started, done, err := b.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started()
+	done()
+	_, done, err = b.Acquire(t.Context()) // waits the minute
+	if err != nil {
+		t.Fatal(err)
+	}
+	done() // not sent
+	started, done, err = b.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started()
+	done()
+	if got := clock.Now().Sub(start); got != time.Minute {
+		t.Errorf("three turns, the second unused, took %v of virtual time; want 1m (the unused turn given back)", got)
+	}
+}

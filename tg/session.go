@@ -204,7 +204,9 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 		timeout = DefaultSendTimeout
 	}
 	started := func() {}
-	if s.Budget != nil {
+	if t, ok := ctx.Value(sendTurnKey{}).(*sendTurn); ok {
+		started = t.started // the caller took the turn (SendTurn)
+	} else if s.Budget != nil {
 		var done func()
 		var err error
 		started, done, err = s.Budget.Acquire(ctx)
@@ -236,6 +238,27 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 		}
 	}
 	return r.msg, r.err
+}
+
+type sendTurnKey struct{}
+
+type sendTurn struct{ started func() }
+
+// SendTurn waits for the next send's turn in the account's budget (at once
+// without one) and returns a context carrying it: a Send with that context
+// uses the turn instead of waiting again. done ends the turn (call it
+// after the Send, or instead of it); a caller that must record something
+// before sending (the delivery intent) thereby writes it only when the
+// send can go at once.
+func (s *Session) SendTurn(ctx context.Context) (turnCtx context.Context, done func(), err error) {
+	if s.Budget == nil {
+		return ctx, func() {}, nil
+	}
+	started, done, err := s.Budget.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wait for send budget: %w", err)
+	}
+	return context.WithValue(ctx, sendTurnKey{}, &sendTurn{started: started}), done, nil
 }
 
 // await waits for the outcome of the send of temporary message k.
