@@ -39,6 +39,21 @@ type Account struct {
 	// "@username" for named sources); a source not listed mirrors every
 	// topic.
 	Topics map[string][]int64
+	// History says what a source catches up from when it is first added
+	// (keyed like Topics); a source not listed catches up its whole
+	// history.
+	History map[string]History
+}
+
+// History is what a newly added source catches up from.
+type History struct {
+	// None: nothing posted before the source was added (its watermark
+	// starts at its newest message).
+	None bool
+	// Since, when not zero, catches up only what was posted in this last
+	// stretch of time (its watermark starts at the newest message older
+	// than that).
+	Since time.Duration
 }
 
 // Config configures a Daemon. Zero durations and sizes take the documented
@@ -438,10 +453,14 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	if err != nil {
 		return fail(err)
 	}
+	histories, err := d.resolveHistory(ctx, r, a)
+	if err != nil {
+		return fail(err)
+	}
 	if r.routes, err = d.resolveRoutes(ctx, r); err != nil {
 		return fail(err)
 	}
-	if err := d.registerSources(ctx, r, a); err != nil {
+	if err := d.registerSources(ctx, r, a, histories); err != nil {
 		return fail(err)
 	}
 	// Basic groups upgraded in an earlier run continue in their
@@ -607,9 +626,54 @@ func (d *Daemon) resolveRoutes(ctx context.Context, r *accountRun) (*route.Table
 	return route.NewTable(nil, routes), nil
 }
 
+// resolveHistory keys the account's history policies by chat id.
+func (d *Daemon) resolveHistory(ctx context.Context, r *accountRun, a Account) (map[tg.ChatID]History, error) {
+	out := map[tg.ChatID]History{}
+	for key, h := range a.History {
+		if name, ok := strings.CutPrefix(key, "@"); ok {
+			c, err := r.paced.SearchPublicChat(ctx, name)
+			if err != nil {
+				return nil, fmt.Errorf("resolve @%s: %w", name, err)
+			}
+			out[c.ID] = h
+			continue
+		}
+		n, err := strconv.ParseInt(key, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("history key %q is neither a chat id nor @username", key)
+		}
+		out[tg.ChatID(n)] = h
+	}
+	return out, nil
+}
+
+// startHistory sets a newly added source's watermark by its history
+// policy: at its newest message (none), or at the newest message older
+// than the policy's stretch. A chat without such a message keeps 0 and
+// catches up from its start.
+func (d *Daemon) startHistory(ctx context.Context, r *accountRun, chat tg.ChatID, h History) error {
+	if !h.None && h.Since <= 0 {
+		return nil
+	}
+	at := time.Now()
+	if !h.None {
+		at = at.Add(-h.Since)
+	}
+	m, err := r.paced.GetChatMessageByDate(ctx, chat, at)
+	switch {
+	case errors.Is(err, tg.ErrMessageNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("find the start of source %d's history: %w", chat, err)
+	}
+	r.log.Info("new source catches up from its history policy", "source", chat, "none", h.None, "since", h.Since, "from_message", m.ID.ServerID())
+	return d.store.AdvanceWatermark(ctx, chat, m.ID.ServerID())
+}
+
 // registerSources records sources the store does not know yet, with their
-// kind and title. Known sources cost no call: a restart must stay cheap.
-func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) error {
+// kind and title, and sets where each catches up from (histories). Known
+// sources cost no call: a restart must stay cheap.
+func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History) error {
 	known := map[tg.ChatID]bool{}
 	srcs, err := d.store.Sources(ctx, a.Name)
 	if err != nil {
@@ -624,6 +688,7 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) 
 		}
 		src := store.Source{ChatID: chat, Account: a.Name, Kind: tg.KindChannel}
 		c, err := r.paced.GetChat(ctx, chat)
+		accessible := err == nil
 		switch {
 		case err == nil:
 			src.Kind, src.Title = c.Kind, c.Title
@@ -636,6 +701,11 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) 
 		}
 		if err := d.store.EnsureSource(ctx, src); err != nil {
 			return err
+		}
+		if h, ok := histories[chat]; ok && accessible {
+			if err := d.startHistory(ctx, r, chat, h); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

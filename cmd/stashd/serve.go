@@ -257,7 +257,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		}
 	}
 	for _, a := range c.Accounts {
-		acct := daemon.Account{Name: a.Name, Topics: map[string][]int64{}}
+		acct := daemon.Account{Name: a.Name, Topics: map[string][]int64{}, History: map[string]daemon.History{}}
 		for _, src := range a.Sources {
 			r, _ := config.ParseChatRef(src.Chat)
 			key := strconv.FormatInt(int64(r.ID), 10)
@@ -269,6 +269,9 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 			}
 			if len(src.Topics) > 0 {
 				acct.Topics[key] = src.Topics
+			}
+			if none, since, _ := config.ParseHistory(src.History); none || since > 0 {
+				acct.History[key] = daemon.History{None: none, Since: since}
 			}
 		}
 		dcfg.Accounts = append(dcfg.Accounts, acct)

@@ -113,10 +113,35 @@ type Account struct {
 
 // Source is a watched chat: a chat reference, optionally limited to some
 // forum topics. In TOML it is either a string ("@name") or a table
-// ({ chat = "@forum", topics = [3, 17] }).
+// ({ chat = "@forum", topics = [3, 17], history = "30d" }).
 type Source struct {
 	Chat   string  `toml:"chat"`
 	Topics []int64 `toml:"topics"`
+	// History is what the source catches up from when first added: "all"
+	// (default), "none" (only what is posted from now on) or a stretch of
+	// time back ("30d", "72h").
+	History string `toml:"history"`
+}
+
+// ParseHistory reads a source's history policy: "" or "all" (everything),
+// "none", or "Nd" days / a Go duration ("72h"). It returns none, or the
+// stretch of time (zero: all).
+func ParseHistory(s string) (none bool, since time.Duration, err error) {
+	switch s = strings.TrimSpace(s); s {
+	case "", "all":
+		return false, 0, nil
+	case "none":
+		return true, 0, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n > 0 && n <= 36500 {
+			return false, time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return false, d, nil
+	}
+	return false, 0, fmt.Errorf("history %q is not all, none or a stretch of time back (30d, 72h)", s)
 }
 
 // UnmarshalTOML accepts a string or a table.
@@ -134,6 +159,12 @@ func (s *Source) UnmarshalTOML(v any) error {
 					return errors.New("chat must be a string")
 				}
 				s.Chat = str
+			case "history":
+				str, ok := val.(string)
+				if !ok {
+					return errors.New("history must be a string (all, none, 30d)")
+				}
+				s.History = str
 			case "topics":
 				list, ok := val.([]any)
 				if !ok {
@@ -147,7 +178,7 @@ func (s *Source) UnmarshalTOML(v any) error {
 					s.Topics = append(s.Topics, n)
 				}
 			default:
-				return fmt.Errorf("unknown field %q (chat, topics)", k)
+				return fmt.Errorf("unknown field %q (chat, topics, history)", k)
 			}
 		}
 		return nil
@@ -467,6 +498,9 @@ func (c *Config) validateAccounts(bad badFunc) error {
 		}
 		for j, s := range a.Sources {
 			if _, err := ParseChatRef(s.Chat); err != nil {
+				return bad(fmt.Sprintf("accounts[%d].sources[%d]", i, j), "%v", err)
+			}
+			if _, _, err := ParseHistory(s.History); err != nil {
 				return bad(fmt.Sprintf("accounts[%d].sources[%d]", i, j), "%v", err)
 			}
 		}
