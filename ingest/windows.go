@@ -130,8 +130,9 @@ func (ws *WindowSender) Stop() { ws.run.Stop() }
 
 // WindowResult counts what one RunOnce did.
 type WindowResult struct {
-	// Delivered counts waiting deliveries sent; Waiting those left.
-	Delivered, Waiting int
+	// Delivered counts waiting deliveries sent; Waiting those left;
+	// Failed those given up because their source message is gone.
+	Delivered, Waiting, Failed int
 	// Partial counts windows found closed with deliveries still waiting.
 	Partial int
 }
@@ -151,13 +152,25 @@ func (ws *WindowSender) RunOnce(ctx context.Context) (WindowResult, error) {
 		progressed := false
 		for _, w := range due {
 			ok, err := ws.one(ctx, w)
+			failed := err != nil && ctx.Err() == nil && tg.Classify(err) == tg.ClassPermanent
+			if failed {
+				// The package cannot be sent from its source any more (the
+				// message is gone, the source lost): the hold ends with
+				// its reason, and the rest of the backlog goes on.
+				ws.p.log.Warn("waiting delivery cannot be sent; giving it up", "package", w.PackageID,
+					"destination", w.Destination, "route", w.Route, "err", err)
+				res.Failed++
+				ok, err = true, ws.store.ClearWaiting(ctx, w.PackageID, w.Destination)
+			}
 			if err != nil {
 				return res, err
 			}
 			if ok {
+				progressed = true
+			}
+			if ok && !failed {
 				res.Delivered++
 				ws.sent[w.Route]++
-				progressed = true
 			}
 		}
 		if !progressed || len(due) < ws.cfg.Batch {

@@ -139,3 +139,35 @@ func TestWindowClosingMidBacklogResumesNextWindow(t *testing.T) {
 		t.Errorf("status after the backlog: waiting %+v, partial %+v, %v", status.Waiting, status.Partial, err)
 	}
 }
+
+// A waiting delivery whose source message is gone by the time its window
+// opens is given up with its reason; the rest of the backlog goes on.
+func TestWindowGivesUpADeliveryWhoseSourceIsGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	day := e.world.AddChat(tg.KindChannel, "day mirror", "a")
+	w, err := route.ParseWindow("06:00-18:00", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
+	e.now = time.Date(2026, 3, 2, 19, 0, 0, 0, time.UTC)
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	ws := ingest.NewWindowSender(ingest.WindowConfig{}, p, e.st, nil)
+	var msgs []tg.Message
+	for _, name := range []string{"gone.tar", "kept.tar"} {
+		m := e.view(c, e.world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
+		mustHandle(t, p, m, store.OutcomePackage)
+		msgs = append(msgs, m)
+	}
+	e.world.Delete(src, msgs[0].ID)
+	e.now = time.Date(2026, 3, 3, 7, 0, 0, 0, time.UTC)
+	res, err := ws.RunOnce(e.ctx)
+	if err != nil || res.Delivered != 1 || res.Failed != 1 || res.Waiting != 0 {
+		t.Fatalf("RunOnce = %+v, %v; want kept.tar delivered, gone.tar given up, nothing waiting", res, err)
+	}
+	if got := documentsIn(e, day); len(got) != 1 || got[0] != msgs[1].Document.File.UniqueID {
+		t.Errorf("day mirror holds %v, want kept.tar only", got)
+	}
+}
