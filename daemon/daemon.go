@@ -131,6 +131,11 @@ type Daemon struct {
 
 	mu       sync.Mutex
 	accounts []*accountRun
+
+	// noWrite records, per account, the destinations it was refused
+	// write access to in this run; deliveries there go to another account.
+	writeMu sync.Mutex
+	noWrite map[string]map[tg.ChatID]bool
 }
 
 // New returns a daemon over st; nothing starts until Start.
@@ -500,6 +505,9 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
 	icfg.Routes = r.routes
+	if len(d.cfg.Accounts) > 1 {
+		icfg.HandOver = func(dest tg.ChatID) (string, bool) { return d.handOver(a.Name, dest) }
+	}
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
 		low, _, ok := lst.Watermark(chat)
 		return ok && !lst.IsDirty(chat) && low >= upTo
@@ -589,6 +597,30 @@ func (d *Daemon) resolve(ctx context.Context, r *accountRun, a Account) (Account
 		}
 	}
 	return out, dests, accept, nil
+}
+
+// handOver records that account from may not write to dest and picks
+// another running account that has not been refused there, in
+// configuration order.
+func (d *Daemon) handOver(from string, dest tg.ChatID) (string, bool) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if d.noWrite == nil {
+		d.noWrite = map[string]map[tg.ChatID]bool{}
+	}
+	if d.noWrite[from] == nil {
+		d.noWrite[from] = map[tg.ChatID]bool{}
+	}
+	d.noWrite[from][dest] = true
+	d.mu.Lock()
+	runs := d.accounts
+	d.mu.Unlock()
+	for _, r := range runs {
+		if r.name != from && !d.noWrite[r.name][dest] {
+			return r.name, true
+		}
+	}
+	return "", false
 }
 
 // resolveRoutes resolves the routes' usernames through the account's

@@ -59,12 +59,21 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 				continue
 			}
 		}
+		handed := false
 		for i, m := range parts {
 			n, err := p.deliverPart(ctx, pkg, dest, i, m)
 			sent += n
+			if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
+				if handed, err = p.handOver(ctx, pkg, parts, in, dest, err); handed {
+					break
+				}
+			}
 			if err != nil {
 				return sent, err
 			}
+		}
+		if handed {
+			continue
 		}
 		if p.cfg.Routes.HasWindows() {
 			if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
@@ -129,6 +138,31 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 	}
 	p.m.delivered(dest, DeliverySent, 1)
 	return 1, nil
+}
+
+// HandOverRoute is the route name of deliveries handed to another account.
+const HandOverRoute = "(handed over)"
+
+// handOver gives the delivery of pkg to dest to another account with
+// write access there: it waits for that account's window loop, which sends
+// it at once. It reports false (and cause) when no account is left.
+func (p *Pipeline) handOver(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID, cause error) (bool, error) {
+	to, ok := p.cfg.HandOver(dest)
+	if !ok {
+		return false, fmt.Errorf("no account can write to %d: %w", dest, cause)
+	}
+	keys := make([]tg.MessageKey, len(parts))
+	for i, m := range parts {
+		keys[i] = m.Key()
+	}
+	w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: to, Route: HandOverRoute, OpensAt: p.cfg.Now(),
+		Parts: keys, Topic: in.Topic, PartCount: len(parts)}
+	if err := p.store.WaitDelivery(ctx, w); err != nil {
+		return false, err
+	}
+	p.m.delivered(dest, DeliveryHandedOver, 1)
+	p.log.Warn("no write access to the destination; delivery handed to another account", "package", pkg.ID, "destination", dest, "to", to)
+	return true, nil
 }
 
 // hold reports whether the delivery of pkg to dest must wait for a route's

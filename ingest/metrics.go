@@ -80,7 +80,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"account", "reason"})
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stashd_deliveries_total",
-		Help: "Parts delivered, by destination and outcome (sent; reconciled: found in the destination by its token; waiting: a package held by a delivery window, counted once per hold).",
+		Help: "Parts delivered, by destination and outcome (sent; reconciled: found in the destination by its token; waiting: a package held by a delivery window, counted once per hold; handed_over: a package given to another account for want of write access).",
 	}, []string{"destination", "outcome"})
 	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries)
 	return m
@@ -91,6 +91,7 @@ const (
 	DeliverySent       = "sent"
 	DeliveryReconciled = "reconciled"
 	DeliveryWaiting    = "waiting"
+	DeliveryHandedOver = "handed_over"
 )
 
 func (m *Metrics) delivered(dest tg.ChatID, outcome string, n int) {

@@ -68,6 +68,12 @@ type Config struct {
 	// the source that posted it (see package route); Destinations is then
 	// ignored.
 	Routes *route.Table
+	// HandOver, when set, is asked for another account to deliver to dest
+	// when this account has no write access there (TDLib's 400 "Have no
+	// write access to the chat"); the delivery waits for that account's
+	// window loop. It reports false when no account is left. Nil: the
+	// send fails like any other.
+	HandOver func(dest tg.ChatID) (account string, ok bool)
 	// Limits bound archive listings; zero fields take archive's defaults.
 	Limits archive.Limits
 	// SetSettle is how long a multipart set or album must be quiet (no new
@@ -180,7 +186,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 			dests = cfg.Routes.AllDestinations()
 		}
 		for _, d := range dests {
-			for _, o := range []string{DeliverySent, DeliveryReconciled, DeliveryWaiting} {
+			for _, o := range []string{DeliverySent, DeliveryReconciled, DeliveryWaiting, DeliveryHandedOver} {
 				m.delivered(d, o, 0)
 			}
 		}

@@ -101,9 +101,9 @@ func NewWindowSender(cfg WindowConfig, p *Pipeline, st WindowStore, m *WindowMet
 	return &WindowSender{cfg: cfg, p: p, store: st, m: m, open: map[string]bool{}, sent: map[string]int{}}
 }
 
-// Start starts the loop; without windows it does nothing.
+// Start starts the loop; without windows or hand-overs it does nothing.
 func (ws *WindowSender) Start(ctx context.Context) error {
-	if !ws.p.cfg.Routes.HasWindows() {
+	if !ws.p.cfg.Routes.HasWindows() && ws.p.cfg.HandOver == nil {
 		return nil
 	}
 	// The window metrics exist from the start, not from the first look.

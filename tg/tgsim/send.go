@@ -48,6 +48,9 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 		if err != nil {
 			return tg.Message{}, err
 		}
+		if w.accounts[c.account].readOnly[chat] {
+			return tg.Message{}, errBadRequest("Have no write access to the chat")
+		}
 		ref, ok := w.remotes[remoteFileID]
 		if !ok || ref.account != c.account {
 			return tg.Message{}, errBadRequest("Wrong remote file identifier specified: can't unserialize it")
