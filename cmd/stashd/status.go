@@ -95,6 +95,11 @@ func printStatus(rep store.Status) {
 		}
 	}
 	for _, w := range rep.Waiting {
+		if w.Route == ingest.HandOverRoute {
+			fmt.Printf("account %s: %d deliveries (%d parts) to %d handed over to it (another account has no write access there)\n",
+				w.Account, w.Deliveries, w.Parts, w.Destination)
+			continue
+		}
 		fmt.Printf("route %s (account %s): %d deliveries (%d parts) to %d wait for the delivery window, which opens %s\n",
 			w.Route, w.Account, w.Deliveries, w.Parts, w.Destination, w.OpensAt.Local().Format("Mon Jan 2 15:04 MST"))
 	}
