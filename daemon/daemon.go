@@ -19,6 +19,7 @@ import (
 	"stashd/ingest"
 	"stashd/listener"
 	"stashd/rescan"
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -38,6 +39,21 @@ type Account struct {
 	// "@username" for named sources); a source not listed mirrors every
 	// topic.
 	Topics map[string][]int64
+	// History says what a source catches up from when it is first added
+	// (keyed like Topics); a source not listed catches up its whole
+	// history.
+	History map[string]History
+}
+
+// History is what a newly added source catches up from.
+type History struct {
+	// None: nothing posted before the source was added (its watermark
+	// starts at its newest message).
+	None bool
+	// Since, when not zero, catches up only what was posted in this last
+	// stretch of time (its watermark starts at the newest message older
+	// than that).
+	Since time.Duration
 }
 
 // Config configures a Daemon. Zero durations and sizes take the documented
@@ -48,12 +64,25 @@ type Config struct {
 	// DestinationNames are destinations by public username, resolved by
 	// each account at start.
 	DestinationNames []string
+	// Routes, when given, decide where each package goes (Destinations and
+	// DestinationNames are then unused). They are resolved and checked at
+	// start: a chat no account knows, topics on a chat that is not a
+	// forum, or a destination that is also a source stop the start, with
+	// one line per problem.
+	Routes []route.Spec
 	// Workers per account; zero means 4.
 	Workers int
 	// QueueCapacity per account; zero means 1024.
 	QueueCapacity int
 	// Rate is each account's request rate per second; zero means 20.
 	Rate float64
+	// SendRate is each account's send budget in messages per minute (see
+	// tg.SendBudget); zero means no send budget (sends are paced by Rate
+	// only).
+	SendRate float64
+	// SendInFlight bounds each account's sends awaiting their outcome
+	// under a send budget; zero means 3.
+	SendInFlight int
 	// Ingest is the template for every account's pipeline (Account and
 	// Destinations are filled in).
 	Ingest ingest.Config
@@ -63,6 +92,12 @@ type Config struct {
 	Rescan rescan.Config
 	// Retry configures the dead-letter retry loops.
 	Retry ingest.RetryConfig
+	// Backfill configures the walks that deliver packages catalogued before
+	// a route was added to that route's destinations.
+	Backfill ingest.BackfillConfig
+	// Windows configures the loops that send what waits for delivery
+	// windows (its SendSpacing follows SendRate).
+	Windows ingest.WindowConfig
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
 	// SendTimeout bounds the wait for one send's outcome; zero means
@@ -90,10 +125,17 @@ type Daemon struct {
 	cm    *catchup.Metrics
 	rm    *rescan.Metrics
 	retm  *ingest.RetryMetrics
+	sbm   *tg.SendBudgetMetrics
+	wm    *ingest.WindowMetrics
 	fatal chan error
 
 	mu       sync.Mutex
 	accounts []*accountRun
+
+	// noWrite records, per account, the destinations it was refused
+	// write access to in this run; deliveries there go to another account.
+	writeMu sync.Mutex
+	noWrite map[string]map[tg.ChatID]bool
 }
 
 // New returns a daemon over st; nothing starts until Start.
@@ -115,6 +157,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		cfg: cfg, store: st, dial: dial, log: log,
 		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
 		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
+		sbm: tg.NewSendBudgetMetrics(reg), wm: ingest.NewWindowMetrics(reg),
 		fatal: make(chan error, len(cfg.Accounts)+1),
 	}
 }
@@ -151,6 +194,51 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 		d.mu.Lock()
 		d.accounts = append(d.accounts, run)
 		d.mu.Unlock()
+	}
+	if err := d.checkRoutes(ctx); err != nil {
+		d.Shutdown(context.Background())
+		return err
+	}
+	return nil
+}
+
+// checkRoutes validates the routes against what the accounts found at
+// start (see Config.Routes).
+func (d *Daemon) checkRoutes(ctx context.Context) error {
+	d.mu.Lock()
+	runs := d.accounts
+	d.mu.Unlock()
+	if len(d.cfg.Routes) == 0 || len(runs) == 0 {
+		return nil
+	}
+	watched := map[tg.ChatID]bool{}
+	kinds := map[tg.ChatID]tg.ChatKind{}
+	for _, r := range runs {
+		for _, c := range r.account.Sources {
+			watched[c] = true
+		}
+		srcs, err := d.store.Sources(ctx, r.name)
+		if err != nil {
+			return err
+		}
+		for _, s := range srcs {
+			kinds[s.ChatID] = s.Kind
+		}
+	}
+	lookup := func(chat tg.ChatID) (tg.ChatKind, bool) {
+		if k, ok := kinds[chat]; ok {
+			return k, true
+		}
+		for _, r := range runs {
+			if c, err := r.paced.GetChat(ctx, chat); err == nil {
+				kinds[chat] = c.Kind
+				return c.Kind, true
+			}
+		}
+		return "", false
+	}
+	if err := route.Check(runs[0].routes.Routes(), func(c tg.ChatID) bool { return watched[c] }, lookup); err != nil {
+		return fmt.Errorf("check routes:\n%w", err)
 	}
 	return nil
 }
@@ -222,6 +310,8 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 		r.catch.Stop()
 		r.resc.Stop()
 		r.retry.Stop()
+		r.backfill.Stop()
+		r.windows.Stop()
 		r.sweep.Stop()
 		r.cancel()
 		r.rec.Stop()
@@ -248,6 +338,8 @@ func (d *Daemon) Kill() {
 		r.catch.Stop()
 		r.resc.Stop()
 		r.retry.Stop()
+		r.backfill.Stop()
+		r.windows.Stop()
 		r.sweep.Stop()
 		r.rec.Stop()
 		r.lst.Kill()
@@ -262,28 +354,33 @@ const unclaimedSends = 256
 
 // accountRun is one account's running components.
 type accountRun struct {
-	name    string
-	log     *slog.Logger
-	client  tg.Client
-	paced   *tg.Paced
-	sess    *tg.Session
-	lst     *listener.Listener
-	pipe    *ingest.Pipeline
-	pool    *ingest.Pool
-	sweep   *ingest.SetSweeper
-	catch   *catchup.Catchup
-	resc    *rescan.Rescan
-	retry   *ingest.Retrier
-	rec     *ingest.SendRecorder
-	follow  *upgradeFollower
-	ctx     context.Context
-	cancel  context.CancelFunc
-	sources int
-	account Account // with named sources resolved
+	name     string
+	log      *slog.Logger
+	client   tg.Client
+	paced    *tg.Paced
+	sess     *tg.Session
+	lst      *listener.Listener
+	pipe     *ingest.Pipeline
+	pool     *ingest.Pool
+	sweep    *ingest.SetSweeper
+	catch    *catchup.Catchup
+	resc     *rescan.Rescan
+	retry    *ingest.Retrier
+	backfill *ingest.Backfiller
+	windows  *ingest.WindowSender
+	rec      *ingest.SendRecorder
+	follow   *upgradeFollower
+	ctx      context.Context
+	cancel   context.CancelFunc
+	sources  int
+	account  Account // with named sources resolved
+	routes   *route.Table
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
-	for _, s := range []interface{ Start(context.Context) error }{r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.follow} {
+	// The backfill first: it records new routes before ingest delivers
+	// anything under them, so its walk ends where routing at ingest starts.
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.windows, r.follow} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -346,6 +443,9 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 		lst.HandleUpdate(u)
 	})
 	r.sess.SendTimeout = d.cfg.SendTimeout
+	if d.cfg.SendRate > 0 {
+		r.sess.Budget = tg.NewSendBudget(tg.SendBudgetConfig{Account: a.Name, PerMinute: d.cfg.SendRate, InFlight: d.cfg.SendInFlight}, d.sbm)
+	}
 
 	if err := r.paced.LoadChats(ctx); err != nil {
 		return fail(fmt.Errorf("load chats: %w", err))
@@ -361,7 +461,14 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	if err != nil {
 		return fail(err)
 	}
-	if err := d.registerSources(ctx, r, a); err != nil {
+	histories, err := d.resolveHistory(ctx, r, a)
+	if err != nil {
+		return fail(err)
+	}
+	if r.routes, err = d.resolveRoutes(ctx, r); err != nil {
+		return fail(err)
+	}
+	if err := d.registerSources(ctx, r, a, histories); err != nil {
 		return fail(err)
 	}
 	// Basic groups upgraded in an earlier run continue in their
@@ -400,6 +507,10 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
+	icfg.Routes = r.routes
+	if len(d.cfg.Accounts) > 1 {
+		icfg.HandOver = func(dest tg.ChatID) (string, bool) { return d.handOver(a.Name, dest) }
+	}
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
 		low, _, ok := lst.Watermark(chat)
 		return ok && !lst.IsDirty(chat) && low >= upTo
@@ -416,6 +527,12 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	r.resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
 	resc.Store(r.resc)
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
+	r.backfill = ingest.NewBackfiller(d.cfg.Backfill, r.pipe, d.store)
+	wcfg := d.cfg.Windows
+	if d.cfg.SendRate > 0 {
+		wcfg.SendSpacing = time.Duration(float64(time.Minute) / d.cfg.SendRate)
+	}
+	r.windows = ingest.NewWindowSender(wcfg, r.pipe, d.store, d.wm)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 
 	return r, nil
@@ -485,9 +602,113 @@ func (d *Daemon) resolve(ctx context.Context, r *accountRun, a Account) (Account
 	return out, dests, accept, nil
 }
 
+// handOver records that account from may not write to dest and picks
+// another running account that has not been refused there, in
+// configuration order.
+func (d *Daemon) handOver(from string, dest tg.ChatID) (string, bool) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if d.noWrite == nil {
+		d.noWrite = map[string]map[tg.ChatID]bool{}
+	}
+	if d.noWrite[from] == nil {
+		d.noWrite[from] = map[tg.ChatID]bool{}
+	}
+	d.noWrite[from][dest] = true
+	d.mu.Lock()
+	runs := d.accounts
+	d.mu.Unlock()
+	for _, r := range runs {
+		if r.name != from && !d.noWrite[r.name][dest] {
+			return r.name, true
+		}
+	}
+	return "", false
+}
+
+// resolveRoutes resolves the routes' usernames through the account's
+// session (searchPublicChat, once per name). Every problem is reported,
+// one line each.
+func (d *Daemon) resolveRoutes(ctx context.Context, r *accountRun) (*route.Table, error) {
+	if len(d.cfg.Routes) == 0 {
+		return nil, nil
+	}
+	byName := map[string]tg.ChatID{}
+	lookup := func(name string) (tg.ChatID, error) {
+		if id, ok := byName[name]; ok {
+			return id, nil
+		}
+		c, err := r.paced.SearchPublicChat(ctx, name)
+		if err != nil {
+			return 0, fmt.Errorf("unknown chat: %w", err)
+		}
+		byName[name] = c.ID
+		return c.ID, nil
+	}
+	var routes []route.Route
+	var errs []error
+	for _, s := range d.cfg.Routes {
+		rt, err := s.Resolve(lookup)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		routes = append(routes, rt)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("resolve routes:\n%w", errors.Join(errs...))
+	}
+	return route.NewTable(nil, routes), nil
+}
+
+// resolveHistory keys the account's history policies by chat id.
+func (d *Daemon) resolveHistory(ctx context.Context, r *accountRun, a Account) (map[tg.ChatID]History, error) {
+	out := map[tg.ChatID]History{}
+	for key, h := range a.History {
+		if name, ok := strings.CutPrefix(key, "@"); ok {
+			c, err := r.paced.SearchPublicChat(ctx, name)
+			if err != nil {
+				return nil, fmt.Errorf("resolve @%s: %w", name, err)
+			}
+			out[c.ID] = h
+			continue
+		}
+		n, err := strconv.ParseInt(key, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("history key %q is neither a chat id nor @username", key)
+		}
+		out[tg.ChatID(n)] = h
+	}
+	return out, nil
+}
+
+// startHistory sets a newly added source's watermark by its history
+// policy: at its newest message (none), or at the newest message older
+// than the policy's stretch. A chat without such a message keeps 0 and
+// catches up from its start.
+func (d *Daemon) startHistory(ctx context.Context, r *accountRun, chat tg.ChatID, h History) error {
+	if !h.None && h.Since <= 0 {
+		return nil
+	}
+	at := time.Now()
+	if !h.None {
+		at = at.Add(-h.Since)
+	}
+	m, err := r.paced.GetChatMessageByDate(ctx, chat, at)
+	switch {
+	case errors.Is(err, tg.ErrMessageNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("find the start of source %d's history: %w", chat, err)
+	}
+	r.log.Info("new source catches up from its history policy", "source", chat, "none", h.None, "since", h.Since, "from_message", m.ID.ServerID())
+	return d.store.AdvanceWatermark(ctx, chat, m.ID.ServerID())
+}
+
 // registerSources records sources the store does not know yet, with their
-// kind and title. Known sources cost no call: a restart must stay cheap.
-func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) error {
+// kind and title, and sets where each catches up from (histories). Known
+// sources cost no call: a restart must stay cheap.
+func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History) error {
 	known := map[tg.ChatID]bool{}
 	srcs, err := d.store.Sources(ctx, a.Name)
 	if err != nil {
@@ -502,6 +723,7 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) 
 		}
 		src := store.Source{ChatID: chat, Account: a.Name, Kind: tg.KindChannel}
 		c, err := r.paced.GetChat(ctx, chat)
+		accessible := err == nil
 		switch {
 		case err == nil:
 			src.Kind, src.Title = c.Kind, c.Title
@@ -514,6 +736,11 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account) 
 		}
 		if err := d.store.EnsureSource(ctx, src); err != nil {
 			return err
+		}
+		if h, ok := histories[chat]; ok && accessible {
+			if err := d.startHistory(ctx, r, chat, h); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -27,52 +28,210 @@ func Caption(pkg store.Package, part int, token string) string {
 	return b.String()
 }
 
-// deliver sends every part of pkg to every destination exactly once. Each
+// deliver sends every part of pkg exactly once to every destination its
+// routes give it as parts' source posted it (every destination when no
+// routes are configured). Each
 // send is preceded by an intent row holding a token that the caption
 // carries; an intent this call did not write may have been sent by an
 // attempt that crashed before recording it, so the destination is searched
 // for its token first and only an unfound part is sent.
-func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Message) error {
+//
+// It returns how many parts it sent (reconciled ones not counted).
+func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Message) (int, error) {
+	sent := 0
 	start := time.Now()
 	defer p.m.observeStage(StageDeliver, start)
-	for _, dest := range p.cfg.Destinations {
-		for i, m := range parts {
-			d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
+	in := routeInput(parts)
+	for _, dest := range p.destinations(in) {
+		if held, err := p.hold(ctx, pkg, parts, in, dest); err != nil || held {
 			if err != nil {
-				return err
+				return sent, err
 			}
-			if d.State == store.DeliverySent {
+			continue
+		}
+		if p.cfg.Routes.Routed() {
+			// Routes make a package meet destinations it already has
+			// (another source's route); skip them without taking send
+			// turns.
+			if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
+				return sent, err
+			} else if done {
 				continue
 			}
-			if !fresh {
-				found, err := p.findToken(ctx, d)
-				if err != nil {
-					return fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
-				}
-				if found != 0 {
-					p.log.Info("delivery reconciled from destination", "package", pkg.ID, "destination", dest, "part", i)
-					if err := p.store.MarkSent(ctx, d, found); err != nil {
-						return err
-					}
-					continue
+		}
+		handed := false
+		for i, m := range parts {
+			n, err := p.deliverPart(ctx, pkg, dest, i, m)
+			sent += n
+			if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
+				if handed, err = p.handOver(ctx, pkg, parts, in, dest, err); handed {
+					break
 				}
 			}
-			sent, err := p.tg.Send(ctx, dest, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
 			if err != nil {
-				return fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
+				return sent, err
 			}
-			// First write after the send: the destination id (the stub).
-			// Use a context that survives cancellation so a shutdown in
-			// this instant does not forget a message that exists.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			err = p.store.MarkSent(wctx, d, sent.ID)
-			cancel()
-			if err != nil {
-				return err
+		}
+		if handed {
+			continue
+		}
+		if p.cfg.Routes.HasWindows() {
+			if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
+				return sent, err
 			}
 		}
 	}
-	return nil
+	return sent, nil
+}
+
+// sendTurner is a session with a send budget (tg.Session).
+type sendTurner interface {
+	SendTurn(ctx context.Context) (context.Context, func(), error)
+}
+
+// deliverPart sends part i of pkg to dest unless it is there already; it
+// returns 1 when it sent it. With a send budget the part first waits for
+// its turn, so the intent is written only when the send can go at once: a
+// stop while it waits leaves nothing to reconcile.
+func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, i int, m tg.Message) (int, error) {
+	if st, ok := p.tg.(sendTurner); ok {
+		tctx, done, err := st.SendTurn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer done()
+		ctx = tctx
+	}
+	d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
+	if err != nil {
+		return 0, err
+	}
+	if d.State == store.DeliverySent {
+		return 0, nil
+	}
+	if !fresh {
+		found, err := p.findToken(ctx, d)
+		if err != nil {
+			return 0, fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
+		}
+		if found != 0 {
+			p.log.Info("delivery reconciled from destination", "package", pkg.ID, "destination", dest, "part", i)
+			if err := p.store.MarkSent(ctx, d, found); err != nil {
+				return 0, err
+			}
+			p.m.delivered(dest, DeliveryReconciled, 1)
+			return 0, nil
+		}
+	}
+	msg, err := p.tg.Send(ctx, dest, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
+	if err != nil {
+		return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
+	}
+	// First write after the send: the destination id (the stub).
+	// Use a context that survives cancellation so a shutdown in
+	// this instant does not forget a message that exists.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	err = p.store.MarkSent(wctx, d, msg.ID)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	p.m.delivered(dest, DeliverySent, 1)
+	return 1, nil
+}
+
+// HandOverRoute is the route name of deliveries handed to another account.
+const HandOverRoute = "(handed over)"
+
+// handOver gives the delivery of pkg to dest to another account with
+// write access there: it waits for that account's window loop, which sends
+// it at once. It reports false (and cause) when no account is left.
+func (p *Pipeline) handOver(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID, cause error) (bool, error) {
+	to, ok := p.cfg.HandOver(dest)
+	if !ok {
+		return false, fmt.Errorf("no account can write to %d: %w", dest, cause)
+	}
+	keys := make([]tg.MessageKey, len(parts))
+	for i, m := range parts {
+		keys[i] = m.Key()
+	}
+	w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: to, Route: HandOverRoute, OpensAt: p.cfg.Now(),
+		Parts: keys, Topic: in.Topic, PartCount: len(parts)}
+	if err := p.store.WaitDelivery(ctx, w); err != nil {
+		return false, err
+	}
+	p.m.delivered(dest, DeliveryHandedOver, 1)
+	p.log.Warn("no write access to the destination; delivery handed to another account", "package", pkg.ID, "destination", dest, "to", to)
+	return true, nil
+}
+
+// hold reports whether the delivery of pkg to dest must wait for a route's
+// delivery window, and records it as waiting when so. A destination that
+// already has every part is never held.
+func (p *Pipeline) hold(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (bool, error) {
+	if !p.cfg.Routes.HasWindows() {
+		return false, nil
+	}
+	open, opensAt, rt := p.cfg.Routes.Gate(in, dest, p.cfg.Now())
+	if open {
+		return false, nil
+	}
+	if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil || done {
+		return false, err
+	}
+	keys := make([]tg.MessageKey, len(parts))
+	for i, m := range parts {
+		keys[i] = m.Key()
+	}
+	w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: p.cfg.Account, Route: rt, OpensAt: opensAt,
+		Parts: keys, Topic: in.Topic, PartCount: len(parts)}
+	if err := p.store.WaitDelivery(ctx, w); err != nil {
+		return false, err
+	}
+	p.m.delivered(dest, DeliveryWaiting, 1)
+	p.log.Debug("delivery waits for its window", "package", pkg.ID, "destination", dest, "route", rt, "opens", opensAt)
+	return true, nil
+}
+
+// destinations returns where a package as one source posted it goes.
+func (p *Pipeline) destinations(in route.Package) []tg.ChatID {
+	if !p.cfg.Routes.Routed() {
+		return p.cfg.Destinations
+	}
+	return p.cfg.Routes.Destinations(in)
+}
+
+// routeInput is what routing sees of the package parts make up: their
+// source and topic, the first part's name and the parts' total size as
+// their messages give it.
+func routeInput(parts []tg.Message) route.Package {
+	in := route.Package{Chat: parts[0].ChatID, Topic: parts[0].TopicID()}
+	if d := parts[0].Document; d != nil {
+		in.Name = d.FileName
+	}
+	for _, m := range parts {
+		if m.Document != nil {
+			in.Size += m.Document.File.Size
+		}
+	}
+	return in
+}
+
+// partDelivered reports whether pkg, of which msg carries one part, has
+// been delivered everywhere it must go as msg's source posted it. With
+// routes that needs the package's name and size: msg alone is one part of
+// it (a forwarded part keeps the name and bytes, so the catalogue's stand
+// for it).
+func (p *Pipeline) partDelivered(ctx context.Context, pkg int64, msg tg.Message) (bool, error) {
+	if !p.cfg.Routes.Routed() {
+		return p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+	}
+	got, err := p.store.GetPackage(ctx, pkg)
+	if err != nil {
+		return false, err
+	}
+	in := route.Package{Chat: msg.ChatID, Topic: msg.TopicID(), Name: got.Name, Size: got.TotalSize}
+	return p.store.DeliveryComplete(ctx, pkg, p.cfg.Routes.Destinations(in))
 }
 
 // reconcileSkew allows for the database's clock running ahead of

@@ -1,9 +1,12 @@
 package ingest
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/tg"
 )
 
 // Stages of the ingest path, as stashd_ingest_stage_seconds labels them.
@@ -19,6 +22,7 @@ const (
 
 // Metrics are ingest's Prometheus metrics, shared by every account's pool.
 type Metrics struct {
+	deliveries *prometheus.CounterVec
 	alive      *prometheus.GaugeVec
 	configured *prometheus.GaugeVec
 	messages   *prometheus.CounterVec
@@ -74,8 +78,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "stashd_download_failures_total",
 		Help: "Downloads that ended without the file, by account and reason (stalled, stopped, error).",
 	}, []string{"account", "reason"})
-	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed)
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stashd_deliveries_total",
+		Help: "Parts delivered, by destination and outcome (sent; reconciled: found in the destination by its token; waiting: a package held by a delivery window, counted once per hold; handed_over: a package given to another account for want of write access).",
+	}, []string{"destination", "outcome"})
+	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries)
 	return m
+}
+
+// Delivery outcomes (stashd_deliveries_total).
+const (
+	DeliverySent       = "sent"
+	DeliveryReconciled = "reconciled"
+	DeliveryWaiting    = "waiting"
+	DeliveryHandedOver = "handed_over"
+)
+
+func (m *Metrics) delivered(dest tg.ChatID, outcome string, n int) {
+	if m != nil {
+		m.deliveries.WithLabelValues(strconv.FormatInt(int64(dest), 10), outcome).Add(float64(n))
+	}
+}
+
+// Deliveries returns the delivery counter of dest and outcome (for tests).
+func (m *Metrics) Deliveries(dest tg.ChatID, outcome string) prometheus.Counter {
+	return m.deliveries.WithLabelValues(strconv.FormatInt(int64(dest), 10), outcome)
 }
 
 func (m *Metrics) observeStage(stage string, start time.Time) {

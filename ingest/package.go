@@ -27,7 +27,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
 		return "", err
 	} else if ok {
-		done, err := p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		done, err := p.store.DeliveryComplete(ctx, pkg, p.destinations(routeInput(parts)))
 		if err != nil {
 			return "", err
 		}
@@ -130,7 +130,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	// Layer 6: deliver, then record the sources. Recording last means a
 	// crash before it leaves the message unhandled, and the next attempt
 	// finds the package (layer 2) and completes its delivery.
-	if err := p.deliver(ctx, pkg, parts); err != nil {
+	if _, err := p.deliver(ctx, pkg, parts); err != nil {
 		return "", err
 	}
 	if listErr != nil {
@@ -171,7 +171,7 @@ func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id i
 		// cannot stand in for its parts when sending. Link only.
 		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 	}
-	if err := p.deliver(ctx, pkg, parts); err != nil {
+	if _, err := p.deliver(ctx, pkg, parts); err != nil {
 		return "", err
 	}
 	out := store.OutcomeDuplicate

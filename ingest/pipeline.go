@@ -14,6 +14,7 @@ import (
 
 	"stashd/archive"
 	"stashd/internal/service"
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -33,6 +34,8 @@ type Store interface {
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) error
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	WaitDelivery(ctx context.Context, w store.Waiting) error
+	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
@@ -58,9 +61,19 @@ type Telegram interface {
 type Config struct {
 	// Account is the account whose session the pipeline uses.
 	Account string
-	// Destinations receive every package. Empty: packages are catalogued
-	// but not delivered.
+	// Destinations receive every package when Routes is nil. Empty:
+	// packages are catalogued but not delivered.
 	Destinations []tg.ChatID
+	// Routes, when set and routed, decide each package's destinations from
+	// the source that posted it (see package route); Destinations is then
+	// ignored.
+	Routes *route.Table
+	// HandOver, when set, is asked for another account to deliver to dest
+	// when this account has no write access there (TDLib's 400 "Have no
+	// write access to the chat"); the delivery waits for that account's
+	// window loop. It reports false when no account is left. Nil: the
+	// send fails like any other.
+	HandOver func(dest tg.ChatID) (account string, ok bool)
 	// Limits bound archive listings; zero fields take archive's defaults.
 	Limits archive.Limits
 	// SetSettle is how long a multipart set or album must be quiet (no new
@@ -167,6 +180,15 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		m.onDisk.WithLabelValues(cfg.Account) // exported at 0 from the start
 		for _, r := range []string{DownloadStalled, DownloadStopped, DownloadError} {
 			m.failed.WithLabelValues(cfg.Account, r)
+		}
+		dests := cfg.Destinations
+		if cfg.Routes.Routed() {
+			dests = cfg.Routes.AllDestinations()
+		}
+		for _, d := range dests {
+			for _, o := range []string{DeliverySent, DeliveryReconciled, DeliveryWaiting, DeliveryHandedOver} {
+				m.delivered(d, o, 0)
+			}
 		}
 	}
 	return &Pipeline{
@@ -337,7 +359,7 @@ func (p *Pipeline) addKnownOrPart(ctx context.Context, msg tg.Message, cls class
 		return "", err
 	}
 	if ok {
-		done, err := p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		done, err := p.partDelivered(ctx, pkg, msg)
 		if err != nil {
 			return "", err
 		}

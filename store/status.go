@@ -65,6 +65,26 @@ type Status struct {
 	DeadLetters map[string]int  `json:"dead_letters"`
 	Packages    int             `json:"packages"`
 	Deliveries  map[string]int  `json:"deliveries"`
+	// Backfills are the walks of routes added after packages were
+	// catalogued (finished ones included).
+	Backfills []BackfillStatus `json:"backfills,omitempty"`
+	// Waiting counts deliveries held by delivery windows.
+	Waiting []WaitingStatus `json:"waiting,omitempty"`
+	// Partial are windows that closed with deliveries still waiting.
+	Partial []WindowReport `json:"partial_windows,omitempty"`
+}
+
+// BackfillStatus is one route backfill as `stashd status` shows it.
+type BackfillStatus struct {
+	Route     string     `json:"route"`
+	Account   string     `json:"account"`
+	Walked    int        `json:"walked"`
+	Remaining int        `json:"remaining"`
+	Matched   int        `json:"matched"`
+	Delivered int        `json:"delivered"`
+	Failed    int        `json:"failed"`
+	LastError string     `json:"last_error,omitempty"`
+	DoneAt    *time.Time `json:"done_at,omitempty"`
 }
 
 // ProtectedReasonPattern matches (SQL LIKE) the reason of a dead letter
@@ -128,6 +148,17 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM packages`).Scan(&st.Packages); err != nil {
 		return st, fmt.Errorf("count packages: %w", err)
+	}
+	if err := s.windowStatus(ctx, &st); err != nil {
+		return st, err
+	}
+	bs, err := s.Backfills(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, b := range bs {
+		st.Backfills = append(st.Backfills, BackfillStatus{Route: b.Name, Account: b.Account, Walked: b.Walked, Remaining: b.Remaining,
+			Matched: b.Matched, Delivered: b.Delivered, Failed: b.Failed, LastError: b.LastError, DoneAt: b.DoneAt})
 	}
 	return st, nil
 }

@@ -3,6 +3,7 @@ package tg
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -118,4 +119,13 @@ func FloodWait(err error) (time.Duration, bool) {
 		return fw.RetryAfter, true
 	}
 	return 0, false
+}
+
+// NoWriteAccess reports whether err is TDLib's refusal to send into a chat
+// the account may not post in (400 "Have no write access to the chat"):
+// another account may still deliver there.
+func NoWriteAccess(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && te.Code == 400 &&
+		(strings.Contains(te.Message, "Have no write access") || strings.Contains(te.Message, "CHAT_WRITE_FORBIDDEN"))
 }

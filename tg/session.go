@@ -22,6 +22,9 @@ type Session struct {
 	// SendTimeout bounds how long Send waits for a send's outcome; zero
 	// means DefaultSendTimeout. Set it before the first Send.
 	SendTimeout time.Duration
+	// Budget, when set, paces Send: each send takes its turn and an
+	// in-flight slot until its outcome. Set it before the first Send.
+	Budget *SendBudget
 
 	handler func(Update)
 
@@ -200,9 +203,22 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 	if timeout <= 0 {
 		timeout = DefaultSendTimeout
 	}
+	started := func() {}
+	if t, ok := ctx.Value(sendTurnKey{}).(*sendTurn); ok {
+		started = t.started // the caller took the turn (SendTurn)
+	} else if s.Budget != nil {
+		var done func()
+		var err error
+		started, done, err = s.Budget.Acquire(ctx)
+		if err != nil {
+			return Message{}, fmt.Errorf("wait for send budget: %w", err)
+		}
+		defer done()
+	}
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
 	defer cancel()
 	tmp, err := s.Client.SendDocument(sctx, chat, remoteFileID, caption)
+	started()
 	if err != nil {
 		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
 			return Message{}, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
@@ -222,6 +238,27 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 		}
 	}
 	return r.msg, r.err
+}
+
+type sendTurnKey struct{}
+
+type sendTurn struct{ started func() }
+
+// SendTurn waits for the next send's turn in the account's budget (at once
+// without one) and returns a context carrying it: a Send with that context
+// uses the turn instead of waiting again. done ends the turn (call it
+// after the Send, or instead of it); a caller that must record something
+// before sending (the delivery intent) thereby writes it only when the
+// send can go at once.
+func (s *Session) SendTurn(ctx context.Context) (turnCtx context.Context, done func(), err error) {
+	if s.Budget == nil {
+		return ctx, func() {}, nil
+	}
+	started, done, err := s.Budget.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wait for send budget: %w", err)
+	}
+	return context.WithValue(ctx, sendTurnKey{}, &sendTurn{started: started}), done, nil
 }
 
 // await waits for the outcome of the send of temporary message k.

@@ -44,6 +44,8 @@ func runDemo(args []string) int {
 	fs.IntVar(&o.Sources, "sources", 4, "number of source channels and supergroups")
 	fs.IntVar(&o.ForumTopics, "forum-topics", 0, "add a forum source with this many topics (0: no forum)")
 	fs.IntVar(&o.Accounts, "accounts", 2, "number of Telegram accounts; sources are spread over them")
+	fs.IntVar(&o.Destinations, "destinations", 1, "number of destination channels (@demo_dest1..N)")
+	routesFile := fs.String("routes", "", "a file of [[routes]] tables naming @demo_source1..N, @demo_forum and @demo_dest1..N (e.g. deploy/demo-routes.toml); empty: every package to every destination")
 	fs.Float64Var(&o.Rate, "rate", 20, "items published per second")
 	fs.IntVar(&o.Workers, "workers", 4, "ingest workers per account")
 	fs.IntVar(&o.QueueCapacity, "queue-capacity", 256, "capacity of each account's ingest queue")
@@ -83,6 +85,14 @@ func runDemo(args []string) int {
 		return 2
 	}
 	o.DownloadBudget = int64(size)
+	if *routesFile != "" {
+		specs, err := config.LoadRoutes(*routesFile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd demo: --routes:\n%v\n", err)
+			return 2
+		}
+		o.Routes = specs
+	}
 
 	level := slog.LevelWarn
 	if *verbose {
@@ -177,8 +187,8 @@ func runDemo(args []string) int {
 func printReport(r demo.Report) {
 	w := os.Stderr
 	fmt.Fprintf(w, "audit: published %d archives, %d unique packages\n", r.PublishedArchives, r.UniquePackages)
-	fmt.Fprintf(w, "  catalogued %d, delivered %d, missing %d, delivered twice %d\n",
-		r.CataloguedPackages, r.DeliveredPackages, r.Missing, r.DuplicateDeliveries)
+	fmt.Fprintf(w, "  catalogued %d, delivered %d, missing %d, delivered twice %d, route violations %d\n",
+		r.CataloguedPackages, r.DeliveredPackages, r.Missing, r.DuplicateDeliveries, r.RouteViolations)
 	fmt.Fprintf(w, "  corrupt %d (listing error recorded for %d), incomplete sets %d (dead letters %d, delivered %d)\n",
 		r.Corrupt, r.CorruptListingErrors, r.IncompleteSets, r.IncompleteDeadLettered, r.IncompleteDelivered)
 	fmt.Fprintf(w, "  dead letters %d, restarts %d, settled %v, %.1fs\n", r.DeadLetters, r.Restarts, r.Settled, r.ElapsedSeconds)
@@ -193,6 +203,12 @@ func printReport(r demo.Report) {
 	}
 	for _, n := range r.MissingNames {
 		fmt.Fprintf(w, "  missing: %s\n", n)
+	}
+	if r.RouteViolations > 0 {
+		fmt.Fprintf(w, "  route violations %d\n", r.RouteViolations)
+	}
+	for _, n := range r.RouteViolationNames {
+		fmt.Fprintf(w, "  route violation: %s\n", n)
 	}
 	fmt.Fprintf(w, "  telegram calls: %s\n", formatCalls(r.Calls))
 	if r.RestartCalls != nil {

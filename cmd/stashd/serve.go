@@ -232,6 +232,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 	c := s.cfg
 	dcfg := daemon.Config{
 		Workers: c.Workers, QueueCapacity: c.QueueCapacity, Rate: c.Rate,
+		SendRate: c.SendRate, SendInFlight: c.SendInFlight,
 		Ingest: ingest.Config{
 			SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration,
 			DownloadStall: c.DownloadStallTimeout.Duration, DownloadBudget: int64(c.DownloadBudget),
@@ -241,6 +242,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},
 		DrainTimeout: c.DrainTimeout.Duration,
 		SendTimeout:  c.SendTimeout.Duration,
+		Backfill:     ingest.BackfillConfig{Rate: c.BackfillRate},
 		Logger:       s.log,
 		Registry:     reg,
 	}
@@ -248,6 +250,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 	if simulate {
 		return s.simulated(dcfg, seed, rate)
 	}
+	dcfg.Routes = c.RouteSpecs()
 	for _, ref := range c.Destinations {
 		r, _ := config.ParseChatRef(ref) // validated by Load
 		if r.Username != "" {
@@ -257,7 +260,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		}
 	}
 	for _, a := range c.Accounts {
-		acct := daemon.Account{Name: a.Name, Topics: map[string][]int64{}}
+		acct := daemon.Account{Name: a.Name, Topics: map[string][]int64{}, History: map[string]daemon.History{}}
 		for _, src := range a.Sources {
 			r, _ := config.ParseChatRef(src.Chat)
 			key := strconv.FormatInt(int64(r.ID), 10)
@@ -269,6 +272,9 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 			}
 			if len(src.Topics) > 0 {
 				acct.Topics[key] = src.Topics
+			}
+			if none, since, _ := config.ParseHistory(src.History); none || since > 0 {
+				acct.History[key] = daemon.History{None: none, Since: since}
 			}
 		}
 		dcfg.Accounts = append(dcfg.Accounts, acct)

@@ -374,7 +374,7 @@ func (f *simFaults) truth() audit.Truth {
 	f.mu.Lock()
 	lost, protected := slices.Clone(f.lost), slices.Clone(f.protected)
 	f.mu.Unlock()
-	return audit.FromWorld(f.world, f.gen, lost, protected)
+	return audit.FromWorld(f.world, f.gen, lost, protected, nil)
 }
 
 // serveAudit answers GET /truth on ln with the world's ground truth as

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"stashd/ingest"
 	"stashd/store"
 )
 
@@ -91,6 +92,38 @@ func printStatus(rep store.Status) {
 		}
 		if s.UpgradedTo != 0 {
 			fmt.Printf("source %d: upgraded to supergroup %d, which is followed: add it to the configuration\n", s.ChatID, s.UpgradedTo)
+		}
+	}
+	for _, w := range rep.Waiting {
+		if w.Route == ingest.HandOverRoute {
+			fmt.Printf("account %s: %d deliveries (%d parts) to %d handed over to it (another account has no write access there)\n",
+				w.Account, w.Deliveries, w.Parts, w.Destination)
+			continue
+		}
+		fmt.Printf("route %s (account %s): %d deliveries (%d parts) to %d wait for the delivery window, which opens %s\n",
+			w.Route, w.Account, w.Deliveries, w.Parts, w.Destination, w.OpensAt.Local().Format("Mon Jan 2 15:04 MST"))
+	}
+	for _, p := range rep.Partial {
+		var opens time.Time
+		for _, w := range rep.Waiting {
+			if w.Route == p.Route && w.Account == p.Account && (opens.IsZero() || w.OpensAt.Before(opens)) {
+				opens = w.OpensAt
+			}
+		}
+		fmt.Println("partial: " + ingest.PartialSentence(p, opens))
+	}
+	for _, b := range rep.Backfills {
+		if b.DoneAt != nil {
+			if b.Walked > 0 {
+				fmt.Printf("route %s (account %s): backfill finished %s: %d packages walked, %d matched, %d delivered, %d failed\n",
+					b.Route, b.Account, ago(b.DoneAt), b.Walked, b.Matched, b.Delivered, b.Failed)
+			}
+			continue
+		}
+		fmt.Printf("route %s (account %s): backfilling, %d of %d packages walked, %d matched, %d delivered, %d failed\n",
+			b.Route, b.Account, b.Walked, b.Walked+b.Remaining, b.Matched, b.Delivered, b.Failed)
+		if b.LastError != "" {
+			fmt.Printf("route %s (account %s): backfill last error: %s\n", b.Route, b.Account, b.LastError)
 		}
 	}
 	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",

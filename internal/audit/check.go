@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -121,11 +122,13 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		if catalogued {
 			rep.CataloguedPackages++
 		}
-		delivered := true
-		for i := range dests {
+		delivered, missingPairs := true, 0
+		for _, i := range c.required(p) {
 			for part := range p.Parts {
 				if seen[i][partRef{h, part}] == 0 {
 					delivered = false
+					missingPairs++
+					break
 				}
 			}
 		}
@@ -144,7 +147,7 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 			}
 		}
 		if !catalogued || !delivered {
-			rep.Missing++
+			rep.Missing += max(missingPairs, 1) // per required (package, destination) pair
 			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0].Key(), catalogued, delivered))
 		}
 		if p.Corrupt {
@@ -154,6 +157,7 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 			}
 		}
 	}
+	c.routeViolations(&rep, seen)
 
 	for _, p := range c.t.Packages {
 		if !p.Incomplete || c.faulty(p) {
@@ -200,6 +204,48 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// required returns the indices (into the destinations) where p belongs:
+// every destination, or with routes those its publication is routed to.
+func (c *checker) required(p Package) []int {
+	var out []int
+	for i, d := range c.t.Destinations {
+		if !c.t.Routed || slices.Contains(p.Destinations, d.Chat) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// routeViolations counts the (package, destination) pairs holding a part
+// of a package that no route sends there (no publication of it is routed
+// there), and names them.
+func (c *checker) routeViolations(rep *Report, seen []map[partRef]int) {
+	if !c.t.Routed {
+		return
+	}
+	allowed := map[Hash][]tg.ChatID{}
+	names := map[Hash]string{}
+	for _, p := range c.t.Packages {
+		allowed[p.Hash] = append(allowed[p.Hash], p.Destinations...)
+		if _, ok := names[p.Hash]; !ok {
+			names[p.Hash] = p.Name
+		}
+	}
+	for i, d := range c.t.Destinations {
+		bad := map[Hash]bool{}
+		for ref := range seen[i] {
+			if !slices.Contains(allowed[ref.hash], d.Chat) {
+				bad[ref.hash] = true
+			}
+		}
+		for h := range bad {
+			rep.RouteViolations++
+			rep.RouteViolationNames = append(rep.RouteViolationNames, fmt.Sprintf("%s in %d: no route sends it there", names[h], d.Chat))
+		}
+	}
+	sort.Strings(rep.RouteViolationNames)
 }
 
 // describeCopies names each copy of a part found twice in a destination:

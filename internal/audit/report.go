@@ -69,6 +69,10 @@ type Report struct {
 	// ProtectedRecorded packages were published only in protected sources
 	// and are dead letters with the protected-content reason.
 	ProtectedRecorded int `json:"protected_recorded"`
+	// RouteViolations counts (package, destination) pairs where a package
+	// is in a destination no route sends it to; zero without routes.
+	RouteViolations     int      `json:"route_violations"`
+	RouteViolationNames []string `json:"route_violation_names,omitempty"`
 }
 
 // MarshalJSON adds "ok", the verdict of OK, to the report's fields.
@@ -80,7 +84,9 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}{fields(r), r.OK()})
 }
 
-// OK reports whether the audit passed: the pipeline settled, nothing missing, nothing delivered
+// OK reports whether the audit passed: the pipeline settled, nothing missing
+// (per package and destination its routes require), nothing where no route
+// sends it, nothing delivered
 // twice, every corrupt archive catalogued with its listing error, every
 // incomplete set a dead letter and never delivered, every package of a
 // vanished send delivered later or a dead letter, the downloads within their
@@ -88,7 +94,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // may instead be explained by the source's recorded access or its dead
 // letters.
 func (r Report) OK() bool {
-	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && !r.DiskOverBudget &&
+	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
 		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&

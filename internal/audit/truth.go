@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"stashd/ingest"
+	"stashd/route"
 
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -37,6 +38,10 @@ type Truth struct {
 	// Packages lists every publication in order, duplicates, corrupt and
 	// incomplete ones included.
 	Packages []Package `json:"packages"`
+	// Routed is set when routes decide where packages go: each
+	// publication then names its destinations. Otherwise every package
+	// belongs in every destination.
+	Routed bool `json:"routed,omitempty"`
 	// Destinations holds the documents in each destination channel.
 	Destinations []Destination `json:"destinations"`
 	// Lost lists the sources that lost access; Protected those whose
@@ -64,6 +69,9 @@ type Package struct {
 	Parts      []Part `json:"parts"`
 	Corrupt    bool   `json:"corrupt,omitempty"`
 	Incomplete bool   `json:"incomplete,omitempty"`
+	// Destinations are where the routes send this publication (with
+	// Truth.Routed).
+	Destinations []tg.ChatID `json:"destinations,omitempty"`
 }
 
 // Part is one source message of a package and the file it carries now
@@ -96,18 +104,21 @@ type Doc struct {
 // FromWorld reads the Truth of a simulated world: the generator's
 // publications, the files the sources' messages carry now, the
 // destinations' documents, and the sources the caller's fault knobs made
-// inaccessible (lost) or protected.
-func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID) Truth {
+// inaccessible (lost) or protected. routes, when not nil, decide each
+// publication's destinations.
+func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, routes *route.Table) Truth {
 	uid := map[tg.MessageKey]string{}
+	msgs := map[tg.MessageKey]tg.Message{}
 	for _, s := range g.Sources() {
 		for _, m := range w.Messages(s.Chat) {
+			msgs[m.Key()] = m
 			if m.Document != nil {
 				uid[m.Key()] = m.Document.File.UniqueID
 			}
 		}
 	}
 	sizes := map[string]int64{}
-	t := Truth{Lost: lost, Protected: protected}
+	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed()}
 	for _, p := range g.Truth().Packages {
 		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete}
 		for _, k := range p.Parts {
@@ -121,6 +132,20 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID) 
 				part.Size = size
 			}
 			pkg.Parts = append(pkg.Parts, part)
+		}
+		if t.Routed && len(p.Parts) > 0 {
+			// As its source posted it: the first part's chat, topic and
+			// name, and the parts' total size.
+			in := route.Package{Chat: p.Parts[0].Chat, Name: p.Name}
+			if m, ok := msgs[p.Parts[0]]; ok {
+				in.Topic = m.TopicID()
+			}
+			for _, k := range p.Parts {
+				if m, ok := msgs[k]; ok && m.Document != nil {
+					in.Size += m.Document.File.Size
+				}
+			}
+			pkg.Destinations = routes.Destinations(in)
 		}
 		t.Packages = append(t.Packages, pkg)
 	}

@@ -359,6 +359,10 @@ func (h *harness) daemonEnv() []string {
 		"STASHD_SEND_TIMEOUT=30s",
 		"STASHD_RESCAN_INTERVAL=10s",
 		"STASHD_RESCAN_WINDOW=10m",
+		// The simulated world has no send limit: pace sends at the most
+		// the setting allows rather than Telegram's 20 a minute.
+		"STASHD_SEND_RATE=6000",
+		"STASHD_SEND_IN_FLIGHT=8",
 	}
 	if h.o.LibDir != "" {
 		env = append(env, "LD_LIBRARY_PATH="+h.o.LibDir)

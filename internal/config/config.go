@@ -50,8 +50,13 @@ type Config struct {
 	APIID   int32  `toml:"api_id"`
 	APIHash string `toml:"api_hash"`
 	// Destinations receive every package: chat references as for sources.
-	// Required.
+	// Required unless Routes are given, and then not allowed: the routes
+	// say where each package goes.
 	Destinations []string `toml:"destinations"`
+	// Routes send packages from some sources to some destinations, with
+	// filters ([[routes]] tables). Empty: every package goes to every
+	// destination.
+	Routes []Route `toml:"routes"`
 	// Workers is the number of ingest workers per account. Default 4.
 	Workers int `toml:"workers"`
 	// QueueCapacity bounds each account's ingest queue. Default 1024.
@@ -94,6 +99,16 @@ type Config struct {
 	// waits until it fits, and one larger than the budget proceeds alone.
 	// Default 4GiB; at least 1MiB.
 	DownloadBudget ByteSize `toml:"download_budget"`
+	// SendRate is each account's send budget: messages per minute, spaced
+	// evenly with jitter. Default 20; 1..6000.
+	SendRate float64 `toml:"send_rate"`
+	// SendInFlight bounds each account's sends awaiting their outcome.
+	// Default 3; 1..64.
+	SendInFlight int `toml:"send_in_flight"`
+	// BackfillRate bounds, per account, how many catalogued packages per
+	// minute the backfill of a newly added route delivers. Default 30;
+	// 1..6000.
+	BackfillRate float64 `toml:"backfill_rate"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
@@ -110,10 +125,35 @@ type Account struct {
 
 // Source is a watched chat: a chat reference, optionally limited to some
 // forum topics. In TOML it is either a string ("@name") or a table
-// ({ chat = "@forum", topics = [3, 17] }).
+// ({ chat = "@forum", topics = [3, 17], history = "30d" }).
 type Source struct {
 	Chat   string  `toml:"chat"`
 	Topics []int64 `toml:"topics"`
+	// History is what the source catches up from when first added: "all"
+	// (default), "none" (only what is posted from now on) or a stretch of
+	// time back ("30d", "72h").
+	History string `toml:"history"`
+}
+
+// ParseHistory reads a source's history policy: "" or "all" (everything),
+// "none", or "Nd" days / a Go duration ("72h"). It returns none, or the
+// stretch of time (zero: all).
+func ParseHistory(s string) (none bool, since time.Duration, err error) {
+	switch s = strings.TrimSpace(s); s {
+	case "", "all":
+		return false, 0, nil
+	case "none":
+		return true, 0, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n > 0 && n <= 36500 {
+			return false, time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return false, d, nil
+	}
+	return false, 0, fmt.Errorf("history %q is not all, none or a stretch of time back (30d, 72h)", s)
 }
 
 // UnmarshalTOML accepts a string or a table.
@@ -131,6 +171,12 @@ func (s *Source) UnmarshalTOML(v any) error {
 					return errors.New("chat must be a string")
 				}
 				s.Chat = str
+			case "history":
+				str, ok := val.(string)
+				if !ok {
+					return errors.New("history must be a string (all, none, 30d)")
+				}
+				s.History = str
 			case "topics":
 				list, ok := val.([]any)
 				if !ok {
@@ -144,12 +190,46 @@ func (s *Source) UnmarshalTOML(v any) error {
 					s.Topics = append(s.Topics, n)
 				}
 			default:
-				return fmt.Errorf("unknown field %q (chat, topics)", k)
+				return fmt.Errorf("unknown field %q (chat, topics, history)", k)
 			}
 		}
 		return nil
 	}
 	return fmt.Errorf("%v is neither a chat reference nor a table", v)
+}
+
+// Route is one [[routes]] table: packages of its sources (and topics) that
+// pass its filters go to its destinations. A package matching several
+// routes goes once to each destination.
+type Route struct {
+	// Name labels the route in errors and status; optional.
+	Name string `toml:"name"`
+	// Sources are chat references, or tables { chat = ..., topics = [...] }
+	// limiting a forum to some topics. Each must be a source of an account.
+	Sources []Source `toml:"sources"`
+	// Destinations are chat references; none may be a source.
+	Destinations []string `toml:"destinations"`
+	// Formats limit the route to these archive formats (zip, rar, 7z, tar,
+	// tar.gz, tar.bz2, tar.xz, tar.zst), as the first part's name gives
+	// them. Empty: any.
+	Formats []string `toml:"formats"`
+	// Include: when not empty, a package's name (its first part's file
+	// name) must match one of these globs, or "re:"-prefixed regular
+	// expressions.
+	Include []string `toml:"include"`
+	// Exclude: a package's name must match none of these patterns.
+	Exclude []string `toml:"exclude"`
+	// MinSize and MaxSize bound a package's total size ("10MiB"); zero: no
+	// bound.
+	MinSize ByteSize `toml:"min_size"`
+	MaxSize ByteSize `toml:"max_size"`
+	// Window holds the route's deliveries outside these daily hours
+	// ("06:00-18:00"; "22:00-06:00" crosses midnight); they wait, never
+	// dropped. Empty: any time.
+	Window string `toml:"window"`
+	// TimeZone is the window's IANA time zone ("Europe/Berlin"). Default
+	// UTC.
+	TimeZone string `toml:"time_zone"`
 }
 
 // Duration is a time.Duration written as "20s", "6h".
@@ -294,7 +374,7 @@ const (
 func defaults(mode Mode) Config {
 	c := Config{
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
-		Workers: 4, QueueCapacity: 1024, Rate: 20,
+		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30, SendRate: 20, SendInFlight: 3,
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
@@ -310,12 +390,14 @@ func defaults(mode Mode) Config {
 // Validate checks every field of a daemon's configuration and returns the
 // first problem as a *FieldError. origin labels where it came from.
 func (c *Config) Validate(origin string) error {
-	return c.validate(Daemon, func(string) (string, string) { return "", origin })
+	return c.validate(Daemon, func(string) (string, string) { return "", origin }, func(int, string) string { return origin })
 }
 
 // validate checks the fields the mode needs. where names a field's origin:
 // the name to show and its source (see FieldError).
-func (c *Config) validate(mode Mode, where func(setting string) (field, source string)) error {
+//
+// routeAt names the source of key in the i-th [[routes]] table.
+func (c *Config) validate(mode Mode, where func(setting string) (field, source string), routeAt func(i int, key string) string) error {
 	bad := func(field string, format string, args ...any) error {
 		setting, _, _ := strings.Cut(field, "[")
 		shown, src := where(setting)
@@ -354,14 +436,20 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	if c.ConsoleRemote && len(c.ConsoleToken) < 16 {
 		return bad("console_remote", "serving the console beyond loopback needs console_token of 16 characters or more (or STASHD_CONSOLE_TOKEN)")
 	}
-	if err := c.validateTuning(bad); err != nil || mode == Simulate {
+	if err := c.validateTuning(bad); err != nil {
+		return err
+	}
+	if err := c.validateRoutes(routeAt); err != nil || mode == Simulate {
 		return err
 	}
 	if err := c.validateCredentials(bad); err != nil {
 		return err
 	}
-	if len(c.Destinations) == 0 {
-		return bad("destinations", "at least one destination chat is required")
+	switch {
+	case len(c.Destinations) == 0 && len(c.Routes) == 0:
+		return bad("destinations", "at least one destination chat (or a [[routes]] table) is required")
+	case len(c.Destinations) > 0 && len(c.Routes) > 0:
+		return bad("destinations", "with [[routes]] every destination comes from the routes: remove destinations")
 	}
 	for i, d := range c.Destinations {
 		if _, err := ParseChatRef(d); err != nil {
@@ -426,6 +514,9 @@ func (c *Config) validateAccounts(bad badFunc) error {
 			if _, err := ParseChatRef(s.Chat); err != nil {
 				return bad(fmt.Sprintf("accounts[%d].sources[%d]", i, j), "%v", err)
 			}
+			if _, _, err := ParseHistory(s.History); err != nil {
+				return bad(fmt.Sprintf("accounts[%d].sources[%d]", i, j), "%v", err)
+			}
 		}
 	}
 	return nil
@@ -453,6 +544,15 @@ func (c *Config) validateTuning(bad badFunc) error {
 	}
 	if c.QueueCapacity < 1 || c.QueueCapacity > 1<<20 {
 		return bad("queue_capacity", "%d is outside 1..1048576", c.QueueCapacity)
+	}
+	if c.SendRate < 1 || c.SendRate > 6000 {
+		return bad("send_rate", "%v is outside 1..6000 messages per minute", c.SendRate)
+	}
+	if c.SendInFlight < 1 || c.SendInFlight > 64 {
+		return bad("send_in_flight", "%d is outside 1..64", c.SendInFlight)
+	}
+	if c.BackfillRate < 1 || c.BackfillRate > 6000 {
+		return bad("backfill_rate", "%v is outside 1..6000 packages per minute", c.BackfillRate)
 	}
 	if c.Rate <= 0 || c.Rate > 1000 {
 		return bad("rate", "%v is outside (0, 1000] requests per second", c.Rate)
@@ -535,7 +635,11 @@ func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, mode Mo
 			return c, err
 		}
 	}
-	return c, c.validate(mode, where)
+	routeAt := func(i int, key string) string { return routeLine(path, lines, i, key) }
+	if path == "" {
+		routeAt = func(int, string) string { return "default" }
+	}
+	return c, c.validate(mode, where, routeAt)
 }
 
 // fileLine returns "path:N" for the first line of the file that sets key,
@@ -548,6 +652,32 @@ func fileLine(path string, lines []string, key string) string {
 				return fmt.Sprintf("%s:%d", path, i+1)
 			}
 		}
+	}
+	return path
+}
+
+// routeLine returns "path:N" for the line that sets key in the i-th
+// [[routes]] table, or that of the table's header when none does.
+func routeLine(path string, lines []string, i int, key string) string {
+	header := regexp.MustCompile(`^\s*\[\[\s*routes\s*\]\]`)
+	table := regexp.MustCompile(`^\s*\[`)
+	set, err := regexp.Compile(`^\s*"?` + regexp.QuoteMeta(key) + `"?\s*=`)
+	n, at := -1, 0
+	for j, l := range lines {
+		switch {
+		case header.MatchString(l):
+			n++
+			if n == i {
+				at = j + 1
+			}
+		case table.MatchString(l) && n == i:
+			n++ // another table ends the route's
+		case n == i && err == nil && set.MatchString(l):
+			return fmt.Sprintf("%s:%d", path, j+1)
+		}
+	}
+	if at > 0 {
+		return fmt.Sprintf("%s:%d", path, at)
 	}
 	return path
 }
@@ -572,6 +702,9 @@ var Settings = []struct{ Name, Usage string }{
 	{"workers", "ingest workers per account (default 4)"},
 	{"queue_capacity", "ingest queue capacity per account (default 1024)"},
 	{"rate", "Telegram requests per second per account (default 20)"},
+	{"send_rate", "messages per minute each account sends at most (default 20)"},
+	{"send_in_flight", "sends per account awaiting their outcome at once (default 3)"},
+	{"backfill_rate", "packages per minute per account a newly added route backfills (default 30)"},
 	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},
 	{"send_timeout", "longest wait for one send's outcome before reconciling by token (default 5m)"},
 	{"rescan_interval", "time between rescans (default 6h)"},
@@ -714,6 +847,20 @@ func set(c *Config, name, v string) error {
 			return fmt.Errorf("%q is not a number", v)
 		}
 		c.Rate = f
+	case "send_rate":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		c.SendRate = f
+	case "send_in_flight":
+		return num(&c.SendInFlight)
+	case "backfill_rate":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		c.BackfillRate = f
 	case "drain_timeout":
 		return dur(&c.DrainTimeout)
 	case "send_timeout":

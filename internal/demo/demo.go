@@ -25,6 +25,7 @@ import (
 	"stashd/ingest"
 	"stashd/internal/audit"
 	"stashd/internal/service"
+	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -46,6 +47,10 @@ type Options struct {
 	Accounts int
 	// Destinations [1].
 	Destinations int
+	// Routes decide where packages go; nil sends every package to every
+	// destination. They name the demo's chats by username: demo_source1..N
+	// (plain sources in order), demo_forum and demo_dest1..N.
+	Routes []route.Spec
 	// Rate of publication, items per second [20]; negative means no pause.
 	Rate float64
 	// Workers per account [4].
@@ -182,7 +187,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
 	})
-	r := &runner{o: o, log: log, st: st, world: world, gen: gen,
+	nameDemoChats(world, gen)
+	routes, err := routeTable(world, gen, o.Routes)
+	if err != nil {
+		return Report{}, fmt.Errorf("demo routes: %w", err)
+	}
+	r := &runner{o: o, log: log, st: st, world: world, gen: gen, routes: routes,
 		rng:  rand.New(rand.NewPCG(uint64(o.Seed), 0x6661756c74)), // "fault"
 		lost: map[tg.ChatID]bool{}, protected: map[tg.ChatID]bool{}}
 	for _, s := range gen.Sources() {
@@ -206,6 +216,8 @@ type runner struct {
 	st    *store.Store
 	world *tgsim.World
 	gen   *tgsim.Generator
+	// routes is Options.Routes resolved, for the audit; nil without.
+	routes *route.Table
 
 	// rng draws the fault knobs' choices; lost and protected are the
 	// sources they hit. Only the publishing goroutine writes lost, before
@@ -246,8 +258,11 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		accounts = append(accounts, a)
 	}
 	cfg := daemon.Config{
-		Accounts: accounts, Destinations: r.gen.Destinations(),
+		Accounts: accounts, Destinations: r.gen.Destinations(), Routes: r.o.Routes,
 		Workers: r.o.Workers, QueueCapacity: r.o.QueueCapacity, Rate: 1000,
+		// A send budget on the demo's time scale (1 ms apart), so sends
+		// take their turns as in production.
+		SendRate: 60000, SendInFlight: r.o.Workers,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
 			// Dead letters are retried on the demo's time scale (production:
@@ -571,7 +586,7 @@ func (r *runner) faults() (lost, protected []tg.ChatID) {
 // truth is the world's ground truth for the audit.
 func (r *runner) truth() audit.Truth {
 	lost, protected := r.faults()
-	return audit.FromWorld(r.world, r.gen, lost, protected)
+	return audit.FromWorld(r.world, r.gen, lost, protected, r.routes)
 }
 
 func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err error) {

@@ -12,6 +12,7 @@ import (
 
 	"stashd/internal/demo"
 	"stashd/internal/pgtest"
+	"stashd/route"
 )
 
 // Every metric that the dashboard and the alert rules query is exported by
@@ -28,6 +29,14 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	o := demo.Options{Seed: 3, Steps: 40, Rate: -1, Sources: 2, Accounts: 2, ForumTopics: 2,
 		DatabaseURL: pgtest.New(t), FilesDir: t.TempDir()}
 	o.Gatherer = set
+	// One route with a delivery window open all day, so that the window
+	// metrics are exported too; it sends everything to the destination.
+	allDay, err := route.ParseWindow("00:00-24:00", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Routes = []route.Spec{{Name: "all day", Window: &allDay, Destinations: []route.Chat{{Username: "demo_dest1"}},
+		Sources: []route.SpecSource{{Chat: route.Chat{Username: "demo_source1"}}, {Chat: route.Chat{Username: "demo_source2"}}, {Chat: route.Chat{Username: "demo_forum"}}}}}
 	// Scrape while the demo runs: after its first progress report the
 	// daemon has started and handled work.
 	o.Progress = func(p demo.Progress) {

@@ -15,10 +15,13 @@ type account struct {
 	userID  int64
 	premium bool
 	member  map[tg.ChatID]bool
-	clients []*Client // live clients, oldest first
-	calls   map[string]int
-	flood   map[string]floodInjection
-	errs    map[string]errInjection
+	// readOnly holds chats the account is a member of without write
+	// access (SetWriteAccess).
+	readOnly map[tg.ChatID]bool
+	clients  []*Client // live clients, oldest first
+	calls    map[string]int
+	flood    map[string]floodInjection
+	errs     map[string]errInjection
 	// limit is Telegram's request limit on the account (LimitRequests);
 	// nil: none.
 	limit *requestLimit

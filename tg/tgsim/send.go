@@ -48,6 +48,9 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 		if err != nil {
 			return tg.Message{}, err
 		}
+		if w.accounts[c.account].readOnly[chat] {
+			return tg.Message{}, errBadRequest("Have no write access to the chat")
+		}
 		ref, ok := w.remotes[remoteFileID]
 		if !ok || ref.account != c.account {
 			return tg.Message{}, errBadRequest("Wrong remote file identifier specified: can't unserialize it")
@@ -79,6 +82,7 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 			ps.outcome = sendVanishes
 		}
 		c.sends[tempID] = ps
+		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Caption: caption, At: w.cfg.Now()})
 		if w.holdSends {
 			return c.view(tmp), nil // settled by Close
 		}

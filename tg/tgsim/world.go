@@ -105,6 +105,8 @@ type World struct {
 	// sendStats counts send outcomes; vanished holds the captions of the
 	// sends that ended in updateDeleteMessages.
 	sendStats SendStats
+	// sendLog records every accepted send (Sends).
+	sendLog   []SendRecord
 	vanished  []string
 	holdSends bool
 	// downloadFaults counts the stalls and failures injected into downloads.
@@ -117,6 +119,32 @@ type SendStats struct {
 	// Resent counts sends of a closed client that landed when the account's
 	// next client started (ResendAfterRestart).
 	Resent int
+}
+
+// SendRecord is one sendMessage the world accepted: which account sent
+// what where, and when by the world's clock (Config.Now, not truncated).
+type SendRecord struct {
+	Account string
+	Chat    tg.ChatID
+	Caption string
+	At      time.Time
+}
+
+// SetWriteAccess gives account write access to chat or takes it away (a
+// member that may read but not post, as after its rights in a channel were
+// revoked): its sendMessage there fails with 400 "Have no write access to
+// the chat", as TDLib's can_send_message answers.
+func (w *World) SetWriteAccess(account string, chat tg.ChatID, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustAccount(account).readOnly[chat] = !ok
+}
+
+// Sends returns every send the world accepted, in order.
+func (w *World) Sends() []SendRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.sendLog)
 }
 
 // SendStats returns the outcome counts of the sends settled so far.
@@ -171,14 +199,15 @@ func (w *World) AddAccount(name string, premium bool) {
 	}
 	w.nextUser++
 	w.accounts[name] = &account{
-		name:    name,
-		userID:  7_000_000_000 + w.nextUser,
-		premium: premium,
-		member:  make(map[tg.ChatID]bool),
-		calls:   make(map[string]int),
-		flood:   make(map[string]floodInjection),
-		errs:    make(map[string]errInjection),
-		missed:  make(map[tg.ChatID]bool),
+		name:     name,
+		userID:   7_000_000_000 + w.nextUser,
+		premium:  premium,
+		member:   make(map[tg.ChatID]bool),
+		readOnly: make(map[tg.ChatID]bool),
+		calls:    make(map[string]int),
+		flood:    make(map[string]floodInjection),
+		errs:     make(map[string]errInjection),
+		missed:   make(map[tg.ChatID]bool),
 	}
 }
 

@@ -1,0 +1,103 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// A newly added source catches up by its history policy: everything (the
+// default), nothing from before it was added, or the last 30 days.
+func TestNewSourceHistoryPolicy(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var offset atomic.Int64 // the world's clock, relative to now
+	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir(),
+		Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
+	world.AddAccount("a", false)
+	dest := world.AddChat(tg.KindChannel, "mirror", "a")
+	all := world.AddChat(tg.KindChannel, "all", "a")
+	none := world.AddChat(tg.KindChannel, "none", "a")
+	month := world.AddChat(tg.KindChannel, "month", "a")
+	n := 0
+	post := func(chat tg.ChatID) tg.Message {
+		n++
+		name := fmt.Sprintf("f%d.tar", n)
+		return world.Post(chat, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	type posted struct {
+		chat tg.ChatID
+		m    tg.Message
+	}
+	var old []posted
+	for _, age := range []time.Duration{40 * 24 * time.Hour, 10 * 24 * time.Hour} {
+		offset.Store(int64(-age))
+		for _, c := range []tg.ChatID{all, none, month} {
+			old = append(old, posted{c, post(c)})
+		}
+	}
+	offset.Store(0)
+
+	key := func(c tg.ChatID) string { return strconv.FormatInt(int64(c), 10) }
+	cfg := daemon.Config{
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{all, none, month}, History: map[string]daemon.History{
+			key(none): {None: true}, key(month): {Since: 30 * 24 * time.Hour},
+		}}},
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second,
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+	}
+	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := []tg.Message{post(all), post(none), post(month)}
+	for _, m := range fresh {
+		waitHandled(t, st, m.Key())
+	}
+	for _, p := range old {
+		if p.chat == all || (p.chat == month && p.m.Date.After(time.Now().Add(-30*24*time.Hour))) {
+			waitHandled(t, st, p.m.Key())
+		}
+	}
+	d.Shutdown(context.Background())
+
+	want := map[string]bool{}
+	for _, p := range old {
+		want[p.m.Document.File.UniqueID] = p.chat == all || (p.chat == month && p.m.Date.After(time.Now().Add(-30*24*time.Hour)))
+	}
+	for _, m := range fresh {
+		want[m.Document.File.UniqueID] = true
+	}
+	got := map[string]bool{}
+	for _, m := range world.Messages(dest) {
+		if m.Document != nil {
+			got[m.Document.File.UniqueID] = true
+		}
+	}
+	for uid, w := range want {
+		if got[uid] != w {
+			t.Errorf("file %s mirrored %v, want %v", uid, got[uid], w)
+		}
+	}
+	if len(got) != 6 {
+		t.Errorf("%d files mirrored, want 6 (3 new, 2 of all's history, 1 of month's last 30 days)", len(got))
+	}
+}
