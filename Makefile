@@ -24,11 +24,8 @@ include mk/tdlib.mk
 include mk/standin.mk
 include mk/promtool.mk
 include mk/browser.mk
-<<<<<<< HEAD
 include mk/chaos.mk
-=======
 include mk/bench.mk
->>>>>>> wt-bench
 
 deps:
 	$(GO) mod download
