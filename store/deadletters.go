@@ -32,9 +32,9 @@ type DeadLetter struct {
 	// Waiting marks a letter that waits for an event rather than a timer
 	// (an incomplete set's part waits for the missing part, which brings
 	// the set back when it comes): pending, with no next attempt.
-	Waiting bool
-	State   DeadLetterState
-	UpdatedAt     time.Time
+	Waiting   bool
+	State     DeadLetterState
+	UpdatedAt time.Time
 }
 
 // RecordDeadLetter records a failure of key, counting attempts. next is when
