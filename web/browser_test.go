@@ -55,35 +55,7 @@ func TestBrowserConsole(t *testing.T) {
 	srv := httptest.NewServer(mux) // on loopback
 	defer srv.Close()
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 800),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute) // a safety net only
-	defer cancelTimeout()
-	var dialogs atomic.Int32
-	err := chromedp.Listen(ctx, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialogs.Add(1)
-		}
-	})
-	if err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-
+	ctx, dialogs := startBrowser(t, bin)
 	must := func(step string, err error) {
 		t.Helper()
 		if err != nil {
@@ -109,6 +81,7 @@ func TestBrowserConsole(t *testing.T) {
 		chromedp.WaitVisible(`input[name=q]`),
 		chromedp.SendKeys(`input[name=q]`, "DRAGON_bust"),
 		chromedp.Submit(`input[name=q]`),
+		chromedp.WaitVisible(`input[name=q][value="DRAGON_bust"]`), // the search's page, not the one before
 		chromedp.WaitVisible(`#results a.pkg`),
 	))
 	results := text(`#results`)
@@ -157,6 +130,41 @@ func TestBrowserConsole(t *testing.T) {
 	if n := dialogs.Load(); n != 0 {
 		t.Errorf("%d JavaScript dialogs opened", n)
 	}
+}
+
+// startBrowser starts a headless Chromium for the test and returns its
+// context and a count of the JavaScript dialogs it opens (markup that ran).
+func startBrowser(t *testing.T, bin string) (context.Context, *atomic.Int32) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute) // a safety net only
+	t.Cleanup(cancelTimeout)
+	dialogs := new(atomic.Int32)
+	err := chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx, dialogs
 }
 
 // saveShot writes a screenshot under the test's temporary directory and,

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,16 +31,25 @@ func newFlagSet(name, usageLine, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse reports errors itself, in one line
 	fs.Usage = func() {}     // and prints the help only when asked
+	helpsMu.Lock()
 	helps[fs] = func() { printUsage(os.Stdout, fs, usageLine, description) }
+	helpsMu.Unlock()
 	return fs
 }
 
-// helps holds each flag set's help printer.
-var helps = map[*flag.FlagSet]func(){}
+// helps holds each flag set's help printer; commands may be set up
+// concurrently (the tests run them in parallel).
+var (
+	helpsMu sync.Mutex
+	helps   = map[*flag.FlagSet]func(){}
+)
 
 // printHelp prints the help of fs's command on stdout.
 func printHelp(fs *flag.FlagSet) {
-	if h, ok := helps[fs]; ok {
+	helpsMu.Lock()
+	h, ok := helps[fs]
+	helpsMu.Unlock()
+	if ok {
 		h()
 	}
 }

@@ -519,7 +519,11 @@ func initdb(ctx context.Context, binDir, dir, dataDir string, owner *runAs, fast
 		"-U", Superuser,
 		"--auth=trust",
 		"--encoding=UTF8",
+		// Byte order for sorting, Unicode for case: lower(), ILIKE and
+		// pg_trgm fold and classify by LC_CTYPE, and with C they leave
+		// "Отчёт" unmatched by "ОТЧЁТ".
 		"--locale=C",
+		"--lc-ctype=C.UTF-8",
 	}
 	if fast {
 		args = append(args, "--no-sync")
