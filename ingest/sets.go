@@ -317,9 +317,10 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	return err
 }
 
-// albumGap looks up the ids missing between an album's parts and, when the
-// source is not settled (the album is taken because it expired), the ids
-// just before and after them, at most one getMessage each per session. It
+// albumGap looks up the ids missing between an album's parts, the ids just
+// after them and, when the source is not settled (the album is taken
+// because it expired), the ids just before them, at most one getMessage
+// each per session. It
 // reports whether one is a document of the album: it is handled at once,
 // and the album completes at a later sweep with it.
 func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage, settled bool) (bool, error) {
@@ -339,12 +340,17 @@ func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage, se
 		}
 		gap = gap || member
 	}
-	if settled {
-		return gap, nil
-	}
 	// Outwards from the parts: the album ends at the first id that is not
-	// one of its documents.
-	for _, dir := range []int64{-1, 1} {
+	// one of its documents. Settled (quiet, and the source synced up to the
+	// last part) proves nothing after the last part: documents whose
+	// updates were lost and that no later message has revealed as a gap
+	// look exactly like the album's end. So the id after it is always
+	// asked; the ids before only for an album taken unsettled.
+	dirs := []int64{-1, 1}
+	if settled {
+		dirs = []int64{1}
+	}
+	for _, dir := range dirs {
 		s := first - 1
 		if dir > 0 {
 			s = last + 1

@@ -626,3 +626,43 @@ func TestSetDeliveryFailingPastMaxWaitIsRetried(t *testing.T) {
 		t.Errorf("delivered %d documents, want 3", n)
 	}
 }
+
+// An album whose last documents the live stream lost, with nothing posted
+// after it: the source looks synced up to the first document and the album
+// is quiet, which proves nothing about what follows it. The sweep asks for
+// the id after its last part, finds the rest and completes the album whole
+// (once, as one package) instead of delivering its first document alone.
+func TestSettledAlbumLooksPastItsLastPart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SourceSynced = func(tg.ChatID, int64) bool { return true } // synced up to the part seen
+	}, nil)
+	var msgs []tg.Message
+	for i := range 3 {
+		m := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("lost%d.zip", i), Data: zipOf("f.txt", fmt.Sprint(i)), AlbumID: 57})
+		msgs = append(msgs, e.view(c, m))
+	}
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	for range 4 {
+		e.now = e.now.Add(time.Minute)
+		if _, err := p.Sweep(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%d packages, want the album as one", len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != 3 {
+			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
+		}
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("%d documents delivered, want 3", n)
+	}
+}

@@ -255,16 +255,17 @@ func (c *checker) describeCopies(ctx context.Context, docs []Doc) (string, error
 	out := make([]string, len(docs))
 	for i, doc := range docs {
 		var pkg int64
-		var part int
-		var state string
-		err := c.st.Pool().QueryRow(ctx, `SELECT package_id, part_idx, state FROM deliveries WHERE token = $1`, doc.Token).Scan(&pkg, &part, &state)
+		var part, parts int
+		var state, name string
+		err := c.st.Pool().QueryRow(ctx, `SELECT d.package_id, d.part_idx, d.state, p.name, p.part_count
+			FROM deliveries d JOIN packages p ON p.id = d.package_id WHERE d.token = $1`, doc.Token).Scan(&pkg, &part, &state, &name, &parts)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			out[i] = fmt.Sprintf("message %d token %q: no delivery", doc.Message.ServerID(), doc.Token)
 		case err != nil:
 			return "", fmt.Errorf("read the delivery of token %q: %w", doc.Token, err)
 		default:
-			out[i] = fmt.Sprintf("message %d: package %d part %d, %s", doc.Message.ServerID(), pkg, part, state)
+			out[i] = fmt.Sprintf("message %d: package %d (%q, %d parts) part %d, %s", doc.Message.ServerID(), pkg, name, parts, part, state)
 		}
 	}
 	return strings.Join(out, "; "), nil
