@@ -143,10 +143,10 @@ type Pipeline struct {
 	// setFailures holds the last retryable failure of each pending set,
 	// so that a set failing at every sweep is logged once.
 	setFailures map[setID]string
-	// notInAlbum holds ids inside an album's id range found to be no
-	// document of it (deleted, or another message), so each costs one
-	// getMessage per session.
-	notInAlbum map[tg.MessageKey]bool
+	// notInAlbum holds ids around a set's parts found to be no part of it
+	// (deleted, or another message), so each costs one getMessage per set
+	// and session.
+	notInAlbum map[setProbe]bool
 }
 
 // DefaultDownloadBudget is the download budget of an account when the
@@ -199,7 +199,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		disk:   semaphore.NewWeighted(cfg.DownloadBudget),
 
 		setFailures: map[setID]string{},
-		notInAlbum:  map[tg.MessageKey]bool{},
+		notInAlbum:  map[setProbe]bool{},
 	}
 }
 

@@ -147,12 +147,12 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		// dirty), so a busy source cannot hold a set back for ever.
 		first := parts[0].Key.Message.ServerID()
 		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, max(first-setLookahead, 1), last+setLookahead)
-		if !inFlight && missing == "" && (settled || expired) && strings.HasPrefix(set.SetKey, "album:") {
-			// An album's documents have consecutive ids: a hole (or, for
-			// an album taken unsettled, a neighbour) may be a document
-			// lost by the live stream and not caught up yet, or a message
-			// deleted or not of the album. Only Telegram knows.
-			gap, err := p.albumGap(ctx, parts, settled)
+		if !inFlight && missing == "" && (settled || expired) {
+			// A set's parts are posted together, an album's documents with
+			// consecutive ids: a hole, or a neighbour, may be a part lost by
+			// the live stream and not caught up yet, or a message deleted
+			// or not of the set. Only Telegram knows.
+			gap, err := p.setGap(ctx, set.SetKey, parts, settled)
 			if err != nil {
 				if ctx.Err() != nil {
 					return res, ctx.Err()
@@ -317,37 +317,41 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	return err
 }
 
-// albumGap looks up the ids missing between an album's parts, the ids just
-// after them and, when the source is not settled (the album is taken
-// because it expired), the ids just before them, at most one getMessage
-// each per session. It
-// reports whether one is a document of the album: it is handled at once,
-// and the album completes at a later sweep with it.
-func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage, settled bool) (bool, error) {
+// setGap looks up the ids around a set's parts, at most one getMessage
+// each per session, and reports whether one is a part of the set not yet
+// recorded: it is handled at once, and the set completes at a later sweep
+// with it. For an album it asks for the ids missing between its documents;
+// for every set, the ids just after its last part and, when the source is
+// not settled or the set is not an album, just before its first. Settled
+// (quiet, and the source synced up to the last part) proves nothing about
+// what follows: parts whose updates were lost, with nothing posted after
+// them to reveal the gap, look exactly like the set's end. A multipart
+// set's earlier volumes (a split zip's x.z01… before its x.zip) are asked
+// for too, since its name alone cannot say it is whole.
+func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.SourceMessage, settled bool) (bool, error) {
+	album := strings.HasPrefix(setKey, "album:")
 	have := map[int64]bool{}
 	for _, pt := range parts {
 		have[pt.Key.Message.ServerID()] = true
 	}
 	first, last := parts[0].Key.Message.ServerID(), parts[len(parts)-1].Key.Message.ServerID()
 	gap := false
-	for s := first + 1; s < last; s++ {
-		if have[s] {
-			continue
+	if album {
+		for s := first + 1; s < last; s++ {
+			if have[s] {
+				continue
+			}
+			member, err := p.setMember(ctx, setKey, parts[0], s)
+			if err != nil {
+				return false, err
+			}
+			gap = gap || member
 		}
-		member, err := p.albumMember(ctx, parts[0], s)
-		if err != nil {
-			return false, err
-		}
-		gap = gap || member
 	}
-	// Outwards from the parts: the album ends at the first id that is not
-	// one of its documents. Settled (quiet, and the source synced up to the
-	// last part) proves nothing after the last part: documents whose
-	// updates were lost and that no later message has revealed as a gap
-	// look exactly like the album's end. So the id after it is always
-	// asked; the ids before only for an album taken unsettled.
+	// Outwards from the parts: the set ends at the first id that is not
+	// one of its parts.
 	dirs := []int64{-1, 1}
-	if settled {
+	if settled && album {
 		dirs = []int64{1}
 	}
 	for _, dir := range dirs {
@@ -356,7 +360,10 @@ func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage, se
 			s = last + 1
 		}
 		for ; s >= 1 && s >= first-setLookahead && s <= last+setLookahead; s += dir {
-			member, err := p.albumMember(ctx, parts[0], s)
+			if have[s] {
+				continue
+			}
+			member, err := p.setMember(ctx, setKey, parts[0], s)
 			if err != nil {
 				return false, err
 			}
@@ -369,21 +376,23 @@ func (p *Pipeline) albumGap(ctx context.Context, parts []store.SourceMessage, se
 	return gap, nil
 }
 
-// albumMember reports whether message s of the chat of part is a document
-// of part's album not yet recorded as a part, and handles it if so. Ids
-// found to be something else are remembered for the session.
-func (p *Pipeline) albumMember(ctx context.Context, part store.SourceMessage, s int64) (bool, error) {
-	chat, album := part.Key.Chat, part.AlbumID
+// setMember reports whether message s of the chat of part is a document
+// of the set setKey (in part's topic) not yet recorded as a part, and
+// handles it if so. Ids found to be something else are remembered for the
+// session.
+func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.SourceMessage, s int64) (bool, error) {
+	chat := part.Key.Chat
 	key := tg.MessageKey{Chat: chat, Message: tg.MessageIDFromServer(s)}
+	probe := setProbe{setKey, key}
 	p.mu.Lock()
-	known := p.notInAlbum[key]
+	known := p.notInAlbum[probe]
 	p.mu.Unlock()
 	if known {
 		return false, nil
 	}
 	notMember := func() (bool, error) {
 		p.mu.Lock()
-		p.notInAlbum[key] = true
+		p.notInAlbum[probe] = true
 		p.mu.Unlock()
 		return false, nil
 	}
@@ -394,15 +403,21 @@ func (p *Pipeline) albumMember(ctx context.Context, part store.SourceMessage, s 
 	}
 	m, err := p.tg.GetMessage(ctx, chat, key.Message)
 	if err != nil && tg.Classify(err) != tg.ClassPermanent {
-		return false, fmt.Errorf("look up message %d near album %d: %w", s, album, err)
+		return false, fmt.Errorf("look up message %d near set %s: %w", s, displaySet(setKey), err)
 	}
-	if err != nil || m.AlbumID != album || m.Document == nil {
-		return notMember() // deleted, not yet sent, or not of the album
+	if err != nil || m.Document == nil || m.TopicID() != part.TopicID || classify(m).setKey != setKey {
+		return notMember() // deleted, not yet sent, or not of the set
 	}
 	if _, err := p.Handle(ctx, m); err != nil {
-		return false, fmt.Errorf("handle message %d of album %d: %w", s, album, err)
+		return false, fmt.Errorf("handle message %d of set %s: %w", s, displaySet(setKey), err)
 	}
 	return true, nil
+}
+
+// setProbe is a message looked up as a possible part of a set.
+type setProbe struct {
+	set string
+	key tg.MessageKey
 }
 
 // setLookahead is how many ids before a set's first part and after its last

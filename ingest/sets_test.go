@@ -666,3 +666,51 @@ func TestSettledAlbumLooksPastItsLastPart(t *testing.T) {
 		t.Errorf("%d documents delivered, want 3", n)
 	}
 }
+
+// A multipart set whose last volumes the live stream lost, with nothing
+// posted after them: quiet and synced up to the parts seen, it is still
+// not taken short. The sweep finds the rest after its last part and the
+// set is one package of every volume. Likewise the final x.zip of a split
+// zip seen alone: its x.z01… before it are asked for.
+func TestSettledSetLooksForLostParts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		names []string
+		seen  []int
+	}{
+		{[]string{"lost.zip.001", "lost.zip.002", "lost.zip.003", "lost.zip.004"}, []int{0, 1}},
+		{[]string{"split.z01", "split.z02", "split.zip"}, []int{2}},
+	} {
+		e := newEnv(t, "a")
+		p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+			cfg.SourceSynced = func(tg.ChatID, int64) bool { return true }
+		}, nil)
+		whole := zipOf("inside.txt", strings.Repeat("z", 4000))
+		vols := archivetest.Split(whole, len(tc.names))
+		var msgs []tg.Message
+		for i, n := range tc.names {
+			msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]})))
+		}
+		for _, i := range tc.seen {
+			mustHandle(t, p, msgs[i], store.OutcomePartPending)
+		}
+		for range 4 {
+			e.now = e.now.Add(time.Minute)
+			if _, err := p.Sweep(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pkgs, err := e.st.PackageHashes(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pkgs) != 1 {
+			t.Fatalf("%v: %d packages, want one", tc.names, len(pkgs))
+		}
+		for _, pkg := range pkgs {
+			if pkg.PartCount != len(tc.names) {
+				t.Errorf("%v: package of %d parts, want %d", tc.names, pkg.PartCount, len(tc.names))
+			}
+		}
+	}
+}
