@@ -2,6 +2,7 @@ package tdjsonsim_test
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"stashd/tg/tgsim"
@@ -52,8 +53,7 @@ func TestCancelAndDeleteOnTheWire(t *testing.T) {
 	c := dialWire(t, path)
 	id := downloadOn(t, w, c)
 	c.ok(1, "downloadFile", downloadParams(id), "file")
-	c.ok(1, "cancelDownloadFile", map[string]any{"file_id": id, "only_if_pending": false}, "ok")
-	c.until("cancelled download", func(o tdObject) bool { return stopped(o, id) })
+	okThenUpdate(c, "cancelDownloadFile", map[string]any{"file_id": id, "only_if_pending": false}, "cancelled download", id)
 	if res := c.ok(1, "cancelDownloadFile", map[string]any{"file_id": 1 << 30, "only_if_pending": false}, "error"); res.int("code") != 400 {
 		t.Errorf("cancelDownloadFile of an unknown file: %v, want 400", res)
 	}
@@ -67,9 +67,23 @@ func TestCancelAndDeleteOnTheWire(t *testing.T) {
 		return o.typ() == "updateFile" && o.get("file", "local", "is_downloading_completed") == true
 	})
 	local := done.str("file", "local", "path")
-	c2.ok(1, "deleteFile", map[string]any{"file_id": id2}, "ok")
+	okThenUpdate(c2, "deleteFile", map[string]any{"file_id": id2}, "deleted file", id2)
 	if _, err := os.Stat(local); !os.IsNotExist(err) {
 		t.Errorf("%s still there after deleteFile: %v", local, err)
 	}
-	c2.until("deleted file", func(o tdObject) bool { return stopped(o, id2) })
+}
+
+// okThenUpdate calls typ, which must answer ok, and waits for the
+// updateFile saying file id stopped. TDLib may write that update before
+// the answer or after it: both orders are accepted.
+func okThenUpdate(c *wire, typ string, params map[string]any, what string, id int64) {
+	c.t.Helper()
+	res, before := c.call(1, typ, params)
+	if res.typ() != "ok" {
+		c.t.Fatalf("%s: got %v, want ok", typ, res)
+	}
+	if slices.ContainsFunc(before, func(o tdObject) bool { return stopped(o, id) }) {
+		return
+	}
+	c.until(what, func(o tdObject) bool { return stopped(o, id) })
 }
