@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"archive/zip"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"stashd/internal/demo"
 	"stashd/internal/pgtest"
 	"stashd/store"
-	"stashd/web"
 )
 
 // hostileEntry is an archive entry name that is markup.
@@ -58,30 +55,9 @@ func TestBrowserConsoleOnDemoDatabase(t *testing.T) {
 		t.Fatalf("the posted archive is not catalogued: %v", err)
 	}
 
-	c := newConsole(t, web.Config{Catalogue: st})
-	mux := http.NewServeMux()
-	c.Mount(mux)
-	srv := httptest.NewServer(mux) // on loopback
-	defer srv.Close()
+	srv := consoleServer(t, st)
 	ctx, dialogs := startBrowser(t, bin)
-	must := func(step string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		must("read "+sel, err)
-		return s
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		must("screenshot", err)
-		saveShot(t, name, png)
-	}
+	must, text, shot := browserSteps(t, ctx)
 
 	// Part of the file's base name, in upper case.
 	base := path.Base(file)

@@ -49,31 +49,9 @@ func TestBrowserConsole(t *testing.T) {
 	bin := chromium(t)
 	t.Parallel()
 	st, s := seeded(t)
-	c := newConsole(t, web.Config{Catalogue: st})
-	mux := http.NewServeMux()
-	c.Mount(mux)
-	srv := httptest.NewServer(mux) // on loopback
-	defer srv.Close()
-
+	srv := consoleServer(t, st)
 	ctx, dialogs := startBrowser(t, bin)
-	must := func(step string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		must("read "+sel, err)
-		return s
-	}
-	screenshot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		must("screenshot", err)
-		saveShot(t, name, png)
-	}
+	must, text, screenshot := browserSteps(t, ctx)
 
 	// Search for a file inside a package, by part of its name, in another case.
 	must("search", chromedp.Do(ctx,
@@ -130,6 +108,42 @@ func TestBrowserConsole(t *testing.T) {
 	if n := dialogs.Load(); n != 0 {
 		t.Errorf("%d JavaScript dialogs opened", n)
 	}
+}
+
+// consoleServer serves the console over st on a loopback test server.
+func consoleServer(t *testing.T, st *store.Store) *httptest.Server {
+	t.Helper()
+	c := newConsole(t, web.Config{Catalogue: st})
+	mux := http.NewServeMux()
+	c.Mount(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// browserSteps returns the browser tests' step helpers: must fails the test
+// on a step's error, text reads an element's text, screenshot saves the
+// page.
+func browserSteps(t *testing.T, ctx context.Context) (must func(string, error), text func(string) string, screenshot func(string)) {
+	must = func(step string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	text = func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(sel))
+		must("read "+sel, err)
+		return s
+	}
+	screenshot = func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		must("screenshot", err)
+		saveShot(t, name, png)
+	}
+	return must, text, screenshot
 }
 
 // startBrowser starts a headless Chromium for the test and returns its
