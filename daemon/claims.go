@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"stashd/internal/proc"
 )
 
 // releaseDeadClaims releases the source claims of earlier stashd processes
@@ -25,7 +27,7 @@ func (d *Daemon) releaseDeadClaims(ctx context.Context) error {
 			continue
 		}
 		pid, err := strconv.Atoi(p)
-		if err != nil || pid <= 0 || processAlive(pid) {
+		if err != nil || pid <= 0 || proc.Alive(pid) {
 			continue
 		}
 		n, err := d.store.ReleaseClaims(ctx, owner)
@@ -35,18 +37,4 @@ func (d *Daemon) releaseDeadClaims(ctx context.Context) error {
 		d.log.Info("released the source claims of a process that is gone", "owner", owner, "sources", n)
 	}
 	return nil
-}
-
-// processAlive reports whether pid is a live process (a zombie is not).
-func processAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !os.IsNotExist(err) // unreadable /proc: assume alive, the safe side
-	}
-	// The state follows the command name, which is in parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return true
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
 }

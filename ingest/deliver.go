@@ -300,8 +300,8 @@ func hasToken(caption, want string) bool {
 	return false
 }
 
-// tokenOf returns the delivery token a caption carries, "" when none.
-func tokenOf(caption string) string {
+// TokenOf returns the delivery token a caption carries, "" when none.
+func TokenOf(caption string) string {
 	for line := range strings.SplitSeq(caption, "\n") {
 		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), TokenPrefix); ok && tok != "" {
 			return tok
@@ -318,7 +318,7 @@ func tokenOf(caption string) string {
 // whether a delivery was recorded (false for a message without a token, or
 // one recorded already).
 func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
-	tok := tokenOf(m.Caption)
+	tok := TokenOf(m.Caption)
 	if tok == "" || !m.ID.IsServer() {
 		return false, nil
 	}

@@ -551,18 +551,7 @@ func TestExpiredAlbumFetchesItsLostLastDocument(t *testing.T) {
 	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
 		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
 	}
-	pkgs, err := e.st.PackageHashes(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range pkgs {
-		if pkg.PartCount != 3 {
-			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
-		}
-	}
-	if len(pkgs) != 1 || len(e.delivered()) != 3 {
-		t.Errorf("%d packages and %d documents delivered, want 1 and 3", len(pkgs), len(e.delivered()))
-	}
+	wantOnePackage(t, e, 3, "album")
 }
 
 // A forwarded album holding a split zip, after the original was delivered:
@@ -650,21 +639,7 @@ func TestSettledAlbumLooksPastItsLastPart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pkgs, err := e.st.PackageHashes(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pkgs) != 1 {
-		t.Fatalf("%d packages, want the album as one", len(pkgs))
-	}
-	for _, pkg := range pkgs {
-		if pkg.PartCount != 3 {
-			t.Errorf("album package has %d parts, want 3", pkg.PartCount)
-		}
-	}
-	if n := len(e.delivered()); n != 3 {
-		t.Errorf("%d documents delivered, want 3", n)
-	}
+	wantOnePackage(t, e, 3, "album")
 }
 
 // A multipart set whose last volumes the live stream lost, with nothing
@@ -700,17 +675,27 @@ func TestSettledSetLooksForLostParts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		pkgs, err := e.st.PackageHashes(e.ctx)
-		if err != nil {
-			t.Fatal(err)
+		wantOnePackage(t, e, len(tc.names), fmt.Sprint(tc.names))
+	}
+}
+
+// wantOnePackage fails the test unless the catalogue holds exactly one
+// package, of parts parts, and every part was delivered once.
+func wantOnePackage(t *testing.T, e *env, parts int, what string) {
+	t.Helper()
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%s: %d packages, want one", what, len(pkgs))
+	}
+	for _, pkg := range pkgs {
+		if pkg.PartCount != parts {
+			t.Errorf("%s: package of %d parts, want %d", what, pkg.PartCount, parts)
 		}
-		if len(pkgs) != 1 {
-			t.Fatalf("%v: %d packages, want one", tc.names, len(pkgs))
-		}
-		for _, pkg := range pkgs {
-			if pkg.PartCount != len(tc.names) {
-				t.Errorf("%v: package of %d parts, want %d", tc.names, pkg.PartCount, len(tc.names))
-			}
-		}
+	}
+	if n := len(e.delivered()); n != parts {
+		t.Errorf("%s: %d documents delivered, want %d", what, n, parts)
 	}
 }

@@ -279,10 +279,8 @@ func (c *checker) vanished(ctx context.Context, rep *Report, delivered map[Hash]
 	var tokens []string
 	for _, caption := range c.t.VanishedCaptions {
 		rep.VanishedSends++
-		for line := range strings.SplitSeq(caption, "\n") {
-			if tok, ok := strings.CutPrefix(line, ingest.TokenPrefix); ok {
-				tokens = append(tokens, tok)
-			}
+		if tok := ingest.TokenOf(caption); tok != "" {
+			tokens = append(tokens, tok)
 		}
 	}
 	if len(tokens) == 0 {

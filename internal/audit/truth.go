@@ -8,7 +8,6 @@ package audit
 import (
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"stashd/ingest"
 	"stashd/route"
@@ -107,29 +106,19 @@ type Doc struct {
 // inaccessible (lost) or protected. routes, when not nil, decide each
 // publication's destinations.
 func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, routes *route.Table) Truth {
-	uid := map[tg.MessageKey]string{}
 	msgs := map[tg.MessageKey]tg.Message{}
 	for _, s := range g.Sources() {
 		for _, m := range w.Messages(s.Chat) {
 			msgs[m.Key()] = m
-			if m.Document != nil {
-				uid[m.Key()] = m.Document.File.UniqueID
-			}
 		}
 	}
-	sizes := map[string]int64{}
 	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed()}
 	for _, p := range g.Truth().Packages {
 		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete}
 		for _, k := range p.Parts {
-			part := Part{Chat: k.Chat, Message: k.Message, File: uid[k]}
-			if part.File != "" {
-				size, ok := sizes[part.File]
-				if !ok {
-					size = int64(len(w.FileData(part.File)))
-					sizes[part.File] = size
-				}
-				part.Size = size
+			part := Part{Chat: k.Chat, Message: k.Message}
+			if m, ok := msgs[k]; ok && m.Document != nil {
+				part.File, part.Size = m.Document.File.UniqueID, m.Document.File.Size
 			}
 			pkg.Parts = append(pkg.Parts, part)
 		}
@@ -140,10 +129,8 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 			if m, ok := msgs[p.Parts[0]]; ok {
 				in.Topic = m.TopicID()
 			}
-			for _, k := range p.Parts {
-				if m, ok := msgs[k]; ok && m.Document != nil {
-					in.Size += m.Document.File.Size
-				}
+			for _, part := range pkg.Parts {
+				in.Size += part.Size
 			}
 			pkg.Destinations = routes.Destinations(in)
 		}
@@ -153,7 +140,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 		dest := Destination{Chat: d, Docs: []Doc{}}
 		for _, m := range w.Messages(d) {
 			if m.Document != nil {
-				dest.Docs = append(dest.Docs, Doc{Message: m.ID, File: m.Document.File.UniqueID, Token: token(m.Caption)})
+				dest.Docs = append(dest.Docs, Doc{Message: m.ID, File: m.Document.File.UniqueID, Token: ingest.TokenOf(m.Caption)})
 			}
 		}
 		t.Destinations = append(t.Destinations, dest)
@@ -164,16 +151,6 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	t.DownloadFaults = w.DownloadFaults()
 	t.Calls = w.TotalCalls()
 	return t
-}
-
-// token returns the delivery token a caption carries, "" when none.
-func token(caption string) string {
-	for line := range strings.SplitSeq(caption, "\n") {
-		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), ingest.TokenPrefix); ok {
-			return tok
-		}
-	}
-	return ""
 }
 
 // unique returns the distinct complete packages by hash: the first

@@ -34,6 +34,7 @@ import (
 
 	"stashd/internal/audit"
 	"stashd/internal/pgembed"
+	"stashd/internal/service"
 	"stashd/store"
 )
 
@@ -382,7 +383,7 @@ func (h *harness) superviseDaemon(ctx context.Context, dir string) {
 		p, err := start(h.o.Daemon, []string{"serve", "--config", h.config}, h.daemonEnv(), logPath, nil)
 		if err != nil {
 			h.log.Error("start the daemon", "err", err)
-			sleep(ctx, time.Second)
+			service.Sleep(ctx, time.Second)
 			continue
 		}
 		h.mu.Lock()
@@ -411,7 +412,7 @@ func (h *harness) superviseDaemon(ctx context.Context, dir string) {
 		if !killed {
 			h.log.Warn("the daemon exited; restarting it", "status", p.err)
 		}
-		sleep(ctx, restartDelay)
+		service.Sleep(ctx, restartDelay)
 	}
 }
 
@@ -439,7 +440,7 @@ func (h *harness) waitFor(ctx context.Context, path string) error {
 				}
 			}
 		}
-		if !sleep(ctx, 50*time.Millisecond) {
+		if !service.Sleep(ctx, 50*time.Millisecond) {
 			return ctx.Err()
 		}
 	}
@@ -459,7 +460,7 @@ func (h *harness) kill(ctx context.Context) error {
 			if err := h.waitReady(ctx); err != nil {
 				return err
 			}
-			if !sleep(ctx, time.Duration(h.rng.Int64N(int64(2*mean)+1))) {
+			if !service.Sleep(ctx, time.Duration(h.rng.Int64N(int64(2*mean)+1))) {
 				return ctx.Err()
 			}
 			if err := h.killPostgres(ctx); err != nil {
@@ -469,7 +470,7 @@ func (h *harness) kill(ctx context.Context) error {
 		if err := h.waitUp(ctx); err != nil {
 			return err
 		}
-		if !sleep(ctx, time.Duration(h.rng.Int64N(int64(2*mean)+1))) {
+		if !service.Sleep(ctx, time.Duration(h.rng.Int64N(int64(2*mean)+1))) {
 			return ctx.Err()
 		}
 		moment := i % moments
@@ -523,7 +524,7 @@ func (h *harness) waitMoment(ctx context.Context, moment int) bool {
 		if h.inMoment(ctx, moment) {
 			return true
 		}
-		if !sleep(ctx, 5*time.Millisecond) {
+		if !service.Sleep(ctx, 5*time.Millisecond) {
 			return false
 		}
 	}
@@ -589,7 +590,7 @@ func (h *harness) killPostgres(ctx context.Context) error {
 	<-pg.Done()
 	h.rep.PGKills++
 	h.log.Info("postmaster killed", "kill", h.rep.PGKills, "of", h.o.PGKills)
-	if !sleep(ctx, 200*time.Millisecond+time.Duration(h.rng.Int64N(int64(time.Second)))) {
+	if !service.Sleep(ctx, 200*time.Millisecond+time.Duration(h.rng.Int64N(int64(time.Second)))) {
 		return ctx.Err()
 	}
 	pg, err := pgembed.Start(ctx, h.pgCfg)
@@ -657,7 +658,7 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 			rep.Settled = false
 			return rep, nil
 		}
-		if !sleep(ctx, time.Second) {
+		if !service.Sleep(ctx, time.Second) {
 			return rep, ctx.Err()
 		}
 	}
@@ -714,18 +715,6 @@ func exited(p *proc) bool {
 	case <-p.exited:
 		return true
 	default:
-		return false
-	}
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
 		return false
 	}
 }

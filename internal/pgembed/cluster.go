@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"stashd/internal/proc"
 )
 
 const (
@@ -192,7 +194,7 @@ func owner(dir string) (int, bool) {
 // process died (SIGKILL, OOM) is shutting down (see Start) and is not
 // shared.
 func Running(ctx context.Context, dir string) (url string, ok bool) {
-	if pid, ok := owner(dir); !ok || !processAlive(pid) {
+	if pid, ok := owner(dir); !ok || !proc.Alive(pid) {
 		return "", false
 	}
 	b, err := os.ReadFile(filepath.Join(dir, urlName))

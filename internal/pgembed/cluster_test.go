@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"stashd/internal/proc"
 )
 
 // clusterDir returns a fresh directory for a cluster. It is not under
@@ -385,7 +387,7 @@ func TestStartAfterOwnerKilled(t *testing.T) {
 		t.Fatalf("Running shares %s, the server of a killed process", url)
 	}
 	c := startCluster(t, Config{Dir: dir, Fast: true})
-	if c.PID() == pid || processAlive(pid) {
+	if c.PID() == pid || proc.Alive(pid) {
 		t.Fatalf("the killed process's postmaster %d still runs beside the new one %d", pid, c.PID())
 	}
 	conn := connect(t, c.URL(""))

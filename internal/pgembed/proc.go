@@ -1,7 +1,6 @@
 package pgembed
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"stashd/internal/proc"
 )
 
 // serverUserName is the system user that runs the cluster when stashd runs
@@ -137,33 +138,12 @@ func readPID(path string) (int, bool) {
 	return pid, true
 }
 
-// processAlive reports whether pid is a running process; a zombie is dead
-// (it answers kill(pid, 0) but holds nothing any more).
-func processAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return false
-		}
-		err := syscall.Kill(pid, 0)
-		return err == nil || errors.Is(err, syscall.EPERM)
-	}
-	// The state follows the command name, which is in parentheses and may
-	// itself contain ") ".
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return true
-	}
-	state := b[i+2]
-	return state != 'Z' && state != 'X'
-}
-
 // serverIn reports whether pid is a live postgres process working in
 // dataDir: the postmaster and every backend chdir into the data directory,
 // which tells a postmaster of this cluster from an unrelated process that
 // reused its pid.
 func serverIn(pid int, dataDir string) bool {
-	if !processAlive(pid) {
+	if !proc.Alive(pid) {
 		return false
 	}
 	proc := "/proc/" + strconv.Itoa(pid)
@@ -208,7 +188,7 @@ func clearStale(ctx context.Context, dir, dataDir string, wait time.Duration) er
 	}
 	if serverIn(pid, dataDir) {
 		own, known := owner(dir)
-		if !known || own == os.Getpid() || processAlive(own) {
+		if !known || own == os.Getpid() || proc.Alive(own) {
 			if known {
 				return fmt.Errorf("cluster %s is already running (postmaster pid %d, started by pid %d)", dataDir, pid, own)
 			}
