@@ -55,6 +55,13 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	} else if ok {
 		return p.finishDuplicate(ctx, parts, pkg, nil, false)
 	}
+	// Some, not all, of a known package's files: never a package of their
+	// own, which would deliver those files a second time.
+	if pkg, ok, err := p.store.PackageHolding(ctx, uniq); err != nil {
+		return "", err
+	} else if ok {
+		return p.finishPartsOf(ctx, parts, pkg)
+	}
 
 	// Layer 4: download and hash, within the account's disk budget, then
 	// lock on the content hash. The local copies are deleted once hashed
@@ -181,6 +188,27 @@ func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id i
 		out = store.OutcomePackage
 	}
 	return out, p.record(ctx, parts, out, id)
+}
+
+// ErrPackageUnfinished is the retryable error for some of a package's
+// files gathered while that package's own delivery is not finished: the
+// package's own messages finish it, and these are recorded then.
+var ErrPackageUnfinished = errors.New("some of the parts of a package whose delivery is not finished")
+
+// finishPartsOf records parts, some of package id's files, as duplicates
+// of it once its delivery is complete. They are what a set or album
+// re-gathered short after a restart looks like (the rest of its messages
+// recorded, or not found again yet), or a forward of some of an album's
+// documents.
+func (p *Pipeline) finishPartsOf(ctx context.Context, parts []tg.Message, id int64) (store.Outcome, error) {
+	done, err := p.partDelivered(ctx, id, parts[0])
+	if err != nil {
+		return "", err
+	}
+	if !done {
+		return "", fmt.Errorf("%d files of package %d: %w", len(parts), id, ErrPackageUnfinished)
+	}
+	return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 }
 
 func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Outcome, pkg int64) error {

@@ -26,6 +26,7 @@ type Store interface {
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
 	PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error)
+	PackageHolding(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error
 	CreatePackage(ctx context.Context, p store.Package, parts []store.Part, files []store.FileEntry) (int64, bool, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -698,4 +699,51 @@ func wantOnePackage(t *testing.T, e *env, parts int, what string) {
 	if n := len(e.delivered()); n != parts {
 		t.Errorf("%s: %d documents delivered, want %d", what, n, parts)
 	}
+}
+
+// An album catalogued but not yet delivered when the daemon died (all its
+// messages unhandled) may be gathered again short: here its last two
+// documents come back first and look like a whole album. They are some of
+// the catalogued package's files, so they wait for it rather than become a
+// package of their own, which would deliver them twice; the first document
+// completes the set and the package is delivered whole, once.
+func TestAlbumGatheredShortWaitsForItsPackage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SourceSynced = func(tg.ChatID, int64) bool { return true }
+	}, nil)
+	sweep := func() {
+		for range 4 {
+			e.now = e.now.Add(time.Minute)
+			if _, err := p.Sweep(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var msgs []tg.Message
+	var parts []store.Part
+	for i := range 3 {
+		data := zipOf("f.txt", fmt.Sprint(i))
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("short%d.zip", i), Data: data, AlbumID: 61}))
+		msgs = append(msgs, m)
+		sum := sha256.Sum256(data)
+		parts = append(parts, store.Part{Index: i, FileName: m.Document.FileName, Size: int64(len(data)),
+			SHA256: sum[:], UniqueID: m.Document.File.UniqueID, Source: m.Key()})
+	}
+	hash := sha256.Sum256([]byte("the album's content hash"))
+	if _, _, err := e.st.CreatePackage(e.ctx, store.Package{ContentHash: hash[:], Name: "short0.zip", Format: "album",
+		PartCount: 3, Origin: msgs[0].Key()}, parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs[1:] {
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	sweep()
+	if n := len(e.delivered()); n != 0 {
+		t.Fatalf("%d documents delivered from the album gathered short, want none", n)
+	}
+	mustHandle(t, p, msgs[0], store.OutcomePartPending)
+	sweep()
+	wantOnePackage(t, e, 3, "album gathered short, then whole")
 }

@@ -248,6 +248,30 @@ func (s *Store) PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int
 	return pkg, true, nil
 }
 
+// PackageHolding returns the package that holds every one of these files
+// (Telegram unique ids) among its parts or identical re-uploads, when they
+// all belong to one package: some of a known package's parts gathered
+// again without the rest (a set or album re-gathered short after a
+// restart, or a forward of some of an album's documents).
+func (s *Store) PackageHolding(ctx context.Context, uniqueIDs []string) (int64, bool, error) {
+	if len(uniqueIDs) == 0 {
+		return 0, false, nil
+	}
+	// unique_id is remote_files' key: one row per known file.
+	var all bool
+	var pkgs []int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) = (SELECT count(DISTINCT u) FROM unnest($1::text[]) u),
+			coalesce(array_agg(DISTINCT package_id), '{}')
+		FROM remote_files WHERE unique_id = ANY($1)`, uniqueIDs).Scan(&all, &pkgs)
+	if err != nil {
+		return 0, false, fmt.Errorf("look up the package holding %d files: %w", len(uniqueIDs), err)
+	}
+	if !all || len(pkgs) != 1 {
+		return 0, false, nil
+	}
+	return pkgs[0], true, nil
+}
+
 // PackageOfPart returns the package one of whose parts is the Telegram
 // file with this unique id (its own part or an identical re-post): a part
 // posted again after its set was catalogued.
