@@ -52,6 +52,16 @@ type Client interface {
 	// chat. It returns the temporary message; the outcome arrives as
 	// SendSucceeded or SendFailed carrying its id.
 	SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error)
+	// SendDocumentTo is SendDocument into forum topic thread of chat
+	// (sendMessage's message_thread_id); thread 0 is SendDocument (in a
+	// forum: its General topic). A thread that is no topic of chat fails
+	// with 400.
+	SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error)
+	// CreateForumTopic creates a topic named name in forum chat
+	// (createForumTopic) and returns its thread id
+	// (forumTopicInfo.message_thread_id). A chat that is not a forum fails
+	// with 400.
+	CreateForumTopic(ctx context.Context, chat ChatID, name string) (threadID int64, err error)
 	// Close stops the client and closes its update stream.
 	Close() error
 }
@@ -71,6 +81,7 @@ const (
 	MethodCancelDownloadFile   = "cancelDownloadFile"
 	MethodDeleteFile           = "deleteFile"
 	MethodSendMessage          = "sendMessage"
+	MethodCreateForumTopic     = "createForumTopic"
 )
 
 // Methods lists every request method of the port.
@@ -78,5 +89,5 @@ var Methods = []string{
 	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
-	MethodSendMessage,
+	MethodSendMessage, MethodCreateForumTopic,
 }

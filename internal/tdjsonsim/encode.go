@@ -482,6 +482,18 @@ func forumTopicInfoObject(t tg.Topic) object {
 	}
 }
 
+// createdForumTopicInfoObject is createForumTopic's answer: the topic's
+// forumTopicInfo, created by the account (is_outgoing).
+func createdForumTopicInfoObject(t tg.Topic) object {
+	o := forumTopicInfoObject(t)
+	for i := range o {
+		if o[i].key == "is_outgoing" {
+			o[i].val = true
+		}
+	}
+	return o
+}
+
 // forumTopicObject is TDLib's forumTopic (getForumTopic).
 func forumTopicObject(t tg.Topic) object {
 	o := withLastMessage(object{

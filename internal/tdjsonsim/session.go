@@ -516,6 +516,23 @@ func (s *session) handle(r *request) (object, error) {
 			return nil, err
 		}
 		return forumTopicObject(t), nil
+	case tg.MethodCreateForumTopic:
+		var p struct {
+			ChatID tdInt  `json:"chat_id"`
+			Name   string `json:"name"`
+			Icon   *struct {
+				Color int32 `json:"color"`
+			} `json:"icon"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		thread, err := cl.CreateForumTopic(ctx, tg.ChatID(p.ChatID), p.Name)
+		if err != nil {
+			return nil, err
+		}
+		t := tg.Topic{ChatID: tg.ChatID(p.ChatID), ThreadID: thread, Name: p.Name}
+		return createdForumTopicInfoObject(t), nil
 	case tg.MethodDownloadFile:
 		return downloadFile(ctx, cl, r)
 	case tg.MethodCancelDownloadFile:
@@ -716,12 +733,10 @@ func (s *session) send(r *request) (tg.Message, error) {
 		return tg.Message{}, notSimulated("sending " + content.Type)
 	case content.Document == nil || content.Document.Type != "inputFileRemote":
 		return tg.Message{}, notSimulated("sending a document other than inputFileRemote")
-	case p.MessageThreadID != 0:
-		return tg.Message{}, notSimulated("sending into a message thread")
 	}
 	var caption string
 	if content.Caption != nil {
 		caption = content.Caption.Text
 	}
-	return cl.SendDocument(s.ctx, tg.ChatID(p.ChatID), content.Document.ID, caption)
+	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), content.Document.ID, caption)
 }

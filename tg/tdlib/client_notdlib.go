@@ -84,5 +84,15 @@ func (*Client) SendDocument(context.Context, tg.ChatID, string, string) (tg.Mess
 	return tg.Message{}, tg.ErrNoTDLib
 }
 
+// SendDocumentTo implements tg.Client.
+func (*Client) SendDocumentTo(context.Context, tg.ChatID, int64, string, string) (tg.Message, error) {
+	return tg.Message{}, tg.ErrNoTDLib
+}
+
+// CreateForumTopic implements tg.Client.
+func (*Client) CreateForumTopic(context.Context, tg.ChatID, string) (int64, error) {
+	return 0, tg.ErrNoTDLib
+}
+
 // Close implements tg.Client; there is nothing to close.
 func (*Client) Close() error { return nil }

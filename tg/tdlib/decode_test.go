@@ -397,6 +397,18 @@ func TestDecodeForumTopic(t *testing.T) {
 	}
 }
 
+// createForumTopic answers with the new topic's forumTopicInfo.
+func TestDecodeForumTopicInfo(t *testing.T) {
+	t.Parallel()
+	got, err := decodeForumTopicInfo(fixture(t, "forum_topic_info.json"))
+	if err != nil || got != 4194304 {
+		t.Errorf("got %d, %v; want thread 4194304", got, err)
+	}
+	if _, err := decodeForumTopicInfo([]byte(`{"@type":"forumTopic"}`)); err == nil {
+		t.Error("a forumTopic decoded as a forumTopicInfo")
+	}
+}
+
 func TestDecodeOptionValue(t *testing.T) {
 	t.Parallel()
 	got, err := decodeOptionValue(fixture(t, "option_version.json"))
