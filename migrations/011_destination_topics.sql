@@ -1,0 +1,18 @@
+-- Forum topics stashd created (or found) in destination forums for routes
+-- with topic = "same": the topic named like a package's source topic. The
+-- row is the arbiter: a topic is created only by whoever holds the
+-- per-(destination, name) lock and finds no row, so a restart, another
+-- account or another instance reuses it and never creates it twice.
+CREATE TABLE destination_topics (
+    destination_chat_id bigint NOT NULL,
+    name                text NOT NULL,
+    thread_id           bigint NOT NULL,
+    -- The account that created it ('' when found rather than created).
+    created_by          text NOT NULL DEFAULT '',
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (destination_chat_id, name)
+);
+
+---- create above / drop below ----
+
+DROP TABLE destination_topics;
