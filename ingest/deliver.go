@@ -59,30 +59,41 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 				continue
 			}
 		}
-		thread, err := p.destThread(ctx, in, dest)
+		n, err := p.spreadDest(ctx, pkg, parts, in, dest)
+		sent += n
 		if err != nil {
 			return sent, err
 		}
-		handed := false
-		for i, m := range parts {
-			n, err := p.deliverPart(ctx, pkg, dest, thread, i, m)
-			sent += n
-			if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
-				if handed, err = p.handOver(ctx, pkg, parts, in, dest, err); handed {
-					break
-				}
+	}
+	return sent, nil
+}
+
+// deliverDest sends every part of pkg to dest, in order, through this
+// pipeline's account, handing the delivery over to another account when
+// this one may not write there.
+func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+	sent := 0
+	thread, err := p.destThread(ctx, in, dest)
+	if err != nil {
+		return sent, err
+	}
+	for i, m := range parts {
+		n, err := p.deliverPart(ctx, pkg, dest, thread, i, m)
+		sent += n
+		if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
+			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)
+			if handed {
+				return sent, nil
 			}
-			if err != nil {
-				return sent, err
-			}
+			err = herr
 		}
-		if handed {
-			continue
+		if err != nil {
+			return sent, err
 		}
-		if p.cfg.Routes.HasWindows() {
-			if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
-				return sent, err
-			}
+	}
+	if p.cfg.Routes.HasWindows() {
+		if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
+			return sent, err
 		}
 	}
 	return sent, nil

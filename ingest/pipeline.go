@@ -78,6 +78,11 @@ type Config struct {
 	// window loop. It reports false when no account is left. Nil: the
 	// send fails like any other.
 	HandOver func(dest tg.ChatID) (account string, ok bool)
+	// Spread, when set, picks the account of the daemon that sends each
+	// package to each destination, so that one route's sends spread over
+	// the accounts' send budgets (see Spread). Nil: this account sends
+	// everything it ingests.
+	Spread Spread
 	// Limits bound archive listings; zero fields take archive's defaults.
 	Limits archive.Limits
 	// SetSettle is how long a multipart set or album must be quiet (no new
@@ -185,6 +190,9 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 	if m != nil {
 		m.budget.WithLabelValues(cfg.Account).Set(float64(cfg.DownloadBudget))
 		m.onDisk.WithLabelValues(cfg.Account) // exported at 0 from the start
+		if cfg.Spread != nil {
+			m.spreadSent.WithLabelValues(cfg.Account)
+		}
 		for _, r := range []string{DownloadStalled, DownloadStopped, DownloadError} {
 			m.failed.WithLabelValues(cfg.Account, r)
 		}

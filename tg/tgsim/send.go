@@ -100,7 +100,11 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 			ps.outcome = sendVanishes
 		}
 		c.sends[tempID] = ps
-		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Thread: thread, Caption: caption, At: w.cfg.Now()})
+		at := w.cfg.Now()
+		if w.cfg.AccountNow != nil {
+			at = w.cfg.AccountNow(c.account)
+		}
+		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Thread: thread, Caption: caption, At: at})
 		if w.holdSends {
 			return c.view(tmp), nil // settled by Close
 		}

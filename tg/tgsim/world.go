@@ -79,6 +79,10 @@ type Config struct {
 	// Now is the world's clock; message dates come from it (truncated to
 	// seconds, as TDLib dates are). Nil means time.Now.
 	Now func() time.Time
+	// AccountNow, when set, is each account's own clock for the send log
+	// (SendRecord.At): accounts paced on virtual clocks of their own are
+	// then seen at their own times. Nil uses Now.
+	AccountNow func(account string) time.Time
 }
 
 // World is the ground truth the simulated TDLib clients look at: accounts,
