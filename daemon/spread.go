@@ -33,6 +33,11 @@ func newSpreader(d *Daemon) *spreader {
 	return &spreader{d: d, mu: make(chan struct{}, 1), pending: map[string]int{}, sees: map[seeKey]bool{}}
 }
 
+// sameStart is how close two accounts' next starts must be to count as
+// equal: accounts that may both send at once read the clock a moment
+// apart.
+const sameStart = time.Millisecond
+
 // pickTimeout bounds the getChat calls of one pick.
 const pickTimeout = 10 * time.Second
 
@@ -72,9 +77,13 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest
 		}
 		free, flight := b.Room()
 		free = free.Add(time.Duration(s.pending[r.name]) * b.Interval())
-		if best == nil || free.Before(bestFree) || free.Equal(bestFree) && flight < bestFlight {
-			best, bestFree, bestFlight = r, free, flight
+		switch {
+		case best == nil, free.Before(bestFree.Add(-sameStart)):
+		case free.Before(bestFree.Add(sameStart)) && flight < bestFlight:
+		default:
+			continue
 		}
+		best, bestFree, bestFlight = r, free, flight
 	}
 	if best == nil {
 		return nil, func() {}
