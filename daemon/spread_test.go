@@ -24,7 +24,7 @@ import (
 // budget of perMinute per account, each account paced on a virtual clock
 // of its own. It returns the destination's send log (stamped with the
 // sending account's clock) and the clocks' common start.
-func spreadRun(t *testing.T, accounts []string, n int, perMinute float64) ([]tgsim.SendRecord, time.Time) {
+func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgsim.SendRecord, time.Time) {
 	t.Helper()
 	ctx := t.Context()
 	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
@@ -67,7 +67,7 @@ func spreadRun(t *testing.T, accounts []string, n int, perMinute float64) ([]tgs
 		posted = append(posted, world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
 	}
 	for _, m := range posted {
-		waitHandled(t, st, m.Key()) // a package is handled once delivered
+		waitDelivered(t, st, m.Key()) // a package is handled once delivered
 	}
 	d.Shutdown(context.Background())
 
@@ -91,6 +91,62 @@ func spreadRun(t *testing.T, accounts []string, n int, perMinute float64) ([]tgs
 	return sends, start
 }
 
+// waitDelivered waits (bounded) until the message is handled.
+func waitDelivered(t testing.TB, st *store.Store, key tg.MessageKey) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if out, ok, err := st.MessageHandled(t.Context(), key); err != nil {
+			t.Fatal(err)
+		} else if ok && out != store.OutcomePartPending {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message %s never handled", key)
+		}
+		<-tick.C
+	}
+}
+
+// sendSpan is how long the sends took on the accounts' clocks: from the
+// common start to the last send.
+func sendSpan(sends []tgsim.SendRecord, start time.Time) time.Duration {
+	var last time.Time
+	for _, s := range sends {
+		if s.At.After(last) {
+			last = s.At
+		}
+	}
+	return last.Sub(start)
+}
+
+// BenchmarkSpreadSends prints the simulated time of 1,000 deliveries at 40
+// a minute per account with one and two accounts, through the whole daemon
+// (the second account sends what spreading gives it), against the budget's
+// bound (1,000 / (40 × accounts) minutes). Printed, not asserted.
+func BenchmarkSpreadSends(b *testing.B) {
+	const n, perMinute = 1000, 40.0
+	for _, accounts := range [][]string{{"a"}, {"a", "b"}} {
+		b.Run(fmt.Sprintf("accounts=%d", len(accounts)), func(b *testing.B) {
+			for range b.N {
+				sends, start := spreadRun(b, accounts, n, perMinute)
+				took := sendSpan(sends, start)
+				bound := time.Duration(float64(time.Minute) * n / (perMinute * float64(len(accounts))))
+				per := map[string]int{}
+				for _, s := range sends {
+					per[s.Account]++
+				}
+				b.ReportMetric(took.Minutes(), "sim-min")
+				b.ReportMetric(took.Minutes()/bound.Minutes(), "x-bound")
+				b.Logf("%d deliveries, %d account(s) at %.0f/min: %.1f simulated minutes; the budget's bound is %.1f (ratio %.2f); sends by account %v",
+					n, len(accounts), perMinute, took.Minutes(), bound.Minutes(), took.Minutes()/bound.Minutes(), per)
+			}
+		})
+	}
+}
+
 // With several accounts able to write to a destination, one route's sends
 // spread over them: both accounts send, each within its own budget (send
 // times from the simulator, on each account's virtual clock), and the
@@ -98,15 +154,6 @@ func spreadRun(t *testing.T, accounts []string, n int, perMinute float64) ([]tgs
 func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
 	const n, perMinute = 24, 40.0
 	interval := time.Duration(float64(time.Minute) / perMinute)
-	span := func(sends []tgsim.SendRecord, start time.Time) time.Duration {
-		var last time.Time
-		for _, s := range sends {
-			if s.At.After(last) {
-				last = s.At
-			}
-		}
-		return last.Sub(start)
-	}
 
 	one, start := spreadRun(t, []string{"a"}, n, perMinute)
 	two, _ := spreadRun(t, []string{"a", "b"}, n, perMinute)
@@ -126,7 +173,7 @@ func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
 			}
 		}
 	}
-	oneSpan, twoSpan := span(one, start), span(two, start)
+	oneSpan, twoSpan := sendSpan(one, start), sendSpan(two, start)
 	t.Logf("%d deliveries at %.0f/min per account: one account %v, two accounts %v (a %d, b %d sends)",
 		n, perMinute, oneSpan, twoSpan, len(by["a"]), len(by["b"]))
 	if oneSpan < time.Duration(n-1)*interval {
