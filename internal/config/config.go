@@ -101,7 +101,9 @@ type Config struct {
 	// Default 4GiB; at least 1MiB.
 	DownloadBudget ByteSize `toml:"download_budget"`
 	// SendRate is each account's send budget: messages per minute, spaced
-	// evenly with jitter. Default 20; 1..6000.
+	// evenly with jitter. Default 20; 1..6000. With several accounts, each
+	// delivery goes through the account that can write to its destination
+	// and whose budget has the most room.
 	SendRate float64 `toml:"send_rate"`
 	// SendInFlight bounds each account's sends awaiting their outcome.
 	// Default 3; 1..64.
