@@ -46,6 +46,7 @@ type Store interface {
 	UpsertTopic(ctx context.Context, t tg.Topic) error
 	TopicName(ctx context.Context, chat tg.ChatID, thread int64) (string, bool, error)
 	DestinationTopic(ctx context.Context, dest tg.ChatID, name string) (int64, bool, error)
+	BeginDestinationTopic(ctx context.Context, dest tg.ChatID, name, account string) error
 	SetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64, account string) (int64, error)
 }
 
@@ -56,6 +57,7 @@ type Telegram interface {
 	DeleteFile(ctx context.Context, file int32) error
 	SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error)
 	CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error)
+	SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error)
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
 	GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error)

@@ -60,11 +60,11 @@ func (p *Pipeline) sameTopic(ctx context.Context, dest tg.ChatID, name string) (
 	if ok {
 		return thread, nil
 	}
-	thread, ok, err := p.store.DestinationTopic(ctx, dest, name)
+	thread, _, err := p.store.DestinationTopic(ctx, dest, name)
 	if err != nil {
 		return 0, err
 	}
-	if !ok {
+	if thread == 0 {
 		if thread, err = p.createTopic(ctx, dest, name); err != nil {
 			return 0, err
 		}
@@ -76,22 +76,37 @@ func (p *Pipeline) sameTopic(ctx context.Context, dest tg.ChatID, name string) (
 }
 
 // createTopic creates the topic named name in dest unless another creator
-// recorded one while this one waited for the lock.
+// recorded one while this one waited for the lock. The creation is
+// recorded as begun first: a creator that died between createForumTopic
+// and recording its topic leaves that mark, and the next one looks the
+// topic up by name (getForumTopics) instead of creating a second.
 func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
 	lock, err := p.store.Lock(ctx, store.DestinationTopicLock(dest, name))
 	if err != nil {
 		return 0, err
 	}
 	defer lock.Unlock()
-	if thread, ok, err := p.store.DestinationTopic(ctx, dest, name); err != nil || ok {
+	thread, begun, err := p.store.DestinationTopic(ctx, dest, name)
+	if err != nil || thread != 0 {
 		return thread, err
 	}
-	thread, err := p.tg.CreateForumTopic(ctx, dest, name)
+	if begun {
+		found, err := p.findTopic(ctx, dest, name)
+		if err != nil {
+			return 0, err
+		}
+		if found != 0 {
+			p.log.Info("destination topic found after an interrupted creation", "destination", dest, "topic", found, "name", name)
+			return p.store.SetDestinationTopic(ctx, dest, name, found, p.cfg.Account)
+		}
+	} else if err := p.store.BeginDestinationTopic(ctx, dest, name, p.cfg.Account); err != nil {
+		return 0, err
+	}
+	thread, err = p.tg.CreateForumTopic(ctx, dest, name)
 	if err != nil {
 		return 0, fmt.Errorf("create topic %q in destination %d: %w", name, dest, err)
 	}
-	// The topic exists now: record it even if the caller is stopping, or
-	// the next attempt would create a second one.
+	// The topic exists now: record it even if the caller is stopping.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	got, err := p.store.SetDestinationTopic(wctx, dest, name, thread, p.cfg.Account)
@@ -100,6 +115,22 @@ func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string)
 	}
 	p.log.Info("destination topic created", "destination", dest, "topic", thread, "name", name)
 	return got, nil
+}
+
+// findTopic returns the oldest topic of dest named exactly name, 0 when
+// there is none.
+func (p *Pipeline) findTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
+	topics, err := p.tg.SearchForumTopics(ctx, dest, name)
+	if err != nil {
+		return 0, fmt.Errorf("look for topic %q in destination %d: %w", name, dest, err)
+	}
+	var oldest int64
+	for _, t := range topics {
+		if t.Name == name && (oldest == 0 || t.ThreadID < oldest) {
+			oldest = t.ThreadID
+		}
+	}
+	return oldest, nil
 }
 
 type destTopicKey struct {

@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -143,5 +145,71 @@ func TestSameTopicOnAChannelFailsPermanently(t *testing.T) {
 	}
 	if n := len(e.delivered()); n != 0 {
 		t.Errorf("%d documents sent outside any topic", n)
+	}
+}
+
+// topicCrashSession creates forum topics, then dies before the answer is
+// used, as a daemon killed between createForumTopic and recording its
+// topic would.
+type topicCrashSession struct {
+	*tg.Session
+}
+
+func (s topicCrashSession) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
+	if _, err := s.Session.CreateForumTopic(ctx, chat, name); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("process killed")
+}
+
+// A creator that died between createForumTopic and recording the topic
+// leaves its creation marked as begun; the next one finds the topic by
+// name (getForumTopics) instead of creating a second.
+func TestTopicCreatedBeforeACrashIsFoundNotCreatedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	forum := e.world.AddChat(tg.KindForum, "forum", "a")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
+		t.Fatal(err)
+	}
+	dragons := e.world.AddTopic(forum, "Dragons")
+	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
+	e.world.AddTopic(dest, "Dragons and more") // a name the search also finds
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
+	}})
+	posted := e.world.Post(forum, dragons, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})})
+
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl; cfg.Attempts = 1 },
+		func(s *tg.Session) ingest.Telegram { return topicCrashSession{s} })
+	if _, err := p.Handle(e.ctx, e.view(c, posted)); err == nil {
+		t.Fatal("handle survived its crash")
+	}
+	p, c, _ = e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+
+	if n := e.world.Calls("a")[tg.MethodCreateForumTopic]; n != 1 {
+		t.Errorf("createForumTopic called %d times, want 1", n)
+	}
+	var thread int64
+	for id, name := range e.world.Topics(dest) {
+		if name == "Dragons" {
+			if thread != 0 {
+				t.Errorf("two topics named Dragons in the destination")
+			}
+			thread = id
+		}
+	}
+	docs := 0
+	for _, m := range e.world.Messages(dest) {
+		if m.Document != nil {
+			docs++
+			if m.TopicID() != thread || thread == 0 {
+				t.Errorf("the package is in topic %d, want the Dragons topic %d", m.TopicID(), thread)
+			}
+		}
+	}
+	if docs != 1 {
+		t.Errorf("the destination holds %d documents, want 1", docs)
 	}
 }

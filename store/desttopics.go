@@ -25,12 +25,12 @@ func (s *Store) TopicName(ctx context.Context, chat tg.ChatID, thread int64) (st
 	return name, true, nil
 }
 
-// DestinationTopic returns the thread id of the topic named name in
-// destination forum dest, as recorded by SetDestinationTopic; false when
-// none is recorded.
-func (s *Store) DestinationTopic(ctx context.Context, dest tg.ChatID, name string) (int64, bool, error) {
-	var thread int64
-	err := s.pool.QueryRow(ctx, `SELECT thread_id FROM destination_topics WHERE destination_chat_id = $1 AND name = $2`,
+// DestinationTopic returns what the store holds of the topic named name
+// in destination forum dest: found is false when nothing is recorded;
+// thread is 0 when a creation was begun (BeginDestinationTopic) but its
+// topic never recorded.
+func (s *Store) DestinationTopic(ctx context.Context, dest tg.ChatID, name string) (thread int64, found bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT thread_id FROM destination_topics WHERE destination_chat_id = $1 AND name = $2`,
 		int64(dest), name).Scan(&thread)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -41,17 +41,30 @@ func (s *Store) DestinationTopic(ctx context.Context, dest tg.ChatID, name strin
 	return thread, true, nil
 }
 
+// BeginDestinationTopic records that account is about to create the topic
+// named name in dest (thread 0), unless a row exists already.
+func (s *Store) BeginDestinationTopic(ctx context.Context, dest tg.ChatID, name, account string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO destination_topics (destination_chat_id, name, created_by)
+		VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, int64(dest), name, account)
+	if err != nil {
+		return fmt.Errorf("begin topic %q of destination %d: %w", name, dest, err)
+	}
+	return nil
+}
+
 // SetDestinationTopic records thread as the topic named name in dest,
-// unless one is recorded already; it returns the recorded thread (the
+// unless a topic is recorded already; it returns the recorded thread (the
 // first one recorded wins).
 func (s *Store) SetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64, account string) (int64, error) {
 	var got int64
-	err := s.pool.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO destination_topics (destination_chat_id, name, thread_id, created_by)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING thread_id)
-		SELECT thread_id FROM ins
-		UNION ALL SELECT thread_id FROM destination_topics WHERE destination_chat_id = $1 AND name = $2
-		LIMIT 1`, int64(dest), name, thread, account).Scan(&got)
+	err := s.pool.QueryRow(ctx, `INSERT INTO destination_topics AS t (destination_chat_id, name, thread_id, created_by)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (destination_chat_id, name) DO UPDATE SET thread_id = EXCLUDED.thread_id, created_by = EXCLUDED.created_by
+			WHERE t.thread_id = 0
+		RETURNING thread_id`, int64(dest), name, thread, account).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) { // recorded already: keep it
+		got, _, err = s.DestinationTopic(ctx, dest, name)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("record topic %q of destination %d: %w", name, dest, err)
 	}

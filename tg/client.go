@@ -62,6 +62,10 @@ type Client interface {
 	// (forumTopicInfo.message_thread_id). A chat that is not a forum fails
 	// with 400.
 	CreateForumTopic(ctx context.Context, chat ChatID, name string) (threadID int64, err error)
+	// SearchForumTopics returns the topics of forum chat whose names match
+	// query, as the server finds them (getForumTopics, first page of up to
+	// MaxSearchLimit, newest first); the caller compares names itself.
+	SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error)
 	// Close stops the client and closes its update stream.
 	Close() error
 }
@@ -82,6 +86,7 @@ const (
 	MethodDeleteFile           = "deleteFile"
 	MethodSendMessage          = "sendMessage"
 	MethodCreateForumTopic     = "createForumTopic"
+	MethodGetForumTopics       = "getForumTopics"
 )
 
 // Methods lists every request method of the port.
@@ -89,5 +94,5 @@ var Methods = []string{
 	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
-	MethodSendMessage, MethodCreateForumTopic,
+	MethodSendMessage, MethodCreateForumTopic, MethodGetForumTopics,
 }

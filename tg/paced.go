@@ -250,6 +250,11 @@ func (p *Paced) CreateForumTopic(ctx context.Context, chat ChatID, name string) 
 	return do(ctx, p, MethodCreateForumTopic, func() (int64, error) { return p.Client.CreateForumTopic(ctx, chat, name) })
 }
 
+// SearchForumTopics implements Client.
+func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error) {
+	return do(ctx, p, MethodGetForumTopics, func() ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
+}
+
 // FloodWaitSeconds returns the flood-wait counter of account (for tests and
 // status displays).
 func (m *Metrics) FloodWaitSeconds(account string) prometheus.Counter {

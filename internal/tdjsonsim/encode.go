@@ -511,6 +511,28 @@ func forumTopicObject(t tg.Topic) object {
 	}...)
 }
 
+// forumTopicsObject is getForumTopics' answer: one page, so the next
+// offsets are those of its last topic (zero for an empty page).
+func forumTopicsObject(topics []tg.Topic) object {
+	list := make([]object, len(topics))
+	for i, t := range topics {
+		list[i] = forumTopicObject(t)
+	}
+	var lastMsg, lastThread int64
+	if len(topics) > 0 {
+		last := topics[len(topics)-1]
+		lastMsg, lastThread = int64(last.LastMessageID), last.ThreadID
+	}
+	return object{
+		{"@type", "forumTopics"},
+		{"total_count", len(topics)},
+		{"topics", list},
+		{"next_offset_date", 0},
+		{"next_offset_message_id", lastMsg},
+		{"next_offset_message_thread_id", lastThread},
+	}
+}
+
 // foundChatMessagesObject is searchChatMessages' answer. total_count is an
 // estimate in TDLib; the simulator reports the page's length.
 func foundChatMessagesObject(msgs []tg.Message) object {

@@ -511,6 +511,16 @@ func TestCreateForumTopicAndSendIntoIt(t *testing.T) {
 		sent.get("message", "is_topic_message") != true {
 		t.Errorf("updateMessageSendSucceeded: %v, want a message in topic %d", sent, thread)
 	}
+	found := c.ok(1, "getForumTopics", map[string]any{"chat_id": w.forum, "query": "dragons", "offset_date": 0,
+		"offset_message_id": 0, "offset_message_thread_id": 0, "limit": 100}, "forumTopics")
+	topics, _ := found.get("topics").([]any)
+	var first tdObject
+	if len(topics) == 1 {
+		first, _ = topics[0].(map[string]any)
+	}
+	if first.str("info", "name") != "Dragons" || first.int("info", "message_thread_id") != thread {
+		t.Errorf("getForumTopics: %v, want the Dragons topic", found)
+	}
 	if got := w.Calls("acct1")[tg.MethodCreateForumTopic]; got != 2 {
 		t.Errorf("createForumTopic counted %d times, want 2", got)
 	}

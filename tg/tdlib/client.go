@@ -512,6 +512,15 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 	return decodeMessage(data)
 }
 
+// SearchForumTopics implements tg.Client.
+func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error) {
+	data, err := c.call(ctx, getForumTopicsRequest(chat, query))
+	if err != nil {
+		return nil, fmt.Errorf("search forum topics %q of chat %d: %w", query, chat, err)
+	}
+	return decodeForumTopics(chat, data)
+}
+
 // CreateForumTopic implements tg.Client.
 func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
 	data, err := c.call(ctx, createForumTopicRequest(chat, name))

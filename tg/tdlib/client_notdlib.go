@@ -94,5 +94,10 @@ func (*Client) CreateForumTopic(context.Context, tg.ChatID, string) (int64, erro
 	return 0, tg.ErrNoTDLib
 }
 
+// SearchForumTopics implements tg.Client.
+func (*Client) SearchForumTopics(context.Context, tg.ChatID, string) ([]tg.Topic, error) {
+	return nil, tg.ErrNoTDLib
+}
+
 // Close implements tg.Client; there is nothing to close.
 func (*Client) Close() error { return nil }

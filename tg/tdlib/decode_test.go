@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -393,6 +394,19 @@ func TestDecodeForumTopic(t *testing.T) {
 	}
 	want := tg.Topic{ChatID: forum, ThreadID: 3145728, Name: "Sources"}
 	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// getForumTopics answers with a page of forumTopic.
+func TestDecodeForumTopics(t *testing.T) {
+	t.Parallel()
+	got, err := decodeForumTopics(forum, fixture(t, "forum_topics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []tg.Topic{{ChatID: forum, ThreadID: 4194304, Name: "Dragons"}, {ChatID: forum, ThreadID: 3145728, Name: "Dragons (old)"}}
+	if !slices.Equal(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }

@@ -161,6 +161,19 @@ func createForumTopicRequest(chat tg.ChatID, name string) request {
 	}}
 }
 
+// getForumTopicsRequest asks for the first page of chat's topics whose
+// names match query, newest first.
+func getForumTopicsRequest(chat tg.ChatID, query string) request {
+	return request{tg.MethodGetForumTopics, map[string]any{
+		"chat_id":                  int64(chat),
+		"query":                    query,
+		"offset_date":              0,
+		"offset_message_id":        0,
+		"offset_message_thread_id": 0,
+		"limit":                    tg.MaxSearchLimit,
+	}}
+}
+
 func getOptionRequest(name string) request {
 	return request{"getOption", map[string]any{"name": name}}
 }

@@ -78,6 +78,8 @@ func TestRequests(t *testing.T) {
 			`{"@type":"sendMessage","chat_id":-1002123456789,"input_message_content":{"@type":"inputMessageDocument","caption":{"@type":"formattedText","entities":[],"text":"a.zip\nstashd:6f1c"},"disable_content_type_detection":true,"document":{"@type":"inputFileRemote","id":"BQACAgQ"},"thumbnail":null},"message_thread_id":3145728,"options":null,"reply_markup":null,"reply_to":null}`},
 		{"createForumTopic", createForumTopicRequest(forum, "Dragons"),
 			`{"@type":"createForumTopic","chat_id":-1002123456789,"icon":{"@type":"forumTopicIcon","color":7322096,"custom_emoji_id":"0"},"name":"Dragons"}`},
+		{"getForumTopics", getForumTopicsRequest(forum, "Dragons"),
+			`{"@type":"getForumTopics","chat_id":-1002123456789,"limit":100,"offset_date":0,"offset_message_id":0,"offset_message_thread_id":0,"query":"Dragons"}`},
 		{"getOption", getOptionRequest("version"),
 			`{"@type":"getOption","name":"version"}`},
 		{"setLogStream stderr", setLogStreamRequest(""),

@@ -1,7 +1,10 @@
 package tgsim
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"stashd/tg"
@@ -203,5 +206,32 @@ func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name stri
 			return 0, errBadRequest("Topic name must be non-empty")
 		}
 		return w.addTopic(ch, name), nil
+	})
+}
+
+// SearchForumTopics implements tg.Client (getForumTopics): the forum's
+// topics whose names contain query, ignoring case (Telegram matches
+// words; a name equal to the query is always found), newest first, at
+// most tg.MaxSearchLimit.
+func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error) {
+	return call(ctx, c, tg.MethodGetForumTopics, func() ([]tg.Topic, error) {
+		ch, err := c.serverChat(chat)
+		if err != nil {
+			return nil, err
+		}
+		if ch.kind != tg.KindForum {
+			return nil, errBadRequest("Chat is not a forum")
+		}
+		var out []tg.Topic
+		for thread, t := range ch.topics {
+			if strings.Contains(strings.ToLower(t.name), strings.ToLower(query)) {
+				out = append(out, c.w.topicView(ch, thread))
+			}
+		}
+		slices.SortFunc(out, func(a, b tg.Topic) int { return cmp.Compare(b.ThreadID, a.ThreadID) })
+		if len(out) > tg.MaxSearchLimit {
+			out = out[:tg.MaxSearchLimit]
+		}
+		return out, nil
 	})
 }
