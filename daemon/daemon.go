@@ -83,6 +83,9 @@ type Config struct {
 	// SendInFlight bounds each account's sends awaiting their outcome
 	// under a send budget; zero means 3.
 	SendInFlight int
+	// SendClock, when set, gives each account's send budget its clock (a
+	// virtual one in tests and benchmarks); nil means the wall clock.
+	SendClock func(account string) tg.Clock
 	// Ingest is the template for every account's pipeline (Account and
 	// Destinations are filled in).
 	Ingest ingest.Config
@@ -136,6 +139,9 @@ type Daemon struct {
 	// write access to in this run; deliveries there go to another account.
 	writeMu sync.Mutex
 	noWrite map[string]map[tg.ChatID]bool
+
+	// spread picks the account that sends each delivery (spread.go).
+	spread *spreader
 }
 
 // New returns a daemon over st; nothing starts until Start.
@@ -153,13 +159,15 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		log = slog.New(slog.DiscardHandler)
 	}
 	reg := cfg.Registry
-	return &Daemon{
+	d := &Daemon{
 		cfg: cfg, store: st, dial: dial, log: log,
 		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
 		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
 		sbm: tg.NewSendBudgetMetrics(reg), wm: ingest.NewWindowMetrics(reg),
 		fatal: make(chan error, len(cfg.Accounts)+1),
 	}
+	d.spread = newSpreader(d)
+	return d
 }
 
 // Fatal delivers an error when the daemon cannot go on (every ingest worker
@@ -444,7 +452,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	})
 	r.sess.SendTimeout = d.cfg.SendTimeout
 	if d.cfg.SendRate > 0 {
-		r.sess.Budget = tg.NewSendBudget(tg.SendBudgetConfig{Account: a.Name, PerMinute: d.cfg.SendRate, InFlight: d.cfg.SendInFlight}, d.sbm)
+		bcfg := tg.SendBudgetConfig{Account: a.Name, PerMinute: d.cfg.SendRate, InFlight: d.cfg.SendInFlight}
+		if d.cfg.SendClock != nil {
+			bcfg.Clock = d.cfg.SendClock(a.Name)
+		}
+		r.sess.Budget = tg.NewSendBudget(bcfg, d.sbm)
 	}
 
 	if err := r.paced.LoadChats(ctx); err != nil {
@@ -510,6 +522,13 @@ func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, erro
 	icfg.Routes = r.routes
 	if len(d.cfg.Accounts) > 1 {
 		icfg.HandOver = func(dest tg.ChatID) (string, bool) { return d.handOver(a.Name, dest) }
+		if d.cfg.SendRate > 0 {
+			// With send budgets, any account that can write to a
+			// destination sends there, the one with most room first.
+			icfg.Spread = func(src, dest tg.ChatID, parts int) (*ingest.Pipeline, func()) {
+				return d.spread.pick(a.Name, src, dest, parts)
+			}
+		}
 	}
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
 		low, _, ok := lst.Watermark(chat)

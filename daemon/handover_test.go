@@ -19,6 +19,13 @@ import (
 // write access to the chat") hands its deliveries there to another account
 // that can see the files; each package arrives once, sent by that account.
 func TestAccountWithoutWriteAccessHandsDeliveriesOver(t *testing.T) {
+	t.Run("ingesting account", func(t *testing.T) { handOverRun(t, 0) })
+	// With send budgets the deliveries spread over the accounts: the one
+	// refused is not chosen again once refused.
+	t.Run("spread over budgets", func(t *testing.T) { handOverRun(t, 6000) })
+}
+
+func handOverRun(t *testing.T, sendRate float64) {
 	ctx := t.Context()
 	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
 	if err != nil {
@@ -35,7 +42,7 @@ func TestAccountWithoutWriteAccessHandsDeliveriesOver(t *testing.T) {
 
 	cfg := daemon.Config{
 		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{other}}},
-		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second,
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second, SendRate: sendRate,
 		Ingest:  ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
 		Windows: ingest.WindowConfig{Interval: 100 * time.Millisecond},
 	}

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,27 @@ func TestRoutesAreCheckedAtStart(t *testing.T) {
 		t.Fatal("bad routes started")
 	}
 	for _, want := range []string{"source -42: unknown chat", "is a supergroup, not a forum", "unknown chat (no account can see it)", "is also a source"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error lacks %q:\n%v", want, err)
+		}
+	}
+	// Destination topics: a topic on a channel, and "same" on a route
+	// without a forum source.
+	destForum := world.AddChat(tg.KindForum, "mirror forum", "a")
+	cfg.Routes = []route.Spec{
+		{Name: "topic on a channel", Sources: []route.SpecSource{{Chat: route.Chat{ID: src}}}, Destinations: []route.Chat{{ID: d1}},
+			Topics: []route.Topic{{Thread: 3 << 20}}},
+		{Name: "same without a forum", Sources: []route.SpecSource{{Chat: route.Chat{ID: src}}}, Destinations: []route.Chat{{ID: destForum}},
+			Topics: []route.Topic{{Same: true}}},
+	}
+	err = daemon.New(cfg, st, dial).Prepare(ctx)
+	if err == nil {
+		t.Fatal("routes with impossible destination topics started")
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`route "topic on a channel": destination %d has topic 3145728 but is a channel, not a forum`, d1),
+		fmt.Sprintf(`route "same without a forum": destination %d has topic "same" but none of the route's sources is a forum`, destForum),
+	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("start error lacks %q:\n%v", want, err)
 		}

@@ -59,26 +59,41 @@ func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Me
 				continue
 			}
 		}
-		handed := false
-		for i, m := range parts {
-			n, err := p.deliverPart(ctx, pkg, dest, i, m)
-			sent += n
-			if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
-				if handed, err = p.handOver(ctx, pkg, parts, in, dest, err); handed {
-					break
-				}
-			}
-			if err != nil {
-				return sent, err
-			}
+		n, err := p.spreadDest(ctx, pkg, parts, in, dest)
+		sent += n
+		if err != nil {
+			return sent, err
 		}
-		if handed {
-			continue
-		}
-		if p.cfg.Routes.HasWindows() {
-			if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
-				return sent, err
+	}
+	return sent, nil
+}
+
+// deliverDest sends every part of pkg to dest, in order, through this
+// pipeline's account, handing the delivery over to another account when
+// this one may not write there.
+func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+	sent := 0
+	thread, err := p.destThread(ctx, in, dest)
+	if err != nil {
+		return sent, err
+	}
+	for i, m := range parts {
+		n, err := p.deliverPart(ctx, pkg, dest, thread, i, m)
+		sent += n
+		if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
+			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)
+			if handed {
+				return sent, nil
 			}
+			err = herr
+		}
+		if err != nil {
+			return sent, err
+		}
+	}
+	if p.cfg.Routes.HasWindows() {
+		if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
+			return sent, err
 		}
 	}
 	return sent, nil
@@ -89,11 +104,12 @@ type sendTurner interface {
 	SendTurn(ctx context.Context) (context.Context, func(), error)
 }
 
-// deliverPart sends part i of pkg to dest unless it is there already; it
+// deliverPart sends part i of pkg to dest (into forum topic thread, when
+// not 0) unless it is there already; it
 // returns 1 when it sent it. With a send budget the part first waits for
 // its turn, so the intent is written only when the send can go at once: a
 // stop while it waits leaves nothing to reconcile.
-func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, i int, m tg.Message) (int, error) {
+func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, i int, m tg.Message) (int, error) {
 	if st, ok := p.tg.(sendTurner); ok {
 		tctx, done, err := st.SendTurn(ctx)
 		if err != nil {
@@ -123,7 +139,7 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 			return 0, nil
 		}
 	}
-	msg, err := p.tg.Send(ctx, dest, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
+	msg, err := p.tg.SendTo(ctx, dest, thread, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
 	if err != nil {
 		return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
 	}

@@ -424,8 +424,8 @@ type crashingSession struct {
 	client tg.Client
 }
 
-func (s crashingSession) Send(ctx context.Context, chat tg.ChatID, remoteID, caption string) (tg.Message, error) {
-	if _, err := s.client.SendDocument(ctx, chat, remoteID, caption); err != nil {
+func (s crashingSession) SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteID, caption string) (tg.Message, error) {
+	if _, err := s.client.SendDocumentTo(ctx, chat, thread, remoteID, caption); err != nil {
 		return tg.Message{}, err
 	}
 	_ = s.client.Close()

@@ -31,6 +31,7 @@ type Metrics struct {
 	onDisk     *prometheus.GaugeVec
 	budget     *prometheus.GaugeVec
 	failed     *prometheus.CounterVec
+	spreadSent *prometheus.CounterVec
 }
 
 // Reasons a download failed, as stashd_download_failures_total labels them.
@@ -82,7 +83,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "stashd_deliveries_total",
 		Help: "Parts delivered, by destination and outcome (sent; reconciled: found in the destination by its token; waiting: a package held by a delivery window, counted once per hold; handed_over: a package given to another account for want of write access).",
 	}, []string{"destination", "outcome"})
-	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries)
+	m.spreadSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stashd_deliveries_spread_total",
+		Help: "Parts an account sent for a package another account of the daemon ingested (sends spread over the accounts' budgets), by sending account.",
+	}, []string{"account"})
+	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries, m.spreadSent)
 	return m
 }
 
@@ -98,6 +103,18 @@ func (m *Metrics) delivered(dest tg.ChatID, outcome string, n int) {
 	if m != nil {
 		m.deliveries.WithLabelValues(strconv.FormatInt(int64(dest), 10), outcome).Add(float64(n))
 	}
+}
+
+func (m *Metrics) spread(account string, n int) {
+	if m != nil {
+		m.spreadSent.WithLabelValues(account).Add(float64(n))
+	}
+}
+
+// Spread returns the counter of parts account sent for packages another
+// account ingested (for tests).
+func (m *Metrics) Spread(account string) prometheus.Counter {
+	return m.spreadSent.WithLabelValues(account)
 }
 
 // Deliveries returns the delivery counter of dest and outcome (for tests).

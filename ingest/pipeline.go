@@ -45,6 +45,10 @@ type Store interface {
 	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error)
 	TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error)
 	UpsertTopic(ctx context.Context, t tg.Topic) error
+	TopicName(ctx context.Context, chat tg.ChatID, thread int64) (string, bool, error)
+	DestinationTopic(ctx context.Context, dest tg.ChatID, name string) (int64, bool, error)
+	BeginDestinationTopic(ctx context.Context, dest tg.ChatID, name, account string) error
+	SetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64, account string) (int64, error)
 }
 
 // Telegram is the part of an account's session ingest uses. *tg.Session
@@ -52,7 +56,9 @@ type Store interface {
 type Telegram interface {
 	Download(ctx context.Context, f tg.File, stall time.Duration) (tg.File, error)
 	DeleteFile(ctx context.Context, file int32) error
-	Send(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error)
+	SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error)
+	CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error)
+	SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error)
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
 	GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error)
@@ -75,6 +81,11 @@ type Config struct {
 	// window loop. It reports false when no account is left. Nil: the
 	// send fails like any other.
 	HandOver func(dest tg.ChatID) (account string, ok bool)
+	// Spread, when set, picks the account of the daemon that sends each
+	// package to each destination, so that one route's sends spread over
+	// the accounts' send budgets (see Spread). Nil: this account sends
+	// everything it ingests.
+	Spread Spread
 	// Limits bound archive listings; zero fields take archive's defaults.
 	Limits archive.Limits
 	// SetSettle is how long a multipart set or album must be quiet (no new
@@ -138,6 +149,9 @@ type Pipeline struct {
 	mu     sync.Mutex
 	seen   map[tg.MessageKey]tg.Message
 	topics map[topicKey]bool
+	// destTopics caches destination topics found or created (topic
+	// "same"); the store holds them for good.
+	destTopics map[destTopicKey]int64
 
 	// disk is the download budget in bytes (Config.DownloadBudget).
 	disk *semaphore.Weighted
@@ -179,6 +193,9 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 	if m != nil {
 		m.budget.WithLabelValues(cfg.Account).Set(float64(cfg.DownloadBudget))
 		m.onDisk.WithLabelValues(cfg.Account) // exported at 0 from the start
+		if cfg.Spread != nil {
+			m.spreadSent.WithLabelValues(cfg.Account)
+		}
 		for _, r := range []string{DownloadStalled, DownloadStopped, DownloadError} {
 			m.failed.WithLabelValues(cfg.Account, r)
 		}
@@ -194,10 +211,11 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 	}
 	return &Pipeline{
 		cfg: cfg, store: st, tg: t, m: m,
-		log:    log.With("component", "ingest", "account", cfg.Account),
-		seen:   map[tg.MessageKey]tg.Message{},
-		topics: map[topicKey]bool{},
-		disk:   semaphore.NewWeighted(cfg.DownloadBudget),
+		log:        log.With("component", "ingest", "account", cfg.Account),
+		seen:       map[tg.MessageKey]tg.Message{},
+		topics:     map[topicKey]bool{},
+		destTopics: map[destTopicKey]int64{},
+		disk:       semaphore.NewWeighted(cfg.DownloadBudget),
 
 		setFailures: map[setID]string{},
 		notInAlbum:  map[setProbe]bool{},

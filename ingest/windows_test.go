@@ -25,8 +25,8 @@ type clockedSession struct {
 	step time.Duration
 }
 
-func (s clockedSession) Send(ctx context.Context, chat tg.ChatID, remoteID, caption string) (tg.Message, error) {
-	m, err := s.Session.Send(ctx, chat, remoteID, caption)
+func (s clockedSession) SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteID, caption string) (tg.Message, error) {
+	m, err := s.Session.SendTo(ctx, chat, thread, remoteID, caption)
 	s.e.now = s.e.now.Add(s.step)
 	return m, err
 }

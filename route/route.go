@@ -31,10 +31,48 @@ type Route struct {
 	Name         string
 	Sources      []Source
 	Destinations []tg.ChatID
-	Filter       Filter
+	// Topics, when not empty, holds the forum topic each destination
+	// receives the route's packages in, index for index with Destinations
+	// (a shorter list leaves the rest without a topic).
+	Topics []Topic
+	Filter Filter
 	// Window, when set, holds the route's deliveries outside its daily
 	// hours; nil delivers at any time.
 	Window *Window
+}
+
+// Topic is the forum topic of a destination forum that a route delivers
+// into. The zero Topic is none: the chat itself (in a forum, its General
+// topic).
+type Topic struct {
+	// Thread is a fixed topic's thread id.
+	Thread int64
+	// Same delivers each package into the destination's topic named like
+	// the package's source topic, created the first time; a package from
+	// outside any topic goes to the General topic.
+	Same bool
+}
+
+// IsZero reports whether t names no topic.
+func (t Topic) IsZero() bool { return t.Thread == 0 && !t.Same }
+
+// String shows t as the configuration writes it.
+func (t Topic) String() string {
+	switch {
+	case t.Same:
+		return `"same"`
+	case t.Thread != 0:
+		return fmt.Sprint(t.Thread)
+	}
+	return "none"
+}
+
+// DestinationTopic returns the topic of r's i-th destination.
+func (r Route) DestinationTopic(i int) Topic {
+	if i < len(r.Topics) {
+		return r.Topics[i]
+	}
+	return Topic{}
 }
 
 // Filter selects packages. The zero Filter passes everything.
@@ -199,6 +237,24 @@ func (t *Table) Destinations(p Package) []tg.ChatID {
 	return out
 }
 
+// Topic returns the forum topic of dest that p goes to: the topic of the
+// first route (in configuration order) that sends p to dest. A package
+// goes once per destination, so routes that disagree do not make copies.
+func (t *Table) Topic(p Package, dest tg.ChatID) Topic {
+	if !t.Routed() {
+		return Topic{}
+	}
+	for _, r := range t.routes {
+		if !r.Matches(p) {
+			continue
+		}
+		if i := slices.Index(r.Destinations, dest); i >= 0 {
+			return r.DestinationTopic(i)
+		}
+	}
+	return Topic{}
+}
+
 // Gate says whether p may be delivered to dest at now: open when some
 // route sending p there has no window or an open one. When closed,
 // opensAt is the earliest time one of those windows opens and route
@@ -273,9 +329,21 @@ func Check(routes []Route, watched func(tg.ChatID) bool, lookup func(tg.ChatID) 
 				errs = append(errs, fmt.Errorf("%s: source %d has topics %v but is a %s, not a forum", r.Label(i), s.Chat, s.Topics, kind))
 			}
 		}
-		for _, d := range r.Destinations {
-			if _, known := lookup(d); !known {
+		forumSource := slices.ContainsFunc(r.Sources, func(s Source) bool {
+			kind, known := lookup(s.Chat)
+			return len(s.Topics) > 0 || known && kind == tg.KindForum
+		})
+		for j, d := range r.Destinations {
+			kind, known := lookup(d)
+			if !known {
 				errs = append(errs, fmt.Errorf("%s: destination %d: unknown chat (no account can see it)", r.Label(i), d))
+			}
+			switch topic := r.DestinationTopic(j); {
+			case topic.IsZero():
+			case known && kind != tg.KindForum:
+				errs = append(errs, fmt.Errorf("%s: destination %d has topic %s but is a %s, not a forum", r.Label(i), d, topic, kind))
+			case topic.Same && !forumSource:
+				errs = append(errs, fmt.Errorf("%s: destination %d has topic \"same\" but none of the route's sources is a forum: there is no source topic to name it after", r.Label(i), d))
 			}
 			if watched(d) {
 				errs = append(errs, fmt.Errorf("%s: destination %d is also a source: stashd would mirror its own deliveries", r.Label(i), d))

@@ -113,3 +113,72 @@ func TestCheckReportsEveryProblemOnItsOwnLine(t *testing.T) {
 		t.Errorf("Check(good routes) = %v", err)
 	}
 }
+
+// A destination topic needs a forum destination, and topic "same" a forum
+// among the route's sources; each problem is one line.
+func TestCheckDestinationTopics(t *testing.T) {
+	t.Parallel()
+	const channel, forum, destForum, destChannel = tg.ChatID(-1001), tg.ChatID(-1002), tg.ChatID(-2001), tg.ChatID(-2002)
+	routes := []route.Route{
+		{Name: "ok", Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{destForum, destChannel},
+			Topics: []route.Topic{{Same: true}}},
+		{Name: "fixed ok", Sources: []route.Source{{Chat: channel}}, Destinations: []tg.ChatID{destForum}, Topics: []route.Topic{{Thread: 5 << 20}}},
+		{Name: "not a forum", Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{destChannel}, Topics: []route.Topic{{Thread: 5 << 20}}},
+		{Name: "no source topic", Sources: []route.Source{{Chat: channel}}, Destinations: []tg.ChatID{destForum}, Topics: []route.Topic{{Same: true}}},
+	}
+	watched := func(c tg.ChatID) bool { return c == channel || c == forum }
+	lookup := func(c tg.ChatID) (tg.ChatKind, bool) {
+		switch c {
+		case channel, destChannel:
+			return tg.KindChannel, true
+		case forum, destForum:
+			return tg.KindForum, true
+		}
+		return "", false
+	}
+	if err := route.Check(routes[:2], watched, lookup); err != nil {
+		t.Errorf("Check(good routes) = %v", err)
+	}
+	err := route.Check(routes, watched, lookup)
+	if err == nil {
+		t.Fatal("Check accepted topics on a channel and \"same\" without a forum source")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{
+		`route "not a forum": destination -2002 has topic 5242880 but is a channel, not a forum`,
+		`route "no source topic": destination -2001 has topic "same" but none of the route's sources is a forum`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want it to start %q", i, lines[i], w)
+		}
+	}
+}
+
+// The first route sending a package to a destination decides its topic.
+func TestTableTopic(t *testing.T) {
+	t.Parallel()
+	const forum, d1, d2 = tg.ChatID(-1002), tg.ChatID(-2001), tg.ChatID(-2002)
+	tbl := route.NewTable(nil, []route.Route{
+		{Sources: []route.Source{{Chat: forum, Topics: []int64{7}}}, Destinations: []tg.ChatID{d1, d2}, Topics: []route.Topic{{Same: true}}},
+		{Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{d2, d1}, Topics: []route.Topic{{Thread: 9 << 20}}},
+	})
+	cases := []struct {
+		pkg  route.Package
+		dest tg.ChatID
+		want route.Topic
+	}{
+		{route.Package{Chat: forum, Topic: 7}, d1, route.Topic{Same: true}},
+		{route.Package{Chat: forum, Topic: 7}, d2, route.Topic{}}, // the first route gives d2 no topic
+		{route.Package{Chat: forum, Topic: 8}, d2, route.Topic{Thread: 9 << 20}},
+		{route.Package{Chat: forum, Topic: 8}, d1, route.Topic{}},
+	}
+	for _, c := range cases {
+		if got := tbl.Topic(c.pkg, c.dest); got != c.want {
+			t.Errorf("Topic(%+v, %d) = %v, want %v", c.pkg, c.dest, got, c.want)
+		}
+	}
+}

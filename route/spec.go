@@ -42,8 +42,12 @@ type Spec struct {
 	Name         string
 	Sources      []SpecSource
 	Destinations []Chat
-	Filter       Filter
-	Window       *Window
+	// Topics, when not empty, holds the forum topic of each destination,
+	// index for index with Destinations (a shorter list leaves the rest
+	// without a topic).
+	Topics []Topic
+	Filter Filter
+	Window *Window
 }
 
 // Resolve turns s into a Route, resolving usernames with lookup.
@@ -54,7 +58,7 @@ func (s Spec) Resolve(lookup func(username string) (tg.ChatID, error)) (Route, e
 		}
 		return lookup(c.Username)
 	}
-	r := Route{Name: s.Name, Filter: s.Filter, Window: s.Window}
+	r := Route{Name: s.Name, Filter: s.Filter, Window: s.Window, Topics: s.Topics}
 	for _, src := range s.Sources {
 		chat, err := id(src.Chat)
 		if err != nil {

@@ -100,7 +100,10 @@ type SendBudget struct {
 	turn     chan struct{} // held from a send's turn until its request is made
 	m        *SendBudgetMetrics
 
-	next time.Time // earliest start of the next send; guarded by turn
+	// next is the earliest start of the next send: written while holding
+	// turn, and under mu so that Room may read it at any time.
+	mu   sync.Mutex
+	next time.Time
 }
 
 // NewSendBudget returns an account's budget. m may be nil.
@@ -159,7 +162,9 @@ func (b *SendBudget) Acquire(ctx context.Context) (started, done func(), err err
 		return nil, nil, ctx.Err()
 	}
 	now := b.cfg.Clock.Now()
+	b.mu.Lock()
 	at := b.next
+	b.mu.Unlock()
 	if at.Before(now) {
 		at = now
 	}
@@ -168,7 +173,7 @@ func (b *SendBudget) Acquire(ctx context.Context) (started, done func(), err err
 		<-b.slots
 		return nil, nil, ctx.Err()
 	}
-	b.next = at.Add(b.interval + time.Duration(b.cfg.Rand()*b.cfg.Jitter*float64(b.interval)))
+	b.setNext(at.Add(b.interval + time.Duration(b.cfg.Rand()*b.cfg.Jitter*float64(b.interval))))
 	if b.m != nil {
 		b.m.waited.WithLabelValues(b.cfg.Account).Add(at.Sub(now).Seconds())
 		b.m.inFlight.WithLabelValues(b.cfg.Account).Inc()
@@ -187,7 +192,7 @@ func (b *SendBudget) Acquire(ctx context.Context) (started, done func(), err err
 			startOnce.Do(func() {
 				// No send started: the turn goes back, unused, to the
 				// next sender (nobody else has read next meanwhile).
-				b.next = at
+				b.setNext(at)
 				<-b.turn
 			})
 			if b.m != nil {
@@ -198,6 +203,30 @@ func (b *SendBudget) Acquire(ctx context.Context) (started, done func(), err err
 	}
 	return started, done, nil
 }
+
+func (b *SendBudget) setNext(t time.Time) {
+	b.mu.Lock()
+	b.next = t
+	b.mu.Unlock()
+}
+
+// Room reports when a send asking now could start, if no other send were
+// waiting (now when the account may send at once), and how many sends are
+// in flight. Choosing among accounts by the earliest start spreads sends
+// over their budgets. (The start, not the wait: accounts paced on virtual
+// clocks of their own compare where each stands in its own time.)
+func (b *SendBudget) Room() (free time.Time, inFlight int) {
+	b.mu.Lock()
+	next := b.next
+	b.mu.Unlock()
+	if now := b.cfg.Clock.Now(); next.Before(now) {
+		next = now
+	}
+	return next, len(b.slots)
+}
+
+// Interval is the spacing of the account's sends without jitter.
+func (b *SendBudget) Interval() time.Duration { return b.interval }
 
 // SendBudgetMetrics exports every account's send budget and its use.
 type SendBudgetMetrics struct {

@@ -52,6 +52,20 @@ type Client interface {
 	// chat. It returns the temporary message; the outcome arrives as
 	// SendSucceeded or SendFailed carrying its id.
 	SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error)
+	// SendDocumentTo is SendDocument into forum topic thread of chat
+	// (sendMessage's message_thread_id); thread 0 is SendDocument (in a
+	// forum: its General topic). A thread that is no topic of chat fails
+	// with 400.
+	SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error)
+	// CreateForumTopic creates a topic named name in forum chat
+	// (createForumTopic) and returns its thread id
+	// (forumTopicInfo.message_thread_id). A chat that is not a forum fails
+	// with 400.
+	CreateForumTopic(ctx context.Context, chat ChatID, name string) (threadID int64, err error)
+	// SearchForumTopics returns the topics of forum chat whose names match
+	// query, as the server finds them (getForumTopics, first page of up to
+	// MaxSearchLimit, newest first); the caller compares names itself.
+	SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error)
 	// Close stops the client and closes its update stream.
 	Close() error
 }
@@ -71,6 +85,8 @@ const (
 	MethodCancelDownloadFile   = "cancelDownloadFile"
 	MethodDeleteFile           = "deleteFile"
 	MethodSendMessage          = "sendMessage"
+	MethodCreateForumTopic     = "createForumTopic"
+	MethodGetForumTopics       = "getForumTopics"
 )
 
 // Methods lists every request method of the port.
@@ -78,5 +94,5 @@ var Methods = []string{
 	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
-	MethodSendMessage,
+	MethodSendMessage, MethodCreateForumTopic, MethodGetForumTopics,
 }

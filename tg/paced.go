@@ -238,6 +238,23 @@ func (p *Paced) SendDocument(ctx context.Context, chat ChatID, remoteFileID, cap
 	return do(ctx, p, MethodSendMessage, func() (Message, error) { return p.Client.SendDocument(ctx, chat, remoteFileID, caption) })
 }
 
+// SendDocumentTo implements Client.
+func (p *Paced) SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error) {
+	return do(ctx, p, MethodSendMessage, func() (Message, error) {
+		return p.Client.SendDocumentTo(ctx, chat, thread, remoteFileID, caption)
+	})
+}
+
+// CreateForumTopic implements Client.
+func (p *Paced) CreateForumTopic(ctx context.Context, chat ChatID, name string) (int64, error) {
+	return do(ctx, p, MethodCreateForumTopic, func() (int64, error) { return p.Client.CreateForumTopic(ctx, chat, name) })
+}
+
+// SearchForumTopics implements Client.
+func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error) {
+	return do(ctx, p, MethodGetForumTopics, func() ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
+}
+
 // FloodWaitSeconds returns the flood-wait counter of account (for tests and
 // status displays).
 func (m *Metrics) FloodWaitSeconds(account string) prometheus.Counter {

@@ -199,6 +199,11 @@ func (s *Session) ConnectionState() ConnectionState {
 // refused with 429 pauses the account's requests when the client is (or
 // wraps) a Paced.
 func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
+	return s.SendTo(ctx, chat, 0, remoteFileID, caption)
+}
+
+// SendTo is Send into forum topic thread of chat; thread 0 is Send.
+func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error) {
 	timeout := s.SendTimeout
 	if timeout <= 0 {
 		timeout = DefaultSendTimeout
@@ -217,7 +222,13 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 	}
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
 	defer cancel()
-	tmp, err := s.Client.SendDocument(sctx, chat, remoteFileID, caption)
+	var tmp Message
+	var err error
+	if thread == 0 {
+		tmp, err = s.Client.SendDocument(sctx, chat, remoteFileID, caption)
+	} else {
+		tmp, err = s.Client.SendDocumentTo(sctx, chat, thread, remoteFileID, caption)
+	}
 	started()
 	if err != nil {
 		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {

@@ -158,6 +158,7 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		}
 	}
 	c.routeViolations(&rep, seen)
+	c.topicViolations(&rep, carries)
 
 	for _, p := range c.t.Packages {
 		if !p.Incomplete || c.faulty(p) {
@@ -243,6 +244,46 @@ func (c *checker) routeViolations(rep *Report, seen []map[partRef]int) {
 		for h := range bad {
 			rep.RouteViolations++
 			rep.RouteViolationNames = append(rep.RouteViolationNames, fmt.Sprintf("%s in %d: no route sends it there", names[h], d.Chat))
+		}
+	}
+	sort.Strings(rep.RouteViolationNames)
+}
+
+// topicViolations counts the copies of packages that a route sends into a
+// forum topic of a destination but that are in another topic there (a
+// route violation each), and names them. A copy is in place when some
+// publication of its package wants it there.
+func (c *checker) topicViolations(rep *Report, carries map[string]partRef) {
+	if !c.t.Routed {
+		return
+	}
+	wants := map[Hash]map[tg.ChatID][]TopicWant{}
+	names := map[Hash]string{}
+	for _, p := range c.t.Packages {
+		if _, ok := names[p.Hash]; !ok {
+			names[p.Hash] = p.Name
+		}
+		for _, d := range p.Destinations {
+			if wants[p.Hash] == nil {
+				wants[p.Hash] = map[tg.ChatID][]TopicWant{}
+			}
+			// A destination without a topic wants the chat itself.
+			wants[p.Hash][d] = append(wants[p.Hash][d], p.Topics[d])
+		}
+	}
+	for _, d := range c.t.Destinations {
+		for _, doc := range d.Docs {
+			ref, ok := carries[doc.File]
+			if !ok {
+				continue
+			}
+			want := wants[ref.hash][d.Chat]
+			if len(want) == 0 || slices.ContainsFunc(want, func(w TopicWant) bool { return w.holds(doc) }) {
+				continue // not routed there at all: routeViolations counts it
+			}
+			rep.RouteViolations++
+			rep.RouteViolationNames = append(rep.RouteViolationNames, fmt.Sprintf("%s part %d in %d: in topic %d (%q), not the topic its route names",
+				names[ref.hash], ref.idx, d.Chat, doc.Thread, doc.TopicName))
 		}
 	}
 	sort.Strings(rep.RouteViolationNames)

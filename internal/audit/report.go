@@ -70,7 +70,9 @@ type Report struct {
 	// and are dead letters with the protected-content reason.
 	ProtectedRecorded int `json:"protected_recorded"`
 	// RouteViolations counts (package, destination) pairs where a package
-	// is in a destination no route sends it to; zero without routes.
+	// is in a destination no route sends it to, and copies in a forum
+	// topic of a destination other than the one their route names there;
+	// zero without routes.
 	RouteViolations     int      `json:"route_violations"`
 	RouteViolationNames []string `json:"route_violation_names,omitempty"`
 }

@@ -71,6 +71,29 @@ type Package struct {
 	// Destinations are where the routes send this publication (with
 	// Truth.Routed).
 	Destinations []tg.ChatID `json:"destinations,omitempty"`
+	// Topics holds, for the destinations among Destinations whose route
+	// names a forum topic, the topic this publication belongs in.
+	Topics map[tg.ChatID]TopicWant `json:"topics,omitempty"`
+}
+
+// TopicWant is the forum topic of a destination a publication belongs in:
+// a fixed thread, or (Same) the topic named like its source topic (Name;
+// "" for a publication from outside any topic: the General topic).
+type TopicWant struct {
+	Thread int64  `json:"thread,omitempty"`
+	Same   bool   `json:"same,omitempty"`
+	Name   string `json:"name,omitempty"`
+}
+
+// holds reports whether a copy in doc is where w wants it.
+func (w TopicWant) holds(doc Doc) bool {
+	if w.Same {
+		if w.Name == "" {
+			return doc.Thread == 0
+		}
+		return doc.Thread != 0 && doc.TopicName == w.Name
+	}
+	return doc.Thread == w.Thread
 }
 
 // Part is one source message of a package and the file it carries now
@@ -98,6 +121,10 @@ type Doc struct {
 	Message tg.MessageID `json:"message"`
 	File    string       `json:"file"`
 	Token   string       `json:"token,omitempty"`
+	// Thread and TopicName are the forum topic the document is in (0 and
+	// "" for none, or a forum's General topic).
+	Thread    int64  `json:"thread,omitempty"`
+	TopicName string `json:"topic_name,omitempty"`
 }
 
 // FromWorld reads the Truth of a simulated world: the generator's
@@ -133,14 +160,30 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 				in.Size += part.Size
 			}
 			pkg.Destinations = routes.Destinations(in)
+			for _, d := range pkg.Destinations {
+				topic := routes.Topic(in, d)
+				if topic.IsZero() {
+					continue
+				}
+				if pkg.Topics == nil {
+					pkg.Topics = map[tg.ChatID]TopicWant{}
+				}
+				want := TopicWant{Thread: topic.Thread, Same: topic.Same}
+				if topic.Same && in.Topic != 0 {
+					want.Name = w.Topics(in.Chat)[in.Topic]
+				}
+				pkg.Topics[d] = want
+			}
 		}
 		t.Packages = append(t.Packages, pkg)
 	}
 	for _, d := range g.Destinations() {
 		dest := Destination{Chat: d, Docs: []Doc{}}
+		topics := w.Topics(d)
 		for _, m := range w.Messages(d) {
 			if m.Document != nil {
-				dest.Docs = append(dest.Docs, Doc{Message: m.ID, File: m.Document.File.UniqueID, Token: ingest.TokenOf(m.Caption)})
+				dest.Docs = append(dest.Docs, Doc{Message: m.ID, File: m.Document.File.UniqueID, Token: ingest.TokenOf(m.Caption),
+					Thread: m.TopicID(), TopicName: topics[m.TopicID()]})
 			}
 		}
 		t.Destinations = append(t.Destinations, dest)

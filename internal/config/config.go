@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"stashd/route"
 	"stashd/tg"
 )
 
@@ -100,7 +101,9 @@ type Config struct {
 	// Default 4GiB; at least 1MiB.
 	DownloadBudget ByteSize `toml:"download_budget"`
 	// SendRate is each account's send budget: messages per minute, spaced
-	// evenly with jitter. Default 20; 1..6000.
+	// evenly with jitter. Default 20; 1..6000. With several accounts, each
+	// delivery goes through the account that can write to its destination
+	// and whose budget has the most room.
 	SendRate float64 `toml:"send_rate"`
 	// SendInFlight bounds each account's sends awaiting their outcome.
 	// Default 3; 1..64.
@@ -133,6 +136,63 @@ type Source struct {
 	// (default), "none" (only what is posted from now on) or a stretch of
 	// time back ("30d", "72h").
 	History string `toml:"history"`
+}
+
+// Destination is a route's destination: a chat reference, optionally with
+// a forum topic of it. In TOML it is either a string ("@mirror") or a
+// table: { chat = "@mirror_forum", topic = 3145728 } delivers into that
+// topic (its thread id); { chat = "@mirror_forum", topic = "same" } into
+// the topic named like each package's source topic, created the first
+// time (packages from outside any topic go to the General topic).
+type Destination struct {
+	Chat string `toml:"chat"`
+	// Topic is the topic as written: nil (none), an integer thread id or
+	// "same"; anything else is reported by validation.
+	Topic any `toml:"topic"`
+}
+
+// UnmarshalTOML accepts a string or a table.
+func (d *Destination) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		d.Chat = v
+		return nil
+	case map[string]any:
+		for k, val := range v {
+			switch k {
+			case "chat":
+				str, ok := val.(string)
+				if !ok {
+					return errors.New("chat must be a string")
+				}
+				d.Chat = str
+			case "topic":
+				d.Topic = val
+			default:
+				return fmt.Errorf("unknown field %q (chat, topic)", k)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%v is neither a chat reference nor a table", v)
+}
+
+// RouteTopic reads the destination's topic: none, a thread id, or "same".
+func (d Destination) RouteTopic() (route.Topic, error) {
+	switch t := d.Topic.(type) {
+	case nil:
+		return route.Topic{}, nil
+	case int64:
+		if t > 0 {
+			return route.Topic{Thread: t}, nil
+		}
+	case string:
+		if t == "same" {
+			return route.Topic{Same: true}, nil
+		}
+		return route.Topic{}, fmt.Errorf("topic %q is neither a topic id (an integer) nor \"same\"", t)
+	}
+	return route.Topic{}, fmt.Errorf("topic %v is neither a topic id (a positive integer) nor \"same\"", d.Topic)
 }
 
 // ParseHistory reads a source's history policy: "" or "all" (everything),
@@ -207,8 +267,9 @@ type Route struct {
 	// Sources are chat references, or tables { chat = ..., topics = [...] }
 	// limiting a forum to some topics. Each must be a source of an account.
 	Sources []Source `toml:"sources"`
-	// Destinations are chat references; none may be a source.
-	Destinations []string `toml:"destinations"`
+	// Destinations are chat references, or tables { chat = ..., topic = ... }
+	// naming a forum topic of the destination; none may be a source.
+	Destinations []Destination `toml:"destinations"`
 	// Formats limit the route to these archive formats (zip, rar, 7z, tar,
 	// tar.gz, tar.bz2, tar.xz, tar.zst), as the first part's name gives
 	// them. Empty: any.

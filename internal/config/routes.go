@@ -75,13 +75,16 @@ func (c *Config) validateRoutes(at func(i int, key string) string) error {
 	}
 	for i, r := range c.Routes {
 		for j, d := range r.Destinations {
-			ref, err := ParseChatRef(d)
+			if _, err := d.RouteTopic(); err != nil {
+				bad(i, "destinations", fmt.Sprintf("destinations[%d].topic", j), "%v", err)
+			}
+			ref, err := ParseChatRef(d.Chat)
 			if err != nil {
 				bad(i, "destinations", fmt.Sprintf("destinations[%d]", j), "%v", err)
 				continue
 			}
 			if slices.ContainsFunc(sources, chat(ref).Same) {
-				bad(i, "destinations", fmt.Sprintf("destinations[%d]", j), "%s is also a source: stashd would mirror its own deliveries", d)
+				bad(i, "destinations", fmt.Sprintf("destinations[%d]", j), "%s is also a source: stashd would mirror its own deliveries", d.Chat)
 			}
 		}
 	}
@@ -102,9 +105,15 @@ func (c *Config) RouteSpecs() []route.Spec {
 			ref, _ := ParseChatRef(src.Chat) // validated
 			s.Sources = append(s.Sources, route.SpecSource{Chat: chat(ref), Topics: src.Topics})
 		}
-		for _, d := range r.Destinations {
-			ref, _ := ParseChatRef(d)
+		for j, d := range r.Destinations {
+			ref, _ := ParseChatRef(d.Chat)
 			s.Destinations = append(s.Destinations, chat(ref))
+			if topic, _ := d.RouteTopic(); !topic.IsZero() {
+				for len(s.Topics) < j {
+					s.Topics = append(s.Topics, route.Topic{})
+				}
+				s.Topics = append(s.Topics, topic)
+			}
 		}
 		for _, f := range r.Formats {
 			s.Filter.Formats = append(s.Filter.Formats, strings.ToLower(f))

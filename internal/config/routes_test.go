@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"stashd/route"
+	"stashd/tg"
 )
 
 const withRoutes = `
@@ -127,5 +128,61 @@ func TestLoadRoutesFile(t *testing.T) {
 	p = write(t, "workers = 3\n[[routes]]\nsources = [\"-1001\"]\ndestinations = [\"-2001\"]\n")
 	if _, err := LoadRoutes(p); err == nil || !strings.Contains(err.Error(), "only [[routes]]") {
 		t.Fatalf("LoadRoutes(with other settings) = %v", err)
+	}
+}
+
+// A destination may be a table naming a forum topic: a thread id, or
+// "same"; any other value is one error line naming the route and its line.
+func TestRouteDestinationTopics(t *testing.T) {
+	t.Parallel()
+	body := `
+api_id = 42
+api_hash = "` + hash + `"
+[[accounts]]
+name = "main"
+sources = [{ chat = "@dragon_forum", topics = [3] }]
+
+[[routes]]
+sources = ["@dragon_forum"]
+destinations = ["@plain", { chat = "@mirror_forum", topic = "same" }, { chat = "-1009876543210", topic = 3145728 }]
+`
+	c, err := Load(write(t, body), noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.RouteSpecs()[0]
+	want := []route.Topic{{}, {Same: true}, {Thread: 3145728}}
+	if len(s.Destinations) != 3 || s.Destinations[1].Username != "mirror_forum" || s.Destinations[2].ID != -1009876543210 {
+		t.Fatalf("destinations read as %+v", s.Destinations)
+	}
+	for i, w := range want {
+		rt, err := s.Resolve(func(string) (tg.ChatID, error) { return -1, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rt.DestinationTopic(i); got != w {
+			t.Errorf("destination %d: topic %v, want %v", i, got, w)
+		}
+	}
+
+	bad := strings.Replace(body, `topic = "same"`, `topic = "Dragons"`, 1)
+	bad = strings.Replace(bad, `topic = 3145728`, `topic = 1.5`, 1)
+	p := write(t, bad)
+	_, err = Load(p, noEnv, nil)
+	if err == nil {
+		t.Fatal("topic values other than an id or \"same\" accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	wantLines := []string{
+		p + `:10: routes[0].destinations[1].topic: topic "Dragons" is neither a topic id (an integer) nor "same"`,
+		p + `:10: routes[0].destinations[2].topic: topic 1.5 is neither a topic id (a positive integer) nor "same"`,
+	}
+	if len(lines) != len(wantLines) {
+		t.Fatalf("%d error lines, want %d:\n%s", len(lines), len(wantLines), err)
+	}
+	for i, w := range wantLines {
+		if lines[i] != w {
+			t.Errorf("line %d:\n got %s\nwant %s", i, lines[i], w)
+		}
 	}
 }

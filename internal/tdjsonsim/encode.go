@@ -482,6 +482,18 @@ func forumTopicInfoObject(t tg.Topic) object {
 	}
 }
 
+// createdForumTopicInfoObject is createForumTopic's answer: the topic's
+// forumTopicInfo, created by the account (is_outgoing).
+func createdForumTopicInfoObject(t tg.Topic) object {
+	o := forumTopicInfoObject(t)
+	for i := range o {
+		if o[i].key == "is_outgoing" {
+			o[i].val = true
+		}
+	}
+	return o
+}
+
 // forumTopicObject is TDLib's forumTopic (getForumTopic).
 func forumTopicObject(t tg.Topic) object {
 	o := withLastMessage(object{
@@ -497,6 +509,28 @@ func forumTopicObject(t tg.Topic) object {
 		{"unread_reaction_count", 0},
 		{"notification_settings", defaultNotificationSettings()},
 	}...)
+}
+
+// forumTopicsObject is getForumTopics' answer: one page, so the next
+// offsets are those of its last topic (zero for an empty page).
+func forumTopicsObject(topics []tg.Topic) object {
+	list := make([]object, len(topics))
+	for i, t := range topics {
+		list[i] = forumTopicObject(t)
+	}
+	var lastMsg, lastThread int64
+	if len(topics) > 0 {
+		last := topics[len(topics)-1]
+		lastMsg, lastThread = int64(last.LastMessageID), last.ThreadID
+	}
+	return object{
+		{"@type", "forumTopics"},
+		{"total_count", len(topics)},
+		{"topics", list},
+		{"next_offset_date", 0},
+		{"next_offset_message_id", lastMsg},
+		{"next_offset_message_thread_id", lastThread},
+	}
 }
 
 // foundChatMessagesObject is searchChatMessages' answer. total_count is an

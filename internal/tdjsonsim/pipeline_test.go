@@ -368,3 +368,53 @@ func serveWorld(t *testing.T, world *tgsim.World) (string, *tdjsonsim.Server) {
 	})
 	return dir, srv
 }
+
+// The adapter creates a forum topic (createForumTopic, 400 on a chat that
+// is not a forum) and sends a document into it (sendMessage with
+// message_thread_id); the message lands in the topic.
+func TestForumTopicThroughStandIn(t *testing.T) {
+	world := tgsim.NewWorld(tgsim.Config{Seed: 3, FilesDir: t.TempDir()})
+	world.AddAccount("acct1", false)
+	src := world.AddChat(tg.KindChannel, "backups", "acct1")
+	forum := world.AddChat(tg.KindForum, "mirror forum", "acct1")
+	posted := world.Post(src, 0, tgsim.Post{FileName: "a.zip", Data: []byte("PK")})
+	dir, srv := serveWorld(t, world)
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sess := tg.NewSession(c, func(tg.Update) {})
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var te *tg.Error
+	if _, err := sess.CreateForumTopic(ctx, src, "Dragons"); !errors.As(err, &te) || te.Code != 400 {
+		t.Errorf("CreateForumTopic on a channel: %v, want a 400", err)
+	}
+	thread, err := sess.CreateForumTopic(ctx, forum, "Dragons")
+	if err != nil || world.Topics(forum)[thread] != "Dragons" {
+		t.Fatalf("CreateForumTopic = %d, %v; the forum's topics are %v", thread, err, world.Topics(forum))
+	}
+	m, err := sess.GetMessage(ctx, src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := sess.SendTo(ctx, forum, thread, m.Document.File.RemoteID, "a.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent.TopicID() != thread {
+		t.Errorf("sent message is in topic %d, want %d", sent.TopicID(), thread)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	<-sess.Done()
+	for _, v := range tdjsonsim.WireViolations(srv) {
+		t.Errorf("TDLib schema: %s", v)
+	}
+}

@@ -466,3 +466,62 @@ func TestDatabaseDirectoryIsLocked(t *testing.T) {
 		t.Errorf("after the first process is gone: %v", st)
 	}
 }
+
+// createForumTopic answers with the new topic's forumTopicInfo (400 on a
+// chat that is not a forum), and sendMessage with message_thread_id lands
+// the document in that topic; an unknown thread fails with 400.
+func TestCreateForumTopicAndSendIntoIt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 7})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	icon := map[string]any{"@type": "forumTopicIcon", "color": 0x6FB9F0, "custom_emoji_id": "0"}
+	if res := c.ok(1, "createForumTopic", map[string]any{"chat_id": w.dest, "name": "Dragons", "icon": icon}, "error"); res.int("code") != 400 || res.str("message") != "The chat is not a forum" {
+		t.Errorf("createForumTopic on a channel: %v", res)
+	}
+	info := c.ok(1, "createForumTopic", map[string]any{"chat_id": w.forum, "name": "Dragons", "icon": icon}, "forumTopicInfo")
+	thread := info.int("message_thread_id")
+	if info.str("name") != "Dragons" || !tg.MessageID(thread).IsServer() || info.get("is_outgoing") != true {
+		t.Errorf("createForumTopic: %v", info)
+	}
+	if got := w.Topics(w.forum)[thread]; got != "Dragons" {
+		t.Errorf("the forum's topic %d is %q, want Dragons", thread, got)
+	}
+
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
+	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	send := func(thread int64, want string) tdObject {
+		return c.ok(1, "sendMessage", map[string]any{
+			"chat_id": w.forum, "message_thread_id": thread, "reply_to": nil, "options": nil, "reply_markup": nil,
+			"input_message_content": map[string]any{
+				"@type":    "inputMessageDocument",
+				"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+				"caption":  map[string]any{"@type": "formattedText", "text": "token-2", "entities": []any{}},
+			},
+		}, want)
+	}
+	if res := send(thread+1<<20*100, "error"); res.int("code") != 400 || res.str("message") != "Invalid message thread ID specified" {
+		t.Errorf("sendMessage into an unknown thread: %v", res)
+	}
+	tmp := send(thread, "message")
+	sent, _ := c.until("send outcome", func(o tdObject) bool { return o.typ() == "updateMessageSendSucceeded" })
+	if sent.int("old_message_id") != tmp.int("id") || sent.int("message", "message_thread_id") != thread ||
+		sent.get("message", "is_topic_message") != true {
+		t.Errorf("updateMessageSendSucceeded: %v, want a message in topic %d", sent, thread)
+	}
+	found := c.ok(1, "getForumTopics", map[string]any{"chat_id": w.forum, "query": "dragons", "offset_date": 0,
+		"offset_message_id": 0, "offset_message_thread_id": 0, "limit": 100}, "forumTopics")
+	topics, _ := found.get("topics").([]any)
+	var first tdObject
+	if len(topics) == 1 {
+		first, _ = topics[0].(map[string]any)
+	}
+	if first.str("info", "name") != "Dragons" || first.int("info", "message_thread_id") != thread {
+		t.Errorf("getForumTopics: %v, want the Dragons topic", found)
+	}
+	if got := w.Calls("acct1")[tg.MethodCreateForumTopic]; got != 2 {
+		t.Errorf("createForumTopic counted %d times, want 2", got)
+	}
+}

@@ -516,6 +516,49 @@ func (s *session) handle(r *request) (object, error) {
 			return nil, err
 		}
 		return forumTopicObject(t), nil
+	case tg.MethodCreateForumTopic:
+		var p struct {
+			ChatID tdInt  `json:"chat_id"`
+			Name   string `json:"name"`
+			Icon   *struct {
+				Color int32 `json:"color"`
+			} `json:"icon"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		thread, err := cl.CreateForumTopic(ctx, tg.ChatID(p.ChatID), p.Name)
+		if err != nil {
+			return nil, err
+		}
+		t := tg.Topic{ChatID: tg.ChatID(p.ChatID), ThreadID: thread, Name: p.Name}
+		return createdForumTopicInfoObject(t), nil
+	case tg.MethodGetForumTopics:
+		var p struct {
+			ChatID                tdInt  `json:"chat_id"`
+			Query                 string `json:"query"`
+			OffsetDate            tdInt  `json:"offset_date"`
+			OffsetMessageID       tdInt  `json:"offset_message_id"`
+			OffsetMessageThreadID tdInt  `json:"offset_message_thread_id"`
+			Limit                 tdInt  `json:"limit"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		switch {
+		case p.Limit <= 0 || p.Limit > tg.MaxSearchLimit:
+			return nil, tdError(400, "Parameter limit must be positive")
+		case p.OffsetDate != 0 || p.OffsetMessageID != 0 || p.OffsetMessageThreadID != 0:
+			return nil, notSimulated("getForumTopics beyond the first page")
+		}
+		topics, err := cl.SearchForumTopics(ctx, tg.ChatID(p.ChatID), p.Query)
+		if err != nil {
+			return nil, err
+		}
+		if len(topics) > int(p.Limit) {
+			topics = topics[:p.Limit]
+		}
+		return forumTopicsObject(topics), nil
 	case tg.MethodDownloadFile:
 		return downloadFile(ctx, cl, r)
 	case tg.MethodCancelDownloadFile:
@@ -716,12 +759,10 @@ func (s *session) send(r *request) (tg.Message, error) {
 		return tg.Message{}, notSimulated("sending " + content.Type)
 	case content.Document == nil || content.Document.Type != "inputFileRemote":
 		return tg.Message{}, notSimulated("sending a document other than inputFileRemote")
-	case p.MessageThreadID != 0:
-		return tg.Message{}, notSimulated("sending into a message thread")
 	}
 	var caption string
 	if content.Caption != nil {
 		caption = content.Caption.Text
 	}
-	return cl.SendDocument(s.ctx, tg.ChatID(p.ChatID), content.Document.ID, caption)
+	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), content.Document.ID, caption)
 }

@@ -497,11 +497,37 @@ func (c *Client) DeleteFile(ctx context.Context, file int32) error {
 
 // SendDocument implements tg.Client.
 func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
-	data, err := c.call(ctx, sendDocumentRequest(chat, remoteFileID, caption))
+	return c.SendDocumentTo(ctx, chat, 0, remoteFileID, caption)
+}
+
+// SendDocumentTo implements tg.Client.
+func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error) {
+	data, err := c.call(ctx, sendDocumentRequest(chat, thread, remoteFileID, caption))
 	if err != nil {
+		if thread != 0 {
+			return tg.Message{}, fmt.Errorf("send document to chat %d topic %d: %w", chat, thread, err)
+		}
 		return tg.Message{}, fmt.Errorf("send document to chat %d: %w", chat, err)
 	}
 	return decodeMessage(data)
+}
+
+// SearchForumTopics implements tg.Client.
+func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error) {
+	data, err := c.call(ctx, getForumTopicsRequest(chat, query))
+	if err != nil {
+		return nil, fmt.Errorf("search forum topics %q of chat %d: %w", query, chat, err)
+	}
+	return decodeForumTopics(chat, data)
+}
+
+// CreateForumTopic implements tg.Client.
+func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
+	data, err := c.call(ctx, createForumTopicRequest(chat, name))
+	if err != nil {
+		return 0, fmt.Errorf("create forum topic %q in chat %d: %w", name, chat, err)
+	}
+	return decodeForumTopicInfo(data)
 }
 
 // Close implements tg.Client: it refuses new requests, closes TDLib (which

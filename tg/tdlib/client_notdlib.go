@@ -84,5 +84,20 @@ func (*Client) SendDocument(context.Context, tg.ChatID, string, string) (tg.Mess
 	return tg.Message{}, tg.ErrNoTDLib
 }
 
+// SendDocumentTo implements tg.Client.
+func (*Client) SendDocumentTo(context.Context, tg.ChatID, int64, string, string) (tg.Message, error) {
+	return tg.Message{}, tg.ErrNoTDLib
+}
+
+// CreateForumTopic implements tg.Client.
+func (*Client) CreateForumTopic(context.Context, tg.ChatID, string) (int64, error) {
+	return 0, tg.ErrNoTDLib
+}
+
+// SearchForumTopics implements tg.Client.
+func (*Client) SearchForumTopics(context.Context, tg.ChatID, string) ([]tg.Topic, error) {
+	return nil, tg.ErrNoTDLib
+}
+
 // Close implements tg.Client; there is nothing to close.
 func (*Client) Close() error { return nil }

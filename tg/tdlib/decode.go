@@ -320,6 +320,38 @@ func decodeForumTopic(chat tg.ChatID, data []byte) (tg.Topic, error) {
 	}, nil
 }
 
+// decodeForumTopics decodes forumTopics (getForumTopics) of chat.
+func decodeForumTopics(chat tg.ChatID, data []byte) ([]tg.Topic, error) {
+	var v struct {
+		Topics []json.RawMessage `json:"topics"`
+	}
+	if err := decodeAs(data, "forumTopics", &v); err != nil {
+		return nil, err
+	}
+	out := make([]tg.Topic, 0, len(v.Topics))
+	for _, raw := range v.Topics {
+		t, err := decodeForumTopic(chat, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// decodeForumTopicInfo returns the thread id of a forumTopicInfo
+// (createForumTopic's answer).
+func decodeForumTopicInfo(data []byte) (int64, error) {
+	var t tdForumTopicInfo
+	if err := decodeAs(data, "forumTopicInfo", &t); err != nil {
+		return 0, err
+	}
+	if t.MessageThreadID <= 0 {
+		return 0, fmt.Errorf("forumTopicInfo without a message_thread_id")
+	}
+	return int64(t.MessageThreadID), nil
+}
+
 // decodeOptionValue renders an OptionValue as text: "true"/"false", the
 // integer in decimal, the string, or "" for optionValueEmpty.
 func decodeOptionValue(data []byte) (string, error) {

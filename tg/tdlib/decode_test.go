@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -394,6 +395,31 @@ func TestDecodeForumTopic(t *testing.T) {
 	want := tg.Topic{ChatID: forum, ThreadID: 3145728, Name: "Sources"}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// getForumTopics answers with a page of forumTopic.
+func TestDecodeForumTopics(t *testing.T) {
+	t.Parallel()
+	got, err := decodeForumTopics(forum, fixture(t, "forum_topics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []tg.Topic{{ChatID: forum, ThreadID: 4194304, Name: "Dragons"}, {ChatID: forum, ThreadID: 3145728, Name: "Dragons (old)"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// createForumTopic answers with the new topic's forumTopicInfo.
+func TestDecodeForumTopicInfo(t *testing.T) {
+	t.Parallel()
+	got, err := decodeForumTopicInfo(fixture(t, "forum_topic_info.json"))
+	if err != nil || got != 4194304 {
+		t.Errorf("got %d, %v; want thread 4194304", got, err)
+	}
+	if _, err := decodeForumTopicInfo([]byte(`{"@type":"forumTopic"}`)); err == nil {
+		t.Error("a forumTopic decoded as a forumTopicInfo")
 	}
 }
 

@@ -125,10 +125,12 @@ func deleteFileRequest(file int32) request {
 
 // sendDocumentRequest sends a file already on Telegram, by its remote id
 // (inputFileRemote: no upload), with caption as plain text.
-func sendDocumentRequest(chat tg.ChatID, remoteFileID, caption string) request {
+// sendDocumentRequest sends a document by remote id into forum topic
+// thread of chat (0: no topic; in a forum, its General topic).
+func sendDocumentRequest(chat tg.ChatID, thread int64, remoteFileID, caption string) request {
 	return request{tg.MethodSendMessage, map[string]any{
 		"chat_id":           int64(chat),
-		"message_thread_id": 0,
+		"message_thread_id": thread,
 		"reply_to":          nil,
 		"options":           nil,
 		"reply_markup":      nil,
@@ -144,6 +146,31 @@ func sendDocumentRequest(chat tg.ChatID, remoteFileID, caption string) request {
 				"entities": []any{},
 			},
 		},
+	}}
+}
+
+// forumTopicIconColor is the icon color of the topics stashd creates: the
+// first of the six colors createForumTopic accepts (0x6FB9F0).
+const forumTopicIconColor = 0x6FB9F0
+
+func createForumTopicRequest(chat tg.ChatID, name string) request {
+	return request{tg.MethodCreateForumTopic, map[string]any{
+		"chat_id": int64(chat),
+		"name":    name,
+		"icon":    map[string]any{"@type": "forumTopicIcon", "color": forumTopicIconColor, "custom_emoji_id": "0"},
+	}}
+}
+
+// getForumTopicsRequest asks for the first page of chat's topics whose
+// names match query, newest first.
+func getForumTopicsRequest(chat tg.ChatID, query string) request {
+	return request{tg.MethodGetForumTopics, map[string]any{
+		"chat_id":                  int64(chat),
+		"query":                    query,
+		"offset_date":              0,
+		"offset_message_id":        0,
+		"offset_message_thread_id": 0,
+		"limit":                    tg.MaxSearchLimit,
 	}}
 }
 

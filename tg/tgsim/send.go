@@ -1,7 +1,10 @@
 package tgsim
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"stashd/tg"
@@ -15,6 +18,7 @@ type pendingSend struct {
 	c       *Client
 	tempID  tg.MessageID
 	dest    *chat
+	thread  int64 // forum topic; 0 for none
 	uid     string
 	caption string
 	outcome sendOutcome
@@ -42,6 +46,15 @@ const (
 // SendFailed with a 429 flood wait; with SendVanishRate, MessagesDeleted for
 // the temporary id and nothing lands.
 func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
+	return c.SendDocumentTo(ctx, chat, 0, remoteFileID, caption)
+}
+
+// SendDocumentTo implements tg.Client: SendDocument into forum topic
+// thread of chat; the message lands in that topic. Like TDLib, a thread on
+// a chat that is not a supergroup or forum fails with 400 "Chat doesn't
+// have threads", and one that is no topic of the forum with 400 "Invalid
+// message thread ID specified". Thread 0 in a forum is its General topic.
+func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessage, func() (tg.Message, error) {
 		w := c.w
 		dest, err := c.chat(chat)
@@ -50,6 +63,14 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 		}
 		if w.accounts[c.account].readOnly[chat] {
 			return tg.Message{}, errBadRequest("Have no write access to the chat")
+		}
+		if thread != 0 {
+			switch {
+			case dest.kind != tg.KindForum && dest.kind != tg.KindSupergroup:
+				return tg.Message{}, errBadRequest("Chat doesn't have threads")
+			case !tg.MessageID(thread).IsServer() || dest.topics[thread] == nil:
+				return tg.Message{}, errBadRequest("Invalid message thread ID specified")
+			}
 		}
 		ref, ok := w.remotes[remoteFileID]
 		if !ok || ref.account != c.account {
@@ -70,9 +91,9 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 		tempID := tg.MessageIDFromServer(dest.lastSeq) + tg.MessageID(1+(c.tempSeq-1)%(1<<tg.ServerIDShift-1))
 		f := w.files[ref.uid]
 		tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption,
-			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}}
+			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
 
-		ps := &pendingSend{c: c, tempID: tempID, dest: dest, uid: f.uid, caption: caption}
+		ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption}
 		switch {
 		case w.chance(w.cfg.SendFailRate):
 			ps.outcome = sendFails
@@ -82,7 +103,11 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 			ps.outcome = sendVanishes
 		}
 		c.sends[tempID] = ps
-		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Caption: caption, At: w.cfg.Now()})
+		at := w.cfg.Now()
+		if w.cfg.AccountNow != nil {
+			at = w.cfg.AccountNow(c.account)
+		}
+		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Thread: thread, Caption: caption, At: at})
 		if w.holdSends {
 			return c.view(tmp), nil // settled by Close
 		}
@@ -151,8 +176,62 @@ func (w *World) settleSend(ps *pendingSend) {
 	w.sendStats.Succeeded++
 	m := w.newMessage(ps.dest)
 	m.caption = ps.caption
+	if ps.thread != 0 {
+		m.thread, m.isTopic = ps.thread, true
+	}
 	f := w.files[ps.uid]
 	ps.dest.setDoc(m, &docRef{uid: f.uid, name: f.name, mime: f.mime})
 	c.enqueue(tg.SendSucceeded{Message: c.view(m), OldMessageID: ps.tempID})
 	w.publish(ps.dest, m, c)
+}
+
+// CreateForumTopic implements tg.Client: like World.AddTopic, made by the
+// account, which must be a member of chat with write access. A chat that
+// is not a forum fails with 400 "The chat is not a forum" as in TDLib.
+// World.Calls counts the requests (createForumTopic).
+func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
+	return call(ctx, c, tg.MethodCreateForumTopic, func() (int64, error) {
+		w := c.w
+		ch, err := c.serverChat(chat)
+		if err != nil {
+			return 0, err
+		}
+		if ch.kind != tg.KindForum {
+			return 0, errBadRequest("The chat is not a forum")
+		}
+		if w.accounts[c.account].readOnly[chat] {
+			return 0, errBadRequest("Not enough rights to create a topic")
+		}
+		if name == "" || len([]rune(name)) > 128 {
+			return 0, errBadRequest("Topic name must be non-empty")
+		}
+		return w.addTopic(ch, name), nil
+	})
+}
+
+// SearchForumTopics implements tg.Client (getForumTopics): the forum's
+// topics whose names contain query, ignoring case (Telegram matches
+// words; a name equal to the query is always found), newest first, at
+// most tg.MaxSearchLimit.
+func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error) {
+	return call(ctx, c, tg.MethodGetForumTopics, func() ([]tg.Topic, error) {
+		ch, err := c.serverChat(chat)
+		if err != nil {
+			return nil, err
+		}
+		if ch.kind != tg.KindForum {
+			return nil, errBadRequest("Chat is not a forum")
+		}
+		var out []tg.Topic
+		for thread, t := range ch.topics {
+			if strings.Contains(strings.ToLower(t.name), strings.ToLower(query)) {
+				out = append(out, c.w.topicView(ch, thread))
+			}
+		}
+		slices.SortFunc(out, func(a, b tg.Topic) int { return cmp.Compare(b.ThreadID, a.ThreadID) })
+		if len(out) > tg.MaxSearchLimit {
+			out = out[:tg.MaxSearchLimit]
+		}
+		return out, nil
+	})
 }

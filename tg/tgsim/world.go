@@ -79,6 +79,10 @@ type Config struct {
 	// Now is the world's clock; message dates come from it (truncated to
 	// seconds, as TDLib dates are). Nil means time.Now.
 	Now func() time.Time
+	// AccountNow, when set, is each account's own clock for the send log
+	// (SendRecord.At): accounts paced on virtual clocks of their own are
+	// then seen at their own times. Nil uses Now.
+	AccountNow func(account string) time.Time
 }
 
 // World is the ground truth the simulated TDLib clients look at: accounts,
@@ -126,6 +130,8 @@ type SendStats struct {
 type SendRecord struct {
 	Account string
 	Chat    tg.ChatID
+	// Thread is the forum topic the send went to; 0 for none.
+	Thread  int64
 	Caption string
 	At      time.Time
 }
@@ -331,12 +337,28 @@ func (w *World) AddTopic(chat tg.ChatID, name string) int64 {
 	if c.kind != tg.KindForum {
 		panic(fmt.Sprintf("tgsim: AddTopic: chat %d is a %s, not a forum", chat, c.kind))
 	}
+	return w.addTopic(c, name)
+}
+
+// addTopic is AddTopic with w.mu held.
+func (w *World) addTopic(c *chat, name string) int64 {
 	m := w.newMessage(c)
 	m.thread, m.isTopic = int64(m.id), true
 	c.topics[m.thread] = &topic{thread: m.thread, name: name}
 	w.publish(c, m, nil)
 	w.topicChanged(c, m.thread)
 	return m.thread
+}
+
+// Topics returns the names of chat's forum topics by thread id.
+func (w *World) Topics(chat tg.ChatID) map[int64]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[int64]string{}
+	for id, t := range w.mustChat(chat).topics {
+		out[id] = t.name
+	}
+	return out
 }
 
 // RenameTopic renames a forum topic. Like Telegram it posts a "topic edited"

@@ -1,0 +1,118 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"stashd/ingest"
+	"stashd/tg"
+)
+
+// spreader chooses which running account sends a package to a
+// destination, so that one route's sends spread over the accounts' send
+// budgets (each account keeps its own; none is shared). It counts, per
+// account, the parts it has given out and not yet seen sent: the budgets
+// only know the sends already waiting for their turn, and several workers
+// pick at once.
+type spreader struct {
+	d *Daemon
+
+	mu      chan struct{} // a one-slot lock: picks are short and rare
+	pending map[string]int
+	// sees caches whether an account knows a chat (getChat, a local call),
+	// once per account and chat.
+	sees map[seeKey]bool
+}
+
+type seeKey struct {
+	account string
+	chat    tg.ChatID
+}
+
+func newSpreader(d *Daemon) *spreader {
+	return &spreader{d: d, mu: make(chan struct{}, 1), pending: map[string]int{}, sees: map[seeKey]bool{}}
+}
+
+// sameStart is how close two accounts' next starts must be to count as
+// equal: accounts that may both send at once read the clock a moment
+// apart.
+const sameStart = time.Millisecond
+
+// pickTimeout bounds the getChat calls of one pick.
+const pickTimeout = 10 * time.Second
+
+// pick returns the pipeline of the account that sends parts parts of a
+// package posted in source to dest, and the done func that returns them.
+// Candidates are the running accounts with a send budget that were not
+// refused write access to dest in this run and know both chats; among
+// them the one whose next send would start first counting what it was
+// given already (its budget's next start plus pending parts times its
+// spacing),
+// then the one with fewest sends in flight, then the first in
+// configuration order. from is the ingesting account, which sends itself
+// when no other qualifies.
+func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest.Pipeline, func()) {
+	s.d.mu.Lock()
+	runs := s.d.accounts
+	s.d.mu.Unlock()
+	s.d.writeMu.Lock()
+	refused := map[string]bool{}
+	for name, dests := range s.d.noWrite {
+		refused[name] = dests[dest]
+	}
+	s.d.writeMu.Unlock()
+
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	var best *accountRun
+	var bestFree time.Time
+	var bestFlight int
+	for _, r := range runs {
+		b := r.sess.Budget
+		if b == nil || refused[r.name] || r.pipe == nil {
+			continue
+		}
+		if r.name != from && (!s.seesLocked(r, source) || !s.seesLocked(r, dest)) {
+			continue
+		}
+		free, flight := b.Room()
+		free = free.Add(time.Duration(s.pending[r.name]) * b.Interval())
+		switch {
+		case best == nil, free.Before(bestFree.Add(-sameStart)):
+		case free.Before(bestFree.Add(sameStart)) && flight < bestFlight:
+		default:
+			continue
+		}
+		best, bestFree, bestFlight = r, free, flight
+	}
+	if best == nil {
+		return nil, func() {}
+	}
+	name := best.name
+	s.pending[name] += parts
+	var once bool
+	return best.pipe, func() {
+		s.mu <- struct{}{}
+		defer func() { <-s.mu }()
+		if !once {
+			once = true
+			s.pending[name] -= parts
+		}
+	}
+}
+
+// seesLocked reports whether account r knows chat (s.mu held).
+func (s *spreader) seesLocked(r *accountRun, chat tg.ChatID) bool {
+	k := seeKey{r.name, chat}
+	if ok, cached := s.sees[k]; cached {
+		return ok
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, pickTimeout)
+	defer cancel()
+	_, err := r.paced.GetChat(ctx, chat)
+	if err != nil && tg.Classify(err) != tg.ClassPermanent {
+		return false // not cached: ask again next time
+	}
+	s.sees[k] = err == nil
+	return err == nil
+}

@@ -1,0 +1,271 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/archive/archivetest"
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// spreadRun delivers n packages posted in one source, watched by the first
+// account, to one destination every account may write to, with a send
+// budget of perMinute per account, each account paced on a virtual clock
+// of its own. It returns the destination's send log (stamped with the
+// sending account's clock) and the clocks' common start.
+func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgsim.SendRecord, time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Unix(1_700_000_000, 0)
+	clocks := map[string]*tg.VirtualClock{}
+	for _, a := range accounts {
+		clocks[a] = tg.NewVirtualClock(start)
+	}
+	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir(),
+		AccountNow: func(account string) time.Time { return clocks[account].Now() }})
+	for _, a := range accounts {
+		world.AddAccount(a, false)
+	}
+	src := world.AddChat(tg.KindChannel, "news", accounts...)
+	dest := world.AddChat(tg.KindChannel, "mirror", accounts...)
+	cfg := daemon.Config{
+		Accounts: []daemon.Account{{Name: accounts[0], Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest},
+		Workers: 4, DrainTimeout: 10 * time.Second, SendRate: perMinute, SendInFlight: 3, Registry: prometheus.NewRegistry(),
+		SendClock: func(account string) tg.Clock { return clocks[account] },
+		Ingest:    ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}
+	for _, a := range accounts[1:] {
+		other := world.AddChat(tg.KindChannel, a+"'s source", a)
+		cfg.Accounts = append(cfg.Accounts, daemon.Account{Name: a, Sources: []tg.ChatID{other}})
+	}
+	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var posted []tg.Message
+	for i := range n {
+		name := fmt.Sprintf("p%02d.tar", i)
+		posted = append(posted, world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
+	}
+	for _, m := range posted {
+		waitDelivered(t, st, m.Key()) // a package is handled once delivered
+	}
+	d.Shutdown(context.Background())
+
+	count := map[string]int{}
+	for _, m := range world.Messages(dest) {
+		if m.Document != nil {
+			count[m.Document.File.UniqueID]++
+		}
+	}
+	for _, m := range posted {
+		if c := count[m.Document.File.UniqueID]; c != 1 {
+			t.Errorf("%s is in the destination %d times, want once", m.Document.FileName, c)
+		}
+	}
+	var sends []tgsim.SendRecord
+	for _, s := range world.Sends() {
+		if s.Chat == dest {
+			sends = append(sends, s)
+		}
+	}
+	return sends, start
+}
+
+// waitDelivered waits (bounded) until the message is handled.
+func waitDelivered(t testing.TB, st *store.Store, key tg.MessageKey) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if out, ok, err := st.MessageHandled(t.Context(), key); err != nil {
+			t.Fatal(err)
+		} else if ok && out != store.OutcomePartPending {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message %s never handled", key)
+		}
+		<-tick.C
+	}
+}
+
+// sendSpan is how long the sends took on the accounts' clocks: from the
+// common start to the last send.
+func sendSpan(sends []tgsim.SendRecord, start time.Time) time.Duration {
+	var last time.Time
+	for _, s := range sends {
+		if s.At.After(last) {
+			last = s.At
+		}
+	}
+	return last.Sub(start)
+}
+
+// BenchmarkSpreadSends prints the simulated time of 1,000 deliveries at 40
+// a minute per account with one and two accounts, through the whole daemon
+// (the second account sends what spreading gives it), against the budget's
+// bound (1,000 / (40 × accounts) minutes). Printed, not asserted.
+func BenchmarkSpreadSends(b *testing.B) {
+	const n, perMinute = 1000, 40.0
+	for _, accounts := range [][]string{{"a"}, {"a", "b"}} {
+		b.Run(fmt.Sprintf("accounts=%d", len(accounts)), func(b *testing.B) {
+			for range b.N {
+				sends, start := spreadRun(b, accounts, n, perMinute)
+				took := sendSpan(sends, start)
+				bound := time.Duration(float64(time.Minute) * n / (perMinute * float64(len(accounts))))
+				per := map[string]int{}
+				for _, s := range sends {
+					per[s.Account]++
+				}
+				b.ReportMetric(took.Minutes(), "sim-min")
+				b.ReportMetric(took.Minutes()/bound.Minutes(), "x-bound")
+				b.Logf("%d deliveries, %d account(s) at %.0f/min: %.1f simulated minutes; the budget's bound is %.1f (ratio %.2f); sends by account %v",
+					n, len(accounts), perMinute, took.Minutes(), bound.Minutes(), took.Minutes()/bound.Minutes(), per)
+			}
+		})
+	}
+}
+
+// With several accounts able to write to a destination, one route's sends
+// spread over them: both accounts send, each within its own budget (send
+// times from the simulator, on each account's virtual clock), and the
+// deliveries take about half the time one account needs.
+func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
+	const n, perMinute = 24, 40.0
+	interval := time.Duration(float64(time.Minute) / perMinute)
+
+	one, start := spreadRun(t, []string{"a"}, n, perMinute)
+	two, _ := spreadRun(t, []string{"a", "b"}, n, perMinute)
+
+	by := map[string][]time.Time{}
+	for _, s := range two {
+		by[s.Account] = append(by[s.Account], s.At)
+	}
+	if len(by["a"]) == 0 || len(by["b"]) == 0 {
+		t.Fatalf("sends by account: a %d, b %d; want both to send", len(by["a"]), len(by["b"]))
+	}
+	for account, times := range by {
+		slices.SortFunc(times, time.Time.Compare)
+		for i := 1; i < len(times); i++ {
+			if gap := times[i].Sub(times[i-1]); gap < interval {
+				t.Errorf("account %s sent %v after its previous send; its budget spaces sends %v apart", account, gap, interval)
+			}
+		}
+	}
+	oneSpan, twoSpan := sendSpan(one, start), sendSpan(two, start)
+	t.Logf("%d deliveries at %.0f/min per account: one account %v, two accounts %v (a %d, b %d sends)",
+		n, perMinute, oneSpan, twoSpan, len(by["a"]), len(by["b"]))
+	if oneSpan < time.Duration(n-1)*interval {
+		t.Errorf("one account sent %d in %v, faster than its budget allows (%v)", n, oneSpan, time.Duration(n-1)*interval)
+	}
+	if twoSpan > oneSpan*3/4 {
+		t.Errorf("two accounts took %v, one %v: spreading should take about half", twoSpan, oneSpan)
+	}
+}
+
+// Spread over two accounts, a set's parts still reach a destination in
+// order: every part of one package goes there through one account. (The
+// budget, 600 a minute, is tight enough that the first account's is busy
+// when the next set is ready.)
+func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	world := tgsim.NewWorld(tgsim.Config{Seed: 9, FilesDir: t.TempDir()})
+	world.AddAccount("a", false)
+	world.AddAccount("b", false)
+	src := world.AddChat(tg.KindChannel, "news", "a", "b")
+	other := world.AddChat(tg.KindChannel, "b's source", "b")
+	dest := world.AddChat(tg.KindChannel, "mirror", "a", "b")
+	cfg := daemon.Config{
+		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{other}}},
+		Destinations: []tg.ChatID{dest}, Workers: 4, DrainTimeout: 10 * time.Second, SendRate: 600, SendInFlight: 2,
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}
+	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var last []tg.MessageKey
+	for s := range 4 {
+		whole := archivetest.SevenZip([]archivetest.File{{Name: "f", Data: []byte(strings.Repeat(fmt.Sprint(s), 5000))}})
+		for i, part := range archivetest.Split(whole, 3) {
+			m := world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("set%d.7z.00%d", s, i+1), Data: part})
+			if i == 2 {
+				last = append(last, m.Key())
+			}
+		}
+	}
+	for _, k := range last {
+		waitHandled(t, st, k)
+	}
+	d.Shutdown(context.Background())
+
+	sender := map[string]map[string]bool{} // set -> accounts that sent its parts
+	for _, s := range world.Sends() {
+		if s.Chat != dest {
+			continue
+		}
+		set := s.Caption[:4]
+		if sender[set] == nil {
+			sender[set] = map[string]bool{}
+		}
+		sender[set][s.Account] = true
+	}
+	used := map[string]bool{}
+	for set, accounts := range sender {
+		if len(accounts) != 1 {
+			t.Errorf("%s was sent by %v; want one account for all its parts", set, accounts)
+		}
+		for a := range accounts {
+			used[a] = true
+		}
+	}
+	if !used["a"] || !used["b"] {
+		t.Errorf("accounts that sent: %v; want both", used)
+	}
+	seen := map[string]int{}
+	n := 0
+	for _, m := range world.Messages(dest) {
+		if m.Document == nil {
+			continue
+		}
+		n++
+		name := m.Document.FileName
+		set, part := name[:4], int(name[len(name)-1]-'0')
+		if part != seen[set]+1 {
+			t.Errorf("%s arrived after part %d of its set", name, seen[set])
+		}
+		seen[set] = part
+	}
+	if n != 12 {
+		t.Errorf("the destination holds %d parts, want 12", n)
+	}
+}

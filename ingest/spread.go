@@ -1,0 +1,77 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"stashd/route"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// Spread picks the account that sends one package's parts to dest, among
+// the accounts of the daemon that may write there and can see source (the
+// chat the parts were posted in); parts is how many sends it will take.
+// It returns that account's pipeline (nil, or this pipeline, for this
+// account) and done, called once the delivery has ended, whichever
+// account made it.
+type Spread func(source, dest tg.ChatID, parts int) (via *Pipeline, done func())
+
+// errSpreadFetch marks a spread delivery whose account could not load the
+// parts' messages: the picking account sends them itself.
+var errSpreadFetch = errors.New("the chosen account cannot load the parts")
+
+// spreadDest delivers pkg to dest through the account Config.Spread picks
+// (this one without it). All parts of the package go through that one
+// account, in order, so a destination receives a set's parts in order. The
+// chosen account loads the parts' messages itself: file ids and remote
+// ids are per account, and inputFileRemote needs the account's own. When
+// it cannot, this account sends them.
+func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+	if p.cfg.Spread == nil {
+		return p.deliverDest(ctx, pkg, parts, in, dest)
+	}
+	if !p.cfg.Routes.Routed() {
+		// Nothing to send costs no pick (and no getMessage elsewhere).
+		if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil || done {
+			return 0, err
+		}
+	}
+	via, done := p.cfg.Spread(in.Chat, dest, len(parts))
+	defer done()
+	if via == nil || via == p {
+		return p.deliverDest(ctx, pkg, parts, in, dest)
+	}
+	n, err := via.deliverFor(ctx, pkg, parts, in, dest)
+	if errors.Is(err, errSpreadFetch) {
+		p.log.Info("the account chosen to send cannot load the parts; sending them here", "package", pkg.ID,
+			"destination", dest, "chosen", via.cfg.Account, "err", err)
+		return p.deliverDest(ctx, pkg, parts, in, dest)
+	}
+	if err == nil && n > 0 {
+		p.m.spread(via.cfg.Account, n)
+	}
+	return n, err
+}
+
+// deliverFor delivers, through this pipeline's account, a package another
+// account of the daemon ingested: it loads the parts' messages with its
+// own session first (the caller holds the package's lock).
+func (p *Pipeline) deliverFor(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+	own := make([]tg.Message, len(parts))
+	for i, m := range parts {
+		got, err := p.tg.GetMessage(ctx, m.ChatID, m.ID)
+		if err == nil && got.Document == nil {
+			err = fmt.Errorf("message %s carries no document", m.Key())
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, fmt.Errorf("load part %d of package %d as %s: %w: %w", i, pkg.ID, p.cfg.Account, errSpreadFetch, err)
+		}
+		own[i] = got
+	}
+	return p.deliverDest(ctx, pkg, own, in, dest)
+}

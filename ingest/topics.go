@@ -1,0 +1,139 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"stashd/route"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// destThread returns the forum topic (thread id) of dest that the package
+// in goes to: the fixed topic of the first route sending it there, or,
+// for topic "same", the topic of dest named like the package's source
+// topic, created the first time; 0 for none (in a forum, its General
+// topic, where a package from outside any topic goes too).
+func (p *Pipeline) destThread(ctx context.Context, in route.Package, dest tg.ChatID) (int64, error) {
+	t := p.cfg.Routes.Topic(in, dest)
+	switch {
+	case t.Thread != 0:
+		return t.Thread, nil
+	case !t.Same || in.Topic == 0:
+		return 0, nil
+	}
+	name, err := p.sourceTopicName(ctx, in.Chat, in.Topic)
+	if err != nil {
+		return 0, err
+	}
+	return p.sameTopic(ctx, dest, name)
+}
+
+// sourceTopicName returns the name of a source forum topic: from the
+// store, or asked once (getForumTopic) and stored.
+func (p *Pipeline) sourceTopicName(ctx context.Context, chat tg.ChatID, thread int64) (string, error) {
+	name, ok, err := p.store.TopicName(ctx, chat, thread)
+	if err != nil || ok {
+		return name, err
+	}
+	t, err := p.tg.GetForumTopic(ctx, chat, thread)
+	if err != nil {
+		return "", fmt.Errorf("get the name of topic %d of %d: %w", thread, chat, err)
+	}
+	if err := p.store.UpsertTopic(ctx, t); err != nil {
+		return "", err
+	}
+	return t.Name, nil
+}
+
+// sameTopic returns the thread of the topic named name in destination
+// forum dest, creating it (createForumTopic) the first time. The store's
+// row is the arbiter: creation runs under a lock per (dest, name) that
+// spans workers, accounts and daemon instances, and only when no row is
+// recorded after the lock is taken, so the topic is created once.
+func (p *Pipeline) sameTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
+	k := destTopicKey{dest, name}
+	p.mu.Lock()
+	thread, ok := p.destTopics[k]
+	p.mu.Unlock()
+	if ok {
+		return thread, nil
+	}
+	thread, _, err := p.store.DestinationTopic(ctx, dest, name)
+	if err != nil {
+		return 0, err
+	}
+	if thread == 0 {
+		if thread, err = p.createTopic(ctx, dest, name); err != nil {
+			return 0, err
+		}
+	}
+	p.mu.Lock()
+	p.destTopics[k] = thread
+	p.mu.Unlock()
+	return thread, nil
+}
+
+// createTopic creates the topic named name in dest unless another creator
+// recorded one while this one waited for the lock. The creation is
+// recorded as begun first: a creator that died between createForumTopic
+// and recording its topic leaves that mark, and the next one looks the
+// topic up by name (getForumTopics) instead of creating a second.
+func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
+	lock, err := p.store.Lock(ctx, store.DestinationTopicLock(dest, name))
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Unlock()
+	thread, begun, err := p.store.DestinationTopic(ctx, dest, name)
+	if err != nil || thread != 0 {
+		return thread, err
+	}
+	if begun {
+		found, err := p.findTopic(ctx, dest, name)
+		if err != nil {
+			return 0, err
+		}
+		if found != 0 {
+			p.log.Info("destination topic found after an interrupted creation", "destination", dest, "topic", found, "name", name)
+			return p.store.SetDestinationTopic(ctx, dest, name, found, p.cfg.Account)
+		}
+	} else if err := p.store.BeginDestinationTopic(ctx, dest, name, p.cfg.Account); err != nil {
+		return 0, err
+	}
+	thread, err = p.tg.CreateForumTopic(ctx, dest, name)
+	if err != nil {
+		return 0, fmt.Errorf("create topic %q in destination %d: %w", name, dest, err)
+	}
+	// The topic exists now: record it even if the caller is stopping.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	got, err := p.store.SetDestinationTopic(wctx, dest, name, thread, p.cfg.Account)
+	if err != nil {
+		return 0, err
+	}
+	p.log.Info("destination topic created", "destination", dest, "topic", thread, "name", name)
+	return got, nil
+}
+
+// findTopic returns the oldest topic of dest named exactly name, 0 when
+// there is none.
+func (p *Pipeline) findTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
+	topics, err := p.tg.SearchForumTopics(ctx, dest, name)
+	if err != nil {
+		return 0, fmt.Errorf("look for topic %q in destination %d: %w", name, dest, err)
+	}
+	var oldest int64
+	for _, t := range topics {
+		if t.Name == name && (oldest == 0 || t.ThreadID < oldest) {
+			oldest = t.ThreadID
+		}
+	}
+	return oldest, nil
+}
+
+type destTopicKey struct {
+	dest tg.ChatID
+	name string
+}

@@ -1,0 +1,215 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/route"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// A route with topic "same" delivers each package into the destination
+// forum's topic named like its source topic: the topic is created once
+// (createForumTopic), whatever the number of workers, accounts and
+// restarts delivering into it at once, and reused after; a package from
+// outside any topic goes to the General topic. A fixed topic takes every
+// package of its route.
+func TestSameTopicIsCreatedOnceAndReused(t *testing.T) {
+	t.Parallel()
+	// Every request takes a while, so the four first deliveries below meet
+	// at createForumTopic.
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, Latency: 30 * time.Millisecond}, "a", "b")
+	forum := e.world.AddChat(tg.KindForum, "forum", "a", "b")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
+		t.Fatal(err)
+	}
+	dragons := e.world.AddTopic(forum, "Dragons")
+	cats := e.world.AddTopic(forum, "Cats")
+	same := e.world.AddChat(tg.KindForum, "same", "a", "b")
+	fixedForum := e.world.AddChat(tg.KindForum, "fixed", "a", "b")
+	fixed := e.world.AddTopic(fixedForum, "Everything")
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{same, fixedForum},
+		Topics: []route.Topic{{Same: true}, {Thread: fixed}},
+	}})
+	pipeline := func(account string) (*ingest.Pipeline, *tgsim.Client) {
+		p, c, _ := e.pipelineWith(account, func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+		return p, c
+	}
+	post := func(thread int64, name string) tg.Message {
+		return e.world.Post(forum, thread, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	topicOf := map[string]string{} // file name -> source topic ("" for General)
+
+	// Four pipelines of two accounts deliver Dragons packages at once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i, account := range []string{"a", "b", "a", "b"} {
+		p, c := pipeline(account)
+		name := fmt.Sprintf("dragon%d.tar", i)
+		topicOf[name] = "Dragons"
+		m := e.view(c, post(dragons, name))
+		wg.Go(func() {
+			if _, err := p.Handle(e.ctx, m); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	p, c := pipeline("a")
+	topicOf["cat.tar"], topicOf["general.tar"] = "Cats", ""
+	mustHandle(t, p, e.view(c, post(cats, "cat.tar")), store.OutcomePackage)
+	mustHandle(t, p, e.view(c, post(0, "general.tar")), store.OutcomePackage)
+	// A restart (a new session of b, nothing cached) reuses the stored topic.
+	p, c = pipeline("b")
+	topicOf["late-dragon.tar"] = "Dragons"
+	mustHandle(t, p, e.view(c, post(dragons, "late-dragon.tar")), store.OutcomePackage)
+
+	created := e.world.Calls("a")[tg.MethodCreateForumTopic] + e.world.Calls("b")[tg.MethodCreateForumTopic]
+	if created != 2 {
+		t.Errorf("createForumTopic called %d times, want 2 (Dragons and Cats, once each)", created)
+	}
+	names := map[string]int64{}
+	for thread, name := range e.world.Topics(same) {
+		if _, dup := names[name]; dup {
+			t.Errorf("the destination forum has two topics named %q", name)
+		}
+		names[name] = thread
+	}
+	if len(names) != 2 || names["Dragons"] == 0 || names["Cats"] == 0 {
+		t.Errorf("the destination forum's topics are %v, want Dragons and Cats", e.world.Topics(same))
+	}
+	n := 0
+	for _, m := range e.world.Messages(same) {
+		if m.Document == nil {
+			continue
+		}
+		n++
+		want, ok := topicOf[m.Document.FileName]
+		if !ok {
+			t.Errorf("unexpected document %s", m.Document.FileName)
+			continue
+		}
+		if got := m.TopicID(); got != names[want] {
+			t.Errorf("%s is in topic %d of the destination, want %d (%q)", m.Document.FileName, got, names[want], want)
+		}
+	}
+	if n != len(topicOf) {
+		t.Errorf("the destination forum holds %d documents, want %d", n, len(topicOf))
+	}
+	n = 0
+	for _, m := range e.world.Messages(fixedForum) {
+		if m.Document != nil {
+			n++
+			if m.TopicID() != fixed {
+				t.Errorf("%s is in topic %d of the fixed destination, want %d", m.Document.FileName, m.TopicID(), fixed)
+			}
+		}
+	}
+	if n != len(topicOf) {
+		t.Errorf("the fixed destination holds %d documents, want %d", n, len(topicOf))
+	}
+}
+
+// Topic "same" toward a chat that turned out not to be a forum fails the
+// delivery with TDLib's 400, a permanent error (a dead letter with its
+// reason), instead of sending outside any topic.
+func TestSameTopicOnAChannelFailsPermanently(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	forum := e.world.AddChat(tg.KindForum, "forum", "a")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
+		t.Fatal(err)
+	}
+	dragons := e.world.AddTopic(forum, "Dragons")
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{e.dest}, Topics: []route.Topic{{Same: true}},
+	}})
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl; cfg.Attempts = 1 }, nil)
+	m := e.view(c, e.world.Post(forum, dragons, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})}))
+	_, err := p.Handle(e.ctx, m)
+	if err == nil || tg.Classify(err) != tg.ClassPermanent {
+		t.Fatalf("handle: %v, want a permanent error", err)
+	}
+	if n := len(e.delivered()); n != 0 {
+		t.Errorf("%d documents sent outside any topic", n)
+	}
+}
+
+// topicCrashSession creates forum topics, then dies before the answer is
+// used, as a daemon killed between createForumTopic and recording its
+// topic would.
+type topicCrashSession struct {
+	*tg.Session
+}
+
+func (s topicCrashSession) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
+	if _, err := s.Session.CreateForumTopic(ctx, chat, name); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("process killed")
+}
+
+// A creator that died between createForumTopic and recording the topic
+// leaves its creation marked as begun; the next one finds the topic by
+// name (getForumTopics) instead of creating a second.
+func TestTopicCreatedBeforeACrashIsFoundNotCreatedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	forum := e.world.AddChat(tg.KindForum, "forum", "a")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
+		t.Fatal(err)
+	}
+	dragons := e.world.AddTopic(forum, "Dragons")
+	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
+	e.world.AddTopic(dest, "Dragons and more") // a name the search also finds
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
+	}})
+	posted := e.world.Post(forum, dragons, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})})
+
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl; cfg.Attempts = 1 },
+		func(s *tg.Session) ingest.Telegram { return topicCrashSession{s} })
+	if _, err := p.Handle(e.ctx, e.view(c, posted)); err == nil {
+		t.Fatal("handle survived its crash")
+	}
+	p, c, _ = e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+
+	if n := e.world.Calls("a")[tg.MethodCreateForumTopic]; n != 1 {
+		t.Errorf("createForumTopic called %d times, want 1", n)
+	}
+	var thread int64
+	for id, name := range e.world.Topics(dest) {
+		if name == "Dragons" {
+			if thread != 0 {
+				t.Errorf("two topics named Dragons in the destination")
+			}
+			thread = id
+		}
+	}
+	docs := 0
+	for _, m := range e.world.Messages(dest) {
+		if m.Document != nil {
+			docs++
+			if m.TopicID() != thread || thread == 0 {
+				t.Errorf("the package is in topic %d, want the Dragons topic %d", m.TopicID(), thread)
+			}
+		}
+	}
+	if docs != 1 {
+		t.Errorf("the destination holds %d documents, want 1", docs)
+	}
+}
