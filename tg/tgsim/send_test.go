@@ -87,9 +87,16 @@ func TestSendDocumentRefusals(t *testing.T) {
 	if _, err := bob.SendDocument(f.ctx, f.dest, bm.Document.File.RemoteID, "x"); err != nil {
 		t.Errorf("send with his own remote id: %v", err)
 	}
-	// Once the only message carrying the file is gone, nobody can send it.
-	f.w.Delete(f.chat, f.src.ID)
-	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "x"); tg.Classify(err) != tg.ClassPermanent {
+	// Once the only message carrying a file is gone, nobody can send it.
+	// (A file of its own: bob's copy above keeps set.zip visible in the
+	// destination as soon as his send lands.)
+	lone := f.w.Post(f.chat, 0, doc("lone.zip", 300))
+	lm, err := f.c.GetMessage(f.ctx, f.chat, lone.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.w.Delete(f.chat, lone.ID)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, lm.Document.File.RemoteID, "x"); tg.Classify(err) != tg.ClassPermanent {
 		t.Errorf("send of a file no longer visible: %v", err)
 	}
 	// A destination the account is not in is unknown.
