@@ -15,6 +15,7 @@ import (
 type Client struct {
 	w       *World
 	account string
+	session int32 // see sessions.go
 
 	out      chan tg.Update
 	done     chan struct{} // closed by Close
@@ -66,6 +67,7 @@ func newClient(w *World, account string, serial int32) *Client {
 	c := &Client{
 		w:          w,
 		account:    account,
+		session:    serial,
 		out:        make(chan tg.Update),
 		done:       make(chan struct{}),
 		pumpDone:   make(chan struct{}),
@@ -146,6 +148,7 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 	}
 	a := w.accounts[c.account]
 	a.calls[method]++
+	w.noteRequest(a, c, method)
 	failure := a.takeFlood(method)
 	if failure == nil {
 		failure = a.admit(method, w.cfg.Now())

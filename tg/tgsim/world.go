@@ -111,6 +111,8 @@ type World struct {
 	holdSends bool
 	// downloadFaults counts the stalls and failures injected into downloads.
 	downloadFaults int
+	// sessions records requests of overlapping sessions (sessions.go).
+	sessions sessionLog
 }
 
 // SendStats counts the outcomes of the sends the world has settled.
