@@ -39,7 +39,9 @@
 // second session of the same user, so the world sees every instance that
 // runs an account and counts as an overlap a request an older session makes
 // after a newer one has made its own (World.SessionOverlaps), which the
-// ground truth reports. Requests TDLib answers itself (getOption,
+// ground truth reports. The sends an instance left pending are re-sent
+// only by the next instance on its directory, as TDLib re-sends them from
+// the directory's binlog. Requests TDLib answers itself (getOption,
 // getAuthorizationState, getSupergroup, close) never reach the server and
 // are no overlap.
 //

@@ -3,6 +3,7 @@ package tdjsonsim_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"stashd/tg/tgsim"
 )
@@ -70,5 +71,43 @@ func TestSecondDirectoryIsTheSameUser(t *testing.T) {
 	meA, meB := a.ok(1, "getMe", nil, "user"), b.ok(1, "getMe", nil, "user")
 	if meA.int("id") == 0 || meA.int("id") != meB.int("id") {
 		t.Errorf("getMe: %v and %v, want one user", meA, meB)
+	}
+}
+
+// A send an instance left pending is re-sent by the next instance on its
+// database directory, as TDLib re-sends from the directory's binlog; an
+// instance of the same account on another directory knows nothing of it.
+func TestResendOnlyFromItsDirectory(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 13, SendLatency: time.Hour, ResendAfterRestart: true})
+	_, path := startServer(t, w.World)
+	first := dialWire(t, path)
+	first.login(1, filepath.Join(w.dir, "instance1"), "acct1")
+	first.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
+	m := first.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	tmp := first.ok(1, "sendMessage", map[string]any{
+		"chat_id": w.dest,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+		},
+	}, "message")
+	first.ok(1, "close", nil, "ok")
+	first.until("authorizationStateClosed", func(o tdObject) bool {
+		return o.typ() == "updateAuthorizationState" && o.str("authorization_state", "@type") == "authorizationStateClosed"
+	})
+
+	other := dialWire(t, path)
+	other.login(1, filepath.Join(w.dir, "instance2"), "acct1")
+	if got := w.Messages(w.dest); len(got) != 0 {
+		t.Fatalf("the send landed when an instance on another directory started: %v", got)
+	}
+
+	again := dialWire(t, path)
+	again.login(1, filepath.Join(w.dir, "instance1"), "acct1")
+	ok, _ := again.until("the re-sent outcome", func(o tdObject) bool { return o.typ() == "updateMessageSendSucceeded" })
+	if ok.int("old_message_id") != tmp.int("id") || len(w.Messages(w.dest)) != 1 {
+		t.Errorf("re-sent outcome %v, destination %v", ok, w.Messages(w.dest))
 	}
 }

@@ -38,7 +38,7 @@ type account struct {
 	missedList []tg.ChatID
 
 	// resend holds the sends a closed client left pending, for the next
-	// client (Config.ResendAfterRestart).
+	// client on its database directory (Config.ResendAfterRestart).
 	resend []*pendingSend
 }
 

@@ -15,7 +15,8 @@ import (
 type Client struct {
 	w       *World
 	account string
-	session int32 // see sessions.go
+	session int32  // see sessions.go
+	dir     string // database directory (ClientIn)
 
 	out      chan tg.Update
 	done     chan struct{} // closed by Close

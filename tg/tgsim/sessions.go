@@ -2,9 +2,9 @@ package tgsim
 
 import "fmt"
 
-// Every client World.Client starts is a session of its account, numbered
-// in start order (Client.Session). Two stashd instances must never run one
-// account at once: once a newer session of an account has made a request,
+// Every client World.Client (or ClientIn) starts is a session of its
+// account, numbered in start order (Client.Session). Two stashd instances
+// must never run one account at once: once a newer session of an account has made a request,
 // a request from an older session of that account still open is an
 // overlap. A session that stays open but silent (a paused process, its
 // connection still up) is no overlap; one that wakes and makes a request
@@ -64,4 +64,21 @@ func (w *World) noteRequest(a *account, c *Client, method string) {
 		w.sessions.examples = append(w.sessions.examples,
 			SessionOverlap{Account: a.name, Older: c.session, Newer: a.activeSession, Method: method})
 	}
+}
+
+// takeResend removes and returns the sends that closed clients on the
+// database directory dir left pending: TDLib keeps them in that
+// directory's binlog, so only an instance on it re-sends them. w.mu is
+// held.
+func (a *account) takeResend(dir string) []*pendingSend {
+	var out, keep []*pendingSend
+	for _, ps := range a.resend {
+		if ps.c.dir == dir {
+			out = append(out, ps)
+		} else {
+			keep = append(keep, ps)
+		}
+	}
+	a.resend = keep
+	return out
 }

@@ -2,6 +2,7 @@ package tgsim
 
 import (
 	"testing"
+	"time"
 
 	"stashd/tg"
 )
@@ -118,4 +119,34 @@ func TestSessionOverlaps(t *testing.T) {
 			t.Errorf("overlaps = %d with %d examples, want %d with %d", n, len(ex), maxOverlapExamples+5, maxOverlapExamples)
 		}
 	})
+}
+
+// TDLib re-sends a closed instance's pending sends from its database
+// directory: an instance of the account on another directory (another
+// process's login) does not, the next one on the same directory does.
+func TestResendStaysWithItsDirectory(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendLatency: time.Hour, ResendAfterRestart: true})
+	first := f.w.ClientIn("alice", "/a/alice/database")
+	if err := first.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := first.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:tok1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := f.w.ClientIn("alice", "/b/alice/database")
+	defer other.Close()
+	if got := f.w.Messages(f.dest); len(got) != 0 {
+		t.Fatalf("landed when an instance on another directory started: %+v", got)
+	}
+	again := f.w.ClientIn("alice", "/a/alice/database")
+	defer again.Close()
+	ok := next[tg.SendSucceeded](t, again, nil)
+	if truth := f.w.Messages(f.dest); ok.OldMessageID != tmp.ID || len(truth) != 1 || truth[0].Caption != "stashd:tok1" {
+		t.Fatalf("re-sent outcome %+v, destination %+v", ok, truth)
+	}
 }
