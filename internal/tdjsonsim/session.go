@@ -271,7 +271,9 @@ func (s *session) setTdlibParameters(r *request) {
 	s.c.reply(s.id, r, okObject())
 	s.c.send(s.id, updateAuthorizationState(stateReady))
 	s.c.goHandle(func() { s.forward(cl) })
-	s.log.Debug("TDLib instance ready", "session", cl.Session())
+	// At Info: the simulator's session numbers, which overlaps name, are
+	// traced to their connections here.
+	s.log.Info("TDLib instance ready", "session", cl.Session())
 }
 
 // accountOf names the account of a database directory: the name of the
