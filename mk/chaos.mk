@@ -13,6 +13,16 @@
 #                own in var/chaos/seed-N.log.
 #   test-chaos   The short run `make test` includes: one seed, 5 daemon
 #                kills and one postmaster kill.
+#   chaos-failover
+#                Failover: CHAOS_FAILOVER_FLAGS (default 2 daemons on one
+#                database, 20 SIGKILLs of an account's owner or a standby,
+#                5 SIGSTOPs of an owner past its 3 s lease, seed 1); prints
+#                the report as one JSON line (failovers,
+#                longest_ownerless_seconds, session_overlaps) and fails
+#                when the audit fails, an account ran in two sessions at
+#                once, or an account was without an owner longer than
+#                twice the TTL. Logs in var/chaos/failover/ and the
+#                harness's own in var/chaos/failover.log.
 #
 # Both run bin/stashd-standin (make build-standin): stashd linked against
 # the stand-in libtdjson, which serves as the simulator (stashd sim), the
@@ -21,8 +31,9 @@
 CHAOS_SEEDS      ?= 1 2 3 4 5
 CHAOS_FLAGS      ?= --kills 50 --pg-kills 5
 CHAOS_TEST_FLAGS ?= --kills 5 --pg-kills 1 --duration 12s --seed 3
+CHAOS_FAILOVER_FLAGS ?= --instances 2 --kills 20 --pauses 5 --lease-ttl 3s --seed 1
 
-.PHONY: chaos test-chaos
+.PHONY: chaos test-chaos chaos-failover
 
 chaos: build-standin postgres
 	@mkdir -p var/chaos; start=$$(date +%s); \
@@ -39,3 +50,12 @@ chaos: build-standin postgres
 
 test-chaos: build-standin postgres
 	$(STANDIN_BIN) chaos $(CHAOS_TEST_FLAGS) --dir var/chaos/test
+
+# Once accounts have leases, test-chaos gains a short failover run:
+#	$(STANDIN_BIN) chaos --instances 2 --kills 5 --pauses 1 --pg-kills 1 --duration 12s --seed 3 --dir var/chaos/test-failover
+
+chaos-failover: build-standin postgres
+	@mkdir -p var/chaos; \
+	$(STANDIN_BIN) chaos $(CHAOS_FAILOVER_FLAGS) --dir var/chaos/failover --json 2>var/chaos/failover.log >var/chaos/failover.json; \
+	rc=$$?; tail -n 1 var/chaos/failover.json; \
+	if [ $$rc != 0 ]; then echo "chaos-failover: FAILED (var/chaos/failover/, var/chaos/failover.log)"; fi; exit $$rc

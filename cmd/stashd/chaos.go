@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,11 +25,26 @@ transaction is in flight) and the PostgreSQL postmaster --pg-kills times
 (it restarts with crash recovery); whatever dies is restarted, as systemd
 would. When publishing and the kills are done, the run waits for the audit
 to pass: every distinct package catalogued and delivered to every
-destination, none delivered twice, incomplete sets dead letters.
+destination, none delivered twice, incomplete sets dead letters, and no
+account ever run by two sessions at once (the simulator sees every session:
+a request from an older session of an account after a newer one has made
+its own is a session overlap).
+
+Failover: --instances N runs N daemons on the one database and world, each
+with its own data directory (serve-N/, its own TDLib login per account) and
+metrics address (logs in daemon-N.log). Kills then strike an account's
+owner, read from the accounts' leases (lease_owner "host:pid"), but every
+fifth strikes a standby; --pauses SIGSTOPs an owner for 1.5 to 2.5 lease
+TTLs (seeded), then SIGCONTs it. The daemons run with --lease-ttl
+(STASHD_LEASE_TTL). The harness reads the leases every 75 ms and reports
+failovers (an account's owner changing, through no owner or not) and
+longest_ownerless_seconds (the longest time an account had no owner with an
+unexpired lease after its first, by the database's clock); with several
+instances the run also fails when that exceeds twice the TTL.
 
 The last line of stdout is one JSON object with --json; the exit status is 1
 when the audit fails, 2 for bad flags. The logs of every process are in
---dir (daemon.log, sim.log, postgres/postgres.log).
+--dir (daemon.log or daemon-N.log, sim.log, postgres/postgres.log).
 
 The daemon binary needs the stand-in library: make build-standin builds
 bin/stashd-standin (the default --daemon); make chaos runs five seeds.`
@@ -36,7 +52,10 @@ bin/stashd-standin (the default --daemon); make chaos runs five seeds.`
 func runChaos(args []string) int {
 	fs := newFlagSet("chaos", "chaos [flags]", chaosHelp)
 	var o chaos.Options
-	fs.IntVar(&o.Kills, "kills", 50, "how many times to SIGKILL the daemon")
+	fs.IntVar(&o.Kills, "kills", 50, "how many times to SIGKILL a daemon (with --instances > 1: an account's owner, every fifth a standby)")
+	fs.IntVar(&o.Instances, "instances", 1, "how many daemons run on the one database and world")
+	fs.IntVar(&o.Pauses, "pauses", 0, "how many times to SIGSTOP an account's owner for 1.5-2.5 lease TTLs, then SIGCONT it (default 5 with --instances > 1, else 0)")
+	fs.DurationVar(&o.LeaseTTL, "lease-ttl", 0, "account lease TTL of the daemons, STASHD_LEASE_TTL (default 3s with --instances > 1, else the daemon's own)")
 	fs.IntVar(&o.PGKills, "pg-kills", 5, "how many times to SIGKILL the PostgreSQL postmaster")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of the world and of the kill moments (same seed, same run plan)")
 	fs.DurationVar(&o.Duration, "duration", 45*time.Second, "how long the world publishes; kills continue after it until all are done")
@@ -64,6 +83,15 @@ func runChaos(args []string) int {
 		return badFlag("chaos", "--duration %v: at least 1s", o.Duration)
 	case o.Rate <= 0:
 		return badFlag("chaos", "--rate %v: must be positive", o.Rate)
+	case o.Instances < 1:
+		return badFlag("chaos", "--instances %d: at least one", o.Instances)
+	case o.Pauses < 0:
+		return badFlag("chaos", "--pauses %d: not a count", o.Pauses)
+	case o.LeaseTTL < 0 || o.LeaseTTL > 0 && o.LeaseTTL < time.Second:
+		return badFlag("chaos", "--lease-ttl %v: at least 1s", o.LeaseTTL)
+	}
+	if !flagSet(fs, "pauses") && o.Instances > 1 {
+		o.Pauses = 5
 	}
 	if !probabilities("chaos", map[string]float64{"drop-updates": o.DropUpdates}) {
 		return 2
@@ -112,13 +140,20 @@ func runChaos(args []string) int {
 func printChaosReport(r chaos.Report, dir string) {
 	fmt.Printf("chaos seed %d: %d daemon kills (%d mid-download, %d mid-send, %d mid-transaction), %d postmaster kills, %d exits of its own\n",
 		r.Seed, r.Kills, r.KillsMidDownload, r.KillsMidSend, r.KillsMidTransaction, r.PGKills, r.DaemonExits)
-	fmt.Printf("published %d archives, %d unique packages; missing %d, delivered twice %d, dead letters %d\n",
-		r.PublishedArchives, r.UniquePackages, r.Missing, r.DuplicateDeliveries, r.DeadLetters)
+	if r.Instances > 1 || r.Pauses > 0 {
+		fmt.Printf("%d instances, lease TTL %gs: %d kills of an owner, %d pauses; %d failovers, longest without an owner %.1fs\n",
+			r.Instances, r.LeaseTTLSeconds, r.KillsOfOwners, r.Pauses, r.Failovers, r.LongestOwnerlessSeconds)
+	}
+	fmt.Printf("published %d archives, %d unique packages; missing %d, delivered twice %d, dead letters %d, session overlaps %d\n",
+		r.PublishedArchives, r.UniquePackages, r.Missing, r.DuplicateDeliveries, r.DeadLetters, r.SessionOverlaps)
 	for _, n := range r.Audit.MissingNames {
 		fmt.Printf("  missing: %s\n", n)
 	}
 	for _, n := range r.Audit.DuplicateNames {
 		fmt.Printf("  twice: %s\n", n)
+	}
+	for _, n := range r.Audit.SessionOverlapNames {
+		fmt.Printf("  overlap: %s\n", n)
 	}
 	if !r.OK {
 		for _, n := range r.Audit.OtherDeadLetters {
@@ -133,4 +168,11 @@ func printChaosReport(r chaos.Report, dir string) {
 		verdict = "AUDIT FAILED (logs in " + dir + ")"
 	}
 	fmt.Printf("settled %v after %.0fs; %.0fs in all: %s\n", r.Settled, r.SettleSeconds, r.ElapsedSeconds, verdict)
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -53,15 +53,20 @@ signal exits at once.
 
 The world lives as long as the process: a client whose connection drops (a
 killed daemon) and reconnects finds the same chats, messages and files, and
-the sends its previous instance left pending are finished, as TDLib does
-after a restart. A second client on the database directory of a live one
+the sends its previous instance on the same database directory left pending
+are finished, as TDLib does after a restart (another directory's instance of
+the account, another process's login, does not re-send them). A second client on the database directory of a live one
 waits, then fails as TDLib does ("Can't lock file ... already in use").
 
 --audit-addr (default 127.0.0.1:0, loopback only) serves GET /truth: the
 world's ground truth as JSON (every publication with its parts and files,
-every destination's documents, the faults injected), which stashd chaos
-audits the catalogue against; its URL is in the first JSON line
-(audit_url).`
+every destination's documents, the faults injected, and the requests of
+overlapping sessions: a request an older session of an account made after a
+newer session of it had made its own, as when two processes run one
+account at once), which stashd chaos audits the catalogue against; its URL
+is in the first JSON line (audit_url). Each TDLib directory named after an
+account is a login of that account's user, so several processes, each
+with its own directory, are several sessions of one user.`
 
 // simWorld is the first line stashd sim prints.
 type simWorld struct {

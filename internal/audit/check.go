@@ -33,7 +33,8 @@ type partRef struct {
 //     delivered later or is a dead letter with its reason;
 //   - a package published only in sources that lost access (recorded so
 //     in the catalogue) or that protect their content (a dead letter says
-//     so) is explained rather than missing.
+//     so) is explained rather than missing;
+//   - no account ever ran in two sessions at once (Truth.SessionOverlaps).
 //
 // Settled and the run's own figures are left to the caller.
 func Check(ctx context.Context, st *store.Store, t Truth) (Report, error) {
@@ -58,7 +59,11 @@ type checker struct {
 
 func (c *checker) check(ctx context.Context) (Report, error) {
 	unique := c.t.unique()
-	rep := Report{UniquePackages: len(unique), StalledDownloads: c.t.DownloadFaults, Calls: c.t.Calls}
+	rep := Report{UniquePackages: len(unique), StalledDownloads: c.t.DownloadFaults, Calls: c.t.Calls,
+		SessionOverlaps: c.t.SessionOverlaps}
+	for _, o := range c.t.OverlapExamples {
+		rep.SessionOverlapNames = append(rep.SessionOverlapNames, o.String())
+	}
 	dead, err := deadLetterReasons(ctx, c.st)
 	if err != nil {
 		return rep, err

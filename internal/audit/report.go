@@ -75,6 +75,11 @@ type Report struct {
 	// zero without routes.
 	RouteViolations     int      `json:"route_violations"`
 	RouteViolationNames []string `json:"route_violation_names,omitempty"`
+	// SessionOverlaps counts the requests an older session of an account
+	// made once a newer one had made its own (two instances running one
+	// account at once); SessionOverlapNames describes the first few.
+	SessionOverlaps     int      `json:"session_overlaps"`
+	SessionOverlapNames []string `json:"session_overlap_names,omitempty"`
 }
 
 // MarshalJSON adds "ok", the verdict of OK, to the report's fields.
@@ -94,9 +99,10 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // vanished send delivered later or a dead letter, the downloads within their
 // budget; a package of a source that lost access or protects its content
 // may instead be explained by the source's recorded access or its dead
-// letters.
+// letters; and no account ever ran in two sessions at once.
 func (r Report) OK() bool {
 	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
+		r.SessionOverlaps == 0 &&
 		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&

@@ -58,6 +58,12 @@ type Truth struct {
 	DownloadFaults int `json:"download_faults"`
 	// Calls counts Telegram requests by method, over every account.
 	Calls map[string]int `json:"calls,omitempty"`
+	// SessionOverlaps counts the requests an older session of an account
+	// made after a newer session of the same account had made one: two
+	// instances running one account at once. OverlapExamples are the
+	// first few.
+	SessionOverlaps int                    `json:"session_overlaps"`
+	OverlapExamples []tgsim.SessionOverlap `json:"session_overlap_examples,omitempty"`
 }
 
 // Package is one publication: a single archive, a multipart set or an
@@ -193,6 +199,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	t.VanishedCaptions = w.VanishedCaptions()
 	t.DownloadFaults = w.DownloadFaults()
 	t.Calls = w.TotalCalls()
+	t.SessionOverlaps, t.OverlapExamples = w.SessionOverlaps()
 	return t
 }
 

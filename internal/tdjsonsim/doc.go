@@ -33,6 +33,18 @@
 // running, closes the tgsim client and reports authorizationStateClosed, after which the session sends nothing more
 // (go-tdlib crashes on anything that arrives after Closed).
 //
+// Every logged-in session is a tgsim session of its account (a new
+// World.Client), whatever its process: a second database directory named
+// after the same account (another stashd instance's fresh login) is a
+// second session of the same user, so the world sees every instance that
+// runs an account and counts as an overlap a request an older session makes
+// after a newer one has made its own (World.SessionOverlaps), which the
+// ground truth reports. The sends an instance left pending are re-sent
+// only by the next instance on its directory, as TDLib re-sends them from
+// the directory's binlog. Requests TDLib answers itself (getOption,
+// getAuthorizationState, getSupergroup, close) never reach the server and
+// are no overlap.
+//
 // Requests are translated into tgsim calls, so the simulator decides every
 // outcome and counts every call (tgsim's call counts are the requests the
 // Server served, by method). Errors are written as TDLib writes them: the

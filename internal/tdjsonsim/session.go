@@ -257,7 +257,7 @@ func (s *session) setTdlibParameters(r *request) {
 	}
 	s.account = account
 	s.log = s.log.With("account", account)
-	cl, ok := worldClient(s.c.s.world, account)
+	cl, ok := worldClient(s.c.s.world, account, dir)
 	if !ok {
 		s.state = stateWaitPhoneNumber
 		s.c.reply(s.id, r, okObject())
@@ -271,7 +271,9 @@ func (s *session) setTdlibParameters(r *request) {
 	s.c.reply(s.id, r, okObject())
 	s.c.send(s.id, updateAuthorizationState(stateReady))
 	s.c.goHandle(func() { s.forward(cl) })
-	s.log.Debug("TDLib instance ready")
+	// At Info: the simulator's session numbers, which overlaps name, are
+	// traced to their connections here.
+	s.log.Info("TDLib instance ready", "session", cl.Session())
 }
 
 // accountOf names the account of a database directory: the name of the
@@ -288,11 +290,11 @@ func accountOf(databaseDir string) string {
 	return name
 }
 
-// worldClient starts a tgsim client for account, or reports that the
-// world has no such account. tgsim offers no lookup that does not panic on
+// worldClient starts a tgsim client for account on the database directory
+// dir, or reports that the world has no such account. tgsim offers no lookup that does not panic on
 // an unknown name (World.Client, World.Calls), so that one panic is turned
 // back into an answer here; any other panic goes on.
-func worldClient(w *tgsim.World, account string) (cl *tgsim.Client, ok bool) {
+func worldClient(w *tgsim.World, account, dir string) (cl *tgsim.Client, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg, isString := r.(string)
@@ -302,7 +304,7 @@ func worldClient(w *tgsim.World, account string) (cl *tgsim.Client, ok bool) {
 			cl, ok = nil, false
 		}
 	}()
-	return w.Client(account), true
+	return w.ClientIn(account, dir), true
 }
 
 // forward writes the simulated client's updates until the client closes.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,6 +91,7 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 	}
 	var desc struct {
 		Socket   string   `json:"socket"`
+		AuditURL string   `json:"audit_url"`
 		Accounts []string `json:"accounts"`
 		Sources  []struct {
 			Chat    tg.ChatID `json:"chat"`
@@ -149,6 +151,33 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 	// --fail-downloads 1: every download ends as TDLib ends a failed one.
 	c.send(1, "downloadFile", downloadParams(fileID))
 	c.until("failed download", func(o tdObject) bool { return stopped(o, fileID) })
+
+	// A second process logs acct1 in on a directory of its own and makes a
+	// request; then the first makes one: two instances running one account
+	// at once, which the ground truth reports.
+	other := dialWire(t, sock)
+	other.login(1, filepath.Join(dir, "second"), "acct1")
+	other.ok(1, "getMe", nil, "user")
+	c.ok(1, "getMe", nil, "user")
+	resp, err := http.Get(desc.AuditURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth struct {
+		SessionOverlaps int `json:"session_overlaps"`
+		Examples        []struct {
+			Account string `json:"account"`
+			Method  string `json:"method"`
+		} `json:"session_overlap_examples"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&truth)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if truth.SessionOverlaps != 1 || len(truth.Examples) != 1 || truth.Examples[0].Account != "acct1" || truth.Examples[0].Method != "getMe" {
+		t.Errorf("ground truth after an overlap: %+v, want one overlap of acct1's getMe", truth)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

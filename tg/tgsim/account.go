@@ -19,9 +19,12 @@ type account struct {
 	// access (SetWriteAccess).
 	readOnly map[tg.ChatID]bool
 	clients  []*Client // live clients, oldest first
-	calls    map[string]int
-	flood    map[string]floodInjection
-	errs     map[string]errInjection
+	// activeSession is the newest session that has made a request
+	// (sessions.go).
+	activeSession int32
+	calls         map[string]int
+	flood         map[string]floodInjection
+	errs          map[string]errInjection
 	// limit is Telegram's request limit on the account (LimitRequests);
 	// nil: none.
 	limit *requestLimit
@@ -35,7 +38,7 @@ type account struct {
 	missedList []tg.ChatID
 
 	// resend holds the sends a closed client left pending, for the next
-	// client (Config.ResendAfterRestart).
+	// client on its database directory (Config.ResendAfterRestart).
 	resend []*pendingSend
 }
 

@@ -15,6 +15,8 @@ import (
 type Client struct {
 	w       *World
 	account string
+	session int32  // see sessions.go
+	dir     string // database directory (ClientIn)
 
 	out      chan tg.Update
 	done     chan struct{} // closed by Close
@@ -66,6 +68,7 @@ func newClient(w *World, account string, serial int32) *Client {
 	c := &Client{
 		w:          w,
 		account:    account,
+		session:    serial,
 		out:        make(chan tg.Update),
 		done:       make(chan struct{}),
 		pumpDone:   make(chan struct{}),
@@ -146,6 +149,7 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 	}
 	a := w.accounts[c.account]
 	a.calls[method]++
+	w.noteRequest(a, c, method)
 	failure := a.takeFlood(method)
 	if failure == nil {
 		failure = a.admit(method, w.cfg.Now())

@@ -10,7 +10,9 @@
 //
 // A World holds the ground truth: accounts, chats, forum topics, messages and
 // file contents. World.Client starts a fresh "TDLib instance" for an account
-// that implements tg.Client. A Generator publishes a seeded, reproducible
+// that implements tg.Client; the World sees every such session of an account
+// and counts a request an older one makes after a newer one has made its own
+// (World.SessionOverlaps: two stashd instances running one account at once). A Generator publishes a seeded, reproducible
 // stream of archives, multipart sets, albums, duplicates and noise into a
 // World and records what stashd is expected to catalogue (Truth).
 //

@@ -139,7 +139,8 @@ func (w *World) finishSend(ps *pendingSend) {
 }
 
 // deferSend keeps a closed client's pending send for the account's next
-// client, which TDLib re-sends it from.
+// client on the same database directory, which TDLib re-sends it from
+// (its binlog).
 func (w *World) deferSend(ps *pendingSend) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -115,6 +115,8 @@ type World struct {
 	holdSends bool
 	// downloadFaults counts the stalls and failures injected into downloads.
 	downloadFaults int
+	// sessions records requests of overlapping sessions (sessions.go).
+	sessions sessionLog
 }
 
 // SendStats counts the outcomes of the sends the world has settled.
@@ -559,13 +561,21 @@ const (
 // Client starts a fresh TDLib instance for account, like a process start:
 // it has loaded no chats, opened none, and has its own session-local file
 // ids and temporary message ids. Its first updates report the TDLib version
-// and the connection state.
-func (w *World) Client(account string) *Client {
+// and the connection state. It is ClientIn with the account's one database
+// directory.
+func (w *World) Client(account string) *Client { return w.ClientIn(account, "") }
+
+// ClientIn starts a fresh TDLib instance for account on the database
+// directory dir (a login of its own: another process's instance of the
+// same account has another directory), like Client; what a closed
+// instance on dir left pending it re-sends (ResendAfterRestart).
+func (w *World) ClientIn(account, dir string) *Client {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	a := w.mustAccount(account)
 	w.serial++
 	c := newClient(w, a.name, w.serial)
+	c.dir = dir
 	a.clients = append(a.clients, c)
 	c.enqueue(tg.OptionChanged{Name: "version", Value: TDLibVersion})
 	c.enqueue(tg.OptionChanged{Name: "commit_hash", Value: TDLibCommitHash})
@@ -574,11 +584,9 @@ func (w *World) Client(account string) *Client {
 		state = tg.ConnConnecting
 	}
 	c.enqueue(tg.ConnectionStateChanged{State: state})
-	// TDLib re-sends what the previous instance left pending, and reports
-	// it under the temporary ids that instance issued.
-	resend := a.resend
-	a.resend = nil
-	for _, ps := range resend {
+	// TDLib re-sends what the previous instance on its directory left
+	// pending, and reports it under the temporary ids that instance issued.
+	for _, ps := range a.takeResend(dir) {
 		ps.c = c
 		w.sendStats.Resent++
 		w.settleSend(ps)
