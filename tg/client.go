@@ -66,6 +66,13 @@ type Client interface {
 	// query, as the server finds them (getForumTopics, first page of up to
 	// MaxSearchLimit, newest first); the caller compares names itself.
 	SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error)
+	// DeleteMessages deletes messages ids of chat (deleteMessages); with
+	// revoke, for every member (in channels and supergroups always). The
+	// account may delete its own messages, others' only with the right to
+	// delete messages there: otherwise nothing is deleted and the request
+	// fails with 400 "Message can't be deleted". An id TDLib does not know
+	// is skipped. The client receives MessagesDeleted for what it deleted.
+	DeleteMessages(ctx context.Context, chat ChatID, ids []MessageID, revoke bool) error
 	// Close stops the client and closes its update stream.
 	Close() error
 }
@@ -87,6 +94,7 @@ const (
 	MethodSendMessage          = "sendMessage"
 	MethodCreateForumTopic     = "createForumTopic"
 	MethodGetForumTopics       = "getForumTopics"
+	MethodDeleteMessages       = "deleteMessages"
 )
 
 // Methods lists every request method of the port.
@@ -94,5 +102,5 @@ var Methods = []string{
 	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
-	MethodSendMessage, MethodCreateForumTopic, MethodGetForumTopics,
+	MethodSendMessage, MethodCreateForumTopic, MethodGetForumTopics, MethodDeleteMessages,
 }

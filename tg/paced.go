@@ -255,6 +255,11 @@ func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string
 	return do(ctx, p, MethodGetForumTopics, func() ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
 }
 
+// DeleteMessages implements Client.
+func (p *Paced) DeleteMessages(ctx context.Context, chat ChatID, ids []MessageID, revoke bool) error {
+	return do0(ctx, p, MethodDeleteMessages, func() error { return p.Client.DeleteMessages(ctx, chat, ids, revoke) })
+}
+
 // FloodWaitSeconds returns the flood-wait counter of account (for tests and
 // status displays).
 func (m *Metrics) FloodWaitSeconds(account string) prometheus.Counter {

@@ -530,6 +530,15 @@ func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name stri
 	return decodeForumTopicInfo(data)
 }
 
+// DeleteMessages implements tg.Client. TDLib answers ok and reports the
+// deletion as updateDeleteMessages.
+func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {
+	if _, err := c.call(ctx, deleteMessagesRequest(chat, ids, revoke)); err != nil {
+		return fmt.Errorf("delete messages %v of chat %d: %w", ids, chat, err)
+	}
+	return nil
+}
+
 // Close implements tg.Client: it refuses new requests, closes TDLib (which
 // answers the requests still pending with 500 "Request aborted"), waits for
 // authorizationStateClosed and for the pending requests, and closes the

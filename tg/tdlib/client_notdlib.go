@@ -99,5 +99,10 @@ func (*Client) SearchForumTopics(context.Context, tg.ChatID, string) ([]tg.Topic
 	return nil, tg.ErrNoTDLib
 }
 
+// DeleteMessages implements tg.Client.
+func (*Client) DeleteMessages(context.Context, tg.ChatID, []tg.MessageID, bool) error {
+	return tg.ErrNoTDLib
+}
+
 // Close implements tg.Client; there is nothing to close.
 func (*Client) Close() error { return nil }

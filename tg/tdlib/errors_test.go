@@ -25,6 +25,8 @@ func TestDecodeError(t *testing.T) {
 		{fixture: "error_400_cant_access.json", class: tg.ClassPermanent, chatNotFound: true, noAccess: true},
 		{fixture: "error_400_chat_not_found.json", class: tg.ClassPermanent, chatNotFound: true},
 		{fixture: "error_406.json", class: tg.ClassIgnored},
+		// deleteMessages of a message the account may not delete.
+		{fixture: "error_400_message_cant_be_deleted.json", class: tg.ClassPermanent},
 		{fixture: "error_404.json", class: tg.ClassPermanent, msgNotFound: true},
 		{fixture: "error_500_request_aborted.json", class: tg.ClassRetryable},
 	}

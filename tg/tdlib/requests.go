@@ -174,6 +174,21 @@ func getForumTopicsRequest(chat tg.ChatID, query string) request {
 	}}
 }
 
+// deleteMessagesRequest deletes ids of chat; revoke deletes them for every
+// member (channels and supergroups ignore it: a deletion there is always
+// for everyone).
+func deleteMessagesRequest(chat tg.ChatID, ids []tg.MessageID, revoke bool) request {
+	raw := make([]int64, len(ids))
+	for i, id := range ids {
+		raw[i] = int64(id)
+	}
+	return request{tg.MethodDeleteMessages, map[string]any{
+		"chat_id":     int64(chat),
+		"message_ids": raw,
+		"revoke":      revoke,
+	}}
+}
+
 func getOptionRequest(name string) request {
 	return request{"getOption", map[string]any{"name": name}}
 }

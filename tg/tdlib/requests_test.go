@@ -80,6 +80,8 @@ func TestRequests(t *testing.T) {
 			`{"@type":"createForumTopic","chat_id":-1002123456789,"icon":{"@type":"forumTopicIcon","color":7322096,"custom_emoji_id":"0"},"name":"Dragons"}`},
 		{"getForumTopics", getForumTopicsRequest(forum, "Dragons"),
 			`{"@type":"getForumTopics","chat_id":-1002123456789,"limit":100,"offset_date":0,"offset_message_id":0,"offset_message_thread_id":0,"query":"Dragons"}`},
+		{"deleteMessages", deleteMessagesRequest(dest, []tg.MessageID{tg.MessageIDFromServer(7), tg.MessageIDFromServer(9)}, true),
+			`{"@type":"deleteMessages","chat_id":-1001555000111,"message_ids":[7340032,9437184],"revoke":true}`},
 		{"getOption", getOptionRequest("version"),
 			`{"@type":"getOption","name":"version"}`},
 		{"setLogStream stderr", setLogStreamRequest(""),

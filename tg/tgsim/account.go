@@ -18,6 +18,9 @@ type account struct {
 	// readOnly holds chats the account is a member of without write
 	// access (SetWriteAccess).
 	readOnly map[tg.ChatID]bool
+	// canDelete holds chats where the account may delete others'
+	// messages (SetDeleteRights); nil until set.
+	canDelete map[tg.ChatID]bool
 	clients  []*Client // live clients, oldest first
 	// activeSession is the newest session that has made a request
 	// (sessions.go).

@@ -60,6 +60,9 @@ type message struct {
 	caption string
 	text    string
 	doc     *docRef
+	// sender is the account that sent the message (sendMessage); "" for
+	// messages posted by the world (World.Post), which no account sent.
+	sender string
 	// upgradedTo marks the messageChatUpgradeTo service message.
 	upgradedTo tg.ChatID
 }

@@ -177,6 +177,7 @@ func (w *World) settleSend(ps *pendingSend) {
 	w.sendStats.Succeeded++
 	m := w.newMessage(ps.dest)
 	m.caption = ps.caption
+	m.sender = c.account
 	if ps.thread != 0 {
 		m.thread, m.isTopic = ps.thread, true
 	}

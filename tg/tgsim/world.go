@@ -113,6 +113,8 @@ type World struct {
 	sendLog   []SendRecord
 	vanished  []string
 	holdSends bool
+	// deletedIn counts the messages accounts deleted, by chat (Deleted).
+	deletedIn map[tg.ChatID]int
 	// downloadFaults counts the stalls and failures injected into downloads.
 	downloadFaults int
 	// sessions records requests of overlapping sessions (sessions.go).

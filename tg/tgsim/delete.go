@@ -1,0 +1,94 @@
+package tgsim
+
+import (
+	"context"
+	"slices"
+
+	"stashd/tg"
+)
+
+// SetDeleteRights gives account the right to delete other members'
+// messages in chat (an administrator's can_delete_messages), or takes it
+// away. Without it an account deletes only the messages it sent.
+func (w *World) SetDeleteRights(account string, chat tg.ChatID, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.mustAccount(account)
+	w.mustChat(chat)
+	if a.canDelete == nil {
+		a.canDelete = make(map[tg.ChatID]bool)
+	}
+	a.canDelete[chat] = ok
+}
+
+// Deleted returns how many messages of chat accounts deleted with
+// deleteMessages.
+func (w *World) Deleted(chat tg.ChatID) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.deletedIn[chat]
+}
+
+// DeleteMessages implements tg.Client (deleteMessages). Like TDLib, an id
+// that is not a valid message id fails the request with 400 "Invalid
+// message identifier", and a message the account may not delete (another
+// sender's, without SetDeleteRights) fails it with 400 "Message can't be
+// deleted" before anything is deleted; ids of messages that do not exist
+// (deleted already) are skipped. Deleted messages leave the chat's
+// history, search and World.Messages for good, for every member whatever
+// revoke says (the simulator models channels and supergroups, where a
+// deletion is always for everyone). The client, and every client that
+// opened the chat, receives MessagesDeleted for them; members receive
+// updateChatLastMessage when the newest message went. World.Calls counts
+// the request.
+func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {
+	return call0(ctx, c, tg.MethodDeleteMessages, func() error {
+		w := c.w
+		ch, err := c.serverChat(chat)
+		if err != nil {
+			return err
+		}
+		a := w.accounts[c.account]
+		var del []tg.MessageID
+		for _, id := range ids {
+			if id <= 0 {
+				return errBadRequest("Invalid message identifier")
+			}
+			m := ch.find(id)
+			if m == nil || slices.Contains(del, id) {
+				continue
+			}
+			if m.sender != c.account && !a.canDelete[chat] {
+				return errBadRequest("Message can't be deleted")
+			}
+			del = append(del, id)
+		}
+		if len(del) == 0 {
+			return nil
+		}
+		wasLast := false
+		for _, id := range del {
+			i, _ := ch.index(id)
+			wasLast = wasLast || i == len(ch.msgs)-1
+			ch.setDoc(ch.msgs[i], nil)
+			ch.msgs = slices.Delete(ch.msgs, i, i+1)
+		}
+		if w.deletedIn == nil {
+			w.deletedIn = make(map[tg.ChatID]int)
+		}
+		w.deletedIn[chat] += len(del)
+		u := tg.MessagesDeleted{Chat: chat, IDs: del, IsPermanent: true}
+		c.enqueue(u)
+		if !ch.private && !ch.lostAccess {
+			w.eachClient(ch, func(cl *Client) {
+				if cl != c && cl.opened[chat] {
+					cl.enqueue(u)
+				}
+			})
+		}
+		if wasLast {
+			w.lastMessageChanged(ch)
+		}
+		return nil
+	})
+}
