@@ -21,7 +21,7 @@ type account struct {
 	// canDelete holds chats where the account may delete others'
 	// messages (SetDeleteRights); nil until set.
 	canDelete map[tg.ChatID]bool
-	clients  []*Client // live clients, oldest first
+	clients   []*Client // live clients, oldest first
 	// activeSession is the newest session that has made a request
 	// (sessions.go).
 	activeSession int32
