@@ -589,6 +589,24 @@ func (s *session) handle(r *request) (object, error) {
 			return nil, err
 		}
 		return okObject(), nil
+	case tg.MethodDeleteMessages:
+		// Answered ok; the deletion itself arrives as updateDeleteMessages.
+		var p struct {
+			ChatID     tdInt   `json:"chat_id"`
+			MessageIDs []tdInt `json:"message_ids"`
+			Revoke     bool    `json:"revoke"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		ids := make([]tg.MessageID, len(p.MessageIDs))
+		for i, id := range p.MessageIDs {
+			ids[i] = tg.MessageID(id)
+		}
+		if err := cl.DeleteMessages(ctx, tg.ChatID(p.ChatID), ids, p.Revoke); err != nil {
+			return nil, err
+		}
+		return okObject(), nil
 	}
 	return nil, notSimulated(r.Type)
 }
