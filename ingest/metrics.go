@@ -32,6 +32,9 @@ type Metrics struct {
 	budget     *prometheus.GaugeVec
 	failed     *prometheus.CounterVec
 	spreadSent *prometheus.CounterVec
+	// copiesDeleted counts second copies of delivered parts deleted from
+	// destinations.
+	copiesDeleted *prometheus.CounterVec
 }
 
 // Reasons a download failed, as stashd_download_failures_total labels them.
@@ -87,7 +90,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "stashd_deliveries_spread_total",
 		Help: "Parts an account sent for a package another account of the daemon ingested (sends spread over the accounts' budgets), by sending account.",
 	}, []string{"account"})
-	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries, m.spreadSent)
+	m.copiesDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stashd_duplicate_copies_deleted_total",
+		Help: "Second copies of parts already delivered that an account deleted from a destination (a pending send an old TDLib database re-sent after another instance had delivered the part, or copies reconciliation found), by account.",
+	}, []string{"account"})
+	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries, m.spreadSent,
+		m.copiesDeleted)
 	return m
 }
 
@@ -115,6 +123,18 @@ func (m *Metrics) spread(account string, n int) {
 // account ingested (for tests).
 func (m *Metrics) Spread(account string) prometheus.Counter {
 	return m.spreadSent.WithLabelValues(account)
+}
+
+func (m *Metrics) deletedCopies(account string, n int) {
+	if m != nil {
+		m.copiesDeleted.WithLabelValues(account).Add(float64(n))
+	}
+}
+
+// CopiesDeleted returns the counter of second copies account deleted from
+// destinations (for tests).
+func (m *Metrics) CopiesDeleted(account string) prometheus.Counter {
+	return m.copiesDeleted.WithLabelValues(account)
 }
 
 // Deliveries returns the delivery counter of dest and outcome (for tests).

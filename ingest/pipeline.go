@@ -34,6 +34,7 @@ type Store interface {
 	EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (store.Delivery, bool, error)
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) error
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
+	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
@@ -62,6 +63,7 @@ type Telegram interface {
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
 	GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error)
+	DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error
 }
 
 // Config configures a Pipeline.
@@ -199,6 +201,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		for _, r := range []string{DownloadStalled, DownloadStopped, DownloadError} {
 			m.failed.WithLabelValues(cfg.Account, r)
 		}
+		m.copiesDeleted.WithLabelValues(cfg.Account) // exported at 0 from the start
 		dests := cfg.Destinations
 		if cfg.Routes.Routed() {
 			dests = cfg.Routes.AllDestinations()

@@ -148,3 +148,27 @@ func (s *Store) DeliveryCounts(ctx context.Context) (map[DeliveryState]int, erro
 	}
 	return out, rows.Err()
 }
+
+// DeliveryByToken returns the delivery to dest whose intent holds token,
+// and false when there is none. It tells a message carrying the token
+// that lands after its delivery was recorded (a pending send TDLib
+// re-sent) whether it is the recorded copy or a second one.
+func (s *Store) DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (Delivery, bool, error) {
+	d := Delivery{Destination: dest, Token: token}
+	var state string
+	var msg *int64
+	err := s.pool.QueryRow(ctx, `SELECT package_id, part_idx, state, dest_message_id, account, created_at FROM deliveries
+		WHERE token = $1 AND destination_chat_id = $2`, token, int64(dest)).
+		Scan(&d.PackageID, &d.PartIndex, &state, &msg, &d.Account, &d.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, false, nil
+	}
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("read delivery of token %s to %d: %w", token, dest, err)
+	}
+	d.State = DeliveryState(state)
+	if msg != nil {
+		d.DestMessageID = tg.MessageID(*msg)
+	}
+	return d, true, nil
+}

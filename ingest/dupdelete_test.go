@@ -1,0 +1,215 @@
+package ingest_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/store"
+	"stashd/tg"
+	"stashd/tg/tgsim"
+)
+
+// instance is one daemon instance running account "a" on its own TDLib
+// database directory: a session whose unclaimed sends feed a SendRecorder,
+// and whose deletions in the destination are signalled.
+type instance struct {
+	c       *tgsim.Client
+	p       *ingest.Pipeline
+	m       *ingest.Metrics
+	deleted chan tg.MessagesDeleted
+}
+
+func (e *env) instance(dir string, logs *lockedBuffer) *instance {
+	e.t.Helper()
+	in := &instance{deleted: make(chan tg.MessagesDeleted, 16)}
+	unclaimed := make(chan tg.Message, 16)
+	// ClientIn re-sends what a closed client on dir left pending at once;
+	// the session's pump queues the outcome until the recorder reads it.
+	in.c = e.world.ClientIn("a", dir)
+	e.t.Cleanup(func() { _ = in.c.Close() })
+	sess := tg.NewSession(in.c, func(u tg.Update) {
+		switch u := u.(type) {
+		case tg.SendSucceeded:
+			unclaimed <- u.Message
+		case tg.MessagesDeleted:
+			if u.Chat == e.dest {
+				in.deleted <- u
+			}
+		}
+	})
+	if err := in.c.LoadChats(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	in.m = ingest.NewMetrics(prometheus.NewRegistry())
+	in.p = ingest.NewPipeline(ingest.Config{
+		Account: "a", Destinations: []tg.ChatID{e.dest}, RetryBase: time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+	}, e.st, sess, in.m)
+	rec := ingest.NewSendRecorder(in.p, unclaimed)
+	if err := rec.Start(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(rec.Stop)
+	return in
+}
+
+// copiesOf returns the destination's documents carrying uid.
+func (e *env) copiesOf(uid string) []tg.Message {
+	var out []tg.Message
+	for _, m := range e.delivered() {
+		if m.Document.File.UniqueID == uid {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Instance A sends a part and stops before the send lands; instance B,
+// on another database directory, reconciles, finds nothing and sends the
+// part itself. When A runs the account again, its TDLib re-sends the old
+// pending message: that second copy is deleted, and the delivery keeps
+// pointing at B's message, the one left.
+func TestResentCopyOfDeliveredPartIsDeleted(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, ResendAfterRestart: true}, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "twice.tar", Data: archivetest.Tar([]archivetest.File{{Name: "t", Data: []byte("t")}})})
+	uid := posted.Document.File.UniqueID
+	logs := &lockedBuffer{}
+
+	// A: the send stays pending in dir "a" when its process dies.
+	e.world.HoldSends(true)
+	c1 := e.world.ClientIn("a", "a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := tg.NewSession(c1, func(tg.Update) {})
+	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, crashingSession{s1, c1}, nil)
+	if _, err := p1.Handle(e.ctx, e.view(c1, posted)); err == nil {
+		t.Fatal("handle survived the crash")
+	}
+	<-s1.Done()
+	e.world.HoldSends(false)
+
+	// B takes the account over on dir "b": nothing carries the token yet,
+	// so it sends the part and records its message.
+	b := e.instance("b", logs)
+	mustHandle(t, b.p, e.view(b.c, posted), store.OutcomePackage)
+	first := e.copiesOf(uid)
+	if len(first) != 1 {
+		t.Fatalf("destination holds %d copies after B's send, want 1", len(first))
+	}
+	tok := ingest.TokenOf(first[0].Caption)
+	if err := b.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A gets the account back: its TDLib re-sends the pending message.
+	a := e.instance("a", logs)
+	select {
+	case u := <-a.deleted:
+		if len(u.IDs) != 1 || u.IDs[0] == first[0].ID {
+			t.Errorf("deleted %v, want the re-sent copy (not %d)", u.IDs, first[0].ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the re-sent copy was never deleted; destination holds %d copies", len(e.copiesOf(uid)))
+	}
+	if got := e.world.SendStats().Resent; got != 1 {
+		t.Fatalf("%d sends re-sent, want 1", got)
+	}
+	left := e.copiesOf(uid)
+	if len(left) != 1 || left[0].ID != first[0].ID {
+		t.Fatalf("destination holds %v, want only B's message %d", left, first[0].ID)
+	}
+	d, ok, err := e.st.DeliveryByToken(e.ctx, tok, e.dest)
+	if err != nil || !ok || d.State != store.DeliverySent || d.DestMessageID != left[0].ID {
+		t.Fatalf("delivery = %+v, %v, %v; want sent as message %d", d, ok, err, left[0].ID)
+	}
+	if got := testutil.ToFloat64(a.m.CopiesDeleted("a")); got != 1 {
+		t.Errorf("stashd_duplicate_copies_deleted_total = %v, want 1", got)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "second copies of a delivered part deleted") {
+		t.Errorf("no warning about the deleted copy in the log:\n%s", out)
+	}
+}
+
+// sendCopy sends, as account, the document of posted to the destination
+// with caption, on a client of its own, and waits until it has landed.
+func (e *env) sendCopy(account string, posted tg.Message, caption string) tg.Message {
+	e.t.Helper()
+	c := e.world.Client(account)
+	defer c.Close()
+	if err := c.LoadChats(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	s := tg.NewSession(c, func(tg.Update) {})
+	m, err := s.Send(e.ctx, e.dest, e.view(c, posted).Document.File.RemoteID, caption)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// Reconciliation that finds the token twice in the destination keeps the
+// oldest message as the delivery and deletes the other.
+func TestReconcileKeepsOldestOfTwoCopies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "two.tar", Data: archivetest.Tar([]archivetest.File{{Name: "2", Data: []byte("2")}})})
+	uid := posted.Document.File.UniqueID
+	crashMidSend(t, e, posted)
+	first := e.copiesOf(uid)[0]
+	second := e.sendCopy("a", posted, first.Caption)
+
+	p, c, m := e.pipelineWith("a", nil, nil)
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	left := e.copiesOf(uid)
+	if len(left) != 1 || left[0].ID != first.ID {
+		t.Fatalf("destination holds %v, want only the oldest copy %d (not %d)", left, first.ID, second.ID)
+	}
+	d, ok, err := e.st.DeliveryByToken(e.ctx, ingest.TokenOf(first.Caption), e.dest)
+	if err != nil || !ok || d.DestMessageID != first.ID {
+		t.Fatalf("delivery = %+v, %v, %v; want message %d", d, ok, err, first.ID)
+	}
+	calls := e.world.Calls("a")
+	if calls[tg.MethodDeleteMessages] != 1 || calls[tg.MethodSendMessage] != 2 {
+		t.Errorf("deleteMessages %d, sendMessage %d; want 1 and 2 (the crashed send and the copy)", calls[tg.MethodDeleteMessages], calls[tg.MethodSendMessage])
+	}
+	if got := testutil.ToFloat64(m.CopiesDeleted("a")); got != 1 {
+		t.Errorf("stashd_duplicate_copies_deleted_total = %v, want 1", got)
+	}
+}
+
+// A copy the account may not delete (another account sent it, and this
+// one has no right to delete messages there) stays: the delivery is
+// reconciled all the same and the failure is logged as an error.
+func TestCopyThatCannotBeDeletedIsLogged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a", "b")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "stuck.tar", Data: archivetest.Tar([]archivetest.File{{Name: "s", Data: []byte("s")}})})
+	e.world.Join("b", e.src["a"])
+	uid := posted.Document.File.UniqueID
+	crashMidSend(t, e, posted)
+	first := e.copiesOf(uid)[0]
+	e.sendCopy("b", posted, first.Caption)
+
+	logs := &lockedBuffer{}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Logger = slog.New(slog.NewTextHandler(logs, nil)) }, nil)
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	if got := len(e.copiesOf(uid)); got != 2 {
+		t.Errorf("destination holds %d copies, want 2 (the other account's copy cannot be deleted)", got)
+	}
+	d, ok, err := e.st.DeliveryByToken(e.ctx, ingest.TokenOf(first.Caption), e.dest)
+	if err != nil || !ok || d.DestMessageID != first.ID {
+		t.Fatalf("delivery = %+v, %v, %v; want message %d", d, ok, err, first.ID)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "Message can't be deleted") {
+		t.Errorf("no error about the copy left in the log:\n%s", out)
+	}
+}
