@@ -12,7 +12,9 @@ import (
 // to this session that no Send was waiting for: after a restart TDLib
 // finishes the previous session's pending messages by itself. Each is
 // recorded by the token in its caption (Pipeline.RecordSend), so that the
-// intent it fulfils is not sent again.
+// intent it fulfils is not sent again; one whose delivery another instance
+// has recorded meanwhile with a message of its own is a second copy and is
+// deleted from the destination.
 type SendRecorder struct {
 	p   *Pipeline
 	in  <-chan tg.Message

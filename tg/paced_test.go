@@ -110,3 +110,32 @@ func TestLocalRequestsSkipTheBudget(t *testing.T) {
 		}
 	}
 }
+
+// deleteMessages is paced like every server request: a 429 answering it
+// pauses the account.
+func TestDeleteMessagesIsPaced(t *testing.T) {
+	t.Parallel()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	w.AddAccount("a", false)
+	chat := w.AddChat(tg.KindChannel, "c", "a")
+	c := w.Client("a")
+	defer c.Close()
+	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", MaxFloodWaits: 1}, tg.NewMetrics(prometheus.NewRegistry()))
+	ctx := t.Context()
+	if err := p.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tg.LocalMethod(tg.MethodDeleteMessages) {
+		t.Error("deleteMessages taken for a local request")
+	}
+	w.InjectFloodWait("a", tg.MethodDeleteMessages, time.Hour, 1)
+	if err := p.DeleteMessages(ctx, chat, []tg.MessageID{tg.MessageIDFromServer(1)}, true); err == nil {
+		t.Fatal("DeleteMessages survived its flood wait")
+	}
+	if until := p.PausedUntil(); time.Until(until) < 59*time.Minute {
+		t.Errorf("account paused until %v after deleteMessages' 429, want about an hour", until)
+	}
+	if got := w.Calls("a")[tg.MethodDeleteMessages]; got != 1 {
+		t.Errorf("deleteMessages counted %d times, want 1", got)
+	}
+}

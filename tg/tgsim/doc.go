@@ -6,7 +6,8 @@
 // from deletions, searchChatMessages paging (negative offsets, thread filter,
 // short pages), temporary messages resolved by updateMessageSendSucceeded,
 // asynchronous downloads reported through updateFile, per-account remote file
-// ids and session-local file ids, FLOOD_WAIT and CHANNEL_PRIVATE.
+// ids and session-local file ids, deleteMessages (an account's own messages;
+// others' only with delete rights), FLOOD_WAIT and CHANNEL_PRIVATE.
 //
 // A World holds the ground truth: accounts, chats, forum topics, messages and
 // file contents. World.Client starts a fresh "TDLib instance" for an account
