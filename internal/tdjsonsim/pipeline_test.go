@@ -418,3 +418,65 @@ func TestForumTopicThroughStandIn(t *testing.T) {
 		t.Errorf("TDLib schema: %s", v)
 	}
 }
+
+// The adapter deletes a message the account sent (deleteMessages, then
+// updateDeleteMessages decoded as tg.MessagesDeleted) and gets TDLib's
+// 400 "Message can't be deleted" for one another sender posted.
+func TestDeleteMessagesThroughStandIn(t *testing.T) {
+	world := tgsim.NewWorld(tgsim.Config{Seed: 4, FilesDir: t.TempDir()})
+	world.AddAccount("acct1", false)
+	src := world.AddChat(tg.KindChannel, "backups", "acct1")
+	dest := world.AddChat(tg.KindChannel, "mirror", "acct1")
+	posted := world.Post(src, 0, tgsim.Post{FileName: "a.zip", Data: []byte("PK")})
+	dir, srv := serveWorld(t, world)
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deleted := make(chan tg.MessagesDeleted, 4)
+	sess := tg.NewSession(c, func(u tg.Update) {
+		if d, ok := u.(tg.MessagesDeleted); ok && d.Chat == dest {
+			deleted <- d
+		}
+	})
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sess.GetMessage(ctx, src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := sess.Send(ctx, dest, m.Document.File.RemoteID, "a.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var te *tg.Error
+	if err := sess.DeleteMessages(ctx, src, []tg.MessageID{posted.ID}, true); !errors.As(err, &te) || te.Code != 400 || te.Message != "Message can't be deleted" {
+		t.Errorf("DeleteMessages of another sender's message: %v, want 400 Message can't be deleted", err)
+	}
+	if err := sess.DeleteMessages(ctx, dest, []tg.MessageID{sent.ID}, true); err != nil {
+		t.Fatalf("DeleteMessages: %v", err)
+	}
+	select {
+	case d := <-deleted:
+		if len(d.IDs) != 1 || d.IDs[0] != sent.ID || !d.IsPermanent {
+			t.Errorf("MessagesDeleted = %+v, want permanent [%d]", d, sent.ID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no updateDeleteMessages")
+	}
+	if got := world.Messages(dest); len(got) != 0 {
+		t.Errorf("the destination still holds %v", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	<-sess.Done()
+	for _, v := range tdjsonsim.WireViolations(srv) {
+		t.Errorf("TDLib schema: %s", v)
+	}
+}
