@@ -213,3 +213,34 @@ func TestCopyThatCannotBeDeletedIsLogged(t *testing.T) {
 		t.Errorf("no error about the copy left in the log:\n%s", out)
 	}
 }
+
+// A retryable failure of the deletion (a 500) is tried once more; a second
+// one leaves the copy and logs the failure.
+func TestCopyDeletionRetriesOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		failures int
+		left     int
+	}{{1, 1}, {2, 2}} {
+		e := newEnv(t, "a")
+		posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "retry.tar", Data: archivetest.Tar([]archivetest.File{{Name: "r", Data: []byte("r")}})})
+		uid := posted.Document.File.UniqueID
+		crashMidSend(t, e, posted)
+		first := e.copiesOf(uid)[0]
+		e.sendCopy("a", posted, first.Caption)
+		e.world.InjectError("a", tg.MethodDeleteMessages, &tg.Error{Code: 500, Message: "INTERNAL"}, tc.failures)
+
+		logs := &lockedBuffer{}
+		p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Logger = slog.New(slog.NewTextHandler(logs, nil)) }, nil)
+		mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+		if got := len(e.copiesOf(uid)); got != tc.left {
+			t.Errorf("%d failures: destination holds %d copies, want %d", tc.failures, got, tc.left)
+		}
+		if got := e.world.Calls("a")[tg.MethodDeleteMessages]; got != 2 {
+			t.Errorf("%d failures: deleteMessages called %d times, want 2", tc.failures, got)
+		}
+		if failed := strings.Contains(logs.String(), "level=ERROR"); failed != (tc.left > 1) {
+			t.Errorf("%d failures: error logged = %v:\n%s", tc.failures, failed, logs.String())
+		}
+	}
+}
