@@ -113,18 +113,21 @@ func (s *Store) AcquireLease(ctx context.Context, account, owner string, ttl tim
 	return a, true, nil
 }
 
-// RenewLease extends owner's lease of account at epoch to now + ttl, or
-// returns ErrLeaseLost when the lease is no longer owner's at that epoch.
-func (s *Store) RenewLease(ctx context.Context, account, owner string, epoch int64, ttl time.Duration) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE accounts SET lease_until = now() + $4::interval
-		WHERE name = $1 AND lease_owner = $2 AND lease_epoch = $3`, account, owner, epoch, ttl.String())
+// RenewLease extends owner's lease of account at epoch to now + ttl and
+// returns the new expiry, or ErrLeaseLost when the lease is no longer
+// owner's at that epoch.
+func (s *Store) RenewLease(ctx context.Context, account, owner string, epoch int64, ttl time.Duration) (time.Time, error) {
+	var until time.Time
+	err := s.pool.QueryRow(ctx, `UPDATE accounts SET lease_until = now() + $4::interval
+		WHERE name = $1 AND lease_owner = $2 AND lease_epoch = $3 RETURNING lease_until`,
+		account, owner, epoch, ttl.String()).Scan(&until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("renew lease of %s at epoch %d: %w", account, epoch, ErrLeaseLost)
+	}
 	if err != nil {
-		return fmt.Errorf("renew lease of %s: %w", account, err)
+		return time.Time{}, fmt.Errorf("renew lease of %s: %w", account, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("renew lease of %s at epoch %d: %w", account, epoch, ErrLeaseLost)
-	}
-	return nil
+	return until, nil
 }
 
 // ReleaseLease gives up owner's lease of account at epoch (owner NULL,

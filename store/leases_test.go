@@ -30,11 +30,11 @@ func TestLeaseAcquireRenewRelease(t *testing.T) {
 	if err != nil || !ok || again.Epoch != 2 || again.PrevOwner != "a" {
 		t.Fatalf("a taking its own lease back = %+v, %v, %v; want epoch 2", again, ok, err)
 	}
-	if err := st.RenewLease(ctx, "acc", "a", 1, time.Minute); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := st.RenewLease(ctx, "acc", "a", 1, time.Minute); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("renewal at the old epoch: %v, want ErrLeaseLost", err)
 	}
-	if err := st.RenewLease(ctx, "acc", "a", 2, time.Minute); err != nil {
-		t.Fatal(err)
+	if until, err := st.RenewLease(ctx, "acc", "a", 2, time.Minute); err != nil || time.Until(until) < 50*time.Second {
+		t.Fatalf("renewal = %v, %v; want about a minute from now", until, err)
 	}
 	dead, ok, err := st.AcquireLease(ctx, "acc", "b", time.Minute, "a")
 	if err != nil || !ok || dead.Epoch != 3 || dead.PrevOwner != "a" {
