@@ -147,6 +147,10 @@ type Daemon struct {
 	leasers  []*leaser
 	closing  bool // Shutdown or Kill began: no account starts any more
 
+	// beforeLostStop, when set (tests), runs between an account's lease
+	// loss and its stop.
+	beforeLostStop func(account string)
+
 	// noWrite records, per account, the destinations it was refused
 	// write access to in this run; deliveries there go to another account.
 	writeMu sync.Mutex

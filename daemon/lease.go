@@ -422,6 +422,9 @@ func (l *leaser) start(h *holding) error {
 // no drain, nothing written; what was in flight is found again by whoever
 // holds the lease now.
 func (l *leaser) stopLost(h *holding) {
+	if f := l.d.beforeLostStop; f != nil {
+		f(l.a.Name)
+	}
 	if r := h.run; r != nil {
 		l.d.mu.Lock()
 		for i, x := range l.d.accounts {
