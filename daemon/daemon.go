@@ -145,7 +145,8 @@ type Daemon struct {
 	mu       sync.Mutex
 	accounts []*accountRun // running, under a held lease
 	leasers  []*leaser
-	closing  bool // Shutdown or Kill began: no account starts any more
+	closing  bool        // Shutdown or Kill began: no account starts any more
+	running  atomic.Bool // Run has started the loops
 
 	// beforeLostStop, when set (tests), runs between an account's lease
 	// loss and its stop.
@@ -298,6 +299,7 @@ func (d *Daemon) Run() error {
 	for _, l := range leasers {
 		l.run()
 	}
+	d.running.Store(true)
 	return nil
 }
 
@@ -895,6 +897,9 @@ func (d *Daemon) Health(ctx context.Context) error {
 // of) is connected to Telegram (readiness for traffic, as /readyz shows
 // it), on top of Health. A standby instance that runs no account is ready.
 func (d *Daemon) Ready(ctx context.Context) error {
+	if !d.running.Load() {
+		return errors.New("starting")
+	}
 	if err := d.Health(ctx); err != nil {
 		return err
 	}
