@@ -178,3 +178,35 @@ func TestFencedWritesRefuseAStaleEpoch(t *testing.T) {
 		t.Errorf("current epoch refused %d times", currentF.refused)
 	}
 }
+
+// Status shows each account's lease: owner, epoch and expiry while held;
+// no owner, and for how long, once it lapsed.
+func TestStatusShowsLeases(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	if _, _, err := st.AcquireLease(ctx, "acc", "host:1", time.Minute, ""); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := st.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Accounts) != 1 {
+		t.Fatalf("accounts %+v", rep.Accounts)
+	}
+	a := rep.Accounts[0]
+	if a.Owner != "host:1" || a.Epoch != 1 || a.LeaseUntil == nil || time.Until(*a.LeaseUntil) < 50*time.Second || a.OwnerlessSeconds != 0 {
+		t.Errorf("held lease in status = %+v", a)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '12 seconds'`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = st.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rep.Accounts[0]; a.Owner != "" || a.Epoch != 1 || a.OwnerlessSeconds < 12 || a.OwnerlessSeconds > 60 {
+		t.Errorf("lapsed lease in status = %+v; want no owner for about 12s", a)
+	}
+}
