@@ -200,7 +200,7 @@ func (l *leaser) tryAcquire(ctx context.Context) (*holding, error) {
 	if a.PrevOwner != "" && a.PrevOwner != me {
 		l.d.leaseM.failovers.WithLabelValues(l.a.Name).Inc()
 		l.log.Warn("took the account over from an instance that did not release it", "previous_owner", a.PrevOwner,
-			"lapsed", a.PrevUntil, "epoch", a.Epoch)
+			"previous_lease_until", a.PrevUntil, "epoch", a.Epoch)
 	} else {
 		l.log.Info("account lease taken", "epoch", a.Epoch)
 	}

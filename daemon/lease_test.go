@@ -73,11 +73,9 @@ func (p *pausable) until() time.Time {
 	return p.lastUntil
 }
 
-// events collects lease events of every instance, by instance.
+// events passes on the lease events of every instance, by instance.
 type events struct {
-	mu  sync.Mutex
-	all []instanceEvent
-	ch  chan instanceEvent
+	ch chan instanceEvent
 }
 
 type instanceEvent struct {
@@ -89,11 +87,7 @@ func newEvents() *events { return &events{ch: make(chan instanceEvent, 64)} }
 
 func (e *events) hook(instance string) func(daemon.LeaseEvent) {
 	return func(ev daemon.LeaseEvent) {
-		ie := instanceEvent{instance, ev}
-		e.mu.Lock()
-		e.all = append(e.all, ie)
-		e.mu.Unlock()
-		e.ch <- ie
+		e.ch <- instanceEvent{instance, ev}
 	}
 }
 
