@@ -196,9 +196,12 @@ func (l *leaser) tryAcquire(ctx context.Context) (*holding, error) {
 	l.setCurrent(h)
 	go l.keep(h)
 	l.d.leaseM.owned.WithLabelValues(l.a.Name).Set(1)
-	l.d.leaseEvent("acquired", l.a.Name, a.Epoch)
-	if a.PrevOwner != "" && a.PrevOwner != me {
+	failover := a.PrevOwner != "" && a.PrevOwner != me
+	if failover {
 		l.d.leaseM.failovers.WithLabelValues(l.a.Name).Inc()
+	}
+	l.d.leaseEvent("acquired", l.a.Name, a.Epoch)
+	if failover {
 		l.log.Warn("took the account over from an instance that did not release it", "previous_owner", a.PrevOwner,
 			"previous_lease_until", a.PrevUntil, "epoch", a.Epoch)
 	} else {
@@ -436,6 +439,7 @@ func (l *leaser) stopLost(h *holding) {
 		l.d.mu.Unlock()
 		r.halt(false)
 	}
+	l.d.leaseM.owned.WithLabelValues(l.a.Name).Set(0)
 	l.d.leaseEvent("stopped", l.a.Name, h.epoch)
 	l.end(h, false)
 }
