@@ -320,11 +320,14 @@ func (l *leaser) loop(h *holding) {
 				return
 			}
 			if err := l.start(h); err != nil {
+				select {
+				case <-l.quit: // the start was cut short by Shutdown or Kill
+					l.end(h, l.release.Load())
+					return
+				default:
+				}
 				l.end(h, true)
 				h = nil
-				if errors.Is(err, errClosing) {
-					return
-				}
 				wait := b.NextBackOff()
 				l.log.Error("account failed to start; lease released, retrying", "err", err, "in", wait)
 				if !l.sleep(wait) {
