@@ -297,6 +297,9 @@ func (d *Daemon) Run() error {
 		r.log.Info("account started", "sources", r.sources)
 	}
 	for _, l := range leasers {
+		if h := l.current(); h != nil && h.run != nil {
+			d.leaseEvent("started", l.a.Name, h.epoch)
+		}
 		l.run()
 	}
 	d.running.Store(true)

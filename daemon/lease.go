@@ -64,8 +64,9 @@ func newLeaseMetrics(reg prometheus.Registerer) *leaseMetrics {
 // LeaseEvent is a step of an account's lease, for tests and harnesses that
 // check the ordering of ownership (Config.OnLease).
 type LeaseEvent struct {
-	// Kind is "acquired", "stopped" (the account's Telegram client is
-	// closed after the lease was lost) or "released".
+	// Kind is "acquired", "started" (the account's loops run under the
+	// lease), "stopped" (the account's Telegram client is closed after the
+	// lease was lost) or "released".
 	Kind    string
 	Account string
 	Epoch   int64
@@ -421,6 +422,7 @@ func (l *leaser) start(h *holding) error {
 	l.d.accounts = append(l.d.accounts, r)
 	l.d.mu.Unlock()
 	r.log.Info("account started", "sources", r.sources, "epoch", h.epoch)
+	l.d.leaseEvent("started", l.a.Name, h.epoch)
 	return nil
 }
 

@@ -322,3 +322,56 @@ func TestLeaseGateBlocksRequestsAfterTheDeadline(t *testing.T) {
 		}
 	})
 }
+
+// An account that fails to start after a takeover is not left half-run:
+// its lease is released (a standby may take it) and the start is retried
+// with backoff, at the next epoch.
+func TestFailedTakeoverReleasesTheLeaseAndRetries(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
+	world.AddAccount("acc", false)
+	src := world.AddChat(tg.KindChannel, "news", "acc")
+	dest := world.AddChat(tg.KindChannel, "mirror", "acc")
+	ev := newEvents()
+	a := startInstance(t, "a", st, world, src, dest, 3*time.Second, ev)
+	first := ev.wait(t, "a", "acquired")
+
+	var dials atomic.Int32
+	b := daemon.New(daemon.Config{
+		Accounts: []daemon.Account{{Name: "acc", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest},
+		Workers: 1, Instance: "b", LeaseTTL: 3 * time.Second, OnLease: ev.hook("b"),
+	}, st, func(context.Context, string) (tg.Client, error) {
+		if dials.Add(1) == 1 {
+			return nil, errors.New("telegram unreachable")
+		}
+		return world.Client("acc"), nil
+	})
+	if err := b.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Run(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown(context.Background())
+
+	a.d.Shutdown(ctx) // releases the lease
+	for i, want := range []struct {
+		kind  string
+		epoch int64
+	}{{"acquired", first.Epoch + 1}, {"released", first.Epoch + 1}, {"acquired", first.Epoch + 2}, {"started", first.Epoch + 2}} {
+		if got := ev.wait(t, "b", want.kind); got.Epoch != want.epoch {
+			t.Errorf("b's lease step %d: %s at epoch %d, want %d", i, want.kind, got.Epoch, want.epoch)
+		}
+	}
+	if got := dials.Load(); got != 2 {
+		t.Errorf("b dialled %d times, want 2 (one failure, one retry)", got)
+	}
+	if p := daemon.AccountPaced(b, "acc"); p == nil {
+		t.Error("b does not run the account after the retry")
+	}
+}
