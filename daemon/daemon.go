@@ -497,6 +497,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	// by Shutdown after the drain (or at once when the lease is lost).
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.ctx, r.cancel = actx, cancel
+	h.cancelOnLoss(cancel)
 	fail := func(err error) (*accountRun, error) {
 		cancel()
 		_ = client.Close()

@@ -86,8 +86,10 @@ type holding struct {
 
 	loseOnce sync.Once
 	lostCh   chan struct{} // closed when the lease is lost
-	stop     chan struct{} // closed to end the renewals (release or shutdown)
-	kept     chan struct{} // closed when the renewals ended
+	mu       sync.Mutex
+	cancel   context.CancelFunc // the account run's, cancelled on loss
+	stop     chan struct{}      // closed to end the renewals (release or shutdown)
+	kept     chan struct{}      // closed when the renewals ended
 	run      *accountRun
 }
 
@@ -113,8 +115,31 @@ func (h *holding) gate() error {
 
 func (h *holding) deadlineAt() time.Time { return h.base.Add(time.Duration(h.deadline.Load())) }
 
-// lose marks the lease lost (idempotent).
-func (h *holding) lose() { h.loseOnce.Do(func() { close(h.lostCh) }) }
+// lose marks the lease lost and cancels the account's work in flight at
+// once, before the lease loop stops the account: a worker does not retry,
+// and records no dead letter for, what failed because the lease is gone
+// (idempotent).
+func (h *holding) lose() {
+	h.loseOnce.Do(func() {
+		close(h.lostCh)
+		h.mu.Lock()
+		cancel := h.cancel
+		h.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	})
+}
+
+// cancelOnLoss makes lose cancel the account run's context.
+func (h *holding) cancelOnLoss(cancel context.CancelFunc) {
+	h.mu.Lock()
+	h.cancel = cancel
+	h.mu.Unlock()
+	if h.lost() {
+		cancel()
+	}
+}
 
 func (h *holding) lost() bool {
 	select {
