@@ -2,11 +2,6 @@ package daemon
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
-
-	"stashd/internal/proc"
 )
 
 // releaseDeadClaims releases the source claims of earlier stashd processes
@@ -16,18 +11,12 @@ import (
 // "host:pid" (Config.Instance); an owner on another host, or a pid that is
 // alive, is left alone: its claims expire as usual.
 func (d *Daemon) releaseDeadClaims(ctx context.Context) error {
-	host, _ := os.Hostname()
 	owners, err := d.store.ClaimOwners(ctx)
 	if err != nil {
 		return err
 	}
 	for _, owner := range owners {
-		h, p, ok := strings.Cut(owner, ":")
-		if !ok || h != host || owner == d.cfg.Instance {
-			continue
-		}
-		pid, err := strconv.Atoi(p)
-		if err != nil || pid <= 0 || proc.Alive(pid) {
+		if owner == d.cfg.Instance || !deadLocalOwner(owner) {
 			continue
 		}
 		n, err := d.store.ReleaseClaims(ctx, owner)

@@ -107,8 +107,19 @@ type Config struct {
 	// tg.DefaultSendTimeout (5 min). A send past it is reconciled by token
 	// before it is sent again.
 	SendTimeout time.Duration
-	// Instance names this process in source claims; "" means host:pid.
+	// Instance names this process in source claims and account leases; ""
+	// means host:pid. Two daemons sharing a database must have different
+	// names; a restart under the same name takes its leases back at once.
 	Instance string
+	// LeaseTTL is how long an account lease lasts without renewal; zero
+	// means DefaultLeaseTTL (30 s). It is renewed every LeaseTTL/3, and an
+	// instance that could not renew stops the account LeaseTTL/6 before
+	// the lease lapses. A standby instance takes a lapsed lease over within
+	// LeaseTTL/3.
+	LeaseTTL time.Duration
+	// OnLease, when set, is told every step of every account's lease (in
+	// the goroutine that took it; it must not block).
+	OnLease func(LeaseEvent)
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Registry receives every metric; nil means a private registry.
@@ -122,18 +133,27 @@ type Daemon struct {
 	dial  Dialer
 	log   *slog.Logger
 
-	tgm   *tg.Metrics
-	lm    *listener.Metrics
-	im    *ingest.Metrics
-	cm    *catchup.Metrics
-	rm    *rescan.Metrics
-	retm  *ingest.RetryMetrics
-	sbm   *tg.SendBudgetMetrics
-	wm    *ingest.WindowMetrics
-	fatal chan error
+	tgm    *tg.Metrics
+	lm     *listener.Metrics
+	im     *ingest.Metrics
+	cm     *catchup.Metrics
+	rm     *rescan.Metrics
+	retm   *ingest.RetryMetrics
+	sbm    *tg.SendBudgetMetrics
+	wm     *ingest.WindowMetrics
+	leaseM *leaseMetrics
+	leases leaseStore
+	fatal  chan error
 
 	mu       sync.Mutex
-	accounts []*accountRun
+	accounts []*accountRun // running, under a held lease
+	leasers  []*leaser
+	closing  bool        // Shutdown or Kill began: no account starts any more
+	running  atomic.Bool // Run has started the loops
+
+	// beforeLostStop, when set (tests), runs between an account's lease
+	// loss and its stop.
+	beforeLostStop func(account string)
 
 	// noWrite records, per account, the destinations it was refused
 	// write access to in this run; deliveries there go to another account.
@@ -147,6 +167,7 @@ type Daemon struct {
 // New returns a daemon over st; nothing starts until Start.
 func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, 20*time.Second)
+	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
 	if cfg.Instance == "" {
 		host, _ := os.Hostname()
 		cfg.Instance = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -164,6 +185,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
 		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
 		sbm: tg.NewSendBudgetMetrics(reg), wm: ingest.NewWindowMetrics(reg),
+		leaseM: newLeaseMetrics(reg), leases: st,
 		fatal: make(chan error, len(cfg.Accounts)+1),
 	}
 	d.spread = newSpreader(d)
@@ -182,10 +204,12 @@ func (d *Daemon) Start(ctx context.Context) error {
 	return d.Run()
 }
 
-// Prepare connects every account, registers and opens its sources and
-// builds its components, without starting any loop: every Telegram call
-// the daemon makes after Prepare is made by a loop. On error, what was
-// prepared is shut down again.
+// Prepare takes the lease of every account that no other live instance
+// holds, and connects each of those accounts, registers and opens its
+// sources and builds its components, without starting any loop: every
+// Telegram call the daemon makes after Prepare is made by a loop. An
+// account another instance holds stands by: Run starts trying for its
+// lease. On error, what was prepared is shut down again (leases released).
 func (d *Daemon) Prepare(ctx context.Context) error {
 	if len(d.cfg.Accounts) == 0 {
 		return ErrNoAccounts
@@ -194,11 +218,26 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 		return err
 	}
 	for _, a := range d.cfg.Accounts {
-		run, err := d.startAccount(ctx, a)
+		l := d.newLeaser(a)
+		d.mu.Lock()
+		d.leasers = append(d.leasers, l)
+		d.mu.Unlock()
+		h, err := l.tryAcquire(ctx)
+		if err != nil {
+			d.Shutdown(context.Background())
+			return fmt.Errorf("acquire the lease of account %s: %w", a.Name, err)
+		}
+		if h == nil {
+			lease, _ := d.leases.Lease(ctx, a.Name)
+			l.log.Info("account held by another instance; standing by", "owner", lease.Owner, "epoch", lease.Epoch)
+			continue
+		}
+		run, err := d.startAccount(ctx, a, h)
 		if err != nil {
 			d.Shutdown(context.Background())
 			return fmt.Errorf("start account %s: %w", a.Name, err)
 		}
+		h.run = run
 		d.mu.Lock()
 		d.accounts = append(d.accounts, run)
 		d.mu.Unlock()
@@ -251,10 +290,12 @@ func (d *Daemon) checkRoutes(ctx context.Context) error {
 	return nil
 }
 
-// Run starts the loops of every prepared account.
+// Run starts the loops of every prepared account, and every account's
+// lease loop: it renews the leases Prepare took and tries for the others.
 func (d *Daemon) Run() error {
 	d.mu.Lock()
 	runs := d.accounts
+	leasers := d.leasers
 	d.mu.Unlock()
 	for _, r := range runs {
 		if err := r.startLoops(d.fatal); err != nil {
@@ -263,6 +304,13 @@ func (d *Daemon) Run() error {
 		}
 		r.log.Info("account started", "sources", r.sources)
 	}
+	for _, l := range leasers {
+		if h := l.current(); h != nil && h.run != nil {
+			d.leaseEvent("started", l.a.Name, h.epoch)
+		}
+		l.run()
+	}
+	d.running.Store(true)
 	return nil
 }
 
@@ -292,10 +340,22 @@ func (d *Daemon) CatchupCycles() []<-chan struct{} {
 //     that finished during the drain.
 //  5. Close the Telegram client, last, because sends in flight during the
 //     drain need its updates.
+//  6. Release the account leases, once the accounts stopped, so a standby
+//     instance takes them at once. Until then they are renewed: a slow
+//     drain does not let them lapse, and standby instances acquire
+//     nothing from the start of the shutdown.
+//
+// An account whose lease is lost during the drain is stopped at once, as
+// Kill would.
 //
 // The store is the caller's to close after Shutdown.
 func (d *Daemon) Shutdown(ctx context.Context) {
+	d.stopLeasers(true, func() { d.stopAccounts(ctx) })
+}
+
+func (d *Daemon) stopAccounts(ctx context.Context) {
 	d.mu.Lock()
+	d.closing = true
 	runs := d.accounts
 	d.accounts = nil
 	d.mu.Unlock()
@@ -314,33 +374,54 @@ func (d *Daemon) Shutdown(ctx context.Context) {
 	}
 	wg.Wait()
 	for _, r := range runs {
-		r.follow.Stop() // it adds sources to catch-up and rescan
-		r.catch.Stop()
-		r.resc.Stop()
-		r.retry.Stop()
-		r.backfill.Stop()
-		r.windows.Stop()
-		r.sweep.Stop()
-		r.cancel()
-		r.rec.Stop()
-		r.lst.Stop()
-		if err := r.client.Close(); err != nil {
-			r.log.Warn("close telegram client", "err", err)
-		}
-		<-r.sess.Done()
+		r.halt(true)
 	}
 }
 
 // Kill stops the daemon the way a crash would: work in flight is cancelled
-// mid-step, nothing is drained and no final state is written. Recovery from
-// this is what start-up, catch-up and delivery reconciliation are for.
+// mid-step, nothing is drained and no final state is written, and the
+// leases are not released (they lapse, or this instance's next start takes
+// them back). Recovery from this is what start-up, catch-up and delivery
+// reconciliation are for.
 func (d *Daemon) Kill() {
-	d.mu.Lock()
-	runs := d.accounts
-	d.accounts = nil
-	d.mu.Unlock()
-	for _, r := range runs {
+	d.stopLeasers(false, func() {
+		d.mu.Lock()
+		d.closing = true
+		runs := d.accounts
+		d.accounts = nil
+		d.mu.Unlock()
+		for _, r := range runs {
+			r.halt(false)
+		}
+	})
+}
+
+// halt stops the account's components after the drain (graceful, steps 3
+// to 5 of Shutdown) or the way a crash would (cancel, close the Telegram
+// client, stop the loops; nothing drained or written). Only the first call
+// acts; a concurrent one waits for it.
+func (r *accountRun) halt(graceful bool) {
+	r.haltOnce.Do(func() {
+		if graceful {
+			r.follow.Stop() // it adds sources to catch-up and rescan
+			r.catch.Stop()
+			r.resc.Stop()
+			r.retry.Stop()
+			r.backfill.Stop()
+			r.windows.Stop()
+			r.sweep.Stop()
+			r.cancel()
+			r.rec.Stop()
+			r.lst.Stop()
+			if err := r.client.Close(); err != nil {
+				r.log.Warn("close telegram client", "err", err)
+			}
+			<-r.sess.Done()
+			return
+		}
+		// The client first: from here on the account makes no request.
 		r.cancel()
+		_ = r.client.Close()
 		r.pool.Stop()
 		r.follow.Stop()
 		r.catch.Stop()
@@ -351,9 +432,8 @@ func (d *Daemon) Kill() {
 		r.sweep.Stop()
 		r.rec.Stop()
 		r.lst.Kill()
-		_ = r.client.Close()
 		<-r.sess.Done()
-	}
+	})
 }
 
 // unclaimedSends bounds the send outcomes of earlier sessions waiting for
@@ -383,6 +463,7 @@ type accountRun struct {
 	sources  int
 	account  Account // with named sources resolved
 	routes   *route.Table
+	haltOnce sync.Once
 }
 
 func (r *accountRun) startLoops(fatal chan<- error) error {
@@ -396,31 +477,42 @@ func (r *accountRun) startLoops(fatal chan<- error) error {
 	go func() {
 		select {
 		case err := <-r.pool.Fatal():
-			fatal <- err
+			select {
+			case fatal <- err:
+			case <-r.ctx.Done():
+			}
 		case <-r.ctx.Done():
 		}
 	}()
 	return nil
 }
 
-func (d *Daemon) startAccount(ctx context.Context, a Account) (*accountRun, error) {
+// startAccount starts account a under the lease tenure h: every fenced
+// write it makes carries h's epoch (and a refusal loses the lease), and
+// every Telegram request is gated on h.
+func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*accountRun, error) {
 	log := d.log.With("account", a.Name)
+	ctx = store.WithFence(ctx, a.Name, h.epoch, h.lose)
+	if err := h.gate(); err != nil {
+		return nil, err
+	}
 	client, err := d.dial(ctx, a.Name)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	r := &accountRun{name: a.Name, log: log, client: client, sources: len(a.Sources)}
 	// Every component of the account runs under its own context, cancelled
-	// by Shutdown after the drain.
+	// by Shutdown after the drain (or at once when the lease is lost).
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.ctx, r.cancel = actx, cancel
+	h.cancelOnLoss(cancel)
 	fail := func(err error) (*accountRun, error) {
 		cancel()
 		_ = client.Close()
 		return nil, err
 	}
 
-	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate}, d.tgm)
+	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate, Gate: h.gate}, d.tgm)
 	// Set below, while the session's pump may already be reporting a
 	// reconnect: published atomically so the pump sees a whole Rescan.
 	var resc atomic.Pointer[rescan.Rescan]
@@ -799,16 +891,15 @@ func (d *Daemon) Status() []Status {
 	return out
 }
 
-// Health reports whether the daemon can do its work: every account has a
-// live update pump and at least one live ingest worker, and the store
-// answers. The systemd watchdog is fed only while it returns nil.
+// Health reports whether the daemon can do its work: every account it runs
+// has a live update pump and at least one live ingest worker, and the store
+// answers. An instance standing by (every account's lease held by another
+// instance) is healthy. The systemd watchdog is fed only while it returns
+// nil.
 func (d *Daemon) Health(ctx context.Context) error {
 	d.mu.Lock()
 	runs := d.accounts
 	d.mu.Unlock()
-	if len(runs) == 0 {
-		return errors.New("no account running")
-	}
 	for _, r := range runs {
 		select {
 		case <-r.sess.Done():
@@ -825,9 +916,13 @@ func (d *Daemon) Health(ctx context.Context) error {
 	return nil
 }
 
-// Ready reports whether every account is connected to Telegram (readiness
-// for traffic, as /readyz shows it), on top of Health.
+// Ready reports whether every account this instance runs (holds the lease
+// of) is connected to Telegram (readiness for traffic, as /readyz shows
+// it), on top of Health. A standby instance that runs no account is ready.
 func (d *Daemon) Ready(ctx context.Context) error {
+	if !d.running.Load() {
+		return errors.New("starting")
+	}
 	if err := d.Health(ctx); err != nil {
 		return err
 	}

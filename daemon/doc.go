@@ -5,6 +5,12 @@
 // `stashd serve` and `stashd demo` both run a Daemon; they differ only in
 // the Telegram client they hand it (TDLib or the simulator).
 //
+// It also owns the account leases (lease.go): an account runs only in the
+// instance holding its lease, every fenced write of the account carries
+// the lease's epoch (store.WithFence) and every Telegram request is gated
+// on it, so that several instances may share one database.
+//
 // daemon holds no domain logic of its own and must not talk to Telegram or
-// the store except to register accounts and sources at start-up.
+// the store except to register accounts and sources at start-up and to
+// take, renew and release leases.
 package daemon

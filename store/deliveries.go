@@ -51,15 +51,17 @@ func newToken() string {
 
 // EnsureIntent returns the delivery row for (package, destination, part),
 // writing an intent with a fresh token if there is none, and reports whether
-// it wrote it. It never resets an existing row: a later caller sees the first
+// it wrote it. Under a fence (WithFence) it is refused with ErrStaleEpoch
+// once the account's lease moved on. It never resets an existing row: a later caller sees the first
 // one's token and state, and an intent it did not write may already have
 // been sent (the sender crashed before recording it).
 func (s *Store) EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (Delivery, bool, error) {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING`,
-		pkg, int64(dest), part, newToken(), account)
+	fa, fe := fenceArgs(ctx)
+	tag, err := s.pool.Exec(ctx, `INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account, fence_account, fence_epoch)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING`,
+		pkg, int64(dest), part, newToken(), account, fa, fe)
 	if err != nil {
-		return Delivery{}, false, fmt.Errorf("write delivery intent: %w", err)
+		return Delivery{}, false, fmt.Errorf("write delivery intent: %w", fenced(ctx, err))
 	}
 	d, err := s.getDelivery(ctx, pkg, dest, part)
 	return d, tag.RowsAffected() == 1, err
@@ -87,13 +89,16 @@ func (s *Store) getDelivery(ctx context.Context, pkg int64, dest tg.ChatID, part
 
 // MarkSent records the destination message of a delivery. It is the first
 // write after Telegram confirms a send, so a crash right after leaves no
-// doubt about whether the part is in the destination.
+// doubt about whether the part is in the destination. Under a fence
+// (WithFence) it is refused with ErrStaleEpoch once the lease moved on.
 func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) error {
-	_, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = ''
+	fa, fe := fenceArgs(ctx)
+	_, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = '',
+			fence_account = $5, fence_epoch = $6
 		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'`,
-		d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsg))
+		d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsg), fa, fe)
 	if err != nil {
-		return fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, err)
+		return fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, fenced(ctx, err))
 	}
 	return nil
 }
@@ -104,11 +109,13 @@ func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) 
 // (TDLib re-sends pending messages after a restart) and carries only the
 // caption to tell which delivery it is.
 func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $3, sent_at = now(), error = ''
+	fa, fe := fenceArgs(ctx)
+	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $3, sent_at = now(), error = '',
+			fence_account = $4, fence_epoch = $5
 		WHERE token = $1 AND destination_chat_id = $2 AND state <> 'sent'`,
-		token, int64(dest), int64(destMsg))
+		token, int64(dest), int64(destMsg), fa, fe)
 	if err != nil {
-		return false, fmt.Errorf("record delivery of token %s to %d: %w", token, dest, err)
+		return false, fmt.Errorf("record delivery of token %s to %d: %w", token, dest, fenced(ctx, err))
 	}
 	return tag.RowsAffected() == 1, nil
 }

@@ -1,7 +1,8 @@
 // Package store is stashd's durable state in PostgreSQL (pgx/v5): sources and
 // their watermarks, the package catalogue, deliveries, dead letters, and the
 // advisory locks that keep workers, accounts and daemon instances from
-// fetching or delivering one package twice.
+// fetching or delivering one package twice, and the account leases with the
+// fence that refuses a stale lease epoch's writes (leases.go).
 //
 // Every write is idempotent (ON CONFLICT clauses) and the invariants that
 // matter (one row per source key, content hash and unique id; one delivery per

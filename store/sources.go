@@ -140,12 +140,15 @@ func (s *Store) MarkAccountDirty(ctx context.Context, account, reason string) er
 }
 
 // AdvanceWatermark raises chat's watermark to w (never lowers it) and its
-// last seen id with it.
+// last seen id with it. Under a fence (WithFence) it is refused with
+// ErrStaleEpoch once the account's lease moved on.
 func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error {
+	fa, fe := fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
-		last_seen = GREATEST(last_seen, $2), updated_at = now() WHERE chat_id = $1`, int64(chat), w)
+		last_seen = GREATEST(last_seen, $2), updated_at = now(), fence_account = $3, fence_epoch = $4
+		WHERE chat_id = $1`, int64(chat), w, fa, fe)
 	if err != nil {
-		return fmt.Errorf("advance watermark of %d: %w", chat, err)
+		return fmt.Errorf("advance watermark of %d: %w", chat, fenced(ctx, err))
 	}
 	return nil
 }
@@ -174,18 +177,20 @@ func (s *Store) TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (b
 
 // SaveSourceState writes the listener's view of a source: dirty (with its
 // reason) or synced up to watermark, and the newest id seen. Watermark and
-// last seen never move back.
+// last seen never move back. Under a fence (WithFence) it is refused once
+// the account's lease moved on.
 func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error {
+	fa, fe := fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET
 			dirty = $2,
 			dirty_reason = CASE WHEN $2 THEN $3 ELSE '' END,
 			dirty_since = CASE WHEN NOT $2 THEN NULL WHEN dirty THEN dirty_since ELSE now() END,
 			watermark = CASE WHEN $2 THEN watermark ELSE GREATEST(watermark, $4) END,
 			last_seen = GREATEST(last_seen, $5, CASE WHEN $2 THEN 0 ELSE $4 END),
-			updated_at = now()
-		WHERE chat_id = $1`, int64(chat), dirty, reason, watermark, lastSeen)
+			updated_at = now(), fence_account = $6, fence_epoch = $7
+		WHERE chat_id = $1`, int64(chat), dirty, reason, watermark, lastSeen, fa, fe)
 	if err != nil {
-		return fmt.Errorf("save state of source %d: %w", chat, err)
+		return fmt.Errorf("save state of source %d: %w", chat, fenced(ctx, err))
 	}
 	return nil
 }

@@ -26,6 +26,17 @@ type AccountStatus struct {
 	QueueDepth    int        `json:"queue_depth"`
 	QueueCapacity int        `json:"queue_capacity"`
 	StatusAt      *time.Time `json:"status_at"`
+	// Owner is the instance holding the account's lease ("" when nobody
+	// does: released, or lapsed), Epoch the lease's acquisition count,
+	// LeaseUntil when it lapses unless renewed (or when it was released),
+	// LeaseTakenAt when the owner took it.
+	Owner        string     `json:"owner"`
+	Epoch        int64      `json:"epoch"`
+	LeaseUntil   *time.Time `json:"lease_until"`
+	LeaseTakenAt *time.Time `json:"lease_taken_at,omitempty"`
+	// OwnerlessSeconds is how long the account has had no owner (its lease
+	// lapsed or was released and nobody took it); 0 while it has one.
+	OwnerlessSeconds float64 `json:"ownerless_seconds"`
 }
 
 // SourceStatus is one source as `stashd status` shows it.
@@ -94,14 +105,20 @@ const ProtectedReasonPattern = "%protected content%"
 // Status reads the report `stashd status` prints.
 func (s *Store) Status(ctx context.Context) (Status, error) {
 	var st Status
-	rows, err := s.pool.Query(ctx, `SELECT name, is_premium, connected, queue_depth, queue_capacity, status_at
+	// A lapsed lease keeps its owner in the row; status shows it as no
+	// owner, as the next acquirer will.
+	rows, err := s.pool.Query(ctx, `SELECT name, is_premium, connected, queue_depth, queue_capacity, status_at,
+			CASE WHEN lease_until > now() THEN coalesce(lease_owner, '') ELSE '' END, lease_epoch, lease_until, lease_taken_at,
+			CASE WHEN lease_owner IS NOT NULL AND lease_until > now() OR lease_until IS NULL THEN 0
+				ELSE extract(epoch FROM now() - lease_until)::float8 END
 		FROM accounts ORDER BY name`)
 	if err != nil {
 		return st, fmt.Errorf("read accounts: %w", err)
 	}
 	st.Accounts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountStatus, error) {
 		var a AccountStatus
-		err := r.Scan(&a.Name, &a.Premium, &a.Connected, &a.QueueDepth, &a.QueueCapacity, &a.StatusAt)
+		err := r.Scan(&a.Name, &a.Premium, &a.Connected, &a.QueueDepth, &a.QueueCapacity, &a.StatusAt,
+			&a.Owner, &a.Epoch, &a.LeaseUntil, &a.LeaseTakenAt, &a.OwnerlessSeconds)
 		return a, err
 	})
 	if err != nil {

@@ -83,6 +83,11 @@ var (
 	// ErrRequestTimeout: TDLib did not answer a request within the
 	// adapter's deadline (kept below go-tdlib's own 60 s timeout).
 	ErrRequestTimeout = errors.New("no answer from TDLib within the request deadline")
+	// ErrLeaseLost: the account's lease is lost (its local deadline passed
+	// without a renewal, or another instance took it); no request may be
+	// made for it any more. Retryable: the instance that holds the lease
+	// now retries what failed.
+	ErrLeaseLost = errors.New("account lease lost")
 	// ErrNoTDLib: this binary was built without TDLib.
 	ErrNoTDLib = errors.New("stashd was built without TDLib (build with -tags libtdjson, see README)")
 )

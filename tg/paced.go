@@ -3,6 +3,7 @@ package tg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -21,7 +22,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stashd_telegram_requests_total",
-			Help: "Telegram requests made, by account, TDLib method and result (ok, error, flood_wait).",
+			Help: "Telegram requests made, by account, TDLib method and result (ok, error, flood_wait; gated: refused before it was made because the account's lease is lost).",
 		}, []string{"account", "method", "result"}),
 		floodWait: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stashd_telegram_flood_wait_seconds_total",
@@ -43,6 +44,12 @@ type PacedConfig struct {
 	// MaxFloodWaits is how many flood waits one call sits out before it
 	// returns the FloodWaitError to its caller; zero means 3.
 	MaxFloodWaits int
+	// Gate, when set, is consulted right before every request; a non-nil
+	// error is returned instead of making the request. The daemon gates an
+	// account on its lease (ErrLeaseLost once the lease's local deadline has
+	// passed), so a process resumed after a pause makes no request for an
+	// account another instance may already run. Nil: no gate.
+	Gate func() error
 }
 
 // Paced wraps a Client with one account's token-bucket limiter and flood-wait
@@ -126,6 +133,14 @@ func do[T any](ctx context.Context, p *Paced, method string, call func() (T, err
 	for attempt := 1; ; attempt++ {
 		if err := p.wait(ctx, local); err != nil {
 			return zero, err
+		}
+		// After the wait, which may have been long: the gate must see the
+		// moment of the request.
+		if p.cfg.Gate != nil {
+			if err := p.cfg.Gate(); err != nil {
+				p.count(method, "gated")
+				return zero, fmt.Errorf("%s: %w", method, err)
+			}
 		}
 		v, err := call()
 		if d, ok := FloodWait(err); ok {
@@ -264,4 +279,10 @@ func (p *Paced) DeleteMessages(ctx context.Context, chat ChatID, ids []MessageID
 // status displays).
 func (m *Metrics) FloodWaitSeconds(account string) prometheus.Counter {
 	return m.floodWait.WithLabelValues(account)
+}
+
+// Requests returns the request counter of account, method and result (for
+// tests).
+func (m *Metrics) Requests(account, method, result string) prometheus.Counter {
+	return m.requests.WithLabelValues(account, method, result)
 }

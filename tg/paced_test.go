@@ -3,6 +3,7 @@ package tg_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,6 +110,52 @@ func TestLocalRequestsSkipTheBudget(t *testing.T) {
 			t.Errorf("%s local", m)
 		}
 	}
+}
+
+// A gated account makes no request once its gate refuses: the request
+// fails with the gate's error, counted as gated, and never reaches
+// Telegram.
+func TestGateStopsRequests(t *testing.T) {
+	t.Parallel()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	w.AddAccount("a", false)
+	chat := w.AddChat(tg.KindChannel, "c", "a")
+	reg := prometheus.NewRegistry()
+	m := tg.NewMetrics(reg)
+	c := w.Client("a")
+	defer c.Close()
+	var lost atomic.Bool
+	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", Gate: func() error {
+		if lost.Load() {
+			return tg.ErrLeaseLost
+		}
+		return nil
+	}}, m)
+	ctx := t.Context()
+	if err := p.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.GetChat(ctx, chat); err != nil {
+		t.Fatal(err)
+	}
+	before := w.Calls("a")
+	lost.Store(true)
+	if _, err := p.GetChat(ctx, chat); !errors.Is(err, tg.ErrLeaseLost) {
+		t.Fatalf("GetChat after the gate closed = %v, want ErrLeaseLost", err)
+	}
+	if _, err := p.SendDocument(ctx, chat, "remote", "caption"); !errors.Is(err, tg.ErrLeaseLost) {
+		t.Fatalf("SendDocument after the gate closed = %v, want ErrLeaseLost", err)
+	}
+	after := w.Calls("a")
+	for _, method := range []string{tg.MethodGetChat, tg.MethodSendMessage} {
+		if after[method] != before[method] {
+			t.Errorf("%s reached Telegram %d time(s) after the gate closed", method, after[method]-before[method])
+		}
+	}
+	if got := testutil.ToFloat64(m.Requests("a", tg.MethodGetChat, "gated")); got != 1 {
+		t.Errorf("gated getChat counted %v times, want 1", got)
+	}
+
 }
 
 // deleteMessages is paced like every server request: a 429 answering it

@@ -242,6 +242,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},
 		DrainTimeout: c.DrainTimeout.Duration,
 		SendTimeout:  c.SendTimeout.Duration,
+		LeaseTTL:     c.LeaseTTL.Duration,
 		Backfill:     ingest.BackfillConfig{Rate: c.BackfillRate},
 		Logger:       s.log,
 		Registry:     reg,

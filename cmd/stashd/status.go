@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +16,8 @@ import (
 )
 
 const statusHelp = `Shows what stashd knows, read from its database: accounts (connected,
-Premium, ingest queue), sources (synced, dirty or circuit open;
+Premium, ingest queue; the instance holding the account's lease, its epoch
+and expiry, or how long it has had no owner), sources (synced, dirty or circuit open;
 inaccessible when the account lost access, protected when its documents
 cannot be re-sent, upgraded when a basic group became a supergroup; watermark, lag, last scan, last error), dead letters and
 deliveries. It works while a
@@ -57,9 +59,10 @@ func runStatus(args []string) int {
 
 func printStatus(rep store.Status) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ACCOUNT\tCONNECTED\tPREMIUM\tQUEUE\tREPORTED")
+	fmt.Fprintln(w, "ACCOUNT\tCONNECTED\tPREMIUM\tQUEUE\tREPORTED\tOWNER\tEPOCH\tLEASE")
 	for _, a := range rep.Accounts {
-		fmt.Fprintf(w, "%s\t%v\t%v\t%d/%d\t%s\n", a.Name, a.Connected, a.Premium, a.QueueDepth, a.QueueCapacity, ago(a.StatusAt))
+		fmt.Fprintf(w, "%s\t%v\t%v\t%d/%d\t%s\t%s\t%d\t%s\n", a.Name, a.Connected, a.Premium, a.QueueDepth, a.QueueCapacity, ago(a.StatusAt),
+			cmp.Or(a.Owner, "-"), a.Epoch, leaseState(a))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "SOURCE\tACCOUNT\tKIND\tSTATE\tWATERMARK\tLAG\tPACKAGES\tLAST SCAN\tTITLE")
@@ -128,6 +131,18 @@ func printStatus(rep store.Status) {
 	}
 	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",
 		rep.Packages, rep.Deliveries["sent"], rep.Deliveries["intent"], rep.DeadLetters["pending"], rep.DeadLetters["exhausted"])
+}
+
+// leaseState says when an account's lease lapses, or how long it has had
+// no owner.
+func leaseState(a store.AccountStatus) string {
+	switch {
+	case a.LeaseUntil == nil:
+		return "never taken"
+	case a.Owner != "":
+		return "until " + a.LeaseUntil.Local().Format(time.TimeOnly)
+	}
+	return fmt.Sprintf("no owner for %s", (time.Duration(a.OwnerlessSeconds * float64(time.Second))).Round(time.Second))
 }
 
 func ago(t *time.Time) string {

@@ -69,6 +69,11 @@ type Config struct {
 	// SendTimeout bounds the wait for one send's outcome; a send without
 	// one is reconciled by its token before it is sent again. Default 5m.
 	SendTimeout Duration `toml:"send_timeout"`
+	// LeaseTTL is how long an account lease lasts without renewal when
+	// several instances share the database: renewed every third of it; an
+	// instance that cannot renew stops the account before it lapses, and a
+	// standby takes a lapsed lease over. Default 30s; 3s..10m.
+	LeaseTTL Duration `toml:"lease_ttl"`
 	// RescanInterval is the time between rescans. Default 6h.
 	RescanInterval Duration `toml:"rescan_interval"`
 	// RescanWindow is how far back a rescan walks. Default 72h.
@@ -436,7 +441,7 @@ func defaults(mode Mode) Config {
 	c := Config{
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
 		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30, SendRate: 20, SendInFlight: 3,
-		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute},
+		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute}, LeaseTTL: Duration{30 * time.Second},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
 		CatchupInterval: Duration{2 * time.Second}, RetryInterval: Duration{30 * time.Second},
@@ -632,6 +637,11 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if d := c.DownloadStallTimeout.Duration; d < 5*time.Second || d > time.Hour {
 		return bad("download_stall_timeout", "%s is outside 5s..1h", d)
 	}
+	// Below a few seconds a database hiccup stops accounts; above ten
+	// minutes a dead owner's accounts wait that long for a standby.
+	if d := c.LeaseTTL.Duration; d < 3*time.Second || d > 10*time.Minute {
+		return bad("lease_ttl", "%s is outside 3s..10m", d)
+	}
 	if c.DeadLetterAttempts < 1 || c.DeadLetterAttempts > 100 {
 		return bad("dead_letter_attempts", "%d is outside 1..100", c.DeadLetterAttempts)
 	}
@@ -768,6 +778,7 @@ var Settings = []struct{ Name, Usage string }{
 	{"backfill_rate", "packages per minute per account a newly added route backfills (default 30)"},
 	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},
 	{"send_timeout", "longest wait for one send's outcome before reconciling by token (default 5m)"},
+	{"lease_ttl", "account lease lifetime when instances share the database; renewed every third of it (default 30s)"},
 	{"rescan_interval", "time between rescans (default 6h)"},
 	{"rescan_window", "how far back a rescan walks (default 72h)"},
 	{"set_settle", "quiet time before a multipart set is complete (default 10s)"},
@@ -817,7 +828,7 @@ func (v *settingValue) Type() string {
 	case "rate":
 		return "float"
 	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait",
-		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout":
+		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout", "lease_ttl":
 		return "duration"
 	case "destinations":
 		return "list"
@@ -926,6 +937,8 @@ func set(c *Config, name, v string) error {
 		return dur(&c.DrainTimeout)
 	case "send_timeout":
 		return dur(&c.SendTimeout)
+	case "lease_ttl":
+		return dur(&c.LeaseTTL)
 	case "rescan_interval":
 		return dur(&c.RescanInterval)
 	case "rescan_window":

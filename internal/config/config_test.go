@@ -271,3 +271,29 @@ func TestConsoleRemoteNeedsToken(t *testing.T) {
 		t.Errorf("--console-remote maybe: error %v, want one naming the flag", err)
 	}
 }
+
+// lease_ttl defaults to 30s, is read from the environment and refused
+// outside 3s..10m, naming the setting.
+func TestLeaseTTL(t *testing.T) {
+	c, err := LoadMode("", func(string) string { return "" }, nil, Simulate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseTTL.Duration != 30*time.Second {
+		t.Errorf("default lease_ttl = %v, want 30s", c.LeaseTTL.Duration)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "STASHD_LEASE_TTL" {
+				return v
+			}
+			return ""
+		}
+	}
+	if c, err = LoadMode("", env("12s"), nil, Simulate); err != nil || c.LeaseTTL.Duration != 12*time.Second {
+		t.Errorf("STASHD_LEASE_TTL=12s: %v, %v", c.LeaseTTL.Duration, err)
+	}
+	if _, err := LoadMode("", env("1s"), nil, Simulate); err == nil || !strings.Contains(err.Error(), "STASHD_LEASE_TTL") {
+		t.Errorf("STASHD_LEASE_TTL=1s: %v, want an error naming the variable", err)
+	}
+}

@@ -59,6 +59,10 @@ type Client struct {
 
 	teardownOnce sync.Once
 	teardownErr  error
+
+	// dirLock holds the account's TDLib database directory for this client
+	// (see LockDir) until TDLib has closed.
+	dirLock *DirLock
 }
 
 // New starts the TDLib client of cfg.Account and returns once the account
@@ -76,11 +80,21 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.makeDirs(); err != nil {
 		return nil, err
 	}
+	// Two TDLib clients on one database corrupt it or fight over the
+	// session: refused before TDLib opens anything.
+	lock, err := LockDir(cfg.DatabaseDir())
+	if err != nil {
+		return nil, fmt.Errorf("start account %s: %w", cfg.Account, err)
+	}
 	if err := configureLog(cfg); err != nil {
+		lock.Unlock()
 		return nil, err
 	}
 	c := newClient(cfg)
+	c.dirLock = lock
 	if err := c.start(ctx); err != nil {
+		// TDLib is closed again by now (see start).
+		lock.Unlock()
 		return nil, err
 	}
 	return c, nil
@@ -588,6 +602,11 @@ func (c *Client) teardown() error {
 		c.inflight.Wait()
 		close(c.stop)
 		<-c.fwdDone
+		// A TDLib that did not report closed may still have its database
+		// open: the directory stays locked for the rest of the process.
+		if c.teardownErr == nil {
+			c.dirLock.Unlock()
+		}
 	})
 	return c.teardownErr
 }

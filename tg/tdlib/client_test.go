@@ -244,3 +244,30 @@ func TestPumpNeverBlocks(t *testing.T) {
 		t.Errorf("start: %v", err)
 	}
 }
+
+// A second TDLib client on an account's directory is refused before TDLib
+// opens anything, naming the directory; a client that failed to start
+// leaves the directory free.
+func TestNewRefusesALockedDirectory(t *testing.T) {
+	cfg := offlineConfig(t)
+	lock, err := LockDir(cfg.DatabaseDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(testContext(t), cfg)
+	var locked *DirLockedError
+	if !errors.As(err, &locked) || locked.Dir != cfg.DatabaseDir() {
+		t.Fatalf("New on a locked directory = %v, want a DirLockedError for %s", err, cfg.DatabaseDir())
+	}
+	lock.Unlock()
+
+	// Offline, the default Authorizer fails the start: not logged in.
+	if _, err := New(testContext(t), cfg); err == nil {
+		t.Fatal("offline New succeeded")
+	}
+	again, err := LockDir(cfg.DatabaseDir())
+	if err != nil {
+		t.Fatalf("directory still locked after a failed start: %v", err)
+	}
+	again.Unlock()
+}

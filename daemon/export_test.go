@@ -1,0 +1,37 @@
+package daemon
+
+import (
+	"time"
+
+	"stashd/tg"
+)
+
+// LeaseStore is what the lease loops need of the store.
+type LeaseStore = leaseStore
+
+// SetLeaseStore makes d's lease loops use ls (a wrapper that fails on
+// demand) instead of the store.
+func SetLeaseStore(d *Daemon, ls LeaseStore) { d.leases = ls }
+
+// SetBeforeLostStop makes d call f, in the lease loop, after an account's
+// lease is lost and before the account is stopped: what a resumed process
+// may do in that moment is what the gate is for.
+func SetBeforeLostStop(d *Daemon, f func(account string)) { d.beforeLostStop = f }
+
+// AccountPaced returns the paced Telegram client of account's run, or nil.
+func AccountPaced(d *Daemon, account string) *tg.Paced {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.accounts {
+		if r.name == account {
+			return r.paced
+		}
+	}
+	return nil
+}
+
+// GateAt returns the lease gate of a tenure at epoch whose last renewal
+// was sent at sent and keeps the lease for life.
+func GateAt(epoch int64, sent time.Time, life time.Duration) func() error {
+	return newHolding(epoch, sent, life).gate
+}

@@ -1,0 +1,212 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"stashd/store"
+	"stashd/tg"
+)
+
+// A lease is taken once at a time: the same owner takes it back at once
+// (a restart), another owner waits until it lapses or is released, a dead
+// owner named by the caller loses it at once; every acquisition increments
+// the epoch.
+func TestLeaseAcquireRenewRelease(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	a, ok, err := st.AcquireLease(ctx, "acc", "a", time.Minute, "")
+	if err != nil || !ok || a.Epoch != 1 || a.PrevOwner != "" {
+		t.Fatalf("first acquisition = %+v, %v, %v; want epoch 1, no previous owner", a, ok, err)
+	}
+	if b, ok, err := st.AcquireLease(ctx, "acc", "b", time.Minute, ""); err != nil || ok || b.Owner != "a" {
+		t.Fatalf("b took a's live lease: %+v, %v, %v", b, ok, err)
+	}
+	again, ok, err := st.AcquireLease(ctx, "acc", "a", time.Minute, "")
+	if err != nil || !ok || again.Epoch != 2 || again.PrevOwner != "a" {
+		t.Fatalf("a taking its own lease back = %+v, %v, %v; want epoch 2", again, ok, err)
+	}
+	if _, err := st.RenewLease(ctx, "acc", "a", 1, time.Minute); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewal at the old epoch: %v, want ErrLeaseLost", err)
+	}
+	if until, err := st.RenewLease(ctx, "acc", "a", 2, time.Minute); err != nil || time.Until(until) < 50*time.Second {
+		t.Fatalf("renewal = %v, %v; want about a minute from now", until, err)
+	}
+	dead, ok, err := st.AcquireLease(ctx, "acc", "b", time.Minute, "a")
+	if err != nil || !ok || dead.Epoch != 3 || dead.PrevOwner != "a" {
+		t.Fatalf("b taking a dead owner's lease = %+v, %v, %v; want epoch 3 from a", dead, ok, err)
+	}
+	if err := st.ReleaseLease(ctx, "acc", "b", 3); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Lease(ctx, "acc")
+	if err != nil || l.Owner != "" || l.Epoch != 3 || l.Held() {
+		t.Fatalf("released lease = %+v, %v; want no owner, epoch kept", l, err)
+	}
+	c, ok, err := st.AcquireLease(ctx, "acc", "c", time.Minute, "")
+	if err != nil || !ok || c.Epoch != 4 || c.PrevOwner != "" {
+		t.Fatalf("acquisition after a clean release = %+v, %v, %v; want epoch 4, no previous owner", c, ok, err)
+	}
+	// An expired lease is free.
+	if _, err := st.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '1 second' WHERE name = 'acc'`); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := st.Lease(ctx, "acc"); l.Held() || l.Ownerless() <= 0 {
+		t.Fatalf("expired lease %+v: held or not ownerless", l)
+	}
+	d, ok, err := st.AcquireLease(ctx, "acc", "d", time.Minute, "")
+	if err != nil || !ok || d.Epoch != 5 || d.PrevOwner != "c" {
+		t.Fatalf("acquisition of an expired lease = %+v, %v, %v; want epoch 5 from c", d, ok, err)
+	}
+}
+
+// takeTwice takes account's lease as "old" and then as "new" (a takeover)
+// and returns a context fenced with the old epoch, and one with the new.
+func takeTwice(t *testing.T, st *store.Store, account string) (stale, current *fenceCtx) {
+	t.Helper()
+	ctx := t.Context()
+	old, ok, err := st.AcquireLease(ctx, account, "old", time.Minute, "")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '1 second' WHERE name = $1`, account); err != nil {
+		t.Fatal(err)
+	}
+	cur, ok, err := st.AcquireLease(ctx, account, "new", time.Minute, "")
+	if err != nil || !ok || cur.Epoch != old.Epoch+1 {
+		t.Fatal(cur, ok, err)
+	}
+	stale = &fenceCtx{}
+	stale.ctx = store.WithFence(ctx, account, old.Epoch, func() { stale.refused++ })
+	current = &fenceCtx{}
+	current.ctx = store.WithFence(ctx, account, cur.Epoch, func() { current.refused++ })
+	return stale, current
+}
+
+type fenceCtx struct {
+	ctx     context.Context
+	refused int
+}
+
+// Every fenced write is refused by the database when it carries a stale
+// epoch (the account was taken over), and changes nothing; the same write
+// with the current epoch, or unfenced, goes through.
+func TestFencedWritesRefuseAStaleEpoch(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	chat := tg.ChatID(-100)
+	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("p"))
+	pkg, _, err := st.CreatePackage(ctx, store.Package{ContentHash: sum[:], Name: "p.zip", Format: "zip", TotalSize: 1, PartCount: 2,
+		Origin: tg.MessageKey{Chat: chat, Message: 1 << 20}}, []store.Part{
+		{Index: 0, FileName: "p.zip", Size: 1, SHA256: sum[:], Source: tg.MessageKey{Chat: chat, Message: 1 << 20}},
+		{Index: 1, FileName: "p.z01", Size: 1, SHA256: sum[:], Source: tg.MessageKey{Chat: chat, Message: 2 << 20}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := tg.ChatID(-200)
+	// Part 0's intent exists before the takeover; part 1's does not.
+	part0, _, err := st.EnsureIntent(ctx, pkg, dest, 0, "acc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleF, currentF := takeTwice(t, st, "acc")
+	stale := staleF.ctx
+
+	check := func(name string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrStaleEpoch) {
+			t.Errorf("%s with a stale epoch: %v, want ErrStaleEpoch", name, err)
+		}
+	}
+	check("AdvanceWatermark", st.AdvanceWatermark(stale, chat, 50))
+	check("SaveSourceState", st.SaveSourceState(stale, chat, false, "", 60, 70))
+	_, _, err = st.EnsureIntent(stale, pkg, dest, 1, "acc")
+	check("EnsureIntent", err)
+	check("MarkSent", st.MarkSent(stale, part0, tg.MessageIDFromServer(7)))
+	_, err = st.MarkSentByToken(stale, part0.Token, dest, tg.MessageIDFromServer(7))
+	check("MarkSentByToken", err)
+	if staleF.refused != 5 {
+		t.Errorf("the fence's owner was told of %d refusals, want 5", staleF.refused)
+	}
+
+	src, err := st.GetSource(ctx, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Watermark != 0 || src.LastSeen != 0 {
+		t.Errorf("stale writes moved the source: watermark %d, last seen %d", src.Watermark, src.LastSeen)
+	}
+	var intents, sent int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'sent') FROM deliveries`).Scan(&intents, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if intents != 1 || sent != 0 {
+		t.Errorf("after stale writes: %d delivery rows, %d sent; want 1 intent, 0 sent", intents, sent)
+	}
+
+	// The current epoch writes, and so does an unfenced writer after it
+	// (the epoch is not left behind on the row).
+	cur := currentF.ctx
+	if err := st.AdvanceWatermark(cur, chat, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveSourceState(cur, chat, false, "", 60, 70); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.EnsureIntent(cur, pkg, dest, 1, "acc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkSent(cur, part0, tg.MessageIDFromServer(7)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AdvanceWatermark(ctx, chat, 80); err != nil {
+		t.Fatalf("unfenced write after fenced ones: %v", err)
+	}
+	if src, _ := st.GetSource(ctx, chat); src.Watermark != 80 {
+		t.Errorf("watermark %d, want 80", src.Watermark)
+	}
+	if currentF.refused != 0 {
+		t.Errorf("current epoch refused %d times", currentF.refused)
+	}
+}
+
+// Status shows each account's lease: owner, epoch and expiry while held;
+// no owner, and for how long, once it lapsed.
+func TestStatusShowsLeases(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	if _, _, err := st.AcquireLease(ctx, "acc", "host:1", time.Minute, ""); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := st.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Accounts) != 1 {
+		t.Fatalf("accounts %+v", rep.Accounts)
+	}
+	a := rep.Accounts[0]
+	if a.Owner != "host:1" || a.Epoch != 1 || a.LeaseUntil == nil || time.Until(*a.LeaseUntil) < 50*time.Second || a.OwnerlessSeconds != 0 {
+		t.Errorf("held lease in status = %+v", a)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '12 seconds'`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = st.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rep.Accounts[0]; a.Owner != "" || a.Epoch != 1 || a.OwnerlessSeconds < 12 || a.OwnerlessSeconds > 60 {
+		t.Errorf("lapsed lease in status = %+v; want no owner for about 12s", a)
+	}
+}
