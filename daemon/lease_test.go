@@ -233,6 +233,12 @@ func TestPausedOwnerStopsBeforeItsLeaseLapsesAndStandbyTakesOver(t *testing.T) {
 		t.Errorf("a's claim on the source survived b's takeover")
 	}
 
+	// The world saw both instances' sessions of the account: a made no
+	// request once b had made one.
+	if n, examples := world.SessionOverlaps(); n != 0 {
+		t.Errorf("%d requests of a's session after b's began: %v", n, examples)
+	}
+
 	// Shutdown releases the lease after the account stopped.
 	b.d.Shutdown(ctx)
 	rel := ev.wait(t, "b", "released")

@@ -11,8 +11,9 @@
 #                any seed's audit fails.
 #                Logs of each run in var/chaos/seed-N/ and the harness's
 #                own in var/chaos/seed-N.log.
-#   test-chaos   The short run `make test` includes: one seed, 5 daemon
-#                kills and one postmaster kill.
+#   test-chaos   The short runs `make test` includes: one seed, 5 daemon
+#                kills and one postmaster kill; then the same with two
+#                daemons on one database and one owner paused.
 #   chaos-failover
 #                Failover: CHAOS_FAILOVER_FLAGS (default 2 daemons on one
 #                database, 20 SIGKILLs of an account's owner or a standby,
@@ -31,6 +32,7 @@
 CHAOS_SEEDS      ?= 1 2 3 4 5
 CHAOS_FLAGS      ?= --kills 50 --pg-kills 5
 CHAOS_TEST_FLAGS ?= --kills 5 --pg-kills 1 --duration 12s --seed 3
+CHAOS_TEST_FAILOVER_FLAGS ?= --instances 2 --kills 5 --pauses 1 --pg-kills 1 --duration 12s --lease-ttl 3s --seed 3
 CHAOS_FAILOVER_FLAGS ?= --instances 2 --kills 20 --pauses 5 --lease-ttl 3s --seed 1
 
 .PHONY: chaos test-chaos chaos-failover
@@ -50,9 +52,7 @@ chaos: build-standin postgres
 
 test-chaos: build-standin postgres
 	$(STANDIN_BIN) chaos $(CHAOS_TEST_FLAGS) --dir var/chaos/test
-
-# Once accounts have leases, test-chaos gains a short failover run:
-#	$(STANDIN_BIN) chaos --instances 2 --kills 5 --pauses 1 --pg-kills 1 --duration 12s --seed 3 --dir var/chaos/test-failover
+	$(STANDIN_BIN) chaos $(CHAOS_TEST_FAILOVER_FLAGS) --dir var/chaos/test-failover
 
 chaos-failover: build-standin postgres
 	@mkdir -p var/chaos; \

@@ -236,7 +236,7 @@ func (h *harness) pause(ctx context.Context) error {
 	h.mu.Lock()
 	h.rep.Pauses++
 	h.mu.Unlock()
-	h.log.Info("daemon paused", "instance", in.n, "pause", h.rep.Pauses, "of", h.o.Pauses, "owner", owns, "for", hold)
+	h.log.Info("daemon paused", "instance", in.n, "pause", h.rep.Pauses, "of", h.o.Pauses, "owner", owns, "for", hold.Round(time.Millisecond).String())
 	select {
 	case <-time.After(hold):
 	case <-p.exited:
