@@ -10,8 +10,6 @@ import (
 
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -21,11 +19,7 @@ import (
 // instead of waiting ten minutes for them to expire.
 func TestRestartReleasesClaimsOfDeadProcess(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{Seed: 5, Sources: 2, Accounts: 1})
 	acct := daemon.Account{Name: gen.Accounts()[0]}
@@ -49,12 +43,7 @@ func TestRestartReleasesClaimsOfDeadProcess(t *testing.T) {
 	dial := func(context.Context, string) (tg.Client, error) { return world.Client(acct.Name), nil }
 
 	first := daemon.New(cfg(deadOwner), st, dial)
-	if err := first.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, first)
 	first.Kill()
 	// It died holding its claims, mid-scan; meanwhile the sources got
 	// messages whose updates reached no one.
@@ -67,12 +56,7 @@ func TestRestartReleasesClaimsOfDeadProcess(t *testing.T) {
 	}
 
 	second := daemon.New(cfg(""), st, dial)
-	if err := second.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := second.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, second)
 	defer second.Shutdown(context.Background())
 	owners, err := st.ClaimOwners(ctx)
 	if err != nil {

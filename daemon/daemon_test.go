@@ -9,7 +9,6 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -21,11 +20,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // catalogue, so a restart that resumes from the watermark loses nothing.
 func TestShutdownUnderLoadKeepsWatermarksTrue(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 11, FilesDir: t.TempDir()})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{Seed: 11, Sources: 3, Accounts: 1})
 	acct := daemon.Account{Name: gen.Accounts()[0]}

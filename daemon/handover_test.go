@@ -9,8 +9,6 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -27,11 +25,7 @@ func TestAccountWithoutWriteAccessHandsDeliveriesOver(t *testing.T) {
 
 func handOverRun(t *testing.T, sendRate float64) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	world.AddAccount("b", false)
@@ -47,12 +41,7 @@ func handOverRun(t *testing.T, sendRate float64) {
 		Windows: ingest.WindowConfig{Interval: 100 * time.Millisecond},
 	}
 	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, d)
 	var posted []tg.Message
 	for i := range 3 {
 		name := fmt.Sprintf("p%d.tar", i)

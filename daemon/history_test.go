@@ -11,8 +11,6 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -20,12 +18,7 @@ import (
 // A newly added source catches up by its history policy: everything (the
 // default), nothing from before it was added, or the last 30 days.
 func TestNewSourceHistoryPolicy(t *testing.T) {
-	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 16)
 	var offset atomic.Int64 // the world's clock, relative to now
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir(),
 		Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
@@ -62,12 +55,7 @@ func TestNewSourceHistoryPolicy(t *testing.T) {
 		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
 	}
 	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, d)
 	fresh := []tg.Message{post(all), post(none), post(month)}
 	for _, m := range fresh {
 		waitHandled(t, st, m.Key())

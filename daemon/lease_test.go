@@ -161,11 +161,7 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // a's late fenced write is refused by the database.
 func TestPausedOwnerStopsBeforeItsLeaseLapsesAndStandbyTakesOver(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 3, FilesDir: t.TempDir()})
 	world.AddAccount("acc", false)
 	src := world.AddChat(tg.KindChannel, "news", "acc")
@@ -334,11 +330,7 @@ func TestLeaseGateBlocksRequestsAfterTheDeadline(t *testing.T) {
 // with backoff, at the next epoch.
 func TestFailedTakeoverReleasesTheLeaseAndRetries(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
 	world.AddAccount("acc", false)
 	src := world.AddChat(tg.KindChannel, "news", "acc")
@@ -357,12 +349,7 @@ func TestFailedTakeoverReleasesTheLeaseAndRetries(t *testing.T) {
 		}
 		return world.Client("acc"), nil
 	})
-	if err := b.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, b)
 	defer b.Shutdown(context.Background())
 
 	a.d.Shutdown(ctx) // releases the lease

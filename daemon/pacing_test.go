@@ -13,8 +13,6 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -22,12 +20,7 @@ import (
 // With a send budget, every send goes through it, and each destination
 // receives a set's parts in order although workers deliver sets at once.
 func TestSendBudgetPacesDeliveriesAndKeepsPartOrder(t *testing.T) {
-	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "news", "a")
@@ -39,12 +32,7 @@ func TestSendBudgetPacesDeliveriesAndKeepsPartOrder(t *testing.T) {
 		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
 	}
 	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, d)
 	var last []tg.MessageKey
 	for s := range 3 {
 		whole := archivetest.SevenZip([]archivetest.File{{Name: "f", Data: []byte(strings.Repeat(fmt.Sprint(s), 5000))}})

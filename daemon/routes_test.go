@@ -10,9 +10,7 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
 	"stashd/route"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -21,11 +19,8 @@ import (
 // with a line of its own, and good routes decide where packages go.
 func TestRoutesAreCheckedAtStart(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 16)
+	var err error
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "news", "a")
@@ -87,12 +82,7 @@ func TestRoutesAreCheckedAtStart(t *testing.T) {
 		{Name: "all", Sources: []route.SpecSource{{Chat: route.Chat{ID: src}}, {Chat: route.Chat{ID: group}}}, Destinations: []route.Chat{{Username: "mirror_two"}}},
 	}
 	d := daemon.New(cfg, st, dial)
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, d)
 	sz := world.Post(src, 0, tgsim.Post{FileName: "a.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "a", Data: []byte("a")}})})
 	tr := world.Post(group, 0, tgsim.Post{FileName: "b.tar", Data: archivetest.Tar([]archivetest.File{{Name: "b", Data: []byte("b")}})})
 	waitHandled(t, st, sz.Key())

@@ -13,7 +13,6 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
@@ -26,12 +25,7 @@ import (
 // sending account's clock) and the clocks' common start.
 func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgsim.SendRecord, time.Time) {
 	t.Helper()
-	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 16)
 	start := time.Unix(1_700_000_000, 0)
 	clocks := map[string]*tg.VirtualClock{}
 	for _, a := range accounts {
@@ -55,12 +49,7 @@ func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgs
 		cfg.Accounts = append(cfg.Accounts, daemon.Account{Name: a, Sources: []tg.ChatID{other}})
 	}
 	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, d)
 	var posted []tg.Message
 	for i := range n {
 		name := fmt.Sprintf("p%02d.tar", i)
@@ -189,12 +178,7 @@ func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
 // budget, 600 a minute, is tight enough that the first account's is busy
 // when the next set is ready.)
 func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
-	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 9, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	world.AddAccount("b", false)
@@ -207,12 +191,7 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
 	}
 	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Run(); err != nil {
-		t.Fatal(err)
-	}
+	prepareAndRun(t, d)
 	var last []tg.MessageKey
 	for s := range 4 {
 		whole := archivetest.SevenZip([]archivetest.File{{Name: "f", Data: []byte(strings.Repeat(fmt.Sprint(s), 5000))}})

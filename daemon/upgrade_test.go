@@ -8,33 +8,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
-
-// waitHandled waits until key is handled for good (not a part waiting for
-// its set). The daemon runs on its
-// own goroutines and offers no signal per message; the poll is bounded and
-// a passing run never waits out the deadline.
-func waitHandled(t *testing.T, st *store.Store, key tg.MessageKey) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if out, ok, err := st.MessageHandled(t.Context(), key); err != nil {
-			t.Fatal(err)
-		} else if ok && out != store.OutcomePartPending {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("message %s never handled", key)
-		}
-		<-tick.C
-	}
-}
 
 // A watched basic group upgraded to a supergroup is followed: the new chat
 // becomes a source (opened, caught up from its start) and what is posted
@@ -43,11 +19,7 @@ func waitHandled(t *testing.T, st *store.Store, key tg.MessageKey) {
 // only) the new chat is still followed.
 func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")
@@ -65,12 +37,7 @@ func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
 	}
 	start := func() *daemon.Daemon {
 		d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
-		if err := d.Prepare(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Run(); err != nil {
-			t.Fatal(err)
-		}
+		prepareAndRun(t, d)
 		return d
 	}
 	d := start()
