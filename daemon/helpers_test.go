@@ -36,9 +36,9 @@ func prepareAndRun(t testing.TB, d *daemon.Daemon) {
 // waitHandled waits until key is handled for good (not a part waiting for
 // its set). The daemon runs on its own goroutines and offers no signal per message; the poll is bounded and
 // a passing run never waits out the deadline.
-func waitHandled(t *testing.T, st *store.Store, key tg.MessageKey) {
+func waitHandled(t testing.TB, st *store.Store, key tg.MessageKey) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -13,7 +13,6 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tgsim"
 )
@@ -56,7 +55,7 @@ func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgs
 		posted = append(posted, world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
 	}
 	for _, m := range posted {
-		waitDelivered(t, st, m.Key()) // a package is handled once delivered
+		waitHandled(t, st, m.Key()) // a package is handled once delivered
 	}
 	d.Shutdown(context.Background())
 
@@ -78,25 +77,6 @@ func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgs
 		}
 	}
 	return sends, start
-}
-
-// waitDelivered waits (bounded) until the message is handled.
-func waitDelivered(t testing.TB, st *store.Store, key tg.MessageKey) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if out, ok, err := st.MessageHandled(t.Context(), key); err != nil {
-			t.Fatal(err)
-		} else if ok && out != store.OutcomePartPending {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("message %s never handled", key)
-		}
-		<-tick.C
-	}
 }
 
 // sendSpan is how long the sends took on the accounts' clocks: from the
