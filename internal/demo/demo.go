@@ -47,9 +47,13 @@ type Options struct {
 	Accounts int
 	// Destinations [1].
 	Destinations int
+	// ForumDestination adds a destination forum, demo_dest_forum, without
+	// topics: routes may send into its topics (topic = "same" creates them).
+	ForumDestination bool
 	// Routes decide where packages go; nil sends every package to every
 	// destination. They name the demo's chats by username: demo_source1..N
-	// (plain sources in order), demo_forum and demo_dest1..N.
+	// (plain sources in order), demo_forum, demo_dest1..N and
+	// demo_dest_forum.
 	Routes []route.Spec
 	// Rate of publication, items per second [20]; negative means no pause.
 	Rate float64
@@ -186,9 +190,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
+		ForumDestination: o.ForumDestination,
 	})
 	nameDemoChats(world, gen)
-	routes, err := routeTable(world, gen, o.Routes)
+	routes, err := routeTable(gen, o.Routes)
 	if err != nil {
 		return Report{}, fmt.Errorf("demo routes: %w", err)
 	}

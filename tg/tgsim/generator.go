@@ -31,6 +31,9 @@ type Scenario struct {
 	Accounts int
 	// Destinations is the number of destination channels; zero means 1.
 	Destinations int
+	// ForumDestination adds a destination forum, without topics (stashd
+	// creates those it maps source topics to), after the channels.
+	ForumDestination bool
 }
 
 // SourceInfo is a source chat the generator created.
@@ -94,13 +97,14 @@ func (t Truth) Unique() map[[32]byte]ExpectedPackage {
 // from Scenario.Seed, so the same seed yields the same Truth. Its methods are
 // safe for concurrent use but are meant to be driven from one goroutine.
 type Generator struct {
-	mu       sync.Mutex
-	w        *World
-	rng      *rand.Rand
-	gen      content
-	accounts []string
-	sources  []SourceInfo
-	dests    []tg.ChatID
+	mu        sync.Mutex
+	w         *World
+	rng       *rand.Rand
+	gen       content
+	accounts  []string
+	sources   []SourceInfo
+	dests     []tg.ChatID
+	forumDest tg.ChatID
 
 	truth    Truth
 	hashes   map[[32]byte]bool
@@ -177,6 +181,10 @@ func NewGenerator(w *World, sc Scenario) *Generator {
 	for i := range sc.Destinations {
 		g.dests = append(g.dests, w.AddChat(tg.KindChannel, fmt.Sprintf("destination %d", i+1), g.accounts...))
 	}
+	if sc.ForumDestination {
+		g.forumDest = w.AddChat(tg.KindForum, "destination forum", g.accounts...)
+		g.dests = append(g.dests, g.forumDest)
+	}
 	return g
 }
 
@@ -197,7 +205,12 @@ func (g *Generator) Sources() []SourceInfo {
 	return out
 }
 
-// Destinations returns the destination channels.
+// ForumDestination returns the destination forum (Scenario.ForumDestination),
+// or 0.
+func (g *Generator) ForumDestination() tg.ChatID { return g.forumDest }
+
+// Destinations returns the destination chats: the channels, then the
+// forum if there is one.
 func (g *Generator) Destinations() []tg.ChatID {
 	g.mu.Lock()
 	defer g.mu.Unlock()
