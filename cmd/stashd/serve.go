@@ -38,9 +38,10 @@ STASHD_* environment variables, then the flags below; each setting is
 documented in README.md with its default. A bad setting is reported in one
 line naming it, with exit status 2, and nothing is started.
 
-Under systemd (Type=notify) it reports READY=1 once the database and every
-account are up, feeds the watchdog while it is healthy and reports
-STOPPING=1 when asked to stop.
+Under systemd (Type=notify) it reports READY=1 once the database is up and
+every account whose lease it took is running (accounts another instance
+holds are stood by for: see lease_ttl), feeds the watchdog while it is
+healthy and reports STOPPING=1 when asked to stop.
 
 --simulate runs the same daemon against the built-in Telegram simulator
 instead of TDLib, publishing a stream of archives: no credentials needed.
