@@ -62,10 +62,13 @@ func TestBrowserConsoleOnDemoDatabase(t *testing.T) {
 	// Part of the file's base name, in upper case.
 	base := path.Base(file)
 	query := strings.ToUpper(base[:max(len(base)-4, 3)])
+	t.Logf("searching %q for %s in package %s", query, file, pkgName)
 	must("search", chromedp.Do(ctx,
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(`input[name=q]`),
-		chromedp.SendKeys(`input[name=q]`, query),
+		// SetValue, not SendKeys: key events cannot type every letter a
+		// demo file name holds (Cyrillic among them).
+		chromedp.SetValue(`input[name=q]`, query),
 		chromedp.Submit(`input[name=q]`),
 	))
 	// The page before the search lists packages too: wait for the search's
