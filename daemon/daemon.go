@@ -214,9 +214,6 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 	if len(d.cfg.Accounts) == 0 {
 		return ErrNoAccounts
 	}
-	if err := d.releaseDeadClaims(ctx); err != nil {
-		return err
-	}
 	for _, a := range d.cfg.Accounts {
 		l := d.newLeaser(a)
 		d.mu.Lock()
@@ -793,13 +790,13 @@ func (d *Daemon) resolveHistory(ctx context.Context, r *accountRun, a Account) (
 	return out, nil
 }
 
-// startHistory sets a newly added source's watermark by its history
-// policy: at its newest message (none), or at the newest message older
-// than the policy's stretch. A chat without such a message keeps 0 and
-// catches up from its start.
-func (d *Daemon) startHistory(ctx context.Context, r *accountRun, chat tg.ChatID, h History) error {
+// historyStart is where a newly added source catches up from under its
+// history policy: its newest message (none), or the newest message older
+// than the policy's stretch, as a watermark (server id). A chat without
+// such a message, or the policy "all", starts at 0, its beginning.
+func historyStart(ctx context.Context, r *accountRun, chat tg.ChatID, h History) (int64, error) {
 	if !h.None && h.Since <= 0 {
-		return nil
+		return 0, nil
 	}
 	at := time.Now()
 	if !h.None {
@@ -808,16 +805,16 @@ func (d *Daemon) startHistory(ctx context.Context, r *accountRun, chat tg.ChatID
 	m, err := r.paced.GetChatMessageByDate(ctx, chat, at)
 	switch {
 	case errors.Is(err, tg.ErrMessageNotFound):
-		return nil
+		return 0, nil
 	case err != nil:
-		return fmt.Errorf("find the start of source %d's history: %w", chat, err)
+		return 0, fmt.Errorf("find the start of source %d's history: %w", chat, err)
 	}
 	r.log.Info("new source catches up from its history policy", "source", chat, "none", h.None, "since", h.Since, "from_message", m.ID.ServerID())
-	return d.store.AdvanceWatermark(ctx, chat, m.ID.ServerID())
+	return m.ID.ServerID(), nil
 }
 
 // registerSources records sources the store does not know yet, with their
-// kind and title, and sets where each catches up from (histories). Known
+// kind, title and where each catches up from (histories). Known
 // sources cost no call: a restart must stay cheap.
 func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History) error {
 	known := map[tg.ChatID]bool{}
@@ -845,13 +842,15 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 		default:
 			return fmt.Errorf("get chat %d: %w", chat, err)
 		}
-		if err := d.store.EnsureSource(ctx, src); err != nil {
-			return err
-		}
+		// The start goes in with the source: a start cut short before it
+		// is found registers nothing, and the next start asks again.
 		if h, ok := histories[chat]; ok && accessible {
-			if err := d.startHistory(ctx, r, chat, h); err != nil {
+			if src.Watermark, err = historyStart(ctx, r, chat, h); err != nil {
 				return err
 			}
+		}
+		if err := d.store.EnsureSource(ctx, src); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -918,7 +917,8 @@ func (d *Daemon) Health(ctx context.Context) error {
 
 // Ready reports whether every account this instance runs (holds the lease
 // of) is connected to Telegram (readiness for traffic, as /readyz shows
-// it), on top of Health. A standby instance that runs no account is ready.
+// it), on top of Health. A standby instance that runs no account is ready;
+// one whose last start of an account it took over failed is not.
 func (d *Daemon) Ready(ctx context.Context) error {
 	if !d.running.Load() {
 		return errors.New("starting")
@@ -928,6 +928,11 @@ func (d *Daemon) Ready(ctx context.Context) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for _, l := range d.leasers {
+		if err := l.startErr.Load(); err != nil {
+			return fmt.Errorf("account %s failed to start: %w", l.a.Name, *err)
+		}
+	}
 	for _, r := range d.accounts {
 		if st := r.sess.ConnectionState(); st != tg.ConnReady {
 			return fmt.Errorf("account %s: connection %s", r.name, cmp.Or(string(st), "unknown"))

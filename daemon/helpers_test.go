@@ -1,8 +1,13 @@
 package daemon_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/tg/tgsim"
 
 	"stashd/daemon"
 	"stashd/internal/pgtest"
@@ -51,5 +56,44 @@ func waitHandled(t testing.TB, st *store.Store, key tg.MessageKey) {
 			t.Fatalf("message %s never handled", key)
 		}
 		<-tick.C
+	}
+}
+
+// postSets posts n three-part 7z sets (set0.7z.001…) in src and returns
+// the keys of their last parts.
+func postSets(world *tgsim.World, src tg.ChatID, n int) []tg.MessageKey {
+	var last []tg.MessageKey
+	for s := range n {
+		whole := archivetest.SevenZip([]archivetest.File{{Name: "f", Data: []byte(strings.Repeat(fmt.Sprint(s), 5000))}})
+		for i, part := range archivetest.Split(whole, 3) {
+			m := world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("set%d.7z.00%d", s, i+1), Data: part})
+			if i == 2 {
+				last = append(last, m.Key())
+			}
+		}
+	}
+	return last
+}
+
+// checkPartOrder fails the test unless dest holds want parts of the sets
+// postSets posted, each set's parts in order.
+func checkPartOrder(t *testing.T, world *tgsim.World, dest tg.ChatID, want int) {
+	t.Helper()
+	seen := map[string]int{} // set -> last part seen
+	n := 0
+	for _, m := range world.Messages(dest) {
+		if m.Document == nil {
+			continue
+		}
+		n++
+		name := m.Document.FileName
+		set, part := name[:4], int(name[len(name)-1]-'0')
+		if part != seen[set]+1 {
+			t.Errorf("destination %d: %s arrived after part %d of its set", dest, name, seen[set])
+		}
+		seen[set] = part
+	}
+	if n != want {
+		t.Errorf("destination %d holds %d parts, want %d", dest, n, want)
 	}
 }

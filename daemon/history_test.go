@@ -89,3 +89,39 @@ func TestNewSourceHistoryPolicy(t *testing.T) {
 		t.Errorf("%d files mirrored, want 6 (3 new, 2 of all's history, 1 of month's last 30 days)", len(got))
 	}
 }
+
+// A start cut short while it looks for a new source's start (a passing
+// error of getChatMessageByDate) registers nothing: the next start asks
+// again, and the source still starts where its policy says, not at its
+// beginning.
+func TestHistoryPolicySurvivesAFailedStart(t *testing.T) {
+	st := openStore(t, 16)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
+	world.AddAccount("a", false)
+	dest := world.AddChat(tg.KindChannel, "mirror", "a")
+	none := world.AddChat(tg.KindChannel, "none", "a")
+	last := world.Post(none, 0, tgsim.Post{FileName: "old.tar", Data: archivetest.Tar([]archivetest.File{{Name: "o", Data: []byte("o")}})})
+	cfg := daemon.Config{
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{none}, History: map[string]daemon.History{
+			strconv.FormatInt(int64(none), 10): {None: true},
+		}}},
+		Destinations: []tg.ChatID{dest}, Workers: 1, DrainTimeout: 10 * time.Second,
+	}
+	dial := func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil }
+	world.InjectError("a", tg.MethodGetChatMessageByDate, &tg.Error{Code: 500, Message: "Internal server error"}, 1)
+	if err := daemon.New(cfg, st, dial).Prepare(t.Context()); err == nil {
+		t.Fatal("start survived the failed look-up")
+	}
+	d := daemon.New(cfg, st, dial)
+	if err := d.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	src, err := st.GetSource(t.Context(), none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Watermark != last.ID.ServerID() {
+		t.Errorf("watermark %d after the retried start, want %d (the newest message: history none)", src.Watermark, last.ID.ServerID())
+	}
+}

@@ -168,6 +168,9 @@ type leaser struct {
 	mu      sync.Mutex
 	h       *holding // current tenure, nil while standing by
 	started bool
+	// startErr is why the account last failed to start after a takeover
+	// (nil once it starts): Ready reports it.
+	startErr atomic.Pointer[error]
 }
 
 func (d *Daemon) newLeaser(a Account) *leaser {
@@ -352,6 +355,7 @@ func (l *leaser) loop(h *holding) {
 					return
 				default:
 				}
+				l.startErr.Store(&err)
 				l.end(h, true)
 				h = nil
 				wait := b.NextBackOff()
@@ -361,6 +365,7 @@ func (l *leaser) loop(h *holding) {
 				}
 				continue
 			}
+			l.startErr.Store(nil)
 			b.Reset()
 		}
 		select {

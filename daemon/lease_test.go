@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,7 +290,7 @@ func TestLeaseGateBlocksRequestsAfterTheDeadline(t *testing.T) {
 		daemon.SetBeforeLostStop(d, func(string) {
 			// The lease is lost; the account still runs. A request now:
 			before = world.Calls("acc")
-			_, err := paced.GetChat(context.Background(), src)
+			_, err := paced.SearchChatMessages(context.Background(), tg.Search{Chat: src, Limit: 1})
 			after = world.Calls("acc")
 			gated <- err
 		})
@@ -303,7 +304,7 @@ func TestLeaseGateBlocksRequestsAfterTheDeadline(t *testing.T) {
 		if paced = daemon.AccountPaced(d, "acc"); paced == nil {
 			t.Fatal("account not running")
 		}
-		if _, err := paced.GetChat(ctx, src); err != nil {
+		if _, err := paced.SearchChatMessages(ctx, tg.Search{Chat: src, Limit: 1}); err != nil {
 			t.Fatalf("request under the lease: %v", err)
 		}
 		p.paused.Store(true)
@@ -315,8 +316,8 @@ func TestLeaseGateBlocksRequestsAfterTheDeadline(t *testing.T) {
 		case <-time.After(60 * time.Second):
 			t.Fatal("the lease was never lost")
 		}
-		if before[tg.MethodGetChat] != after[tg.MethodGetChat] {
-			t.Errorf("getChat reached Telegram after the lease was lost")
+		if before[tg.MethodSearchChatMessages] != after[tg.MethodSearchChatMessages] {
+			t.Errorf("searchChatMessages reached Telegram after the lease was lost")
 		}
 		ev.wait(t, "a", "stopped")
 		if got := gauge(t, reg, "stashd_account_lease_owned"); got != 0 {
@@ -359,6 +360,12 @@ func TestFailedTakeoverReleasesTheLeaseAndRetries(t *testing.T) {
 	}{{"acquired", first.Epoch + 1}, {"released", first.Epoch + 1}, {"acquired", first.Epoch + 2}, {"started", first.Epoch + 2}} {
 		if got := ev.wait(t, "b", want.kind); got.Epoch != want.epoch {
 			t.Errorf("b's lease step %d: %s at epoch %d, want %d", i, want.kind, got.Epoch, want.epoch)
+		}
+		if i == 1 {
+			// Until the retry, readiness says why the account is not run.
+			if err := b.Ready(ctx); err == nil || !strings.Contains(err.Error(), "telegram unreachable") {
+				t.Errorf("b ready after a failed start: %v, want the start's error", err)
+			}
 		}
 	}
 	if got := dials.Load(); got != 2 {

@@ -2,15 +2,12 @@ package daemon_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/tg"
@@ -33,39 +30,13 @@ func TestSendBudgetPacesDeliveriesAndKeepsPartOrder(t *testing.T) {
 	}
 	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
 	prepareAndRun(t, d)
-	var last []tg.MessageKey
-	for s := range 3 {
-		whole := archivetest.SevenZip([]archivetest.File{{Name: "f", Data: []byte(strings.Repeat(fmt.Sprint(s), 5000))}})
-		for i, part := range archivetest.Split(whole, 3) {
-			m := world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("set%d.7z.00%d", s, i+1), Data: part})
-			if i == 2 {
-				last = append(last, m.Key())
-			}
-		}
-	}
-	for _, k := range last {
+	for _, k := range postSets(world, src, 3) {
 		waitHandled(t, st, k)
 	}
 	d.Shutdown(context.Background())
 
 	for _, dest := range dests {
-		seen := map[string]int{} // set -> last part seen
-		n := 0
-		for _, m := range world.Messages(dest) {
-			if m.Document == nil {
-				continue
-			}
-			n++
-			name := m.Document.FileName
-			set, part := name[:4], int(name[len(name)-1]-'0')
-			if part != seen[set]+1 {
-				t.Errorf("destination %d: %s arrived after part %d of its set", dest, name, seen[set])
-			}
-			seen[set] = part
-		}
-		if n != 9 {
-			t.Errorf("destination %d holds %d parts, want 9", dest, n)
-		}
+		checkPartOrder(t, world, dest, 9)
 	}
 	if got := testutil.ToFloat64(metric(t, reg, "stashd_send_budget_sends_total")); got != 18 {
 		t.Errorf("stashd_send_budget_sends_total = %v, want 18 (every send through the budget)", got)

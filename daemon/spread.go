@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"stashd/ingest"
@@ -17,11 +18,13 @@ import (
 type spreader struct {
 	d *Daemon
 
-	mu      chan struct{} // a one-slot lock: picks are short and rare
+	mu      sync.Mutex
 	pending map[string]int
+
 	// sees caches whether an account knows a chat (getChat, a local call),
 	// once per account and chat.
-	sees map[seeKey]bool
+	seesMu sync.Mutex
+	sees   map[seeKey]bool
 }
 
 type seeKey struct {
@@ -30,7 +33,7 @@ type seeKey struct {
 }
 
 func newSpreader(d *Daemon) *spreader {
-	return &spreader{d: d, mu: make(chan struct{}, 1), pending: map[string]int{}, sees: map[seeKey]bool{}}
+	return &spreader{d: d, pending: map[string]int{}, sees: map[seeKey]bool{}}
 }
 
 // sameStart is how close two accounts' next starts must be to count as
@@ -62,19 +65,26 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest
 	}
 	s.d.writeMu.Unlock()
 
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
+	// Whether an account knows the chats may take a getChat: asked before
+	// the lock, which other picks and every done wait for.
+	var candidates []*accountRun
+	for _, r := range runs {
+		if r.sess.Budget == nil || refused[r.name] || r.pipe == nil {
+			continue
+		}
+		if r.name != from && (!s.knows(r, source) || !s.knows(r, dest)) {
+			continue
+		}
+		candidates = append(candidates, r)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var best *accountRun
 	var bestFree time.Time
 	var bestFlight int
-	for _, r := range runs {
+	for _, r := range candidates {
 		b := r.sess.Budget
-		if b == nil || refused[r.name] || r.pipe == nil {
-			continue
-		}
-		if r.name != from && (!s.seesLocked(r, source) || !s.seesLocked(r, dest)) {
-			continue
-		}
 		free, flight := b.Room()
 		free = free.Add(time.Duration(s.pending[r.name]) * b.Interval())
 		switch {
@@ -90,21 +100,23 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest
 	}
 	name := best.name
 	s.pending[name] += parts
-	var once bool
+	var once sync.Once
 	return best.pipe, func() {
-		s.mu <- struct{}{}
-		defer func() { <-s.mu }()
-		if !once {
-			once = true
+		once.Do(func() {
+			s.mu.Lock()
 			s.pending[name] -= parts
-		}
+			s.mu.Unlock()
+		})
 	}
 }
 
-// seesLocked reports whether account r knows chat (s.mu held).
-func (s *spreader) seesLocked(r *accountRun, chat tg.ChatID) bool {
+// knows reports whether account r knows chat.
+func (s *spreader) knows(r *accountRun, chat tg.ChatID) bool {
 	k := seeKey{r.name, chat}
-	if ok, cached := s.sees[k]; cached {
+	s.seesMu.Lock()
+	ok, cached := s.sees[k]
+	s.seesMu.Unlock()
+	if cached {
 		return ok
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, pickTimeout)
@@ -113,6 +125,8 @@ func (s *spreader) seesLocked(r *accountRun, chat tg.ChatID) bool {
 	if err != nil && tg.Classify(err) != tg.ClassPermanent {
 		return false // not cached: ask again next time
 	}
+	s.seesMu.Lock()
 	s.sees[k] = err == nil
+	s.seesMu.Unlock()
 	return err == nil
 }

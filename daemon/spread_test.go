@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -172,17 +171,7 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 	}
 	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
 	prepareAndRun(t, d)
-	var last []tg.MessageKey
-	for s := range 4 {
-		whole := archivetest.SevenZip([]archivetest.File{{Name: "f", Data: []byte(strings.Repeat(fmt.Sprint(s), 5000))}})
-		for i, part := range archivetest.Split(whole, 3) {
-			m := world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("set%d.7z.00%d", s, i+1), Data: part})
-			if i == 2 {
-				last = append(last, m.Key())
-			}
-		}
-	}
-	for _, k := range last {
+	for _, k := range postSets(world, src, 4) {
 		waitHandled(t, st, k)
 	}
 	d.Shutdown(context.Background())
@@ -210,21 +199,5 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 	if !used["a"] || !used["b"] {
 		t.Errorf("accounts that sent: %v; want both", used)
 	}
-	seen := map[string]int{}
-	n := 0
-	for _, m := range world.Messages(dest) {
-		if m.Document == nil {
-			continue
-		}
-		n++
-		name := m.Document.FileName
-		set, part := name[:4], int(name[len(name)-1]-'0')
-		if part != seen[set]+1 {
-			t.Errorf("%s arrived after part %d of its set", name, seen[set])
-		}
-		seen[set] = part
-	}
-	if n != 12 {
-		t.Errorf("the destination holds %d parts, want 12", n)
-	}
+	checkPartOrder(t, world, dest, 12)
 }

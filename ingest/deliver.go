@@ -134,15 +134,12 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 		}
 		if found != 0 {
 			p.log.Info("delivery reconciled from destination", "package", pkg.ID, "destination", dest, "part", i)
-			if err := p.store.MarkSent(ctx, d, found); err != nil {
+			recorded, err := p.store.MarkSent(ctx, d, found)
+			if err != nil {
 				return 0, err
 			}
 			p.m.delivered(dest, DeliveryReconciled, 1)
-			if len(copies) > 0 {
-				if err := p.keepOneCopy(ctx, d, found, copies); err != nil {
-					return 0, err
-				}
-			}
+			p.keepOneCopy(ctx, d, recorded, append(copies, found))
 			return 0, nil
 		}
 	}
@@ -154,12 +151,15 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 	// Use a context that survives cancellation so a shutdown in
 	// this instant does not forget a message that exists.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	err = p.store.MarkSent(wctx, d, msg.ID)
+	recorded, err := p.store.MarkSent(wctx, d, msg.ID)
 	cancel()
 	if err != nil {
 		return 0, err
 	}
 	p.m.delivered(dest, DeliverySent, 1)
+	// A copy an earlier session left pending may have landed, and been
+	// recorded, while this send was on its way: this one is the second.
+	p.keepOneCopy(ctx, d, recorded, []tg.MessageID{msg.ID})
 	return 1, nil
 }
 
@@ -328,22 +328,14 @@ func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.Me
 		d.PackageID, d.PartIndex, d.Destination, reconcileMaxPages*tg.MaxSearchLimit, d.CreatedAt.UTC().Format(time.RFC3339)))
 }
 
-// keepOneCopy deletes every message of found and copies, all carrying d's
-// token, but the one d's row records (found, unless another session
-// recorded one of the copies first): the part is then in the destination
-// once.
-func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, found tg.MessageID, copies []tg.MessageID) error {
-	keep := found
-	cur, ok, err := p.store.DeliveryByToken(ctx, d.Token, d.Destination)
-	if err != nil {
-		return err
+// keepOneCopy deletes the messages of found, all carrying d's token, but
+// recorded, the one d's row records: the part is then in the destination
+// once. A recorded message that is not among them (another session's copy)
+// is kept all the same.
+func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded tg.MessageID, found []tg.MessageID) {
+	if copies := slices.DeleteFunc(slices.Clone(found), func(id tg.MessageID) bool { return id == recorded }); len(copies) > 0 {
+		p.deleteCopies(ctx, d, recorded, copies)
 	}
-	all := append([]tg.MessageID{found}, copies...)
-	if ok && cur.State == store.DeliverySent && slices.Contains(all, cur.DestMessageID) {
-		keep = cur.DestMessageID
-	}
-	p.deleteCopies(ctx, d, keep, slices.DeleteFunc(all, func(id tg.MessageID) bool { return id == keep }))
-	return nil
 }
 
 // deleteCopies deletes copies, second copies in d's destination of the

@@ -568,7 +568,7 @@ func TestDeliveryWaitsForContentHashLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.MarkSent(e.ctx, intent, sent.ID); err != nil {
+	if _, err := e.st.MarkSent(e.ctx, intent, sent.ID); err != nil {
 		t.Fatal(err)
 	}
 	held.Unlock()

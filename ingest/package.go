@@ -190,10 +190,12 @@ func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id i
 	return out, p.record(ctx, parts, out, id)
 }
 
-// ErrPackageUnfinished is the retryable error for some of a package's
-// files gathered while that package's own delivery is not finished: the
-// package's own messages finish it, and these are recorded then.
-var ErrPackageUnfinished = errors.New("some of the parts of a package whose delivery is not finished")
+// errPackageUnfinished is the retryable error for some of a package's
+// files gathered while that package's delivery is not finished. They are
+// retried with their set (the rest of the package's messages usually join
+// it and the package is delivered whole), then as dead letters, until the
+// package's delivery is complete.
+var errPackageUnfinished = errors.New("some of the parts of a package whose delivery is not finished")
 
 // finishPartsOf records parts, some of package id's files, as duplicates
 // of it once its delivery is complete. They are what a set or album
@@ -206,7 +208,7 @@ func (p *Pipeline) finishPartsOf(ctx context.Context, parts []tg.Message, id int
 		return "", err
 	}
 	if !done {
-		return "", fmt.Errorf("%d files of package %d: %w", len(parts), id, ErrPackageUnfinished)
+		return "", fmt.Errorf("%d files of package %d: %w", len(parts), id, errPackageUnfinished)
 	}
 	return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 }

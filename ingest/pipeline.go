@@ -32,7 +32,7 @@ type Store interface {
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
 	Lock(ctx context.Context, name string) (*store.Lock, error)
 	EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (store.Delivery, bool, error)
-	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) error
+	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) (tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
@@ -44,7 +44,6 @@ type Store interface {
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
 	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)
 	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error)
-	TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error)
 	UpsertTopic(ctx context.Context, t tg.Topic) error
 	TopicName(ctx context.Context, chat tg.ChatID, thread int64) (string, bool, error)
 	DestinationTopic(ctx context.Context, dest tg.ChatID, name string) (int64, bool, error)
@@ -337,9 +336,7 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		}
 		return store.OutcomeDuplicate, nil
 	}
-	if err := p.ensureTopic(ctx, msg); err != nil {
-		return "", err
-	}
+	p.ensureTopic(ctx, msg)
 	cls := classify(msg)
 	p.m.observeStage(StageClassify, start)
 	if cls.archive && msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg)) {
@@ -440,36 +437,25 @@ func sourceMessage(msg tg.Message, out store.Outcome, pkg int64) store.SourceMes
 // ensureTopic stores the name of a forum topic the first time one of its
 // messages is handled: one getForumTopic per topic, ever (renames arrive as
 // updateForumTopicInfo and the listener stores them).
-func (p *Pipeline) ensureTopic(ctx context.Context, msg tg.Message) error {
+func (p *Pipeline) ensureTopic(ctx context.Context, msg tg.Message) {
 	thread := msg.TopicID()
 	if thread == 0 {
-		return nil
+		return
 	}
 	k := topicKey{msg.ChatID, thread}
 	p.mu.Lock()
 	known := p.topics[k]
 	p.mu.Unlock()
 	if known {
-		return nil
+		return
 	}
-	ok, err := p.store.TopicKnown(ctx, msg.ChatID, thread)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		t, err := p.tg.GetForumTopic(ctx, msg.ChatID, thread)
-		if err != nil {
-			// The name is for people; a missing one must not hold back
-			// the archive.
-			p.log.Warn("get forum topic", "source", msg.ChatID, "topic", thread, "err", err)
-			return nil
-		}
-		if err := p.store.UpsertTopic(ctx, t); err != nil {
-			return err
-		}
+	if _, err := p.sourceTopicName(ctx, msg.ChatID, thread); err != nil {
+		// The name is for people; a missing one must not hold back the
+		// archive.
+		p.log.Warn("get forum topic", "source", msg.ChatID, "topic", thread, "err", err)
+		return
 	}
 	p.mu.Lock()
 	p.topics[k] = true
 	p.mu.Unlock()
-	return nil
 }

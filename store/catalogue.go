@@ -257,12 +257,16 @@ func (s *Store) PackageHolding(ctx context.Context, uniqueIDs []string) (int64, 
 	if len(uniqueIDs) == 0 {
 		return 0, false, nil
 	}
+	ids := make([]string, len(uniqueIDs))
+	for i, u := range uniqueIDs {
+		ids[i] = text(u)
+	}
 	// unique_id is remote_files' key: one row per known file.
 	var all bool
 	var pkgs []int64
 	err := s.pool.QueryRow(ctx, `SELECT count(*) = (SELECT count(DISTINCT u) FROM unnest($1::text[]) u),
 			coalesce(array_agg(DISTINCT package_id), '{}')
-		FROM remote_files WHERE unique_id = ANY($1)`, uniqueIDs).Scan(&all, &pkgs)
+		FROM remote_files WHERE unique_id = ANY($1)`, ids).Scan(&all, &pkgs)
 	if err != nil {
 		return 0, false, fmt.Errorf("look up the package holding %d files: %w", len(uniqueIDs), err)
 	}
@@ -276,15 +280,7 @@ func (s *Store) PackageHolding(ctx context.Context, uniqueIDs []string) (int64, 
 // file with this unique id (its own part or an identical re-post): a part
 // posted again after its set was catalogued.
 func (s *Store) PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error) {
-	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT package_id FROM remote_files WHERE unique_id = $1`, text(uniqueID)).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("look up part %q: %w", uniqueID, err)
-	}
-	return id, true, nil
+	return s.PackageHolding(ctx, []string{uniqueID})
 }
 
 // PackageByHash returns the id of the package with this content hash

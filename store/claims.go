@@ -110,30 +110,3 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 	}
 	return src, nil
 }
-
-// ClaimOwners returns the owners of the source claims that have not
-// expired.
-func (s *Store) ClaimOwners(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT claim_owner FROM sources
-		WHERE claim_owner IS NOT NULL AND claim_until >= now()`)
-	if err != nil {
-		return nil, fmt.Errorf("list claim owners: %w", err)
-	}
-	owners, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list claim owners: %w", err)
-	}
-	return owners, nil
-}
-
-// ReleaseClaims drops every source claim held by owner, so that its
-// sources can be claimed at once rather than when the claims expire. It
-// returns how many were released.
-func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE sources SET claim_owner = NULL, claim_until = NULL
-		WHERE claim_owner = $1`, owner)
-	if err != nil {
-		return 0, fmt.Errorf("release claims of %s: %w", owner, err)
-	}
-	return int(tag.RowsAffected()), nil
-}

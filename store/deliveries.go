@@ -68,39 +68,64 @@ func (s *Store) EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, par
 }
 
 func (s *Store) getDelivery(ctx context.Context, pkg int64, dest tg.ChatID, part int) (Delivery, error) {
-	d := Delivery{PackageID: pkg, Destination: dest, PartIndex: part}
-	var state string
-	var msg *int64
-	err := s.pool.QueryRow(ctx, `SELECT token, state, dest_message_id, account, created_at FROM deliveries
-		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3`, pkg, int64(dest), part).
-		Scan(&d.Token, &state, &msg, &d.Account, &d.CreatedAt)
+	d, err := scanDelivery(s.pool.QueryRow(ctx, deliveryColumns+`
+		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3`, pkg, int64(dest), part))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, fmt.Errorf("delivery %d/%d/%d: %w", pkg, dest, part, ErrNotFound)
 	}
 	if err != nil {
 		return Delivery{}, fmt.Errorf("read delivery: %w", err)
 	}
-	d.State = DeliveryState(state)
+	return d, nil
+}
+
+const deliveryColumns = `SELECT package_id, destination_chat_id, part_idx, token, state, dest_message_id, account, created_at FROM deliveries`
+
+// scanDelivery reads a row of deliveryColumns.
+func scanDelivery(row pgx.Row) (Delivery, error) {
+	var d Delivery
+	var dest int64
+	var state string
+	var msg *int64
+	if err := row.Scan(&d.PackageID, &dest, &d.PartIndex, &d.Token, &state, &msg, &d.Account, &d.CreatedAt); err != nil {
+		return Delivery{}, err
+	}
+	d.Destination, d.State = tg.ChatID(dest), DeliveryState(state)
 	if msg != nil {
 		d.DestMessageID = tg.MessageID(*msg)
 	}
 	return d, nil
 }
 
-// MarkSent records the destination message of a delivery. It is the first
-// write after Telegram confirms a send, so a crash right after leaves no
-// doubt about whether the part is in the destination. Under a fence
+// MarkSent records the destination message of a delivery and returns the
+// message the delivery records: destMsg, or the one recorded before when
+// the delivery was sent already (a copy that landed first, then destMsg
+// is a second copy). It is the first write after Telegram confirms a
+// send, so a crash right after leaves no doubt about whether the part is
+// in the destination. Under a fence
 // (WithFence) it is refused with ErrStaleEpoch once the lease moved on.
-func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) error {
+func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) (tg.MessageID, error) {
 	fa, fe := fenceArgs(ctx)
-	_, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = '',
-			fence_account = $5, fence_epoch = $6
-		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'`,
-		d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsg), fa, fe)
+	// The statement's snapshot of the row, taken before the update, says
+	// which message was recorded already when the update found it sent.
+	var recorded *int64
+	err := s.pool.QueryRow(ctx, `WITH upd AS (
+			UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = '',
+				fence_account = $5, fence_epoch = $6
+			WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'
+			RETURNING dest_message_id)
+		SELECT dest_message_id FROM upd
+		UNION ALL
+		SELECT dest_message_id FROM deliveries
+		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND NOT EXISTS (SELECT FROM upd)`,
+		d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsg), fa, fe).Scan(&recorded)
 	if err != nil {
-		return fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, fenced(ctx, err))
+		return 0, fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, fenced(ctx, err))
 	}
-	return nil
+	if recorded == nil {
+		return destMsg, nil
+	}
+	return tg.MessageID(*recorded), nil
 }
 
 // MarkSentByToken records destMsg in dest as the delivery whose intent
@@ -161,21 +186,13 @@ func (s *Store) DeliveryCounts(ctx context.Context) (map[DeliveryState]int, erro
 // that lands after its delivery was recorded (a pending send TDLib
 // re-sent) whether it is the recorded copy or a second one.
 func (s *Store) DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (Delivery, bool, error) {
-	d := Delivery{Destination: dest, Token: token}
-	var state string
-	var msg *int64
-	err := s.pool.QueryRow(ctx, `SELECT package_id, part_idx, state, dest_message_id, account, created_at FROM deliveries
-		WHERE token = $1 AND destination_chat_id = $2`, token, int64(dest)).
-		Scan(&d.PackageID, &d.PartIndex, &state, &msg, &d.Account, &d.CreatedAt)
+	d, err := scanDelivery(s.pool.QueryRow(ctx, deliveryColumns+`
+		WHERE token = $1 AND destination_chat_id = $2`, token, int64(dest)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, false, nil
 	}
 	if err != nil {
 		return Delivery{}, false, fmt.Errorf("read delivery of token %s to %d: %w", token, dest, err)
-	}
-	d.State = DeliveryState(state)
-	if msg != nil {
-		d.DestMessageID = tg.MessageID(*msg)
 	}
 	return d, true, nil
 }

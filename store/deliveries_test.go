@@ -29,8 +29,12 @@ func TestDeliveryByToken(t *testing.T) {
 	if err != nil || !ok || got.PackageID != id || got.PartIndex != 0 || got.State != store.DeliveryIntent || got.DestMessageID != 0 || got.Account != "a" {
 		t.Fatalf("intent by token = %+v, %v, %v", got, ok, err)
 	}
-	if err := st.MarkSent(ctx, d, tg.MessageIDFromServer(5)); err != nil {
-		t.Fatal(err)
+	if rec, err := st.MarkSent(ctx, d, tg.MessageIDFromServer(5)); err != nil || rec != tg.MessageIDFromServer(5) {
+		t.Fatalf("first MarkSent recorded %v, %v; want message 5", rec, err)
+	}
+	// A second copy of the part: the delivery keeps the first, and says so.
+	if rec, err := st.MarkSent(ctx, d, tg.MessageIDFromServer(6)); err != nil || rec != tg.MessageIDFromServer(5) {
+		t.Fatalf("MarkSent of a second copy recorded %v, %v; want message 5 kept", rec, err)
 	}
 	got, ok, err = st.DeliveryByToken(ctx, d.Token, -9)
 	if err != nil || !ok || got.State != store.DeliverySent || got.DestMessageID != tg.MessageIDFromServer(5) {

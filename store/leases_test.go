@@ -131,7 +131,8 @@ func TestFencedWritesRefuseAStaleEpoch(t *testing.T) {
 	check("SaveSourceState", st.SaveSourceState(stale, chat, false, "", 60, 70))
 	_, _, err = st.EnsureIntent(stale, pkg, dest, 1, "acc")
 	check("EnsureIntent", err)
-	check("MarkSent", st.MarkSent(stale, part0, tg.MessageIDFromServer(7)))
+	_, err = st.MarkSent(stale, part0, tg.MessageIDFromServer(7))
+	check("MarkSent", err)
 	_, err = st.MarkSentByToken(stale, part0.Token, dest, tg.MessageIDFromServer(7))
 	check("MarkSentByToken", err)
 	if staleF.refused != 5 {
@@ -165,7 +166,7 @@ func TestFencedWritesRefuseAStaleEpoch(t *testing.T) {
 	if _, _, err := st.EnsureIntent(cur, pkg, dest, 1, "acc"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.MarkSent(cur, part0, tg.MessageIDFromServer(7)); err != nil {
+	if _, err := st.MarkSent(cur, part0, tg.MessageIDFromServer(7)); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.AdvanceWatermark(ctx, chat, 80); err != nil {

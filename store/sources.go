@@ -58,17 +58,17 @@ func (s *Store) UpsertAccount(ctx context.Context, name string, userID int64, pr
 	return nil
 }
 
-// EnsureSource registers a source (or updates its account, kind and title)
-// without touching its watermark.
+// EnsureSource registers a source, starting at src.Watermark, or updates a
+// known one's account, kind and title without touching its watermark.
 func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO accounts (name) VALUES ($1) ON CONFLICT DO NOTHING`, src.Account); err != nil {
 		return fmt.Errorf("ensure account %s: %w", src.Account, err)
 	}
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO sources (chat_id, account, kind, title) VALUES ($1, $2, $3, $4)
+		INSERT INTO sources (chat_id, account, kind, title, watermark) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (chat_id) DO UPDATE SET account = EXCLUDED.account, kind = EXCLUDED.kind,
 			title = EXCLUDED.title, updated_at = now()`,
-		int64(src.ChatID), src.Account, string(src.Kind), src.Title)
+		int64(src.ChatID), src.Account, string(src.Kind), src.Title, src.Watermark)
 	if err != nil {
 		return fmt.Errorf("ensure source %d: %w", src.ChatID, err)
 	}
@@ -162,17 +162,6 @@ func (s *Store) UpsertTopic(ctx context.Context, t tg.Topic) error {
 		return fmt.Errorf("upsert topic %d/%d: %w", t.ChatID, t.ThreadID, err)
 	}
 	return nil
-}
-
-// TopicKnown reports whether a topic's name is stored.
-func (s *Store) TopicKnown(ctx context.Context, chat tg.ChatID, thread int64) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM topics WHERE chat_id = $1 AND thread_id = $2)`,
-		int64(chat), thread).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("look up topic %d/%d: %w", chat, thread, err)
-	}
-	return ok, nil
 }
 
 // SaveSourceState writes the listener's view of a source: dirty (with its

@@ -74,21 +74,8 @@ func runChaos(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	switch {
-	case o.Kills < 1:
-		return badFlag("chaos", "--kills %d: at least one kill", o.Kills)
-	case o.PGKills < 0:
-		return badFlag("chaos", "--pg-kills %d: not a count", o.PGKills)
-	case o.Duration < time.Second:
-		return badFlag("chaos", "--duration %v: at least 1s", o.Duration)
-	case o.Rate <= 0:
-		return badFlag("chaos", "--rate %v: must be positive", o.Rate)
-	case o.Instances < 1:
-		return badFlag("chaos", "--instances %d: at least one", o.Instances)
-	case o.Pauses < 0:
-		return badFlag("chaos", "--pauses %d: not a count", o.Pauses)
-	case o.LeaseTTL < 0 || o.LeaseTTL > 0 && o.LeaseTTL < time.Second:
-		return badFlag("chaos", "--lease-ttl %v: at least 1s", o.LeaseTTL)
+	if msg := chaosFlagError(o); msg != "" {
+		return badFlag("chaos", "%s", msg)
 	}
 	if !flagSet(fs, "pauses") && o.Instances > 1 {
 		o.Pauses = 5
@@ -175,4 +162,26 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// chaosFlagError says what is wrong with the numbers of o, "" when
+// nothing is.
+func chaosFlagError(o chaos.Options) string {
+	switch {
+	case o.Kills < 1:
+		return fmt.Sprintf("--kills %d: at least one kill", o.Kills)
+	case o.PGKills < 0:
+		return fmt.Sprintf("--pg-kills %d: not a count", o.PGKills)
+	case o.Duration < time.Second:
+		return fmt.Sprintf("--duration %v: at least 1s", o.Duration)
+	case o.Rate <= 0:
+		return fmt.Sprintf("--rate %v: must be positive", o.Rate)
+	case o.Instances < 1:
+		return fmt.Sprintf("--instances %d: at least one", o.Instances)
+	case o.Pauses < 0:
+		return fmt.Sprintf("--pauses %d: not a count", o.Pauses)
+	case o.LeaseTTL < 0 || o.LeaseTTL > 0 && o.LeaseTTL < time.Second:
+		return fmt.Sprintf("--lease-ttl %v: at least 1s", o.LeaseTTL)
+	}
+	return ""
 }

@@ -1,22 +1,38 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
 
-// The failover flags of chaos are checked before anything starts.
+	"stashd/internal/chaos"
+)
+
+// The failover flags of chaos are checked before anything starts: each bad
+// value is named, and the acceptance run's values pass.
 func TestChaosFailoverFlags(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{
-		{"--instances", "0"},
-		{"--pauses", "-1"},
-		{"--lease-ttl", "10ms"},
-		{"--lease-ttl", "-3s"},
+	good := chaos.Options{Kills: 20, Duration: 45 * time.Second, Rate: 8, Instances: 2, Pauses: 5, LeaseTTL: 3 * time.Second}
+	if msg := chaosFlagError(good); msg != "" {
+		t.Errorf("the acceptance run's flags refused: %s", msg)
+	}
+	for flag, change := range map[string]func(*chaos.Options){
+		"--instances": func(o *chaos.Options) { o.Instances = 0 },
+		"--pauses":    func(o *chaos.Options) { o.Pauses = -1 },
+		"--lease-ttl": func(o *chaos.Options) { o.LeaseTTL = 10 * time.Millisecond },
 	} {
-		if rc := runChaos(args); rc != 2 {
-			t.Errorf("chaos %v: exit %d, want 2", args, rc)
+		o := good
+		change(&o)
+		if msg := chaosFlagError(o); !strings.HasPrefix(msg, flag+" ") {
+			t.Errorf("bad %s: %q, want it named", flag, msg)
 		}
 	}
-	ok := []string{"--instances", "2", "--pauses", "0", "--lease-ttl", "3s", "-h"}
-	if rc := runChaos(ok); rc != 0 {
-		t.Errorf("chaos %v: exit %d, want 0", ok, rc)
+	o := good
+	o.LeaseTTL = -3 * time.Second
+	if msg := chaosFlagError(o); !strings.HasPrefix(msg, "--lease-ttl ") {
+		t.Errorf("negative --lease-ttl: %q, want it named", msg)
+	}
+	if rc := runChaos([]string{"--instances", "0"}); rc != 2 {
+		t.Errorf("chaos --instances 0: exit %d, want 2", rc)
 	}
 }

@@ -146,6 +146,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 		}
 	}
 	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed()}
+	srcTopics := map[tg.ChatID]map[int64]string{} // topic names by source, read once
 	for _, p := range g.Truth().Packages {
 		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete}
 		for _, k := range p.Parts {
@@ -176,7 +177,10 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 				}
 				want := TopicWant{Thread: topic.Thread, Same: topic.Same}
 				if topic.Same && in.Topic != 0 {
-					want.Name = w.Topics(in.Chat)[in.Topic]
+					if srcTopics[in.Chat] == nil {
+						srcTopics[in.Chat] = w.Topics(in.Chat)
+					}
+					want.Name = srcTopics[in.Chat][in.Topic]
 				}
 				pkg.Topics[d] = want
 			}

@@ -85,7 +85,7 @@ func Seed(ctx context.Context, st *store.Store) (Seeded, error) {
 		if err != nil {
 			return s, err
 		}
-		if err := st.MarkSent(ctx, d, tg.MessageIDFromServer(int64(100+part))); err != nil {
+		if _, err := st.MarkSent(ctx, d, tg.MessageIDFromServer(int64(100+part))); err != nil {
 			return s, err
 		}
 	}

@@ -158,24 +158,35 @@ type Destination struct {
 
 // UnmarshalTOML accepts a string or a table.
 func (d *Destination) UnmarshalTOML(v any) error {
+	return unmarshalChatRef(v, &d.Chat, func(k string, val any) error {
+		if k != "topic" {
+			return fmt.Errorf("unknown field %q (chat, topic)", k)
+		}
+		d.Topic = val
+		return nil
+	})
+}
+
+// unmarshalChatRef reads a chat reference written as a string, or as a
+// table whose "chat" is one; field reads the table's other keys.
+func unmarshalChatRef(v any, chat *string, field func(key string, val any) error) error {
 	switch v := v.(type) {
 	case string:
-		d.Chat = v
+		*chat = v
 		return nil
 	case map[string]any:
 		for k, val := range v {
-			switch k {
-			case "chat":
-				str, ok := val.(string)
-				if !ok {
-					return errors.New("chat must be a string")
+			if k != "chat" {
+				if err := field(k, val); err != nil {
+					return err
 				}
-				d.Chat = str
-			case "topic":
-				d.Topic = val
-			default:
-				return fmt.Errorf("unknown field %q (chat, topic)", k)
+				continue
 			}
+			str, ok := val.(string)
+			if !ok {
+				return errors.New("chat must be a string")
+			}
+			*chat = str
 		}
 		return nil
 	}
@@ -223,44 +234,31 @@ func ParseHistory(s string) (none bool, since time.Duration, err error) {
 
 // UnmarshalTOML accepts a string or a table.
 func (s *Source) UnmarshalTOML(v any) error {
-	switch v := v.(type) {
-	case string:
-		s.Chat = v
-		return nil
-	case map[string]any:
-		for k, val := range v {
-			switch k {
-			case "chat":
-				str, ok := val.(string)
-				if !ok {
-					return errors.New("chat must be a string")
-				}
-				s.Chat = str
-			case "history":
-				str, ok := val.(string)
-				if !ok {
-					return errors.New("history must be a string (all, none, 30d)")
-				}
-				s.History = str
-			case "topics":
-				list, ok := val.([]any)
-				if !ok {
-					return errors.New("topics must be a list of topic ids")
-				}
-				for _, x := range list {
-					n, ok := x.(int64)
-					if !ok || n <= 0 {
-						return fmt.Errorf("topics: %v is not a topic id", x)
-					}
-					s.Topics = append(s.Topics, n)
-				}
-			default:
-				return fmt.Errorf("unknown field %q (chat, topics, history)", k)
+	return unmarshalChatRef(v, &s.Chat, func(k string, val any) error {
+		switch k {
+		case "history":
+			str, ok := val.(string)
+			if !ok {
+				return errors.New("history must be a string (all, none, 30d)")
 			}
+			s.History = str
+		case "topics":
+			list, ok := val.([]any)
+			if !ok {
+				return errors.New("topics must be a list of topic ids")
+			}
+			for _, x := range list {
+				n, ok := x.(int64)
+				if !ok || n <= 0 {
+					return fmt.Errorf("topics: %v is not a topic id", x)
+				}
+				s.Topics = append(s.Topics, n)
+			}
+		default:
+			return fmt.Errorf("unknown field %q (chat, topics, history)", k)
 		}
 		return nil
-	}
-	return fmt.Errorf("%v is neither a chat reference nor a table", v)
+	})
 }
 
 // Route is one [[routes]] table: packages of its sources (and topics) that

@@ -1,6 +1,7 @@
 package tdjsonsim_test
 
 import (
+	"slices"
 	"testing"
 
 	"stashd/tg"
@@ -39,8 +40,18 @@ func TestDeleteMessagesOnTheWire(t *testing.T) {
 		t.Errorf("the channel holds %d messages after a refused delete, want 1", got)
 	}
 
-	c.ok(1, "deleteMessages", map[string]any{"chat_id": w.dest, "message_ids": []int64{sent}, "revoke": true}, "ok")
-	del, _ := c.until("updateDeleteMessages", func(o tdObject) bool { return o.typ() == "updateDeleteMessages" })
+	// The update may be written before or after the answer.
+	isDelete := func(o tdObject) bool { return o.typ() == "updateDeleteMessages" }
+	res, before := c.call(1, "deleteMessages", map[string]any{"chat_id": w.dest, "message_ids": []int64{sent}, "revoke": true})
+	if res.typ() != "ok" {
+		t.Fatalf("deleteMessages of its own message: %v, want ok", res)
+	}
+	var del tdObject
+	if i := slices.IndexFunc(before, isDelete); i >= 0 {
+		del = before[i]
+	} else {
+		del, _ = c.until("updateDeleteMessages", isDelete)
+	}
 	ids, _ := del.get("message_ids").([]any)
 	if del.int("chat_id") != int64(w.dest) || len(ids) != 1 || del.get("is_permanent") != true || del.get("from_cache") != false {
 		t.Errorf("updateDeleteMessages = %v, want permanent [%d] in %d", del, sent, w.dest)

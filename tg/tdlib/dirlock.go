@@ -1,6 +1,7 @@
 package tdlib
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -26,14 +27,7 @@ type DirLockedError struct {
 
 func (e *DirLockedError) Error() string {
 	return fmt.Sprintf("TDLib directory %s is in use by process %s: one TDLib client per directory (stop it, or give this instance its own state directory)",
-		e.Dir, cmpOr(e.Holder, "(unknown)"))
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+		e.Dir, cmp.Or(e.Holder, "(unknown)"))
 }
 
 // DirLock is an exclusive flock on an account's TDLib database directory.

@@ -149,7 +149,9 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 	}
 	a := w.accounts[c.account]
 	a.calls[method]++
-	w.noteRequest(a, c, method)
+	if !tg.LocalMethod(method) { // answered by the session's own TDLib
+		w.noteRequest(a, c, method)
+	}
 	failure := a.takeFlood(method)
 	if failure == nil {
 		failure = a.admit(method, w.cfg.Now())
