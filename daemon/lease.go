@@ -169,7 +169,8 @@ type leaser struct {
 	h       *holding // current tenure, nil while standing by
 	started bool
 	// startErr is why the account last failed to start after a takeover
-	// (nil once it starts): Ready reports it.
+	// (nil once it starts, or once another instance runs it): Ready
+	// reports it.
 	startErr atomic.Pointer[error]
 }
 
@@ -355,7 +356,9 @@ func (l *leaser) loop(h *holding) {
 					return
 				default:
 				}
-				l.startErr.Store(&err)
+				if !errors.Is(err, tg.ErrLeaseLost) { // not the account's fault
+					l.startErr.Store(&err)
+				}
 				l.end(h, true)
 				h = nil
 				wait := b.NextBackOff()
@@ -411,6 +414,7 @@ func (l *leaser) acquire() *holding {
 			return h
 		default:
 			failures = 0
+			l.startErr.Store(nil) // another instance runs the account
 		}
 		select {
 		case <-l.quit:
