@@ -48,6 +48,7 @@ demo: build postgres
 	bin/stashd demo $(DEMO_FLAGS)
 
 vet: deps
+	sh mk/layers.sh
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 

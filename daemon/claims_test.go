@@ -11,7 +11,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // A daemon killed mid-scan leaves its source claims behind. Its restart, a

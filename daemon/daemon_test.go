@@ -10,7 +10,7 @@ import (
 	"stashd/ingest"
 	"stashd/internal/pgtest"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -10,7 +10,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // An account that may not write to a destination (TDLib: 400 "Have no

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"stashd/archive/archivetest"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 
 	"stashd/daemon"
 	"stashd/internal/pgtest"

@@ -12,7 +12,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // A newly added source catches up by its history policy: everything (the

@@ -19,7 +19,7 @@ import (
 	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // pausable is the lease store of one instance: while paused, its lease

@@ -12,7 +12,7 @@ import (
 	"stashd/ingest"
 	"stashd/route"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // Routes are resolved and checked at start: every problem stops the start

@@ -13,7 +13,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // spreadRun delivers n packages posted in one source, watched by the first

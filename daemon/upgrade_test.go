@@ -9,7 +9,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // A watched basic group upgraded to a supergroup is followed: the new chat

@@ -9,7 +9,7 @@ import (
 	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // A route added later delivers exactly the packages catalogued before it

@@ -7,7 +7,7 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // BenchmarkHandleArchive measures the whole ingest path for one new archive

@@ -10,7 +10,7 @@ import (
 	"stashd/ingest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // crashMidSend runs posted through a pipeline whose process dies right

@@ -15,7 +15,7 @@ import (
 	"stashd/ingest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // safety bounds a test that would otherwise hang on a download that never

@@ -13,7 +13,7 @@ import (
 	"stashd/ingest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // instance is one daemon instance running account "a" on its own TDLib

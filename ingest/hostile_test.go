@@ -10,7 +10,7 @@ import (
 
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // hostileTar is a tar whose entry names PostgreSQL cannot store as they are

@@ -19,7 +19,7 @@ import (
 	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

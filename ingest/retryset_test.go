@@ -10,7 +10,7 @@ import (
 	"stashd/ingest"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // incompleteSet is one kind of incomplete set as the generator posts it:

@@ -11,7 +11,7 @@ import (
 	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // documentsIn returns the unique ids of the documents in chat, in order.

@@ -17,7 +17,7 @@ import (
 	"stashd/listener"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // postSet posts a 3-part 7z set named name.7z.00N and handles every part.

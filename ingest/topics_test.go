@@ -13,7 +13,7 @@ import (
 	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // A route with topic "same" delivers each package into the destination

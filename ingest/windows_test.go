@@ -14,7 +14,7 @@ import (
 	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // clockedSession advances the test's clock by step on every send: the send

@@ -8,7 +8,7 @@
 #           `stashd bench $(BENCH_FLAGS)`: the table on stderr, the JSON
 #           summary as the last line of stdout. Takes up to 10 minutes on
 #           2 cores. BENCH_FLAGS=--quick runs the seconds-long smoke.
-# The smoke test (bench/bench_test.go) runs with `make test` (go test ./...).
+# The smoke test (harness/bench/bench_test.go) runs with `make test` (go test ./...).
 
 GO ?= go
 BENCH_FLAGS ?= --json

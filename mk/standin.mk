@@ -9,7 +9,7 @@
 # td/standin/td_json_standin.c is a stand-in for TDLib's libtdjson.so: it
 # exports the four functions go-tdlib calls (td_create_client_id, td_send,
 # td_receive, td_execute) and relays TDLib JSON over the Unix socket named
-# by STASHD_TDJSON_SOCKET to a TDLib-JSON server (internal/tdjsonsim), which
+# by STASHD_TDJSON_SOCKET to a TDLib-JSON server (sim/tdjsonsim), which
 # answers from the simulator: in-process in the tests, or `stashd sim` as a
 # process of its own. Go code links it exactly as it links TDLib (the
 # `libtdjson` tag, go-tdlib's dynamic linking), only with -L and the rpath
@@ -18,13 +18,13 @@
 # Targets
 #   standin        Build $(STANDIN_DIR)/libtdjson.so (SONAME libtdjson.so.1.8.40,
 #                  like the real one) and its libtdjson.so.1.8.40 symlink.
-#   test-standin   go test -race -tags libtdjson ./internal/tdjsonsim/...
+#   test-standin   go test -race -tags libtdjson ./sim/tdjsonsim/...
 #                  linked against the stand-in: the pipeline end-to-end
 #                  test through go-tdlib, the real adapter, the stand-in
 #                  library and the TDLib-JSON server (needs the PostgreSQL
 #                  server binaries, like `make unit`). STANDIN_TEST_FLAGS
 #                  adds flags (e.g. -count=1 -v).
-#   vet-standin    go vet -tags libtdjson ./internal/tdjsonsim/... against it.
+#   vet-standin    go vet -tags libtdjson ./sim/tdjsonsim/... against it.
 #   build-standin  Build $(STANDIN_BIN) (default bin/stashd-standin): stashd
 #                  with the real adapter linked against the stand-in, for
 #                  runs against a `stashd sim` process.
@@ -83,10 +83,10 @@ $(STANDIN_DIR)/libtdjson.so.$(TDLIB_VERSION): $(STANDIN_DIR)/libtdjson.so
 # linker must resolve even though nothing uses them: tdlib-link-deps
 # installs them when missing.
 test-standin: standin tdlib-link-deps
-	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) ./internal/tdjsonsim/...
+	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) ./sim/tdjsonsim/...
 
 vet-standin: standin tdlib-link-deps
-	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) vet -tags $(GO_TDLIB_TAGS) ./internal/tdjsonsim/...
+	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) vet -tags $(GO_TDLIB_TAGS) ./sim/tdjsonsim/...
 
 build-standin: standin tdlib-link-deps
 	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) build -tags $(GO_TDLIB_TAGS) -o $(STANDIN_BIN) $(TDLIB_MAIN_PKG)

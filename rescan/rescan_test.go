@@ -14,7 +14,7 @@ import (
 	"stashd/rescan"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // budgetWorld is a simulated world on a virtual clock with one source per

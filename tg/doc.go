@@ -3,7 +3,7 @@
 // documents, updates) and the typed errors callers decide recovery on.
 //
 // tg owns no I/O of its own. Adapters implement Client: tg/tdlib over
-// go-tdlib and TDLib, tg/tgsim as a deterministic in-process simulator. The
+// go-tdlib and TDLib, sim/tgsim as a deterministic in-process simulator. The
 // adapters depend on tg, never the other way round.
 //
 // Besides the port, tg holds two pieces of adapter-independent plumbing that

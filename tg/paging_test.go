@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // Paging forward over short pages (TDLib may return fewer messages than

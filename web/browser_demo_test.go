@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"stashd/internal/demo"
+	"stashd/harness/demo"
 	"stashd/internal/pgtest"
 	"stashd/store"
 )

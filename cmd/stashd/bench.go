@@ -16,7 +16,7 @@ import (
 	"strings"
 	"syscall"
 
-	"stashd/bench"
+	"stashd/harness/bench"
 )
 
 const benchHelp = `Measures every performance goal of stashd side by side with its baseline,

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"stashd/internal/chaos"
+	"stashd/harness/chaos"
 )
 
 const chaosHelp = `Proves "nothing missed, nothing twice" for real processes. Starts three kinds

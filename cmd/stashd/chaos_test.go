@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"stashd/internal/chaos"
+	"stashd/harness/chaos"
 )
 
 // The failover flags of chaos are checked before anything starts: each bad

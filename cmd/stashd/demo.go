@@ -21,7 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"stashd/internal/config"
-	"stashd/internal/demo"
+	"stashd/harness/demo"
 )
 
 const demoHelp = `Runs the whole stashd pipeline — listener, queue, supervised ingest workers,

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"stashd/internal/demo"
+	"stashd/harness/demo"
 )
 
 // liveLine is a status line kept at the bottom of a terminal. Log lines

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"stashd/internal/demo"
+	"stashd/harness/demo"
 )
 
 // screen is a minimal terminal: it wraps at width, and understands \r,

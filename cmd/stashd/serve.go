@@ -26,7 +26,7 @@ import (
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tdlib"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 const serveHelp = `Runs the daemon: every configured account's TDLib client, listener,

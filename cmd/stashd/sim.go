@@ -19,11 +19,11 @@ import (
 	"syscall"
 	"time"
 
-	"stashd/internal/audit"
+	"stashd/harness/audit"
 	"stashd/internal/service"
-	"stashd/internal/tdjsonsim"
+	"stashd/sim/tdjsonsim"
 	"stashd/tg"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 const simHelp = `Serves the Telegram simulator as TDLib JSON on a Unix socket, for programs

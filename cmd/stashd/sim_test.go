@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"stashd/internal/config"
-	"stashd/tg/tgsim"
+	"stashd/sim/tgsim"
 )
 
 // The configuration stashd sim writes is one stashd serve accepts, with the

@@ -6,7 +6,7 @@
  * which calls td_create_client_id, td_send, td_receive and td_execute. This
  * library exports exactly those, so a binary linked against it runs the
  * production adapter and go-tdlib unchanged, while the requests go to
- * `stashd sim` (internal/tdjsonsim), which answers them from the Telegram
+ * `stashd sim` (sim/tdjsonsim), which answers them from the Telegram
  * simulator as TDLib 1.8.40 would. mk/standin.mk builds it.
  *
  * Protocol (one connection per process, opened at the first td_send):

@@ -1,0 +1,47 @@
+package audit
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/sim/tgsim"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// An account run by two sessions at once fails the audit, whatever else
+// holds.
+func TestCheckFailsOnSessionOverlaps(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	clean, err := Check(ctx, st, Truth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean.Settled = true
+	if !clean.OK() || clean.SessionOverlaps != 0 {
+		t.Fatalf("empty world: OK %v, overlaps %d; want a pass", clean.OK(), clean.SessionOverlaps)
+	}
+
+	overlap := tgsim.SessionOverlap{Account: "acct1", Older: 3, Newer: 4, Method: "downloadFile"}
+	rep, err := Check(ctx, st, Truth{SessionOverlaps: 2, OverlapExamples: []tgsim.SessionOverlap{overlap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Settled = true
+	if rep.OK() || rep.SessionOverlaps != 2 {
+		t.Errorf("two overlaps: OK %v, overlaps %d; want a failure counting 2", rep.OK(), rep.SessionOverlaps)
+	}
+	if len(rep.SessionOverlapNames) != 1 || !strings.Contains(rep.SessionOverlapNames[0], "acct1") {
+		t.Errorf("overlap names = %q, want the example's account", rep.SessionOverlapNames)
+	}
+}
