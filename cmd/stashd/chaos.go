@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +43,19 @@ longest_ownerless_seconds (the longest time an account had no owner with an
 unexpired lease after its first, by the database's clock); with several
 instances the run also fails when that exceeds twice the TTL.
 
+Sustained load: --send-rate sets the daemons' send budget (messages a
+minute per account; Telegram allows a user account about 20). Below the
+publishing rate the deliveries back up, as they do on a busy mirror: then
+--audit catalogue requires every package catalogued and none delivered
+twice, and counts the deliveries still waiting (delivery_backlog_end).
+--kills 0 --pg-kills 0 runs without any kill. Every run reports
+self_lease_losses (a daemon losing an account's lease with no kill, pause
+or postmaster kill behind it), not_ready_seconds (time /readyz answered
+other than 200 after a daemon's first ready), catalogue_lag_p99_seconds
+(publication to catalogue row), and per daemon process its resident
+memory (rss_mb start, end, max), goroutines and open files, sampled every
+5 s after a minute's warm-up.
+
 The last line of stdout is one JSON object with --json; the exit status is 1
 when the audit fails, 2 for bad flags. The logs of every process are in
 --dir (daemon.log or daemon-N.log, sim.log, postgres/postgres.log).
@@ -52,11 +66,13 @@ bin/stashd-standin (the default --daemon); make chaos runs five seeds.`
 func runChaos(args []string) int {
 	fs := newFlagSet("chaos", "chaos [flags]", chaosHelp)
 	var o chaos.Options
-	fs.IntVar(&o.Kills, "kills", 50, "how many times to SIGKILL a daemon (with --instances > 1: an account's owner, every fifth a standby)")
+	fs.IntVar(&o.Kills, "kills", 50, "how many times to SIGKILL a daemon (with --instances > 1: an account's owner, every fifth a standby; 0: never)")
 	fs.IntVar(&o.Instances, "instances", 1, "how many daemons run on the one database and world")
 	fs.IntVar(&o.Pauses, "pauses", 0, "how many times to SIGSTOP an account's owner for 1.5-2.5 lease TTLs, then SIGCONT it (default 5 with --instances > 1, else 0)")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", 0, "account lease TTL of the daemons, STASHD_LEASE_TTL (default 3s with --instances > 1, else the daemon's own)")
-	fs.IntVar(&o.PGKills, "pg-kills", 5, "how many times to SIGKILL the PostgreSQL postmaster")
+	fs.IntVar(&o.PGKills, "pg-kills", 5, "how many times to SIGKILL the PostgreSQL postmaster (0: never)")
+	fs.Float64Var(&o.SendRate, "send-rate", 6000, "the daemons' send budget per account, messages a minute (Telegram allows a user account about 20; the simulated world has no limit)")
+	fs.StringVar(&o.Audit, "audit", chaos.AuditFull, `what every published package must reach: "full" (catalogued and delivered) or "catalogue" (catalogued; deliveries may still wait, none made twice)`)
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of the world and of the kill moments (same seed, same run plan)")
 	fs.DurationVar(&o.Duration, "duration", 45*time.Second, "how long the world publishes; kills continue after it until all are done")
 	fs.Float64Var(&o.Rate, "rate", 8, "items published per second")
@@ -150,6 +166,15 @@ func printChaosReport(r chaos.Report, dir string) {
 	if r.PendingWork > 0 {
 		fmt.Printf("  work still pending: %d (set parts waiting, dead letters due)\n", r.PendingWork)
 	}
+	fmt.Printf("self lease losses %d, not ready %.1fs after first ready, catalogue lag p99 %.1fs, deliveries waiting at the end %d (audit: %s, send rate %g/min)\n",
+		r.SelfLeaseLosses, r.NotReadySeconds, r.CatalogueLagP99Seconds, r.DeliveryBacklogEnd, r.AuditMode, r.SendRate)
+	for _, p := range r.Processes {
+		if p.Samples == 0 {
+			continue
+		}
+		fmt.Printf("  daemon %d (pid %d): rss %.0f -> %.0f MiB (max %.0f), goroutines %d -> %d, open fds %d -> %d\n",
+			p.Instance, p.PID, p.RSSMB.Start, p.RSSMB.End, p.RSSMB.Max, p.Goroutines.Start, p.Goroutines.End, p.OpenFDs.Start, p.OpenFDs.End)
+	}
 	verdict := "audit passed"
 	if !r.OK {
 		verdict = "AUDIT FAILED (logs in " + dir + ")"
@@ -168,13 +193,17 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // nothing is.
 func chaosFlagError(o chaos.Options) string {
 	switch {
-	case o.Kills < 1:
-		return fmt.Sprintf("--kills %d: at least one kill", o.Kills)
+	case o.Kills < 0:
+		return fmt.Sprintf("--kills %d: not a count", o.Kills)
+	case math.IsNaN(o.SendRate) || math.IsInf(o.SendRate, 0) || o.SendRate <= 0:
+		return fmt.Sprintf("--send-rate %v: must be a positive number", o.SendRate)
+	case o.Audit != chaos.AuditFull && o.Audit != chaos.AuditCatalogue:
+		return fmt.Sprintf("--audit %q: want %q or %q", o.Audit, chaos.AuditFull, chaos.AuditCatalogue)
 	case o.PGKills < 0:
 		return fmt.Sprintf("--pg-kills %d: not a count", o.PGKills)
 	case o.Duration < time.Second:
 		return fmt.Sprintf("--duration %v: at least 1s", o.Duration)
-	case o.Rate <= 0:
+	case !(o.Rate > 0) || math.IsInf(o.Rate, 0):
 		return fmt.Sprintf("--rate %v: must be positive", o.Rate)
 	case o.Instances < 1:
 		return fmt.Sprintf("--instances %d: at least one", o.Instances)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,8 @@ import (
 // value is named, and the acceptance run's values pass.
 func TestChaosFailoverFlags(t *testing.T) {
 	t.Parallel()
-	good := chaos.Options{Kills: 20, Duration: 45 * time.Second, Rate: 8, Instances: 2, Pauses: 5, LeaseTTL: 3 * time.Second}
+	good := chaos.Options{Kills: 20, Duration: 45 * time.Second, Rate: 8, Instances: 2, Pauses: 5, LeaseTTL: 3 * time.Second,
+		SendRate: 6000, Audit: chaos.AuditFull}
 	if msg := chaosFlagError(good); msg != "" {
 		t.Errorf("the acceptance run's flags refused: %s", msg)
 	}
@@ -20,6 +22,11 @@ func TestChaosFailoverFlags(t *testing.T) {
 		"--instances": func(o *chaos.Options) { o.Instances = 0 },
 		"--pauses":    func(o *chaos.Options) { o.Pauses = -1 },
 		"--lease-ttl": func(o *chaos.Options) { o.LeaseTTL = 10 * time.Millisecond },
+		"--kills":     func(o *chaos.Options) { o.Kills = -1 },
+		"--pg-kills":  func(o *chaos.Options) { o.PGKills = -1 },
+		"--send-rate": func(o *chaos.Options) { o.SendRate = math.NaN() },
+		"--rate":      func(o *chaos.Options) { o.Rate = math.Inf(1) },
+		"--audit":     func(o *chaos.Options) { o.Audit = "deliveries" },
 	} {
 		o := good
 		change(&o)
@@ -31,6 +38,13 @@ func TestChaosFailoverFlags(t *testing.T) {
 	o.LeaseTTL = -3 * time.Second
 	if msg := chaosFlagError(o); !strings.HasPrefix(msg, "--lease-ttl ") {
 		t.Errorf("negative --lease-ttl: %q, want it named", msg)
+	}
+	// The sustained-load run: no kills at all, Telegram's send budget, a
+	// catalogue audit.
+	soak := good
+	soak.Kills, soak.PGKills, soak.Pauses, soak.SendRate, soak.Audit = 0, 0, 0, 20, chaos.AuditCatalogue
+	if msg := chaosFlagError(soak); msg != "" {
+		t.Errorf("--kills 0 --pg-kills 0 --send-rate 20 --audit catalogue refused: %s", msg)
 	}
 	if rc := runChaos([]string{"--instances", "0"}); rc != 2 {
 		t.Errorf("chaos --instances 0: exit %d, want 2", rc)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,7 +39,16 @@ type partRef struct {
 //
 // Settled and the run's own figures are left to the caller.
 func Check(ctx context.Context, st *store.Store, t Truth) (Report, error) {
-	c := checker{st: st, t: t, lost: set(t.Lost), protected: set(t.Protected)}
+	c := checker{st: st, t: t, lost: set(t.Lost), protected: set(t.Protected), mode: ModeFull}
+	return c.check(ctx)
+}
+
+// CheckCatalogue is Check for a mirror whose deliveries back up (a send
+// budget below the publishing rate): every package must be catalogued and
+// nothing delivered twice, but deliveries may still wait; the report counts
+// them (DeliveryBacklog).
+func CheckCatalogue(ctx context.Context, st *store.Store, t Truth) (Report, error) {
+	c := checker{st: st, t: t, lost: set(t.Lost), protected: set(t.Protected), mode: ModeCatalogue}
 	return c.check(ctx)
 }
 
@@ -55,11 +65,12 @@ type checker struct {
 	t         Truth
 	lost      map[tg.ChatID]bool
 	protected map[tg.ChatID]bool
+	mode      string
 }
 
 func (c *checker) check(ctx context.Context) (Report, error) {
 	unique := c.t.unique()
-	rep := Report{UniquePackages: len(unique), StalledDownloads: c.t.DownloadFaults, Calls: c.t.Calls,
+	rep := Report{Mode: c.mode, UniquePackages: len(unique), StalledDownloads: c.t.DownloadFaults, Calls: c.t.Calls,
 		SessionOverlaps: c.t.SessionOverlaps}
 	for _, o := range c.t.OverlapExamples {
 		rep.SessionOverlapNames = append(rep.SessionOverlapNames, o.String())
@@ -141,6 +152,9 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		if delivered {
 			rep.DeliveredPackages++
 		}
+		if catalogued {
+			rep.DeliveryBacklog += missingPairs
+		}
 		if !delivered {
 			switch explained[h] {
 			case explainedLost:
@@ -151,7 +165,12 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 				continue
 			}
 		}
-		if !catalogued || !delivered {
+		if c.mode == ModeCatalogue {
+			if !catalogued {
+				rep.Missing++
+				rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s not catalogued", p.Name, p.Parts[0].Key()))
+			}
+		} else if !catalogued || !delivered {
 			rep.Missing += max(missingPairs, 1) // per required (package, destination) pair
 			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0].Key(), catalogued, delivered))
 		}
@@ -207,6 +226,9 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 	}
 	sort.Strings(rep.OtherDeadLetters)
 	if err := c.vanished(ctx, &rep, deliveredHash, dead); err != nil {
+		return rep, err
+	}
+	if rep.CatalogueLagP99Seconds, err = c.catalogueLag(ctx, unique); err != nil {
 		return rep, err
 	}
 	return rep, nil
@@ -486,4 +508,36 @@ func deadLetterReasons(ctx context.Context, st *store.Store) (map[tg.MessageKey]
 		out[tg.MessageKey{Chat: tg.ChatID(chat), Message: tg.MessageID(msg)}] = reason
 	}
 	return out, rows.Err()
+}
+
+// catalogueLag returns the 99th percentile, over the unique packages
+// catalogued, of the time from publication to the package's catalogue row;
+// zero when none is catalogued or the truth carries no dates.
+func (c *checker) catalogueLag(ctx context.Context, unique map[Hash]Package) (float64, error) {
+	rows, err := c.st.Pool().Query(ctx, `SELECT content_hash, created_at FROM packages`)
+	if err != nil {
+		return 0, fmt.Errorf("read catalogue times: %w", err)
+	}
+	defer rows.Close()
+	var lags []float64
+	for rows.Next() {
+		var h []byte
+		var at time.Time
+		if err := rows.Scan(&h, &at); err != nil {
+			return 0, fmt.Errorf("read catalogue times: %w", err)
+		}
+		p, ok := unique[Hash(h)]
+		if !ok || p.Published.IsZero() {
+			continue
+		}
+		lags = append(lags, max(at.Sub(p.Published).Seconds(), 0))
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read catalogue times: %w", err)
+	}
+	if len(lags) == 0 {
+		return 0, nil
+	}
+	slices.Sort(lags)
+	return lags[(len(lags)*99+99)/100-1], nil
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/sim/tgsim"
+	"stashd/store"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -8,12 +8,13 @@ package audit
 import (
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"stashd/ingest"
 	"stashd/route"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // Hash is a package's SHA-256, written as hex in JSON.
@@ -74,6 +75,9 @@ type Package struct {
 	Parts      []Part `json:"parts"`
 	Corrupt    bool   `json:"corrupt,omitempty"`
 	Incomplete bool   `json:"incomplete,omitempty"`
+	// Published is when the publication's last part was posted (the
+	// world's message dates, whole seconds).
+	Published time.Time `json:"published,omitzero"`
 	// Destinations are where the routes send this publication (with
 	// Truth.Routed).
 	Destinations []tg.ChatID `json:"destinations,omitempty"`
@@ -153,6 +157,9 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 			part := Part{Chat: k.Chat, Message: k.Message}
 			if m, ok := msgs[k]; ok && m.Document != nil {
 				part.File, part.Size = m.Document.File.UniqueID, m.Document.File.Size
+			}
+			if m, ok := msgs[k]; ok && m.Date.After(pkg.Published) {
+				pkg.Published = m.Date
 			}
 			pkg.Parts = append(pkg.Parts, part)
 		}

@@ -46,9 +46,9 @@ import (
 // Options configure a chaos run. Zero values take the defaults in
 // brackets.
 type Options struct {
-	// Kills is how many times a daemon is SIGKILLed [50]. With several
-	// instances a kill strikes an account's owner, but every fifth a
-	// standby.
+	// Kills is how many times a daemon is SIGKILLed; zero never. With
+	// several instances a kill strikes an account's owner, but every
+	// fifth a standby.
 	Kills int
 	// Instances is how many daemons run on the one database and world [1].
 	Instances int
@@ -59,8 +59,17 @@ type Options struct {
 	// [3 s with several instances; with one, the daemon's own default].
 	LeaseTTL time.Duration
 	// PGKills is how many times the PostgreSQL postmaster is SIGKILLed,
-	// spread over the daemon kills [5].
+	// spread over the daemon kills; zero never.
 	PGKills int
+	// SendRate is the daemons' send budget per account, messages a minute
+	// (STASHD_SEND_RATE) [6000: the simulated world has no send limit].
+	// At Telegram's own budget (20) a busy world's deliveries back up.
+	SendRate float64
+	// Audit is what the audit requires of every published package:
+	// AuditFull (catalogued and delivered everywhere its routes say) or
+	// AuditCatalogue (catalogued; its deliveries may still wait, but
+	// none may be made twice) [AuditFull].
+	Audit string
 	// Seed of the world and of the harness's choices.
 	Seed int64
 	// Duration of publishing [45 s]; the kills go on after it until all
@@ -92,6 +101,12 @@ type Options struct {
 	// Logger receives the run's events; nil discards them.
 	Logger *slog.Logger
 }
+
+// Audit modes (Options.Audit).
+const (
+	AuditFull      = "full"
+	AuditCatalogue = "catalogue"
+)
 
 // Report is the outcome of a run.
 type Report struct {
@@ -129,8 +144,27 @@ type Report struct {
 	LongestOwnerlessSeconds float64 `json:"longest_ownerless_seconds"`
 	// SessionOverlaps counts requests the world saw from an older session
 	// of an account after a newer one had made its own.
-	SessionOverlaps int     `json:"session_overlaps"`
-	SettleSeconds   float64 `json:"settle_seconds"`
+	SessionOverlaps int `json:"session_overlaps"`
+	// SelfLeaseLosses counts the times a daemon lost an account's lease
+	// with no kill or pause of it, and no postmaster kill, behind the
+	// loss: a daemon that fenced itself.
+	SelfLeaseLosses int `json:"self_lease_losses"`
+	// NotReadySeconds is the time daemons answered /readyz with anything
+	// but 200 after they had first been ready (the harness's kills and
+	// pauses aside: a process struck by one is not judged again).
+	NotReadySeconds float64 `json:"not_ready_seconds"`
+	// CatalogueLagP99Seconds is the 99th percentile of the time from a
+	// package's publication (its last part) to its catalogue row.
+	CatalogueLagP99Seconds float64 `json:"catalogue_lag_p99_seconds"`
+	// DeliveryBacklogEnd counts the (package, destination) deliveries
+	// still waiting when the run ended (with AuditCatalogue).
+	DeliveryBacklogEnd int `json:"delivery_backlog_end"`
+	// Processes holds every daemon process's resources, sampled every 5 s
+	// after a minute's warm-up.
+	Processes     []Resources `json:"processes"`
+	AuditMode     string      `json:"audit_mode"`
+	SendRate      float64     `json:"send_rate"`
+	SettleSeconds float64     `json:"settle_seconds"`
 	ElapsedSeconds  float64 `json:"elapsed_seconds"`
 	Settled         bool    `json:"settled"`
 	OK              bool    `json:"ok"`
@@ -164,12 +198,18 @@ type harness struct {
 	// default when the harness leaves it alone.
 	leaseTTL time.Duration
 	leases   *leaseWatch
+	obs      *observer
 
 	mu     sync.Mutex
 	pg     *pgembed.Cluster
 	killed map[*proc]bool
 	exits  int
 	rep    Report
+	// struck holds the process ids the harness killed or paused, and
+	// pgKilled the times it killed the postmaster: what explains a
+	// daemon losing a lease.
+	struck   map[int]bool
+	pgKilled []time.Time
 
 	db *pgxpool.Pool
 }
@@ -181,8 +221,8 @@ const daemonLeaseTTL = 30 * time.Second
 // Run runs one chaos run. An error means the run could not be carried out;
 // a failed audit is a Report with OK false.
 func Run(ctx context.Context, o Options) (Report, error) {
-	o.Kills = cmp.Or(o.Kills, 50)
-	o.PGKills = cmp.Or(o.PGKills, 5)
+	o.SendRate = cmp.Or(o.SendRate, 6000)
+	o.Audit = cmp.Or(o.Audit, AuditFull)
 	o.Duration = cmp.Or(o.Duration, 45*time.Second)
 	o.Rate = cmp.Or(o.Rate, 8)
 	o.Sources = cmp.Or(o.Sources, 4)
@@ -195,15 +235,20 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Dir == "" || o.Stashd == "" || o.Daemon == "" {
 		return Report{}, errors.New("chaos: Dir, Stashd and Daemon are required")
 	}
+	if o.Audit != AuditFull && o.Audit != AuditCatalogue {
+		return Report{}, fmt.Errorf("chaos: audit %q: want %q or %q", o.Audit, AuditFull, AuditCatalogue)
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	started := time.Now()
-	h := &harness{o: o, log: log, killed: map[*proc]bool{}, leases: newLeaseWatch(),
+	h := &harness{o: o, log: log, killed: map[*proc]bool{}, leases: newLeaseWatch(), obs: newObserver(),
+		struck: map[int]bool{},
 		leaseTTL: cmp.Or(o.LeaseTTL, daemonLeaseTTL),
 		rng:      rand.New(rand.NewPCG(uint64(o.Seed), 0x6b696c6c))} // "kill"
 	h.rep.Seed, h.rep.Instances, h.rep.LeaseTTLSeconds = o.Seed, o.Instances, h.leaseTTL.Seconds()
+	h.rep.AuditMode, h.rep.SendRate = o.Audit, o.SendRate
 	rep, err := h.run(ctx)
 	rep.ElapsedSeconds = time.Since(started).Seconds()
 	return rep, err
@@ -285,6 +330,7 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 	wctx, stopWatch := context.WithCancel(ctx)
 	var watch sync.WaitGroup
 	watch.Go(func() { h.leases.run(wctx, h.db) })
+	watch.Go(func() { h.obs.run(wctx, h) })
 	defer func() {
 		stopWatch()
 		watch.Wait()
@@ -324,6 +370,11 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 		}
 	}
 	h.rep.Failovers, h.rep.LongestOwnerlessSeconds = failovers, ownerless.Seconds()
+	h.rep.SelfLeaseLosses = h.selfLosses(h.leases.lost())
+	notReady, procs := h.obs.result()
+	h.rep.NotReadySeconds, h.rep.Processes = notReady.Seconds(), procs
+	h.rep.CatalogueLagP99Seconds = rep.CatalogueLagP99Seconds
+	h.rep.DeliveryBacklogEnd = rep.DeliveryBacklog
 	h.rep.SessionOverlaps = rep.SessionOverlaps
 	h.rep.DaemonExits = h.exits
 	h.rep.Audit = rep
@@ -333,6 +384,29 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 	h.rep.OK = rep.OK() && h.rep.Kills >= h.o.Kills && h.rep.PGKills >= h.o.PGKills && h.rep.Pauses >= h.o.Pauses &&
 		(h.o.Instances == 1 || ownerless <= 2*h.leaseTTL)
 	return h.rep, nil
+}
+
+// selfLosses counts the lease losses nothing the harness did explains:
+// the owner was neither killed nor paused, and no postmaster kill came
+// within two lease TTLs (and a second) before the loss.
+func (h *harness) selfLosses(losses []leaseLoss) int {
+	n := 0
+	for _, l := range losses {
+		pid, _ := ownerPID(l.owner)
+		explained := h.struck[pid]
+		for _, at := range h.pgKilled {
+			// The loss is read by the database's clock, the kill by the
+			// harness's: on one machine they agree to well within the slack.
+			if !at.After(l.at) && l.at.Sub(at) <= 2*h.leaseTTL+time.Second {
+				explained = true
+			}
+		}
+		if !explained {
+			n++
+			h.log.Warn("a daemon lost an account's lease by itself", "account", l.account, "owner", l.owner, "at", l.at)
+		}
+	}
+	return n
 }
 
 // simWorld is the part of `stashd sim`'s first line the harness reads.
@@ -422,9 +496,7 @@ func (h *harness) daemonEnv(in *instance) []string {
 		"STASHD_SEND_TIMEOUT=30s",
 		"STASHD_RESCAN_INTERVAL=10s",
 		"STASHD_RESCAN_WINDOW=10m",
-		// The simulated world has no send limit: pace sends at the most
-		// the setting allows rather than Telegram's 20 a minute.
-		"STASHD_SEND_RATE=6000",
+		"STASHD_SEND_RATE=" + strconv.FormatFloat(h.o.SendRate, 'g', -1, 64),
 		"STASHD_SEND_IN_FLIGHT=8",
 	}
 	if h.o.LeaseTTL > 0 {

@@ -232,6 +232,10 @@ func (h *harness) pause(ctx context.Context) error {
 		return nil // it died meanwhile; the supervisor restarts it
 	}
 	hold := time.Duration((1.5 + h.rng.Float64()) * float64(h.leaseTTL))
+	h.mu.Lock()
+	h.struck[p.pid()] = true
+	h.mu.Unlock()
+	h.obs.strike(p)
 	p.signal(syscall.SIGSTOP)
 	h.mu.Lock()
 	h.rep.Pauses++

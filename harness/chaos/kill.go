@@ -24,7 +24,7 @@ const restartDelay = 200 * time.Millisecond
 // target), then waits for its moment (a download, a send or a transaction
 // in flight) at most momentWait.
 func (h *harness) kill(ctx context.Context) error {
-	mean := h.o.Duration / time.Duration(h.o.Kills)
+	mean := h.o.Duration / time.Duration(max(h.o.Kills, 1))
 	for i := range h.o.Kills {
 		if h.rep.Pauses < h.o.Pauses && i >= (h.rep.Pauses+1)*h.o.Kills/(h.o.Pauses+1) {
 			if err := h.pause(ctx); err != nil {
@@ -59,6 +59,8 @@ func (h *harness) kill(ctx context.Context) error {
 			continue // it died by itself meanwhile; the supervisor restarts it
 		}
 		h.killed[p] = true
+		h.struck[p.pid()] = true
+		h.obs.strike(p)
 		p.signal(syscall.SIGKILL)
 		h.rep.Kills++
 		if owner {
@@ -79,12 +81,21 @@ func (h *harness) kill(ctx context.Context) error {
 			"moment", momentName(moment, caught), "owner", owner)
 		<-p.exited
 	}
+	// Without daemon kills to spread them over, the pauses and postmaster
+	// kills are spread over the publishing.
+	gap := h.o.Duration / time.Duration(h.o.Pauses+h.o.PGKills+1)
 	for h.rep.Pauses < h.o.Pauses {
+		if h.o.Kills == 0 && !service.Sleep(ctx, gap) {
+			return ctx.Err()
+		}
 		if err := h.pause(ctx); err != nil {
 			return err
 		}
 	}
 	for h.rep.PGKills < h.o.PGKills {
+		if h.o.Kills == 0 && !service.Sleep(ctx, gap) {
+			return ctx.Err()
+		}
 		if err := h.killPostgres(ctx); err != nil {
 			return err
 		}
@@ -176,6 +187,9 @@ func (h *harness) killPostgres(ctx context.Context) error {
 	}
 	<-pg.Done()
 	h.rep.PGKills++
+	h.mu.Lock()
+	h.pgKilled = append(h.pgKilled, time.Now())
+	h.mu.Unlock()
 	h.log.Info("postmaster killed", "kill", h.rep.PGKills, "of", h.o.PGKills)
 	if !service.Sleep(ctx, 200*time.Millisecond+time.Duration(h.rng.Int64N(int64(time.Second)))) {
 		return ctx.Err()

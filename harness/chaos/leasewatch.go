@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,15 @@ type leaseRow struct {
 	account string
 	owner   string    // "" when lease_owner is NULL
 	until   time.Time // zero when lease_until is NULL
+	epoch   int64     // lease_epoch: every acquisition increments it
+}
+
+// leaseLoss is an owner losing an account's lease: the lease lapsed, went
+// to another owner, or was taken again (a new epoch) by the same one.
+type leaseLoss struct {
+	account string
+	owner   string    // the owner that lost it
+	at      time.Time // the reading that showed it, by the database's clock
 }
 
 // leaseWatch measures failovers and ownerless stretches from successive
@@ -38,12 +48,14 @@ type leaseWatch struct {
 	accounts  map[string]*leaseState
 	failovers int
 	longest   time.Duration
+	losses    []leaseLoss
 }
 
 // leaseState is what the watch knows of one account.
 type leaseState struct {
 	owner string    // owner of the last live lease seen; "" before the first
 	until time.Time // when that lease ended or ends, as last seen
+	epoch int64     // that lease's epoch
 	// lapsed is set once a reading has shown no live lease since.
 	lapsed bool
 }
@@ -65,6 +77,9 @@ func (w *leaseWatch) observe(now time.Time, rows []leaseRow) {
 			if st.owner == "" {
 				continue // not owned yet
 			}
+			if !st.lapsed {
+				w.losses = append(w.losses, leaseLoss{r.account, st.owner, now})
+			}
 			st.lapsed = true
 			// A release (clean shutdown) ends the lease before its expiry.
 			if !r.until.IsZero() && r.until.Before(st.until) {
@@ -73,6 +88,9 @@ func (w *leaseWatch) observe(now time.Time, rows []leaseRow) {
 			w.stretch(now.Sub(st.until))
 			continue
 		}
+		if st.owner != "" && !st.lapsed && (r.owner != st.owner || r.epoch != st.epoch) {
+			w.losses = append(w.losses, leaseLoss{r.account, st.owner, now})
+		}
 		if st.owner != "" && (st.lapsed || r.owner != st.owner) {
 			if r.owner != st.owner {
 				w.failovers++
@@ -80,7 +98,7 @@ func (w *leaseWatch) observe(now time.Time, rows []leaseRow) {
 			// The previous lease had ended before this one was seen.
 			w.stretch(now.Sub(st.until))
 		}
-		st.owner, st.until, st.lapsed = r.owner, r.until, false
+		st.owner, st.until, st.epoch, st.lapsed = r.owner, r.until, r.epoch, false
 	}
 }
 
@@ -95,6 +113,13 @@ func (w *leaseWatch) result() (int, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.failovers, w.longest
+}
+
+// lost returns every lease loss seen so far, in order.
+func (w *leaseWatch) lost() []leaseLoss {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.losses)
 }
 
 // run reads the leases every leasePoll until ctx ends. A reading that
@@ -113,7 +138,7 @@ func (w *leaseWatch) run(ctx context.Context, db *pgxpool.Pool) {
 func readLeases(ctx context.Context, db *pgxpool.Pool) (time.Time, []leaseRow, error) {
 	qctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	rows, err := db.Query(qctx, `SELECT now(), name, lease_owner, lease_until FROM accounts ORDER BY name`)
+	rows, err := db.Query(qctx, `SELECT now(), name, lease_owner, lease_until, lease_epoch FROM accounts ORDER BY name`)
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("read leases: %w", err)
 	}
@@ -124,7 +149,7 @@ func readLeases(ctx context.Context, db *pgxpool.Pool) (time.Time, []leaseRow, e
 		var r leaseRow
 		var owner *string
 		var until *time.Time
-		if err := rows.Scan(&now, &r.account, &owner, &until); err != nil {
+		if err := rows.Scan(&now, &r.account, &owner, &until, &r.epoch); err != nil {
 			return time.Time{}, nil, fmt.Errorf("read leases: %w", err)
 		}
 		if owner != nil {

@@ -90,3 +90,34 @@ func TestOwnerPID(t *testing.T) {
 		}
 	}
 }
+
+// A loss is an owner losing an account: its lease lapsing, going to
+// another owner, or taken again under a new epoch by the same owner (a
+// daemon that fenced itself and started the account over). Renewals are
+// not losses.
+func TestLeaseWatchLosses(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	w := newLeaseWatch()
+	read := func(now float64, owner string, until float64, epoch int64) {
+		w.observe(at(now), []leaseRow{{account: "acct1", owner: owner, until: at(until), epoch: epoch}})
+	}
+	read(0, "h:1", 3, 1)
+	read(1, "h:1", 4, 1) // renewal
+	read(2, "h:1", 5, 2) // the same owner, a new epoch: lost and taken again
+	read(3, "h:2", 6, 3) // another owner took it
+	read(7, "h:2", 6, 3) // lapsed
+	read(8, "h:3", 11, 4)
+	read(9, "h:3", 12, 4)
+	got := w.lost()
+	want := []leaseLoss{{"acct1", "h:1", at(2)}, {"acct1", "h:1", at(3)}, {"acct1", "h:2", at(7)}}
+	if len(got) != len(want) {
+		t.Fatalf("losses %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("loss %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}

@@ -33,7 +33,11 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 		if err != nil {
 			return rep, err
 		}
-		rep, err = audit.Check(ctx, st, truth)
+		if h.o.Audit == AuditCatalogue {
+			rep, err = audit.CheckCatalogue(ctx, st, truth)
+		} else {
+			rep, err = audit.Check(ctx, st, truth)
+		}
 		if err != nil {
 			return rep, err
 		}
