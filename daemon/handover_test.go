@@ -9,8 +9,8 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // An account that may not write to a destination (TDLib: 400 "Have no

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"testing"
 
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // hostileTar is a tar whose entry names PostgreSQL cannot store as they are

@@ -12,9 +12,9 @@ import (
 	"stashd/ingest"
 	"stashd/internal/pgtest"
 	"stashd/rescan"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // budgetWorld is a simulated world on a virtual clock with one source per

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // Paging forward over short pages (TDLib may return fewer messages than

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"stashd/daemon"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // telegramLimit is the per-account request limit the simulator enforces in

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"stashd/daemon"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // The world of seed 000_6d19db8928df3925.txt: 49 channels and one forum

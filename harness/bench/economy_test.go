@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // The seed's schedulers, measured on a small world: polling costs one

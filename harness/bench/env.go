@@ -14,9 +14,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // env is one measured world: the simulator, a fresh catalogue database and

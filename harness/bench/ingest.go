@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // catalogueTables are the tables the pipeline writes for a package, in

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"stashd/daemon"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // latencyResult is one run at an offered rate.

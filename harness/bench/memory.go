@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // MemoryResult is one memory probe: a backlog caught up by the daemon in

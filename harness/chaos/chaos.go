@@ -161,13 +161,13 @@ type Report struct {
 	DeliveryBacklogEnd int `json:"delivery_backlog_end"`
 	// Processes holds every daemon process's resources, sampled every 5 s
 	// after a minute's warm-up.
-	Processes     []Resources `json:"processes"`
-	AuditMode     string      `json:"audit_mode"`
-	SendRate      float64     `json:"send_rate"`
-	SettleSeconds float64     `json:"settle_seconds"`
-	ElapsedSeconds  float64 `json:"elapsed_seconds"`
-	Settled         bool    `json:"settled"`
-	OK              bool    `json:"ok"`
+	Processes      []Resources `json:"processes"`
+	AuditMode      string      `json:"audit_mode"`
+	SendRate       float64     `json:"send_rate"`
+	SettleSeconds  float64     `json:"settle_seconds"`
+	ElapsedSeconds float64     `json:"elapsed_seconds"`
+	Settled        bool        `json:"settled"`
+	OK             bool        `json:"ok"`
 	// Audit is the whole audit, names of what is missing included.
 	Audit audit.Report `json:"audit"`
 }
@@ -244,7 +244,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	started := time.Now()
 	h := &harness{o: o, log: log, killed: map[*proc]bool{}, leases: newLeaseWatch(), obs: newObserver(),
-		struck: map[int]bool{},
+		struck:   map[int]bool{},
 		leaseTTL: cmp.Or(o.LeaseTTL, daemonLeaseTTL),
 		rng:      rand.New(rand.NewPCG(uint64(o.Seed), 0x6b696c6c))} // "kill"
 	h.rep.Seed, h.rep.Instances, h.rep.LeaseTTLSeconds = o.Seed, o.Instances, h.leaseTTL.Seconds()

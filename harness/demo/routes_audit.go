@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"stashd/route"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // Demo chats have public usernames, so that a routes file can name them:

@@ -3,8 +3,8 @@ package demo_test
 import (
 	"testing"
 
-	"stashd/internal/config"
 	"stashd/harness/demo"
+	"stashd/internal/config"
 )
 
 // The shipped demo routes: every package is in each destination its routes

@@ -118,3 +118,19 @@ func lookBinDir(dir string) (string, error) {
 	}
 	return dir, nil
 }
+
+// tool returns the path of a PostgreSQL program (pg_basebackup, pg_ctl)
+// for the server binaries in binDir: beside them, or beside the real
+// postgres when binDir holds symlinks to a version's binaries only in part.
+func tool(binDir, name string) string {
+	p := filepath.Join(binDir, name)
+	if isExecutable(p) {
+		return p
+	}
+	if real, err := filepath.EvalSymlinks(filepath.Join(binDir, "postgres")); err == nil {
+		if q := filepath.Join(filepath.Dir(real), name); isExecutable(q) {
+			return q
+		}
+	}
+	return p // the error names the path looked for
+}

@@ -63,6 +63,18 @@ type Config struct {
 	// final sync. A crash of the machine (not of the server) can then
 	// corrupt the cluster. False means PostgreSQL's durable defaults.
 	Fast bool
+	// StandbyOf, when set, makes the cluster a streaming-replication
+	// standby of the server at that connection string (a Cluster's URL):
+	// a new data directory is copied from it with pg_basebackup, which
+	// also writes the standby's primary_conninfo and standby.signal. An
+	// existing data directory is started as it is. "" means a primary.
+	StandbyOf string
+	// Synchronous makes the server wait, at each commit, for a standby to
+	// confirm that it has the commit's write-ahead log
+	// (synchronous_standby_names = '*'): a promoted standby then holds
+	// every commit a client saw. While no standby is connected, commits
+	// wait. It matters only on a primary (and on a standby once promoted).
+	Synchronous bool
 	// StartTimeout bounds how long Start waits for the server to accept
 	// connections. Zero means 60 s.
 	StartTimeout time.Duration
@@ -81,6 +93,8 @@ type Cluster struct {
 	logStart   int64 // size of the log before this start: the tail starts here
 	log        *slog.Logger
 	cmd        *exec.Cmd
+	binDir     string
+	owner      *runAs
 
 	exited  chan struct{} // closed once the postmaster has exited
 	waitErr error         // the postmaster's exit status; read after exited
@@ -123,7 +137,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	dataDir := filepath.Join(dir, "data")
-	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) && cfg.StandbyOf != "" {
+		log.Info("copying a standby from its primary", "dir", dir)
+		if err := basebackup(ctx, binDir, dir, dataDir, owner, cfg.StandbyOf); err != nil {
+			return nil, fmt.Errorf("start postgres standby: %w", err)
+		}
+	} else if errors.Is(err, os.ErrNotExist) {
 		log.Info("initialising postgres cluster", "dir", dir)
 		if err := initdb(ctx, binDir, dir, dataDir, owner, cfg.Fast); err != nil {
 			return nil, fmt.Errorf("start postgres: %w", err)
@@ -147,7 +166,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		log:        log,
 		exited:     make(chan struct{}),
 	}
-	if err := c.launch(binDir, owner, cfg.Fast); err != nil {
+	c.binDir, c.owner = binDir, owner
+	if err := c.launch(binDir, owner, cfg.Fast, cfg.Synchronous); err != nil {
 		c.removeSockDir()
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
@@ -297,7 +317,7 @@ func (c *Cluster) removeSockDir() {
 // launch starts the postmaster with every setting on its command line, so
 // that the same data directory can be started fast or durable and the
 // socket directory may differ from one start to the next.
-func (c *Cluster) launch(binDir string, owner *runAs, fast bool) error {
+func (c *Cluster) launch(binDir string, owner *runAs, fast, synchronous bool) error {
 	logf, err := c.openLog()
 	if err != nil {
 		return err
@@ -313,6 +333,9 @@ func (c *Cluster) launch(binDir string, owner *runAs, fast bool) error {
 		"-c", "max_connections=200",
 		"-c", "shared_buffers=32MB",
 		"-c", "logging_collector=off",
+	}
+	if synchronous {
+		args = append(args, "-c", "synchronous_standby_names=*")
 	}
 	if fast {
 		args = append(args,

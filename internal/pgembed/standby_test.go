@@ -1,0 +1,80 @@
+package pgembed
+
+import (
+	"context"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A synchronous standby copied with pg_basebackup streams every commit;
+// when the primary is SIGKILLed and the standby promoted, a connection
+// string naming both servers reaches the new primary, and every commit a
+// client saw before the kill is there.
+func TestStandbyFailover(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := clusterDir(t)
+	primary := startCluster(t, Config{Dir: filepath.Join(base, "a"), Synchronous: true})
+	standby := startCluster(t, Config{Dir: filepath.Join(base, "b"), StandbyOf: primary.URL(""), Synchronous: true})
+	if err := primary.WaitStreaming(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := standby.InRecovery(ctx); err != nil || !in {
+		t.Fatalf("standby in recovery: %v, %v; want true", in, err)
+	}
+
+	pool, err := pgxpool.New(ctx, URLs("", primary, standby))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE t (n int)`); err != nil {
+		t.Fatal(err)
+	}
+	for n := range 50 {
+		if _, err := pool.Exec(ctx, `INSERT INTO t VALUES ($1)`, n); err != nil {
+			t.Fatalf("insert %d before the failover: %v", n, err)
+		}
+	}
+
+	if err := syscall.Kill(primary.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-primary.Done()
+	// Writes fail while no server accepts them.
+	if _, err := pool.Exec(ctx, `INSERT INTO t VALUES (-1)`); err == nil {
+		t.Fatal("a write with the primary dead and the standby not promoted succeeded")
+	}
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A synchronous primary waits for a standby at each commit: a new one
+	// is copied from the promoted server, as an operator (or Patroni)
+	// would.
+	startCluster(t, Config{Dir: filepath.Join(base, "c"), StandbyOf: standby.URL(""), Synchronous: true})
+	var resumed error
+	for range 100 {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, resumed = pool.Exec(wctx, `INSERT INTO t VALUES (50)`)
+		cancel()
+		if resumed == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resumed != nil {
+		t.Fatalf("writes did not resume on the promoted standby: %v", resumed)
+	}
+	var rows, recovery int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE pg_is_in_recovery()) FROM t WHERE n >= 0`).Scan(&rows, &recovery); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 51 || recovery != 0 {
+		t.Fatalf("after the failover: %d rows (%d read on a standby), want 51 on the new primary", rows, recovery)
+	}
+}
