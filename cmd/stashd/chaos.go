@@ -43,6 +43,15 @@ longest_ownerless_seconds (the longest time an account had no owner with an
 unexpired lease after its first, by the database's clock); with several
 instances the run also fails when that exceeds twice the TTL.
 
+Database failover: --pg-standby sync|async runs PostgreSQL as a primary
+and a standby streaming from it (copied with pg_basebackup, synchronous or
+not), and the daemons' database_url names both servers with
+target_session_attrs=read-write. --pg-failovers N SIGKILLs the primary N
+times at seeded moments, promotes the standby (pg_ctl promote) and copies a
+new standby from it. An asynchronous standby may miss the last commits: the
+catalogue rewinds, and the daemons must rebuild the lost delivery records
+from the destinations (deliveries_recovered) rather than send again.
+
 Sustained load: --send-rate sets the daemons' send budget (messages a
 minute per account; Telegram allows a user account about 20). Below the
 publishing rate the deliveries back up, as they do on a busy mirror: then
@@ -71,6 +80,8 @@ func runChaos(args []string) int {
 	fs.IntVar(&o.Pauses, "pauses", 0, "how many times to SIGSTOP an account's owner for 1.5-2.5 lease TTLs, then SIGCONT it (default 5 with --instances > 1, else 0)")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", 0, "account lease TTL of the daemons, STASHD_LEASE_TTL (default 3s with --instances > 1, else the daemon's own)")
 	fs.IntVar(&o.PGKills, "pg-kills", 5, "how many times to SIGKILL the PostgreSQL postmaster (0: never)")
+	fs.StringVar(&o.PGStandby, "pg-standby", "", `run the database as a primary and a streaming standby (pg_basebackup): "sync" (synchronous_standby_names = '*') or "async"; the daemons' connection string names both servers`)
+	fs.IntVar(&o.PGFailovers, "pg-failovers", 0, "how many times to SIGKILL the primary and promote the standby (pg_ctl promote), copying a new standby from it; needs --pg-standby")
 	fs.Float64Var(&o.SendRate, "send-rate", 6000, "the daemons' send budget per account, messages a minute (Telegram allows a user account about 20; the simulated world has no limit)")
 	fs.StringVar(&o.Audit, "audit", chaos.AuditFull, `what every published package must reach: "full" (catalogued and delivered) or "catalogue" (catalogued; deliveries may still wait, none made twice)`)
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of the world and of the kill moments (same seed, same run plan)")
@@ -166,6 +177,9 @@ func printChaosReport(r chaos.Report, dir string) {
 	if r.PendingWork > 0 {
 		fmt.Printf("  work still pending: %d (set parts waiting, dead letters due)\n", r.PendingWork)
 	}
+	if r.PGStandby != "" {
+		fmt.Printf("postgres with a %s standby: %d failovers\n", r.PGStandby, r.PGFailovers)
+	}
 	fmt.Printf("self lease losses %d, not ready %.1fs after first ready, catalogue lag p99 %.1fs, deliveries waiting at the end %d (audit: %s, send rate %g/min)\n",
 		r.SelfLeaseLosses, r.NotReadySeconds, r.CatalogueLagP99Seconds, r.DeliveryBacklogEnd, r.AuditMode, r.SendRate)
 	for _, p := range r.Processes {
@@ -197,6 +211,12 @@ func chaosFlagError(o chaos.Options) string {
 		return fmt.Sprintf("--kills %d: not a count", o.Kills)
 	case math.IsNaN(o.SendRate) || math.IsInf(o.SendRate, 0) || o.SendRate <= 0:
 		return fmt.Sprintf("--send-rate %v: must be a positive number", o.SendRate)
+	case o.PGStandby != "" && o.PGStandby != chaos.StandbySync && o.PGStandby != chaos.StandbyAsync:
+		return fmt.Sprintf("--pg-standby %q: want %q or %q", o.PGStandby, chaos.StandbySync, chaos.StandbyAsync)
+	case o.PGFailovers < 0:
+		return fmt.Sprintf("--pg-failovers %d: not a count", o.PGFailovers)
+	case o.PGFailovers > 0 && o.PGStandby == "":
+		return fmt.Sprintf("--pg-failovers %d: needs --pg-standby sync or async", o.PGFailovers)
 	case o.Audit != chaos.AuditFull && o.Audit != chaos.AuditCatalogue:
 		return fmt.Sprintf("--audit %q: want %q or %q", o.Audit, chaos.AuditFull, chaos.AuditCatalogue)
 	case o.PGKills < 0:

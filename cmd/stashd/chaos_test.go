@@ -19,14 +19,16 @@ func TestChaosFailoverFlags(t *testing.T) {
 		t.Errorf("the acceptance run's flags refused: %s", msg)
 	}
 	for flag, change := range map[string]func(*chaos.Options){
-		"--instances": func(o *chaos.Options) { o.Instances = 0 },
-		"--pauses":    func(o *chaos.Options) { o.Pauses = -1 },
-		"--lease-ttl": func(o *chaos.Options) { o.LeaseTTL = 10 * time.Millisecond },
-		"--kills":     func(o *chaos.Options) { o.Kills = -1 },
-		"--pg-kills":  func(o *chaos.Options) { o.PGKills = -1 },
-		"--send-rate": func(o *chaos.Options) { o.SendRate = math.NaN() },
-		"--rate":      func(o *chaos.Options) { o.Rate = math.Inf(1) },
-		"--audit":     func(o *chaos.Options) { o.Audit = "deliveries" },
+		"--instances":    func(o *chaos.Options) { o.Instances = 0 },
+		"--pauses":       func(o *chaos.Options) { o.Pauses = -1 },
+		"--lease-ttl":    func(o *chaos.Options) { o.LeaseTTL = 10 * time.Millisecond },
+		"--kills":        func(o *chaos.Options) { o.Kills = -1 },
+		"--pg-kills":     func(o *chaos.Options) { o.PGKills = -1 },
+		"--send-rate":    func(o *chaos.Options) { o.SendRate = math.NaN() },
+		"--rate":         func(o *chaos.Options) { o.Rate = math.Inf(1) },
+		"--audit":        func(o *chaos.Options) { o.Audit = "deliveries" },
+		"--pg-standby":   func(o *chaos.Options) { o.PGStandby = "semi" },
+		"--pg-failovers": func(o *chaos.Options) { o.PGFailovers = 2 },
 	} {
 		o := good
 		change(&o)

@@ -61,6 +61,13 @@ type Options struct {
 	// PGKills is how many times the PostgreSQL postmaster is SIGKILLed,
 	// spread over the daemon kills; zero never.
 	PGKills int
+	// PGStandby runs the database as a primary and a streaming standby,
+	// StandbySync or StandbyAsync; "" runs one server.
+	PGStandby string
+	// PGFailovers is how many times the primary is SIGKILLed and the
+	// standby promoted (a new standby is then copied from it); it needs
+	// PGStandby.
+	PGFailovers int
 	// SendRate is the daemons' send budget per account, messages a minute
 	// (STASHD_SEND_RATE) [6000: the simulated world has no send limit].
 	// At Telegram's own budget (20) a busy world's deliveries back up.
@@ -118,6 +125,10 @@ type Report struct {
 	KillsMidSend        int `json:"kills_mid_send"`
 	KillsMidTransaction int `json:"kills_mid_transaction"`
 	PGKills             int `json:"pg_kills"`
+	// PGFailovers counts the primaries killed and standbys promoted;
+	// PGStandby is the standby's mode ("" without one).
+	PGFailovers int    `json:"pg_failovers"`
+	PGStandby   string `json:"pg_standby,omitempty"`
 	// DaemonExits counts the daemon's exits the harness did not cause
 	// (it gave up, e.g. with its database gone); each was restarted.
 	DaemonExits         int `json:"daemon_exits"`
@@ -186,13 +197,18 @@ const (
 const momentWait = 2 * time.Second
 
 type harness struct {
-	o         Options
-	log       *slog.Logger
-	rng       *rand.Rand
-	sock      string
-	config    string
-	pgCfg     pgembed.Config
-	pgURL     string
+	o      Options
+	log    *slog.Logger
+	rng    *rand.Rand
+	sock   string
+	config string
+	pgCfg  pgembed.Config // the primary's
+	pgURL  string
+	// standbyCfg is the standby's, with Options.PGStandby.
+	standbyCfg pgembed.Config
+	// pgOps serialises what stops and starts clusters (postmaster kills,
+	// failovers).
+	pgOps     sync.Mutex
 	instances []*instance
 	// leaseTTL is the TTL in effect: Options.LeaseTTL, or the daemon's
 	// default when the harness leaves it alone.
@@ -200,11 +216,12 @@ type harness struct {
 	leases   *leaseWatch
 	obs      *observer
 
-	mu     sync.Mutex
-	pg     *pgembed.Cluster
-	killed map[*proc]bool
-	exits  int
-	rep    Report
+	mu      sync.Mutex
+	pg      *pgembed.Cluster // the primary
+	standby *pgembed.Cluster
+	killed  map[*proc]bool
+	exits   int
+	rep     Report
 	// struck holds the process ids the harness killed or paused, and
 	// pgKilled the times it killed the postmaster: what explains a
 	// daemon losing a lease.
@@ -235,6 +252,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Dir == "" || o.Stashd == "" || o.Daemon == "" {
 		return Report{}, errors.New("chaos: Dir, Stashd and Daemon are required")
 	}
+	if o.PGFailovers > 0 && o.PGStandby != StandbySync && o.PGStandby != StandbyAsync {
+		return Report{}, fmt.Errorf("chaos: %d failovers need a standby (%q or %q)", o.PGFailovers, StandbySync, StandbyAsync)
+	}
 	if o.Audit != AuditFull && o.Audit != AuditCatalogue {
 		return Report{}, fmt.Errorf("chaos: audit %q: want %q or %q", o.Audit, AuditFull, AuditCatalogue)
 	}
@@ -248,7 +268,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		leaseTTL: cmp.Or(o.LeaseTTL, daemonLeaseTTL),
 		rng:      rand.New(rand.NewPCG(uint64(o.Seed), 0x6b696c6c))} // "kill"
 	h.rep.Seed, h.rep.Instances, h.rep.LeaseTTLSeconds = o.Seed, o.Instances, h.leaseTTL.Seconds()
-	h.rep.AuditMode, h.rep.SendRate = o.Audit, o.SendRate
+	h.rep.AuditMode, h.rep.SendRate, h.rep.PGStandby = o.Audit, o.SendRate, o.PGStandby
 	rep, err := h.run(ctx)
 	rep.ElapsedSeconds = time.Since(started).Seconds()
 	return rep, err
@@ -277,21 +297,10 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 	}
 	h.config = filepath.Join(dir, "serve.toml")
 
-	// PostgreSQL's durable defaults, as a deployment runs it: with
-	// synchronous_commit off, a server crash loses the last commits, a
-	// delivery intent among them, and its send would be made twice.
-	h.pgCfg = pgembed.Config{Dir: filepath.Join(dir, "postgres"), Logger: h.log}
-	pg, err := pgembed.Start(ctx, h.pgCfg)
-	if err != nil {
+	if err := h.startPostgres(ctx, dir); err != nil {
 		return Report{}, err
 	}
-	h.pg, h.pgURL = pg, pg.URL("")
-	defer func() {
-		h.mu.Lock()
-		pg := h.pg
-		h.mu.Unlock()
-		_ = pg.Stop()
-	}()
+	defer h.stopPostgres()
 	h.db, err = pgxpool.New(ctx, h.pgURL)
 	if err != nil {
 		return Report{}, fmt.Errorf("connect to the cluster: %w", err)
@@ -336,7 +345,14 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 		watch.Wait()
 	}()
 
+	fctx, stopFailovers := context.WithCancel(ctx)
+	defer stopFailovers()
+	failed := make(chan error, 1)
+	go func() { failed <- h.failovers(fctx) }()
 	if err := h.kill(ctx); err != nil {
+		return h.rep, err
+	}
+	if err := <-failed; err != nil {
 		return h.rep, err
 	}
 	select {
@@ -382,6 +398,7 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 	h.rep.PublishedArchives, h.rep.UniquePackages = rep.PublishedArchives, rep.UniquePackages
 	h.rep.Missing, h.rep.DuplicateDeliveries, h.rep.DeadLetters = rep.Missing, rep.DuplicateDeliveries, rep.DeadLetters
 	h.rep.OK = rep.OK() && h.rep.Kills >= h.o.Kills && h.rep.PGKills >= h.o.PGKills && h.rep.Pauses >= h.o.Pauses &&
+		h.rep.PGFailovers >= h.o.PGFailovers &&
 		(h.o.Instances == 1 || ownerless <= 2*h.leaseTTL)
 	return h.rep, nil
 }

@@ -179,8 +179,10 @@ func downloading(ctx context.Context, in *instance) bool {
 // and starts it again on the same directory: PostgreSQL recovers from its
 // write-ahead log.
 func (h *harness) killPostgres(ctx context.Context) error {
+	h.pgOps.Lock()
+	defer h.pgOps.Unlock()
 	h.mu.Lock()
-	pg := h.pg
+	pg, cfg := h.pg, h.pgCfg
 	h.mu.Unlock()
 	if err := syscall.Kill(pg.PID(), syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill the postmaster: %w", err)
@@ -194,15 +196,16 @@ func (h *harness) killPostgres(ctx context.Context) error {
 	if !service.Sleep(ctx, 200*time.Millisecond+time.Duration(h.rng.Int64N(int64(time.Second)))) {
 		return ctx.Err()
 	}
-	pg, err := pgembed.Start(ctx, h.pgCfg)
+	sock := pg.SocketDir()
+	pg, err := pgembed.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("restart postgres after a kill: %w", err)
 	}
 	h.mu.Lock()
 	h.pg = pg
 	h.mu.Unlock()
-	if pg.URL("") != h.pgURL {
-		return fmt.Errorf("chaos: postgres came back at %s, not %s", pg.URL(""), h.pgURL)
+	if pg.SocketDir() != sock {
+		return fmt.Errorf("chaos: postgres came back at %s, not %s", pg.SocketDir(), sock)
 	}
 	return nil
 }

@@ -148,3 +148,6 @@ func MultiHostURL(database string, hosts, ports []string) string {
 	}
 	return u.String()
 }
+
+// Dir is the cluster's directory (the real path of Config.Dir).
+func (c *Cluster) Dir() string { return c.dir }
