@@ -119,7 +119,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // Catchup brings dirty sources of one account back to synced: one local
 // getChat when nothing was missed, otherwise paging forward from the
-// watermark through the ingest path. See DESIGN.md "Per-source state".
+// watermark through the ingest path. See docs/ARCHITECTURE.md.
 type Catchup struct {
 	cfg   Config
 	store Store

@@ -21,7 +21,7 @@ import (
 
 const benchHelp = `Measures every performance goal of stashd side by side with its baseline,
 in one run, on the Telegram simulator and a private PostgreSQL: API economy
-against the seed's polling and skip-rule schedulers, ingest against raw
+against a topic-by-topic poller and its skip rules, ingest against raw
 inserts, hashing against crypto/sha256, latency under load, catch-up under
 a 20 requests/s limit, peak memory under a huge backlog (in a child
 process), and throughput with 1, 2 and 4 accounts. Prints a table on stderr

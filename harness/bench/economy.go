@@ -10,8 +10,8 @@ import (
 	"stashd/tg"
 )
 
-// The world of seed 000_6d19db8928df3925.txt: 49 channels and one forum
-// with 1,086 topics, watched by one account.
+// The baseline world: 49 channels and one forum with 1,086 topics, watched
+// by one account, as a topic-by-topic archive ingester meets it.
 const (
 	economyChannels = 49
 	economyTopics   = 1086
@@ -58,7 +58,7 @@ func serverCalls(before, after map[string]int) int {
 	return n
 }
 
-// economyWorld builds the seed's world: every channel and 50 topics hold
+// economyWorld builds the baseline's world: every channel and 50 topics hold
 // a few archives; every topic has its creation message.
 type economyWorld struct {
 	e      *env
@@ -84,7 +84,7 @@ func (r *runner) newEconomyWorld(ctx context.Context) (*economyWorld, error) {
 	}
 	w.forum = e.addSource(0, tg.KindForum, "forum")
 	// The quick run has a smaller forum; the figures are then not the
-	// seed's.
+	// baseline's.
 	topics := economyTopics
 	if r.o.Quick {
 		topics = 100
@@ -101,7 +101,7 @@ func (r *runner) newEconomyWorld(ctx context.Context) (*economyWorld, error) {
 }
 
 // economy measures item 1: Telegram calls per cycle (ingest calls left out)
-// for the seed's polling scheduler, its skip rules and stashd, for an idle
+// for the baseline's polling scheduler, its skip rules and stashd, for an idle
 // cycle, the first cycle after a restart and a cycle with one new message
 // in one topic.
 func (r *runner) economy(ctx context.Context) error {
@@ -136,7 +136,7 @@ func (r *runner) economy(ctx context.Context) error {
 		switch k {
 		case cycleIdle:
 			l.What = "calls per idle cycle (vs polling)"
-			l.Note = fmt.Sprintf("seed's skip rules: %.0f calls (average over %d cycles: cold sources are checked every %dth cycle)",
+			l.Note = fmt.Sprintf("baseline's skip rules: %.0f calls (average over %d cycles: cold sources are checked every %dth cycle)",
 				out[k][stratSkip], 2*backoffEvery, backoffEvery)
 		case cycleRestart:
 			l.What = "calls, first cycle after a restart (vs polling)"
@@ -234,15 +234,15 @@ func (r *runner) stashdEconomy(ctx context.Context, w *economyWorld) (map[string
 	return out, nil
 }
 
-// seedScheduler is the seed's scheduler (000_6d19db8928df3925.txt), for
-// measurement only: every cycle walks every channel and every forum topic
+// seedScheduler is the baseline scheduler of a topic-by-topic archive
+// ingester, for measurement only: every cycle walks every channel and every forum topic
 // and scans it with searchChatMessages from its watermark ("today"). With
-// skip set it applies the seed's skip rules first: a source scanned less
+// skip set it applies the baseline's skip rules first: a source scanned less
 // than skipWindow ago and found idle is skipped; one with backoffAfter
 // empty scans in a row is scanned only every backoffEvery-th cycle; else
 // getChat (getForumTopic for a topic) short-circuits when last_message is
 // at the watermark. Cycles run every cycleEvery on a virtual clock; state
-// survives a restart (the seed keeps it in PostgreSQL), the cycle counter
+// survives a restart (the baseline keeps it in a database), the cycle counter
 // does not.
 type seedScheduler struct {
 	skip  bool

@@ -8,7 +8,7 @@ import (
 	"stashd/tg"
 )
 
-// The seed's schedulers, measured on a small world: polling costs one
+// The baseline's schedulers, measured on a small world: polling costs one
 // search per channel and topic every cycle; the skip rules check cold
 // sources only every backoffEvery-th cycle and find a new message in a
 // cold topic only on such a cycle.
