@@ -5,9 +5,10 @@
 #   make test   every test: go vet, the documentation's link check, go test
 #               -race (real PostgreSQL), the real-TDLib tests, the pipeline
 #               through the real adapter and a stand-in libtdjson
-#               (mk/standin.mk), the dashboard and alert-rule tests, the web console in a headless Chromium
-#               (mk/browser.mk), and a short kill -9 chaos run with an audit
-#               (mk/chaos.mk; make chaos runs the full one)
+#               (mk/standin.mk), the dashboard and alert-rule tests, the
+#               web console in a headless Chromium (mk/browser.mk), and a
+#               short kill -9 chaos run with an audit (mk/chaos.mk; make
+#               chaos runs the full one)
 #
 # Both install what they need: Go modules, the PostgreSQL server package when
 # no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
