@@ -2,12 +2,13 @@
 #
 #   make demo   the whole pipeline on the Telegram simulator and a private
 #               PostgreSQL, ending with an audit
-#   make test   every test: go vet, go test -race (real PostgreSQL), the
-#               real-TDLib tests, the pipeline through the real adapter and a
-#               stand-in libtdjson (mk/standin.mk), the dashboard and
-#               alert-rule tests, the web console in a headless Chromium
-#               (mk/browser.mk), and a short kill -9 chaos run with an audit
-#               (mk/chaos.mk; make chaos runs the full one)
+#   make test   every test: go vet, the documentation's link check, go test
+#               -race (real PostgreSQL), the real-TDLib tests, the pipeline
+#               through the real adapter and a stand-in libtdjson
+#               (mk/standin.mk), the dashboard and alert-rule tests, the
+#               web console in a headless Chromium (mk/browser.mk), and a
+#               short kill -9 chaos run with an audit (mk/chaos.mk; make
+#               chaos runs the full one)
 #
 # Both install what they need: Go modules, the PostgreSQL server package when
 # no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
@@ -47,8 +48,11 @@ build: deps build-tdlib
 demo: build postgres
 	bin/stashd demo $(DEMO_FLAGS)
 
+# vet: the import rules (mk/layers.sh), go vet, gofmt, and the
+# documentation's links and anchors (mk/links.py).
 vet: deps
 	sh mk/layers.sh
+	python3 mk/links.py
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
