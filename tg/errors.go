@@ -89,7 +89,7 @@ var (
 	// now retries what failed.
 	ErrLeaseLost = errors.New("account lease lost")
 	// ErrNoTDLib: this binary was built without TDLib.
-	ErrNoTDLib = errors.New("stashd was built without TDLib (build with -tags libtdjson, see README)")
+	ErrNoTDLib = errors.New("stashd was built without TDLib (build with -tags libtdjson, see docs/troubleshooting.md)")
 )
 
 // Classify returns the recovery class of err. Unknown errors are retryable:

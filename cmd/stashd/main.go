@@ -1,6 +1,6 @@
 // Command stashd mirrors the archives posted in Telegram channels, groups and
 // forum topics into destination channels and keeps a PostgreSQL catalogue of
-// every package. See README.md.
+// every package. See docs/ARCHITECTURE.md.
 package main
 
 import (

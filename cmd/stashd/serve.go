@@ -35,7 +35,7 @@ SIGTERM, then drains gracefully (a second signal aborts the drain).
 
 Settings come from --config (TOML, see deploy/stashd.example.toml), then
 STASHD_* environment variables, then the flags below; each setting is
-documented in README.md with its default. A bad setting is reported in one
+documented in docs/configuration.md with its default. A bad setting is reported in one
 line naming it, with exit status 2, and nothing is started.
 
 Under systemd (Type=notify) it reports READY=1 once the database is up and
