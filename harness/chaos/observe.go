@@ -168,7 +168,8 @@ func (o *observer) sample(ctx context.Context, in *instance, p *proc) {
 }
 
 // result closes the stretches still open and returns the time not ready
-// and every process's resources, in the order the processes were seen.
+// and the resources of every process that lived through its warm-up, in
+// the order the processes were seen.
 func (o *observer) result() (time.Duration, []Resources) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -178,7 +179,9 @@ func (o *observer) result() (time.Duration, []Resources) {
 		if !w.struck && !w.downAt.IsZero() {
 			total += w.lastPoll.Sub(w.downAt)
 		}
-		out = append(out, w.res)
+		if w.res.Samples > 0 {
+			out = append(out, w.res)
+		}
 	}
 	return total, out
 }
