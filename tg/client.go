@@ -30,6 +30,13 @@ type Client interface {
 	OpenChat(ctx context.Context, chat ChatID) error
 	// SearchChatMessages searches one chat (searchChatMessages).
 	SearchChatMessages(ctx context.Context, q Search) ([]Message, error)
+	// GetChatHistory returns up to limit (1..100) messages of chat, newest
+	// first, starting at from (inclusive; 0: the newest message) and going
+	// back (getChatHistory with offset 0, only_local false). TDLib answers
+	// from its local database first and asks the server where the local
+	// history has a hole, so a page may hold fewer messages than asked;
+	// an empty page is the beginning of the chat.
+	GetChatHistory(ctx context.Context, chat ChatID, from MessageID, limit int) ([]Message, error)
 	// GetMessage fetches one message by id.
 	GetMessage(ctx context.Context, chat ChatID, id MessageID) (Message, error)
 	// GetChatMessageByDate returns the last message sent before or at date.
@@ -86,6 +93,7 @@ const (
 	MethodSearchPublicChat     = "searchPublicChat"
 	MethodSearchChatMessages   = "searchChatMessages"
 	MethodGetMessage           = "getMessage"
+	MethodGetChatHistory       = "getChatHistory"
 	MethodGetChatMessageByDate = "getChatMessageByDate"
 	MethodGetForumTopic        = "getForumTopic"
 	MethodDownloadFile         = "downloadFile"
@@ -103,4 +111,5 @@ var Methods = []string{
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
 	MethodSendMessage, MethodCreateForumTopic, MethodGetForumTopics, MethodDeleteMessages,
+	MethodGetChatHistory,
 }

@@ -214,6 +214,11 @@ func (p *Paced) OpenChat(ctx context.Context, chat ChatID) error {
 	return do0(ctx, p, MethodOpenChat, func() error { return p.Client.OpenChat(ctx, chat) })
 }
 
+// GetChatHistory implements Client.
+func (p *Paced) GetChatHistory(ctx context.Context, chat ChatID, from MessageID, limit int) ([]Message, error) {
+	return do(ctx, p, MethodGetChatHistory, func() ([]Message, error) { return p.Client.GetChatHistory(ctx, chat, from, limit) })
+}
+
 // SearchChatMessages implements Client.
 func (p *Paced) SearchChatMessages(ctx context.Context, q Search) ([]Message, error) {
 	return do(ctx, p, MethodSearchChatMessages, func() ([]Message, error) { return p.Client.SearchChatMessages(ctx, q) })

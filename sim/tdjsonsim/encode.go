@@ -552,6 +552,20 @@ func foundChatMessagesObject(msgs []tg.Message) object {
 	}
 }
 
+// messagesObject is getChatHistory's answer (messages): total_count is
+// the page's size, as TDLib reports for history.
+func messagesObject(msgs []tg.Message) object {
+	list := make([]object, len(msgs))
+	for i, m := range msgs {
+		list[i] = messageObject(m, messageOptions{})
+	}
+	return object{
+		{"@type", "messages"},
+		{"total_count", len(msgs)},
+		{"messages", list},
+	}
+}
+
 // optionValueObject renders an option's text as TDLib's OptionValue: empty,
 // boolean, integer (an int64, written as a string) or string. version and
 // commit_hash are strings whatever they look like.

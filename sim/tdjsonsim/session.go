@@ -474,6 +474,28 @@ func (s *session) handle(r *request) (object, error) {
 		return okObject(), nil
 	case tg.MethodSearchChatMessages:
 		return s.searchChatMessages(ctx, cl, r)
+	case tg.MethodGetChatHistory:
+		var p struct {
+			ChatID        tdInt `json:"chat_id"`
+			FromMessageID tdInt `json:"from_message_id"`
+			Offset        tdInt `json:"offset"`
+			Limit         tdInt `json:"limit"`
+			OnlyLocal     bool  `json:"only_local"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		if p.Offset != 0 {
+			return nil, notSimulated("getChatHistory with an offset")
+		}
+		if p.OnlyLocal {
+			return nil, notSimulated("getChatHistory only_local")
+		}
+		msgs, err := cl.GetChatHistory(ctx, tg.ChatID(p.ChatID), tg.MessageID(p.FromMessageID), int(p.Limit))
+		if err != nil {
+			return nil, err
+		}
+		return messagesObject(msgs), nil
 	case tg.MethodGetMessage:
 		var p struct {
 			ChatID    tdInt `json:"chat_id"`

@@ -130,3 +130,48 @@ func words(s string) []string {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
 }
+
+// GetChatHistory implements tg.Client with getChatHistory's semantics
+// (offset 0, only_local false): up to limit messages of every kind, newest
+// first, from the message with id from (inclusive; or the newest below it
+// when from is gone or not a message id; 0: the newest message) back. A
+// limit outside 1..100 is 400. With probability ShortPageRate the page is
+// shorter than it could be (never empty when it could hold something), as
+// when TDLib answers the part its local database holds and leaves the
+// rest to the next request; an empty page is the chat's beginning.
+func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error) {
+	return call(ctx, c, tg.MethodGetChatHistory, func() ([]tg.Message, error) {
+		switch {
+		case limit <= 0:
+			return nil, errBadRequest("Parameter limit must be positive")
+		case limit > tg.MaxSearchLimit:
+			return nil, errBadRequest("Parameter limit must not exceed %d", tg.MaxSearchLimit)
+		case from < 0:
+			return nil, errBadRequest("Invalid value of parameter from_message_id specified")
+		}
+		ch, err := c.serverChat(chat)
+		if err != nil {
+			return nil, err
+		}
+		start := len(ch.msgs) - 1
+		if from != 0 {
+			i, found := ch.index(from)
+			if !found {
+				i--
+			}
+			start = i
+		}
+		var page []*message
+		for i := start; i >= 0 && len(page) < limit; i-- {
+			page = append(page, ch.msgs[i])
+		}
+		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
+			page = page[:1+c.w.rng.IntN(len(page)-1)]
+		}
+		out := make([]tg.Message, len(page))
+		for i, m := range page {
+			out[i] = c.view(m)
+		}
+		return out, nil
+	})
+}

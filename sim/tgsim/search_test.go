@@ -1,6 +1,7 @@
 package tgsim
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -172,5 +173,39 @@ func TestSearchQueryLagsBehind(t *testing.T) {
 	f.clk.Advance(time.Minute)
 	if got, err := f.c.SearchChatMessages(f.ctx, q); err != nil || len(got) != 1 {
 		t.Fatalf("query after indexing = %v, %v", ids(got), err)
+	}
+}
+
+// getChatHistory pages every kind of message, newest first, from a message
+// (inclusive) back; a page past the first message is empty.
+func TestGetChatHistory(t *testing.T) {
+	t.Parallel()
+	f := newSearchFixture(t, Config{})
+	s := func(n int64) tg.MessageID { return tg.MessageIDFromServer(n) }
+	for _, tc := range []struct {
+		name  string
+		from  tg.MessageID
+		limit int
+		want  []int64
+	}{
+		{"newest first from 0", 0, 4, []int64{10, 9, 8, 7}},
+		{"from a message, inclusive", s(6), 3, []int64{6, 5, 4}},
+		{"to the beginning", s(3), 100, []int64{3, 2, 1}},
+		{"from an id between messages", s(6) + 1, 2, []int64{6, 5}},
+		{"past the beginning", s(1) - 1, 10, []int64{}},
+	} {
+		got, err := f.c.GetChatHistory(t.Context(), f.forum, tc.from, tc.limit)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !slices.Equal(ids(got), tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, ids(got), tc.want)
+		}
+	}
+	for _, limit := range []int{0, 101} {
+		var te *tg.Error
+		if _, err := f.c.GetChatHistory(t.Context(), f.forum, 0, limit); !errors.As(err, &te) || te.Code != 400 {
+			t.Errorf("limit %d: %v, want 400", limit, err)
+		}
 	}
 }

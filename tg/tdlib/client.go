@@ -454,6 +454,18 @@ func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Mess
 	return decodeMessages(data)
 }
 
+// GetChatHistory implements tg.Client.
+func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error) {
+	if limit <= 0 {
+		return nil, tg.Permanent(fmt.Errorf("chat %d history: limit %d is not positive", chat, limit))
+	}
+	data, err := c.call(ctx, getChatHistoryRequest(chat, from, limit))
+	if err != nil {
+		return nil, fmt.Errorf("chat %d history: %w", chat, err)
+	}
+	return decodeMessages(data)
+}
+
 // GetMessage implements tg.Client.
 func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
 	data, err := c.call(ctx, getMessageRequest(chat, id))

@@ -48,6 +48,11 @@ func (*Client) SearchPublicChat(context.Context, string) (tg.Chat, error) {
 
 func (*Client) OpenChat(context.Context, tg.ChatID) error { return tg.ErrNoTDLib }
 
+// GetChatHistory implements tg.Client.
+func (*Client) GetChatHistory(context.Context, tg.ChatID, tg.MessageID, int) ([]tg.Message, error) {
+	return nil, tg.ErrNoTDLib
+}
+
 // SearchChatMessages implements tg.Client.
 func (*Client) SearchChatMessages(context.Context, tg.Search) ([]tg.Message, error) {
 	return nil, tg.ErrNoTDLib

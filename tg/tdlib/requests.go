@@ -82,6 +82,19 @@ func searchChatMessagesRequest(q tg.Search) (request, error) {
 	}}, nil
 }
 
+// getChatHistoryRequest builds getChatHistory(chat_id, from_message_id,
+// offset 0, limit, only_local false); a limit above tg.MaxSearchLimit is
+// lowered to it, as TDLib would.
+func getChatHistoryRequest(chat tg.ChatID, from tg.MessageID, limit int) request {
+	return request{tg.MethodGetChatHistory, map[string]any{
+		"chat_id":         int64(chat),
+		"from_message_id": int64(from),
+		"offset":          0,
+		"limit":           min(limit, tg.MaxSearchLimit),
+		"only_local":      false,
+	}}
+}
+
 func getMessageRequest(chat tg.ChatID, id tg.MessageID) request {
 	return request{tg.MethodGetMessage, map[string]any{"chat_id": int64(chat), "message_id": int64(id)}}
 }

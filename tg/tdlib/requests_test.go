@@ -62,6 +62,8 @@ func TestRequests(t *testing.T) {
 			`{"@type":"searchChatMessages","chat_id":-1001987654321,"filter":null,"from_message_id":0,"limit":10,"message_thread_id":3145728,"offset":0,"query":"","saved_messages_topic_id":0,"sender_id":null}`},
 		{"getMessage", getMessageRequest(channel, tg.MessageIDFromServer(1101)),
 			`{"@type":"getMessage","chat_id":-1001987654321,"message_id":1154482176}`},
+		{"getChatHistory", getChatHistoryRequest(dest, tg.MessageIDFromServer(7), 250),
+			`{"@type":"getChatHistory","chat_id":-1001555000111,"from_message_id":7340032,"limit":100,"offset":0,"only_local":false}`},
 		{"getChatMessageByDate", getChatMessageByDateRequest(channel, time.Date(2024, 11, 15, 16, 0, 0, 0, time.UTC)),
 			`{"@type":"getChatMessageByDate","chat_id":-1001987654321,"date":1731686400}`},
 		{"getForumTopic", getForumTopicRequest(forum, 3145728),

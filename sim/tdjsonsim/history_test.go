@@ -1,0 +1,42 @@
+package tdjsonsim_test
+
+import (
+	"testing"
+
+	"stashd/sim/tgsim"
+)
+
+// getChatHistory is answered with a messages object, newest first from
+// from_message_id (inclusive); the wire checker holds request and answer
+// to TDLib's schema.
+func TestGetChatHistoryOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 23})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	a := w.Post(w.channel, 0, tgsim.Post{FileName: "a.zip", Data: []byte("PK")})
+	b := w.Post(w.channel, 0, tgsim.Post{Text: "between"})
+	cc := w.Post(w.channel, 0, tgsim.Post{FileName: "c.zip", Data: []byte("PK")})
+
+	page := c.ok(1, "getChatHistory", map[string]any{"chat_id": w.channel, "from_message_id": 0, "offset": 0, "limit": 2, "only_local": false}, "messages")
+	msgs, _ := page.get("messages").([]any)
+	if len(msgs) != 2 || page.int("total_count") != 2 {
+		t.Fatalf("first page: %v, want 2 messages", page)
+	}
+	if got := tdObject(msgs[0].(map[string]any)).int("id"); got != int64(cc.ID) {
+		t.Errorf("first page starts at %d, want the newest %d", got, cc.ID)
+	}
+	if got := tdObject(msgs[1].(map[string]any)).int("id"); got != int64(b.ID) {
+		t.Errorf("first page ends at %d, want %d", got, b.ID)
+	}
+	page = c.ok(1, "getChatHistory", map[string]any{"chat_id": w.channel, "from_message_id": b.ID, "offset": 0, "limit": 100, "only_local": false}, "messages")
+	msgs, _ = page.get("messages").([]any)
+	if len(msgs) != 2 || tdObject(msgs[1].(map[string]any)).int("id") != int64(a.ID) {
+		t.Errorf("from %d: %v, want it and %d", b.ID, page, a.ID)
+	}
+	if res := c.ok(1, "getChatHistory", map[string]any{"chat_id": w.channel, "from_message_id": 0, "offset": 0, "limit": 0, "only_local": false}, "error"); res.int("code") != 400 {
+		t.Errorf("limit 0: %v, want a 400", res)
+	}
+}
