@@ -95,7 +95,7 @@ func (h *harness) failovers(ctx context.Context) error {
 	return nil
 }
 
-// failover SIGKILLs the primary, promotes the standby (pg_ctl promote),
+// failover SIGKILLs the primary (every process of it), promotes the standby (pg_ctl promote),
 // and copies a new standby from the new primary into the dead primary's
 // directory, as Patroni or an operator would. With an asynchronous
 // standby the commits it had not received are lost: the catalogue
@@ -106,10 +106,27 @@ func (h *harness) failover(ctx context.Context) error {
 	h.mu.Lock()
 	old, standby, oldCfg := h.pg, h.standby, h.pgCfg
 	h.mu.Unlock()
-	if err := syscall.Kill(old.PID(), syscall.SIGKILL); err != nil {
+	if h.o.PGStandby == StandbyAsync {
+		// An asynchronous standby lags its primary: its WAL senders stop
+		// for a seeded 1 to 3 s, commits go on meanwhile, and the crash
+		// below loses them (on loopback the lag is otherwise too short to
+		// lose anything).
+		senders, err := old.Walsenders(ctx)
+		if err != nil {
+			return fmt.Errorf("find the primary's WAL senders: %w", err)
+		}
+		for _, pid := range senders {
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		lag := time.Second + time.Duration(h.rng.Int64N(int64(2*time.Second)))
+		h.log.Info("standby lagging", "for", lag.String())
+		if !service.Sleep(ctx, lag) {
+			return ctx.Err()
+		}
+	}
+	if err := old.Crash(); err != nil {
 		return fmt.Errorf("kill the primary: %w", err)
 	}
-	<-old.Done()
 	h.mu.Lock()
 	h.pgKilled = append(h.pgKilled, time.Now())
 	h.mu.Unlock()

@@ -151,3 +151,32 @@ func MultiHostURL(database string, hosts, ports []string) string {
 
 // Dir is the cluster's directory (the real path of Config.Dir).
 func (c *Cluster) Dir() string { return c.dir }
+
+// Walsenders returns the process ids of the server's WAL senders (one per
+// standby streaming from it).
+func (c *Cluster) Walsenders(ctx context.Context) ([]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL(""))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_replication`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int])
+}
+
+// Crash SIGKILLs the postmaster and every process of its server at once, as
+// a machine that loses power would stop them, and waits for the postmaster.
+func (c *Cluster) Crash() error {
+	// The postmaster leads its own process group (Setpgid): the backends
+	// and auxiliary processes it forked are in it.
+	if err := syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("crash %s: %w", c.dir, err)
+	}
+	<-c.exited
+	return nil
+}
