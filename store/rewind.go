@@ -1,0 +1,268 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"stashd/tg"
+)
+
+// DatabaseIdentity is the database server the catalogue lives on: its
+// system identifier (the same on a primary and its standbys) and timeline
+// (a promoted standby starts a new one).
+type DatabaseIdentity struct {
+	SystemIdentifier int64
+	Timeline         int64
+}
+
+func (id DatabaseIdentity) String() string {
+	return fmt.Sprintf("system %d timeline %d", id.SystemIdentifier, id.Timeline)
+}
+
+// ServerIdentity reads the identity of the server the store is connected
+// to now. A role without the right to read the control file
+// (pg_control_system needs the pg_monitor role or a superuser on managed
+// services) gets ok false: the identity check is then skipped, and only the
+// destinations tell a rewind.
+func (s *Store) ServerIdentity(ctx context.Context) (id DatabaseIdentity, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT system_identifier FROM pg_control_system()),
+		(SELECT timeline_id FROM pg_control_checkpoint())`).Scan(&id.SystemIdentifier, &id.Timeline)
+	if isPermissionDenied(err) {
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, fmt.Errorf("read the database server's identity: %w", err)
+	}
+	return id, true, nil
+}
+
+// CheckIdentity compares the server the store is connected to with the one
+// the catalogue last recorded, and records the current one. It returns
+// the reason the catalogue may have rewound ("" when it may not): another
+// system identifier (a restore into another cluster) or another timeline
+// (a promoted standby). The first check of a catalogue records the server
+// and reports nothing.
+func (s *Store) CheckIdentity(ctx context.Context) (reason string, err error) {
+	now, ok, err := s.ServerIdentity(ctx)
+	if err != nil || !ok {
+		return "", err
+	}
+	var was DatabaseIdentity
+	err = s.pool.QueryRow(ctx, `SELECT system_identifier, timeline FROM database_identity`).Scan(&was.SystemIdentifier, &was.Timeline)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return "", fmt.Errorf("read the recorded database identity: %w", err)
+	case was.SystemIdentifier != now.SystemIdentifier:
+		reason = fmt.Sprintf("database server changed (system identifier %d, was %d): restored from a backup?",
+			now.SystemIdentifier, was.SystemIdentifier)
+	case was.Timeline != now.Timeline:
+		reason = fmt.Sprintf("database timeline changed (%d, was %d): a standby was promoted", now.Timeline, was.Timeline)
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)
+		ON CONFLICT (singleton) DO UPDATE SET system_identifier = $1, timeline = $2, checked_at = now()`,
+		now.SystemIdentifier, now.Timeline)
+	if err != nil {
+		return "", fmt.Errorf("record the database identity: %w", err)
+	}
+	return reason, nil
+}
+
+// RequestReconcile asks for every destination in dests to be paged for
+// copies the catalogue has forgotten before anything is sent to it again.
+// A request already waiting keeps its first reason.
+func (s *Store) RequestReconcile(ctx context.Context, dests []tg.ChatID, reason string) error {
+	ids := make([]int64, len(dests))
+	for i, d := range dests {
+		ids[i] = int64(d)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO reconciles (destination_chat_id, reason)
+			SELECT unnest($1::bigint[]), $2
+		ON CONFLICT (destination_chat_id) DO UPDATE SET reason = CASE
+				WHEN reconciles.finished_at IS NULL THEN reconciles.reason ELSE excluded.reason END,
+			requested_at = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.requested_at ELSE now() END,
+			started_at = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.started_at END,
+			pages = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.pages ELSE 0 END,
+			copies = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.copies ELSE 0 END,
+			recovered = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.recovered ELSE 0 END,
+			finished_at = NULL`, ids, reason)
+	if err != nil {
+		return fmt.Errorf("request reconciliation of %d destinations: %w", len(dests), err)
+	}
+	return nil
+}
+
+// Reconcile is a destination's reconciliation.
+type Reconcile struct {
+	Destination tg.ChatID
+	Reason      string
+	RequestedAt time.Time
+	// StartedAt and FinishedAt are zero until then.
+	StartedAt, FinishedAt time.Time
+	// Pages of history read, copies of stashd's found, and delivery
+	// records rebuilt from them, in the current (or last) run.
+	Pages, Copies, Recovered int
+	// RecoveredTotal adds up every run's Recovered.
+	RecoveredTotal int64
+	LastError      string
+}
+
+// Reconciles returns every destination's reconciliation, waiting ones
+// first.
+func (s *Store) Reconciles(ctx context.Context) ([]Reconcile, error) {
+	rows, err := s.pool.Query(ctx, `SELECT destination_chat_id, reason, requested_at, started_at, finished_at,
+			pages, copies, recovered, recovered_total, last_error
+		FROM reconciles ORDER BY finished_at IS NOT NULL, destination_chat_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list reconciliations: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Reconcile, error) {
+		var r Reconcile
+		var started, finished *time.Time
+		err := row.Scan((*int64)(&r.Destination), &r.Reason, &r.RequestedAt, &started, &finished,
+			&r.Pages, &r.Copies, &r.Recovered, &r.RecoveredTotal, &r.LastError)
+		if started != nil {
+			r.StartedAt = *started
+		}
+		if finished != nil {
+			r.FinishedAt = *finished
+		}
+		return r, err
+	})
+}
+
+// ReconcilePending reports whether dest waits for a reconciliation: nothing
+// may be sent to it until one has finished.
+func (s *Store) ReconcilePending(ctx context.Context, dest tg.ChatID) (bool, error) {
+	var pending bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM reconciles
+		WHERE destination_chat_id = $1 AND finished_at IS NULL)`, int64(dest)).Scan(&pending)
+	if err != nil {
+		return false, fmt.Errorf("check reconciliation of %d: %w", dest, err)
+	}
+	return pending, nil
+}
+
+// StartReconcile marks dest's waiting reconciliation as started and counts
+// its progress from zero (a run cut short starts over).
+func (s *Store) StartReconcile(ctx context.Context, dest tg.ChatID) error {
+	_, err := s.pool.Exec(ctx, `UPDATE reconciles SET started_at = now(), pages = 0, copies = 0, recovered = 0
+		WHERE destination_chat_id = $1 AND finished_at IS NULL`, int64(dest))
+	if err != nil {
+		return fmt.Errorf("start reconciliation of %d: %w", dest, err)
+	}
+	return nil
+}
+
+// ReconcileProgress adds one page of history, with the copies found on it
+// and the delivery records rebuilt from them, to dest's reconciliation.
+func (s *Store) ReconcileProgress(ctx context.Context, dest tg.ChatID, copies, recovered int) error {
+	_, err := s.pool.Exec(ctx, `UPDATE reconciles SET pages = pages + 1, copies = copies + $2,
+			recovered = recovered + $3, recovered_total = recovered_total + $3
+		WHERE destination_chat_id = $1`, int64(dest), copies, recovered)
+	if err != nil {
+		return fmt.Errorf("record reconciliation progress of %d: %w", dest, err)
+	}
+	return nil
+}
+
+// FinishReconcile ends dest's reconciliation: sends to it resume. A run
+// that failed records its error and stays waiting.
+func (s *Store) FinishReconcile(ctx context.Context, dest tg.ChatID, runErr error) error {
+	var err error
+	if runErr != nil {
+		_, err = s.pool.Exec(ctx, `UPDATE reconciles SET last_error = $2 WHERE destination_chat_id = $1`,
+			int64(dest), runErr.Error())
+	} else {
+		_, err = s.pool.Exec(ctx, `UPDATE reconciles SET finished_at = now(), last_error = ''
+			WHERE destination_chat_id = $1 AND finished_at IS NULL`, int64(dest))
+	}
+	if err != nil {
+		return fmt.Errorf("finish reconciliation of %d: %w", dest, err)
+	}
+	return nil
+}
+
+// CopyFound is a copy of a part that a destination holds: its message, the
+// delivery token its caption carries, and its file's unique id.
+type CopyFound struct {
+	Destination tg.ChatID
+	Message     tg.MessageID
+	Token       string
+	UniqueID    string
+}
+
+// RecordCopy records a copy found in a destination. A delivery row with
+// its token is marked sent with it; without one (the row was lost with the
+// rewind), the copy is kept so that a later delivery of the same file to
+// the destination is recorded from it instead of being sent again. It
+// reports whether the catalogue lacked the copy (a record rebuilt) and
+// whether it knew it already (a delivery sent with this very message).
+func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (recovered, known bool, err error) {
+	var sentAs *int64
+	err = s.pool.QueryRow(ctx, `SELECT dest_message_id FROM deliveries
+		WHERE token = $1 AND destination_chat_id = $2 AND state = 'sent'`, c.Token, int64(c.Destination)).Scan(&sentAs)
+	switch {
+	case err == nil && sentAs != nil && *sentAs == int64(c.Message):
+		return false, true, nil
+	case err == nil:
+		return false, false, nil // sent as another message: a second copy, not a lost record
+	case !errors.Is(err, pgx.ErrNoRows):
+		return false, false, fmt.Errorf("look up the copy of token %s: %w", c.Token, err)
+	}
+	marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message)
+	if err != nil {
+		return false, false, err
+	}
+	if marked {
+		return true, false, nil
+	}
+	if c.UniqueID == "" {
+		return false, false, nil
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
+		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, int64(c.Destination), c.UniqueID, int64(c.Message), c.Token)
+	if err != nil {
+		return false, false, fmt.Errorf("record the copy %d in %d: %w", c.Message, c.Destination, err)
+	}
+	return tag.RowsAffected() == 1, false, nil
+}
+
+// FoundCopy returns the message of a copy found in dest of part idx of
+// package pkg (any file known to carry it), recorded by RecordCopy when
+// the catalogue had lost its delivery.
+func (s *Store) FoundCopy(ctx context.Context, pkg int64, idx int, dest tg.ChatID) (tg.MessageID, bool, error) {
+	var msg int64
+	err := s.pool.QueryRow(ctx, `SELECT c.dest_message_id FROM destination_copies c
+			JOIN remote_files r ON r.unique_id = c.unique_id
+		WHERE c.destination_chat_id = $1 AND r.package_id = $2 AND r.idx = $3
+		ORDER BY c.dest_message_id LIMIT 1`, int64(dest), pkg, idx).Scan(&msg)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("look up a found copy of package %d part %d in %d: %w", pkg, idx, dest, err)
+	}
+	return tg.MessageID(msg), true, nil
+}
+
+// RecoveredDeliveries adds up the delivery records every reconciliation
+// rebuilt.
+func (s *Store) RecoveredDeliveries(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(recovered_total), 0) FROM reconciles`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count recovered deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// isPermissionDenied reports SQLSTATE 42501 (insufficient_privilege).
+func isPermissionDenied(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
+}

@@ -1,0 +1,117 @@
+package store_test
+
+import (
+	"testing"
+
+	"stashd/store"
+	"stashd/tg"
+)
+
+// The first identity check records the server; the same server again
+// reports nothing; a recorded identity of another timeline or cluster (as
+// a promoted standby or a restore leaves the row) is named as a rewind.
+func TestCheckIdentity(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("first check: %q, %v; want nothing", reason, err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("same server: %q, %v; want nothing", reason, err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET timeline = timeline - 1`); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("older timeline recorded: %q, %v; want a rewind named", reason, err)
+	}
+	if reason, _ := st.CheckIdentity(ctx); reason != "" {
+		t.Fatalf("the check records the current server, but the next one still says %q", reason)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET system_identifier = system_identifier + 1`); err != nil {
+		t.Fatal(err)
+	}
+	if reason, _ := st.CheckIdentity(ctx); reason == "" {
+		t.Fatal("another cluster's identity recorded: no rewind named")
+	}
+}
+
+// A copy found in a destination rebuilds its lost record: a delivery row
+// with its token is marked sent; without one the copy is kept and a later
+// delivery of the same file there is found from it. A reconciliation
+// holds sends to its destination until it finishes, and counts what it
+// rebuilt.
+func TestRecordCopies(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	const dest = tg.ChatID(-77)
+	hash := make([]byte, 32)
+	hash[0] = 9
+	pkg := store.Package{ContentHash: hash, Name: "r.zip", Format: "zip", TotalSize: 2, PartCount: 2,
+		Origin: tg.MessageKey{Chat: -1, Message: 1 << 20}}
+	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{
+		{Index: 0, FileName: "r.zip.001", Size: 1, SHA256: hash, UniqueID: "u0", Source: pkg.Origin},
+		{Index: 1, FileName: "r.zip.002", Size: 1, SHA256: hash, UniqueID: "u1", Source: tg.MessageKey{Chat: -1, Message: 2 << 20}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := st.ReconcilePending(ctx, dest); err != nil || !pending {
+		t.Fatalf("pending after the request: %v, %v", pending, err)
+	}
+	if err := st.StartReconcile(ctx, dest); err != nil {
+		t.Fatal(err)
+	}
+
+	// Part 0's intent survived, its sent record did not.
+	d, _, err := st.EnsureIntent(ctx, id, dest, 0, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, m1 := tg.MessageIDFromServer(10), tg.MessageIDFromServer(11)
+	if rec, known, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || !rec || known {
+		t.Fatalf("copy of an intent: recovered %v known %v, %v", rec, known, err)
+	}
+	if rec, known, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || rec || !known {
+		t.Fatalf("the same copy again: recovered %v known %v, %v; want known", rec, known, err)
+	}
+	// Part 1's row was lost whole: the copy is kept and found by file.
+	if rec, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || !rec {
+		t.Fatalf("copy without a row: recovered %v, %v", rec, err)
+	}
+	if got, ok, err := st.FoundCopy(ctx, id, 1, dest); err != nil || !ok || got != m1 {
+		t.Fatalf("found copy of part 1: %v %v %v; want %v", got, ok, err, m1)
+	}
+	if _, ok, _ := st.FoundCopy(ctx, id, 1, dest-1); ok {
+		t.Fatal("a copy found in another destination")
+	}
+	if err := st.ReconcileProgress(ctx, dest, 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishReconcile(ctx, dest, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pending, _ := st.ReconcilePending(ctx, dest); pending {
+		t.Fatal("still pending after it finished")
+	}
+	if n, err := st.RecoveredDeliveries(ctx); err != nil || n != 2 {
+		t.Fatalf("recovered deliveries %d, %v; want 2", n, err)
+	}
+	rs, err := st.Reconciles(ctx)
+	if err != nil || len(rs) != 1 || rs[0].Pages != 1 || rs[0].Copies != 2 || rs[0].FinishedAt.IsZero() {
+		t.Fatalf("reconciles = %+v, %v", rs, err)
+	}
+	// A new request starts counting afresh but keeps the total.
+	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "again"); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ = st.Reconciles(ctx)
+	if rs[0].Pages != 0 || rs[0].RecoveredTotal != 2 || !rs[0].FinishedAt.IsZero() || rs[0].Reason != "again" {
+		t.Fatalf("after a new request: %+v", rs[0])
+	}
+}
