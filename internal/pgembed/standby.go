@@ -180,3 +180,33 @@ func (c *Cluster) Crash() error {
 	<-c.exited
 	return nil
 }
+
+// Dump writes database url to path in pg_dump's custom format, using the
+// server binaries' pg_dump (binDir "" means FindBinDir).
+func Dump(ctx context.Context, binDir, url, path string) error {
+	bin, err := lookBinDir(binDir)
+	if err != nil {
+		return fmt.Errorf("pg_dump: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, tool(bin, "pg_dump"), "--format=custom", "--file="+path, "--dbname="+url).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_dump: %w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Restore replaces the contents of database url with the dump at path
+// (pg_restore --clean --if-exists), as an operator restoring last night's
+// backup over a catalogue would.
+func Restore(ctx context.Context, binDir, url, path string) error {
+	bin, err := lookBinDir(binDir)
+	if err != nil {
+		return fmt.Errorf("pg_restore: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, tool(bin, "pg_restore"), "--clean", "--if-exists", "--single-transaction",
+		"--exit-on-error", "--dbname="+url, path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_restore: %w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}

@@ -78,3 +78,31 @@ func TestStandbyFailover(t *testing.T) {
 		t.Fatalf("after the failover: %d rows (%d read on a standby), want 51 on the new primary", rows, recovery)
 	}
 }
+
+// A restore puts the database back as the dump found it: rows written
+// after the dump are gone.
+func TestDumpAndRestore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := startCluster(t, Config{Dir: clusterDir(t), Fast: true})
+	conn := connect(t, c.URL(""))
+	if _, err := conn.Exec(ctx, `CREATE TABLE t (n int); INSERT INTO t VALUES (1), (2)`); err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := Dump(ctx, "", c.URL(""), dump); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO t VALUES (3)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(ctx, "", c.URL(""), dump); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryString(t, connect(t, c.URL("")), `SELECT string_agg(n::text, ',' ORDER BY n) FROM t`); n != "1,2" {
+		t.Fatalf("after the restore: rows %s, want 1,2", n)
+	}
+}
