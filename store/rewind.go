@@ -266,3 +266,14 @@ func isPermissionDenied(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "42501"
 }
+
+// DeliveredDestinations returns every destination the catalogue records a
+// delivery or a found copy in.
+func (s *Store) DeliveredDestinations(ctx context.Context) ([]tg.ChatID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT destination_chat_id FROM deliveries
+		UNION SELECT destination_chat_id FROM destination_copies ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("list destinations: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[tg.ChatID])
+}

@@ -23,6 +23,7 @@ func commands() []command {
 		{"status", "show accounts, sources, lag, circuits and dead letters", runStatus},
 		{"deadletters", "list or retry messages that failed to ingest", runDeadLetters},
 		{"search", "find packages by name or by a file inside them", runSearch},
+		{"reconcile", "rebuild lost delivery records from the destinations (after a restore or failover)", runReconcile},
 		{"chaos", "kill the daemon and PostgreSQL at random (SIGKILL) and audit the result", runChaos},
 		{"bench", "measure every performance goal against its baseline (simulator, private PostgreSQL)", runBench},
 		{"sim", "serve the Telegram simulator as TDLib JSON, for the stand-in libtdjson", runSim},

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"stashd/store"
+	"stashd/tg"
+)
+
+const reconcileHelp = `Rebuilds the delivery records a rewound catalogue has lost. After the
+database was restored from a backup, or an asynchronous standby promoted,
+the catalogue may have forgotten deliveries that really happened, and
+sending them again would put second copies in the destinations. The
+destinations hold the truth: every copy stashd sends carries its delivery
+token. This command asks the running daemon to page each destination's
+history back (one request per 100 messages) until it reaches copies the
+catalogue knows, to record every copy it finds as delivered, and only then
+to send to that destination again.
+
+The daemon also does this by itself when it sees the database's system
+identifier or timeline change, or a destination's newest copies unknown to
+the catalogue; the command is for when you know better (a restore into the
+same cluster, before the daemon starts).
+
+Every destination the catalogue has delivered to is reconciled, and those
+named with --destination. The command then shows each destination's
+progress until all are done (--no-wait returns at once); the daemon must
+be running (or start) for them to be done.`
+
+func runReconcile(args []string) int {
+	fs := newFlagSet("reconcile", "reconcile [flags]", reconcileHelp)
+	db := addStoreFlags(fs)
+	var extra chatList
+	fs.Var(&extra, "destination", "a destination chat id to reconcile besides those the catalogue knows (repeatable)")
+	noWait := fs.Bool("no-wait", false, "return once the reconciliation is asked for, without waiting for it")
+	reason := fs.String("reason", "asked for with stashd reconcile", "the reason recorded with the request")
+	if rc := parse(fs, args); rc >= 0 {
+		return rc
+	}
+	if err := db.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd reconcile: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, closeStore, err := db.open(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd reconcile: %v\n", err)
+		return 1
+	}
+	defer closeStore()
+	dests, err := st.DeliveredDestinations(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd reconcile: %v\n", err)
+		return 1
+	}
+	for _, d := range extra {
+		if !slices.Contains(dests, d) {
+			dests = append(dests, d)
+		}
+	}
+	if len(dests) == 0 {
+		fmt.Println("no destinations to reconcile: the catalogue records no delivery (name one with --destination)")
+		return 0
+	}
+	if err := st.RequestReconcile(ctx, dests, *reason); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd reconcile: %v\n", err)
+		return 1
+	}
+	fmt.Printf("reconciliation asked for %d destinations; sends to them wait until it is done\n", len(dests))
+	if *noWait {
+		return 0
+	}
+	return waitReconciles(ctx, st, dests)
+}
+
+// waitReconciles prints the destinations' progress every second until each
+// has finished.
+func waitReconciles(ctx context.Context, st *store.Store, dests []tg.ChatID) int {
+	start := time.Now()
+	warned := false
+	last := map[tg.ChatID]string{}
+	for {
+		rs, err := st.Reconciles(ctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd reconcile: %v\n", err)
+			return 1
+		}
+		done, started := 0, 0
+		for _, r := range rs {
+			if !slices.Contains(dests, r.Destination) {
+				continue
+			}
+			line := fmt.Sprintf("destination %d: waiting for the daemon", r.Destination)
+			switch {
+			case !r.FinishedAt.IsZero():
+				done++
+				line = fmt.Sprintf("destination %d: done, %d pages, %d copies, %d records rebuilt",
+					r.Destination, r.Pages, r.Copies, r.Recovered)
+			case !r.StartedAt.IsZero():
+				started++
+				line = fmt.Sprintf("destination %d: %d pages, %d copies, %d records rebuilt so far",
+					r.Destination, r.Pages, r.Copies, r.Recovered)
+			}
+			if r.LastError != "" && r.FinishedAt.IsZero() {
+				line += " (last attempt: " + r.LastError + ")"
+			}
+			if last[r.Destination] != line {
+				fmt.Println(line)
+				last[r.Destination] = line
+			}
+		}
+		if done == len(dests) {
+			return 0
+		}
+		if started == 0 && !warned && time.Since(start) > 30*time.Second {
+			fmt.Println("no daemon has taken the reconciliation up yet: is stashd serve running?")
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Println("stopped waiting; the daemon goes on with the reconciliation")
+			return 1
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// chatList is a repeatable flag of chat ids.
+type chatList []tg.ChatID
+
+var _ flag.Value = (*chatList)(nil)
+
+func (l *chatList) String() string {
+	parts := make([]string, len(*l))
+	for i, c := range *l {
+		parts[i] = strconv.FormatInt(int64(c), 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *chatList) Set(s string) error {
+	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || id == 0 {
+		return fmt.Errorf("%q is not a chat id (e.g. -1001234567890)", s)
+	}
+	*l = append(*l, tg.ChatID(id))
+	return nil
+}
