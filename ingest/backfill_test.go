@@ -7,9 +7,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/route"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // A route added later delivers exactly the packages catalogued before it

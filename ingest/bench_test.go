@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"stashd/archive/archivetest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // BenchmarkHandleArchive measures the whole ingest path for one new archive

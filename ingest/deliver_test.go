@@ -8,9 +8,9 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // crashMidSend runs posted through a pipeline whose process dies right

@@ -13,9 +13,9 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // safety bounds a test that would otherwise hang on a download that never

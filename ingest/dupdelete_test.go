@@ -11,9 +11,9 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // instance is one daemon instance running account "a" on its own TDLib

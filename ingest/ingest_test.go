@@ -17,9 +17,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/internal/pgtest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

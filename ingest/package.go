@@ -248,8 +248,7 @@ func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.M
 		}
 		l, err := archive.List(ctx, archive.ParseName(name).Format, groupPaths, p.cfg.Limits)
 		for _, e := range l.Entries {
-			e.Path = name + "/" + e.Path
-			out.Entries = append(out.Entries, e)
+			out.Entries = append(out.Entries, archive.Nest(name, e, p.cfg.Limits))
 		}
 		out.Truncated = out.Truncated || l.Truncated
 		out.Encrypted = out.Encrypted || l.Encrypted

@@ -8,9 +8,9 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // incompleteSet is one kind of incomplete set as the generator posts it:

@@ -9,9 +9,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/route"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // documentsIn returns the unique ids of the documents in chat, in order.

@@ -15,9 +15,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/listener"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // postSet posts a 3-part 7z set named name.7z.00N and handles every part.

@@ -11,9 +11,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/route"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // A route with topic "same" delivers each package into the destination

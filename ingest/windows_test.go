@@ -12,9 +12,9 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/route"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // clockedSession advances the test's clock by step on every send: the send
