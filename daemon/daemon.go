@@ -98,9 +98,10 @@ type Config struct {
 	// Backfill configures the walks that deliver packages catalogued before
 	// a route was added to that route's destinations.
 	Backfill ingest.BackfillConfig
-	// Windows configures the loops that send what waits for delivery
-	// windows (its SendSpacing follows SendRate).
-	Windows ingest.WindowConfig
+	// Delivery configures the accounts' delivery stages, which send the
+	// queued deliveries at the send budget and as routes' windows allow
+	// (its SendSpacing follows SendRate).
+	Delivery ingest.DeliveryConfig
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
 	// SendTimeout bounds the wait for one send's outcome; zero means
@@ -405,7 +406,7 @@ func (r *accountRun) halt(graceful bool) {
 			r.resc.Stop()
 			r.retry.Stop()
 			r.backfill.Stop()
-			r.windows.Stop()
+			r.deliver.Stop()
 			r.sweep.Stop()
 			r.cancel()
 			r.rec.Stop()
@@ -425,7 +426,7 @@ func (r *accountRun) halt(graceful bool) {
 		r.resc.Stop()
 		r.retry.Stop()
 		r.backfill.Stop()
-		r.windows.Stop()
+		r.deliver.Stop()
 		r.sweep.Stop()
 		r.rec.Stop()
 		r.lst.Kill()
@@ -452,7 +453,7 @@ type accountRun struct {
 	resc     *rescan.Rescan
 	retry    *ingest.Retrier
 	backfill *ingest.Backfiller
-	windows  *ingest.WindowSender
+	deliver  *ingest.Deliverer
 	rec      *ingest.SendRecorder
 	follow   *upgradeFollower
 	ctx      context.Context
@@ -466,7 +467,7 @@ type accountRun struct {
 func (r *accountRun) startLoops(fatal chan<- error) error {
 	// The backfill first: it records new routes before ingest delivers
 	// anything under them, so its walk ends where routing at ingest starts.
-	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.windows, r.follow} {
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.deliver, r.follow} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -636,11 +637,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	resc.Store(r.resc)
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
 	r.backfill = ingest.NewBackfiller(d.cfg.Backfill, r.pipe, d.store)
-	wcfg := d.cfg.Windows
+	dcfg := d.cfg.Delivery
 	if d.cfg.SendRate > 0 {
-		wcfg.SendSpacing = time.Duration(float64(time.Minute) / d.cfg.SendRate)
+		dcfg.SendSpacing = time.Duration(float64(time.Minute) / d.cfg.SendRate)
 	}
-	r.windows = ingest.NewWindowSender(wcfg, r.pipe, d.store, d.wm)
+	r.deliver = ingest.NewDeliverer(dcfg, r.pipe, d.store, d.wm)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 
 	return r, nil

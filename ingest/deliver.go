@@ -30,44 +30,26 @@ func Caption(pkg store.Package, part int, token string) string {
 	return b.String()
 }
 
-// deliver sends every part of pkg exactly once to every destination its
-// routes give it as parts' source posted it (every destination when no
-// routes are configured). Each
-// send is preceded by an intent row holding a token that the caption
-// carries; an intent this call did not write may have been sent by an
-// attempt that crashed before recording it, so the destination is searched
-// for its token first and only an unfound part is sent.
+// deliverTo sends every part of pkg exactly once to dest (one queued
+// delivery, whose parts' source posted them as in says). Each send is
+// preceded by an intent row holding a token that the caption carries; an
+// intent this call did not write may have been sent by an attempt that
+// crashed before recording it, so the destination is searched for its
+// token first and only an unfound part is sent. The queue row goes once
+// every part is there (or the delivery is handed to another account).
 //
 // It returns how many parts it sent (reconciled ones not counted).
-func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Message) (int, error) {
-	sent := 0
+func (p *Pipeline) deliverTo(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
 	start := time.Now()
 	defer p.m.observeStage(StageDeliver, start)
-	in := routeInput(parts)
-	for _, dest := range p.destinations(in) {
-		if held, err := p.hold(ctx, pkg, parts, in, dest); err != nil || held {
-			if err != nil {
-				return sent, err
-			}
-			continue
-		}
-		if p.cfg.Routes.Routed() {
-			// Routes make a package meet destinations it already has
-			// (another source's route); skip them without taking send
-			// turns.
-			if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
-				return sent, err
-			} else if done {
-				continue
-			}
-		}
-		n, err := p.spreadDest(ctx, pkg, parts, in, dest)
-		sent += n
-		if err != nil {
-			return sent, err
-		}
+	if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
+		return 0, err
+	} else if done {
+		// Sent meanwhile (reconciled, recorded from an earlier session's
+		// send, or a route's backfill): no send turn is taken.
+		return 0, p.store.ClearWaiting(ctx, pkg.ID, dest)
 	}
-	return sent, nil
+	return p.spreadDest(ctx, pkg, parts, in, dest)
 }
 
 // deliverDest sends every part of pkg to dest, in order, through this
@@ -93,10 +75,8 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 			return sent, err
 		}
 	}
-	if p.cfg.Routes.HasWindows() {
-		if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
-			return sent, err
-		}
+	if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
+		return sent, err
 	}
 	return sent, nil
 }
@@ -188,34 +168,6 @@ func (p *Pipeline) handOver(ctx context.Context, pkg store.Package, parts []tg.M
 	return true, nil
 }
 
-// hold reports whether the delivery of pkg to dest must wait for a route's
-// delivery window, and records it as waiting when so. A destination that
-// already has every part is never held.
-func (p *Pipeline) hold(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (bool, error) {
-	if !p.cfg.Routes.HasWindows() {
-		return false, nil
-	}
-	open, opensAt, rt := p.cfg.Routes.Gate(in, dest, p.cfg.Now())
-	if open {
-		return false, nil
-	}
-	if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil || done {
-		return false, err
-	}
-	keys := make([]tg.MessageKey, len(parts))
-	for i, m := range parts {
-		keys[i] = m.Key()
-	}
-	w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: p.cfg.Account, Route: rt, OpensAt: opensAt,
-		Parts: keys, Topic: in.Topic, PartCount: len(parts)}
-	if err := p.store.WaitDelivery(ctx, w); err != nil {
-		return false, err
-	}
-	p.m.delivered(dest, DeliveryWaiting, 1)
-	p.log.Debug("delivery waits for its window", "package", pkg.ID, "destination", dest, "route", rt, "opens", opensAt)
-	return true, nil
-}
-
 // destinations returns where a package as one source posted it goes.
 func (p *Pipeline) destinations(in route.Package) []tg.ChatID {
 	if !p.cfg.Routes.Routed() {
@@ -241,20 +193,21 @@ func routeInput(parts []tg.Message) route.Package {
 }
 
 // partDelivered reports whether pkg, of which msg carries one part, has
-// been delivered everywhere it must go as msg's source posted it. With
+// been delivered, or has its delivery queued, everywhere it must go as
+// msg's source posted it. With
 // routes that needs the package's name and size: msg alone is one part of
 // it (a forwarded part keeps the name and bytes, so the catalogue's stand
 // for it).
 func (p *Pipeline) partDelivered(ctx context.Context, pkg int64, msg tg.Message) (bool, error) {
 	if !p.cfg.Routes.Routed() {
-		return p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
+		return p.store.DeliveryPromised(ctx, pkg, p.cfg.Destinations)
 	}
 	got, err := p.store.GetPackage(ctx, pkg)
 	if err != nil {
 		return false, err
 	}
 	in := route.Package{Chat: msg.ChatID, Topic: msg.TopicID(), Name: got.Name, Size: got.TotalSize}
-	return p.store.DeliveryComplete(ctx, pkg, p.cfg.Routes.Destinations(in))
+	return p.store.DeliveryPromised(ctx, pkg, p.cfg.Routes.Destinations(in))
 }
 
 // reconcileSkew allows for the database's clock running ahead of

@@ -22,12 +22,12 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	}
 
 	// Layer 2: every part's unique id is known. Only a package whose
-	// delivery is complete is settled without the lock; otherwise the
-	// locked path below finishes the delivery.
+	// deliveries are all sent or queued is settled without the lock;
+	// otherwise the locked path below queues what is missing.
 	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
 		return "", err
 	} else if ok {
-		done, err := p.store.DeliveryComplete(ctx, pkg, p.destinations(routeInput(parts)))
+		done, err := p.store.DeliveryPromised(ctx, pkg, p.destinations(routeInput(parts)))
 		if err != nil {
 			return "", err
 		}
@@ -45,6 +45,10 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", err
 	}
 	defer lock.Unlock()
+	// The lock is a row renewed while held: the work under it stops if it
+	// is lost.
+	ctx, unbind := lock.Bind(ctx)
+	defer unbind()
 	if out, ok, err := p.store.MessageHandled(ctx, parts[0].Key()); err != nil {
 		return "", err
 	} else if ok && (out == store.OutcomePackage || out == store.OutcomeDuplicate) {
@@ -53,7 +57,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
 		return "", err
 	} else if ok {
-		return p.finishDuplicate(ctx, parts, pkg, nil, false)
+		return p.finishDuplicate(ctx, parts, pkg, nil)
 	}
 	// Some, not all, of a known package's files: never a package of their
 	// own, which would deliver those files a second time.
@@ -82,11 +86,13 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", err
 	}
 	defer hlock.Unlock()
+	ctx, hunbind := hlock.Bind(ctx)
+	defer hunbind()
 	if pkg, ok, err := p.store.PackageByHash(ctx, hashed.content); err != nil {
 		return "", err
 	} else if ok {
 		held.release()
-		return p.finishDuplicate(ctx, parts, pkg, uniq, true)
+		return p.finishDuplicate(ctx, parts, pkg, uniq)
 	}
 
 	// Layer 5: list, within bounds. A bad archive is still mirrored.
@@ -134,10 +140,11 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	}
 	pkg.ID = id
 
-	// Layer 6: deliver, then record the sources. Recording last means a
-	// crash before it leaves the message unhandled, and the next attempt
-	// finds the package (layer 2) and completes its delivery.
-	if _, err := p.deliver(ctx, pkg, parts); err != nil {
+	// Layer 6: hand the deliveries to the delivery stage's queue, then
+	// record the sources. Recording last means a crash before it leaves
+	// the message unhandled, and the next attempt finds the package
+	// (layer 2) and queues what is missing.
+	if _, err := p.handOff(ctx, pkg, parts); err != nil {
 		return "", err
 	}
 	if listErr != nil {
@@ -146,15 +153,13 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
 }
 
-// finishDuplicate links parts to an existing package, completing its
-// delivery if an earlier attempt was cut short. newUnique, when set, are
-// unique ids of an identical re-upload to remember for layer 2.
-//
-// Deliveries of a package happen only under its content-hash lock: the
-// unique-id lock the caller holds covers these parts, but another copy of
-// the package (a re-upload with other unique ids) may be delivering it at
-// this moment under its own.
-func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id int64, newUnique []string, haveHashLock bool) (store.Outcome, error) {
+// finishDuplicate links parts to an existing package, queueing the
+// deliveries it still owes as parts' source posted it (an earlier attempt
+// cut short, or routes that send this source elsewhere). newUnique, when
+// set, are unique ids of an identical re-upload to remember for layer 2.
+// Queueing is idempotent (one row per package and destination), so it
+// needs no lock of the package's own.
+func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id int64, newUnique []string) (store.Outcome, error) {
 	if newUnique != nil {
 		if err := p.store.AddRemoteFiles(ctx, id, newUnique); err != nil {
 			return "", err
@@ -164,21 +169,12 @@ func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id i
 	if err != nil {
 		return "", err
 	}
-	if !haveHashLock {
-		start := time.Now()
-		hlock, err := p.store.Lock(ctx, "h:"+hex.EncodeToString(pkg.ContentHash))
-		p.m.observeStage(StageLock, start)
-		if err != nil {
-			return "", err
-		}
-		defer hlock.Unlock()
-	}
 	if pkg.PartCount != len(parts) {
 		// Same bytes cut differently: the package is known, but these parts
 		// cannot stand in for its parts when sending. Link only.
 		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 	}
-	if _, err := p.deliver(ctx, pkg, parts); err != nil {
+	if _, err := p.handOff(ctx, pkg, parts); err != nil {
 		return "", err
 	}
 	out := store.OutcomeDuplicate

@@ -36,6 +36,8 @@ type Store interface {
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	QueueDelivery(ctx context.Context, w store.Waiting) (bool, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
@@ -163,6 +165,11 @@ type Pipeline struct {
 	// (deleted, or another message), so each costs one getMessage per set
 	// and session.
 	notInAlbum map[setProbe]bool
+	// queuedParts keeps the messages of parts whose deliveries are queued
+	// (bounded by maxKeptParts); wake tells the delivery stage that
+	// deliveries were queued.
+	queuedParts map[tg.MessageKey]keptPart
+	wake        chan struct{}
 }
 
 // DefaultDownloadBudget is the download budget of an account when the
@@ -221,6 +228,8 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 
 		setFailures: map[setID]string{},
 		notInAlbum:  map[setProbe]bool{},
+		queuedParts: map[tg.MessageKey]keptPart{},
+		wake:        make(chan struct{}, 1),
 	}
 }
 
