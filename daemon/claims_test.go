@@ -10,8 +10,8 @@ import (
 
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // A daemon killed mid-scan leaves its source claims behind. Its restart, a

@@ -9,8 +9,8 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/pgtest"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -17,9 +17,9 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/pgtest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // pausable is the lease store of one instance: while paused, its lease

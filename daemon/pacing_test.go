@@ -10,8 +10,8 @@ import (
 
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // With a send budget, every send goes through it, and each destination

@@ -11,8 +11,8 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/route"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // Routes are resolved and checked at start: every problem stops the start
