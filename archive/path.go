@@ -116,3 +116,27 @@ func cutUTF8(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// Nest returns e as listed under the directory dir: an album lists each of
+// its archives under that archive's file name, which the poster chose and
+// which is as hostile as any stored name. The joined path goes through the
+// same cleaning as every entry name (control characters, invalid UTF-8,
+// length, escape from the extraction root), and e keeps its own flags.
+func Nest(dir string, e Entry, lim Limits) Entry {
+	lim = lim.withDefaults()
+	raw := e.Raw
+	if raw == "" {
+		raw = e.Path
+	}
+	raw = dir + "/" + raw
+	c := cleanPath(dir+"/"+e.Path, lim.MaxPathBytes)
+	e.Path = c.path
+	e.Cleaned = e.Cleaned || c.cleaned
+	e.Cut = e.Cut || c.cut
+	e.Bidi = e.Bidi || c.bidi
+	e.Unsafe = e.Unsafe || c.cleaned || c.escapes
+	if e.Cleaned || e.Cut {
+		e.Raw = raw[:min(len(raw), maxRawName)]
+	}
+	return e
+}

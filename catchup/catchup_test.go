@@ -72,6 +72,8 @@ type instance struct {
 	lst   *listener.Listener
 	catch *catchup.Catchup
 	m     *catchup.Metrics
+	// deliver is the account's delivery stage: ingest queues deliveries.
+	deliver *ingest.Deliverer
 }
 
 func (w *world) start() *instance {
@@ -96,7 +98,7 @@ func (w *world) start() *instance {
 	m := catchup.NewMetrics(prometheus.NewRegistry())
 	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources,
 		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, sess, lst, p, m)
-	return &instance{c: c, lst: lst, catch: cu, m: m}
+	return &instance{c: c, lst: lst, catch: cu, m: m, deliver: ingest.NewDeliverer(ingest.DeliveryConfig{}, p, w.st, nil)}
 }
 
 func (w *world) runOnce(in *instance) (catchup.Result, map[string]int) {
@@ -105,6 +107,10 @@ func (w *world) runOnce(in *instance) (catchup.Result, map[string]int) {
 	res, err := in.catch.RunOnce(w.t.Context())
 	if err != nil {
 		w.t.Fatalf("catch-up: %v", err)
+	}
+	// The deliveries the cycle queued are sent, and counted with it.
+	if _, err := in.deliver.RunOnce(w.t.Context()); err != nil {
+		w.t.Fatalf("delivery stage: %v", err)
 	}
 	return res, w.w.Calls("a")
 }

@@ -37,8 +37,8 @@ func handOverRun(t *testing.T, sendRate float64) {
 	cfg := daemon.Config{
 		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{other}}},
 		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second, SendRate: sendRate,
-		Ingest:  ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
-		Windows: ingest.WindowConfig{Interval: 100 * time.Millisecond},
+		Ingest:   ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+		Delivery: ingest.DeliveryConfig{Interval: 100 * time.Millisecond},
 	}
 	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
 	prepareAndRun(t, d)

@@ -39,8 +39,10 @@ func prepareAndRun(t testing.TB, d *daemon.Daemon) {
 }
 
 // waitHandled waits until key is handled for good (not a part waiting for
-// its set). The daemon runs on its own goroutines and offers no signal per message; the poll is bounded and
-// a passing run never waits out the deadline.
+// its set) and the delivery queue is empty: ingest queues deliveries, the
+// delivery stages send them. The daemon runs on its own goroutines and
+// offers no signal per message; the poll is bounded and a passing run
+// never waits out the deadline.
 func waitHandled(t testing.TB, st *store.Store, key tg.MessageKey) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -50,10 +52,14 @@ func waitHandled(t testing.TB, st *store.Store, key tg.MessageKey) {
 		if out, ok, err := st.MessageHandled(t.Context(), key); err != nil {
 			t.Fatal(err)
 		} else if ok && out != store.OutcomePartPending {
-			return
+			if n, err := st.QueuedDeliveries(t.Context(), ""); err != nil {
+				t.Fatal(err)
+			} else if n == 0 {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("message %s never handled", key)
+			t.Fatalf("message %s never handled and delivered", key)
 		}
 		<-tick.C
 	}

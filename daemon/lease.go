@@ -252,10 +252,15 @@ func (l *leaser) tryAcquire(ctx context.Context) (*holding, error) {
 // when a renewal finds it taken, or when the local deadline passes without
 // a successful renewal (database out of reach, process paused): the
 // account must stop before the lease can lapse on the database's side.
+//
+// Renewals run on the store's lease pool, which nothing else uses, so
+// load on the main pool cannot starve them. Each attempt has its own
+// deadline, ttl/6 (well inside the lease), and a failed one is tried
+// again after ttl/12, so several attempts fit before the local deadline.
 func (l *leaser) keep(h *holding) {
 	defer close(h.kept)
-	tick := time.NewTicker(l.ttl / 3)
-	defer tick.Stop()
+	next := time.NewTimer(l.ttl / 3)
+	defer next.Stop()
 	expire := time.NewTimer(time.Until(h.deadlineAt()))
 	defer expire.Stop()
 	failures := 0
@@ -273,10 +278,10 @@ func (l *leaser) keep(h *holding) {
 			l.log.Error("account lease not renewed in time; stopping the account", "epoch", h.epoch, "failed_renewals", failures)
 			h.lose()
 			return
-		case <-tick.C:
+		case <-next.C:
 		}
-		// A process resumed after a pause may see the tick before the
-		// timer: the deadline decides, not the order of wake-ups.
+		// A process resumed after a pause may see the renewal timer before
+		// the expiry: the deadline decides, not the order of wake-ups.
 		dl := h.deadlineAt()
 		if !time.Now().Before(dl) {
 			l.log.Error("account lease deadline passed; stopping the account", "epoch", h.epoch)
@@ -284,7 +289,11 @@ func (l *leaser) keep(h *holding) {
 			return
 		}
 		sent := time.Now()
-		ctx, cancel := context.WithDeadline(context.Background(), dl)
+		attempt := sent.Add(l.ttl / 6)
+		if dl.Before(attempt) {
+			attempt = dl
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), attempt)
 		_, err := l.d.leases.RenewLease(ctx, l.a.Name, l.d.cfg.Instance, h.epoch, l.ttl)
 		cancel()
 		switch {
@@ -301,6 +310,7 @@ func (l *leaser) keep(h *holding) {
 				}
 			}
 			expire.Reset(time.Until(h.deadlineAt()))
+			next.Reset(l.ttl / 3)
 		case errors.Is(err, store.ErrLeaseLost):
 			l.log.Error("account lease taken by another instance; stopping the account", "epoch", h.epoch)
 			h.lose()
@@ -308,8 +318,9 @@ func (l *leaser) keep(h *holding) {
 		default:
 			failures++
 			if failures == 1 {
-				l.log.Warn("renew account lease", "err", err, "deadline_in", time.Until(dl).Round(time.Millisecond))
+				l.log.Warn("renew account lease; retrying", "err", err, "deadline_in", time.Until(dl).Round(time.Millisecond))
 			}
+			next.Reset(l.ttl / 12)
 		}
 	}
 }

@@ -130,3 +130,27 @@ func (s *spreader) knows(r *accountRun, chat tg.ChatID) bool {
 	s.seesMu.Unlock()
 	return err == nil
 }
+
+// handOver records that account from may not write to dest and picks
+// another running account that has not been refused there, in
+// configuration order.
+func (d *Daemon) handOver(from string, dest tg.ChatID) (string, bool) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if d.noWrite == nil {
+		d.noWrite = map[string]map[tg.ChatID]bool{}
+	}
+	if d.noWrite[from] == nil {
+		d.noWrite[from] = map[tg.ChatID]bool{}
+	}
+	d.noWrite[from][dest] = true
+	d.mu.Lock()
+	runs := d.accounts
+	d.mu.Unlock()
+	for _, r := range runs {
+		if r.name != from && !d.noWrite[r.name][dest] {
+			return r.name, true
+		}
+	}
+	return "", false
+}

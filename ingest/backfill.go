@@ -3,7 +3,6 @@ package ingest
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -24,7 +23,6 @@ type BackfillStore interface {
 	FinishBackfill(ctx context.Context, b store.Backfill) error
 	PartSources(ctx context.Context, pkg int64) ([]tg.MessageKey, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
-	Lock(ctx context.Context, name string) (*store.Lock, error)
 }
 
 // BackfillConfig configures a Backfiller.
@@ -181,8 +179,8 @@ func (b *Backfiller) one(ctx context.Context, rt route.Route, pkg store.Package)
 	return step, err
 }
 
-// redeliver fetches pkg's parts from its origin and delivers it under its
-// content-hash lock, like any other delivery.
+// redeliver fetches pkg's parts from its origin and queues the deliveries
+// the routes now give it, like ingest does.
 func (b *Backfiller) redeliver(ctx context.Context, pkg store.Package) (int, error) {
 	keys, err := b.store.PartSources(ctx, pkg.ID)
 	if err != nil {
@@ -202,10 +200,5 @@ func (b *Backfiller) redeliver(ctx context.Context, pkg store.Package) (int, err
 		}
 		parts[i] = m
 	}
-	lock, err := b.store.Lock(ctx, "h:"+hex.EncodeToString(pkg.ContentHash))
-	if err != nil {
-		return 0, err
-	}
-	defer lock.Unlock()
-	return b.p.deliver(ctx, pkg, parts)
+	return b.p.handOff(ctx, pkg, parts)
 }

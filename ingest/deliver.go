@@ -2,9 +2,7 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -30,44 +28,26 @@ func Caption(pkg store.Package, part int, token string) string {
 	return b.String()
 }
 
-// deliver sends every part of pkg exactly once to every destination its
-// routes give it as parts' source posted it (every destination when no
-// routes are configured). Each
-// send is preceded by an intent row holding a token that the caption
-// carries; an intent this call did not write may have been sent by an
-// attempt that crashed before recording it, so the destination is searched
-// for its token first and only an unfound part is sent.
+// deliverTo sends every part of pkg exactly once to dest (one queued
+// delivery, whose parts' source posted them as in says). Each send is
+// preceded by an intent row holding a token that the caption carries; an
+// intent this call did not write may have been sent by an attempt that
+// crashed before recording it, so the destination is searched for its
+// token first and only an unfound part is sent. The queue row goes once
+// every part is there (or the delivery is handed to another account).
 //
 // It returns how many parts it sent (reconciled ones not counted).
-func (p *Pipeline) deliver(ctx context.Context, pkg store.Package, parts []tg.Message) (int, error) {
-	sent := 0
+func (p *Pipeline) deliverTo(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
 	start := time.Now()
 	defer p.m.observeStage(StageDeliver, start)
-	in := routeInput(parts)
-	for _, dest := range p.destinations(in) {
-		if held, err := p.hold(ctx, pkg, parts, in, dest); err != nil || held {
-			if err != nil {
-				return sent, err
-			}
-			continue
-		}
-		if p.cfg.Routes.Routed() {
-			// Routes make a package meet destinations it already has
-			// (another source's route); skip them without taking send
-			// turns.
-			if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
-				return sent, err
-			} else if done {
-				continue
-			}
-		}
-		n, err := p.spreadDest(ctx, pkg, parts, in, dest)
-		sent += n
-		if err != nil {
-			return sent, err
-		}
+	if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
+		return 0, err
+	} else if done {
+		// Sent meanwhile (reconciled, recorded from an earlier session's
+		// send, or a route's backfill): no send turn is taken.
+		return 0, p.store.ClearWaiting(ctx, pkg.ID, dest)
 	}
-	return sent, nil
+	return p.spreadDest(ctx, pkg, parts, in, dest)
 }
 
 // deliverDest sends every part of pkg to dest, in order, through this
@@ -93,10 +73,8 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 			return sent, err
 		}
 	}
-	if p.cfg.Routes.HasWindows() {
-		if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
-			return sent, err
-		}
+	if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
+		return sent, err
 	}
 	return sent, nil
 }
@@ -186,235 +164,4 @@ func (p *Pipeline) handOver(ctx context.Context, pkg store.Package, parts []tg.M
 	p.m.delivered(dest, DeliveryHandedOver, 1)
 	p.log.Warn("no write access to the destination; delivery handed to another account", "package", pkg.ID, "destination", dest, "to", to)
 	return true, nil
-}
-
-// hold reports whether the delivery of pkg to dest must wait for a route's
-// delivery window, and records it as waiting when so. A destination that
-// already has every part is never held.
-func (p *Pipeline) hold(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (bool, error) {
-	if !p.cfg.Routes.HasWindows() {
-		return false, nil
-	}
-	open, opensAt, rt := p.cfg.Routes.Gate(in, dest, p.cfg.Now())
-	if open {
-		return false, nil
-	}
-	if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil || done {
-		return false, err
-	}
-	keys := make([]tg.MessageKey, len(parts))
-	for i, m := range parts {
-		keys[i] = m.Key()
-	}
-	w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: p.cfg.Account, Route: rt, OpensAt: opensAt,
-		Parts: keys, Topic: in.Topic, PartCount: len(parts)}
-	if err := p.store.WaitDelivery(ctx, w); err != nil {
-		return false, err
-	}
-	p.m.delivered(dest, DeliveryWaiting, 1)
-	p.log.Debug("delivery waits for its window", "package", pkg.ID, "destination", dest, "route", rt, "opens", opensAt)
-	return true, nil
-}
-
-// destinations returns where a package as one source posted it goes.
-func (p *Pipeline) destinations(in route.Package) []tg.ChatID {
-	if !p.cfg.Routes.Routed() {
-		return p.cfg.Destinations
-	}
-	return p.cfg.Routes.Destinations(in)
-}
-
-// routeInput is what routing sees of the package parts make up: their
-// source and topic, the first part's name and the parts' total size as
-// their messages give it.
-func routeInput(parts []tg.Message) route.Package {
-	in := route.Package{Chat: parts[0].ChatID, Topic: parts[0].TopicID()}
-	if d := parts[0].Document; d != nil {
-		in.Name = d.FileName
-	}
-	for _, m := range parts {
-		if m.Document != nil {
-			in.Size += m.Document.File.Size
-		}
-	}
-	return in
-}
-
-// partDelivered reports whether pkg, of which msg carries one part, has
-// been delivered everywhere it must go as msg's source posted it. With
-// routes that needs the package's name and size: msg alone is one part of
-// it (a forwarded part keeps the name and bytes, so the catalogue's stand
-// for it).
-func (p *Pipeline) partDelivered(ctx context.Context, pkg int64, msg tg.Message) (bool, error) {
-	if !p.cfg.Routes.Routed() {
-		return p.store.DeliveryComplete(ctx, pkg, p.cfg.Destinations)
-	}
-	got, err := p.store.GetPackage(ctx, pkg)
-	if err != nil {
-		return false, err
-	}
-	in := route.Package{Chat: msg.ChatID, Topic: msg.TopicID(), Name: got.Name, Size: got.TotalSize}
-	return p.store.DeliveryComplete(ctx, pkg, p.cfg.Routes.Destinations(in))
-}
-
-// reconcileSkew allows for the database's clock running ahead of
-// Telegram's: reconciliation looks this much further back than the intent's
-// creation.
-const reconcileSkew = 2 * time.Minute
-
-// reconcileMaxPages bounds how many pages of the destination's documents
-// one reconciliation reads (100 each).
-const reconcileMaxPages = 50
-
-// findToken looks for the messages carrying d's token in d's destination.
-// It does not ask the server to search for the token: Telegram's full-text
-// search is word-based and indexes late, so a message sent a moment before a
-// crash would not be found and would be sent again. Instead it pages the
-// destination's documents newest first with an empty query and matches
-// captions here, down to the first document older than the intent (no
-// message can carry a token before its intent existed). It returns the
-// oldest message carrying the token (0 when none does) and, in copies, the
-// others: the same part sent again, as when an instance found nothing, sent,
-// and an old TDLib database later re-sent its own pending copy.
-func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.MessageID, copies []tg.MessageID, err error) {
-	want := TokenPrefix + d.Token
-	notBefore := d.CreatedAt.Add(-reconcileSkew)
-	var matches []tg.MessageID
-	// result keeps the oldest match as the delivery.
-	result := func() (tg.MessageID, []tg.MessageID, error) {
-		if len(matches) == 0 {
-			return 0, nil, nil
-		}
-		slices.Sort(matches)
-		matches = slices.Compact(matches)
-		return matches[0], matches[1:], nil
-	}
-	var from tg.MessageID // 0: the newest message
-	for range reconcileMaxPages {
-		msgs, err := p.tg.SearchChatMessages(ctx, tg.Search{
-			Chat: d.Destination, FromMessageID: from, Limit: tg.MaxSearchLimit, Filter: tg.FilterDocument,
-		})
-		if err != nil {
-			return 0, nil, fmt.Errorf("list documents of %d: %w", d.Destination, err)
-		}
-		oldest := from
-		done := len(msgs) == 0
-		for _, m := range msgs {
-			if from != 0 && m.ID > from {
-				continue // not older than the previous page
-			}
-			if m.ID.IsServer() && hasToken(m.Caption, want) {
-				matches = append(matches, m.ID)
-			}
-			if oldest == 0 || m.ID < oldest {
-				oldest = m.ID
-			}
-			if !m.Date.IsZero() && m.Date.Before(notBefore) {
-				done = true
-			}
-		}
-		if done || oldest == from || oldest <= tg.MessageIDFromServer(1) {
-			return result()
-		}
-		// One below the oldest message: the next page starts at the message
-		// before it (from_message_id is inclusive).
-		from = oldest - 1
-	}
-	if len(matches) > 0 {
-		// Copies may hide further down; the delivery is found all the same.
-		return result()
-	}
-	return 0, nil, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d documents since the intent of %s",
-		d.PackageID, d.PartIndex, d.Destination, reconcileMaxPages*tg.MaxSearchLimit, d.CreatedAt.UTC().Format(time.RFC3339)))
-}
-
-// keepOneCopy deletes the messages of found, all carrying d's token, but
-// recorded, the one d's row records: the part is then in the destination
-// once. A recorded message that is not among them (another session's copy)
-// is kept all the same.
-func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded tg.MessageID, found []tg.MessageID) {
-	if copies := slices.DeleteFunc(slices.Clone(found), func(id tg.MessageID) bool { return id == recorded }); len(copies) > 0 {
-		p.deleteCopies(ctx, d, recorded, copies)
-	}
-}
-
-// deleteCopies deletes copies, second copies in d's destination of the
-// part delivered there as message keep, for everyone. A failure is logged,
-// not returned: the delivery stands, the destination only holds the part
-// more than once. A retryable failure is tried once more.
-func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.MessageID, copies []tg.MessageID) {
-	err := p.tg.DeleteMessages(ctx, d.Destination, copies, true)
-	if err != nil && tg.Classify(err) == tg.ClassRetryable && ctx.Err() == nil {
-		err = p.tg.DeleteMessages(ctx, d.Destination, copies, true)
-	}
-	dups := make([]int64, len(copies))
-	for i, id := range copies {
-		dups[i] = id.ServerID()
-	}
-	if err != nil {
-		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
-			p.log.Error("delete second copies of a delivered part; the destination holds it more than once",
-				"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
-				"message", keep.ServerID(), "copies", dups, "err", err)
-		}
-		return
-	}
-	p.log.Warn("second copies of a delivered part deleted from the destination",
-		"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
-		"message", keep.ServerID(), "copies", dups)
-	p.m.deletedCopies(p.cfg.Account, len(copies))
-}
-
-// hasToken reports whether caption carries the token line want exactly (a
-// longer token sharing the prefix is another delivery's).
-func hasToken(caption, want string) bool {
-	for line := range strings.SplitSeq(caption, "\n") {
-		if strings.TrimSpace(line) == want {
-			return true
-		}
-	}
-	return false
-}
-
-// TokenOf returns the delivery token a caption carries, "" when none.
-func TokenOf(caption string) string {
-	for line := range strings.SplitSeq(caption, "\n") {
-		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), TokenPrefix); ok && tok != "" {
-			return tok
-		}
-	}
-	return ""
-}
-
-// RecordSend records m, a message Telegram reports sent that no Send of
-// this session was waiting for, as the delivery its caption's token names.
-// After a restart TDLib finishes the previous session's pending sends by
-// itself; recording them here, rather than leaving their intents for
-// reconciliation, keeps the destination from getting them twice. When the
-// delivery is recorded already with another message (another instance
-// found nothing while the send was pending, and sent the part again), m is
-// a second copy and is deleted from the destination. It reports whether a
-// delivery was recorded (false for a message without a token, or one
-// recorded already).
-func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
-	tok := TokenOf(m.Caption)
-	if tok == "" || !m.ID.IsServer() {
-		return false, nil
-	}
-	ok, err := p.store.MarkSentByToken(ctx, tok, m.ChatID, m.ID)
-	if err != nil {
-		return false, err
-	}
-	if ok {
-		p.log.Info("delivery recorded from a send of an earlier session", "destination", m.ChatID, "message", m.ID.ServerID())
-		return true, nil
-	}
-	d, found, err := p.store.DeliveryByToken(ctx, tok, m.ChatID)
-	if err != nil {
-		return false, err
-	}
-	if found && d.State == store.DeliverySent && d.DestMessageID != 0 && d.DestMessageID != m.ID {
-		p.deleteCopies(ctx, d, d.DestMessageID, []tg.MessageID{m.ID})
-	}
-	return false, nil
 }

@@ -1,7 +1,6 @@
 package ingest_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +23,11 @@ func crashMidSend(t *testing.T, e *env, posted tg.Message) {
 		t.Fatal(err)
 	}
 	s1 := tg.NewSession(c1, func(tg.Update) {})
-	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, crashingSession{s1, c1}, nil)
 	m1, err := c1.GetMessage(e.ctx, posted.ChatID, posted.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p1.Handle(e.ctx, m1); err == nil {
-		t.Fatal("handle survived the crash")
-	}
+	crashDelivering(t, e, s1, c1, m1)
 	<-s1.Done()
 	if got := len(e.delivered()); got != before+1 {
 		t.Fatalf("destination holds %d documents after the crashed send, want %d", got, before+1)
@@ -53,7 +49,8 @@ func TestReconcileDoesNotRelyOnServerSearch(t *testing.T) {
 	}
 
 	p2, c2 := e.pipeline("a")
-	mustHandle(t, p2, e.view(c2, posted), store.OutcomePackage)
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
+	e.deliver()
 	copies := 0
 	for _, m := range e.delivered() {
 		if m.Document.File.UniqueID == posted.Document.File.UniqueID {
@@ -83,10 +80,7 @@ func TestSendOfEarlierSessionRecordedByToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1 := tg.NewSession(c1, func(tg.Update) {})
-	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, crashingSession{s1, c1}, nil)
-	if _, err := p1.Handle(e.ctx, e.view(c1, posted)); err == nil {
-		t.Fatal("handle survived the crash")
-	}
+	crashDelivering(t, e, s1, c1, e.view(c1, posted))
 	<-s1.Done()
 	if n := len(e.delivered()); n != 0 {
 		t.Fatalf("the pending send landed before a client restarted: %d documents", n)
@@ -142,11 +136,18 @@ func TestVanishedSendFailsTheAttempt(t *testing.T) {
 	e := newEnvWorld(t, tgsim.Config{Seed: 1, SendVanishRate: 1}, "a")
 	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "v.tar", Data: archivetest.Tar([]archivetest.File{{Name: "v", Data: []byte("v")}})})
 	p, c := e.pipeline("a")
-	_, err := p.Handle(e.ctx, e.view(c, posted))
-	if !errors.Is(err, tg.ErrSendVanished) || tg.Classify(err) != tg.ClassRetryable {
-		t.Fatalf("handle = %v, want a retryable ErrSendVanished", err)
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	// A retryable failure defers the delivery; a permanent one would give
+	// it up.
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx)
+	if err != nil || res.Deferred != 1 || res.Failed != 0 {
+		t.Fatalf("delivery = %+v, %v; want it deferred as retryable", res, err)
 	}
-	if !strings.Contains(err.Error(), "deleted") {
-		t.Errorf("error %q does not say the send was deleted", err)
+	queued, err := e.st.DueWaiting(e.ctx, "a", e.now.Add(time.Hour), 10)
+	if err != nil || len(queued) != 1 {
+		t.Fatalf("queue = %+v, %v; want the delivery waiting", queued, err)
+	}
+	if why := queued[0].LastError; !strings.Contains(why, tg.ErrSendVanished.Error()) || !strings.Contains(why, "deleted") {
+		t.Errorf("error %q does not say the send was deleted", why)
 	}
 }

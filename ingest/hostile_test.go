@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"stashd/sim/tgsim"
 	"stashd/store"
@@ -159,5 +160,37 @@ func TestEncryptionAndDetectedFormatCatalogued(t *testing.T) {
 	}
 	if encrypted != 2 {
 		t.Errorf("%d entries flagged encrypted, want 2: %+v", encrypted, files)
+	}
+}
+
+// The archives of an album are listed under their file names, which the
+// poster chose: the joined paths are cleaned and flagged like any entry
+// name, so an album member named to climb out of the root, or holding
+// control characters, cannot put a path in the catalogue that a stored name
+// could not.
+func TestAlbumMemberNamesAreCleaned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	for _, name := range []string{"../../etc.zip", "bell\x07.zip"} {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: zipOf("f.txt", name), AlbumID: 31}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the album completed", res, err)
+	}
+	_, files := packageFiles(t, e, "../../etc.zip")
+	want := []fileRow{
+		{path: "../../etc.zip/f.txt", unsafe: true},
+		{path: "bell.zip/f.txt", raw: hex.EncodeToString([]byte("bell\x07.zip/f.txt")), unsafe: true, flags: []string{store.FlagCleaned}},
+	}
+	if len(files) != len(want) {
+		t.Fatalf("files %+v, want %+v", files, want)
+	}
+	for i := range want {
+		if files[i].path != want[i].path || files[i].raw != want[i].raw || files[i].unsafe != want[i].unsafe || !slices.Equal(files[i].flags, want[i].flags) {
+			t.Errorf("file %d = %+v, want %+v", i, files[i], want[i])
+		}
 	}
 }

@@ -3,7 +3,6 @@ package ingest_test
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +33,9 @@ type env struct {
 	src   map[string]tg.ChatID // account -> its source
 	now   time.Time
 	files string // the world's download directory
+	// pipes are the pipelines made so far, whose delivery stages
+	// delivered runs.
+	pipes []*ingest.Pipeline
 }
 
 func newEnv(t *testing.T, accounts ...string) *env { return newEnvTB(t, accounts...) }
@@ -102,7 +104,31 @@ func (e *env) pipelineWith(account string, mod func(*ingest.Config), wrap func(*
 		t = wrap(sess)
 	}
 	m := ingest.NewMetrics(prometheus.NewRegistry())
-	return ingest.NewPipeline(cfg, e.st, t, m), c, m
+	p := ingest.NewPipeline(cfg, e.st, t, m)
+	e.pipes = append(e.pipes, p)
+	return p, c, m
+}
+
+// deliver runs the delivery stage of each account's latest pipeline (an
+// earlier one is a session that has ended) over what is due in the queue:
+// ingest only queues deliveries.
+func (e *env) deliver() {
+	e.t.Helper()
+	var latest []*ingest.Pipeline
+	seen := map[string]bool{}
+	for i := len(e.pipes) - 1; i >= 0; i-- {
+		if a := e.pipes[i].Config().Account; !seen[a] {
+			seen[a] = true
+			latest = append(latest, e.pipes[i])
+		}
+	}
+	for range 2 { // a second round for deliveries handed to another account
+		for _, p := range latest {
+			if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx); err != nil {
+				e.t.Fatalf("delivery stage: %v", err)
+			}
+		}
+	}
 }
 
 // view returns msg as client c sees it (file ids and remote ids are per
@@ -116,8 +142,10 @@ func (e *env) view(c *tgsim.Client, m tg.Message) tg.Message {
 	return got
 }
 
-// delivered returns the documents in the destination.
+// delivered runs the delivery stages, then returns the documents in the
+// destination.
 func (e *env) delivered() []tg.Message {
+	e.deliver()
 	var out []tg.Message
 	for _, m := range e.world.Messages(e.dest) {
 		if m.Document != nil {
@@ -422,6 +450,8 @@ func TestAlbumIsOnePackage(t *testing.T) {
 type crashingSession struct {
 	*tg.Session
 	client tg.Client
+	// kill cancels the work of the process that dies.
+	kill context.CancelFunc
 }
 
 func (s crashingSession) SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteID, caption string) (tg.Message, error) {
@@ -429,7 +459,24 @@ func (s crashingSession) SendTo(ctx context.Context, chat tg.ChatID, thread int6
 		return tg.Message{}, err
 	}
 	_ = s.client.Close()
+	s.kill()
 	return tg.Message{}, errors.New("process killed")
+}
+
+// crashDelivering handles m through a pipeline on session s1 (of client
+// c1) whose process dies right after sendMessage: ingest catalogues the
+// package and queues its delivery, and the delivery stage is killed in the
+// middle of the send, leaving the queue row and the intent behind.
+func crashDelivering(t *testing.T, e *env, s1 *tg.Session, c1 tg.Client, m tg.Message) {
+	t.Helper()
+	ctx, kill := context.WithCancel(e.ctx)
+	defer kill()
+	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, Now: func() time.Time { return e.now }},
+		e.st, crashingSession{s1, c1, kill}, nil)
+	mustHandle(t, p1, m, store.OutcomePackage)
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p1, e.st, nil).RunOnce(ctx); err == nil {
+		t.Fatal("the delivery survived the crash")
+	}
 }
 
 func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
@@ -458,14 +505,11 @@ func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1 := tg.NewSession(c1, func(tg.Update) {})
-	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st, crashingSession{s1, c1}, nil)
 	m1, err := c1.GetMessage(e.ctx, posted.ChatID, posted.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p1.Handle(e.ctx, m1); err == nil {
-		t.Fatal("handle survived the crash")
-	}
+	crashDelivering(t, e, s1, c1, m1)
 	select {
 	case <-landed:
 	case <-time.After(10 * time.Second):
@@ -475,7 +519,8 @@ func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
 	// After the restart the message is handled again: the intent is found
 	// in the destination by its token, and nothing is sent twice.
 	p2, c2 := e.pipeline("a")
-	mustHandle(t, p2, e.view(c2, posted), store.OutcomePackage)
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
+	e.deliver()
 	if n := len(e.delivered()); n != 1 {
 		t.Fatalf("destination holds %d copies after reconciliation, want 1", n)
 	}
@@ -499,11 +544,11 @@ func (s lockSpy) Lock(ctx context.Context, name string) (*store.Lock, error) {
 	return s.Store.Lock(ctx, name)
 }
 
-// A package is delivered only under its content-hash lock, whichever copy
-// brought the worker there. Here one worker is in the middle of delivering
-// the package (it holds the content-hash lock and has written its intent)
-// when a forward of an identical re-upload arrives, known by other unique
-// ids: the second worker must wait for the lock, not send.
+// A package is delivered to a destination only under its delivery lock,
+// whichever copy queued it. Here one worker is in the middle of delivering
+// the package (it holds the lock and has written its intent) when a
+// forward of an identical re-upload arrives, known by other unique ids:
+// its delivery must wait for the lock, not send.
 func TestDeliveryWaitsForContentHashLock(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
@@ -536,28 +581,32 @@ func TestDeliveryWaitsForContentHashLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hashLock := "h:" + hex.EncodeToString(sum[:])
-	held, err := e.st.Lock(e.ctx, hashLock)
+	deliveryLock := fmt.Sprintf("d:%d:%d", pkg, e.dest)
+	held, err := e.st.Lock(e.ctx, deliveryLock)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	spy := lockSpy{e.st, make(chan string, 8)}
 	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, spy, sess, nil)
+	// Ingest only queues the copy's delivery: it never waits for a send.
+	if out, err := p.Handle(e.ctx, fwd); err != nil || out != store.OutcomeDuplicate {
+		t.Fatalf("handle the copy = %q, %v; want a duplicate", out, err)
+	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Handle(e.ctx, fwd)
+		_, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, spy, nil).RunOnce(e.ctx)
 		done <- err
 	}()
 	for waiting := false; !waiting; {
 		select {
 		case name := <-spy.asked:
-			waiting = name == hashLock
+			waiting = name == deliveryLock
 		case err := <-done:
 			held.Unlock()
-			t.Fatalf("the copy was handled (%v) while another worker held the package's content-hash lock", err)
+			t.Fatalf("the copy was delivered (%v) while another worker held the package's delivery lock", err)
 		case <-time.After(30 * time.Second):
-			t.Fatal("the copy never asked for the content-hash lock")
+			t.Fatal("the copy's delivery never asked for the package's delivery lock")
 		}
 	}
 
@@ -573,7 +622,7 @@ func TestDeliveryWaitsForContentHashLock(t *testing.T) {
 	}
 	held.Unlock()
 	if err := <-done; err != nil {
-		t.Fatalf("handle the copy: %v", err)
+		t.Fatalf("deliver the copy: %v", err)
 	}
 	if n := len(e.delivered()); n != 1 {
 		t.Fatalf("destination holds %d copies, want 1", n)

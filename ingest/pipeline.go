@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -36,6 +35,8 @@ type Store interface {
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	QueueDelivery(ctx context.Context, w store.Waiting) (bool, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
@@ -163,6 +164,11 @@ type Pipeline struct {
 	// (deleted, or another message), so each costs one getMessage per set
 	// and session.
 	notInAlbum map[setProbe]bool
+	// queuedParts keeps the messages of parts whose deliveries are queued
+	// (bounded by maxKeptParts); wake tells the delivery stage that
+	// deliveries were queued.
+	queuedParts map[tg.MessageKey]keptPart
+	wake        chan struct{}
 }
 
 // DefaultDownloadBudget is the download budget of an account when the
@@ -221,6 +227,8 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 
 		setFailures: map[setID]string{},
 		notInAlbum:  map[setProbe]bool{},
+		queuedParts: map[tg.MessageKey]keptPart{},
+		wake:        make(chan struct{}, 1),
 	}
 }
 
@@ -314,112 +322,6 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	return p.store.RecordDeadLetter(ctx, d, sourceMessage(msg, store.OutcomeDeadLetter, 0))
 }
 
-// Handle runs msg through the ingest path once. See the package doc.
-func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, error) {
-	if p.m != nil && !msg.Date.IsZero() {
-		p.m.age.Observe(p.cfg.Now().Sub(msg.Date).Seconds())
-	}
-	start := time.Now()
-	if msg.Document == nil {
-		// Nothing to mirror, look up or record: catch-up and rescan page
-		// documents only, and the watermark covers this message. Recording
-		// it would cost a commit per chat message and would make a document
-		// edited into it later look handled.
-		return store.OutcomeNotArchive, nil
-	}
-	// Layer 1: the source key.
-	if out, ok, err := p.store.MessageHandled(ctx, msg.Key()); err != nil {
-		return "", err
-	} else if ok && out != store.OutcomeDeadLetter {
-		if out == store.OutcomePartPending {
-			return out, nil
-		}
-		return store.OutcomeDuplicate, nil
-	}
-	p.ensureTopic(ctx, msg)
-	cls := classify(msg)
-	p.m.observeStage(StageClassify, start)
-	if cls.archive && msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg)) {
-		// The source protects its content: the document cannot be re-sent,
-		// so neither download nor retry can help. A permanent dead letter
-		// records why.
-		return "", fmt.Errorf("mirror %s: %w", msg.Document.FileName, tg.ErrProtectedContent)
-	}
-	switch {
-	case !cls.archive || (p.cfg.Accept != nil && !p.cfg.Accept(msg)):
-		return store.OutcomeNotArchive, p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomeNotArchive, 0))
-	case cls.setKey != "" && !cls.name.IsMultipart() && msg.AlbumID == 0:
-		// A plain zip or rar already catalogued on its own (a forward of a
-		// known archive) need not wait for parts that will not come.
-		if _, ok, err := p.store.PackageByUniqueIDs(ctx, []string{msg.Document.File.UniqueID}); err != nil {
-			return "", err
-		} else if ok {
-			return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
-		}
-		return p.addKnownOrPart(ctx, msg, cls)
-	case cls.setKey != "" && (cls.name.IsMultipart() || msg.AlbumID != 0):
-		// Every document of an album too: a forwarded album's final x.zip
-		// must not be left alone once its x.z01… are known duplicates.
-		return p.addKnownOrPart(ctx, msg, cls)
-	default:
-		return p.ingestPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
-	}
-}
-
-// addKnownOrPart records a part of a set, unless the same file (unique id)
-// is already a part of a delivered package: a part posted again after its
-// set was catalogued, or a forwarded set, is a duplicate part, not the start
-// of a new set that could only end as a dead letter or, for a set's final
-// x.zip, be mirrored again on its own. A package whose delivery is not
-// complete is left to the set path, which finishes it.
-func (p *Pipeline) addKnownOrPart(ctx context.Context, msg tg.Message, cls classification) (store.Outcome, error) {
-	pkg, ok, err := p.store.PackageOfPart(ctx, msg.Document.File.UniqueID)
-	if err != nil {
-		return "", err
-	}
-	if ok {
-		done, err := p.partDelivered(ctx, pkg, msg)
-		if err != nil {
-			return "", err
-		}
-		if done {
-			return store.OutcomeDuplicate, p.record(ctx, []tg.Message{msg}, store.OutcomeDuplicate, pkg)
-		}
-	}
-	return p.addPart(ctx, msg, cls)
-}
-
-type classification struct {
-	archive bool
-	name    archive.Name
-	setKey  string
-	part    int
-}
-
-// classify decides what a message is: not an archive, a single archive, or
-// a part of a set (an album of archives, or a multipart set by name). A
-// plain x.zip or x.rar is ambiguous: it may be the final part of x.z01… or
-// the first of x.r00…, whose other parts may still be in flight. It waits
-// like a part, and the sweeper ingests it alone if no other part shows up.
-func classify(msg tg.Message) classification {
-	if msg.Document == nil {
-		return classification{}
-	}
-	n := archive.ParseName(msg.Document.FileName)
-	c := classification{archive: n.IsArchive(), name: n}
-	switch {
-	case !c.archive:
-	case msg.AlbumID != 0:
-		c.setKey = fmt.Sprintf("album:%d", msg.AlbumID)
-	case n.IsMultipart():
-		c.setKey = "set:" + n.Set
-		c.part = n.Part
-	case n.Format == archive.FormatZip || n.Format == archive.FormatRar:
-		c.setKey = "set:" + n.Base
-	}
-	return c
-}
-
 func sourceMessage(msg tg.Message, out store.Outcome, pkg int64) store.SourceMessage {
 	sm := store.SourceMessage{
 		Key: msg.Key(), TopicID: msg.TopicID(), AlbumID: msg.AlbumID, Date: msg.Date,
@@ -434,28 +336,44 @@ func sourceMessage(msg tg.Message, out store.Outcome, pkg int64) store.SourceMes
 	return sm
 }
 
-// ensureTopic stores the name of a forum topic the first time one of its
-// messages is handled: one getForumTopic per topic, ever (renames arrive as
-// updateForumTopicInfo and the listener stores them).
-func (p *Pipeline) ensureTopic(ctx context.Context, msg tg.Message) {
-	thread := msg.TopicID()
-	if thread == 0 {
-		return
+// destinations returns where a package as one source posted it goes.
+func (p *Pipeline) destinations(in route.Package) []tg.ChatID {
+	if !p.cfg.Routes.Routed() {
+		return p.cfg.Destinations
 	}
-	k := topicKey{msg.ChatID, thread}
-	p.mu.Lock()
-	known := p.topics[k]
-	p.mu.Unlock()
-	if known {
-		return
+	return p.cfg.Routes.Destinations(in)
+}
+
+// routeInput is what routing sees of the package parts make up: their
+// source and topic, the first part's name and the parts' total size as
+// their messages give it.
+func routeInput(parts []tg.Message) route.Package {
+	in := route.Package{Chat: parts[0].ChatID, Topic: parts[0].TopicID()}
+	if d := parts[0].Document; d != nil {
+		in.Name = d.FileName
 	}
-	if _, err := p.sourceTopicName(ctx, msg.ChatID, thread); err != nil {
-		// The name is for people; a missing one must not hold back the
-		// archive.
-		p.log.Warn("get forum topic", "source", msg.ChatID, "topic", thread, "err", err)
-		return
+	for _, m := range parts {
+		if m.Document != nil {
+			in.Size += m.Document.File.Size
+		}
 	}
-	p.mu.Lock()
-	p.topics[k] = true
-	p.mu.Unlock()
+	return in
+}
+
+// partDelivered reports whether pkg, of which msg carries one part, has
+// been delivered, or has its delivery queued, everywhere it must go as
+// msg's source posted it. With
+// routes that needs the package's name and size: msg alone is one part of
+// it (a forwarded part keeps the name and bytes, so the catalogue's stand
+// for it).
+func (p *Pipeline) partDelivered(ctx context.Context, pkg int64, msg tg.Message) (bool, error) {
+	if !p.cfg.Routes.Routed() {
+		return p.store.DeliveryPromised(ctx, pkg, p.cfg.Destinations)
+	}
+	got, err := p.store.GetPackage(ctx, pkg)
+	if err != nil {
+		return false, err
+	}
+	in := route.Package{Chat: msg.ChatID, Topic: msg.TopicID(), Name: got.Name, Size: got.TotalSize}
+	return p.store.DeliveryPromised(ctx, pkg, p.cfg.Routes.Destinations(in))
 }

@@ -16,6 +16,7 @@ import (
 
 // documentsIn returns the unique ids of the documents in chat, in order.
 func documentsIn(e *env, chat tg.ChatID) []string {
+	e.deliver()
 	var out []string
 	for _, m := range e.world.Messages(chat) {
 		if m.Document != nil {

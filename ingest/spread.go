@@ -32,12 +32,6 @@ func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg
 	if p.cfg.Spread == nil {
 		return p.deliverDest(ctx, pkg, parts, in, dest)
 	}
-	if !p.cfg.Routes.Routed() {
-		// Nothing to send costs no pick (and no getMessage elsewhere).
-		if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil || done {
-			return 0, err
-		}
-	}
 	via, done := p.cfg.Spread(in.Chat, dest, len(parts))
 	defer done()
 	if via == nil || via == p {

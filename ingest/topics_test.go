@@ -49,11 +49,14 @@ func TestSameTopicIsCreatedOnceAndReused(t *testing.T) {
 	}
 	topicOf := map[string]string{} // file name -> source topic ("" for General)
 
-	// Four pipelines of two accounts deliver Dragons packages at once.
+	// Four pipelines of two accounts ingest Dragons packages at once, then
+	// their delivery stages deliver them at once.
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
+	var four []*ingest.Pipeline
 	for i, account := range []string{"a", "b", "a", "b"} {
 		p, c := pipeline(account)
+		four = append(four, p)
 		name := fmt.Sprintf("dragon%d.tar", i)
 		topicOf[name] = "Dragons"
 		m := e.view(c, post(dragons, name))
@@ -64,8 +67,21 @@ func TestSameTopicIsCreatedOnceAndReused(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	stageErrs := make(chan error, 4)
+	for _, p := range four {
+		wg.Go(func() {
+			if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx); err != nil {
+				stageErrs <- err
+			}
+		})
+	}
+	wg.Wait()
 	close(errs)
+	close(stageErrs)
 	for err := range errs {
+		t.Fatal(err)
+	}
+	for err := range stageErrs {
 		t.Fatal(err)
 	}
 	p, c := pipeline("a")
@@ -76,6 +92,7 @@ func TestSameTopicIsCreatedOnceAndReused(t *testing.T) {
 	p, c = pipeline("b")
 	topicOf["late-dragon.tar"] = "Dragons"
 	mustHandle(t, p, e.view(c, post(dragons, "late-dragon.tar")), store.OutcomePackage)
+	e.deliver()
 
 	created := e.world.Calls("a")[tg.MethodCreateForumTopic] + e.world.Calls("b")[tg.MethodCreateForumTopic]
 	if created != 2 {
@@ -139,9 +156,10 @@ func TestSameTopicOnAChannelFailsPermanently(t *testing.T) {
 	}})
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl; cfg.Attempts = 1 }, nil)
 	m := e.view(c, e.world.Post(forum, dragons, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})}))
-	_, err := p.Handle(e.ctx, m)
-	if err == nil || tg.Classify(err) != tg.ClassPermanent {
-		t.Fatalf("handle: %v, want a permanent error", err)
+	mustHandle(t, p, m, store.OutcomePackage)
+	// The delivery is given up for good, not deferred.
+	if res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx); err != nil || res.Failed != 1 || res.Deferred != 0 {
+		t.Fatalf("delivery = %+v, %v; want it failed for good", res, err)
 	}
 	if n := len(e.delivered()); n != 0 {
 		t.Errorf("%d documents sent outside any topic", n)
@@ -153,12 +171,14 @@ func TestSameTopicOnAChannelFailsPermanently(t *testing.T) {
 // topic would.
 type topicCrashSession struct {
 	*tg.Session
+	kill context.CancelFunc
 }
 
 func (s topicCrashSession) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
 	if _, err := s.Session.CreateForumTopic(ctx, chat, name); err != nil {
 		return 0, err
 	}
+	s.kill()
 	return 0, errors.New("process killed")
 }
 
@@ -180,13 +200,22 @@ func TestTopicCreatedBeforeACrashIsFoundNotCreatedAgain(t *testing.T) {
 	}})
 	posted := e.world.Post(forum, dragons, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})})
 
-	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl; cfg.Attempts = 1 },
-		func(s *tg.Session) ingest.Telegram { return topicCrashSession{s} })
-	if _, err := p.Handle(e.ctx, e.view(c, posted)); err == nil {
-		t.Fatal("handle survived its crash")
+	c := e.world.Client("a")
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
 	}
-	p, c, _ = e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	ctx, kill := context.WithCancel(e.ctx)
+	defer kill()
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Routes: tbl, Attempts: 1, Now: func() time.Time { return e.now }},
+		e.st, topicCrashSession{tg.NewSession(c, func(tg.Update) {}), kill}, nil)
 	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(ctx); err == nil {
+		t.Fatal("the delivery survived its crash")
+	}
+	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
+	e.deliver()
 
 	if n := e.world.Calls("a")[tg.MethodCreateForumTopic]; n != 1 {
 		t.Errorf("createForumTopic called %d times, want 1", n)

@@ -53,7 +53,7 @@ func TestWindowClosingMidBacklogResumesNextWindow(t *testing.T) {
 		func(s *tg.Session) ingest.Telegram { return clockedSession{s, e, 20 * time.Minute} })
 	reg := prometheus.NewRegistry()
 	wm := ingest.NewWindowMetrics(reg)
-	ws := ingest.NewWindowSender(ingest.WindowConfig{SendSpacing: 20 * time.Minute}, p, e.st, wm)
+	ws := ingest.NewDeliverer(ingest.DeliveryConfig{SendSpacing: 20 * time.Minute}, p, e.st, wm)
 
 	var uids []string
 	for _, name := range []string{"a.tar", "b.tar", "c.tar", "d.tar", "e.tar"} {
@@ -154,7 +154,7 @@ func TestWindowGivesUpADeliveryWhoseSourceIsGone(t *testing.T) {
 	tbl := route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
 	e.now = time.Date(2026, 3, 2, 19, 0, 0, 0, time.UTC)
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
-	ws := ingest.NewWindowSender(ingest.WindowConfig{}, p, e.st, nil)
+	ws := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil)
 	var msgs []tg.Message
 	for _, name := range []string{"gone.tar", "kept.tar"} {
 		m := e.view(c, e.world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))

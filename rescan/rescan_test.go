@@ -67,6 +67,9 @@ func TestRescanFindsDocumentEditedIntoOldMessage(t *testing.T) {
 	if out, ok, err := st.MessageHandled(ctx, old.Key()); err != nil || !ok || out != store.OutcomePackage {
 		t.Errorf("edited message handled = %v %q %v, want a package", ok, out, err)
 	}
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, st, nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
 	delivered := 0
 	for _, m := range w.Messages(dest) {
 		if m.Document != nil {

@@ -85,12 +85,12 @@ func scanLease(row pgx.Row) (Lease, error) {
 // acquisition increments the epoch. ok is false when another owner holds
 // it; the lease is then returned as it stands.
 func (s *Store) AcquireLease(ctx context.Context, account, owner string, ttl time.Duration, deadOwner string) (Acquired, bool, error) {
-	if _, err := s.pool.Exec(ctx, `INSERT INTO accounts (name) VALUES ($1) ON CONFLICT DO NOTHING`, account); err != nil {
+	if _, err := s.leases().Exec(ctx, `INSERT INTO accounts (name) VALUES ($1) ON CONFLICT DO NOTHING`, account); err != nil {
 		return Acquired{}, false, fmt.Errorf("acquire lease of %s: %w", account, err)
 	}
 	var a Acquired
 	var prevUntil, until, taken *time.Time
-	err := s.pool.QueryRow(ctx, `UPDATE accounts a SET lease_owner = $2, lease_until = now() + $3::interval,
+	err := s.leases().QueryRow(ctx, `UPDATE accounts a SET lease_owner = $2, lease_until = now() + $3::interval,
 			lease_epoch = a.lease_epoch + 1, lease_taken_at = now()
 		FROM (SELECT name, lease_owner, lease_until FROM accounts WHERE name = $1 FOR UPDATE) p
 		WHERE a.name = p.name AND (p.lease_owner IS NULL OR p.lease_until IS NULL OR p.lease_until < now()
@@ -118,7 +118,7 @@ func (s *Store) AcquireLease(ctx context.Context, account, owner string, ttl tim
 // owner's at that epoch.
 func (s *Store) RenewLease(ctx context.Context, account, owner string, epoch int64, ttl time.Duration) (time.Time, error) {
 	var until time.Time
-	err := s.pool.QueryRow(ctx, `UPDATE accounts SET lease_until = now() + $4::interval
+	err := s.leases().QueryRow(ctx, `UPDATE accounts SET lease_until = now() + $4::interval
 		WHERE name = $1 AND lease_owner = $2 AND lease_epoch = $3 RETURNING lease_until`,
 		account, owner, epoch, ttl.String()).Scan(&until)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -134,7 +134,7 @@ func (s *Store) RenewLease(ctx context.Context, account, owner string, epoch int
 // lease_until now, epoch kept), so a standby takes it at once. Releasing a
 // lease that is no longer owner's does nothing.
 func (s *Store) ReleaseLease(ctx context.Context, account, owner string, epoch int64) error {
-	_, err := s.pool.Exec(ctx, `UPDATE accounts SET lease_owner = NULL, lease_until = now()
+	_, err := s.leases().Exec(ctx, `UPDATE accounts SET lease_owner = NULL, lease_until = now()
 		WHERE name = $1 AND lease_owner = $2 AND lease_epoch = $3`, account, owner, epoch)
 	if err != nil {
 		return fmt.Errorf("release lease of %s: %w", account, err)
@@ -145,10 +145,10 @@ func (s *Store) ReleaseLease(ctx context.Context, account, owner string, epoch i
 // Lease returns account's lease row (an account never seen has an empty
 // one).
 func (s *Store) Lease(ctx context.Context, account string) (Lease, error) {
-	l, err := scanLease(s.pool.QueryRow(ctx, `SELECT `+leaseColumns+` FROM accounts WHERE name = $1`, account))
+	l, err := scanLease(s.leases().QueryRow(ctx, `SELECT `+leaseColumns+` FROM accounts WHERE name = $1`, account))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var now time.Time
-		if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		if err := s.leases().QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 			return Lease{}, fmt.Errorf("read lease of %s: %w", account, err)
 		}
 		return Lease{Account: account, Now: now}, nil
@@ -161,7 +161,7 @@ func (s *Store) Lease(ctx context.Context, account string) (Lease, error) {
 
 // Leases returns every account's lease row, by name.
 func (s *Store) Leases(ctx context.Context) ([]Lease, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+leaseColumns+` FROM accounts ORDER BY name`)
+	rows, err := s.leases().Query(ctx, `SELECT `+leaseColumns+` FROM accounts ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}

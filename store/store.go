@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,6 +19,12 @@ var ErrNotFound = errors.New("not found")
 // Store is the catalogue and coordination state, over a pgx pool.
 type Store struct {
 	pool *pgxpool.Pool
+	// leasePool is the account leases' own small pool (see leaseConns):
+	// however busy the main pool is, a lease renewal finds a connection.
+	leasePool *pgxpool.Pool
+	// id names this Store as the owner of the package locks it takes.
+	id      string
+	lockTTL time.Duration
 	// searchBounds bounds Search's walks; zero fields take the defaults.
 	searchBounds searchBounds
 }
@@ -26,10 +33,15 @@ type Store struct {
 type Config struct {
 	// URL is a PostgreSQL connection string.
 	URL string
-	// MaxConns bounds the pool; zero means 16. Each ingest worker may hold
-	// one connection for a package lock while it works, so this should
-	// exceed the total number of workers.
+	// MaxConns bounds the pool; zero means 16. No connection is held
+	// between statements (package locks are rows), so it bounds the
+	// statements in flight at once, not the work. The account leases have
+	// a pool of their own on top of it.
 	MaxConns int32
+	// LockTTL is how long a package lock lasts without renewal (its holder
+	// renews it every third of it); a dead holder's lock is taken over
+	// once it has expired. Zero means DefaultLockTTL (30 s).
+	LockTTL time.Duration
 	// ReadOnly opens the catalogue for reading: no migrations are applied
 	// and every transaction is read-only, so a role granted only SELECT
 	// can be used. False: migrate and read-write.
@@ -59,8 +71,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
+	st := &Store{pool: pool, id: newStoreID(), lockTTL: lockTTL(cfg.LockTTL)}
 	if cfg.ReadOnly {
-		return &Store{pool: pool}, nil
+		return st, nil
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -73,7 +86,26 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool}, nil
+	lcfg := pcfg.Copy()
+	lcfg.MaxConns, lcfg.MinConns = leaseConns, 1
+	if st.leasePool, err = pgxpool.NewWithConfig(ctx, lcfg); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return st, nil
+}
+
+// leaseConns is the size of the leases' pool: a renewal and an
+// acquisition or release may run at once; more waits its turn, briefly,
+// since nothing else uses it.
+const leaseConns = 2
+
+// leases returns the pool the account leases use.
+func (s *Store) leases() *pgxpool.Pool {
+	if s.leasePool != nil {
+		return s.leasePool
+	}
+	return s.pool
 }
 
 // Migrate applies every pending migration on conn. tern serialises
@@ -94,7 +126,12 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	if s.leasePool != nil {
+		s.leasePool.Close()
+	}
+	s.pool.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }

@@ -10,7 +10,10 @@ import (
 	"stashd/tg"
 )
 
-// Waiting is a delivery held by a route's delivery window.
+// Waiting is a delivery in the queue: owed by a catalogued package to a
+// destination, due at OpensAt (its route's window opening, or after a
+// failure the time of its next try; zero: due at once), sent by Account's
+// delivery stage.
 type Waiting struct {
 	PackageID   int64
 	Destination tg.ChatID
@@ -22,28 +25,93 @@ type Waiting struct {
 	Topic     int64
 	PartCount int
 	CreatedAt time.Time
+	// Attempts counts the failed tries; LastError is the latest failure.
+	Attempts  int
+	LastError string
 }
 
-// WaitDelivery records that w waits for its window; a delivery already
-// waiting keeps its parts and takes the new route and opening time.
+// QueueDelivery puts w in the delivery queue unless a delivery of the
+// same package to the same destination is queued already (that one keeps
+// its account, route and place); it reports whether it queued w.
+func (s *Store) QueueDelivery(ctx context.Context, w Waiting) (bool, error) {
+	ids, chat := waitingParts(w)
+	tag, err := s.pool.Exec(ctx, `INSERT INTO waiting_deliveries (package_id, destination_chat_id, account, route, opens_at,
+			source_chat_id, source_topic_id, message_ids, part_count)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (package_id, destination_chat_id) DO NOTHING`,
+		w.PackageID, int64(w.Destination), w.Account, w.Route, w.OpensAt, chat, w.Topic, ids, w.PartCount)
+	if err != nil {
+		return false, fmt.Errorf("queue delivery of package %d to %d: %w", w.PackageID, w.Destination, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// WaitDelivery records that w waits until w.OpensAt for w.Account to send
+// it (a route's window, or another account taking the delivery over); a
+// delivery already queued keeps its parts and place in the queue and takes
+// the new account, route and time.
 func (s *Store) WaitDelivery(ctx context.Context, w Waiting) error {
-	ids := make([]int64, len(w.Parts))
-	for i, k := range w.Parts {
-		ids[i] = int64(k.Message)
-	}
-	var chat int64
-	if len(w.Parts) > 0 {
-		chat = int64(w.Parts[0].Chat)
-	}
+	ids, chat := waitingParts(w)
 	_, err := s.pool.Exec(ctx, `INSERT INTO waiting_deliveries (package_id, destination_chat_id, account, route, opens_at,
 			source_chat_id, source_topic_id, message_ids, part_count)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (package_id, destination_chat_id) DO UPDATE SET route = excluded.route, opens_at = excluded.opens_at`,
+		ON CONFLICT (package_id, destination_chat_id) DO UPDATE SET account = excluded.account, route = excluded.route,
+			opens_at = excluded.opens_at`,
 		w.PackageID, int64(w.Destination), w.Account, w.Route, w.OpensAt, chat, w.Topic, ids, w.PartCount)
 	if err != nil {
-		return fmt.Errorf("hold delivery of package %d to %d for its window: %w", w.PackageID, w.Destination, err)
+		return fmt.Errorf("hold delivery of package %d to %d: %w", w.PackageID, w.Destination, err)
 	}
 	return nil
+}
+
+func waitingParts(w Waiting) (ids []int64, chat int64) {
+	ids = make([]int64, len(w.Parts))
+	for i, k := range w.Parts {
+		ids[i] = int64(k.Message)
+	}
+	if len(w.Parts) > 0 {
+		chat = int64(w.Parts[0].Chat)
+	}
+	return ids, chat
+}
+
+// DeferDelivery puts the queued delivery of pkg to dest off until at after
+// a failure (cause), counting the attempt; it keeps its place among the
+// deliveries due after at.
+func (s *Store) DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET opens_at = $3, attempts = attempts + 1, last_error = $4
+		WHERE package_id = $1 AND destination_chat_id = $2`, pkg, int64(dest), at, cause); err != nil {
+		return fmt.Errorf("defer delivery of package %d to %d: %w", pkg, dest, err)
+	}
+	return nil
+}
+
+// DeliveryPromised reports whether pkg's delivery to every one of dests is
+// complete or queued: nothing more is owed by whoever brings its parts.
+func (s *Store) DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error) {
+	ids := make([]int64, len(dests))
+	for i, d := range dests {
+		ids[i] = int64(d)
+	}
+	var owed int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM unnest($2::bigint[]) d(dest)
+		WHERE NOT EXISTS (SELECT 1 FROM waiting_deliveries w WHERE w.package_id = $1 AND w.destination_chat_id = d.dest)
+		AND (SELECT count(*) FROM deliveries x WHERE x.package_id = $1 AND x.destination_chat_id = d.dest AND x.state = 'sent')
+			< (SELECT part_count FROM packages WHERE id = $1)`, pkg, ids).Scan(&owed)
+	if err != nil {
+		return false, fmt.Errorf("check deliveries of package %d: %w", pkg, err)
+	}
+	return owed == 0, nil
+}
+
+// QueuedDeliveries counts the deliveries in the queue of account ("" for
+// every account).
+func (s *Store) QueuedDeliveries(ctx context.Context, account string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE $1 = '' OR account = $1`, account).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count queued deliveries: %w", err)
+	}
+	return n, nil
 }
 
 // ClearWaiting removes the waiting row of (pkg, dest), once it is sent.
@@ -54,8 +122,8 @@ func (s *Store) ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) err
 	return nil
 }
 
-// DueWaiting returns up to limit of account's waiting deliveries whose
-// window opens at or before now, oldest first.
+// DueWaiting returns up to limit of account's queued deliveries due at or
+// before now, oldest first.
 func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, limit int) ([]Waiting, error) {
 	return s.waiting(ctx, `WHERE account = $1 AND opens_at <= $2 ORDER BY created_at, package_id, destination_chat_id LIMIT $3`, account, now, limit)
 }
@@ -67,7 +135,7 @@ func (s *Store) AllWaiting(ctx context.Context, account string) ([]Waiting, erro
 
 func (s *Store) waiting(ctx context.Context, where string, args ...any) ([]Waiting, error) {
 	rows, err := s.pool.Query(ctx, `SELECT package_id, destination_chat_id, account, route, opens_at, source_chat_id,
-			source_topic_id, message_ids, part_count, created_at FROM waiting_deliveries `+where, args...)
+			source_topic_id, message_ids, part_count, created_at, attempts, last_error FROM waiting_deliveries `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read waiting deliveries: %w", err)
 	}
@@ -75,7 +143,7 @@ func (s *Store) waiting(ctx context.Context, where string, args ...any) ([]Waiti
 		var w Waiting
 		var dest, chat int64
 		var ids []int64
-		err := r.Scan(&w.PackageID, &dest, &w.Account, &w.Route, &w.OpensAt, &chat, &w.Topic, &ids, &w.PartCount, &w.CreatedAt)
+		err := r.Scan(&w.PackageID, &dest, &w.Account, &w.Route, &w.OpensAt, &chat, &w.Topic, &ids, &w.PartCount, &w.CreatedAt, &w.Attempts, &w.LastError)
 		w.Destination = tg.ChatID(dest)
 		for _, id := range ids {
 			w.Parts = append(w.Parts, tg.MessageKey{Chat: tg.ChatID(chat), Message: tg.MessageID(id)})
@@ -125,7 +193,7 @@ type WaitingStatus struct {
 // the latest report of each route whose deliveries still wait.
 func (s *Store) windowStatus(ctx context.Context, st *Status) error {
 	rows, err := s.pool.Query(ctx, `SELECT route, account, destination_chat_id, count(*), sum(part_count), min(opens_at)
-		FROM waiting_deliveries GROUP BY route, account, destination_chat_id ORDER BY route, account, destination_chat_id`)
+		FROM waiting_deliveries WHERE route <> '' GROUP BY route, account, destination_chat_id ORDER BY route, account, destination_chat_id`)
 	if err != nil {
 		return fmt.Errorf("read waiting deliveries: %w", err)
 	}
@@ -152,4 +220,31 @@ func (s *Store) windowStatus(ctx context.Context, st *Status) error {
 		return fmt.Errorf("read window reports: %w", err)
 	}
 	return nil
+}
+
+// RouteBacklog counts the queued deliveries of one account and route
+// (route "" for those waiting only for the send budget).
+type RouteBacklog struct {
+	Route      string
+	Deliveries int
+	Parts      int
+}
+
+// QueuedByRoute counts account's queued deliveries by route, in the
+// database: the queue may be far larger than what a process should read.
+func (s *Store) QueuedByRoute(ctx context.Context, account string) ([]RouteBacklog, error) {
+	rows, err := s.pool.Query(ctx, `SELECT route, count(*), coalesce(sum(part_count), 0) FROM waiting_deliveries
+		WHERE account = $1 GROUP BY route ORDER BY route`, account)
+	if err != nil {
+		return nil, fmt.Errorf("count queued deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RouteBacklog, error) {
+		var b RouteBacklog
+		err := r.Scan(&b.Route, &b.Deliveries, &b.Parts)
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count queued deliveries: %w", err)
+	}
+	return out, nil
 }

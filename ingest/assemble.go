@@ -14,6 +14,29 @@ import (
 	"stashd/tg"
 )
 
+// addKnownOrPart records a part of a set, unless the same file (unique id)
+// is already a part of a delivered package: a part posted again after its
+// set was catalogued, or a forwarded set, is a duplicate part, not the start
+// of a new set that could only end as a dead letter or, for a set's final
+// x.zip, be mirrored again on its own. A package whose delivery is not
+// complete is left to the set path, which finishes it.
+func (p *Pipeline) addKnownOrPart(ctx context.Context, msg tg.Message, cls classification) (store.Outcome, error) {
+	pkg, ok, err := p.store.PackageOfPart(ctx, msg.Document.File.UniqueID)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		done, err := p.partDelivered(ctx, pkg, msg)
+		if err != nil {
+			return "", err
+		}
+		if done {
+			return store.OutcomeDuplicate, p.record(ctx, []tg.Message{msg}, store.OutcomeDuplicate, pkg)
+		}
+	}
+	return p.addPart(ctx, msg, cls)
+}
+
 // IncompleteSetError is the dead-letter reason of a multipart set or album
 // that did not complete within SetMaxWait.
 type IncompleteSetError struct {
@@ -72,6 +95,7 @@ type partError struct {
 }
 
 func (e *partError) Error() string { return fmt.Sprintf("load part %s: %v", e.key, e.err) }
+
 func (e *partError) Unwrap() error { return e.err }
 
 // message returns a set part as this session knows it: from memory, or
@@ -313,7 +337,7 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	if strings.HasPrefix(set.SetKey, "album:") {
 		format = albumFormat // listed part by part
 	}
-	_, err := p.ingestPackage(ctx, msgs, format, msgs[0].Document.FileName)
+	_, err := p.fetchPackage(ctx, msgs, format, msgs[0].Document.FileName)
 	return err
 }
 
@@ -378,7 +402,7 @@ func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.Sour
 
 // setMember reports whether message s of the chat of part is a document
 // of the set setKey (in part's topic) not yet recorded as a part, and
-// handles it if so. Ids found to be something else are remembered for the
+// adds it to the set if so. Ids found to be something else are remembered for the
 // session.
 func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.SourceMessage, s int64) (bool, error) {
 	chat := part.Key.Chat
@@ -408,8 +432,13 @@ func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.Sour
 	if err != nil || m.Document == nil || m.TopicID() != part.TopicID || classify(m).setKey != setKey {
 		return notMember() // deleted, not yet sent, or not of the set
 	}
-	if _, err := p.Handle(ctx, m); err != nil {
-		return false, fmt.Errorf("handle message %d of set %s: %w", s, displaySet(setKey), err)
+	// One of the set's parts that never came through classify: it joins
+	// the set here, as it would have from there.
+	if m.Protected {
+		return false, fmt.Errorf("part %d of set %s: %w", s, displaySet(setKey), tg.ErrProtectedContent)
+	}
+	if _, err := p.addKnownOrPart(ctx, m, classify(m)); err != nil {
+		return false, fmt.Errorf("add message %d to set %s: %w", s, displaySet(setKey), err)
 	}
 	return true, nil
 }
@@ -515,6 +544,17 @@ func (p *Pipeline) settleDuplicateParts(ctx context.Context, ordered, dups []sto
 	return nil
 }
 
+// setCatalogued reports whether the package of a complete set is in the
+// catalogue already (a failure to look counts as no).
+func (p *Pipeline) setCatalogued(ctx context.Context, ordered []store.SourceMessage) bool {
+	uniq := make([]string, len(ordered))
+	for i, pt := range ordered {
+		uniq[i] = pt.UniqueID
+	}
+	_, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
+	return err == nil && ok
+}
+
 // SetSweeper runs Sweep periodically for one account.
 type SetSweeper struct {
 	p        *Pipeline
@@ -547,14 +587,3 @@ func (s *SetSweeper) Start(ctx context.Context) error {
 
 // Stop stops the sweeper and waits for it.
 func (s *SetSweeper) Stop() { s.run.Stop() }
-
-// setCatalogued reports whether the package of a complete set is in the
-// catalogue already (a failure to look counts as no).
-func (p *Pipeline) setCatalogued(ctx context.Context, ordered []store.SourceMessage) bool {
-	uniq := make([]string, len(ordered))
-	for i, pt := range ordered {
-		uniq[i] = pt.UniqueID
-	}
-	_, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
-	return err == nil && ok
-}

@@ -13,21 +13,24 @@ import (
 	"stashd/tg"
 )
 
-// ingestPackage runs layers 2 to 6 for one package made of parts (in set
-// order; one message for a single archive).
-func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format archive.Format, name string) (store.Outcome, error) {
+// fetchPackage is the fetch-and-verify step for one package made of parts
+// (in set order; one message for a single archive): dedup layers 2 to 5
+// (unique ids known, lock and re-check, download and content hash, list).
+// A package known already goes to finishDuplicate or finishPartsOf, a new
+// one to catalogue.
+func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format archive.Format, name string) (store.Outcome, error) {
 	uniq := make([]string, len(parts))
 	for i, m := range parts {
 		uniq[i] = m.Document.File.UniqueID
 	}
 
 	// Layer 2: every part's unique id is known. Only a package whose
-	// delivery is complete is settled without the lock; otherwise the
-	// locked path below finishes the delivery.
+	// deliveries are all sent or queued is settled without the lock;
+	// otherwise the locked path below queues what is missing.
 	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
 		return "", err
 	} else if ok {
-		done, err := p.store.DeliveryComplete(ctx, pkg, p.destinations(routeInput(parts)))
+		done, err := p.store.DeliveryPromised(ctx, pkg, p.destinations(routeInput(parts)))
 		if err != nil {
 			return "", err
 		}
@@ -45,6 +48,10 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", err
 	}
 	defer lock.Unlock()
+	// The lock is a row renewed while held: the work under it stops if it
+	// is lost.
+	ctx, unbind := lock.Bind(ctx)
+	defer unbind()
 	if out, ok, err := p.store.MessageHandled(ctx, parts[0].Key()); err != nil {
 		return "", err
 	} else if ok && (out == store.OutcomePackage || out == store.OutcomeDuplicate) {
@@ -53,7 +60,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
 		return "", err
 	} else if ok {
-		return p.finishDuplicate(ctx, parts, pkg, nil, false)
+		return p.finishDuplicate(ctx, parts, pkg, nil)
 	}
 	// Some, not all, of a known package's files: never a package of their
 	// own, which would deliver those files a second time.
@@ -82,11 +89,13 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", err
 	}
 	defer hlock.Unlock()
+	ctx, hunbind := hlock.Bind(ctx)
+	defer hunbind()
 	if pkg, ok, err := p.store.PackageByHash(ctx, hashed.content); err != nil {
 		return "", err
 	} else if ok {
 		held.release()
-		return p.finishDuplicate(ctx, parts, pkg, uniq, true)
+		return p.finishDuplicate(ctx, parts, pkg, uniq)
 	}
 
 	// Layer 5: list, within bounds. A bad archive is still mirrored.
@@ -104,130 +113,7 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", &IncompleteSetError{Set: archive.ParseName(parts[0].Document.FileName).Set, Missing: listErr.Error()}
 	}
 
-	start = time.Now()
-	pkg := store.Package{
-		ContentHash: hashed.content, Name: name, Format: string(format), TotalSize: hashed.size,
-		PartCount: len(parts), FileCount: len(listing.Entries), ListingTruncated: listing.Truncated,
-		Origin: parts[0].Key(), OriginTopic: parts[0].TopicID(),
-	}
-	if listErr != nil {
-		pkg.ListingError = listErr.Error()
-	}
-	pkg.Encrypted, pkg.HeadersEncrypted = listing.Encrypted, listing.HeadersEncrypted
-	if listing.Format != "" && listing.Format != format && format != albumFormat {
-		// The name lied; the bytes were listed as what they are.
-		pkg.Format, pkg.DetectedFormat = string(listing.Format), string(listing.Format)
-	}
-	storeParts := make([]store.Part, len(parts))
-	for i, m := range parts {
-		storeParts[i] = store.Part{Index: i, FileName: m.Document.FileName, Size: hashed.sizes[i],
-			SHA256: hashed.parts[i], UniqueID: uniq[i], Source: m.Key()}
-	}
-	files := make([]store.FileEntry, len(listing.Entries))
-	for i, e := range listing.Entries {
-		files[i] = fileEntry(e)
-	}
-	id, _, err := p.store.CreatePackage(ctx, pkg, storeParts, files)
-	p.m.observeStage(StageCatalogue, start)
-	if err != nil {
-		return "", err
-	}
-	pkg.ID = id
-
-	// Layer 6: deliver, then record the sources. Recording last means a
-	// crash before it leaves the message unhandled, and the next attempt
-	// finds the package (layer 2) and completes its delivery.
-	if _, err := p.deliver(ctx, pkg, parts); err != nil {
-		return "", err
-	}
-	if listErr != nil {
-		p.log.Debug("archive listing failed; package mirrored anyway", "package", id, "name", name, "err", listErr)
-	}
-	return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
-}
-
-// finishDuplicate links parts to an existing package, completing its
-// delivery if an earlier attempt was cut short. newUnique, when set, are
-// unique ids of an identical re-upload to remember for layer 2.
-//
-// Deliveries of a package happen only under its content-hash lock: the
-// unique-id lock the caller holds covers these parts, but another copy of
-// the package (a re-upload with other unique ids) may be delivering it at
-// this moment under its own.
-func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id int64, newUnique []string, haveHashLock bool) (store.Outcome, error) {
-	if newUnique != nil {
-		if err := p.store.AddRemoteFiles(ctx, id, newUnique); err != nil {
-			return "", err
-		}
-	}
-	pkg, err := p.store.GetPackage(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if !haveHashLock {
-		start := time.Now()
-		hlock, err := p.store.Lock(ctx, "h:"+hex.EncodeToString(pkg.ContentHash))
-		p.m.observeStage(StageLock, start)
-		if err != nil {
-			return "", err
-		}
-		defer hlock.Unlock()
-	}
-	if pkg.PartCount != len(parts) {
-		// Same bytes cut differently: the package is known, but these parts
-		// cannot stand in for its parts when sending. Link only.
-		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
-	}
-	if _, err := p.deliver(ctx, pkg, parts); err != nil {
-		return "", err
-	}
-	out := store.OutcomeDuplicate
-	if pkg.Origin == parts[0].Key() {
-		// The package's own source, back after an attempt that stopped
-		// between cataloguing and recording.
-		out = store.OutcomePackage
-	}
-	return out, p.record(ctx, parts, out, id)
-}
-
-// errPackageUnfinished is the retryable error for some of a package's
-// files gathered while that package's delivery is not finished. They are
-// retried with their set (the rest of the package's messages usually join
-// it and the package is delivered whole), then as dead letters, until the
-// package's delivery is complete.
-var errPackageUnfinished = errors.New("some of the parts of a package whose delivery is not finished")
-
-// finishPartsOf records parts, some of package id's files, as duplicates
-// of it once its delivery is complete. They are what a set or album
-// re-gathered short after a restart looks like (the rest of its messages
-// recorded, or not found again yet), or a forward of some of an album's
-// documents.
-func (p *Pipeline) finishPartsOf(ctx context.Context, parts []tg.Message, id int64) (store.Outcome, error) {
-	done, err := p.partDelivered(ctx, id, parts[0])
-	if err != nil {
-		return "", err
-	}
-	if !done {
-		return "", fmt.Errorf("%d files of package %d: %w", len(parts), id, errPackageUnfinished)
-	}
-	return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
-}
-
-func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Outcome, pkg int64) error {
-	msgs := make([]store.SourceMessage, len(parts))
-	for i, m := range parts {
-		msgs[i] = sourceMessage(m, out, pkg)
-	}
-	if err := p.store.RecordMessages(ctx, msgs...); err != nil {
-		return err
-	}
-	for _, m := range parts {
-		if err := p.store.ResolveDeadLetter(ctx, m.Key()); err != nil {
-			return err
-		}
-	}
-	p.forget(parts)
-	return nil
+	return p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr)
 }
 
 // list lists a package. An album's parts are independent archives, or the
@@ -248,8 +134,7 @@ func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.M
 		}
 		l, err := archive.List(ctx, archive.ParseName(name).Format, groupPaths, p.cfg.Limits)
 		for _, e := range l.Entries {
-			e.Path = name + "/" + e.Path
-			out.Entries = append(out.Entries, e)
+			out.Entries = append(out.Entries, archive.Nest(name, e, p.cfg.Limits))
 		}
 		out.Truncated = out.Truncated || l.Truncated
 		out.Encrypted = out.Encrypted || l.Encrypted
@@ -316,26 +201,6 @@ func albumGroups(parts []tg.Message) [][]int {
 		groups = append(groups, group)
 	}
 	return groups
-}
-
-// fileEntry is the catalogue row of a listed entry.
-func fileEntry(e archive.Entry) store.FileEntry {
-	f := store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe, Raw: e.Raw}
-	for _, fl := range []struct {
-		on   bool
-		name string
-	}{
-		{e.Cleaned, store.FlagCleaned},
-		{e.Cut, store.FlagCut},
-		{e.Bidi, store.FlagBidi},
-		{e.LinkEscape, store.FlagLinkEscape},
-		{e.Encrypted, store.FlagEncrypted},
-	} {
-		if fl.on {
-			f.Flags = append(f.Flags, fl.name)
-		}
-	}
-	return f
 }
 
 type fetched struct {

@@ -1,0 +1,271 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"stashd/catchup"
+	"stashd/ingest"
+	"stashd/listener"
+	"stashd/rescan"
+	"stashd/route"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// unclaimedSends bounds the send outcomes of earlier sessions waiting for
+// the recorder; more are dropped and left to reconciliation.
+const unclaimedSends = 256
+
+// accountRun is one account's running components.
+type accountRun struct {
+	name     string
+	log      *slog.Logger
+	client   tg.Client
+	paced    *tg.Paced
+	sess     *tg.Session
+	lst      *listener.Listener
+	pipe     *ingest.Pipeline
+	pool     *ingest.Pool
+	sweep    *ingest.SetSweeper
+	catch    *catchup.Catchup
+	resc     *rescan.Rescan
+	retry    *ingest.Retrier
+	backfill *ingest.Backfiller
+	deliver  *ingest.Deliverer
+	rec      *ingest.SendRecorder
+	follow   *upgradeFollower
+	ctx      context.Context
+	cancel   context.CancelFunc
+	sources  int
+	account  Account // with named sources resolved
+	routes   *route.Table
+	haltOnce sync.Once
+}
+
+// halt stops the account's components after the drain (graceful, steps 3
+// to 5 of Shutdown) or the way a crash would (cancel, close the Telegram
+// client, stop the loops; nothing drained or written). Only the first call
+// acts; a concurrent one waits for it.
+func (r *accountRun) halt(graceful bool) {
+	r.haltOnce.Do(func() {
+		if graceful {
+			r.follow.Stop() // it adds sources to catch-up and rescan
+			r.catch.Stop()
+			r.resc.Stop()
+			r.retry.Stop()
+			r.backfill.Stop()
+			r.deliver.Stop()
+			r.sweep.Stop()
+			r.cancel()
+			r.rec.Stop()
+			r.lst.Stop()
+			if err := r.client.Close(); err != nil {
+				r.log.Warn("close telegram client", "err", err)
+			}
+			<-r.sess.Done()
+			return
+		}
+		// The client first: from here on the account makes no request.
+		r.cancel()
+		_ = r.client.Close()
+		r.pool.Stop()
+		r.follow.Stop()
+		r.catch.Stop()
+		r.resc.Stop()
+		r.retry.Stop()
+		r.backfill.Stop()
+		r.deliver.Stop()
+		r.sweep.Stop()
+		r.rec.Stop()
+		r.lst.Kill()
+		<-r.sess.Done()
+	})
+}
+
+func (r *accountRun) startLoops(fatal chan<- error) error {
+	// The backfill first: it records new routes before ingest delivers
+	// anything under them, so its walk ends where routing at ingest starts.
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.deliver, r.follow} {
+		if err := s.Start(r.ctx); err != nil {
+			return err
+		}
+	}
+	go func() {
+		select {
+		case err := <-r.pool.Fatal():
+			select {
+			case fatal <- err:
+			case <-r.ctx.Done():
+			}
+		case <-r.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// startAccount starts account a under the lease tenure h: every fenced
+// write it makes carries h's epoch (and a refusal loses the lease), and
+// every Telegram request is gated on h.
+func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*accountRun, error) {
+	log := d.log.With("account", a.Name)
+	ctx = store.WithFence(ctx, a.Name, h.epoch, h.lose)
+	if err := h.gate(); err != nil {
+		return nil, err
+	}
+	client, err := d.dial(ctx, a.Name)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	r := &accountRun{name: a.Name, log: log, client: client, sources: len(a.Sources)}
+	// Every component of the account runs under its own context, cancelled
+	// by Shutdown after the drain (or at once when the lease is lost).
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.ctx, r.cancel = actx, cancel
+	h.cancelOnLoss(cancel)
+	fail := func(err error) (*accountRun, error) {
+		cancel()
+		_ = client.Close()
+		return nil, err
+	}
+
+	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate, Gate: h.gate}, d.tgm)
+	// Set below, while the session's pump may already be reporting a
+	// reconnect: published atomically so the pump sees a whole Rescan.
+	var resc atomic.Pointer[rescan.Rescan]
+	r.lst = listener.New(listener.Config{
+		Account: a.Name, QueueCapacity: d.cfg.QueueCapacity, Logger: d.log,
+		OnReconnect: func(down time.Duration) {
+			if rs := resc.Load(); rs != nil {
+				rs.Outage(down)
+			}
+		},
+	}, d.store, d.lm)
+	// Sends of an earlier session that TDLib finished by itself reach this
+	// session unclaimed; the recorder records them by token.
+	unclaimed := make(chan tg.Message, unclaimedSends)
+	lst := r.lst
+	follow := newUpgradeFollower(d, r)
+	r.follow = follow
+	r.sess = tg.NewSession(r.paced, func(u tg.Update) {
+		switch u := u.(type) {
+		case tg.SendSucceeded:
+			select {
+			case unclaimed <- u.Message:
+			default:
+			}
+		case tg.ChatUpgraded:
+			follow.offer(u)
+		}
+		lst.HandleUpdate(u)
+	})
+	r.sess.SendTimeout = d.cfg.SendTimeout
+	if d.cfg.SendRate > 0 {
+		bcfg := tg.SendBudgetConfig{Account: a.Name, PerMinute: d.cfg.SendRate, InFlight: d.cfg.SendInFlight}
+		if d.cfg.SendClock != nil {
+			bcfg.Clock = d.cfg.SendClock(a.Name)
+		}
+		r.sess.Budget = tg.NewSendBudget(bcfg, d.sbm)
+	}
+
+	if err := r.paced.LoadChats(ctx); err != nil {
+		return fail(fmt.Errorf("load chats: %w", err))
+	}
+	me, err := r.paced.GetMe(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("get me: %w", err))
+	}
+	if err := d.store.UpsertAccount(ctx, a.Name, me.ID, me.IsPremium); err != nil {
+		return fail(err)
+	}
+	a, dests, accept, err := d.resolve(ctx, r, a)
+	if err != nil {
+		return fail(err)
+	}
+	histories, err := d.resolveHistory(ctx, r, a)
+	if err != nil {
+		return fail(err)
+	}
+	if r.routes, err = d.resolveRoutes(ctx, r); err != nil {
+		return fail(err)
+	}
+	if err := d.registerSources(ctx, r, a, histories); err != nil {
+		return fail(err)
+	}
+	// Basic groups upgraded in an earlier run continue in their
+	// supergroups, which are sources of their own by now.
+	known, err := d.store.Sources(ctx, a.Name)
+	if err != nil {
+		return fail(err)
+	}
+	upgraded := map[tg.ChatID]tg.ChatID{}
+	for _, s := range known {
+		if s.UpgradedTo != 0 {
+			upgraded[s.ChatID] = s.UpgradedTo
+			log.Info("source was upgraded to a supergroup; following it", "source", s.ChatID, "supergroup", s.UpgradedTo)
+		}
+	}
+	a.Sources = followStoredUpgrades(a.Sources, upgraded)
+	r.sources = len(a.Sources)
+	r.account = a
+	if err := d.store.MarkAccountDirty(ctx, a.Name, listener.ReasonStart); err != nil {
+		return fail(err)
+	}
+	srcs, err := d.store.Sources(ctx, a.Name)
+	if err != nil {
+		return fail(err)
+	}
+	for _, s := range srcs {
+		r.lst.Watch(s)
+	}
+	// Updates for channels and supergroups arrive only for opened chats.
+	for _, chat := range a.Sources {
+		if err := r.paced.OpenChat(ctx, chat); err != nil {
+			log.Warn("open chat failed; the source relies on catch-up", "source", chat, "err", err)
+			r.lst.MarkDirty(chat, "open_failed")
+		}
+	}
+
+	icfg := d.cfg.Ingest
+	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
+	icfg.Routes = r.routes
+	if len(d.cfg.Accounts) > 1 {
+		icfg.HandOver = func(dest tg.ChatID) (string, bool) { return d.handOver(a.Name, dest) }
+		if d.cfg.SendRate > 0 {
+			// With send budgets, any account that can write to a
+			// destination sends there, the one with most room first.
+			icfg.Spread = func(src, dest tg.ChatID, parts int) (*ingest.Pipeline, func()) {
+				return d.spread.pick(a.Name, src, dest, parts)
+			}
+		}
+	}
+	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {
+		low, _, ok := lst.Watermark(chat)
+		return ok && !lst.IsDirty(chat) && low >= upTo
+	}
+	icfg.InFlight = lst.InFlight
+	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
+	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
+	r.sweep = ingest.NewSetSweeper(r.pipe, 0)
+	ccfg := d.cfg.Catchup
+	ccfg.Account, ccfg.Owner, ccfg.Sources, ccfg.Logger = a.Name, d.cfg.Instance, a.Sources, d.log
+	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe, d.cm)
+	rcfg := d.cfg.Rescan
+	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log
+	r.resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
+	resc.Store(r.resc)
+	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
+	r.backfill = ingest.NewBackfiller(d.cfg.Backfill, r.pipe, d.store)
+	dcfg := d.cfg.Delivery
+	if d.cfg.SendRate > 0 {
+		dcfg.SendSpacing = time.Duration(float64(time.Minute) / d.cfg.SendRate)
+	}
+	r.deliver = ingest.NewDeliverer(dcfg, r.pipe, d.store, d.wm)
+	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
+
+	return r, nil
+}

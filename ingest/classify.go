@@ -1,0 +1,120 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"stashd/archive"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// Handle runs msg through the ingest path once. See the package doc.
+func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, error) {
+	if p.m != nil && !msg.Date.IsZero() {
+		p.m.age.Observe(p.cfg.Now().Sub(msg.Date).Seconds())
+	}
+	start := time.Now()
+	if msg.Document == nil {
+		// Nothing to mirror, look up or record: catch-up and rescan page
+		// documents only, and the watermark covers this message. Recording
+		// it would cost a commit per chat message and would make a document
+		// edited into it later look handled.
+		return store.OutcomeNotArchive, nil
+	}
+	// Layer 1: the source key.
+	if out, ok, err := p.store.MessageHandled(ctx, msg.Key()); err != nil {
+		return "", err
+	} else if ok && out != store.OutcomeDeadLetter {
+		if out == store.OutcomePartPending {
+			return out, nil
+		}
+		return store.OutcomeDuplicate, nil
+	}
+	p.ensureTopic(ctx, msg)
+	cls := classify(msg)
+	p.m.observeStage(StageClassify, start)
+	if cls.archive && msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg)) {
+		// The source protects its content: the document cannot be re-sent,
+		// so neither download nor retry can help. A permanent dead letter
+		// records why.
+		return "", fmt.Errorf("mirror %s: %w", msg.Document.FileName, tg.ErrProtectedContent)
+	}
+	switch {
+	case !cls.archive || (p.cfg.Accept != nil && !p.cfg.Accept(msg)):
+		return store.OutcomeNotArchive, p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomeNotArchive, 0))
+	case cls.setKey != "" && !cls.name.IsMultipart() && msg.AlbumID == 0:
+		// A plain zip or rar already catalogued on its own (a forward of a
+		// known archive) need not wait for parts that will not come.
+		if _, ok, err := p.store.PackageByUniqueIDs(ctx, []string{msg.Document.File.UniqueID}); err != nil {
+			return "", err
+		} else if ok {
+			return p.fetchPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
+		}
+		return p.addKnownOrPart(ctx, msg, cls)
+	case cls.setKey != "" && (cls.name.IsMultipart() || msg.AlbumID != 0):
+		// Every document of an album too: a forwarded album's final x.zip
+		// must not be left alone once its x.z01… are known duplicates.
+		return p.addKnownOrPart(ctx, msg, cls)
+	default:
+		return p.fetchPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
+	}
+}
+
+type classification struct {
+	archive bool
+	name    archive.Name
+	setKey  string
+	part    int
+}
+
+// classify decides what a message is: not an archive, a single archive, or
+// a part of a set (an album of archives, or a multipart set by name). A
+// plain x.zip or x.rar is ambiguous: it may be the final part of x.z01… or
+// the first of x.r00…, whose other parts may still be in flight. It waits
+// like a part, and the sweeper ingests it alone if no other part shows up.
+func classify(msg tg.Message) classification {
+	if msg.Document == nil {
+		return classification{}
+	}
+	n := archive.ParseName(msg.Document.FileName)
+	c := classification{archive: n.IsArchive(), name: n}
+	switch {
+	case !c.archive:
+	case msg.AlbumID != 0:
+		c.setKey = fmt.Sprintf("album:%d", msg.AlbumID)
+	case n.IsMultipart():
+		c.setKey = "set:" + n.Set
+		c.part = n.Part
+	case n.Format == archive.FormatZip || n.Format == archive.FormatRar:
+		c.setKey = "set:" + n.Base
+	}
+	return c
+}
+
+// ensureTopic stores the name of a forum topic the first time one of its
+// messages is handled: one getForumTopic per topic, ever (renames arrive as
+// updateForumTopicInfo and the listener stores them).
+func (p *Pipeline) ensureTopic(ctx context.Context, msg tg.Message) {
+	thread := msg.TopicID()
+	if thread == 0 {
+		return
+	}
+	k := topicKey{msg.ChatID, thread}
+	p.mu.Lock()
+	known := p.topics[k]
+	p.mu.Unlock()
+	if known {
+		return
+	}
+	if _, err := p.sourceTopicName(ctx, msg.ChatID, thread); err != nil {
+		// The name is for people; a missing one must not hold back the
+		// archive.
+		p.log.Warn("get forum topic", "source", msg.ChatID, "topic", thread, "err", err)
+		return
+	}
+	p.mu.Lock()
+	p.topics[k] = true
+	p.mu.Unlock()
+}

@@ -1,0 +1,261 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"stashd/internal/service"
+	"stashd/route"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// DeliveryStore is what the delivery stage reads and writes.
+type DeliveryStore interface {
+	DueWaiting(ctx context.Context, account string, now time.Time, limit int) ([]store.Waiting, error)
+	QueuedByRoute(ctx context.Context, account string) ([]store.RouteBacklog, error)
+	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
+	WaitDelivery(ctx context.Context, w store.Waiting) error
+	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
+	GetPackage(ctx context.Context, id int64) (store.Package, error)
+	Lock(ctx context.Context, name string) (*store.Lock, error)
+	RecordWindowReport(ctx context.Context, r store.WindowReport) error
+}
+
+// DeliveryConfig configures a Deliverer.
+type DeliveryConfig struct {
+	// Interval between looks at the queue when nothing wakes the stage (a
+	// window opening, a deferred delivery falling due); zero means 30 s.
+	// Ingest wakes it at once when it queues a delivery.
+	Interval time.Duration
+	// Batch is the most queued deliveries read at a time; it bounds the
+	// stage's memory whatever the backlog. Zero means 100.
+	Batch int
+	// SendSpacing is the account's time per send (60 s / send budget per
+	// minute), to estimate how long a backlog takes; zero means 3 s.
+	SendSpacing time.Duration
+	// RetryDelay is the first delay before a delivery that failed is tried
+	// again (doubling per attempt, up to 30 min); a flood wait defers it
+	// by its own length. Zero means 10 s.
+	RetryDelay time.Duration
+}
+
+// Deliverer is an account's delivery stage: it sends the account's queued
+// deliveries (written by ingest's hand-off, a route backfill, or another
+// account's hand-over) oldest first, each once its route's window is open,
+// at the account's send budget. It holds no database connection while it
+// waits for a send turn or for Telegram: the queue is in PostgreSQL and it
+// reads Batch rows at a time.
+//
+// A delivery that fails is deferred with backoff and the rest of the queue
+// goes on; one that can never be sent (its source message gone, the source
+// lost) leaves the queue with its reason logged. A window that closes with
+// deliveries still waiting is recorded as partial (status shows it); they
+// go in the next window, never dropped.
+type Deliverer struct {
+	cfg   DeliveryConfig
+	p     *Pipeline
+	store DeliveryStore
+	m     *WindowMetrics
+	run   service.Runner
+
+	// open and sent are per route: the window state last seen and the
+	// deliveries sent since it opened. Only RunOnce touches them.
+	open map[string]bool
+	sent map[string]int
+}
+
+// NewDeliverer returns the delivery stage of p's account. m may be nil.
+func NewDeliverer(cfg DeliveryConfig, p *Pipeline, st DeliveryStore, m *WindowMetrics) *Deliverer {
+	cfg.Interval = cmp.Or(cfg.Interval, 30*time.Second)
+	cfg.Batch = cmp.Or(cfg.Batch, 100)
+	cfg.SendSpacing = cmp.Or(cfg.SendSpacing, 3*time.Second)
+	cfg.RetryDelay = cmp.Or(cfg.RetryDelay, 10*time.Second)
+	return &Deliverer{cfg: cfg, p: p, store: st, m: m, open: map[string]bool{}, sent: map[string]int{}}
+}
+
+// Start starts the stage's goroutine: it runs at once, then whenever
+// ingest queues a delivery and every Interval.
+func (ws *Deliverer) Start(ctx context.Context) error {
+	// The window metrics exist from the start, not from the first look.
+	routes := ws.p.cfg.Routes.Routes()
+	ws.observe(routes)
+	if _, _, err := ws.report(ctx, routes); err != nil {
+		return err
+	}
+	return ws.run.StartFunc(ctx, func(ctx context.Context) {
+		tick := time.NewTicker(ws.cfg.Interval)
+		defer tick.Stop()
+		for {
+			res, err := ws.RunOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				ws.p.log.Warn("delivery stage", "err", err)
+			}
+			if res.Partial > 0 || res.Failed > 0 {
+				ws.p.log.Info("delivery stage", "delivered", res.Delivered, "still_waiting", res.Waiting,
+					"failed", res.Failed, "partial_windows", res.Partial)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ws.p.wake:
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// Stop stops the stage; what is queued stays queued.
+func (ws *Deliverer) Stop() { ws.run.Stop() }
+
+// DeliveryResult counts what one RunOnce did.
+type DeliveryResult struct {
+	// Delivered counts queued deliveries sent; Waiting those left;
+	// Failed those given up because their source message is gone;
+	// Deferred those that failed and wait to be tried again.
+	Delivered, Waiting, Failed, Deferred int
+	// Partial counts windows found closed with deliveries still waiting.
+	Partial int
+}
+
+// RunOnce sends the queued deliveries that are due, oldest first, checking
+// each one's window before it (a window may close mid-backlog), until none
+// is left that it can send; then it updates the window metrics and records
+// windows that closed with a backlog.
+func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
+	var res DeliveryResult
+	routes := ws.p.cfg.Routes.Routes()
+	ws.observe(routes) // windows that opened since the last look
+	for {
+		due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch)
+		if err != nil {
+			return res, err
+		}
+		progressed := false
+		for _, w := range due {
+			ok, err := ws.one(ctx, w)
+			switch {
+			case err == nil:
+			case ctx.Err() != nil || errors.Is(err, tg.ErrLeaseLost) || errors.Is(err, store.ErrStaleEpoch):
+				// The account is stopping or no longer ours: the row stays
+				// for whoever runs it next.
+				return res, err
+			case tg.Classify(err) == tg.ClassPermanent:
+				// The package cannot be sent from its source any more (the
+				// message is gone, the source lost): the delivery leaves
+				// the queue with its reason, and the rest goes on.
+				ws.p.log.Warn("queued delivery cannot be sent; giving it up", "package", w.PackageID,
+					"destination", w.Destination, "route", w.Route, "err", err)
+				res.Failed++
+				ws.p.dropParts(w.Parts)
+				if err := ws.store.ClearWaiting(ctx, w.PackageID, w.Destination); err != nil {
+					return res, err
+				}
+				progressed = true
+				continue
+			default:
+				if err := ws.deferDelivery(ctx, w, err); err != nil {
+					return res, err
+				}
+				res.Deferred++
+				progressed = true
+				continue
+			}
+			if ok {
+				progressed = true
+				res.Delivered++
+				ws.sent[w.Route]++
+			}
+		}
+		if !progressed || len(due) < ws.cfg.Batch {
+			break
+		}
+	}
+	partial, waiting, err := ws.report(ctx, routes)
+	res.Partial, res.Waiting = partial, waiting
+	return res, err
+}
+
+// deferDelivery puts w off after a retryable failure: by the flood wait's
+// length when Telegram asked for one, else by RetryDelay doubled per
+// attempt (at most 30 min). The first failure of a delivery is logged.
+func (ws *Deliverer) deferDelivery(ctx context.Context, w store.Waiting, cause error) error {
+	wait := min(ws.cfg.RetryDelay<<min(w.Attempts, 16), 30*time.Minute)
+	if d, ok := tg.FloodWait(cause); ok {
+		wait = d
+	}
+	if w.Attempts == 0 {
+		ws.p.log.Warn("delivery failed; trying again later", "package", w.PackageID, "destination", w.Destination,
+			"in", wait, "err", cause)
+	}
+	return ws.store.DeferDelivery(ctx, w.PackageID, w.Destination, ws.p.cfg.Now().Add(wait), cause.Error())
+}
+
+// one delivers w if its window is open now; otherwise it records the next
+// opening. It reports whether w left the queue.
+//
+// The delivery runs under the lock of its package and destination: a row
+// lock, renewed while held, so the wait for a send turn holds no
+// connection, and a second instance that runs the account after a
+// takeover cannot send the same part at the same moment.
+func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
+	p := ws.p
+	pkg, err := ws.store.GetPackage(ctx, w.PackageID)
+	if err != nil {
+		return false, err
+	}
+	in := route.Package{Chat: w.Parts[0].Chat, Topic: w.Topic, Name: pkg.Name, Size: pkg.TotalSize}
+	if !containsChat(p.destinations(in), w.Destination) {
+		// No route sends it there any more: nothing was sent, nothing is
+		// deleted; the delivery simply leaves the queue.
+		p.log.Info("queued delivery no longer routed", "package", w.PackageID, "destination", w.Destination, "route", w.Route)
+		p.dropParts(w.Parts)
+		return true, ws.store.ClearWaiting(ctx, w.PackageID, w.Destination)
+	}
+	if p.cfg.Routes.HasWindows() {
+		open, opensAt, rt := p.cfg.Routes.Gate(in, w.Destination, p.cfg.Now())
+		if !open {
+			w.Route, w.OpensAt = rt, opensAt
+			return false, ws.store.WaitDelivery(ctx, w)
+		}
+	}
+	parts := make([]tg.Message, len(w.Parts))
+	for i, k := range w.Parts {
+		m, ok := p.queuedPart(k)
+		if !ok {
+			m, err = p.tg.GetMessage(ctx, k.Chat, k.Message)
+			if err != nil {
+				return false, fmt.Errorf("fetch part %d of package %d (%s): %w", i, w.PackageID, k, err)
+			}
+			if m.Document == nil {
+				return false, tg.Permanent(fmt.Errorf("part %d of package %d (%s) is no document any more", i, w.PackageID, k))
+			}
+		}
+		parts[i] = m
+	}
+	lock, err := ws.store.Lock(ctx, "d:"+strconv.FormatInt(pkg.ID, 10)+":"+strconv.FormatInt(int64(w.Destination), 10))
+	if err != nil {
+		return false, err
+	}
+	defer lock.Unlock()
+	lctx, unbind := lock.Bind(ctx)
+	defer unbind()
+	if _, err := p.deliverTo(lctx, pkg, parts, in, w.Destination); err != nil {
+		return false, err
+	}
+	p.dropParts(w.Parts)
+	return true, nil
+}
+
+func containsChat(list []tg.ChatID, c tg.ChatID) bool {
+	for _, x := range list {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}

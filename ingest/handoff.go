@@ -1,0 +1,123 @@
+package ingest
+
+import (
+	"context"
+
+	"stashd/store"
+	"stashd/tg"
+)
+
+// handOff is the last step of ingest: it queues the deliveries a
+// catalogued package owes as parts' source posted it (every destination
+// its routes give it, every configured destination without routes), one
+// row per destination not yet complete, and wakes the delivery stage.
+// It never waits for a send: the queue is in PostgreSQL, and the delivery
+// stage (Deliverer) sends it at the account's send budget. A delivery a
+// route's window holds is queued for the window's opening.
+//
+// A delivery queued already keeps its row (another copy of the package,
+// another account's hand-over). It returns how many it queued.
+func (p *Pipeline) handOff(ctx context.Context, pkg store.Package, parts []tg.Message) (int, error) {
+	in := routeInput(parts)
+	keys := make([]tg.MessageKey, len(parts))
+	for i, m := range parts {
+		keys[i] = m.Key()
+	}
+	now := p.cfg.Now()
+	queued := 0
+	for _, dest := range p.destinations(in) {
+		if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
+			return queued, err
+		} else if done {
+			continue
+		}
+		// Due at once (OpensAt zero) unless a window holds it.
+		w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: p.cfg.Account,
+			Parts: keys, Topic: in.Topic, PartCount: len(parts)}
+		held := false
+		if p.cfg.Routes.HasWindows() {
+			if open, opensAt, rt := p.cfg.Routes.Gate(in, dest, now); !open {
+				w.Route, w.OpensAt, held = rt, opensAt, true
+			}
+		}
+		ok, err := p.store.QueueDelivery(ctx, w)
+		if err != nil {
+			return queued, err
+		}
+		if !ok {
+			continue
+		}
+		queued++
+		p.keepParts(parts)
+		if held {
+			p.m.delivered(dest, DeliveryWaiting, 1)
+			p.log.Debug("delivery waits for its window", "package", pkg.ID, "destination", dest, "route", w.Route, "opens", w.OpensAt)
+		}
+	}
+	if queued > 0 {
+		p.wakeDelivery()
+	}
+	return queued, nil
+}
+
+// maxKeptParts bounds the messages kept in memory for the delivery stage:
+// past it, the stage loads the parts by id (getMessage), as after a
+// restart.
+const maxKeptParts = 4096
+
+// keptPart is a part's message kept for the delivery stage, with the
+// number of queued deliveries that will send it.
+type keptPart struct {
+	msg  tg.Message
+	refs int
+}
+
+// keepParts remembers the messages of the parts of one queued delivery, so
+// that the delivery stage of this session need not load them again (file
+// and remote ids are per session).
+func (p *Pipeline) keepParts(parts []tg.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range parts {
+		k, ok := p.queuedParts[m.Key()]
+		if !ok && len(p.queuedParts) >= maxKeptParts {
+			return
+		}
+		k.msg = m
+		k.refs++
+		p.queuedParts[m.Key()] = k
+	}
+}
+
+// queuedPart returns a part kept by keepParts.
+func (p *Pipeline) queuedPart(key tg.MessageKey) (tg.Message, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k, ok := p.queuedParts[key]
+	return k.msg, ok
+}
+
+// dropParts forgets the parts of one delivery that has left the queue.
+func (p *Pipeline) dropParts(keys []tg.MessageKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, key := range keys {
+		k, ok := p.queuedParts[key]
+		if !ok {
+			continue
+		}
+		if k.refs--; k.refs <= 0 {
+			delete(p.queuedParts, key)
+		} else {
+			p.queuedParts[key] = k
+		}
+	}
+}
+
+// wakeDelivery tells the delivery stage that a delivery is due.
+func (p *Pipeline) wakeDelivery() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,175 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"stashd/store"
+	"stashd/tg"
+)
+
+// reconcileSkew allows for the database's clock running ahead of
+// Telegram's: reconciliation looks this much further back than the intent's
+// creation.
+const reconcileSkew = 2 * time.Minute
+
+// reconcileMaxPages bounds how many pages of the destination's documents
+// one reconciliation reads (100 each).
+const reconcileMaxPages = 50
+
+// findToken looks for the messages carrying d's token in d's destination.
+// It does not ask the server to search for the token: Telegram's full-text
+// search is word-based and indexes late, so a message sent a moment before a
+// crash would not be found and would be sent again. Instead it pages the
+// destination's documents newest first with an empty query and matches
+// captions here, down to the first document older than the intent (no
+// message can carry a token before its intent existed). It returns the
+// oldest message carrying the token (0 when none does) and, in copies, the
+// others: the same part sent again, as when an instance found nothing, sent,
+// and an old TDLib database later re-sent its own pending copy.
+func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.MessageID, copies []tg.MessageID, err error) {
+	want := TokenPrefix + d.Token
+	notBefore := d.CreatedAt.Add(-reconcileSkew)
+	var matches []tg.MessageID
+	// result keeps the oldest match as the delivery.
+	result := func() (tg.MessageID, []tg.MessageID, error) {
+		if len(matches) == 0 {
+			return 0, nil, nil
+		}
+		slices.Sort(matches)
+		matches = slices.Compact(matches)
+		return matches[0], matches[1:], nil
+	}
+	var from tg.MessageID // 0: the newest message
+	for range reconcileMaxPages {
+		msgs, err := p.tg.SearchChatMessages(ctx, tg.Search{
+			Chat: d.Destination, FromMessageID: from, Limit: tg.MaxSearchLimit, Filter: tg.FilterDocument,
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("list documents of %d: %w", d.Destination, err)
+		}
+		oldest := from
+		done := len(msgs) == 0
+		for _, m := range msgs {
+			if from != 0 && m.ID > from {
+				continue // not older than the previous page
+			}
+			if m.ID.IsServer() && hasToken(m.Caption, want) {
+				matches = append(matches, m.ID)
+			}
+			if oldest == 0 || m.ID < oldest {
+				oldest = m.ID
+			}
+			if !m.Date.IsZero() && m.Date.Before(notBefore) {
+				done = true
+			}
+		}
+		if done || oldest == from || oldest <= tg.MessageIDFromServer(1) {
+			return result()
+		}
+		// One below the oldest message: the next page starts at the message
+		// before it (from_message_id is inclusive).
+		from = oldest - 1
+	}
+	if len(matches) > 0 {
+		// Copies may hide further down; the delivery is found all the same.
+		return result()
+	}
+	return 0, nil, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d documents since the intent of %s",
+		d.PackageID, d.PartIndex, d.Destination, reconcileMaxPages*tg.MaxSearchLimit, d.CreatedAt.UTC().Format(time.RFC3339)))
+}
+
+// keepOneCopy deletes the messages of found, all carrying d's token, but
+// recorded, the one d's row records: the part is then in the destination
+// once. A recorded message that is not among them (another session's copy)
+// is kept all the same.
+func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded tg.MessageID, found []tg.MessageID) {
+	if copies := slices.DeleteFunc(slices.Clone(found), func(id tg.MessageID) bool { return id == recorded }); len(copies) > 0 {
+		p.deleteCopies(ctx, d, recorded, copies)
+	}
+}
+
+// deleteCopies deletes copies, second copies in d's destination of the
+// part delivered there as message keep, for everyone. A failure is logged,
+// not returned: the delivery stands, the destination only holds the part
+// more than once. A retryable failure is tried once more.
+func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.MessageID, copies []tg.MessageID) {
+	err := p.tg.DeleteMessages(ctx, d.Destination, copies, true)
+	if err != nil && tg.Classify(err) == tg.ClassRetryable && ctx.Err() == nil {
+		err = p.tg.DeleteMessages(ctx, d.Destination, copies, true)
+	}
+	dups := make([]int64, len(copies))
+	for i, id := range copies {
+		dups[i] = id.ServerID()
+	}
+	if err != nil {
+		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+			p.log.Error("delete second copies of a delivered part; the destination holds it more than once",
+				"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
+				"message", keep.ServerID(), "copies", dups, "err", err)
+		}
+		return
+	}
+	p.log.Warn("second copies of a delivered part deleted from the destination",
+		"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
+		"message", keep.ServerID(), "copies", dups)
+	p.m.deletedCopies(p.cfg.Account, len(copies))
+}
+
+// hasToken reports whether caption carries the token line want exactly (a
+// longer token sharing the prefix is another delivery's).
+func hasToken(caption, want string) bool {
+	for line := range strings.SplitSeq(caption, "\n") {
+		if strings.TrimSpace(line) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// TokenOf returns the delivery token a caption carries, "" when none.
+func TokenOf(caption string) string {
+	for line := range strings.SplitSeq(caption, "\n") {
+		if tok, ok := strings.CutPrefix(strings.TrimSpace(line), TokenPrefix); ok && tok != "" {
+			return tok
+		}
+	}
+	return ""
+}
+
+// RecordSend records m, a message Telegram reports sent that no Send of
+// this session was waiting for, as the delivery its caption's token names.
+// After a restart TDLib finishes the previous session's pending sends by
+// itself; recording them here, rather than leaving their intents for
+// reconciliation, keeps the destination from getting them twice. When the
+// delivery is recorded already with another message (another instance
+// found nothing while the send was pending, and sent the part again), m is
+// a second copy and is deleted from the destination. It reports whether a
+// delivery was recorded (false for a message without a token, or one
+// recorded already).
+func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
+	tok := TokenOf(m.Caption)
+	if tok == "" || !m.ID.IsServer() {
+		return false, nil
+	}
+	ok, err := p.store.MarkSentByToken(ctx, tok, m.ChatID, m.ID)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		p.log.Info("delivery recorded from a send of an earlier session", "destination", m.ChatID, "message", m.ID.ServerID())
+		return true, nil
+	}
+	d, found, err := p.store.DeliveryByToken(ctx, tok, m.ChatID)
+	if err != nil {
+		return false, err
+	}
+	if found && d.State == store.DeliverySent && d.DestMessageID != 0 && d.DestMessageID != m.ID {
+		p.deleteCopies(ctx, d, d.DestMessageID, []tg.MessageID{m.ID})
+	}
+	return false, nil
+}

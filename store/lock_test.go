@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"stashd/internal/pgtest"
+	"stashd/store"
+)
+
+// A package lock is a row: its holder renews it past its TTL while it
+// works, holding no connection (a pool of one serves a second taker's
+// attempts meanwhile), and Unlock lets the next taker in at once.
+func TestPackageLockIsRenewedWhileHeldAndHoldsNoConnection(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 1, LockTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	held, err := st.Lock(t.Context(), "h:one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 4*ttl)
+	defer cancel()
+	if _, err := st.Lock(ctx, "h:one"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second taker after four TTLs: %v; want it still waiting", err)
+	}
+	select {
+	case <-held.Lost():
+		t.Fatal("the renewed lock was lost")
+	default:
+	}
+	if err := st.Ping(t.Context()); err != nil {
+		t.Fatalf("the pool of one is held: %v", err)
+	}
+	held.Unlock()
+	ctx, cancel = context.WithTimeout(t.Context(), ttl)
+	defer cancel()
+	next, err := st.Lock(ctx, "h:one")
+	if err != nil {
+		t.Fatalf("take the lock after Unlock: %v", err)
+	}
+	next.Unlock()
+}
+
+// The lock of a holder that stopped renewing (a dead process) is taken
+// over once expired; the holder whose row was taken finds its lock lost
+// and the work bound to it cancelled.
+func TestExpiredPackageLockIsTakenOver(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), LockTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Pool().Exec(t.Context(), `INSERT INTO package_locks (name, owner, until) VALUES ('u:dead', 'gone:1', now() - interval '1 second')`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), ttl)
+	defer cancel()
+	l, err := st.Lock(ctx, "u:dead")
+	if err != nil {
+		t.Fatalf("take over an expired lock: %v", err)
+	}
+	defer l.Unlock()
+	work, unbind := l.Bind(t.Context())
+	defer unbind()
+	// Another holder takes the row (as after this holder's own expiry).
+	if _, err := st.Pool().Exec(t.Context(), `UPDATE package_locks SET owner = 'other:1' WHERE name = 'u:dead'`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-work.Done():
+		if !errors.Is(context.Cause(work), store.ErrLockLost) {
+			t.Errorf("work cancelled with %v, want ErrLockLost", context.Cause(work))
+		}
+	case <-time.After(5 * ttl):
+		t.Fatal("the lost lock's work went on")
+	}
+	l.Unlock()
+	var owner string
+	if err := st.Pool().QueryRow(t.Context(), `SELECT owner FROM package_locks WHERE name = 'u:dead'`).Scan(&owner); err != nil || owner != "other:1" {
+		t.Errorf("owner after the lost holder's Unlock = %q, %v; want the new holder's row kept", owner, err)
+	}
+}
