@@ -38,6 +38,7 @@ type accountRun struct {
 	backfill *ingest.Backfiller
 	deliver  *ingest.Deliverer
 	rec      *ingest.SendRecorder
+	rewind   *rewindWatch
 	follow   *upgradeFollower
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -60,6 +61,7 @@ func (r *accountRun) halt(graceful bool) {
 			r.retry.Stop()
 			r.backfill.Stop()
 			r.deliver.Stop()
+			r.rewind.Stop()
 			r.sweep.Stop()
 			r.cancel()
 			r.rec.Stop()
@@ -80,6 +82,7 @@ func (r *accountRun) halt(graceful bool) {
 		r.retry.Stop()
 		r.backfill.Stop()
 		r.deliver.Stop()
+		r.rewind.Stop()
 		r.sweep.Stop()
 		r.rec.Stop()
 		r.lst.Kill()
@@ -90,7 +93,7 @@ func (r *accountRun) halt(graceful bool) {
 func (r *accountRun) startLoops(fatal chan<- error) error {
 	// The backfill first: it records new routes before ingest delivers
 	// anything under them, so its walk ends where routing at ingest starts.
-	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.deliver, r.follow} {
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.rewind, r.deliver, r.follow} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -264,6 +267,8 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	if d.cfg.SendRate > 0 {
 		dcfg.SendSpacing = time.Duration(float64(time.Minute) / d.cfg.SendRate)
 	}
+	r.rewind = newRewindWatch(d, r, dests)
+	dcfg.Hold = r.rewind.Hold
 	r.deliver = ingest.NewDeliverer(dcfg, r.pipe, d.store, d.wm)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 

@@ -142,6 +142,8 @@ type Daemon struct {
 	wm     *ingest.WindowMetrics
 	leaseM *leaseMetrics
 	leases leaseStore
+	// rewindM counts delivery records rebuilt after a rewind.
+	rewindM *rewindMetrics
 	fatal  chan error
 
 	mu       sync.Mutex
@@ -184,7 +186,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
 		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
 		sbm: tg.NewSendBudgetMetrics(reg), wm: ingest.NewWindowMetrics(reg),
-		leaseM: newLeaseMetrics(reg), leases: st,
+		leaseM: newLeaseMetrics(reg), leases: st, rewindM: newRewindMetrics(reg),
 		fatal: make(chan error, len(cfg.Accounts)+1),
 	}
 	d.spread = newSpreader(d)

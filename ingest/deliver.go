@@ -105,6 +105,19 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 	if d.State == store.DeliverySent {
 		return 0, nil
 	}
+	// A reconciliation after the catalogue rewound found this part's file
+	// in the destination with no delivery left to name it: that copy is
+	// the delivery.
+	if found, ok, err := p.store.FoundCopy(ctx, pkg.ID, i, dest); err != nil {
+		return 0, err
+	} else if ok {
+		p.log.Info("delivery recovered from a copy found in the destination", "package", pkg.ID, "destination", dest, "part", i)
+		if _, err := p.store.MarkSent(ctx, d, found); err != nil {
+			return 0, err
+		}
+		p.m.delivered(dest, DeliveryReconciled, 1)
+		return 0, nil
+	}
 	if !fresh {
 		found, copies, err := p.findToken(ctx, d)
 		if err != nil {

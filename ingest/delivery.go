@@ -42,6 +42,11 @@ type DeliveryConfig struct {
 	// again (doubling per attempt, up to 30 min); a flood wait defers it
 	// by its own length. Zero means 10 s.
 	RetryDelay time.Duration
+	// Hold, when set, is asked before each delivery whether sends to
+	// a destination must wait (a reconciliation of it is pending after the
+	// catalogue rewound); its deliveries then stay queued. It may block
+	// until it can tell.
+	Hold func(ctx context.Context, dest tg.ChatID) (bool, error)
 }
 
 // Deliverer is an account's delivery stage: it sends the account's queued
@@ -116,8 +121,9 @@ func (ws *Deliverer) Stop() { ws.run.Stop() }
 type DeliveryResult struct {
 	// Delivered counts queued deliveries sent; Waiting those left;
 	// Failed those given up because their source message is gone;
-	// Deferred those that failed and wait to be tried again.
-	Delivered, Waiting, Failed, Deferred int
+	// Deferred those that failed and wait to be tried again; Held those
+	// left queued because their destination waits for a reconciliation.
+	Delivered, Waiting, Failed, Deferred, Held int
 	// Partial counts windows found closed with deliveries still waiting.
 	Partial int
 }
@@ -137,6 +143,18 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 		}
 		progressed := false
 		for _, w := range due {
+			if ws.cfg.Hold != nil {
+				// Asked before every delivery: a failover may come
+				// between two of them.
+				held, err := ws.cfg.Hold(ctx, w.Destination)
+				if err != nil {
+					return res, err
+				}
+				if held {
+					res.Held++
+					continue
+				}
+			}
 			ok, err := ws.one(ctx, w)
 			switch {
 			case err == nil:

@@ -121,3 +121,7 @@ func (p *Pipeline) wakeDelivery() {
 	default:
 	}
 }
+
+// WakeDelivery tells the delivery stage to look at its queue now (a
+// destination it held is free again).
+func (p *Pipeline) WakeDelivery() { p.wakeDelivery() }

@@ -35,6 +35,7 @@ type Store interface {
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
+	FoundCopy(ctx context.Context, pkg int64, idx int, dest tg.ChatID) (tg.MessageID, bool, error)
 	DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
 	QueueDelivery(ctx context.Context, w store.Waiting) (bool, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error

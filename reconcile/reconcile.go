@@ -14,7 +14,7 @@ import (
 // Store is what a reconciliation reads and writes.
 type Store interface {
 	StartReconcile(ctx context.Context, dest tg.ChatID) error
-	RecordCopy(ctx context.Context, c store.CopyFound) (recovered, known bool, err error)
+	RecordCopy(ctx context.Context, c store.CopyFound) (store.CopyOutcome, error)
 	ReconcileProgress(ctx context.Context, dest tg.ChatID, copies, recovered int) error
 	FinishReconcile(ctx context.Context, dest tg.ChatID, runErr error) error
 }
@@ -86,15 +86,15 @@ func run(ctx context.Context, cfg Config, st Store, h History, dest tg.ChatID) (
 				continue
 			}
 			copies++
-			rec, was, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m.ID, Token: tok,
+			out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m.ID, Token: tok,
 				UniqueID: m.Document.File.UniqueID})
 			if err != nil {
 				return res, err
 			}
-			if rec {
+			if out.Recovered() {
 				recovered++
 			}
-			if was {
+			if out == store.CopyKnown || out == store.CopySecond {
 				known++
 			} else {
 				known = 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,15 +31,72 @@ func (id DatabaseIdentity) String() string {
 // services) gets ok false: the identity check is then skipped, and only the
 // destinations tell a rewind.
 func (s *Store) ServerIdentity(ctx context.Context) (id DatabaseIdentity, ok bool, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT (SELECT system_identifier FROM pg_control_system()),
-		(SELECT timeline_id FROM pg_control_checkpoint())`).Scan(&id.SystemIdentifier, &id.Timeline)
-	if isPermissionDenied(err) {
+	return readIdentity(ctx, s.pool)
+}
+
+// identitySQL reads the server's system identifier and its current
+// timeline: the timeline of the WAL file being written (a promoted
+// standby switches at once; the control file's checkpoint follows only
+// at the next checkpoint).
+const identitySQL = `SELECT (SELECT system_identifier FROM pg_control_system()),
+	('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint`
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func readIdentity(ctx context.Context, q querier) (id DatabaseIdentity, ok bool, err error) {
+	err = q.QueryRow(ctx, identitySQL).Scan(&id.SystemIdentifier, &id.Timeline)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42501" || pe.Code == "55000") {
+		// No right to read the control file, or a standby (no current
+		// WAL position): nothing to compare.
 		return id, false, nil
 	}
 	if err != nil {
 		return id, false, fmt.Errorf("read the database server's identity: %w", err)
 	}
 	return id, true, nil
+}
+
+// serverWatch remembers the identity of the server the pool's first
+// connection reached, and notices when a later connection reaches another
+// (a promoted standby, a restored cluster).
+type serverWatch struct {
+	mu      sync.Mutex
+	known   DatabaseIdentity
+	seen    bool
+	changed bool
+}
+
+// afterConnect reads a new connection's server identity. It never fails
+// the connection: a server it cannot read is no evidence of a change.
+func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
+	id, ok, err := readIdentity(ctx, conn)
+	if err != nil || !ok {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case !w.seen:
+		w.known, w.seen = id, true
+	case id != w.known:
+		w.known, w.changed = id, true
+	}
+	return nil
+}
+
+// ServerChanged reports, once, that a connection reached another database
+// server than the one before it (another timeline or cluster): the
+// catalogue may have rewound, and CheckIdentity should run before anything
+// is sent.
+func (s *Store) ServerChanged() bool {
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	changed := s.server.changed
+	s.server.changed = false
+	return changed
 }
 
 // CheckIdentity compares the server the store is connected to with the one
@@ -197,40 +255,93 @@ type CopyFound struct {
 	UniqueID    string
 }
 
+// CopyOutcome is what RecordCopy made of a copy found in a destination.
+type CopyOutcome int
+
+// Copy outcomes.
+const (
+	// CopyKnown: a delivery was recorded as sent with this very message.
+	CopyKnown CopyOutcome = iota
+	// CopySecond: the delivery was recorded with another message; this
+	// one is a second copy, not a lost record.
+	CopySecond
+	// CopyMarked: the delivery's intent was recorded, its send was not (a
+	// crash between the two, or a rewind): it is now marked sent.
+	CopyMarked
+	// CopyKept: no delivery row carries the token (lost with a rewind):
+	// the copy is kept for FoundCopy.
+	CopyKept
+	// CopyIgnored: no row carries the token and the message carries no
+	// file to match a part by.
+	CopyIgnored
+)
+
+// Recovered reports whether the outcome rebuilt a record the catalogue
+// had lost.
+func (o CopyOutcome) Recovered() bool { return o == CopyMarked || o == CopyKept }
+
+// ClassifyCopy tells what RecordCopy would make of a copy found in a
+// destination, without writing anything: CopyMarked and CopyKept mean the
+// catalogue lacks its record.
+func (s *Store) ClassifyCopy(ctx context.Context, c CopyFound) (CopyOutcome, error) {
+	var sentAs *int64
+	var state string
+	err := s.pool.QueryRow(ctx, `SELECT state, dest_message_id FROM deliveries
+		WHERE token = $1 AND destination_chat_id = $2`, c.Token, int64(c.Destination)).Scan(&state, &sentAs)
+	switch {
+	case err == nil && state == string(DeliverySent) && sentAs != nil && *sentAs == int64(c.Message):
+		return CopyKnown, nil
+	case err == nil && state == string(DeliverySent):
+		return CopySecond, nil
+	case err == nil:
+		return CopyMarked, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return 0, fmt.Errorf("look up the copy of token %s: %w", c.Token, err)
+	case c.UniqueID == "":
+		return CopyIgnored, nil
+	}
+	var kept bool
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM destination_copies
+		WHERE destination_chat_id = $1 AND unique_id = $2)`, int64(c.Destination), c.UniqueID).Scan(&kept)
+	if err != nil {
+		return 0, fmt.Errorf("look up the copy %d in %d: %w", c.Message, c.Destination, err)
+	}
+	if kept {
+		return CopyKnown, nil
+	}
+	return CopyKept, nil
+}
+
 // RecordCopy records a copy found in a destination. A delivery row with
 // its token is marked sent with it; without one (the row was lost with the
 // rewind), the copy is kept so that a later delivery of the same file to
-// the destination is recorded from it instead of being sent again. It
-// reports whether the catalogue lacked the copy (a record rebuilt) and
-// whether it knew it already (a delivery sent with this very message).
-func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (recovered, known bool, err error) {
-	var sentAs *int64
-	err = s.pool.QueryRow(ctx, `SELECT dest_message_id FROM deliveries
-		WHERE token = $1 AND destination_chat_id = $2 AND state = 'sent'`, c.Token, int64(c.Destination)).Scan(&sentAs)
-	switch {
-	case err == nil && sentAs != nil && *sentAs == int64(c.Message):
-		return false, true, nil
-	case err == nil:
-		return false, false, nil // sent as another message: a second copy, not a lost record
-	case !errors.Is(err, pgx.ErrNoRows):
-		return false, false, fmt.Errorf("look up the copy of token %s: %w", c.Token, err)
-	}
-	marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message)
+// the destination is recorded from it instead of being sent again. A copy
+// kept already is CopyKnown.
+func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (CopyOutcome, error) {
+	out, err := s.ClassifyCopy(ctx, c)
 	if err != nil {
-		return false, false, err
+		return 0, err
 	}
-	if marked {
-		return true, false, nil
+	switch out {
+	case CopyMarked:
+		marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message)
+		if err != nil {
+			return 0, err
+		}
+		if !marked {
+			return CopySecond, nil // sent meanwhile, by another
+		}
+	case CopyKept:
+		tag, err := s.pool.Exec(ctx, `INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, int64(c.Destination), c.UniqueID, int64(c.Message), c.Token)
+		if err != nil {
+			return 0, fmt.Errorf("record the copy %d in %d: %w", c.Message, c.Destination, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return CopyKnown, nil
+		}
 	}
-	if c.UniqueID == "" {
-		return false, false, nil
-	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
-		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, int64(c.Destination), c.UniqueID, int64(c.Message), c.Token)
-	if err != nil {
-		return false, false, fmt.Errorf("record the copy %d in %d: %w", c.Message, c.Destination, err)
-	}
-	return tag.RowsAffected() == 1, false, nil
+	return out, nil
 }
 
 // FoundCopy returns the message of a copy found in dest of part idx of
@@ -261,11 +372,6 @@ func (s *Store) RecoveredDeliveries(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// isPermissionDenied reports SQLSTATE 42501 (insufficient_privilege).
-func isPermissionDenied(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42501"
-}
 
 // DeliveredDestinations returns every destination the catalogue records a
 // delivery or a found copy in.

@@ -27,6 +27,10 @@ type Store struct {
 	lockTTL time.Duration
 	// searchBounds bounds Search's walks; zero fields take the defaults.
 	searchBounds searchBounds
+	// server tracks the identity of the servers the pool connects to
+	// (rewind.go): a new one after a failover is noticed before the first
+	// statement on its connection.
+	server serverWatch
 }
 
 // Config configures Open.
@@ -63,6 +67,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ReadOnly {
 		pcfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
+	st := &Store{id: newStoreID(), lockTTL: lockTTL(cfg.LockTTL)}
+	pcfg.AfterConnect = st.server.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -71,7 +77,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	st := &Store{pool: pool, id: newStoreID(), lockTTL: lockTTL(cfg.LockTTL)}
+	st.pool = pool
 	if cfg.ReadOnly {
 		return st, nil
 	}

@@ -1,0 +1,239 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/ingest"
+	"stashd/internal/service"
+	"stashd/reconcile"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// rewindInterval is how often an account checks whether the database it
+// writes to was failed over or restored, and takes up reconciliations
+// asked for meanwhile (by another account, instance or `stashd
+// reconcile`).
+const rewindInterval = 10 * time.Second
+
+// rewindWatch keeps an account from sending second copies after the
+// catalogue rewound (see package reconcile). At start, before the account
+// delivers anything, it checks the database's identity and each of its
+// destinations' newest page of history; a changed identity, or a copy of
+// stashd's there that the catalogue does not know, asks for the
+// destinations to be reconciled. Then, every rewindInterval, it checks the
+// identity again (a failover while running) and runs the reconciliations
+// waiting for its destinations. The delivery stage holds a destination's
+// deliveries while its reconciliation waits (Hold).
+type rewindWatch struct {
+	d     *Daemon
+	r     *accountRun
+	dests []tg.ChatID
+	log   *slog.Logger
+	run   service.Runner
+	// checked is closed once the start-up check is done: until then the
+	// delivery stage cannot tell whether a destination is held.
+	checked chan struct{}
+}
+
+func newRewindWatch(d *Daemon, r *accountRun, dests []tg.ChatID) *rewindWatch {
+	return &rewindWatch{d: d, r: r, dests: dests, log: r.log.With("component", "reconcile"), checked: make(chan struct{})}
+}
+
+// Start checks for a rewind, then runs the loop.
+func (w *rewindWatch) Start(ctx context.Context) error {
+	return w.run.StartFunc(ctx, func(ctx context.Context) {
+		w.startCheck(ctx)
+		close(w.checked)
+		service.Every(ctx, rewindInterval, nil, w.runOnce)
+	})
+}
+
+// Stop stops the loop; a reconciliation cut short runs again later.
+func (w *rewindWatch) Stop() { w.run.Stop() }
+
+// Hold reports whether sends to dest must wait for its reconciliation. It
+// waits for the start-up check first.
+//
+// A failover under a running daemon is noticed on the first new
+// connection to the promoted server (store.ServerChanged); the identity is
+// checked then, before the delivery goes, so that a rewound catalogue asks
+// for its reconciliations before anything is sent.
+func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID) (bool, error) {
+	select {
+	case <-w.checked:
+	case <-ctx.Done():
+		return true, context.Cause(ctx)
+	}
+	// The query first: it is what opens a connection to a new server.
+	pending, err := w.d.store.ReconcilePending(ctx, dest)
+	if err != nil || !w.d.store.ServerChanged() {
+		return pending, err
+	}
+	w.checkIdentity(ctx)
+	return w.d.store.ReconcilePending(ctx, dest)
+}
+
+// startCheck asks for reconciliations when the database changed or a
+// destination's newest page of history holds copies the catalogue has no
+// sent record of (a rewind, or a crash between a send and its record: the
+// reconciliation then stops at the first page of known copies). Errors
+// are logged:
+// the periodic loop tries the identity again, and a destination that
+// could not be read is checked at the next start.
+func (w *rewindWatch) startCheck(ctx context.Context) {
+	w.checkIdentity(ctx)
+	for _, dest := range w.dests {
+		if ctx.Err() != nil {
+			return
+		}
+		lost, err := w.newestCopies(ctx, dest)
+		if err != nil {
+			w.log.Warn("check a destination's newest copies against the catalogue", "destination", dest, "err", err)
+			continue
+		}
+		if lost == 0 {
+			continue
+		}
+		reason := fmt.Sprintf("the catalogue is behind the destination: %d of its newest copies have no sent record", lost)
+		w.log.Warn("catalogue behind a destination; reconciling it before sending", "destination", dest, "copies_without_record", lost)
+		if err := w.d.store.RequestReconcile(ctx, []tg.ChatID{dest}, reason); err != nil {
+			w.log.Warn("ask for a reconciliation", "destination", dest, "err", err)
+		}
+	}
+}
+
+// checkIdentity asks for every destination to be reconciled when the
+// database server's identity changed since the catalogue last recorded it.
+func (w *rewindWatch) checkIdentity(ctx context.Context) {
+	reason, err := w.d.store.CheckIdentity(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("check the database's identity", "err", err)
+		}
+		return
+	}
+	if reason == "" {
+		return
+	}
+	dests, err := w.d.store.DeliveredDestinations(ctx)
+	if err != nil {
+		w.log.Warn("list destinations to reconcile", "err", err)
+		dests = nil
+	}
+	w.d.mu.Lock()
+	for _, r := range w.d.accounts {
+		if r.rewind == nil {
+			continue
+		}
+		for _, dest := range r.rewind.dests {
+			if !slices.Contains(dests, dest) {
+				dests = append(dests, dest)
+			}
+		}
+	}
+	w.d.mu.Unlock()
+	w.log.Warn("the catalogue may have rewound; reconciling every destination before sending", "reason", reason, "destinations", len(dests))
+	if err := w.d.store.RequestReconcile(ctx, dests, reason); err != nil {
+		w.log.Warn("ask for a reconciliation", "err", err)
+	}
+}
+
+// newestCopies counts the copies of stashd's on dest's newest page of
+// history that the catalogue has no sent record of.
+func (w *rewindWatch) newestCopies(ctx context.Context, dest tg.ChatID) (int, error) {
+	page, err := w.r.paced.GetChatHistory(ctx, dest, 0, tg.MaxSearchLimit)
+	if err != nil {
+		return 0, err
+	}
+	lost := 0
+	for _, m := range page {
+		tok := ingest.TokenOf(m.Caption)
+		if tok == "" || m.Document == nil || !m.ID.IsServer() {
+			continue
+		}
+		out, err := w.d.store.ClassifyCopy(ctx, store.CopyFound{Destination: dest, Message: m.ID, Token: tok,
+			UniqueID: m.Document.File.UniqueID})
+		if err != nil {
+			return 0, err
+		}
+		if out.Recovered() {
+			lost++
+		}
+	}
+	return lost, nil
+}
+
+// runOnce checks the identity and runs the reconciliations waiting for the
+// account's destinations, one destination at a time under a lock that
+// spans accounts and instances.
+func (w *rewindWatch) runOnce(ctx context.Context) {
+	w.checkIdentity(ctx)
+	waiting, err := w.d.store.Reconciles(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("list reconciliations", "err", err)
+		}
+		return
+	}
+	for _, rc := range waiting {
+		if !rc.FinishedAt.IsZero() || !slices.Contains(w.dests, rc.Destination) || ctx.Err() != nil {
+			continue
+		}
+		if err := w.reconcile(ctx, rc); err != nil && ctx.Err() == nil {
+			w.log.Warn("reconcile a destination; trying again later", "destination", rc.Destination, "err", err)
+		}
+	}
+}
+
+func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
+	lock, err := w.d.store.Lock(ctx, "r:"+strconv.FormatInt(int64(rc.Destination), 10))
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	lctx, unbind := lock.Bind(ctx)
+	defer unbind()
+	// Another account or instance may have done it while this one waited.
+	if pending, err := w.d.store.ReconcilePending(lctx, rc.Destination); err != nil || !pending {
+		return err
+	}
+	w.log.Info("reconciling a destination", "destination", rc.Destination, "reason", rc.Reason)
+	start := time.Now()
+	res, err := reconcile.Destination(lctx, reconcile.Config{Logger: w.log}, w.d.store, w.r.paced, rc.Destination)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	w.d.rewindM.recovered.Add(float64(res.Recovered))
+	w.log.Info("destination reconciled; sends resume", "destination", rc.Destination, "pages", res.Pages,
+		"copies", res.Copies, "recovered", res.Recovered, "took", time.Since(start).Round(time.Millisecond).String())
+	w.r.pipe.WakeDelivery()
+	return nil
+}
+
+// rewindMetrics counts what reconciliations rebuilt.
+type rewindMetrics struct {
+	recovered prometheus.Counter
+}
+
+func newRewindMetrics(reg prometheus.Registerer) *rewindMetrics {
+	m := &rewindMetrics{
+		recovered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stashd_deliveries_recovered_total",
+			Help: "Delivery records rebuilt from copies found in the destinations after the catalogue rewound (a failover or a restore).",
+		}),
+	}
+	reg.MustRegister(m.recovered)
+	return m
+}

@@ -1,0 +1,175 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/internal/pgembed"
+	"stashd/internal/pgtest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// rewindWorld is one account, one source and one destination.
+type rewindWorld struct {
+	world     *tgsim.World
+	src, dest tg.ChatID
+	n         int
+}
+
+func newRewindWorld(t *testing.T, seed int64) *rewindWorld {
+	w := tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})
+	w.AddAccount("a", false)
+	return &rewindWorld{world: w, src: w.AddChat(tg.KindChannel, "source", "a"), dest: w.AddChat(tg.KindChannel, "mirror", "a")}
+}
+
+// post publishes n distinct zips and returns the last one's key.
+func (rw *rewindWorld) post(n int) tg.MessageKey {
+	var last tg.MessageKey
+	for range n {
+		rw.n++
+		data := archivetest.Zip([]archivetest.File{{Name: "f.txt", Data: fmt.Appendf(nil, "archive %d", rw.n)}})
+		last = rw.world.Post(rw.src, 0, tgsim.Post{FileName: fmt.Sprintf("a%03d.zip", rw.n), Data: data}).Key()
+	}
+	return last
+}
+
+// copies counts the documents in the destination by file.
+func (rw *rewindWorld) copies() (docs int, twice []string) {
+	seen := map[string]int{}
+	for _, m := range rw.world.Messages(rw.dest) {
+		if m.Document != nil {
+			docs++
+			seen[m.Document.FileName]++
+			if seen[m.Document.FileName] == 2 {
+				twice = append(twice, m.Document.FileName)
+			}
+		}
+	}
+	return docs, twice
+}
+
+func (rw *rewindWorld) daemon(st *store.Store) *daemon.Daemon {
+	return daemon.New(daemon.Config{
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{rw.src}}}, Destinations: []tg.ChatID{rw.dest},
+		Workers: 2, QueueCapacity: 64,
+		Ingest:       ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+		DrainTimeout: 10 * time.Second,
+	}, st, func(context.Context, string) (tg.Client, error) { return rw.world.Client("a"), nil })
+}
+
+// A catalogue restored from a backup has forgotten deliveries that
+// happened after the backup. The daemon finds the destination's newest
+// copies unknown, reconciles the destination before sending, and nothing
+// reaches it twice although catch-up hands every forgotten message to
+// ingest again.
+func TestRestoredCatalogueSendsNothingTwice(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.New(t)
+	rw := newRewindWorld(t, 31)
+
+	st, err := store.Open(ctx, store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rw.daemon(st)
+	prepareAndRun(t, d)
+	waitHandled(t, st, rw.post(5))
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	waitHandled(t, st, rw.post(6))
+	d.Shutdown(ctx)
+	st.Close()
+	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
+		t.Fatalf("before the restore the destination holds %d documents (twice: %v), want 11", docs, twice)
+	}
+
+	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	st, err = store.Open(ctx, store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d = rw.daemon(st)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	waitHandled(t, st, rw.post(1))
+	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
+		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
+	}
+	if n, err := st.RecoveredDeliveries(ctx); err != nil || n < 6 {
+		t.Fatalf("recovered deliveries %d (%v), want the 6 the backup lacked", n, err)
+	}
+}
+
+// A real primary and standby: the primary dies and the standby is
+// promoted under a running daemon whose connection string names both. Its
+// writes resume on the new primary (everything published afterwards is
+// catalogued and delivered), and nothing is delivered twice.
+func TestFailoverToAPromotedStandby(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	base, err := os.MkdirTemp("", "stashd-failover-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := func(cfg pgembed.Config) *pgembed.Cluster {
+		c, err := pgembed.Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Stop() })
+		return c
+	}
+	primary := start(pgembed.Config{Dir: filepath.Join(base, "a"), Fast: true})
+	standby := start(pgembed.Config{Dir: filepath.Join(base, "b"), Fast: true, StandbyOf: primary.URL("")})
+	if err := primary.WaitStreaming(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	url := pgembed.URLs("", primary, standby)
+	rw := newRewindWorld(t, 37)
+	st, err := store.Open(ctx, store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := rw.daemon(st)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	waitHandled(t, st, rw.post(4))
+
+	if err := syscall.Kill(primary.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-primary.Done()
+	rw.post(3) // published while no server takes writes
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitHandled(t, st, rw.post(2))
+	if docs, twice := rw.copies(); docs != 9 || len(twice) > 0 {
+		t.Fatalf("after the failover the destination holds %d documents (twice: %v), want 9", docs, twice)
+	}
+	var onStandby bool
+	if err := st.Pool().QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&onStandby); err != nil || onStandby {
+		t.Fatalf("the daemon's connections: in recovery %v (%v), want the new primary", onStandby, err)
+	}
+}

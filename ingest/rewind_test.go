@@ -1,0 +1,60 @@
+package ingest_test
+
+import (
+	"context"
+	"testing"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// While its destination is held (a reconciliation pending after the
+// catalogue rewound), a delivery stays queued; once released it is sent.
+func TestHeldDestinationKeepsItsDeliveriesQueued(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 41}, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "held.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "h", Data: []byte("held")}})})
+	p, c := e.pipeline("a")
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+
+	held := true
+	hold := func(_ context.Context, dest tg.ChatID) (bool, error) { return held && dest == e.dest, nil }
+	d := ingest.NewDeliverer(ingest.DeliveryConfig{Hold: hold}, p, e.st, nil)
+	res, err := d.RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered != 0 || res.Held != 1 || len(e.world.Messages(e.dest)) != 0 {
+		t.Fatalf("held: %+v, destination holds %d messages; want nothing sent, one held", res, len(e.world.Messages(e.dest)))
+	}
+	held = false
+	if res, err = d.RunOnce(e.ctx); err != nil || res.Delivered != 1 {
+		t.Fatalf("released: %+v, %v; want it delivered", res, err)
+	}
+}
+
+// A copy of a part that a reconciliation found in the destination with no
+// delivery row (lost with a rewind) is the delivery: it is recorded, not
+// sent again.
+func TestCopyFoundInDestinationIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 43}, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "found.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "f", Data: []byte("found")}})})
+	// The copy stashd sent before the catalogue forgot it.
+	copyMsg := e.world.Post(e.dest, 0, tgsim.Post{SameFileAs: posted.Document.File.UniqueID, Caption: "found.7z\n" + ingest.TokenPrefix + "lost"})
+	p, c := e.pipeline("a")
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	if out, err := e.st.RecordCopy(e.ctx, store.CopyFound{Destination: e.dest, Message: copyMsg.ID, Token: "lost",
+		UniqueID: posted.Document.File.UniqueID}); err != nil || out != store.CopyKept {
+		t.Fatalf("record the found copy: %v, %v", out, err)
+	}
+	if got := len(e.delivered()); got != 1 {
+		t.Fatalf("destination holds %d documents, want the one copy", got)
+	}
+	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 0 {
+		t.Errorf("%d sendMessage calls, want none", sends)
+	}
+}
