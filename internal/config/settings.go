@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,7 +77,7 @@ func (v *settingValue) Type() string {
 	switch v.name {
 	case "workers", "queue_capacity", "api_id", "dead_letter_attempts":
 		return "int"
-	case "rate":
+	case "rate", "send_rate", "backfill_rate":
 		return "float"
 	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait",
 		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout", "lease_ttl":
@@ -125,6 +126,17 @@ func set(c *Config, name, v string) error {
 		*dst = n
 		return nil
 	}
+	float := func(dst *float64) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%q is not a finite number", v)
+		}
+		*dst = f
+		return nil
+	}
 	dur := func(dst *Duration) error { return dst.UnmarshalText([]byte(v)) }
 	switch name {
 	case "data_dir":
@@ -165,25 +177,13 @@ func set(c *Config, name, v string) error {
 	case "queue_capacity":
 		return num(&c.QueueCapacity)
 	case "rate":
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a number", v)
-		}
-		c.Rate = f
+		return float(&c.Rate)
 	case "send_rate":
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a number", v)
-		}
-		c.SendRate = f
+		return float(&c.SendRate)
 	case "send_in_flight":
 		return num(&c.SendInFlight)
 	case "backfill_rate":
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a number", v)
-		}
-		c.BackfillRate = f
+		return float(&c.BackfillRate)
 	case "drain_timeout":
 		return dur(&c.DrainTimeout)
 	case "send_timeout":

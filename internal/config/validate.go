@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -49,6 +51,9 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 			shown = field
 		}
 		return &FieldError{Field: shown, Source: src, Err: fmt.Errorf(format, args...)}
+	}
+	if err := c.validateFinite(bad); err != nil {
+		return err
 	}
 	if mode == Login {
 		return c.validateLogin(bad)
@@ -104,6 +109,26 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 }
 
 type badFunc = func(field, format string, args ...any) error
+
+// validateFinite rejects NaN and ±Inf in every float setting, whatever the
+// source: the file's TOML has nan and inf literals, and a range check
+// lets NaN through (every comparison with it is false), which turns a
+// limiter's pacing off. Found by reflection so that no float setting is
+// left out.
+func (c *Config) validateFinite(bad badFunc) error {
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if k := f.Kind(); k != reflect.Float64 && k != reflect.Float32 {
+			continue
+		}
+		if x := f.Float(); math.IsNaN(x) || math.IsInf(x, 0) {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("toml"), ",")
+			return bad(name, "%v is not a finite number", x)
+		}
+	}
+	return nil
+}
 
 func (c *Config) validateLogin(bad badFunc) error {
 	if c.DataDir == "" {
