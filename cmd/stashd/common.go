@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"stashd/internal/pgembed"
+	"stashd/internal/redact"
 	"stashd/store"
 )
 
@@ -231,7 +232,7 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 func (f storeFlags) check() error {
 	if *f.url != "" {
 		if _, err := pgconn.ParseConfig(*f.url); err != nil {
-			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", *f.url)
+			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", redact.URL(*f.url))
 		}
 	}
 	if *f.url == "" && *f.dataDir == "" {
@@ -280,12 +281,12 @@ func openExisting(ctx context.Context, url, dataDir, name string) (*store.Store,
 		if errors.Is(err, errNoCatalogue) {
 			return nil, nil, fmt.Errorf("no stashd catalogue in database %q of %s (the demo's is --database stashd_demo)", dbName, where)
 		}
-		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, dbError(err))
+		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, redact.Message(dbError(err), dbURL))
 	}
 	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 2})
 	if err != nil {
 		stopDB()
-		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, dbError(err))
+		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, redact.Message(dbError(err), dbURL))
 	}
 	return st, func() { st.Close(); stopDB() }, nil
 }

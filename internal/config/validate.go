@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"stashd/internal/redact"
 )
 
 // FieldError is a configuration error about one field, naming it as the
@@ -63,7 +65,9 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	}
 	if c.DatabaseURL != "" {
 		if _, err := pgconn.ParseConfig(c.DatabaseURL); err != nil {
-			return bad("database_url", "%q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", c.DatabaseURL)
+			// The URL is shown with its password masked: the message
+			// reaches stderr, and so the journal.
+			return bad("database_url", "%q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", redact.URL(c.DatabaseURL))
 		}
 	}
 	if c.MetricsAddr != "off" {
