@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"stashd/internal/config"
 	"stashd/internal/pgembed"
 	"stashd/internal/redact"
 	"stashd/store"
@@ -217,19 +218,29 @@ func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL
 
 // storeFlags are the flags of commands that read the catalogue.
 type storeFlags struct {
+	fs                     *flag.FlagSet
 	url, dataDir, database *string
+	// stderr receives check's warnings; os.Stderr unless a command sets
+	// another.
+	stderr io.Writer
 }
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
+		fs:       fs,
+		stderr:   os.Stderr,
 		url:      fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir"),
 		dataDir:  fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)"),
 		database: fs.String("database", "", "database name on the server (the demo uses stashd_demo)"),
 	}
 }
 
-// check validates the flags before anything is opened.
+// check validates the flags before anything is opened, and warns of a
+// password given in --database-url.
 func (f storeFlags) check() error {
+	for _, w := range config.FlagWarnings(f.fs) {
+		fmt.Fprintf(f.stderr, "stashd %s: warning: %s\n", f.fs.Name(), w)
+	}
 	if *f.url != "" {
 		if _, err := pgconn.ParseConfig(*f.url); err != nil {
 			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", redact.URL(*f.url))

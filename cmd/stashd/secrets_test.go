@@ -70,3 +70,44 @@ func TestDatabaseURLPasswordNeverShown(t *testing.T) {
 		}
 	}
 }
+
+// Secrets given as flags, or kept in a configuration file others can
+// read, are warned about by name and never shown.
+func TestSecretFlagsAndReadableConfigWarn(t *testing.T) {
+	dir := t.TempDir()
+	const token = "console-token-0123456789"
+	refused := "postgres://stash:" + cliPassword + "@localhost:1/stashd?sslmode=disable"
+	// serve logs its warnings, then fails on the refused database.
+	_, _, stderr := run(t, dir, nil, "serve", "--simulate", "--metrics-addr", "off", "--log-format", "text",
+		"--data-dir", filepath.Join(dir, "data"), "--console-token", token, "--database-url", refused)
+	for _, name := range []string{"--console-token", "--database-url"} {
+		if !strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, name+" holds a secret") {
+			t.Errorf("serve: no warning naming %s:\n%s", name, stderr)
+		}
+	}
+	if strings.Contains(stderr, token) || showsPassword(stderr) {
+		t.Errorf("serve shows a secret:\n%s", stderr)
+	}
+	_, _, stderr = run(t, dir, nil, "status", "--database-url", refused)
+	if !strings.Contains(stderr, "warning: --database-url holds a secret") || showsPassword(stderr) {
+		t.Errorf("status: no warning for --database-url, or the password shown:\n%s", stderr)
+	}
+
+	cfg := filepath.Join(dir, "stashd.toml")
+	body := "console_token = '" + token + "'\nmetrics_addr = 'off'\nlog_format = 'text'\ndata_dir = '" + filepath.Join(dir, "data") +
+		"'\ndatabase_url = 'postgres://stash@localhost:1/stashd?sslmode=disable'\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, stderr = run(t, dir, nil, "serve", "--simulate", "--config", cfg)
+	if !strings.Contains(stderr, cfg+" holds console_token") || strings.Contains(stderr, token) {
+		t.Errorf("serve with a readable config holding a token: no warning, or the token shown:\n%s", stderr)
+	}
+	if err := os.Chmod(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, stderr = run(t, dir, nil, "serve", "--simulate", "--config", cfg)
+	if strings.Contains(stderr, "level=WARN") {
+		t.Errorf("serve with a private config warns:\n%s", stderr)
+	}
+}

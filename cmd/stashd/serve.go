@@ -76,6 +76,9 @@ func runServe(args []string) int {
 	}
 	log := configuredLogger(cfg)
 	slog.SetDefault(log)
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
 
 	// First signal: stop taking work and drain. Second: abort the drain.
 	sigs := make(chan os.Signal, 2)

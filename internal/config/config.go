@@ -111,6 +111,9 @@ type Config struct {
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
+
+	// warnings are what Load found unsafe but not wrong (see Warnings).
+	warnings []string
 }
 
 // Account is one Telegram account.

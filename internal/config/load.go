@@ -48,6 +48,7 @@ func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, mode Mo
 		if und := md.Undecoded(); len(und) > 0 {
 			return c, &FieldError{Field: und[0].String(), Source: fileLine(path, lines, und[0][len(und[0])-1]), Err: errors.New("unknown field")}
 		}
+		c.warnings = fileWarnings(path, c, func(setting string) bool { return md.IsDefined(setting) })
 	}
 	where := func(setting string) (string, string) {
 		if o, ok := origin[setting]; ok {
@@ -65,6 +66,7 @@ func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, mode Mo
 		if err := applyFlags(&c, fs, origin); err != nil {
 			return c, err
 		}
+		c.warnings = append(c.warnings, FlagWarnings(fs)...)
 	}
 	routeAt := func(i int, key string) string { return routeLine(path, lines, i, key) }
 	if path == "" {

@@ -13,7 +13,7 @@ import (
 // flag and TOML name (the environment variable is STASHD_ + upper case).
 var Settings = []struct{ Name, Usage string }{
 	{"data_dir", "directory for TDLib state and the embedded database (default /var/lib/stashd; with serve --simulate ./var/simulate)"},
-	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir)"},
+	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir; a password in it is a secret: prefer the environment)"},
 	{"metrics_addr", "address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; off disables)"},
 	{"console_token", "bearer token of the web console (a secret: prefer the environment; empty: loopback clients only)"},
 	{"console_remote", "serve the web console beyond loopback, with console_token (default false)"},
