@@ -280,6 +280,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// MarshalText writes the duration as UnmarshalText reads it ("1m30s").
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
 // ByteSize is a number of bytes written as "4GiB", "512MiB", "64KiB", "1GB"
 // or a plain number of bytes.
 type ByteSize int64
