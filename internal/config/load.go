@@ -21,13 +21,29 @@ func Load(path string, getenv func(string) string, fs *flag.FlagSet) (Config, er
 
 // LoadMode is Load for mode.
 func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, mode Mode) (Config, error) {
+	var body []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return defaults(mode), fmt.Errorf("--config: %s does not exist", path)
+		}
+		if err != nil {
+			return defaults(mode), fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+		}
+		body = b
+	}
+	return load(path, body, getenv, fs, mode)
+}
+
+// load is LoadMode with the file at path already read into body.
+func load(path string, body []byte, getenv func(string) string, fs *flag.FlagSet, mode Mode) (Config, error) {
 	c := defaults(mode)
 	// origin maps a setting to the flag or variable that set it, or to
 	// the file.
 	origin := map[string][2]string{}
 	var lines []string
 	if path != "" {
-		md, err := toml.DecodeFile(path, &c)
+		md, err := toml.Decode(string(body), &c)
 		if err != nil {
 			var perr toml.ParseError
 			if errors.As(err, &perr) {
@@ -37,14 +53,9 @@ func LoadMode(path string, getenv func(string) string, fs *flag.FlagSet, mode Mo
 				}
 				return c, fmt.Errorf("%s: %s", at, oneLine(perr.Message))
 			}
-			if errors.Is(err, os.ErrNotExist) {
-				return c, fmt.Errorf("--config: %s does not exist", path)
-			}
 			return c, fmt.Errorf("%s: %s", path, oneLine(err.Error()))
 		}
-		if b, err := os.ReadFile(path); err == nil {
-			lines = strings.Split(string(b), "\n")
-		}
+		lines = strings.Split(string(body), "\n")
 		if und := md.Undecoded(); len(und) > 0 {
 			return c, &FieldError{Field: und[0].String(), Source: fileLine(path, lines, und[0][len(und[0])-1]), Err: errors.New("unknown field")}
 		}
