@@ -1,11 +1,13 @@
 package redact
 
 import (
+	"cmp"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Mask stands for a password in a message.
@@ -56,7 +58,8 @@ func Message(msg, conn string) string {
 	}
 	// Longest first, so that a shorter form inside a longer one cannot
 	// leave the rest of the longer one behind.
-	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	slices.SortFunc(forms, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	forms = slices.Compact(forms)
 	for _, f := range forms {
 		if f != "" && f != Mask {
 			msg = strings.ReplaceAll(msg, f, Mask)
@@ -64,8 +67,8 @@ func Message(msg, conn string) string {
 	}
 	// A parser cuts a malformed string where it sees fit (Go's url
 	// package quotes `invalid port ":<part of the password>"`): mask
-	// every piece of a password that is still there, longest first, down
-	// to minPiece characters.
+	// every piece of a password that is still there, down to minPiece
+	// bytes.
 	for _, f := range forms {
 		msg = maskPieces(msg, f)
 	}
@@ -76,17 +79,61 @@ func Message(msg, conn string) string {
 // own; shorter ones would mask ordinary words.
 const minPiece = 4
 
-// maskPieces masks in msg every piece of secret of minPiece characters or
-// more, longest first.
+// maskPieces masks in msg every run of characters that a piece of secret,
+// minPiece bytes or longer, covers. It finds them with the common-substring
+// table of msg and secret, row by row: len(msg)×len(secret) steps, however
+// long the password.
 func maskPieces(msg, secret string) string {
-	for n := len(secret); n >= minPiece; n-- {
-		for i := 0; i+n <= len(secret); i++ {
-			if p := secret[i : i+n]; !strings.Contains(Mask, p) && strings.Contains(msg, p) {
-				msg = strings.ReplaceAll(msg, p, Mask)
+	if len(secret) < minPiece || len(msg) < minPiece {
+		return msg
+	}
+	masked := make([]bool, len(msg))
+	found := false
+	prev, cur := make([]int, len(secret)+1), make([]int, len(secret)+1)
+	for i := 1; i <= len(msg); i++ {
+		for j := 1; j <= len(secret); j++ {
+			if msg[i-1] != secret[j-1] {
+				cur[j] = 0
+				continue
+			}
+			cur[j] = prev[j-1] + 1
+			switch {
+			case cur[j] == minPiece:
+				for k := i - minPiece; k < i; k++ {
+					masked[k] = true
+				}
+				found = true
+			case cur[j] > minPiece:
+				masked[i-1] = true
 			}
 		}
+		prev, cur = cur, prev
 	}
-	return msg
+	if !found {
+		return msg
+	}
+	// Widen each run to whole characters: forward over continuation
+	// bytes, then back to each run's lead byte.
+	for k := 1; k < len(msg); k++ {
+		if masked[k-1] && !utf8.RuneStart(msg[k]) {
+			masked[k] = true
+		}
+	}
+	for k := len(msg) - 1; k > 0; k-- {
+		if masked[k] && !utf8.RuneStart(msg[k]) {
+			masked[k-1] = true
+		}
+	}
+	var b strings.Builder
+	for k := 0; k < len(msg); k++ {
+		switch {
+		case !masked[k]:
+			b.WriteByte(msg[k])
+		case k == 0 || !masked[k-1]:
+			b.WriteString(Mask) // one mask a run
+		}
+	}
+	return b.String()
 }
 
 // Error returns err with Message applied to its text; errors.Is and

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 // leaks reports the first piece of secret, four characters or more, that
@@ -116,5 +118,29 @@ func TestErrorRedactsAndUnwraps(t *testing.T) {
 	}
 	if Error(nil, c) != nil {
 		t.Error("Error(nil) is not nil")
+	}
+}
+
+// Pieces of a password are masked whole characters at a time, and a long
+// password costs no more than its length times the message's.
+func TestMessagePiecesAndLongPasswords(t *testing.T) {
+	t.Parallel()
+	pw := "pässwörd-Hunter2"
+	c := "postgres://stash:" + pw + "/x@db/stashd"
+	got := Message(`invalid port ":pässwörd-Hun" after host`, c)
+	if leaks(got, pw) != "" || !utf8.ValidString(got) || !strings.Contains(got, "after host") {
+		t.Errorf("Message = %q", got)
+	}
+	long := strings.Repeat("Hunter2Pw", 2000)
+	c = "postgres://stash:" + long + "@db:bad/stashd"
+	done := make(chan string, 1)
+	go func() { done <- Message("cannot parse: "+c+" and "+long[:5000], c) }()
+	select {
+	case got := <-done:
+		if leaks(got, secret) != "" {
+			t.Errorf("a long password shows: %.200q", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Message takes more than 20s on a 18,000-byte password")
 	}
 }
