@@ -21,6 +21,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/config"
+	"stashd/internal/redact"
 	"stashd/internal/service"
 	"stashd/rescan"
 	"stashd/store"
@@ -93,7 +94,7 @@ func runServe(args []string) int {
 	}
 	s := &server{cfg: cfg, log: log}
 	if err := s.openStore(ctx); err != nil {
-		log.Error("cannot start", "err", dbError(err))
+		log.Error("cannot start", "err", redact.Message(dbError(err), cfg.DatabaseURL))
 		return 1
 	}
 	defer s.close()
