@@ -24,10 +24,10 @@ import (
 	"stashd/internal/redact"
 	"stashd/internal/service"
 	"stashd/rescan"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tdlib"
-	"stashd/sim/tgsim"
 )
 
 const serveHelp = `Runs the daemon: every configured account's TDLib client, listener,
