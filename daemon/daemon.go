@@ -144,7 +144,7 @@ type Daemon struct {
 	leases leaseStore
 	// rewindM counts delivery records rebuilt after a rewind.
 	rewindM *rewindMetrics
-	fatal  chan error
+	fatal   chan error
 
 	mu       sync.Mutex
 	accounts []*accountRun // running, under a held lease

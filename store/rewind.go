@@ -372,7 +372,6 @@ func (s *Store) RecoveredDeliveries(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-
 // DeliveredDestinations returns every destination the catalogue records a
 // delivery or a found copy in.
 func (s *Store) DeliveredDestinations(ctx context.Context) ([]tg.ChatID, error) {

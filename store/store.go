@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 
+	"stashd/internal/redact"
 	"stashd/migrations"
 )
 
@@ -58,7 +59,7 @@ type Config struct {
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("parse database url: %w", err)
+		return nil, fmt.Errorf("parse database url: %w", redact.Error(err, cfg.URL))
 	}
 	pcfg.MaxConns = 16
 	if cfg.MaxConns > 0 {
@@ -71,11 +72,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg.AfterConnect = st.server.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, fmt.Errorf("connect to database: %w", redact.Error(err, cfg.URL))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, fmt.Errorf("connect to database: %w", redact.Error(err, cfg.URL))
 	}
 	st.pool = pool
 	if cfg.ReadOnly {
@@ -84,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, fmt.Errorf("connect to database: %w", redact.Error(err, cfg.URL))
 	}
 	err = Migrate(ctx, conn.Conn())
 	conn.Release()

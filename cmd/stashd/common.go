@@ -20,7 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"stashd/internal/config"
 	"stashd/internal/pgembed"
+	"stashd/internal/redact"
 	"stashd/store"
 )
 
@@ -216,22 +218,32 @@ func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL
 
 // storeFlags are the flags of commands that read the catalogue.
 type storeFlags struct {
+	fs                     *flag.FlagSet
 	url, dataDir, database *string
+	// stderr receives check's warnings; os.Stderr unless a command sets
+	// another.
+	stderr io.Writer
 }
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
+		fs:       fs,
+		stderr:   os.Stderr,
 		url:      fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir"),
 		dataDir:  fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)"),
 		database: fs.String("database", "", "database name on the server (the demo uses stashd_demo)"),
 	}
 }
 
-// check validates the flags before anything is opened.
+// check validates the flags before anything is opened, and warns of a
+// password given in --database-url.
 func (f storeFlags) check() error {
+	for _, w := range config.FlagWarnings(f.fs) {
+		fmt.Fprintf(f.stderr, "stashd %s: warning: %s\n", f.fs.Name(), w)
+	}
 	if *f.url != "" {
 		if _, err := pgconn.ParseConfig(*f.url); err != nil {
-			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", *f.url)
+			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", redact.URL(*f.url))
 		}
 	}
 	if *f.url == "" && *f.dataDir == "" {
@@ -280,12 +292,12 @@ func openExisting(ctx context.Context, url, dataDir, name string) (*store.Store,
 		if errors.Is(err, errNoCatalogue) {
 			return nil, nil, fmt.Errorf("no stashd catalogue in database %q of %s (the demo's is --database stashd_demo)", dbName, where)
 		}
-		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, dbError(err))
+		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, redact.Message(dbError(err), dbURL))
 	}
 	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 2})
 	if err != nil {
 		stopDB()
-		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, dbError(err))
+		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, redact.Message(dbError(err), dbURL))
 	}
 	return st, func() { st.Close(); stopDB() }, nil
 }

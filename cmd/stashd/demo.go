@@ -22,6 +22,7 @@ import (
 
 	"stashd/harness/demo"
 	"stashd/internal/config"
+	"stashd/internal/redact"
 )
 
 const demoHelp = `Runs the whole stashd pipeline — listener, queue, supervised ingest workers,
@@ -260,11 +261,11 @@ func prepareDataDir(dir string) error {
 func freshDatabase(ctx context.Context, serverURL, name string) (string, error) {
 	cfg, err := pgx.ParseConfig(serverURL)
 	if err != nil {
-		return "", fmt.Errorf("parse database url: %w", err)
+		return "", fmt.Errorf("parse database url: %w", redact.Error(err, serverURL))
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return "", fmt.Errorf("connect to database: %w", err)
+		return "", fmt.Errorf("connect to database: %w", redact.Error(err, serverURL))
 	}
 	defer conn.Close(ctx)
 	ident := pgx.Identifier{name}.Sanitize()
@@ -283,7 +284,8 @@ func withDatabase(connStr, name string) (string, error) {
 	if strings.HasPrefix(connStr, "postgres://") || strings.HasPrefix(connStr, "postgresql://") {
 		u, err := url.Parse(connStr)
 		if err != nil {
-			return "", fmt.Errorf("parse database url: %w", err)
+			// url.Error quotes the whole URL, password and all.
+			return "", fmt.Errorf("parse database url: %w", redact.Error(err, connStr))
 		}
 		u.Path = "/" + name
 		return u.String(), nil

@@ -49,6 +49,9 @@ func runLogin(args []string) int {
 		return 1
 	}
 	log := configuredLogger(cfg)
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
 	c, err := tdlib.New(ctx, tdlib.Config{
 		Account: *account, StateDir: filepath.Join(cfg.DataDir, "accounts", *account),
 		APIID: cfg.APIID, APIHash: cfg.APIHash, Logger: log,

@@ -49,6 +49,7 @@ func searchCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := newFlagSet("search", "search QUERY [flags]", searchHelp)
 	fs.SetOutput(stderr)
 	db := addStoreFlags(fs)
+	db.stderr = stderr
 	format := fs.String("format", "", "only packages of this format (zip, rar, 7z, tar…)")
 	minSize := fs.String("min-size", "", "only packages of at least this total size")
 	maxSize := fs.String("max-size", "", "only packages of at most this total size")
@@ -70,6 +71,9 @@ func searchCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 				q.Until, err = parseWhen(*until)
 			}
 		}
+	}
+	if err == nil {
+		err = db.check()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "stashd search: %v\n", err)

@@ -21,6 +21,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/config"
+	"stashd/internal/redact"
 	"stashd/internal/service"
 	"stashd/rescan"
 	"stashd/sim/tgsim"
@@ -76,6 +77,9 @@ func runServe(args []string) int {
 	}
 	log := configuredLogger(cfg)
 	slog.SetDefault(log)
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
 
 	// First signal: stop taking work and drain. Second: abort the drain.
 	sigs := make(chan os.Signal, 2)
@@ -90,7 +94,7 @@ func runServe(args []string) int {
 	}
 	s := &server{cfg: cfg, log: log}
 	if err := s.openStore(ctx); err != nil {
-		log.Error("cannot start", "err", dbError(err))
+		log.Error("cannot start", "err", redact.Message(dbError(err), cfg.DatabaseURL))
 		return 1
 	}
 	defer s.close()

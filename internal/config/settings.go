@@ -1,0 +1,215 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Settings lists, for flags and the environment, every scalar setting: its
+// flag and TOML name (the environment variable is STASHD_ + upper case).
+var Settings = []struct{ Name, Usage string }{
+	{"data_dir", "directory for TDLib state and the embedded database (default /var/lib/stashd; with serve --simulate ./var/simulate)"},
+	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir; a password in it is a secret: prefer the environment)"},
+	{"metrics_addr", "address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; off disables)"},
+	{"console_token", "bearer token of the web console (a secret: prefer the environment; empty: loopback clients only)"},
+	{"console_remote", "serve the web console beyond loopback, with console_token (default false)"},
+	{"log_level", "debug, info, warn or error (default info)"},
+	{"log_format", "auto, text or json (default auto: text on a terminal)"},
+	{"api_id", "Telegram api_id from https://my.telegram.org"},
+	{"api_hash", "Telegram api_hash (a secret: prefer the environment)"},
+	{"destinations", "comma-separated destination chats (@name, t.me link or id)"},
+	{"workers", "ingest workers per account (default 4)"},
+	{"queue_capacity", "ingest queue capacity per account (default 1024)"},
+	{"rate", "Telegram requests per second per account (default 20)"},
+	{"send_rate", "messages per minute each account sends at most (default 20)"},
+	{"send_in_flight", "sends per account awaiting their outcome at once (default 3)"},
+	{"backfill_rate", "packages per minute per account a newly added route backfills (default 30)"},
+	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},
+	{"send_timeout", "longest wait for one send's outcome before reconciling by token (default 5m)"},
+	{"lease_ttl", "account lease lifetime when instances share the database; renewed every third of it (default 30s)"},
+	{"rescan_interval", "time between rescans (default 6h)"},
+	{"rescan_window", "how far back a rescan walks (default 72h)"},
+	{"set_settle", "quiet time before a multipart set is complete (default 10s)"},
+	{"set_max_wait", "how long parts wait for their set (default 1h)"},
+	{"catchup_interval", "how often catch-up looks for sources with something new (default 2s)"},
+	{"retry_interval", "how often dead letters due again are looked for (default 30s)"},
+	{"dead_letter_delay", "first wait before a dead letter is retried, doubling each attempt (default 1m)"},
+	{"dead_letter_attempts", "tries before a dead letter waits for an operator (default 8)"},
+	{"download_stall_timeout", "cancel a download after this long without progress (default 2m)"},
+	{"download_budget", "bytes of downloaded archives each account holds at once, e.g. 4GiB (default 4GiB)"},
+}
+
+// RegisterFlags defines one flag per setting (dashes for underscores) on
+// fs, typed as the setting is (--workers int, --drain-timeout duration); a
+// value that does not parse is an error of the flag, at parse time. With
+// names, only those settings get a flag.
+func RegisterFlags(fs *flag.FlagSet, names ...string) {
+	for _, s := range Settings {
+		if len(names) > 0 && !slices.Contains(names, s.Name) {
+			continue
+		}
+		fs.Var(&settingValue{name: s.Name}, strings.ReplaceAll(s.Name, "_", "-"), s.Usage)
+	}
+}
+
+// settingValue is a setting's flag: the text given, checked on Set.
+type settingValue struct {
+	name, raw string
+}
+
+func (v *settingValue) String() string { return v.raw }
+
+func (v *settingValue) Set(s string) error {
+	var scratch Config
+	if err := set(&scratch, v.name, s); err != nil {
+		return err
+	}
+	v.raw = s
+	return nil
+}
+
+// Type names the value's type in --help.
+func (v *settingValue) Type() string {
+	switch v.name {
+	case "workers", "queue_capacity", "api_id", "dead_letter_attempts":
+		return "int"
+	case "rate", "send_rate", "backfill_rate":
+		return "float"
+	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait",
+		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout", "lease_ttl":
+		return "duration"
+	case "destinations":
+		return "list"
+	}
+	return "string"
+}
+
+func applyEnv(c *Config, getenv func(string) string, origin map[string][2]string) error {
+	for _, s := range Settings {
+		name := "STASHD_" + strings.ToUpper(s.Name)
+		if v := getenv(name); v != "" {
+			if err := set(c, s.Name, v); err != nil {
+				return &FieldError{Field: name, Source: "environment", Err: err}
+			}
+			origin[s.Name] = [2]string{name, "environment"}
+		}
+	}
+	return nil
+}
+
+func applyFlags(c *Config, fs *flag.FlagSet, origin map[string][2]string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		name := strings.ReplaceAll(f.Name, "-", "_")
+		for _, s := range Settings {
+			if s.Name == name && err == nil {
+				if e := set(c, name, f.Value.String()); e != nil {
+					err = &FieldError{Field: "--" + f.Name, Err: e}
+				}
+				origin[name] = [2]string{"--" + f.Name, ""}
+			}
+		}
+	})
+	return err
+}
+
+func set(c *Config, name, v string) error {
+	num := func(dst *int) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+		*dst = n
+		return nil
+	}
+	float := func(dst *float64) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%q is not a finite number", v)
+		}
+		*dst = f
+		return nil
+	}
+	dur := func(dst *Duration) error { return dst.UnmarshalText([]byte(v)) }
+	switch name {
+	case "data_dir":
+		c.DataDir = v
+	case "database_url":
+		c.DatabaseURL = v
+	case "metrics_addr":
+		c.MetricsAddr = v
+	case "console_token":
+		c.ConsoleToken = v
+	case "console_remote":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.ConsoleRemote = b
+	case "log_level":
+		c.LogLevel = v
+	case "log_format":
+		c.LogFormat = v
+	case "api_id":
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		c.APIID = int32(n)
+	case "api_hash":
+		c.APIHash = v
+	case "destinations":
+		c.Destinations = nil
+		for _, d := range strings.Split(v, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				c.Destinations = append(c.Destinations, d)
+			}
+		}
+	case "workers":
+		return num(&c.Workers)
+	case "queue_capacity":
+		return num(&c.QueueCapacity)
+	case "rate":
+		return float(&c.Rate)
+	case "send_rate":
+		return float(&c.SendRate)
+	case "send_in_flight":
+		return num(&c.SendInFlight)
+	case "backfill_rate":
+		return float(&c.BackfillRate)
+	case "drain_timeout":
+		return dur(&c.DrainTimeout)
+	case "send_timeout":
+		return dur(&c.SendTimeout)
+	case "lease_ttl":
+		return dur(&c.LeaseTTL)
+	case "rescan_interval":
+		return dur(&c.RescanInterval)
+	case "rescan_window":
+		return dur(&c.RescanWindow)
+	case "set_settle":
+		return dur(&c.SetSettle)
+	case "set_max_wait":
+		return dur(&c.SetMaxWait)
+	case "download_stall_timeout":
+		return dur(&c.DownloadStallTimeout)
+	case "catchup_interval":
+		return dur(&c.CatchupInterval)
+	case "retry_interval":
+		return dur(&c.RetryInterval)
+	case "dead_letter_delay":
+		return dur(&c.DeadLetterDelay)
+	case "dead_letter_attempts":
+		return num(&c.DeadLetterAttempts)
+	case "download_budget":
+		return c.DownloadBudget.UnmarshalText([]byte(v))
+	}
+	return nil
+}
