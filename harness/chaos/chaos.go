@@ -681,15 +681,17 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 	}
 }
 
-// pendingWork counts set parts waiting for their set and dead letters the
+// pendingWork counts set parts waiting for their set, dead letters the
 // retry loop will take again (but an incomplete set's, which waits for a
-// part that may never come).
+// part that may never come) and queued deliveries (but those a route's
+// window holds).
 func pendingWork(ctx context.Context, st *store.Store) (int, error) {
 	var n int
 	err := st.Pool().QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending') +
 		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
-			AND error_class <> 'incomplete_set')`).Scan(&n)
+			AND error_class <> 'incomplete_set') +
+		(SELECT count(*) FROM waiting_deliveries WHERE route = '' OR opens_at <= now())`).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count pending work: %w", err)
 	}
