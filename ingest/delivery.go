@@ -128,15 +128,16 @@ type DeliveryResult struct {
 	Partial int
 }
 
-// RunOnce sends the queued deliveries that are due, oldest first, checking
-// each one's window before it (a window may close mid-backlog), until none
-// is left that it can send; then it updates the window metrics and records
-// windows that closed with a backlog.
+// RunOnce sends the queued deliveries that are due, oldest first, Batch at
+// a time, checking each one's window before it (a window may close
+// mid-backlog), until none is left that it can send. After each batch it
+// updates the window metrics and records windows that closed with a
+// backlog: at the send budget a backlog takes hours.
 func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 	var res DeliveryResult
 	routes := ws.p.cfg.Routes.Routes()
-	ws.observe(routes) // windows that opened since the last look
 	for {
+		ws.observe(routes) // windows that opened since the last look
 		due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch)
 		if err != nil {
 			return res, err
@@ -189,13 +190,13 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				ws.sent[w.Route]++
 			}
 		}
-		if !progressed || len(due) < ws.cfg.Batch {
-			break
+		partial, waiting, err := ws.report(ctx, routes)
+		res.Partial += partial
+		res.Waiting = waiting
+		if err != nil || !progressed || len(due) < ws.cfg.Batch {
+			return res, err
 		}
 	}
-	partial, waiting, err := ws.report(ctx, routes)
-	res.Partial, res.Waiting = partial, waiting
-	return res, err
 }
 
 // deferDelivery puts w off after a retryable failure: by the flood wait's

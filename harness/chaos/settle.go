@@ -41,7 +41,8 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 		if err != nil {
 			return rep, err
 		}
-		pending, err := pendingWork(ctx, st)
+		// With a catalogue audit, deliveries may still wait.
+		pending, err := pendingWork(ctx, st, h.o.Audit == AuditFull)
 		if err != nil {
 			return rep, err
 		}
@@ -77,15 +78,18 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 	}
 }
 
-// pendingWork counts set parts waiting for their set and dead letters the
+// pendingWork counts set parts waiting for their set, dead letters the
 // retry loop will take again (but an incomplete set's, which waits for a
-// part that may never come).
-func pendingWork(ctx context.Context, st *store.Store) (int, error) {
+// part that may never come) and, with deliveries, queued deliveries (but
+// those a route's window holds).
+func pendingWork(ctx context.Context, st *store.Store, deliveries bool) (int, error) {
 	var n int
 	err := st.Pool().QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending') +
 		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
-			AND error_class <> 'incomplete_set')`).Scan(&n)
+			AND error_class <> 'incomplete_set') +
+		CASE WHEN $1 THEN (SELECT count(*) FROM waiting_deliveries WHERE route = '' OR opens_at <= now()) ELSE 0 END`,
+		deliveries).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count pending work: %w", err)
 	}

@@ -277,7 +277,9 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 			RetryBase: 50 * time.Millisecond, DeadLetterDelay: time.Second, DeadLetterAttempts: 4,
 			DownloadStall: r.o.DownloadStall, DownloadBudget: r.o.DownloadBudget,
 		},
-		Retry:        ingest.RetryConfig{Interval: time.Second},
+		Retry: ingest.RetryConfig{Interval: time.Second},
+		// A failed delivery is tried again on the demo's time scale too.
+		Delivery:     ingest.DeliveryConfig{Interval: 250 * time.Millisecond, RetryDelay: 50 * time.Millisecond},
 		DrainTimeout: 5 * time.Second,
 		Logger:       r.log,
 		Registry:     reg,
@@ -601,7 +603,10 @@ func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err e
 	err = r.st.Pool().QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending') +
 		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
-			AND error_class <> 'incomplete_set'),
+			AND error_class <> 'incomplete_set') +
+		-- Queued deliveries are work still pending, but for those a
+		-- route's window holds.
+		(SELECT count(*) FROM waiting_deliveries WHERE route = '' OR opens_at <= now()),
 		(SELECT count(*) FROM source_messages)`).Scan(&pending, &count)
 	return pending, count, err
 }
