@@ -20,8 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/term"
 
-	"stashd/internal/config"
 	"stashd/harness/demo"
+	"stashd/internal/config"
+	"stashd/internal/httpserver"
 )
 
 const demoHelp = `Runs the whole stashd pipeline — listener, queue, supervised ingest workers,
@@ -152,7 +153,7 @@ func runDemo(args []string) int {
 		return 1
 	}
 	defer closeConsole()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := httpserver.New(mux, httpserver.Limits{})
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	fmt.Fprintf(os.Stderr, "stashd demo: metrics on http://%s/metrics, console on http://%s/console/\n", ln.Addr(), ln.Addr())

@@ -21,12 +21,13 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/config"
+	"stashd/internal/httpserver"
 	"stashd/internal/service"
 	"stashd/rescan"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tdlib"
-	"stashd/sim/tgsim"
 )
 
 const serveHelp = `Runs the daemon: every configured account's TDLib client, listener,
@@ -223,7 +224,7 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.http = httpserver.New(mux, httpserver.Limits{})
 	go func() { _ = s.http.Serve(ln) }()
 	return nil
 }
