@@ -1,10 +1,12 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -37,9 +39,24 @@ type Config struct {
 	// secret: prefer STASHD_CONSOLE_TOKEN to the file; it is never logged.
 	ConsoleToken string `toml:"console_token"`
 	// ConsoleRemote serves the console to clients that are not on loopback
-	// (MetricsAddr bound elsewhere). It requires ConsoleToken. Default
-	// false.
+	// (MetricsAddr bound elsewhere), over HTTPS only. It requires
+	// ConsoleToken, and ConsoleTLSCert/ConsoleTLSKey or ConsoleBehindProxy.
+	// Default false.
 	ConsoleRemote bool `toml:"console_remote"`
+	// ConsoleTLSCert and ConsoleTLSKey are PEM files: set both and
+	// MetricsAddr serves HTTPS (the console, /metrics, /healthz, /readyz).
+	// Empty (default): plain HTTP.
+	ConsoleTLSCert string `toml:"console_tls_cert"`
+	ConsoleTLSKey  string `toml:"console_tls_key"`
+	// ConsoleBehindProxy says that remote clients reach MetricsAddr through
+	// a reverse proxy that terminates HTTPS; its X-Forwarded-For and
+	// X-Forwarded-Proto are believed from ConsoleTrustedProxy only.
+	// Default false.
+	ConsoleBehindProxy bool `toml:"console_behind_proxy"`
+	// ConsoleTrustedProxy is the proxy's address: comma-separated IP
+	// addresses or CIDR prefixes. Empty (default): loopback (127.0.0.0/8,
+	// ::1). Only with ConsoleBehindProxy.
+	ConsoleTrustedProxy string `toml:"console_trusted_proxy"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `toml:"log_level"`
 	// LogFormat is text, json or auto (text on a terminal, JSON otherwise).
@@ -500,6 +517,9 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	if c.ConsoleRemote && len(c.ConsoleToken) < 16 {
 		return bad("console_remote", "serving the console beyond loopback needs console_token of 16 characters or more (or STASHD_CONSOLE_TOKEN)")
 	}
+	if err := c.validateConsoleTLS(bad); err != nil {
+		return err
+	}
 	if err := c.validateTuning(bad); err != nil {
 		return err
 	}
@@ -755,6 +775,55 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// validateConsoleTLS checks the console's HTTPS settings: a remote console
+// is served over HTTPS, by this listener or by a trusted proxy.
+func (c *Config) validateConsoleTLS(bad func(string, string, ...any) error) error {
+	switch {
+	case c.ConsoleTLSCert != "" && c.ConsoleTLSKey == "":
+		return bad("console_tls_key", "console_tls_cert is set: console_tls_key is needed too")
+	case c.ConsoleTLSKey != "" && c.ConsoleTLSCert == "":
+		return bad("console_tls_cert", "console_tls_key is set: console_tls_cert is needed too")
+	case c.ConsoleTLSCert != "":
+		if _, err := tls.LoadX509KeyPair(c.ConsoleTLSCert, c.ConsoleTLSKey); err != nil {
+			return bad("console_tls_cert", "cannot load the certificate and key: %v", err)
+		}
+	}
+	if c.ConsoleRemote && c.ConsoleTLSCert == "" && !c.ConsoleBehindProxy {
+		return bad("console_remote", "serving the console beyond loopback needs HTTPS: console_tls_cert and console_tls_key, or console_behind_proxy = true behind a proxy that terminates it")
+	}
+	if c.ConsoleTrustedProxy != "" {
+		if !c.ConsoleBehindProxy {
+			return bad("console_trusted_proxy", "is used only with console_behind_proxy = true")
+		}
+		if _, err := c.TrustedProxies(); err != nil {
+			return bad("console_trusted_proxy", "%v", err)
+		}
+	}
+	return nil
+}
+
+// TrustedProxies parses ConsoleTrustedProxy; empty gives none (the console
+// then trusts loopback).
+func (c *Config) TrustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(c.ConsoleTrustedProxy, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address or CIDR prefix", f)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
 // Settings lists, for flags and the environment, every scalar setting: its
 // flag and TOML name (the environment variable is STASHD_ + upper case).
 var Settings = []struct{ Name, Usage string }{
@@ -762,7 +831,11 @@ var Settings = []struct{ Name, Usage string }{
 	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir)"},
 	{"metrics_addr", "address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; off disables)"},
 	{"console_token", "bearer token of the web console (a secret: prefer the environment; empty: loopback clients only)"},
-	{"console_remote", "serve the web console beyond loopback, with console_token (default false)"},
+	{"console_remote", "serve the web console beyond loopback, with console_token, over HTTPS (default false)"},
+	{"console_tls_cert", "PEM certificate: metrics_addr serves HTTPS (with console_tls_key; default: plain HTTP)"},
+	{"console_tls_key", "PEM private key of console_tls_cert"},
+	{"console_behind_proxy", "remote clients come through a proxy that terminates HTTPS (default false)"},
+	{"console_trusted_proxy", "the proxy's addresses, comma-separated IPs or CIDRs (default loopback)"},
 	{"log_level", "debug, info, warn or error (default info)"},
 	{"log_format", "auto, text or json (default auto: text on a terminal)"},
 	{"api_id", "Telegram api_id from https://my.telegram.org"},
@@ -888,6 +961,18 @@ func set(c *Config, name, v string) error {
 			return fmt.Errorf("%q is not true or false", v)
 		}
 		c.ConsoleRemote = b
+	case "console_tls_cert":
+		c.ConsoleTLSCert = v
+	case "console_tls_key":
+		c.ConsoleTLSKey = v
+	case "console_behind_proxy":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.ConsoleBehindProxy = b
+	case "console_trusted_proxy":
+		c.ConsoleTrustedProxy = v
 	case "log_level":
 		c.LogLevel = v
 	case "log_format":
