@@ -146,8 +146,7 @@ func runDemo(args []string) int {
 		return 1
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", handler)
-	closeConsole, err := demoConsole(ctx, mux, o.DatabaseURL, log)
+	closeConsole, err := demoConsole(ctx, mux, o.DatabaseURL, handler, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd demo: console: %v\n", err)
 		return 1
