@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"stashd/store"
 	"stashd/tg"
@@ -254,6 +255,13 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 
 func (f searchForm) query() (store.SearchQuery, error) {
 	q := store.SearchQuery{Text: strings.TrimSpace(f.Q), Format: strings.ToLower(strings.TrimSpace(f.Format)), Limit: 50}
+	// The catalogue's text holds neither NUL nor invalid UTF-8: such a
+	// query could only fail there.
+	for field, v := range map[string]string{"text": f.Q, "format": f.Format} {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return q, fmt.Errorf("%s: not valid UTF-8 text", field)
+		}
+	}
 	var err error
 	if q.MinSize, err = ParseSize(f.MinSize); err != nil {
 		return q, fmt.Errorf("min size: %w", err)

@@ -275,3 +275,17 @@ func TestSearchEmptyPageReadsOn(t *testing.T) {
 		t.Errorf("status %d, body:\n%s", rec.Code, body)
 	}
 }
+
+// A query the catalogue cannot hold (NUL, invalid UTF-8) is the client's
+// mistake, answered 400, not a failed search.
+func TestSearchRefusesTextTheCatalogueCannotHold(t *testing.T) {
+	t.Parallel()
+	st, _ := seeded(t)
+	c := newConsole(t, web.Config{Catalogue: st})
+	for _, q := range []string{"q=a%00b", "q=%ff%fe", "format=%8f", "format=zip%00"} {
+		rec := do(c, httptest.NewRequest("GET", "/console/?"+q, nil), local)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "not valid UTF-8") {
+			t.Errorf("?%s: status %d, want 400 saying the text is not valid", q, rec.Code)
+		}
+	}
+}
