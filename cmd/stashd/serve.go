@@ -215,6 +215,9 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 		return err
 	}
 	s.metricsAddr = ln.Addr().String()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && s.cfg.ConsoleToken == "" {
+		s.log.Warn("metrics_addr is beyond loopback but console_token is empty: clients beyond loopback are refused", "addr", s.metricsAddr)
+	}
 	console, err := newConsole(s.st, s.cfg, s.log)
 	if err != nil {
 		ln.Close()
