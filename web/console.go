@@ -147,7 +147,7 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("GET "+Prefix+"deadletters", c.deadLetters)
 	mux.HandleFunc("POST "+Prefix+"deadletters/retry", c.retry)
 	mux.HandleFunc("POST "+Prefix+"logout", c.logout)
-	mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
+	mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", staticFiles(static)))
 	// A cross-origin POST (another site's form aimed at the console) is
 	// refused before the CSRF token is even looked at.
 	csrf := http.NewCrossOriginProtection()
@@ -176,6 +176,19 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.handler.
 func (c *Console) Mount(mux *http.ServeMux) {
 	mux.Handle(Prefix, c)
 	mux.Handle("GET /{$}", http.RedirectHandler(Prefix, http.StatusFound))
+}
+
+// staticFiles serves fsys; a name fsys cannot hold (invalid UTF-8, say)
+// is not found, where http.FileServerFS would answer 500.
+func staticFiles(fsys fs.FS) http.Handler {
+	files := http.FileServerFS(fsys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := strings.TrimPrefix(r.URL.Path, "/"); name != "" && !fs.ValidPath(name) {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 }
 
 // setHeaders forbids scripts, frames, plugins and foreign form targets,

@@ -289,3 +289,18 @@ func TestSearchRefusesTextTheCatalogueCannotHold(t *testing.T) {
 		}
 	}
 }
+
+// A static file name the embedded files cannot hold is not found, not a
+// server error.
+func TestStaticOddNameNotFound(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, web.Config{Catalogue: stretchCatalogue{}})
+	for _, path := range []string{"/console/static/%E5", "/console/static/a/%FF/b.css"} {
+		if rec := do(c, httptest.NewRequest("GET", path, nil), local); rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s: status %d, want 404", path, rec.Code)
+		}
+	}
+	if rec := do(c, httptest.NewRequest("GET", "/console/static/console.css", nil), local); rec.Code != http.StatusOK {
+		t.Errorf("GET console.css: status %d", rec.Code)
+	}
+}
