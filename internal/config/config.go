@@ -780,9 +780,9 @@ func oneLine(s string) string {
 func (c *Config) validateConsoleTLS(bad func(string, string, ...any) error) error {
 	switch {
 	case c.ConsoleTLSCert != "" && c.ConsoleTLSKey == "":
-		return bad("console_tls_key", "console_tls_cert is set: console_tls_key is needed too")
+		return bad("console_tls_cert", "needs console_tls_key too")
 	case c.ConsoleTLSKey != "" && c.ConsoleTLSCert == "":
-		return bad("console_tls_cert", "console_tls_key is set: console_tls_cert is needed too")
+		return bad("console_tls_key", "needs console_tls_cert too")
 	case c.ConsoleTLSCert != "":
 		if _, err := tls.LoadX509KeyPair(c.ConsoleTLSCert, c.ConsoleTLSKey); err != nil {
 			return bad("console_tls_cert", "cannot load the certificate and key: %v", err)

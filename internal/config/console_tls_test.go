@@ -53,8 +53,8 @@ func TestConsoleHTTPS(t *testing.T) {
 	const remote = "console_remote = true\nconsole_token = \"0123456789abcdefXYZ\"\n"
 	for text, field := range map[string]string{
 		remote:                                  "console_remote",
-		"console_tls_cert = \"" + cert + "\"\n": "console_tls_key",
-		"console_tls_key = \"" + key + "\"\n":   "console_tls_cert",
+		"console_tls_cert = \"" + cert + "\"\n": "console_tls_cert",
+		"console_tls_key = \"" + key + "\"\n":   "console_tls_key",
 		"console_tls_cert = \"" + key + "\"\nconsole_tls_key = \"" + key + "\"\n":        "console_tls_cert",
 		"console_trusted_proxy = \"10.0.0.5\"\n":                                         "console_trusted_proxy",
 		"console_behind_proxy = true\nconsole_trusted_proxy = \"10.0.0.5, proxy.lan\"\n": "console_trusted_proxy",
