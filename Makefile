@@ -6,9 +6,10 @@
 #               -race (real PostgreSQL), the real-TDLib tests, the pipeline
 #               through the real adapter and a stand-in libtdjson
 #               (mk/standin.mk), the dashboard and alert-rule tests, the
-#               web console in a headless Chromium (mk/browser.mk), and a
-#               short kill -9 chaos run with an audit (mk/chaos.mk; make
-#               chaos runs the full one)
+#               web console in a headless Chromium (mk/browser.mk), every
+#               fuzz target for 5 s (mk/fuzz.mk; make fuzz runs each for a
+#               minute), and a short kill -9 chaos run with an audit
+#               (mk/chaos.mk; make chaos runs the full one)
 #
 # Both install what they need: Go modules, the PostgreSQL server package when
 # no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
@@ -27,6 +28,7 @@ include mk/promtool.mk
 include mk/browser.mk
 include mk/chaos.mk
 include mk/bench.mk
+include mk/fuzz.mk
 
 deps:
 	$(GO) mod download
@@ -59,7 +61,7 @@ vet: deps
 unit: deps postgres
 	$(GO) test $(GOTEST_FLAGS) ./...
 
-test: vet unit test-tdlib test-standin test-dashboards test-browser test-chaos
+test: vet unit test-fuzz test-tdlib test-standin test-dashboards test-browser test-chaos
 
 clean:
 	rm -rf bin var

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -13,12 +12,12 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"stashd/store"
 	"stashd/tg"
@@ -45,9 +44,25 @@ type Config struct {
 	// "Authorization: Bearer TOKEN" header, or the cookie the login page
 	// sets. Empty: no token, and only loopback clients are served.
 	Token string
-	// AllowRemote serves clients that are not on loopback. It requires a
-	// Token. False: non-loopback clients get 403 whatever they present.
+	// AllowRemote serves clients that are not on loopback, over HTTPS
+	// only. It requires a Token, and TLS or BehindProxy. False:
+	// non-loopback clients get 403 whatever they present.
 	AllowRemote bool
+	// TLS says that the listener serves HTTPS itself.
+	TLS bool
+	// BehindProxy says that clients reach the console through a reverse
+	// proxy at one of TrustedProxies, whose X-Forwarded-For names the
+	// client and whose X-Forwarded-Proto says whether it used HTTPS. The
+	// headers of any other client are ignored.
+	BehindProxy bool
+	// TrustedProxies are the proxies' addresses; empty means loopback
+	// (127.0.0.0/8 and ::1).
+	TrustedProxies []netip.Prefix
+	// SessionTTL is how long a login lasts; zero means 12 h.
+	SessionTTL time.Duration
+	// Now is the clock of sessions and login throttling; nil means
+	// time.Now.
+	Now func() time.Time
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// MaxListing bounds the listing entries a package page shows; zero
@@ -65,13 +80,12 @@ type Console struct {
 	pages    map[string]*template.Template
 	csrfKey  []byte
 	handler  http.Handler
-	loginTag string // cookie value: a digest of the token, not the token
+	sessions *sessions
+	throttle *throttle
 }
 
 //go:embed templates static
 var files embed.FS
-
-const cookieName = "stashd_console"
 
 // New builds the console.
 func New(cfg Config) (*Console, error) {
@@ -81,6 +95,18 @@ func New(cfg Config) (*Console, error) {
 	if cfg.AllowRemote && cfg.Token == "" {
 		return nil, errors.New("console: serving non-loopback clients needs a token")
 	}
+	if cfg.AllowRemote && !cfg.TLS && !cfg.BehindProxy {
+		return nil, errors.New("console: serving non-loopback clients needs TLS or a proxy that provides it")
+	}
+	if len(cfg.TrustedProxies) == 0 {
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	cfg.MaxListing = max(cfg.MaxListing, 0)
 	if cfg.MaxListing == 0 {
 		cfg.MaxListing = 5000
@@ -88,15 +114,12 @@ func New(cfg Config) (*Console, error) {
 	if cfg.SearchTimeout <= 0 {
 		cfg.SearchTimeout = 10 * time.Second
 	}
-	c := &Console{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}, csrfKey: make([]byte, 32)}
+	c := &Console{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}, csrfKey: make([]byte, 32),
+		sessions: newSessions(cfg.SessionTTL, cfg.Now), throttle: newThrottle(cfg.Now)}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	_, _ = rand.Read(c.csrfKey) // crypto/rand.Read never fails on Linux
-	if cfg.Token != "" {
-		sum := sha256.Sum256([]byte("stashd console cookie\x00" + cfg.Token))
-		c.loginTag = hex.EncodeToString(sum[:])
-	}
 	funcs := template.FuncMap{
 		"vis":    Printable,
 		"hidden": HasHidden,
@@ -107,6 +130,7 @@ func New(cfg Config) (*Console, error) {
 		"prefix": func() string { return Prefix },
 		"csrf":   c.csrfToken,
 		"add":    func(a, b int) int { return a + b },
+		"locked": func() bool { return cfg.Token != "" },
 	}
 	for _, page := range []string{"search", "package", "sources", "deadletters", "login", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
@@ -122,13 +146,17 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("GET "+Prefix+"sources", c.sources)
 	mux.HandleFunc("GET "+Prefix+"deadletters", c.deadLetters)
 	mux.HandleFunc("POST "+Prefix+"deadletters/retry", c.retry)
-	mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
+	mux.HandleFunc("POST "+Prefix+"logout", c.logout)
+	mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", staticFiles(static)))
 	// A cross-origin POST (another site's form aimed at the console) is
 	// refused before the CSRF token is even looked at.
 	csrf := http.NewCrossOriginProtection()
 	protected := csrf.Handler(mux)
 	c.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w)
+		if !c.gate(w, r) {
+			return
+		}
 		if r.URL.Path == Prefix+"login" {
 			c.login(w, r)
 			return
@@ -150,6 +178,19 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.Handle("GET /{$}", http.RedirectHandler(Prefix, http.StatusFound))
 }
 
+// staticFiles serves fsys; a name fsys cannot hold (invalid UTF-8, say)
+// is not found, where http.FileServerFS would answer 500.
+func staticFiles(fsys fs.FS) http.Handler {
+	files := http.FileServerFS(fsys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := strings.TrimPrefix(r.URL.Path, "/"); name != "" && !fs.ValidPath(name) {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+}
+
 // setHeaders forbids scripts, frames, plugins and foreign form targets,
 // and keeps the console's addresses out of the t.me links' Referer.
 func setHeaders(w http.ResponseWriter) {
@@ -158,44 +199,6 @@ func setHeaders(w http.ResponseWriter) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
-}
-
-// allowed applies the access rules; it answers the request itself when it
-// refuses it.
-func (c *Console) allowed(w http.ResponseWriter, r *http.Request) bool {
-	if !c.cfg.AllowRemote && !isLoopback(r.RemoteAddr) {
-		http.Error(w, "the console serves loopback clients only", http.StatusForbidden)
-		return false
-	}
-	if c.cfg.Token == "" || c.hasToken(r) {
-		return true
-	}
-	if r.Method == http.MethodGet && r.Header.Get("Authorization") == "" {
-		http.Redirect(w, r, Prefix+"login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-		return false
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="stashd console"`)
-	http.Error(w, "a valid token is required", http.StatusUnauthorized)
-	return false
-}
-
-func (c *Console) hasToken(r *http.Request) bool {
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return subtle.ConstantTimeCompare([]byte(tok), []byte(c.cfg.Token)) == 1
-	}
-	if ck, err := r.Cookie(cookieName); err == nil {
-		return subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.loginTag)) == 1
-	}
-	return false
-}
-
-func isLoopback(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // csrfToken is the token every form of the console carries: a keyed digest
@@ -265,6 +268,13 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 
 func (f searchForm) query() (store.SearchQuery, error) {
 	q := store.SearchQuery{Text: strings.TrimSpace(f.Q), Format: strings.ToLower(strings.TrimSpace(f.Format)), Limit: 50}
+	// The catalogue's text holds neither NUL nor invalid UTF-8: such a
+	// query could only fail there.
+	for field, v := range map[string]string{"text": f.Q, "format": f.Format} {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return q, fmt.Errorf("%s: not valid UTF-8 text", field)
+		}
+	}
 	var err error
 	if q.MinSize, err = ParseSize(f.MinSize); err != nil {
 		return q, fmt.Errorf("min size: %w", err)
@@ -342,7 +352,7 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request) {
 // daemon's retry loop picks them up.
 func (c *Console) retry(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		c.fail(w, http.StatusBadRequest, "Bad form.", nil)
+		c.badForm(w, err)
 		return
 	}
 	if !hmac.Equal([]byte(r.PostForm.Get("csrf")), []byte(c.csrfToken())) {
@@ -375,39 +385,6 @@ func parseKey(s string) (tg.MessageKey, error) {
 		return tg.MessageKey{}, fmt.Errorf("%q is not CHAT/MSG", s)
 	}
 	return tg.MessageKey{Chat: tg.ChatID(chat), Message: tg.MessageIDFromServer(msg)}, nil
-}
-
-// login shows the token form (GET) and, given the right token (POST), sets
-// the session cookie: a browser cannot send a bearer header by itself.
-func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	next := r.FormValue("next")
-	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") {
-		next = Prefix
-	}
-	if c.cfg.Token == "" {
-		http.Redirect(w, r, next, http.StatusSeeOther)
-		return
-	}
-	if !c.cfg.AllowRemote && !isLoopback(r.RemoteAddr) {
-		http.Error(w, "the console serves loopback clients only", http.StatusForbidden)
-		return
-	}
-	data := map[string]any{"Title": "Log in", "Next": next}
-	switch r.Method {
-	case http.MethodGet:
-		c.render(w, http.StatusOK, "login", data)
-	case http.MethodPost:
-		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.cfg.Token)) != 1 {
-			data["Error"] = "Wrong token."
-			c.render(w, http.StatusUnauthorized, "login", data)
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.loginTag, Path: Prefix, HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-		http.Redirect(w, r, next, http.StatusSeeOther)
-	default:
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	}
 }
 
 func when(t time.Time) string {

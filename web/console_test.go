@@ -45,8 +45,13 @@ func newConsole(t *testing.T, cfg web.Config) *web.Console {
 }
 
 // do serves one request from remote (an ip:port) and returns the response.
+// A request left at httptest's default Host is given the loopback one a
+// browser on the machine sends.
 func do(c http.Handler, req *http.Request, remote string) *httptest.ResponseRecorder {
 	req.RemoteAddr = remote
+	if req.Host == "example.com" {
+		req.Host = "127.0.0.1:9464"
+	}
 	rec := httptest.NewRecorder()
 	c.ServeHTTP(rec, req)
 	return rec
@@ -163,9 +168,9 @@ func TestConsoleAccess(t *testing.T) {
 	if rec := do(open, httptest.NewRequest("GET", "/console/", nil), "[::1]:5000"); rec.Code != http.StatusOK {
 		t.Errorf("IPv6 loopback client: status %d, want 200", rec.Code)
 	}
-	locked := newConsole(t, web.Config{Catalogue: st, Token: "s3cret", AllowRemote: true})
+	locked := newConsole(t, web.Config{Catalogue: st, Token: "s3cret", AllowRemote: true, TLS: true})
 	remote := "192.0.2.7:5000"
-	if rec := do(locked, httptest.NewRequest("GET", "/console/", nil), remote); rec.Code != http.StatusSeeOther {
+	if rec := do(locked, httptest.NewRequest("GET", "https://127.0.0.1/console/", nil), remote); rec.Code != http.StatusSeeOther {
 		t.Errorf("no token: status %d, want a redirect to the login page", rec.Code)
 	}
 	post := httptest.NewRequest("POST", "/console/deadletters/retry", strings.NewReader("all=1"))
@@ -173,24 +178,24 @@ func TestConsoleAccess(t *testing.T) {
 	if rec := do(locked, post, local); rec.Code != http.StatusUnauthorized {
 		t.Errorf("POST without token, even from loopback: status %d, want 401", rec.Code)
 	}
-	bad := httptest.NewRequest("GET", "/console/", nil)
+	bad := httptest.NewRequest("GET", "https://127.0.0.1/console/", nil)
 	bad.Header.Set("Authorization", "Bearer wrong")
 	if rec := do(locked, bad, remote); rec.Code != http.StatusUnauthorized {
 		t.Errorf("wrong token: status %d, want 401", rec.Code)
 	}
-	good := httptest.NewRequest("GET", "/console/", nil)
+	good := httptest.NewRequest("GET", "https://127.0.0.1/console/", nil)
 	good.Header.Set("Authorization", "Bearer s3cret")
 	if rec := do(locked, good, remote); rec.Code != http.StatusOK {
 		t.Errorf("right token: status %d, want 200", rec.Code)
 	}
-	login := httptest.NewRequest("POST", "/console/login", strings.NewReader("token=s3cret&next=/console/sources"))
+	login := httptest.NewRequest("POST", "https://127.0.0.1/console/login", strings.NewReader("token=s3cret&next=/console/sources"))
 	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	rec := do(locked, login, remote)
 	cookies := rec.Result().Cookies()
 	if rec.Code != http.StatusSeeOther || len(cookies) != 1 || strings.Contains(cookies[0].Value, "s3cret") {
 		t.Fatalf("login: status %d, cookies %v; want a redirect and a cookie that is not the token", rec.Code, cookies)
 	}
-	withCookie := httptest.NewRequest("GET", "/console/sources", nil)
+	withCookie := httptest.NewRequest("GET", "https://127.0.0.1/console/sources", nil)
 	withCookie.AddCookie(cookies[0])
 	if rec := do(locked, withCookie, remote); rec.Code != http.StatusOK {
 		t.Errorf("with the login cookie: status %d, want 200", rec.Code)
@@ -268,5 +273,34 @@ func TestSearchEmptyPageReadsOn(t *testing.T) {
 	if rec.Code != http.StatusOK || strings.Contains(body, "Nothing matches.") || !strings.Contains(body, "read so far") ||
 		!strings.Contains(body, "after=MC4xMjM") {
 		t.Errorf("status %d, body:\n%s", rec.Code, body)
+	}
+}
+
+// A query the catalogue cannot hold (NUL, invalid UTF-8) is the client's
+// mistake, answered 400, not a failed search.
+func TestSearchRefusesTextTheCatalogueCannotHold(t *testing.T) {
+	t.Parallel()
+	st, _ := seeded(t)
+	c := newConsole(t, web.Config{Catalogue: st})
+	for _, q := range []string{"q=a%00b", "q=%ff%fe", "format=%8f", "format=zip%00"} {
+		rec := do(c, httptest.NewRequest("GET", "/console/?"+q, nil), local)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "not valid UTF-8") {
+			t.Errorf("?%s: status %d, want 400 saying the text is not valid", q, rec.Code)
+		}
+	}
+}
+
+// A static file name the embedded files cannot hold is not found, not a
+// server error.
+func TestStaticOddNameNotFound(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, web.Config{Catalogue: stretchCatalogue{}})
+	for _, path := range []string{"/console/static/%E5", "/console/static/a/%FF/b.css"} {
+		if rec := do(c, httptest.NewRequest("GET", path, nil), local); rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s: status %d, want 404", path, rec.Code)
+		}
+	}
+	if rec := do(c, httptest.NewRequest("GET", "/console/static/console.css", nil), local); rec.Code != http.StatusOK {
+		t.Errorf("GET console.css: status %d", rec.Code)
 	}
 }

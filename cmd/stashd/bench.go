@@ -56,8 +56,8 @@ func runBench(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := prepareDataDir(*dataDir); err != nil {
-		fmt.Fprintf(os.Stderr, "stashd bench: %v\n", err)
+	if err := prepareScratchDir(*dataDir); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd bench: --data-dir: %v\n", err)
 		return 1
 	}
 	serverURL, _, stopDB, err := database(ctx, *dbURL, *dataDir, log)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 
 	"stashd/harness/demo"
 	"stashd/internal/config"
+	"stashd/internal/httpserver"
 	"stashd/internal/redact"
 )
 
@@ -68,7 +70,7 @@ func runDemo(args []string) int {
 	budget := fs.String("download-budget", "512KiB", "bytes of downloads each account holds at once (e.g. 512KiB, 4GiB)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
 	jsonOut := fs.Bool("json", false, "print the audit as one JSON object on the last line of stdout")
-	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/demo"), "directory for the embedded database and downloads (env STASHD_DATA_DIR)")
+	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/demo"), "directory for the embedded database and downloads: new, empty, or one a previous demo made (it holds .stashd-scratch); its files/ is deleted (env STASHD_DATA_DIR)")
 	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one (env STASHD_DATABASE_URL)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:0", "where to serve /metrics during the demo (loopback; port 0 picks one)")
 	verbose := fs.Bool("v", false, "log at debug level")
@@ -116,8 +118,8 @@ func runDemo(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := prepareDataDir(*dataDir); err != nil {
-		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+	if err := prepareScratchDir(*dataDir); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd demo: --data-dir: %v\n", err)
 		return 1
 	}
 	serverURL, _, stopDB, err := database(ctx, *dbURL, *dataDir, log)
@@ -146,14 +148,13 @@ func runDemo(args []string) int {
 		return 1
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", handler)
-	closeConsole, err := demoConsole(ctx, mux, o.DatabaseURL, log)
+	closeConsole, err := demoConsole(ctx, mux, o.DatabaseURL, handler, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd demo: console: %v\n", err)
 		return 1
 	}
 	defer closeConsole()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := httpserver.New(mux, httpserver.Limits{})
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	fmt.Fprintf(os.Stderr, "stashd demo: metrics on http://%s/metrics, console on http://%s/console/\n", ln.Addr(), ln.Addr())
@@ -254,6 +255,35 @@ func prepareDataDir(dir string) error {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	return os.Chmod(dir, perm)
+}
+
+// scratchMarker marks a data directory that demo or bench created: they
+// delete its files/ on every run, so they refuse a directory that holds
+// anything and lacks the marker.
+const scratchMarker = ".stashd-scratch"
+
+// prepareScratchDir readies dir for demo or bench: a new or empty
+// directory is created (prepareDataDir) and marked; a marked one is
+// reused; any other is refused untouched, mode included.
+func prepareScratchDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("%s: %w", dir, err)
+	case len(entries) > 0:
+		if _, err := os.Lstat(filepath.Join(dir, scratchMarker)); err != nil {
+			return fmt.Errorf("%s is not empty and stashd did not create it (no %s in it); its files/ would be deleted: give a new or empty directory", dir, scratchMarker)
+		}
+	}
+	if err := prepareDataDir(dir); err != nil {
+		return err
+	}
+	marker := filepath.Join(dir, scratchMarker)
+	if err := os.WriteFile(marker, []byte("Created by stashd demo or bench, which delete files/ here on every run.\n"), 0o600); err != nil {
+		return fmt.Errorf("mark %s: %w", dir, err)
+	}
+	return nil
 }
 
 // freshDatabase drops and recreates database name on the server at

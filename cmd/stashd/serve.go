@@ -21,6 +21,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/config"
+	"stashd/internal/httpserver"
 	"stashd/internal/redact"
 	"stashd/internal/service"
 	"stashd/rescan"
@@ -43,6 +44,14 @@ Under systemd (Type=notify) it reports READY=1 once the database is up and
 every account whose lease it took is running (accounts another instance
 holds are stood by for: see lease_ttl), feeds the watchdog while it is
 healthy and reports STOPPING=1 when asked to stop.
+
+metrics_addr (default 127.0.0.1:9464, loopback only) serves /metrics,
+/healthz, /readyz and the web console under /console/. Bound beyond
+loopback, clients not on loopback get /metrics, /healthz and /readyz only
+with "Authorization: Bearer" and console_token (none without a token), and
+the console only with console_remote over HTTPS (console_tls_cert and
+console_tls_key, or console_behind_proxy). Without a token the console
+answers requests for 127.0.0.1, [::1] or localhost only.
 
 --simulate runs the same daemon against the built-in Telegram simulator
 instead of TDLib, publishing a stream of archives: no credentials needed.
@@ -210,15 +219,22 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 		return err
 	}
 	s.metricsAddr = ln.Addr().String()
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if err := mountConsole(mux, s.st, s.cfg.ConsoleToken, s.cfg.ConsoleRemote, s.log); err != nil {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && s.cfg.ConsoleToken == "" {
+		s.log.Warn("metrics_addr is beyond loopback but console_token is empty: clients beyond loopback are refused", "addr", s.metricsAddr)
+	}
+	console, err := newConsole(s.st, s.cfg, s.log)
+	if err != nil {
+		ln.Close()
 		return err
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux := http.NewServeMux()
+	console.Mount(mux)
+	// Clients beyond loopback need the token for these too.
+	mux.Handle("/metrics", console.Protect(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	mux.Handle("/healthz", console.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("/readyz", console.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
 		if err := d.Ready(ctx); err != nil {
@@ -226,8 +242,13 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 			return
 		}
 		fmt.Fprintln(w, "ready")
-	})
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	})))
+	s.http = httpserver.New(mux, httpserver.Limits{})
+	if s.cfg.ConsoleTLSCert != "" {
+		cert, key := s.cfg.ConsoleTLSCert, s.cfg.ConsoleTLSKey
+		go func() { _ = s.http.ServeTLS(ln, cert, key) }()
+		return nil
+	}
 	go func() { _ = s.http.Serve(ln) }()
 	return nil
 }

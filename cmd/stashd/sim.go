@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"stashd/harness/audit"
+	"stashd/internal/httpserver"
 	"stashd/internal/service"
 	"stashd/sim/tdjsonsim"
 	"stashd/sim/tgsim"
@@ -392,7 +393,7 @@ func serveAudit(ln net.Listener, f *simFaults, log *slog.Logger) *http.Server {
 			log.Debug("audit: write truth", "err", err)
 		}
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserver.New(mux, httpserver.Limits{})
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("audit endpoint", "err", err)

@@ -28,9 +28,24 @@ type Config struct {
 	// secret: prefer STASHD_CONSOLE_TOKEN to the file; it is never logged.
 	ConsoleToken string `toml:"console_token"`
 	// ConsoleRemote serves the console to clients that are not on loopback
-	// (MetricsAddr bound elsewhere). It requires ConsoleToken. Default
-	// false.
+	// (MetricsAddr bound elsewhere), over HTTPS only. It requires
+	// ConsoleToken, and ConsoleTLSCert/ConsoleTLSKey or ConsoleBehindProxy.
+	// Default false.
 	ConsoleRemote bool `toml:"console_remote"`
+	// ConsoleTLSCert and ConsoleTLSKey are PEM files: set both and
+	// MetricsAddr serves HTTPS (the console, /metrics, /healthz, /readyz).
+	// Empty (default): plain HTTP.
+	ConsoleTLSCert string `toml:"console_tls_cert"`
+	ConsoleTLSKey  string `toml:"console_tls_key"`
+	// ConsoleBehindProxy says that remote clients reach MetricsAddr through
+	// a reverse proxy that terminates HTTPS; its X-Forwarded-For and
+	// X-Forwarded-Proto are believed from ConsoleTrustedProxy only.
+	// Default false.
+	ConsoleBehindProxy bool `toml:"console_behind_proxy"`
+	// ConsoleTrustedProxy is the proxy's address: comma-separated IP
+	// addresses or CIDR prefixes. Empty (default): loopback (127.0.0.0/8,
+	// ::1). Only with ConsoleBehindProxy.
+	ConsoleTrustedProxy string `toml:"console_trusted_proxy"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `toml:"log_level"`
 	// LogFormat is text, json or auto (text on a terminal, JSON otherwise).

@@ -261,7 +261,7 @@ func TestConsoleRemoteNeedsToken(t *testing.T) {
 		}
 		return ""
 	}
-	c, err := Load(write(t, "console_remote = true\n"+good), env, nil)
+	c, err := Load(write(t, "console_remote = true\nconsole_behind_proxy = true\n"+good), env, nil)
 	if err != nil || !c.ConsoleRemote || c.ConsoleToken != "0123456789abcdefXYZ" {
 		t.Fatalf("with STASHD_CONSOLE_TOKEN: %+v, %v", c, err)
 	}

@@ -16,7 +16,11 @@ var Settings = []struct{ Name, Usage string }{
 	{"database_url", "PostgreSQL URL of the catalogue (default: embedded cluster under data_dir; a password in it is a secret: prefer the environment)"},
 	{"metrics_addr", "address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; off disables)"},
 	{"console_token", "bearer token of the web console (a secret: prefer the environment; empty: loopback clients only)"},
-	{"console_remote", "serve the web console beyond loopback, with console_token (default false)"},
+	{"console_remote", "serve the web console beyond loopback, with console_token, over HTTPS (default false)"},
+	{"console_tls_cert", "PEM certificate: metrics_addr serves HTTPS (with console_tls_key; default: plain HTTP)"},
+	{"console_tls_key", "PEM private key of console_tls_cert"},
+	{"console_behind_proxy", "remote clients come through a proxy that terminates HTTPS (default false)"},
+	{"console_trusted_proxy", "the proxy's addresses, comma-separated IPs or CIDRs (default loopback)"},
 	{"log_level", "debug, info, warn or error (default info)"},
 	{"log_format", "auto, text or json (default auto: text on a terminal)"},
 	{"api_id", "Telegram api_id from https://my.telegram.org"},
@@ -153,6 +157,18 @@ func set(c *Config, name, v string) error {
 			return fmt.Errorf("%q is not true or false", v)
 		}
 		c.ConsoleRemote = b
+	case "console_tls_cert":
+		c.ConsoleTLSCert = v
+	case "console_tls_key":
+		c.ConsoleTLSKey = v
+	case "console_behind_proxy":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.ConsoleBehindProxy = b
+	case "console_trusted_proxy":
+		c.ConsoleTrustedProxy = v
 	case "log_level":
 		c.LogLevel = v
 	case "log_format":

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -88,6 +90,9 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	}
 	if c.ConsoleRemote && len(c.ConsoleToken) < 16 {
 		return bad("console_remote", "serving the console beyond loopback needs console_token of 16 characters or more (or STASHD_CONSOLE_TOKEN)")
+	}
+	if err := c.validateConsoleTLS(bad); err != nil {
+		return err
 	}
 	if err := c.validateTuning(bad); err != nil {
 		return err
@@ -240,4 +245,53 @@ func (c *Config) validateTuning(bad badFunc) error {
 		return bad("download_budget", "%d bytes is below 1MiB", int64(c.DownloadBudget))
 	}
 	return nil
+}
+
+// validateConsoleTLS checks the console's HTTPS settings: a remote console
+// is served over HTTPS, by this listener or by a trusted proxy.
+func (c *Config) validateConsoleTLS(bad func(string, string, ...any) error) error {
+	switch {
+	case c.ConsoleTLSCert != "" && c.ConsoleTLSKey == "":
+		return bad("console_tls_cert", "needs console_tls_key too")
+	case c.ConsoleTLSKey != "" && c.ConsoleTLSCert == "":
+		return bad("console_tls_key", "needs console_tls_cert too")
+	case c.ConsoleTLSCert != "":
+		if _, err := tls.LoadX509KeyPair(c.ConsoleTLSCert, c.ConsoleTLSKey); err != nil {
+			return bad("console_tls_cert", "cannot load the certificate and key: %v", err)
+		}
+	}
+	if c.ConsoleRemote && c.ConsoleTLSCert == "" && !c.ConsoleBehindProxy {
+		return bad("console_remote", "serving the console beyond loopback needs HTTPS: console_tls_cert and console_tls_key, or console_behind_proxy = true behind a proxy that terminates it")
+	}
+	if c.ConsoleTrustedProxy != "" {
+		if !c.ConsoleBehindProxy {
+			return bad("console_trusted_proxy", "is used only with console_behind_proxy = true")
+		}
+		if _, err := c.TrustedProxies(); err != nil {
+			return bad("console_trusted_proxy", "%v", err)
+		}
+	}
+	return nil
+}
+
+// TrustedProxies parses ConsoleTrustedProxy; empty gives none (the console
+// then trusts loopback).
+func (c *Config) TrustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(c.ConsoleTrustedProxy, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address or CIDR prefix", f)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

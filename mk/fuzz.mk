@@ -1,0 +1,47 @@
+# mk/fuzz.mk: the permanent fuzz targets, each run briefly.
+#
+# Included by the main Makefile; `make test` runs test-fuzz.
+#
+# Targets
+#   test-fuzz   Run every target of FUZZ_TARGETS for FUZZTIME with
+#               FUZZ_FLAGS, one after the other (go test runs one target of
+#               one package at a time). A crash fails the run; go test then
+#               writes the input under the package's testdata/fuzz/TARGET/,
+#               where every later `go test` replays it. Each target's seed
+#               corpus is committed there too, and plain `go test ./...`
+#               replays it without fuzzing.
+#   fuzz        The same for FUZZTIME_LONG each (default 60s).
+#
+# Variables
+#   FUZZ_TARGETS   package:Target pairs. Default: file-name and set parsing
+#                  (archive FuzzParseName), archive listing (archive FuzzList),
+#                  TDLib JSON decoding (tg/tdlib FuzzDecode), search cursors
+#                  and queries on a real catalogue (store FuzzSearchCursor,
+#                  FuzzSearch), the console's handlers (web FuzzConsole).
+#   FUZZTIME       how long each target runs in test-fuzz (default 5s).
+#   FUZZTIME_LONG  how long each target runs in fuzz (default 60s).
+#   FUZZ_FLAGS     extra go test flags (default -parallel 1: one worker, so
+#                  the run shares the machine).
+
+GO ?= go
+FUZZ_TARGETS ?= ./archive:FuzzParseName ./archive:FuzzList ./tg/tdlib:FuzzDecode \
+	./store:FuzzSearchCursor ./store:FuzzSearch ./web:FuzzConsole
+FUZZTIME ?= 5s
+FUZZTIME_LONG ?= 60s
+FUZZ_FLAGS ?= -parallel 1
+
+.PHONY: test-fuzz fuzz
+
+test-fuzz: deps postgres
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) $$pkg; \
+	done
+
+fuzz: deps postgres
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME_LONG)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME_LONG) $(FUZZ_FLAGS) $$pkg; \
+	done
