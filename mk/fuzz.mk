@@ -25,7 +25,7 @@
 
 GO ?= go
 FUZZ_TARGETS ?= ./archive:FuzzParseName ./archive:FuzzList ./tg/tdlib:FuzzDecode \
-	./store:FuzzSearchCursor ./store:FuzzSearch ./web:FuzzConsole
+	./store:FuzzSearchCursor ./store:FuzzSearch ./web:FuzzConsole ./internal/config:FuzzLoad
 FUZZTIME ?= 5s
 FUZZTIME_LONG ?= 60s
 FUZZ_FLAGS ?= -parallel 1
