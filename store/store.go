@@ -70,6 +70,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	st := &Store{id: newStoreID(), lockTTL: lockTTL(cfg.LockTTL)}
 	pcfg.AfterConnect = st.server.afterConnect
+	if pcfg.ConnConfig.ValidateConnect != nil && !cfg.ReadOnly {
+		// target_session_attrs=read-write: a server that turned read-only
+		// (a demoted primary, a standby) reports it, and its connections
+		// are dropped so that new ones find the server that takes writes.
+		pcfg.PrepareConn = func(_ context.Context, conn *pgx.Conn) (bool, error) {
+			pc := conn.PgConn()
+			return pc.ParameterStatus("default_transaction_read_only") != "on" && pc.ParameterStatus("in_hot_standby") != "on", nil
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", redact.Error(err, cfg.URL))
