@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,6 +66,8 @@ func runDemo(args []string) int {
 	budget := fs.String("download-budget", "512KiB", "bytes of downloads each account holds at once (e.g. 512KiB, 4GiB)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
 	jsonOut := fs.Bool("json", false, "print the audit as one JSON object on the last line of stdout")
+	doctorOut := fs.Bool("doctor", false, "after settling, run stashd doctor's checks against the demo's world and database (report: doctor)")
+	chatsOut := fs.Bool("chats", false, "after settling, run stashd chats against the demo's world (report: chats)")
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/demo"), "directory for the embedded database and downloads (env STASHD_DATA_DIR)")
 	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one (env STASHD_DATABASE_URL)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:0", "where to serve /metrics during the demo (loopback; port 0 picks one)")
@@ -160,6 +161,14 @@ func runDemo(args []string) int {
 	if live {
 		o.Progress = func(p demo.Progress) { status.Set(progressLine(p)) }
 	}
+	var inspected demoInspection
+	if *doctorOut || *chatsOut {
+		o.Inspect = func(ctx context.Context, s demo.Settled) error {
+			var err error
+			inspected, err = inspectDemo(ctx, s, *dataDir, *doctorOut, *chatsOut)
+			return err
+		}
+	}
 	rep, err := demo.Run(ctx, o)
 	if live {
 		status.Clear()
@@ -173,8 +182,13 @@ func runDemo(args []string) int {
 		return 1
 	}
 	printReport(rep)
+	inspected.print(os.Stderr)
 	if *jsonOut {
-		b, _ := json.Marshal(rep)
+		b, err := inspected.addTo(rep)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+			return 1
+		}
 		fmt.Println(string(b))
 	}
 	if !rep.OK() {

@@ -26,7 +26,6 @@ import (
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tdlib"
-	"stashd/sim/tgsim"
 )
 
 const serveHelp = `Runs the daemon: every configured account's TDLib client, listener,
@@ -293,8 +292,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 // simulated wires the daemon to an in-process simulated world that
 // publishes rate items per second.
 func (s *server) simulated(dcfg daemon.Config, seed int64, rate float64) (daemon.Config, daemon.Dialer, error) {
-	world := tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: filepath.Join(s.cfg.DataDir, "simulated-files")})
-	gen := tgsim.NewGenerator(world, tgsim.Scenario{Seed: seed, Sources: 3, Accounts: 1})
+	world, gen := simulatedWorld(seed, s.cfg.DataDir)
 	dcfg.Destinations = gen.Destinations()
 	for _, name := range gen.Accounts() {
 		a := daemon.Account{Name: name}
