@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/term"
 
-	"stashd/internal/config"
 	"stashd/harness/demo"
+	"stashd/internal/config"
 )
 
 const demoHelp = `Runs the whole stashd pipeline — listener, queue, supervised ingest workers,

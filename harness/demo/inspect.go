@@ -1,7 +1,6 @@
 package demo
 
 import (
-
 	"stashd/sim/tgsim"
 	"stashd/tg"
 )

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // TDLib's authorization states, as TDLib names them.
