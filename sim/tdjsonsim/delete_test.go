@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // deleteMessages is answered ok and followed by updateDeleteMessages for

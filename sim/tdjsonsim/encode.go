@@ -385,69 +385,6 @@ func supergroupObject(id int64, kind tg.ChatKind) object {
 	return supergroupWithStatus(id, kind, "chatMemberStatusMember")
 }
 
-// supergroupChat is the chat of a supergroup id (see supergroupID).
-func supergroupChat(id int64) tg.ChatID { return tg.ChatID(-1_000_000_000_000 - id) }
-
-// supergroupOf is TDLib's supergroup for what tgsim reports: its public
-// username and the account's status, an administrator's with its rights,
-// a restricted member's with its permissions.
-func supergroupOf(id int64, sg tg.Supergroup) object {
-	kind := tg.KindSupergroup
-	switch {
-	case sg.IsChannel:
-		kind = tg.KindChannel
-	case sg.IsForum:
-		kind = tg.KindForum
-	}
-	var status object
-	switch sg.Status {
-	case tg.MemberCreator:
-		status = object{{"@type", "chatMemberStatusCreator"}, {"custom_title", ""}, {"is_anonymous", false}, {"is_member", true}}
-	case tg.MemberAdministrator:
-		status = object{{"@type", "chatMemberStatusAdministrator"}, {"custom_title", ""}, {"can_be_edited", false},
-			{"rights", administratorRights(sg.CanPost && sg.IsChannel, sg.CanManageTopics)}}
-	case tg.MemberRestricted:
-		perms := chatPermissions(kind)
-		for i := range perms {
-			if perms[i].key != "@type" {
-				perms[i].val = sg.CanPost
-			}
-		}
-		status = object{{"@type", "chatMemberStatusRestricted"}, {"is_member", true}, {"restricted_until_date", 0}, {"permissions", perms}}
-	default:
-		status = memberStatus("chatMemberStatus" + strings.ToUpper(string(sg.Status[:1])) + string(sg.Status[1:]))
-	}
-	o := supergroupWithStatus(id, kind, "")
-	for i := range o {
-		if o[i].key == "status" {
-			o[i].val = status
-		}
-	}
-	var active []string
-	if sg.Username != "" {
-		active = []string{sg.Username}
-	}
-	return append(o[:2], append(object{{"usernames", object{
-		{"@type", "usernames"},
-		{"active_usernames", nonNil(active)},
-		{"disabled_usernames", []string{}},
-		{"editable_username", sg.Username},
-	}}}, o[2:]...)...)
-}
-
-// administratorRights is a chatAdministratorRights object with the two
-// rights stashd reads set as given.
-func administratorRights(post, manageTopics bool) object {
-	return object{
-		{"@type", "chatAdministratorRights"},
-		{"can_manage_chat", true}, {"can_change_info", false}, {"can_post_messages", post},
-		{"can_edit_messages", false}, {"can_delete_messages", false}, {"can_invite_users", false},
-		{"can_restrict_members", false}, {"can_pin_messages", false}, {"can_manage_topics", manageTopics},
-		{"can_promote_members", false}, {"can_manage_video_chats", false}, {"can_post_stories", false},
-		{"can_edit_stories", false}, {"can_delete_stories", false}, {"is_anonymous", false},
-	}
-}
-
 // supergroupWithStatus is a supergroup object with the account's status in
 // it (chatMemberStatusMember, or chatMemberStatusLeft once access is lost).
 func supergroupWithStatus(id int64, kind tg.ChatKind, status string) object {

@@ -5,8 +5,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // A process that goes away takes its TDLib instances with it: the server

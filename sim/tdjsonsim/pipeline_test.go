@@ -17,9 +17,9 @@ import (
 	"stashd/harness/demo"
 	"stashd/internal/pgtest"
 	"stashd/sim/tdjsonsim"
+	"stashd/sim/tgsim"
 	"stashd/tg"
 	"stashd/tg/tdlib"
-	"stashd/sim/tgsim"
 )
 
 // These tests link the stand-in libtdjson.so (make test-standin): go-tdlib

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"stashd/sim/tdjsonsim"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // world is a small world: acct1 in a channel, a forum with one topic and

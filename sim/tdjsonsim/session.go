@@ -447,24 +447,8 @@ func (s *session) handle(r *request) (object, error) {
 			return nil, err
 		}
 		return s.chat(c), nil
-	case "getSupergroup":
-		var p struct {
-			SupergroupID tdInt `json:"supergroup_id"`
-		}
-		if err := r.params(&p); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		_, ok := s.kinds[int64(p.SupergroupID)]
-		s.mu.Unlock()
-		if !ok {
-			return nil, tdError(400, "Supergroup not found")
-		}
-		sg, err := cl.Supergroup(supergroupChat(int64(p.SupergroupID)))
-		if err != nil {
-			return nil, err
-		}
-		return supergroupOf(int64(p.SupergroupID), sg), nil
+	case tg.MethodGetSupergroup:
+		return s.getSupergroup(cl, r)
 	case tg.MethodGetChats:
 		return s.getChats(ctx, cl, r)
 	case tg.MethodOpenChat:
@@ -791,32 +775,4 @@ func (s *session) send(r *request) (tg.Message, error) {
 		caption = content.Caption.Text
 	}
 	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), content.Document.ID, caption)
-}
-
-// getChats answers getChats(chat_list, limit) with chats{total_count,
-// chat_ids}: the ids of the list's chats, as tgsim's GetChats lists them.
-func (s *session) getChats(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
-	var p struct {
-		ChatList *typeOnly `json:"chat_list"`
-		Limit    tdInt     `json:"limit"`
-	}
-	if err := r.params(&p); err != nil {
-		return nil, err
-	}
-	list := "chatListMain"
-	if p.ChatList != nil {
-		list = p.ChatList.Type
-	}
-	if list != "chatListMain" && list != "chatListArchive" {
-		return nil, notSimulated("chat list " + list)
-	}
-	ids, err := cl.GetChats(ctx, list == "chatListArchive", int(p.Limit))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(ids))
-	for i, id := range ids {
-		out[i] = int64(id)
-	}
-	return object{{"@type", "chats"}, {"total_count", len(out)}, {"chat_ids", out}}, nil
 }

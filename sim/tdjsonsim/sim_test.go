@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // buildStashd builds cmd/stashd (without TDLib: `stashd sim` needs none)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"stashd/sim/tdjsonsim"
 	"stashd/internal/tdschema"
+	"stashd/sim/tdjsonsim"
 	"stashd/sim/tgsim"
 )
 

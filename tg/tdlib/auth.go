@@ -60,7 +60,21 @@ func (h *authHandler) handle(state client.AuthorizationState) error {
 		}
 		return nil
 	case *client.AuthorizationStateWaitPhoneNumber:
+		if h.c.cfg.QRLogin {
+			if _, err := h.c.call(h.ctx, requestQrCodeAuthenticationRequest()); err != nil {
+				return fmt.Errorf("request QR-code login: %w", err)
+			}
+			return nil
+		}
 		return h.ask(AuthState{Name: StateWaitPhoneNumber})
+	case *client.AuthorizationStateWaitOtherDeviceConfirmation:
+		if !h.c.cfg.QRLogin {
+			return fmt.Errorf("account %s waits for a QR-code confirmation that was not asked for", h.c.cfg.Account)
+		}
+		// Nothing is sent: the person scans the link with a logged-in
+		// app, and TDLib moves on (or shows a fresh link).
+		_, err := h.c.cfg.Authorizer(h.ctx, AuthState{Account: h.c.cfg.Account, Name: StateWaitOtherDeviceConfirmation, Link: s.Link})
+		return err
 	case *client.AuthorizationStateWaitCode:
 		st := AuthState{Name: StateWaitCode}
 		if s.CodeInfo != nil && s.CodeInfo.Type != nil {

@@ -254,3 +254,9 @@ func authAnswerRequest(state, answer string) (request, error) {
 	}
 	return request{}, fmt.Errorf("no answer is sent in %s", state)
 }
+
+// requestQrCodeAuthenticationRequest asks for a QR-code login
+// (requestQrCodeAuthentication other_user_ids:vector<int53>).
+func requestQrCodeAuthenticationRequest() request {
+	return request{"requestQrCodeAuthentication", map[string]any{"other_user_ids": []int64{}}}
+}
