@@ -35,6 +35,9 @@ func TestEveryHelpOnStdout(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(stdout, "Usage: stashd "+c.name) || stderr != "" {
 			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", c.name, code, firstLine(stdout), stderr)
 		}
+		if c.name == "login" && (!strings.Contains(stdout, "--qr") || !strings.Contains(stdout, "QR code")) {
+			t.Errorf("login --help does not mention the QR-code login:\n%s", stdout)
+		}
 	}
 }
 

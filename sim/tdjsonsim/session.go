@@ -42,6 +42,7 @@ type session struct {
 	state   string // the authorization state
 	account string
 	client  *tgsim.Client // set once ready
+	login   *loginState   // set while logging in (tgsim's RequireLogin)
 	fwdDone chan struct{} // closed when the update forwarder has returned
 	// chatsLoaded records the chat lists a loadChats has loaded: TDLib
 	// answers the next loadChats of that list 404, all its chats being
@@ -257,6 +258,13 @@ func (s *session) setTdlibParameters(r *request) {
 	}
 	s.account = account
 	s.log = s.log.With("account", account)
+	if need, password := needsLogin(s.c.s.world, account, dir); need {
+		s.login = &loginState{dir: dir, password: password}
+		s.state = stateWaitPhoneNumber
+		s.c.reply(s.id, r, okObject())
+		s.c.send(s.id, updateAuthorizationState(stateWaitPhoneNumber))
+		return
+	}
 	cl, ok := worldClient(s.c.s.world, account, dir)
 	if !ok {
 		s.state = stateWaitPhoneNumber
@@ -265,10 +273,15 @@ func (s *session) setTdlibParameters(r *request) {
 		s.log.Info("unknown account: waiting for a login that cannot happen")
 		return
 	}
+	s.c.reply(s.id, r, okObject())
+	s.becomeReady(cl)
+}
+
+// becomeReady starts serving cl's world, with s.mu held.
+func (s *session) becomeReady(cl *tgsim.Client) {
 	s.state = stateReady
 	s.client = cl
 	s.fwdDone = make(chan struct{})
-	s.c.reply(s.id, r, okObject())
 	s.c.send(s.id, updateAuthorizationState(stateReady))
 	s.c.goHandle(func() { s.forward(cl) })
 	// At Info: the simulator's session numbers, which overlaps name, are
@@ -384,7 +397,7 @@ func (s *session) handle(r *request) (object, error) {
 	case "getAuthorizationState":
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return authorizationStateObject(s.state), nil
+		return s.authStateObject(), nil
 	case "getOption":
 		var p struct {
 			Name string `json:"name"`
@@ -401,12 +414,7 @@ func (s *session) handle(r *request) (object, error) {
 		return typed("optionValueEmpty"), nil
 	case "setAuthenticationPhoneNumber", "checkAuthenticationCode", "checkAuthenticationPassword",
 		"requestQrCodeAuthentication", "registerUser":
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.state == stateWaitPhoneNumber {
-			return nil, tdError(400, "tdjsonsim: account %q does not exist in the simulated world", s.account)
-		}
-		return nil, tdError(400, "Call to %s unexpected", r.Type)
+		return s.loginStep(r)
 	}
 
 	cl, err := s.readyClient()

@@ -40,6 +40,10 @@ type account struct {
 	missed     map[tg.ChatID]bool
 	missedList []tg.ChatID
 
+	// login, when set, makes sessions on new database directories log in
+	// first (RequireLogin).
+	login *login
+
 	// resend holds the sends a closed client left pending, for the next
 	// client on its database directory (Config.ResendAfterRestart).
 	resend []*pendingSend
