@@ -96,6 +96,7 @@ func runServe(args []string) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerInfo(reg, s.st, cfg.LeaseTTL.Duration)
 	dcfg, dial, err := s.daemonConfig(ctx, *simulate, *simSeed, *simRate, reg)
 	if err != nil {
 		log.Error("cannot start", "err", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"stashd/tg/tdlib"
 )
@@ -15,11 +14,7 @@ func runVersion(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	v := "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
-	}
-	fmt.Printf("stashd %s\n", v)
+	fmt.Printf("stashd %s\n", version())
 	td, err := tdlib.Version()
 	if err != nil {
 		fmt.Printf("TDLib: %v\n", err)
