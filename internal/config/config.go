@@ -117,6 +117,12 @@ type Config struct {
 	// minute the backfill of a newly added route delivers. Default 30;
 	// 1..6000.
 	BackfillRate float64 `toml:"backfill_rate"`
+	// Proxy is the proxy every account's TDLib client connects through,
+	// unless the account names its own: socks5://[user[:pass]@]host:port,
+	// http://[user[:pass]@]host:port or mtproto://secret@host:port. Empty:
+	// a direct connection. The password and the secret are never logged;
+	// prefer STASHD_PROXY to the file.
+	Proxy string `toml:"proxy"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
@@ -129,6 +135,23 @@ type Account struct {
 	Name string `toml:"name"`
 	// Sources are the chats this account watches.
 	Sources []Source `toml:"sources"`
+	// Proxy, when set, replaces the global proxy for this account (same
+	// forms). Empty: the global proxy, if any.
+	Proxy string `toml:"proxy"`
+}
+
+// ProxyOf returns the proxy account a connects through: its own, else the
+// global one; ok is false for a direct connection. Both were validated.
+func (c *Config) ProxyOf(a Account) (p tg.Proxy, ok bool) {
+	s := a.Proxy
+	if s == "" {
+		s = c.Proxy
+	}
+	if s == "" {
+		return tg.Proxy{}, false
+	}
+	p, err := tg.ParseProxy(s)
+	return p, err == nil
 }
 
 // Source is a watched chat: a chat reference, optionally limited to some
@@ -503,6 +526,9 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	if err := c.validateTuning(bad); err != nil {
 		return err
 	}
+	if err := c.validateProxies(bad); err != nil {
+		return err
+	}
 	if err := c.validateRoutes(routeAt); err != nil || mode == Simulate {
 		return err
 	}
@@ -525,7 +551,28 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 
 type badFunc = func(field, format string, args ...any) error
 
+// validateProxies checks the global and every account's proxy; the
+// message never repeats a password or secret.
+func (c *Config) validateProxies(bad badFunc) error {
+	if c.Proxy != "" {
+		if _, err := tg.ParseProxy(c.Proxy); err != nil {
+			return bad("proxy", "%v", err)
+		}
+	}
+	for i, a := range c.Accounts {
+		if a.Proxy != "" {
+			if _, err := tg.ParseProxy(a.Proxy); err != nil {
+				return bad(fmt.Sprintf("accounts[%d].proxy", i), "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
 func (c *Config) validateLogin(bad badFunc) error {
+	if err := c.validateProxies(bad); err != nil {
+		return err
+	}
 	if c.DataDir == "" {
 		return bad("data_dir", "must not be empty")
 	}
@@ -787,6 +834,7 @@ var Settings = []struct{ Name, Usage string }{
 	{"dead_letter_attempts", "tries before a dead letter waits for an operator (default 8)"},
 	{"download_stall_timeout", "cancel a download after this long without progress (default 2m)"},
 	{"download_budget", "bytes of downloaded archives each account holds at once, e.g. 4GiB (default 4GiB)"},
+	{"proxy", "proxy of every account without its own: socks5://user:pass@host:port, http://host:port or mtproto://secret@host:port (default: none)"},
 }
 
 // RegisterFlags defines one flag per setting (dashes for underscores) on
@@ -957,6 +1005,8 @@ func set(c *Config, name, v string) error {
 		return num(&c.DeadLetterAttempts)
 	case "download_budget":
 		return c.DownloadBudget.UnmarshalText([]byte(v))
+	case "proxy":
+		c.Proxy = v
 	}
 	return nil
 }
