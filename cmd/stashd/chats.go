@@ -257,7 +257,7 @@ func addTelegramFlags(fs *flag.FlagSet) telegramFlags {
 		simulate:   fs.Bool("simulate", false, "look at the world of serve --simulate (same --simulate-seed) instead of TDLib accounts"),
 		seed:       fs.Int64("simulate-seed", 1, "with --simulate: seed of the simulated world"),
 	}
-	config.RegisterFlags(fs, "data_dir", "database_url", "api_id", "api_hash", "log_level", "log_format")
+	config.RegisterFlags(fs, "data_dir", "database_url", "api_id", "api_hash", "proxy", "log_level", "log_format")
 	return tf
 }
 

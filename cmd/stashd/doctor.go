@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,7 +105,12 @@ type doctorReport struct {
 	Failed []string      `json:"failed"`
 }
 
-type doctor struct{ checks []doctorCheck }
+type doctor struct {
+	checks []doctorCheck
+	// reach bounds the wait for an account's connection; zero means
+	// reachTimeout.
+	reach time.Duration
+}
 
 func (d *doctor) add(subject, check string, ok bool, detail, fix string) {
 	if ok {
@@ -333,12 +339,17 @@ func (d *doctor) account(ctx context.Context, p plan, name string) tg.Client {
 		return nil
 	}
 	states := watchConnection(c)
+	reach := cmp.Or(d.reach, reachTimeout)
+	via, fix := "", "check the network and the firewall, or set a proxy (the proxy setting)"
+	if px, ok := p.proxies[name]; ok {
+		via = " through proxy " + px.String()
+		fix = "check that the proxy " + px.String() + " is up and lets Telegram through, and its credentials"
+	}
 	select {
 	case <-states.ready:
-		d.add(subject, "reaches Telegram", true, "connection ready", "")
-	case <-time.After(reachTimeout):
-		d.add(subject, "reaches Telegram", false, fmt.Sprintf("no connection within %s (state %s)", reachTimeout, states.last()),
-			"check the network and the firewall, or set a proxy")
+		d.add(subject, "reaches Telegram", true, "connection ready"+via, "")
+	case <-time.After(reach):
+		d.add(subject, "reaches Telegram", false, fmt.Sprintf("no connection within %s%s (state %s)", reach, via, states.last()), fix)
 	case <-ctx.Done():
 	}
 	me, err := c.GetMe(dctx)

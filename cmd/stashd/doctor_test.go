@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"stashd/harness/demo"
 	"stashd/internal/pgtest"
@@ -160,5 +161,39 @@ func TestDemoDoctorAndChats(t *testing.T) {
 		if ids[int64(d)] != "destination" {
 			t.Errorf("destination %d: role %q", d, ids[int64(d)])
 		}
+	}
+}
+
+// An account whose network lets Telegram through only by a proxy: doctor
+// names the unreachable account with the proxy hint, and passes once the
+// account's proxy is set; the password never shows.
+func TestDoctorReachThroughProxy(t *testing.T) {
+	t.Parallel()
+	cw := newChatsWorld(t)
+	cw.world.RequireProxy("main", "px.example")
+	p := cw.plan()
+	d := &doctor{reach: 200 * time.Millisecond}
+	c := d.account(t.Context(), p, "main")
+	if c == nil {
+		t.Fatal("no client")
+	}
+	c.Close()
+	rep := d.report()
+	if !slices.Equal(rep.Failed, []string{"account main"}) || !strings.Contains(doctorText(rep), "set a proxy") {
+		t.Errorf("without a proxy:\n%s", doctorText(rep))
+	}
+
+	px, err := tg.ParseProxy("socks5://u:hunter2@px.example:1080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.proxies["main"] = px
+	d = &doctor{reach: 5 * time.Second}
+	if c := d.account(t.Context(), p, "main"); c != nil {
+		c.Close()
+	}
+	text := doctorText(d.report())
+	if len(d.report().Failed) != 0 || !strings.Contains(text, "through proxy socks5://u:***@px.example:1080") || strings.Contains(text, "hunter2") {
+		t.Errorf("through the proxy:\n%s", text)
 	}
 }

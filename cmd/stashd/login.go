@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"stashd/internal/config"
+	"stashd/tg"
 	"stashd/tg/tdlib"
 )
 
@@ -42,7 +43,7 @@ func runLogin(args []string) int {
 	account := fs.String("account", "", "name of the account to log in (as in the configuration)")
 	configPath := fs.String("config", os.Getenv("STASHD_CONFIG"), "TOML configuration file (env STASHD_CONFIG)")
 	qr := fs.Bool("qr", false, "log in by scanning a QR code with a logged-in Telegram app instead of a phone number and code")
-	config.RegisterFlags(fs, "data_dir", "api_id", "api_hash", "log_level", "log_format")
+	config.RegisterFlags(fs, "data_dir", "api_id", "api_hash", "proxy", "log_level", "log_format")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
@@ -58,7 +59,13 @@ func runLogin(args []string) int {
 		return 1
 	}
 	log := configuredLogger(cfg)
-	c, err := tdlib.New(ctx, tdlib.Config{
+	var proxy *tg.Proxy
+	if a, err := cfg.Account(*account); err == nil {
+		if px, ok := cfg.ProxyOf(a); ok {
+			proxy = &px
+		}
+	}
+	c, err := tdlib.New(ctx, tdlib.Config{Proxy: proxy,
 		Account: *account, StateDir: filepath.Join(cfg.DataDir, "accounts", *account),
 		APIID: cfg.APIID, APIHash: cfg.APIHash, Logger: log,
 		Authorizer: terminalAuthorizer(os.Stdin, os.Stderr, readPassword), QRLogin: *qr,

@@ -24,6 +24,9 @@ type plan struct {
 	dial func(ctx context.Context, account string) (tg.Client, error)
 	// simulated: the accounts live in the Telegram simulator, not TDLib.
 	simulated bool
+	// proxies are the accounts' proxies (an account's own, or the global
+	// one); an account without one connects directly.
+	proxies map[string]tg.Proxy
 }
 
 type planAccount struct {
@@ -49,13 +52,21 @@ func refString(r config.ChatRef) string {
 // configPlan is the plan of a daemon's configuration: TDLib clients that
 // must already be logged in (stashd login), never asking anything.
 func configPlan(cfg config.Config, log *slog.Logger) plan {
-	p := plan{dial: func(ctx context.Context, account string) (tg.Client, error) {
+	p := plan{proxies: map[string]tg.Proxy{}}
+	p.dial = func(ctx context.Context, account string) (tg.Client, error) {
+		var proxy *tg.Proxy
+		if px, ok := p.proxies[account]; ok {
+			proxy = &px
+		}
 		return tdlib.New(ctx, tdlib.Config{
 			Account: account, StateDir: filepath.Join(cfg.DataDir, "accounts", account),
-			APIID: cfg.APIID, APIHash: cfg.APIHash, Logger: log,
+			APIID: cfg.APIID, APIHash: cfg.APIHash, Logger: log, Proxy: proxy,
 		})
-	}}
+	}
 	for _, a := range cfg.Accounts {
+		if px, ok := cfg.ProxyOf(a); ok {
+			p.proxies[a.Name] = px
+		}
 		pa := planAccount{name: a.Name}
 		for _, s := range a.Sources {
 			if r, err := config.ParseChatRef(s.Chat); err == nil {
@@ -93,9 +104,17 @@ func configPlan(cfg config.Config, log *slog.Logger) plan {
 // worldPlan is the plan of a simulated world: its generator's accounts,
 // sources and destinations, and clients of the world.
 func worldPlan(world *tgsim.World, accounts []string, sources map[string][]tg.ChatID, destinations []tg.ChatID, topics map[tg.ChatID]bool) plan {
-	p := plan{simulated: true, dial: func(ctx context.Context, account string) (tg.Client, error) {
-		return world.Client(account), nil
-	}}
+	p := plan{simulated: true, proxies: map[string]tg.Proxy{}}
+	p.dial = func(ctx context.Context, account string) (tg.Client, error) {
+		c := world.Client(account)
+		if px, ok := p.proxies[account]; ok {
+			if err := c.AddProxy(ctx, px); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("add proxy %s: %w", px, err)
+			}
+		}
+		return c, nil
+	}
 	for _, a := range accounts {
 		pa := planAccount{name: a}
 		for _, id := range sources[a] {

@@ -281,10 +281,20 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		}
 		dcfg.Accounts = append(dcfg.Accounts, acct)
 	}
+	proxies := map[string]tg.Proxy{}
+	for _, a := range c.Accounts {
+		if px, ok := c.ProxyOf(a); ok {
+			proxies[a.Name] = px
+		}
+	}
 	dial := func(ctx context.Context, account string) (tg.Client, error) {
+		var proxy *tg.Proxy
+		if px, ok := proxies[account]; ok {
+			proxy = &px
+		}
 		return tdlib.New(ctx, tdlib.Config{
 			Account: account, StateDir: filepath.Join(c.DataDir, "accounts", account),
-			APIID: c.APIID, APIHash: c.APIHash, Logger: s.log,
+			APIID: c.APIID, APIHash: c.APIHash, Logger: s.log, Proxy: proxy,
 		})
 	}
 	return dcfg, dial, nil

@@ -22,8 +22,8 @@ import (
 	"stashd/harness/audit"
 	"stashd/internal/service"
 	"stashd/sim/tdjsonsim"
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 const simHelp = `Serves the Telegram simulator as TDLib JSON on a Unix socket, for programs

@@ -63,3 +63,32 @@ func TestGetChatsAndSupergroupStatus(t *testing.T) {
 		t.Errorf("lost forum: %v", f.get("status"))
 	}
 }
+
+// addProxy as TDLib answers it; through the proxy the blocked account
+// connects, and the client sees connectingToProxy then ready.
+func TestAddProxyOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 1})
+	w.RequireProxy("acct1", "px.example")
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.ok(1, "setTdlibParameters", tdlibParameters(w.dir, "acct1"), "ok")
+	c.update(1, "updateAuthorizationState")
+	if st := c.update(1, "updateConnectionState"); st.str("state", "@type") != "connectionStateConnecting" {
+		t.Fatalf("blocked account: %v", st)
+	}
+	res := c.ok(1, "addProxy", map[string]any{"server": "px.example", "port": 1080, "enable": true,
+		"type": map[string]any{"@type": "proxyTypeSocks5", "username": "u", "password": "p"}}, "proxy")
+	if res.str("server") != "px.example" || res.get("is_enabled") != true || res.str("type", "@type") != "proxyTypeSocks5" {
+		t.Errorf("addProxy: %v", res)
+	}
+	if st := c.update(1, "updateConnectionState"); st.str("state", "@type") != "connectionStateConnectingToProxy" {
+		t.Errorf("after addProxy: %v", st)
+	}
+	if st := c.update(1, "updateConnectionState"); st.str("state", "@type") != "connectionStateReady" {
+		t.Errorf("through the proxy: %v", st)
+	}
+	if n := w.Calls("acct1")[tgsim.MethodAddProxy]; n != 1 {
+		t.Errorf("addProxy counted %d times", n)
+	}
+}

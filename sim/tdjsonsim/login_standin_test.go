@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"stashd/sim/tdjsonsim"
 	"stashd/sim/tgsim"
@@ -116,6 +117,40 @@ func TestDirectoryThroughTheAdapter(t *testing.T) {
 		got, err := c.GetSupergroup(t.Context(), id)
 		if err != nil || got != want {
 			t.Errorf("chat %d: %+v, %v; want %+v", id, got, err, want)
+		}
+	}
+}
+
+// The adapter adds the configured proxy before anything connects: an
+// account that reaches Telegram only through it becomes ready.
+func TestProxyThroughTheAdapter(t *testing.T) {
+	w := tgsim.NewWorld(tgsim.Config{Seed: 2})
+	w.AddAccount("acct1", false)
+	w.RequireProxy("acct1", "px.example")
+	dir := serveStandIn(t, w)
+	cfg := standinConfig(dir, "acct1")
+	px, err := tg.ParseProxy("mtproto://ee00ff@px.example:443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Proxy = &px
+	c, err := tdlib.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case u := <-c.Updates():
+			if s, ok := u.(tg.ConnectionStateChanged); ok && s.State == tg.ConnReady {
+				if n := w.Calls("acct1")[tgsim.MethodAddProxy]; n != 1 {
+					t.Errorf("addProxy made %d times", n)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("not ready through the proxy")
 		}
 	}
 }

@@ -43,6 +43,7 @@ type session struct {
 	account string
 	client  *tgsim.Client // set once ready
 	login   *loginState   // set while logging in (tgsim's RequireLogin)
+	proxy   *tg.Proxy     // an addProxy made before the session was ready
 	fwdDone chan struct{} // closed when the update forwarder has returned
 	// chatsLoaded records the chat lists a loadChats has loaded: TDLib
 	// answers the next loadChats of that list 404, all its chats being
@@ -283,6 +284,7 @@ func (s *session) becomeReady(cl *tgsim.Client) {
 	s.client = cl
 	s.fwdDone = make(chan struct{})
 	s.c.send(s.id, updateAuthorizationState(stateReady))
+	s.addPendingProxy(cl)
 	s.c.goHandle(func() { s.forward(cl) })
 	// At Info: the simulator's session numbers, which overlaps name, are
 	// traced to their connections here.
@@ -415,6 +417,8 @@ func (s *session) handle(r *request) (object, error) {
 	case "setAuthenticationPhoneNumber", "checkAuthenticationCode", "checkAuthenticationPassword",
 		"requestQrCodeAuthentication", "registerUser":
 		return s.loginStep(r)
+	case tgsim.MethodAddProxy:
+		return s.addProxy(r)
 	}
 
 	cl, err := s.readyClient()

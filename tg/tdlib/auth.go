@@ -66,6 +66,12 @@ func (h *authHandler) handle(state client.AuthorizationState) error {
 		if _, err := h.c.call(h.ctx, setTdlibParametersRequest(h.c.cfg)); err != nil {
 			return fmt.Errorf("set TDLib parameters: %w", err)
 		}
+		if p := h.c.cfg.Proxy; p != nil {
+			if _, err := h.c.call(h.ctx, addProxyRequest(*p)); err != nil {
+				return fmt.Errorf("add proxy %s: %w", p, err)
+			}
+			h.c.log.Info("connecting through a proxy", "proxy", p.String())
+		}
 		return nil
 	case *client.AuthorizationStateWaitPhoneNumber:
 		if h.c.cfg.QRLogin {

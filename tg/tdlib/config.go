@@ -1,6 +1,8 @@
 package tdlib
 
 import (
+	"stashd/tg"
+
 	"cmp"
 	"context"
 	"errors"
@@ -57,6 +59,10 @@ type Config struct {
 	// number, login code, password). Nil means NotLoggedIn: a client whose
 	// account is not logged in fails to start with a *NotLoggedInError.
 	Authorizer Authorizer
+	// Proxy, when set, is added and enabled (addProxy) right after TDLib's
+	// parameters, before any connection is made. Nil: a direct
+	// connection. Its password or secret is never logged.
+	Proxy *tg.Proxy
 	// QRLogin logs in by QR code instead of a phone number: in
 	// StateWaitPhoneNumber the client sends requestQrCodeAuthentication,
 	// and the Authorizer is shown each StateWaitOtherDeviceConfirmation
