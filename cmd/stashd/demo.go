@@ -116,6 +116,13 @@ func runDemo(args []string) int {
 		}}
 		log = slog.New(slog.NewTextHandler(status, &slog.HandlerOptions{Level: level}))
 	}
+	// Without -v, warnings are counted and summarised after the audit: the
+	// screen keeps one progress line, and errors still show at once.
+	var warnings *warnSummary
+	if !*verbose {
+		warnings = newWarnSummary(log.Handler())
+		log = slog.New(warnings)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -194,6 +201,9 @@ func runDemo(args []string) int {
 	}
 	printReport(rep)
 	inspected.print(os.Stderr)
+	if warnings != nil {
+		warnings.print(os.Stderr)
+	}
 	if *jsonOut {
 		b, err := inspected.addTo(rep)
 		if err != nil {
