@@ -17,13 +17,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
-	"stashd/daemon"
 	"stashd/harness/demo"
 	"stashd/internal/config"
-	"stashd/store"
 )
 
 const demoHelp = `Runs the whole stashd pipeline — listener, queue, supervised ingest workers,
@@ -149,15 +146,7 @@ func runDemo(args []string) int {
 	o.Logger = log
 
 	handler, setGatherer := demo.MetricsHandler()
-	infoStore, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: 1, ReadOnly: true})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
-		return 1
-	}
-	defer infoStore.Close()
-	info := prometheus.NewRegistry()
-	registerInfo(info, infoStore, daemon.DefaultLeaseTTL)
-	o.Gatherer = func(g prometheus.Gatherer) { setGatherer(prometheus.Gatherers{g, info}) }
+	o.Gatherer = setGatherer
 	ln, err := net.Listen("tcp", *metricsAddr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd demo: metrics listener: %v\n", err)

@@ -22,6 +22,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/internal/config"
+	"stashd/internal/infometrics"
 	"stashd/internal/service"
 	"stashd/rescan"
 	"stashd/store"
@@ -107,7 +108,7 @@ func runServe(args []string) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerInfo(reg, s.st, cfg.LeaseTTL.Duration)
+	infometrics.Register(reg, s.st, cfg.LeaseTTL.Duration)
 	dcfg, dial, err := s.daemonConfig(ctx, *simulate, *simSeed, *simRate, reg)
 	if err != nil {
 		log.Error("cannot start", "err", err)

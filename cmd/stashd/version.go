@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"stashd/internal/infometrics"
 	"stashd/tg/tdlib"
 )
 
@@ -14,7 +15,7 @@ func runVersion(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	fmt.Printf("stashd %s\n", version())
+	fmt.Printf("stashd %s\n", infometrics.Version())
 	td, err := tdlib.Version()
 	if err != nil {
 		fmt.Printf("TDLib: %v\n", err)

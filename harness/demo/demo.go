@@ -24,6 +24,7 @@ import (
 	"stashd/daemon"
 	"stashd/harness/audit"
 	"stashd/ingest"
+	"stashd/internal/infometrics"
 	"stashd/internal/service"
 	"stashd/route"
 	"stashd/sim/tgsim"
@@ -299,6 +300,7 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 func (r *runner) start(ctx context.Context, beforeRun func(*daemon.Daemon)) (*daemon.Daemon, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	infometrics.Register(reg, r.st, daemon.DefaultLeaseTTL)
 	d := daemon.New(r.config(reg), r.st, r.dial)
 	if err := d.Prepare(ctx); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
-package main
+package infometrics_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"stashd/internal/infometrics"
 	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
@@ -15,6 +17,8 @@ import (
 
 // serve exports stashd_build_info, the lease TTL the ownerless alert
 // compares with, and a readable name per source.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
 func TestInfoMetrics(t *testing.T) {
 	t.Parallel()
 	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
@@ -26,7 +30,7 @@ func TestInfoMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	registerInfo(reg, st, 45*time.Second)
+	infometrics.Register(reg, st, 45*time.Second)
 	want := `
 # HELP stashd_lease_ttl_seconds The lease_ttl setting: how long an account lease lasts without renewal.
 # TYPE stashd_lease_ttl_seconds gauge

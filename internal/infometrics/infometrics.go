@@ -1,4 +1,8 @@
-package main
+// Package infometrics exports what dashboards and alerts join on beside the
+// daemon's own metrics: stashd_build_info, stashd_lease_ttl_seconds and
+// stashd_source_info. It reads the catalogue (store) and TDLib's version;
+// it owns no loop and touches nothing else.
+package infometrics
 
 import (
 	"context"
@@ -13,20 +17,20 @@ import (
 	"stashd/tg/tdlib"
 )
 
-// version is stashd's module version, "devel" for a build outside a
+// Version is stashd's module version, "devel" for a build outside a
 // release.
-func version() string {
+func Version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
 	return "devel"
 }
 
-// registerInfo registers what the dashboards and alerts join on beside the
+// Register registers on reg what the dashboards and alerts join on beside the
 // daemon's own metrics: stashd_build_info, the lease TTL the ownerless
 // alert compares with, and stashd_source_info naming each source (read
 // from the catalogue at each scrape).
-func registerInfo(reg prometheus.Registerer, st *store.Store, leaseTTL time.Duration) {
+func Register(reg prometheus.Registerer, st *store.Store, leaseTTL time.Duration) {
 	td, err := tdlib.Version()
 	if err != nil {
 		td = "none"
@@ -34,7 +38,7 @@ func registerInfo(reg prometheus.Registerer, st *store.Store, leaseTTL time.Dura
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "stashd_build_info",
 		Help:        "Always 1; the labels name the stashd, Go and TDLib versions of the running binary.",
-		ConstLabels: prometheus.Labels{"version": version(), "go_version": runtime.Version(), "tdlib_version": td},
+		ConstLabels: prometheus.Labels{"version": Version(), "go_version": runtime.Version(), "tdlib_version": td},
 	})
 	build.Set(1)
 	ttl := prometheus.NewGauge(prometheus.GaugeOpts{
