@@ -143,3 +143,20 @@ func (s *session) loggedIn() {
 	}
 	s.becomeReady(cl)
 }
+
+// worldClient starts a tgsim client for account on the database directory
+// dir, or reports that the world has no such account. tgsim offers no lookup that does not panic on
+// an unknown name (World.Client, World.Calls), so that one panic is turned
+// back into an answer here; any other panic goes on.
+func worldClient(w *tgsim.World, account, dir string) (cl *tgsim.Client, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, isString := r.(string)
+			if !isString || !strings.HasPrefix(msg, "tgsim: unknown account") {
+				panic(r)
+			}
+			cl, ok = nil, false
+		}
+	}()
+	return w.ClientIn(account, dir), true
+}
