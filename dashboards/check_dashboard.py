@@ -13,7 +13,10 @@ Run by `make test-dashboards` (mk/promtool.mk); standard library only. It checks
    dashboard, so nothing the daemon exports goes unseen;
 3. every dashboard query and variable selector parses as PromQL: they are written,
    with Grafana's variables replaced by sample values, as recording rules into a
-   temporary file that `promtool check rules` must accept.
+   temporary file that `promtool check rules` must accept;
+4. every alert has a runbook_url pointing at its section of docs/operations.md
+   (docs/operations.md#<alert name in lower case>), every alert is listed in the
+   README (--readme), and every file the README's file table names exists.
 
 Exit status 0 when every check passes, 1 otherwise (each failure is printed).
 """
@@ -223,6 +226,43 @@ def check_names(path, text, allowed, c):
     return used
 
 
+ALERT_RE = re.compile(r"^\s*- alert: (\w+)\s*$", re.M)
+RUNBOOK_RE = re.compile(r'^\s*runbook_url: "([^"]*)"\s*$')
+
+
+def check_alerts(path, text, c):
+    """Every alert of a rule file carries its runbook_url; returns the alert names."""
+    alerts = []
+    current = None
+    for line in text.split("\n"):
+        m = ALERT_RE.match(line)
+        if m:
+            if current:
+                c.fail(path, f"alert {current} has no runbook_url")
+            current = m.group(1)
+            alerts.append(current)
+            continue
+        m = RUNBOOK_RE.match(line)
+        if m and current:
+            want = f"docs/operations.md#{current.lower()}"
+            c.check(m.group(1) == want, path, f"alert {current}: runbook_url {m.group(1)!r}, want {want!r}")
+            current = None
+    if current:
+        c.fail(path, f"alert {current} has no runbook_url")
+    return alerts
+
+
+def check_readme(path, alerts, c):
+    """The README lists every alert and names only files that exist."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for name in alerts:
+        c.check(re.search(r"\b%s\b" % name, text) is not None, path, f"alert {name} is not listed")
+    here = os.path.dirname(os.path.abspath(path))
+    for name in re.findall(r"^\| `([^`]+)` \|", text, re.M):
+        c.check(os.path.exists(os.path.join(here, name)), path, f"names {name}, which does not exist")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dashboard", required=True)
@@ -231,6 +271,7 @@ def main():
                     help="a histogram in metrics.txt whose _bucket/_sum/_count may be queried")
     ap.add_argument("--rules", action="append", default=[], help="rule or rule test file to scan")
     ap.add_argument("--promtool", help="promtool binary for the PromQL syntax check")
+    ap.add_argument("--readme", help="README that must list every alert of the --rules files")
     args = ap.parse_args()
 
     c = Checker()
@@ -244,9 +285,14 @@ def main():
         shown = {base_name(n, set(args.histogram)) for n in used}
         for name in sorted(metrics - shown):
             c.fail(args.dashboard, f"{name} (metrics.txt) is shown on no panel")
+    alerts = []
     for path in args.rules:
         with open(path, encoding="utf-8") as f:
-            check_names(path, f.read(), allowed, c)
+            text = f.read()
+        check_names(path, text, allowed, c)
+        alerts += check_alerts(path, text, c)
+    if args.readme:
+        check_readme(args.readme, alerts, c)
     if args.promtool:
         check_promql(queries, variables, args.promtool, c)
 

@@ -74,6 +74,7 @@ test-dashboards: promtool
 	  $(foreach h,$(DASHBOARDS_HISTOGRAMS),--histogram $(h)) \
 	  --rules '$(DASHBOARDS_DIR)/alerts.yml' \
 	  --rules '$(DASHBOARDS_DIR)/alerts_test.yml' \
+	  --readme '$(DASHBOARDS_DIR)/README.md' \
 	  --promtool '$(PROMTOOL)'
 
 # Restore the includer's default goal: rules above must not become its default.

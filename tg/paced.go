@@ -117,7 +117,7 @@ func (p *Paced) wait(ctx context.Context, local bool) error {
 // pacing must not spend the account's budget on it.
 func LocalMethod(method string) bool {
 	switch method {
-	case MethodGetChat, MethodOpenChat, MethodDeleteFile, MethodCancelDownloadFile:
+	case MethodGetChat, MethodOpenChat, MethodDeleteFile, MethodCancelDownloadFile, MethodGetSupergroup:
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/BurntSushi/toml"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -216,10 +218,13 @@ func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL
 	}, nil
 }
 
-// storeFlags are the flags of commands that read the catalogue.
+// storeFlags are the flags of commands that read the catalogue. The
+// catalogue is found as serve finds it: --database-url and --data-dir,
+// then STASHD_DATABASE_URL and STASHD_DATA_DIR, then the --config file's
+// database_url and data_dir, then the default (/var/lib/stashd).
 type storeFlags struct {
-	fs                     *flag.FlagSet
-	url, dataDir, database *string
+	url, dataDir, database, configPath *string
+	fs                                 *flag.FlagSet
 	// stderr receives check's warnings; os.Stderr unless a command sets
 	// another.
 	stderr io.Writer
@@ -227,19 +232,50 @@ type storeFlags struct {
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
-		fs:       fs,
-		stderr:   os.Stderr,
-		url:      fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL); empty: the embedded database under --data-dir"),
-		dataDir:  fs.String("data-dir", envOr("STASHD_DATA_DIR", "/var/lib/stashd"), "data directory of the embedded database (env STASHD_DATA_DIR)"),
-		database: fs.String("database", "", "database name on the server (the demo uses stashd_demo)"),
+		url:        fs.String("database-url", "", "PostgreSQL URL of the catalogue (env STASHD_DATABASE_URL, or the --config file's database_url); empty: the embedded database under --data-dir"),
+		dataDir:    fs.String("data-dir", "", "data directory of the embedded database (env STASHD_DATA_DIR, or the --config file's data_dir; default /var/lib/stashd)"),
+		database:   fs.String("database", "", "database name on the server (the demo uses stashd_demo)"),
+		configPath: fs.String("config", os.Getenv("STASHD_CONFIG"), "TOML configuration file whose data_dir and database_url to use, as serve reads it (env STASHD_CONFIG)"),
+		fs:         fs,
+		stderr:     os.Stderr,
 	}
 }
 
-// check validates the flags before anything is opened, and warns of a
-// password given in --database-url.
+// resolve fills --database-url and --data-dir the way serve settles them:
+// a flag given wins, then the environment, then the configuration file,
+// then the default.
+func (f storeFlags) resolve() error {
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	var file struct {
+		DataDir     string `toml:"data_dir"`
+		DatabaseURL string `toml:"database_url"`
+	}
+	if *f.configPath != "" {
+		if _, err := toml.DecodeFile(*f.configPath, &file); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("--config: %s does not exist", *f.configPath)
+			}
+			return fmt.Errorf("--config: %s", oneLine(err))
+		}
+	}
+	if !set["database-url"] {
+		*f.url = cmp.Or(os.Getenv("STASHD_DATABASE_URL"), file.DatabaseURL)
+	}
+	if !set["data-dir"] {
+		*f.dataDir = cmp.Or(os.Getenv("STASHD_DATA_DIR"), file.DataDir, config.DefaultDataDir)
+	}
+	return nil
+}
+
+// check settles and validates the flags before anything is opened, and
+// warns of a password given in --database-url.
 func (f storeFlags) check() error {
 	for _, w := range config.FlagWarnings(f.fs) {
 		fmt.Fprintf(f.stderr, "stashd %s: warning: %s\n", f.fs.Name(), w)
+	}
+	if err := f.resolve(); err != nil {
+		return err
 	}
 	if *f.url != "" {
 		if _, err := pgconn.ParseConfig(*f.url); err != nil {
@@ -255,7 +291,13 @@ func (f storeFlags) check() error {
 // open opens an existing catalogue the flags name, for reading and small
 // edits: it never creates a cluster, a database or tables.
 func (f storeFlags) open(ctx context.Context) (*store.Store, func(), error) {
-	return openExisting(ctx, *f.url, *f.dataDir, *f.database)
+	return openExisting(ctx, *f.url, *f.dataDir, *f.database, false)
+}
+
+// openReadOnly is open for reading only: no migration, read-only
+// transactions, so the role may be granted only SELECT.
+func (f storeFlags) openReadOnly(ctx context.Context) (*store.Store, func(), error) {
+	return openExisting(ctx, *f.url, *f.dataDir, *f.database, true)
 }
 
 // openExisting opens the catalogue: url when set, otherwise the embedded
@@ -263,7 +305,7 @@ func (f storeFlags) open(ctx context.Context) (*store.Store, func(), error) {
 // for this command when its cluster exists). name, when set, selects
 // another database on that server. A missing cluster, database or
 // catalogue is an error naming where it looked; nothing is created.
-func openExisting(ctx context.Context, url, dataDir, name string) (*store.Store, func(), error) {
+func openExisting(ctx context.Context, url, dataDir, name string, readOnly bool) (*store.Store, func(), error) {
 	where := "the database at --database-url"
 	if url == "" {
 		dir := filepath.Join(dataDir, "postgres")
@@ -294,7 +336,7 @@ func openExisting(ctx context.Context, url, dataDir, name string) (*store.Store,
 		}
 		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, redact.Message(dbError(err), dbURL))
 	}
-	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 2})
+	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 2, ReadOnly: readOnly})
 	if err != nil {
 		stopDB()
 		return nil, nil, fmt.Errorf("open database %q of %s: %s", dbName, where, redact.Message(dbError(err), dbURL))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -70,6 +69,8 @@ func runDemo(args []string) int {
 	budget := fs.String("download-budget", "512KiB", "bytes of downloads each account holds at once (e.g. 512KiB, 4GiB)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
 	jsonOut := fs.Bool("json", false, "print the audit as one JSON object on the last line of stdout")
+	doctorOut := fs.Bool("doctor", false, "after settling, run stashd doctor's checks against the demo's world and database (report: doctor)")
+	chatsOut := fs.Bool("chats", false, "after settling, run stashd chats against the demo's world (report: chats)")
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/demo"), "directory for the embedded database and downloads: new, empty, or one a previous demo made (it holds .stashd-scratch); its files/ is deleted (env STASHD_DATA_DIR)")
 	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one (env STASHD_DATABASE_URL)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:0", "where to serve /metrics during the demo (loopback; port 0 picks one)")
@@ -114,6 +115,13 @@ func runDemo(args []string) int {
 			return w
 		}}
 		log = slog.New(slog.NewTextHandler(status, &slog.HandlerOptions{Level: level}))
+	}
+	// Without -v, warnings are counted and summarised after the audit: the
+	// screen keeps one progress line, and errors still show at once.
+	var warnings *warnSummary
+	if !*verbose {
+		warnings = newWarnSummary(log.Handler())
+		log = slog.New(warnings)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -162,6 +170,14 @@ func runDemo(args []string) int {
 	if live {
 		o.Progress = func(p demo.Progress) { status.Set(progressLine(p)) }
 	}
+	var inspected demoInspection
+	if *doctorOut || *chatsOut {
+		o.Inspect = func(ctx context.Context, s demo.Settled) error {
+			var err error
+			inspected, err = inspectDemo(ctx, s, *dataDir, *doctorOut, *chatsOut)
+			return err
+		}
+	}
 	rep, err := demo.Run(ctx, o)
 	if live {
 		status.Clear()
@@ -175,8 +191,16 @@ func runDemo(args []string) int {
 		return 1
 	}
 	printReport(rep)
+	inspected.print(os.Stderr)
+	if warnings != nil {
+		warnings.print(os.Stderr)
+	}
 	if *jsonOut {
-		b, _ := json.Marshal(rep)
+		b, err := inspected.addTo(rep)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd demo: %v\n", err)
+			return 1
+		}
 		fmt.Println(string(b))
 	}
 	if !rep.OK() {

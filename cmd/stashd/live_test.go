@@ -123,3 +123,26 @@ func dropTime(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// Warnings are counted by kind and summarised; errors pass at once.
+func TestWarnSummary(t *testing.T) {
+	var passed strings.Builder
+	h := newWarnSummary(slog.NewTextHandler(&passed, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+	log := slog.New(h).With("component", "ingest")
+	log.Info("not shown")
+	log.Warn("set is a dead letter", "source", -1001, "reason", "part 4 missing")
+	log.Warn("set is a dead letter", "source", -1002, "reason", "final .zip missing")
+	log.Warn("download stalled", "file", 7)
+	log.Error("cannot record", "err", "db down")
+	if p := passed.String(); strings.Contains(p, "dead letter") || !strings.Contains(p, "cannot record") {
+		t.Errorf("streamed: %q", p)
+	}
+	var out strings.Builder
+	h.print(&out)
+	want := "warnings: 3, by kind (run with -v to see each as it happens):\n" +
+		"  2× set is a dead letter — first: component=ingest source=-1001 reason=part 4 missing\n" +
+		"  1× download stalled — first: component=ingest file=7\n"
+	if out.String() != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

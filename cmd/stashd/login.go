@@ -13,16 +13,24 @@ import (
 	"strings"
 	"syscall"
 
+	qrcode "github.com/skip2/go-qrcode"
 	"golang.org/x/term"
 
 	"stashd/internal/config"
+	"stashd/tg"
 	"stashd/tg/tdlib"
 )
 
 const loginHelp = `Logs a Telegram account in, once, before the daemon runs it. It asks on
 the terminal for the phone number, the login code Telegram sends, and the
-account's two-step verification password if it has one (not echoed). The
-session is stored in the account's own TDLib directory under the data
+account's two-step verification password if it has one (not echoed).
+
+With --qr it logs in by QR code instead, with no phone number or code: it
+draws a QR code in the terminal; scan it with a Telegram app where the
+account is logged in (Settings > Devices > Link Desktop Device). The code
+is redrawn when Telegram renews it; the two-step password is asked after.
+
+The session is stored in the account's own TDLib directory under the data
 directory (data_dir/accounts/NAME, mode 0700); the daemon reuses it.
 
 api_id and api_hash come from the configuration (--config, STASHD_API_ID,
@@ -33,7 +41,8 @@ func runLogin(args []string) int {
 	fs := newFlagSet("login", "login --account NAME [--config FILE] [flags]", loginHelp)
 	account := fs.String("account", "", "name of the account to log in (as in the configuration)")
 	configPath := fs.String("config", os.Getenv("STASHD_CONFIG"), "TOML configuration file (env STASHD_CONFIG)")
-	config.RegisterFlags(fs, "data_dir", "api_id", "api_hash", "log_level", "log_format")
+	qr := fs.Bool("qr", false, "log in by scanning a QR code with a logged-in Telegram app instead of a phone number and code")
+	config.RegisterFlags(fs, "data_dir", "api_id", "api_hash", "proxy", "log_level", "log_format")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
@@ -52,10 +61,16 @@ func runLogin(args []string) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn(w)
 	}
-	c, err := tdlib.New(ctx, tdlib.Config{
+	var proxy *tg.Proxy
+	if a, err := cfg.Account(*account); err == nil {
+		if px, ok := cfg.ProxyOf(a); ok {
+			proxy = &px
+		}
+	}
+	c, err := tdlib.New(ctx, tdlib.Config{Proxy: proxy,
 		Account: *account, StateDir: filepath.Join(cfg.DataDir, "accounts", *account),
 		APIID: cfg.APIID, APIHash: cfg.APIHash, Logger: log,
-		Authorizer: terminalAuthorizer(os.Stdin, os.Stderr, readPassword),
+		Authorizer: terminalAuthorizer(os.Stdin, os.Stderr, readPassword), QRLogin: *qr,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd login: %v\n", err)
@@ -149,6 +164,14 @@ func terminalAuthorizer(in io.Reader, out io.Writer, password func() (string, er
 		case tdlib.StateWaitCode:
 			fmt.Fprintf(out, "Login code (sent %s): ", codeDelivery(st.CodeType))
 			return readLine()
+		case tdlib.StateWaitOtherDeviceConfirmation:
+			code, err := qrcode.New(st.Link, qrcode.Medium)
+			if err != nil {
+				return "", fmt.Errorf("draw the QR code: %w", err)
+			}
+			fmt.Fprintf(out, "\nScan this QR code with a Telegram app where the account is logged in\n"+
+				"(Settings > Devices > Link Desktop Device), to log account %s in:\n\n%s\n", st.Account, code.ToSmallString(false))
+			return "", nil
 		case tdlib.StateWaitPassword:
 			hint := ""
 			if st.PasswordHint != "" {

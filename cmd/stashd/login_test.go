@@ -81,3 +81,19 @@ func TestLoginSettingsNameTheMissingField(t *testing.T) {
 		t.Errorf("complete settings refused: %v", err)
 	}
 }
+
+// --qr: the link is drawn as a QR code in the terminal, and nothing is
+// read for that state.
+func TestTerminalAuthorizerDrawsTheQRCode(t *testing.T) {
+	var out strings.Builder
+	auth := terminalAuthorizer(strings.NewReader(""), &out, func() (string, error) { return "", nil })
+	got, err := auth(t.Context(), tdlib.AuthState{Account: "main", Name: tdlib.StateWaitOtherDeviceConfirmation, Link: "tg://login?token=abc"})
+	if err != nil || got != "" {
+		t.Fatalf("answer %q, %v", got, err)
+	}
+	text := out.String()
+	if !strings.Contains(text, "Link Desktop Device") || !strings.Contains(text, "account main") ||
+		strings.Count(text, "█") < 50 || strings.Contains(text, "tg://login") {
+		t.Errorf("no QR code drawn:\n%s", text)
+	}
+}

@@ -22,6 +22,8 @@ func commands() []command {
 		{"demo", "run the whole pipeline on the Telegram simulator and audit it", runDemo},
 		{"status", "show accounts, sources, lag, circuits and dead letters", runStatus},
 		{"deadletters", "list or retry messages that failed to ingest", runDeadLetters},
+		{"chats", "list each account's chats with their ids, rights and role", runChats},
+		{"doctor", "check the configuration, database, accounts, sources and destinations", runDoctor},
 		{"search", "find packages by name or by a file inside them", runSearch},
 		{"reconcile", "rebuild lost delivery records from the destinations (after a restore or failover)", runReconcile},
 		{"chaos", "kill the daemon and PostgreSQL at random (SIGKILL) and audit the result", runChaos},

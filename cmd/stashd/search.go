@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -47,7 +46,6 @@ func runSearch(args []string) int {
 // searchCommand is stashd search with its output streams.
 func searchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("search", "search QUERY [flags]", searchHelp)
-	fs.SetOutput(stderr)
 	db := addStoreFlags(fs)
 	db.stderr = stderr
 	format := fs.String("format", "", "only packages of this format (zip, rar, 7z, tar…)")
@@ -59,7 +57,7 @@ func searchCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	limit := fs.Int("limit", 50, "packages per page (at most 500)")
 	after := fs.String("after", "", "continue after a previous page (the cursor it printed)")
 	jsonOut := fs.Bool("json", false, "print one JSON object (hits and the next cursor)")
-	query, rc := parseSearchArgs(fs, args)
+	query, rc := parseSearchArgs(fs, args, stderr)
 	if rc >= 0 {
 		return rc
 	}
@@ -80,7 +78,11 @@ func searchCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 2
 	}
 
-	st, closeStore, err := openReadOnly(ctx, db)
+	if err := db.check(); err != nil {
+		fmt.Fprintf(stderr, "stashd search: %v\n", err)
+		return 2
+	}
+	st, closeStore, err := db.openReadOnly(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "stashd search: %v\n", err)
 		return 1
@@ -101,18 +103,20 @@ func searchCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		_ = enc.Encode(searchJSON(page))
 		return 0
 	}
-	printSearch(stdout, page)
+	printSearch(stdout, query, page)
 	return 0
 }
 
 // parseSearchArgs takes QUERY before, after or between the flags.
-func parseSearchArgs(fs *flag.FlagSet, args []string) (string, int) {
+func parseSearchArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (string, int) {
 	var words []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
+				printHelp(fs)
 				return "", 0
 			}
+			fmt.Fprintf(stderr, "stashd search: %s (see stashd search --help)\n", flagError(err))
 			return "", 2
 		}
 		if fs.NArg() == 0 {
@@ -122,7 +126,7 @@ func parseSearchArgs(fs *flag.FlagSet, args []string) (string, int) {
 		args = fs.Args()[1:]
 	}
 	if len(words) > 1 {
-		fmt.Fprintf(fs.Output(), "stashd search: one QUERY, got %d words (quote it: stashd search \"%s\")\n", len(words), strings.Join(words, " "))
+		fmt.Fprintf(stderr, "stashd search: one QUERY, got %d words (quote it: stashd search \"%s\")\n", len(words), strings.Join(words, " "))
 		return "", 2
 	}
 	if len(words) == 0 {
@@ -145,62 +149,54 @@ func parseWhen(s string) (time.Time, error) {
 	return t, nil
 }
 
-// openReadOnly opens the catalogue the flags name for reading only.
-func openReadOnly(ctx context.Context, f storeFlags) (*store.Store, func(), error) {
-	dbURL, _, stopDB, err := database(ctx, *f.url, *f.dataDir, newLogger(os.Stderr, slog.LevelError))
-	if err != nil {
-		return nil, nil, err
-	}
-	if *f.database != "" {
-		if dbURL, err = withDatabase(dbURL, *f.database); err != nil {
-			stopDB()
-			return nil, nil, err
-		}
-	}
-	st, err := store.Open(ctx, store.Config{URL: dbURL, MaxConns: 2, ReadOnly: true})
-	if err != nil {
-		stopDB()
-		return nil, nil, err
-	}
-	return st, func() { st.Close(); stopDB() }, nil
-}
-
-func printSearch(w io.Writer, page store.SearchPage) {
+// printSearch prints a page as one aligned row per package — id, name,
+// the matching entry (the package's name, or the file inside it that
+// matched), size, source message and when it was catalogued — then the
+// t.me links of each package, and an explicit line when nothing matched.
+func printSearch(w io.Writer, query string, page store.SearchPage) {
 	if len(page.Hits) == 0 {
 		if page.Next == "" {
-			fmt.Fprintln(w, "no package matches")
+			if query == "" {
+				fmt.Fprintln(w, "no results: the catalogue holds no package that passes the filters")
+			} else {
+				fmt.Fprintf(w, "no results for %q\n", web.Printable(query))
+			}
 			return
 		}
 		// A text of one or two characters has no trigram to look up: each
 		// page reads a bounded stretch of the catalogue, and this one
 		// found nothing there.
-		fmt.Fprintln(w, "no package matches among those read so far (a query under 3 characters reads the catalogue a stretch per page)")
+		fmt.Fprintln(w, "no results among the packages read so far (a query under 3 characters reads the catalogue a stretch per page)")
 		fmt.Fprintf(w, "more: --after %s\n", page.Next)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PACKAGE\tMATCHING FILE\tSIZE\tSOURCE\tCATALOGUED")
+	fmt.Fprintln(tw, "ID\tPACKAGE\tMATCHING ENTRY\tSIZE\tSOURCE\tCATALOGUED")
 	for _, h := range page.Hits {
 		p := h.Package
-		file := "(name)"
+		entry := "(the name)"
 		if h.File != "" {
-			file = web.Printable(h.File) + " (" + web.FormatSize(h.FileSize) + ")"
+			entry = web.Printable(h.File) + " (" + web.FormatSize(h.FileSize) + ")"
 			if h.Files > 1 {
-				file += fmt.Sprintf(" +%d", h.Files-1)
+				entry += fmt.Sprintf(" +%d more", h.Files-1)
 			}
 		}
-		fmt.Fprintf(tw, "%d %s\t%s\t%s\t%d/%d\t%s\n", p.ID, web.Printable(p.Name), file, web.FormatSize(p.TotalSize),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\n", p.ID, web.Printable(p.Name), entry, web.FormatSize(p.TotalSize),
 			p.Origin.Chat, p.Origin.Message.ServerID(), h.Created.Local().Format("2006-01-02 15:04"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, h := range page.Hits {
+		p := h.Package
 		if l := tg.MessageLink(p.Origin.Chat, p.Origin.Message, p.OriginTopic); l != "" {
-			fmt.Fprintf(tw, "\t  origin %s\t\t\t\n", l)
+			fmt.Fprintf(w, "%d origin %s\n", p.ID, l)
 		}
 		for _, d := range h.Deliveries {
 			if l := tg.MessageLink(d.Chat, d.Message, 0); l != "" {
-				fmt.Fprintf(tw, "\t  copy (part %d) %s\t\t\t\n", d.Part+1, l)
+				fmt.Fprintf(w, "%d copy (part %d) %s\n", p.ID, d.Part+1, l)
 			}
 		}
 	}
-	tw.Flush()
 	if page.Next != "" {
 		fmt.Fprintf(w, "more: --after %s\n", page.Next)
 	}

@@ -163,13 +163,43 @@ func asUser(t *testing.T, connStr, user string) string {
 func TestSearchCommandEmptyPageWithMore(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	printSearch(&out, store.SearchPage{Next: "MC4xMjM"})
-	if s := out.String(); strings.Contains(s, "no package matches\n") || !strings.Contains(s, "more: --after MC4xMjM") {
+	printSearch(&out, "ab", store.SearchPage{Next: "MC4xMjM"})
+	if s := out.String(); strings.Contains(s, "no results for") || !strings.Contains(s, "more: --after MC4xMjM") {
 		t.Errorf("empty page with a cursor printed:\n%s", s)
 	}
 	out.Reset()
-	printSearch(&out, store.SearchPage{})
-	if s := out.String(); s != "no package matches\n" {
+	printSearch(&out, "nothing like it", store.SearchPage{})
+	if s := out.String(); s != "no results for \"nothing like it\"\n" {
 		t.Errorf("last empty page printed %q", s)
+	}
+}
+
+// The human output is one aligned row per package with the entry that
+// matched, then the links.
+func TestSearchCommandAlignedTable(t *testing.T) {
+	t.Parallel()
+	dbURL, _ := seededURL(t)
+	out, errOut, rc := search(t, "--database-url", dbURL, "")
+	if rc != 0 {
+		t.Fatalf("exit %d: %s", rc, errOut)
+	}
+	table, _, _ := strings.Cut(out, "\n\n")
+	lines := strings.Split(table, "\n")
+	head := lines[0]
+	cols := []string{"PACKAGE", "MATCHING ENTRY", "SIZE", "SOURCE", "CATALOGUED"}
+	for _, l := range lines[1:] {
+		for _, c := range cols {
+			at := strings.Index(head, c)
+			if at <= 0 || len(l) <= at || l[at-1] != ' ' || l[at] == ' ' {
+				t.Errorf("column %s not aligned in row %q (header %q)", c, l, head)
+			}
+		}
+	}
+	if len(lines) < 3 {
+		t.Errorf("want a row per package:\n%s", out)
+	}
+	out, _, rc = search(t, "--database-url", dbURL, "no-such-thing-anywhere")
+	if rc != 0 || out != "no results for \"no-such-thing-anywhere\"\n" {
+		t.Errorf("exit %d, output %q", rc, out)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,10 +23,10 @@ import (
 	"stashd/ingest"
 	"stashd/internal/config"
 	"stashd/internal/httpserver"
+	"stashd/internal/infometrics"
 	"stashd/internal/redact"
 	"stashd/internal/service"
 	"stashd/rescan"
-	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
 	"stashd/tg/tdlib"
@@ -83,6 +84,16 @@ func runServe(args []string) int {
 			fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
 			return 1
 		}
+		// A session directory may hold a login that never finished: ask
+		// TDLib each account's state, and refuse the start rather than
+		// run an account that silently does nothing.
+		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := checkLogins(pctx, cfg.Accounts, configPlan(cfg, configuredLogger(quiet(cfg))).dial)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
+			return 1
+		}
 	}
 	log := configuredLogger(cfg)
 	slog.SetDefault(log)
@@ -110,6 +121,7 @@ func runServe(args []string) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	infometrics.Register(reg, s.st, cfg.LeaseTTL.Duration)
 	dcfg, dial, err := s.daemonConfig(ctx, *simulate, *simSeed, *simRate, reg)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -168,6 +180,28 @@ func loggedIn(cfg config.Config) error {
 		if _, err := os.Stat(dir); err != nil {
 			return fmt.Errorf("account %q is not logged in (no session in %s): run stashd login --account %s first, as the user the daemon runs as", a.Name, dir, a.Name)
 		}
+	}
+	return nil
+}
+
+// checkLogins starts each account's client without asking anything and
+// closes it again: an account TDLib reports as not logged in (a login
+// that never finished, or a session revoked) is an error naming its
+// authorization state and the command that logs it in. A binary built
+// without TDLib skips the check (serve fails on the first account).
+func checkLogins(ctx context.Context, accounts []config.Account, dial func(ctx context.Context, account string) (tg.Client, error)) error {
+	for _, a := range accounts {
+		c, err := dial(ctx, a.Name)
+		var nl *tdlib.NotLoggedInError
+		switch {
+		case errors.As(err, &nl):
+			return fmt.Errorf("account %s is not logged in (TDLib is in %s): run stashd login --account %s, as the user the daemon runs as", a.Name, nl.State, a.Name)
+		case errors.Is(err, tg.ErrNoTDLib):
+			return nil
+		case err != nil:
+			return fmt.Errorf("account %s: %w", a.Name, err)
+		}
+		_ = c.Close()
 	}
 	return nil
 }
@@ -306,10 +340,20 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		}
 		dcfg.Accounts = append(dcfg.Accounts, acct)
 	}
+	proxies := map[string]tg.Proxy{}
+	for _, a := range c.Accounts {
+		if px, ok := c.ProxyOf(a); ok {
+			proxies[a.Name] = px
+		}
+	}
 	dial := func(ctx context.Context, account string) (tg.Client, error) {
+		var proxy *tg.Proxy
+		if px, ok := proxies[account]; ok {
+			proxy = &px
+		}
 		return tdlib.New(ctx, tdlib.Config{
 			Account: account, StateDir: filepath.Join(c.DataDir, "accounts", account),
-			APIID: c.APIID, APIHash: c.APIHash, Logger: s.log,
+			APIID: c.APIID, APIHash: c.APIHash, Logger: s.log, Proxy: proxy,
 		})
 	}
 	return dcfg, dial, nil
@@ -318,8 +362,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 // simulated wires the daemon to an in-process simulated world that
 // publishes rate items per second.
 func (s *server) simulated(dcfg daemon.Config, seed int64, rate float64) (daemon.Config, daemon.Dialer, error) {
-	world := tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: filepath.Join(s.cfg.DataDir, "simulated-files")})
-	gen := tgsim.NewGenerator(world, tgsim.Scenario{Seed: seed, Sources: 3, Accounts: 1})
+	world, gen := simulatedWorld(seed, s.cfg.DataDir)
 	dcfg.Destinations = gen.Destinations()
 	for _, name := range gen.Accounts() {
 		a := daemon.Account{Name: name}

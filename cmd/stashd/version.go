@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
-	"runtime/debug"
 
+	"stashd/internal/infometrics"
 	"stashd/tg/tdlib"
 )
 
@@ -15,11 +15,7 @@ func runVersion(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	v := "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
-	}
-	fmt.Printf("stashd %s\n", v)
+	fmt.Printf("stashd %s\n", infometrics.Version())
 	td, err := tdlib.Version()
 	if err != nil {
 		fmt.Printf("TDLib: %v\n", err)

@@ -443,6 +443,10 @@ func (c *checker) faultExplained(ctx context.Context, dead map[tg.MessageKey]str
 		return nil, err
 	}
 	rep.InaccessibleSources, rep.RecordedInaccessible, rep.ProtectedSources = len(c.lost), len(recorded), len(c.protected)
+	for _, id := range c.t.Lost {
+		rep.InaccessibleSourceIDs = append(rep.InaccessibleSourceIDs, int64(id))
+	}
+	slices.Sort(rep.InaccessibleSourceIDs)
 	out := map[Hash]int{}
 	blocked := map[Hash]bool{} // a publication no fault explains
 	for _, p := range c.t.Packages {

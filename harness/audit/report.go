@@ -64,6 +64,8 @@ type Report struct {
 	// records RecordedInaccessible of them as inaccessible with a reason.
 	InaccessibleSources  int `json:"inaccessible_sources"`
 	RecordedInaccessible int `json:"recorded_inaccessible"`
+	// InaccessibleSourceIDs lists the sources that lost access, by id.
+	InaccessibleSourceIDs []int64 `json:"inaccessible_source_ids,omitempty"`
 	// ProtectedSources have protected content.
 	ProtectedSources int `json:"protected_sources"`
 	// LostUndelivered packages were published only in sources that lost

@@ -24,6 +24,7 @@ import (
 	"stashd/daemon"
 	"stashd/harness/audit"
 	"stashd/ingest"
+	"stashd/internal/infometrics"
 	"stashd/internal/service"
 	"stashd/route"
 	"stashd/sim/tgsim"
@@ -125,6 +126,10 @@ type Options struct {
 	// TDLib-JSON test world uses it to put the real TDLib adapter between
 	// the daemon and the simulator).
 	Connect func(ctx context.Context, world *tgsim.World, account string) (tg.Client, error)
+	// Inspect, when set, runs once the pipeline has settled and been
+	// audited, against the settled world while the daemon still runs
+	// (stashd demo --doctor and --chats). Its error ends the run.
+	Inspect func(ctx context.Context, s Settled) error
 	// Gatherer, when set, receives the current daemon's registry each time
 	// a daemon starts (for a /metrics endpoint that survives restarts).
 	Gatherer func(prometheus.Gatherer)
@@ -297,6 +302,7 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 func (r *runner) start(ctx context.Context, beforeRun func(*daemon.Daemon)) (*daemon.Daemon, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	infometrics.Register(reg, r.st, daemon.DefaultLeaseTTL)
 	d := daemon.New(r.config(reg), r.st, r.dial)
 	if err := d.Prepare(ctx); err != nil {
 		return nil, err
@@ -425,6 +431,11 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	rep.Settled = settled
 	rep.Restarts = r.restarts
 	rep.Calls = r.world.TotalCalls()
+	if r.o.Inspect != nil {
+		if err := r.o.Inspect(ctx, r.settled()); err != nil {
+			return rep, err
+		}
+	}
 	if r.o.IdleRestart {
 		rc, err := r.idleRestart(ctx)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"stashd/route"
+	"stashd/tg"
 )
 
 // Config is the daemon's configuration. Load starts from the defaults below
@@ -123,6 +124,12 @@ type Config struct {
 	// minute the backfill of a newly added route delivers. Default 30;
 	// 1..6000.
 	BackfillRate float64 `toml:"backfill_rate"`
+	// Proxy is the proxy every account's TDLib client connects through,
+	// unless the account names its own: socks5://[user[:pass]@]host:port,
+	// http://[user[:pass]@]host:port or mtproto://secret@host:port. Empty:
+	// a direct connection. The password and the secret are never logged;
+	// prefer STASHD_PROXY to the file.
+	Proxy string `toml:"proxy"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
@@ -138,6 +145,23 @@ type Account struct {
 	Name string `toml:"name"`
 	// Sources are the chats this account watches.
 	Sources []Source `toml:"sources"`
+	// Proxy, when set, replaces the global proxy for this account (same
+	// forms). Empty: the global proxy, if any.
+	Proxy string `toml:"proxy"`
+}
+
+// ProxyOf returns the proxy account a connects through: its own, else the
+// global one; ok is false for a direct connection. Both were validated.
+func (c *Config) ProxyOf(a Account) (p tg.Proxy, ok bool) {
+	s := a.Proxy
+	if s == "" {
+		s = c.Proxy
+	}
+	if s == "" {
+		return tg.Proxy{}, false
+	}
+	p, err := tg.ParseProxy(s)
+	return p, err == nil
 }
 
 // Source is a watched chat: a chat reference, optionally limited to some

@@ -21,6 +21,7 @@ var Settings = []struct{ Name, Usage string }{
 	{"console_tls_key", "PEM private key of console_tls_cert"},
 	{"console_behind_proxy", "remote clients come through a proxy that terminates HTTPS (default false)"},
 	{"console_trusted_proxy", "the proxy's addresses, comma-separated IPs or CIDRs (default loopback)"},
+	{"proxy", "proxy of every account without its own: socks5://user:pass@host:port, http://host:port or mtproto://secret@host:port (default: none)"},
 	{"log_level", "debug, info, warn or error (default info)"},
 	{"log_format", "auto, text or json (default auto: text on a terminal)"},
 	{"api_id", "Telegram api_id from https://my.telegram.org"},
@@ -169,6 +170,8 @@ func set(c *Config, name, v string) error {
 		c.ConsoleBehindProxy = b
 	case "console_trusted_proxy":
 		c.ConsoleTrustedProxy = v
+	case "proxy":
+		c.Proxy = v
 	case "log_level":
 		c.LogLevel = v
 	case "log_format":

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"stashd/internal/redact"
+	"stashd/tg"
 )
 
 // FieldError is a configuration error about one field, naming it as the
@@ -97,6 +98,9 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 	if err := c.validateTuning(bad); err != nil {
 		return err
 	}
+	if err := c.validateProxies(bad); err != nil {
+		return err
+	}
 	if err := c.validateRoutes(routeAt); err != nil || mode == Simulate {
 		return err
 	}
@@ -139,7 +143,28 @@ func (c *Config) validateFinite(bad badFunc) error {
 	return nil
 }
 
+// validateProxies checks the global and every account's proxy; the
+// message never repeats a password or secret.
+func (c *Config) validateProxies(bad badFunc) error {
+	if c.Proxy != "" {
+		if _, err := tg.ParseProxy(c.Proxy); err != nil {
+			return bad("proxy", "%v", err)
+		}
+	}
+	for i, a := range c.Accounts {
+		if a.Proxy != "" {
+			if _, err := tg.ParseProxy(a.Proxy); err != nil {
+				return bad(fmt.Sprintf("accounts[%d].proxy", i), "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
 func (c *Config) validateLogin(bad badFunc) error {
+	if err := c.validateProxies(bad); err != nil {
+		return err
+	}
 	if c.DataDir == "" {
 		return bad("data_dir", "must not be empty")
 	}

@@ -117,6 +117,11 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 	if v := queryString(t, conn2, "SHOW fsync"); v != "on" {
 		t.Fatalf("fsync = %q without Fast, want on", v)
 	}
+	// JIT needs memory both writable and executable, which the shipped
+	// unit's MemoryDenyWriteExecute=yes forbids.
+	if v := queryString(t, conn2, "SHOW jit"); v != "off" {
+		t.Fatalf("jit = %q, want off", v)
+	}
 }
 
 func TestStartAfterKilledServer(t *testing.T) {

@@ -42,6 +42,8 @@ type session struct {
 	state   string // the authorization state
 	account string
 	client  *tgsim.Client // set once ready
+	login   *loginState   // set while logging in (tgsim's RequireLogin)
+	proxy   *tg.Proxy     // an addProxy made before the session was ready
 	fwdDone chan struct{} // closed when the update forwarder has returned
 	// chatsLoaded records the chat lists a loadChats has loaded: TDLib
 	// answers the next loadChats of that list 404, all its chats being
@@ -257,6 +259,13 @@ func (s *session) setTdlibParameters(r *request) {
 	}
 	s.account = account
 	s.log = s.log.With("account", account)
+	if need, password := needsLogin(s.c.s.world, account, dir); need {
+		s.login = &loginState{dir: dir, password: password}
+		s.state = stateWaitPhoneNumber
+		s.c.reply(s.id, r, okObject())
+		s.c.send(s.id, updateAuthorizationState(stateWaitPhoneNumber))
+		return
+	}
 	cl, ok := worldClient(s.c.s.world, account, dir)
 	if !ok {
 		s.state = stateWaitPhoneNumber
@@ -265,11 +274,17 @@ func (s *session) setTdlibParameters(r *request) {
 		s.log.Info("unknown account: waiting for a login that cannot happen")
 		return
 	}
+	s.c.reply(s.id, r, okObject())
+	s.becomeReady(cl)
+}
+
+// becomeReady starts serving cl's world, with s.mu held.
+func (s *session) becomeReady(cl *tgsim.Client) {
 	s.state = stateReady
 	s.client = cl
 	s.fwdDone = make(chan struct{})
-	s.c.reply(s.id, r, okObject())
 	s.c.send(s.id, updateAuthorizationState(stateReady))
+	s.addPendingProxy(cl)
 	s.c.goHandle(func() { s.forward(cl) })
 	// At Info: the simulator's session numbers, which overlaps name, are
 	// traced to their connections here.
@@ -288,23 +303,6 @@ func accountOf(databaseDir string) string {
 		return ""
 	}
 	return name
-}
-
-// worldClient starts a tgsim client for account on the database directory
-// dir, or reports that the world has no such account. tgsim offers no lookup that does not panic on
-// an unknown name (World.Client, World.Calls), so that one panic is turned
-// back into an answer here; any other panic goes on.
-func worldClient(w *tgsim.World, account, dir string) (cl *tgsim.Client, ok bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg, isString := r.(string)
-			if !isString || !strings.HasPrefix(msg, "tgsim: unknown account") {
-				panic(r)
-			}
-			cl, ok = nil, false
-		}
-	}()
-	return w.ClientIn(account, dir), true
 }
 
 // forward writes the simulated client's updates until the client closes.
@@ -384,7 +382,7 @@ func (s *session) handle(r *request) (object, error) {
 	case "getAuthorizationState":
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return authorizationStateObject(s.state), nil
+		return s.authStateObject(), nil
 	case "getOption":
 		var p struct {
 			Name string `json:"name"`
@@ -401,12 +399,9 @@ func (s *session) handle(r *request) (object, error) {
 		return typed("optionValueEmpty"), nil
 	case "setAuthenticationPhoneNumber", "checkAuthenticationCode", "checkAuthenticationPassword",
 		"requestQrCodeAuthentication", "registerUser":
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.state == stateWaitPhoneNumber {
-			return nil, tdError(400, "tdjsonsim: account %q does not exist in the simulated world", s.account)
-		}
-		return nil, tdError(400, "Call to %s unexpected", r.Type)
+		return s.loginStep(r)
+	case tgsim.MethodAddProxy:
+		return s.addProxy(r)
 	}
 
 	cl, err := s.readyClient()
@@ -447,20 +442,10 @@ func (s *session) handle(r *request) (object, error) {
 			return nil, err
 		}
 		return s.chat(c), nil
-	case "getSupergroup":
-		var p struct {
-			SupergroupID tdInt `json:"supergroup_id"`
-		}
-		if err := r.params(&p); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		kind, ok := s.kinds[int64(p.SupergroupID)]
-		s.mu.Unlock()
-		if !ok {
-			return nil, tdError(400, "Supergroup not found")
-		}
-		return supergroupObject(int64(p.SupergroupID), kind), nil
+	case tg.MethodGetSupergroup:
+		return s.getSupergroup(cl, r)
+	case tg.MethodGetChats:
+		return s.getChats(ctx, cl, r)
 	case tg.MethodOpenChat:
 		var p struct {
 			ChatID tdInt `json:"chat_id"`

@@ -40,6 +40,14 @@ type account struct {
 	missed     map[tg.ChatID]bool
 	missedList []tg.ChatID
 
+	// proxyOnly, when set, is the only proxy server through which the
+	// account reaches Telegram (RequireProxy).
+	proxyOnly string
+
+	// login, when set, makes sessions on new database directories log in
+	// first (RequireLogin).
+	login *login
+
 	// resend holds the sends a closed client left pending, for the next
 	// client on its database directory (Config.ResendAfterRestart).
 	resend []*pendingSend
@@ -115,7 +123,9 @@ func (w *World) reconnect(name string, gen int) {
 				cl.enqueue(tg.ChatLastMessage{Chat: id, LastMessageID: c.lastID()})
 			}
 		}
-		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnReady})
+		if cl.reachable(a) {
+			cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnReady})
+		}
 	}
 }
 

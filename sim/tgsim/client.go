@@ -15,8 +15,9 @@ import (
 type Client struct {
 	w       *World
 	account string
-	session int32  // see sessions.go
-	dir     string // database directory (ClientIn)
+	session int32     // see sessions.go
+	dir     string    // database directory (ClientIn)
+	proxy   *tg.Proxy // added with AddProxy
 
 	out      chan tg.Update
 	done     chan struct{} // closed by Close

@@ -582,7 +582,7 @@ func (w *World) ClientIn(account, dir string) *Client {
 	c.enqueue(tg.OptionChanged{Name: "version", Value: TDLibVersion})
 	c.enqueue(tg.OptionChanged{Name: "commit_hash", Value: TDLibCommitHash})
 	state := tg.ConnReady
-	if a.offline {
+	if a.offline || !c.reachable(a) {
 		state = tg.ConnConnecting
 	}
 	c.enqueue(tg.ConnectionStateChanged{State: state})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/zelenin/go-tdlib/client"
 
@@ -30,7 +31,14 @@ type authHandler struct {
 	ctx context.Context
 	// err is why the login failed; set before the goroutine ends.
 	err error
+	// shownLink is the QR-code link last shown to the Authorizer.
+	shownLink string
 }
+
+// qrPoll is how often the login looks again while a QR code waits to be
+// scanned: go-tdlib's loop asks for the state again as soon as Handle
+// returns, and nothing is sent in that state.
+const qrPoll = 250 * time.Millisecond
 
 var _ client.AuthorizationStateHandler = (*authHandler)(nil)
 
@@ -58,9 +66,41 @@ func (h *authHandler) handle(state client.AuthorizationState) error {
 		if _, err := h.c.call(h.ctx, setTdlibParametersRequest(h.c.cfg)); err != nil {
 			return fmt.Errorf("set TDLib parameters: %w", err)
 		}
+		if p := h.c.cfg.Proxy; p != nil {
+			if _, err := h.c.call(h.ctx, addProxyRequest(*p)); err != nil {
+				return fmt.Errorf("add proxy %s: %w", p, err)
+			}
+			h.c.log.Info("connecting through a proxy", "proxy", p.String())
+		}
 		return nil
 	case *client.AuthorizationStateWaitPhoneNumber:
+		if h.c.cfg.QRLogin {
+			if _, err := h.c.call(h.ctx, requestQrCodeAuthenticationRequest()); err != nil {
+				return fmt.Errorf("request QR-code login: %w", err)
+			}
+			return nil
+		}
 		return h.ask(AuthState{Name: StateWaitPhoneNumber})
+	case *client.AuthorizationStateWaitOtherDeviceConfirmation:
+		if !h.c.cfg.QRLogin {
+			return fmt.Errorf("account %s waits for a QR-code confirmation that was not asked for", h.c.cfg.Account)
+		}
+		// Nothing is sent: the person scans the link with a logged-in
+		// app, and TDLib moves on (or shows a fresh link, shown again).
+		if s.Link != h.shownLink {
+			h.shownLink = s.Link
+			if _, err := h.c.cfg.Authorizer(h.ctx, AuthState{Account: h.c.cfg.Account, Name: StateWaitOtherDeviceConfirmation, Link: s.Link}); err != nil {
+				return err
+			}
+		}
+		t := time.NewTimer(qrPoll)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-h.ctx.Done():
+			return h.ctx.Err()
+		}
 	case *client.AuthorizationStateWaitCode:
 		st := AuthState{Name: StateWaitCode}
 		if s.CodeInfo != nil && s.CodeInfo.Type != nil {

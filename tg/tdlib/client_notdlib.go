@@ -111,3 +111,13 @@ func (*Client) DeleteMessages(context.Context, tg.ChatID, []tg.MessageID, bool) 
 
 // Close implements tg.Client; there is nothing to close.
 func (*Client) Close() error { return nil }
+
+var _ tg.Directory = (*Client)(nil)
+
+// GetChats implements tg.Directory.
+func (*Client) GetChats(context.Context, bool, int) ([]tg.ChatID, error) { return nil, tg.ErrNoTDLib }
+
+// GetSupergroup implements tg.Directory.
+func (*Client) GetSupergroup(context.Context, tg.ChatID) (tg.Supergroup, error) {
+	return tg.Supergroup{}, tg.ErrNoTDLib
+}

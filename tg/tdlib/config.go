@@ -1,6 +1,8 @@
 package tdlib
 
 import (
+	"stashd/tg"
+
 	"cmp"
 	"context"
 	"errors"
@@ -57,6 +59,16 @@ type Config struct {
 	// number, login code, password). Nil means NotLoggedIn: a client whose
 	// account is not logged in fails to start with a *NotLoggedInError.
 	Authorizer Authorizer
+	// Proxy, when set, is added and enabled (addProxy) right after TDLib's
+	// parameters, before any connection is made. Nil: a direct
+	// connection. Its password or secret is never logged.
+	Proxy *tg.Proxy
+	// QRLogin logs in by QR code instead of a phone number: in
+	// StateWaitPhoneNumber the client sends requestQrCodeAuthentication,
+	// and the Authorizer is shown each StateWaitOtherDeviceConfirmation
+	// with the link to draw (its answer is ignored: a logged-in app on
+	// another device confirms). A 2FA password is still asked after.
+	QRLogin bool
 	// Logger receives the adapter's log lines, with the key "account" added;
 	// nil means slog.Default().
 	Logger *slog.Logger
@@ -150,6 +162,9 @@ type AuthState struct {
 	// authenticationCodeType, e.g. "authenticationCodeTypeTelegramMessage");
 	// empty outside StateWaitCode.
 	CodeType string
+	// Link is the tg://login link to show as a QR code in
+	// StateWaitOtherDeviceConfirmation; empty in other states.
+	Link string
 	// PasswordHint is the hint of the account's 2FA password; empty outside
 	// StateWaitPassword or when the account set none.
 	PasswordHint string

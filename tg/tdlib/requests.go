@@ -267,3 +267,23 @@ func authAnswerRequest(state, answer string) (request, error) {
 	}
 	return request{}, fmt.Errorf("no answer is sent in %s", state)
 }
+
+// requestQrCodeAuthenticationRequest asks for a QR-code login
+// (requestQrCodeAuthentication other_user_ids:vector<int53>).
+func requestQrCodeAuthenticationRequest() request {
+	return request{"requestQrCodeAuthentication", map[string]any{"other_user_ids": []int64{}}}
+}
+
+// addProxyRequest builds addProxy(server, port, enable, type) enabling p.
+func addProxyRequest(p tg.Proxy) request {
+	var typ map[string]any
+	switch p.Type {
+	case tg.ProxySOCKS5:
+		typ = map[string]any{"@type": "proxyTypeSocks5", "username": p.Username, "password": p.Password}
+	case tg.ProxyHTTP:
+		typ = map[string]any{"@type": "proxyTypeHttp", "username": p.Username, "password": p.Password, "http_only": false}
+	default:
+		typ = map[string]any{"@type": "proxyTypeMtproto", "secret": p.Secret}
+	}
+	return request{"addProxy", map[string]any{"server": p.Server, "port": p.Port, "enable": true, "type": typ}}
+}
