@@ -382,3 +382,14 @@ func (s *Store) DeliveredDestinations(ctx context.Context) ([]tg.ChatID, error) 
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[tg.ChatID])
 }
+
+// ResetConnections closes every pooled connection; new statements open
+// new ones. After the catalogue was restored underneath a running process
+// (pg_restore --clean recreates the tables), statements prepared on the
+// old connections are stale.
+func (s *Store) ResetConnections() {
+	s.pool.Reset()
+	if s.leasePool != nil {
+		s.leasePool.Reset()
+	}
+}

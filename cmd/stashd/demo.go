@@ -68,6 +68,7 @@ func runDemo(args []string) int {
 	fs.DurationVar(&o.DownloadStall, "download-stall-timeout", 2*time.Second, "cancel a download after this long without progress")
 	budget := fs.String("download-budget", "512KiB", "bytes of downloads each account holds at once (e.g. 512KiB, 4GiB)")
 	fs.BoolVar(&o.IdleRestart, "idle-restart", false, "after settling, restart with nothing new and report the first catch-up cycle's calls")
+	fs.BoolVar(&o.RestoreBackup, "restore-backup", false, "take a pg_dump of the catalogue halfway through publishing; after settling, restore it over the catalogue, restart the daemon and audit again (report: deliveries_recovered)")
 	jsonOut := fs.Bool("json", false, "print the audit as one JSON object on the last line of stdout")
 	doctorOut := fs.Bool("doctor", false, "after settling, run stashd doctor's checks against the demo's world and database (report: doctor)")
 	chatsOut := fs.Bool("chats", false, "after settling, run stashd chats against the demo's world (report: chats)")

@@ -86,6 +86,11 @@ type Report struct {
 	// account at once); SessionOverlapNames describes the first few.
 	SessionOverlaps     int      `json:"session_overlaps"`
 	SessionOverlapNames []string `json:"session_overlap_names,omitempty"`
+	// DeliveriesRecovered counts the delivery records rebuilt from the
+	// destinations after the catalogue rewound; RestoredBackup says the
+	// run restored its catalogue from a backup before this audit.
+	DeliveriesRecovered int64 `json:"deliveries_recovered"`
+	RestoredBackup      bool  `json:"restored_backup,omitempty"`
 	// DeliveryBacklog counts the (package, destination) deliveries its
 	// routes require that are not made yet; with ModeFull each is also
 	// Missing.

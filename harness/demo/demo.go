@@ -110,6 +110,12 @@ type Options struct {
 	// IdleRestart: after settling, restart with nothing new published and
 	// report the calls of the first full catch-up cycle.
 	IdleRestart bool
+	// RestoreBackup takes a pg_dump of the catalogue halfway through
+	// publishing and, once the run has settled and been audited, stops the
+	// daemon, restores the dump over the catalogue, starts a new daemon and
+	// audits again (Report.DeliveriesRecovered counts the delivery records
+	// it rebuilt from the destinations).
+	RestoreBackup bool
 	// SettleTimeout bounds the wait for the pipeline to finish after
 	// publishing [60 s].
 	SettleTimeout time.Duration
@@ -370,6 +376,10 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		r.publish(pctx, &published)
 		publishedFor.Store(int64(time.Since(start)))
 	}()
+	var dumped <-chan error
+	if r.o.RestoreBackup {
+		dumped = r.backup(ctx)
+	}
 	var faults sync.WaitGroup
 	if r.o.DisconnectEvery > 0 {
 		faults.Go(func() { r.disconnects(pctx) })
@@ -436,6 +446,21 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 	}
+	if r.o.RestoreBackup {
+		first := rep
+		if rep, err = r.restoreBackup(ctx, dumped); err != nil {
+			return rep, err
+		}
+		rep.Calls = r.world.TotalCalls()
+		rep.Restarts = r.restarts
+		// The run passes only if the audits before and after the restore
+		// both do.
+		if !first.OK() {
+			rep.MissingNames = append(rep.MissingNames, "the audit before the restore failed")
+			rep.Missing += max(first.Missing, 1)
+			rep.DuplicateDeliveries += first.DuplicateDeliveries
+		}
+	}
 	if r.o.IdleRestart {
 		rc, err := r.idleRestart(ctx)
 		if err != nil {
@@ -444,6 +469,11 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		rep.RestartCalls = rc
 	}
 	return rep, nil
+}
+
+// audit checks the catalogue and the destinations against the world.
+func (r *runner) audit(ctx context.Context) (Report, error) {
+	return audit.Check(ctx, r.st, r.truth())
 }
 
 func (r *runner) publish(ctx context.Context, published *atomic.Int64) {
