@@ -30,7 +30,9 @@ func (r *runner) backup(ctx context.Context) <-chan error {
 	return done
 }
 
-func (r *runner) dumpPath() string { return filepath.Join(filepath.Dir(r.o.FilesDir), "catalogue.dump") }
+func (r *runner) dumpPath() string {
+	return filepath.Join(filepath.Dir(r.o.FilesDir), "catalogue.dump")
+}
 
 // restoreBackup stops the daemon, restores the halfway backup over the
 // catalogue (forgetting everything catalogued and delivered since), starts
