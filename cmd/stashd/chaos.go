@@ -178,7 +178,7 @@ func printChaosReport(r chaos.Report, dir string) {
 		fmt.Printf("  work still pending: %d (set parts waiting, dead letters due)\n", r.PendingWork)
 	}
 	if r.PGStandby != "" {
-		fmt.Printf("postgres with a %s standby: %d failovers\n", r.PGStandby, r.PGFailovers)
+		fmt.Printf("postgres with a %s standby: %d failovers, %d delivery records rebuilt from the destinations\n", r.PGStandby, r.PGFailovers, r.DeliveriesRecovered)
 	}
 	fmt.Printf("self lease losses %d, not ready %.1fs after first ready, catalogue lag p99 %.1fs, deliveries waiting at the end %d (audit: %s, send rate %g/min)\n",
 		r.SelfLeaseLosses, r.NotReadySeconds, r.CatalogueLagP99Seconds, r.DeliveryBacklogEnd, r.AuditMode, r.SendRate)

@@ -129,6 +129,9 @@ type Report struct {
 	// PGStandby is the standby's mode ("" without one).
 	PGFailovers int    `json:"pg_failovers"`
 	PGStandby   string `json:"pg_standby,omitempty"`
+	// DeliveriesRecovered counts the delivery records the daemons rebuilt
+	// from the destinations after the catalogue rewound.
+	DeliveriesRecovered int64 `json:"deliveries_recovered"`
 	// DaemonExits counts the daemon's exits the harness did not cause
 	// (it gave up, e.g. with its database gone); each was restarted.
 	DaemonExits         int `json:"daemon_exits"`
@@ -391,6 +394,7 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 	h.rep.NotReadySeconds, h.rep.Processes = notReady.Seconds(), procs
 	h.rep.CatalogueLagP99Seconds = rep.CatalogueLagP99Seconds
 	h.rep.DeliveryBacklogEnd = rep.DeliveryBacklog
+	h.rep.DeliveriesRecovered = rep.DeliveriesRecovered
 	h.rep.SessionOverlaps = rep.SessionOverlaps
 	h.rep.DaemonExits = h.exits
 	h.rep.Audit = rep

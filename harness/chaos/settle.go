@@ -47,6 +47,9 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 			return rep, err
 		}
 		rep.Settled = pending == 0
+		if rep.DeliveriesRecovered, err = st.RecoveredDeliveries(ctx); err != nil {
+			return rep, err
+		}
 		h.mu.Lock()
 		h.rep.PendingWork = pending
 		h.mu.Unlock()
