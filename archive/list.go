@@ -181,14 +181,19 @@ func List(ctx context.Context, format Format, parts []string, lim Limits) (Listi
 
 // listParts is List over parts already open: the tests and the fuzz target
 // hand it in-memory readers.
-func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (l Listing, err error) {
+func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (Listing, error) {
+	return listClock(ctx, format, src, lim, time.Now)
+}
+
+// listClock is listParts with the clock the time bound is measured on.
+func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now func() time.Time) (l Listing, err error) {
 	lim = lim.withDefaults()
 	if sniffed := sniffParts(src); sniffed != FormatNone && sniffed != format && format != FormatNone {
 		// The name lies (a rar named .zip, a plain tar named .tar.gz):
 		// the bytes decide.
 		format = sniffed
 	}
-	w := &walk{ctx: ctx, format: format, lim: lim, deadline: time.Now().Add(lim.MaxDuration)}
+	w := &walk{ctx: ctx, format: format, lim: lim, now: now, deadline: now().Add(lim.MaxDuration)}
 	if err := w.ctxErr(); err != nil {
 		return Listing{}, err
 	}
@@ -233,8 +238,9 @@ type walk struct {
 	// escapingLinks are the paths of links listed so far whose target is
 	// outside the root (at most one per entry, so bounded like Entries).
 	escapingLinks map[string]bool
-	// deadline is when MaxDuration ends.
+	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
+	now      func() time.Time
 }
 
 // full reports whether MaxEntries entries are listed.
@@ -307,7 +313,7 @@ func (w *walk) stopCause() error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	if time.Now().After(w.deadline) {
+	if w.now().After(w.deadline) {
 		return errTimeBound
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -533,5 +534,31 @@ func TestListTimeBound(t *testing.T) {
 	for format, build := range builders(t) {
 		_, err := memList(context.Background(), format, Limits{MaxDuration: time.Nanosecond}, build(sampleFiles()))
 		wantListError(t, err, format, "time bound", ErrLimit)
+	}
+}
+
+// TestListTimeBoundDecompressed: 481 bytes of bzip2 inflate to 512 MiB, all
+// read through in one read of the compressed input. The bound must be
+// checked while the decompressed stream is read, not only when compressed
+// input is: on a clock that advances a millisecond per look, a 50 ms bound
+// stops the walk long before the end.
+func TestListTimeBoundDecompressed(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("testdata", "bomb-zeros.tar.bz2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var looks atomic.Int64
+	start := time.Now()
+	clock := func() time.Time { return start.Add(time.Duration(looks.Add(1)) * time.Millisecond) }
+	p := newPartSet()
+	p.add(bytes.NewReader(data), int64(len(data)))
+	l, err := listClock(context.Background(), FormatTarBz2, p, Limits{MaxDuration: 50 * time.Millisecond}, clock)
+	wantListError(t, err, FormatTarBz2, "time bound", ErrLimit)
+	if len(l.Entries) != 1 || l.Entries[0].Size != 1<<29 {
+		t.Errorf("entries %+v, want zeros.bin of 512 MiB", l.Entries)
+	}
+	if n := looks.Load(); n > 200 {
+		t.Errorf("the clock was read %d times: the walk went on past the bound", n)
 	}
 }

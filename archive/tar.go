@@ -66,6 +66,12 @@ func listTar(w *walk, src *partSet) error {
 		return &ListError{Format: w.format, Reason: "not a tar format", Err: ErrUnsupported}
 	}
 
+	// The decompressed stream is checked too: a few hundred bytes of
+	// bzip2 inflate to gigabytes, so checks on compressed reads alone
+	// come too seldom to keep the time bound.
+	if w.format != FormatTar {
+		r = &ctxReader{w: w, r: r}
+	}
 	tr := tar.NewReader(r)
 	for {
 		if err := w.checkCtx(); err != nil {
