@@ -117,6 +117,17 @@ type Config struct {
 	// minute the backfill of a newly added route delivers. Default 30;
 	// 1..6000.
 	BackfillRate float64 `toml:"backfill_rate"`
+	// DeliverBroken mirrors a package whose archive fails verification
+	// (a damaged or cut-short archive, a set that does not chain), marked
+	// broken in the catalogue and in the caption. Default false: such a
+	// package is dead-lettered with the reason.
+	DeliverBroken bool `toml:"deliver_broken"`
+	// Repacks says what happens to a repack: a package whose entries (path,
+	// size, CRC) match a catalogued package's but whose archive bytes
+	// differ. "skip" links it to the first and does not deliver it,
+	// "deliver" links it and delivers it too, "link" links it and sends
+	// only a caption naming the package it repacks. Default "skip".
+	Repacks string `toml:"repacks"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
@@ -441,7 +452,7 @@ func defaults(mode Mode) Config {
 		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30, SendRate: 20, SendInFlight: 3,
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute}, LeaseTTL: Duration{30 * time.Second},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
-		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
+		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour}, Repacks: RepacksSkip,
 		CatchupInterval: Duration{2 * time.Second}, RetryInterval: Duration{30 * time.Second},
 		DeadLetterDelay: Duration{time.Minute}, DeadLetterAttempts: 8,
 	}
@@ -646,8 +657,18 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if c.DownloadBudget < 1<<20 {
 		return bad("download_budget", "%d bytes is below 1MiB", int64(c.DownloadBudget))
 	}
+	if !slices.Contains([]string{RepacksSkip, RepacksDeliver, RepacksLink}, c.Repacks) {
+		return bad("repacks", "%q is not skip, deliver or link", c.Repacks)
+	}
 	return nil
 }
+
+// The values of Config.Repacks.
+const (
+	RepacksSkip    = "skip"
+	RepacksDeliver = "deliver"
+	RepacksLink    = "link"
+)
 
 // Load reads a daemon's configuration: the file at path (may be ""), then
 // the environment (getenv), then the flags already parsed into fs (only
@@ -787,6 +808,8 @@ var Settings = []struct{ Name, Usage string }{
 	{"dead_letter_attempts", "tries before a dead letter waits for an operator (default 8)"},
 	{"download_stall_timeout", "cancel a download after this long without progress (default 2m)"},
 	{"download_budget", "bytes of downloaded archives each account holds at once, e.g. 4GiB (default 4GiB)"},
+	{"deliver_broken", "mirror a package that fails verification, marked broken (default false: dead-lettered)"},
+	{"repacks", "a repack of a catalogued package (same entries, other bytes): skip, deliver or link (default skip)"},
 }
 
 // RegisterFlags defines one flag per setting (dashes for underscores) on
@@ -888,6 +911,14 @@ func set(c *Config, name, v string) error {
 			return fmt.Errorf("%q is not true or false", v)
 		}
 		c.ConsoleRemote = b
+	case "deliver_broken":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.DeliverBroken = b
+	case "repacks":
+		c.Repacks = v
 	case "log_level":
 		c.LogLevel = v
 	case "log_format":
