@@ -106,6 +106,17 @@ type Listing struct {
 	// Format is the format listed: the one asked for, or the one the
 	// bytes' magic names when they contradict it (a rar named .zip).
 	Format Format
+	// NameLied is true when the bytes are another format than the one
+	// asked for (the name's): a rar named .zip, a zip without extension.
+	NameLied bool
+	// SFX is true when the archive follows an executable stub (a
+	// self-extractor); Offset is the stub's size when known.
+	SFX    bool
+	Offset int64
+	// Suspicious lists what the structure lies about while still listing:
+	// an end record hidden in a zip comment, a central directory that
+	// disagrees with the local headers. Short phrases fit for a flag.
+	Suspicious []string
 }
 
 // Sentinel causes carried by a *ListError; test them with errors.Is.
@@ -124,6 +135,9 @@ var (
 	// ErrLimit means a limit made listing impossible or stopped it (a 7z
 	// header over MaxHeaderBytes, a listing over MaxDuration).
 	ErrLimit = errors.New("archive over listing limit")
+	// ErrEmpty means the file has no bytes: never an archive, whatever
+	// its name. It is an ErrMalformed too.
+	ErrEmpty = fmt.Errorf("%w: empty file", ErrMalformed)
 )
 
 // ListError is the error List returns. Its text is short and fit to be
@@ -188,10 +202,20 @@ func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (Li
 // listClock is listParts with the clock the time bound is measured on.
 func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now func() time.Time) (l Listing, err error) {
 	lim = lim.withDefaults()
-	if sniffed := sniffParts(src); sniffed != FormatNone && sniffed != format && format != FormatNone {
-		// The name lies (a rar named .zip, a plain tar named .tar.gz):
-		// the bytes decide.
-		format = sniffed
+	if src.Size() == 0 {
+		return Listing{Format: format}, &ListError{Format: format, Reason: "empty file (0 bytes)", Err: ErrEmpty}
+	}
+	det := sniffParts(src)
+	named := format
+	if det.Format != FormatNone && det.Format != format {
+		// The name lies (a rar named .zip, a plain tar named .tar.gz, a
+		// zip without extension): the bytes decide.
+		format = det.Format
+	}
+	if det.Format == Format7z && det.Offset > 0 && src.Len() == 1 {
+		// A self-extractor: the 7z archive's offsets count from its
+		// signature, after the stub.
+		src = src.from(det.Offset)
 	}
 	w := &walk{ctx: ctx, format: format, lim: lim, now: now, deadline: now().Add(lim.MaxDuration)}
 	if err := w.ctxErr(); err != nil {
@@ -205,6 +229,8 @@ func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now
 	}()
 
 	w.listing.Format = format
+	w.listing.NameLied = named != format && named != FormatNone || named == FormatNone && format != FormatNone
+	w.listing.SFX, w.listing.Offset = det.SFX, det.Offset
 	switch format {
 	case FormatZip:
 		err = listZip(w, src)
@@ -212,7 +238,7 @@ func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now
 		err = listRar(w, src)
 	case Format7z:
 		err = list7z(w, src)
-	case FormatTar, FormatTarGz, FormatTarBz2, FormatTarXz, FormatTarZst:
+	case FormatTar, FormatTarGz, FormatTarBz2, FormatTarXz, FormatTarZst, FormatTarLz4:
 		err = listTar(w, src)
 	default:
 		err = &ListError{Format: format, Reason: "not an archive format", Err: ErrUnsupported}
@@ -366,6 +392,13 @@ func newPartSet() *partSet { return &partSet{starts: []int64{0}} }
 func (p *partSet) add(r io.ReaderAt, size int64) {
 	p.readers = append(p.readers, r)
 	p.starts = append(p.starts, p.starts[len(p.starts)-1]+size)
+}
+
+// from returns the bytes of the set from off on as a set of one part.
+func (p *partSet) from(off int64) *partSet {
+	q := newPartSet()
+	q.add(io.NewSectionReader(p, off, p.Size()-off), p.Size()-off)
+	return q
 }
 
 // Close closes every opened part file.

@@ -30,6 +30,7 @@ func builders(t *testing.T) map[Format]func([]archivetest.File) []byte {
 		FormatTarGz:  archivetest.TarGz,
 		FormatTarXz:  archivetest.TarXz,
 		FormatTarZst: archivetest.TarZst,
+		FormatTarLz4: archivetest.TarLz4,
 		Format7z:     archivetest.SevenZip,
 		FormatRar:    archivetest.Rar,
 	}

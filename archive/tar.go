@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
 )
 
@@ -53,6 +54,9 @@ func listTar(w *walk, src *partSet) error {
 			return w.tarErr(err, 0)
 		}
 		r = xr
+	case FormatTarLz4:
+		// Frames are decoded one block (at most 4 MiB) at a time.
+		r = lz4.NewReader(raw)
 	case FormatTarZst:
 		zr, err := zstd.NewReader(raw,
 			zstd.WithDecoderConcurrency(1), // decode in this goroutine: nothing to leak, one window of memory
