@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -264,9 +265,19 @@ type walk struct {
 	// escapingLinks are the paths of links listed so far whose target is
 	// outside the root (at most one per entry, so bounded like Entries).
 	escapingLinks map[string]bool
+	// zipDisagree counts zip entries whose local header disagrees with
+	// the central directory; the first is named in Suspicious.
+	zipDisagree int
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
 	now      func() time.Time
+}
+
+// suspect records something the archive's structure lies about.
+func (w *walk) suspect(what string) {
+	if !slices.Contains(w.listing.Suspicious, what) {
+		w.listing.Suspicious = append(w.listing.Suspicious, what)
+	}
 }
 
 // full reports whether MaxEntries entries are listed.
