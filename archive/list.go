@@ -268,6 +268,7 @@ type walk struct {
 	// zipDisagree counts zip entries whose local header disagrees with
 	// the central directory; the first is named in Suspicious.
 	zipDisagree int
+	zipBuf      []byte // a local header and its name, reused
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
 	now      func() time.Time

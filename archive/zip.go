@@ -204,8 +204,11 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 		return malformed(w.format, "entry %d (%s): local header offset %d beyond the central directory", index+1, quoteName(name), offset)
 	}
 	pos += int64(offset)
-	var lh [zipLocalLen]byte
-	if n, _ := src.ReadAt(lh[:], pos); n < zipLocalLen || le32(lh[:]) != zipLocalSig {
+	// One read for the header and a name of the directory's length.
+	w.zipBuf = grow(w.zipBuf, zipLocalLen+len(name))
+	n, _ := src.ReadAt(w.zipBuf, pos)
+	lh := w.zipBuf[:n]
+	if n < zipLocalLen || le32(lh) != zipLocalSig {
 		return malformed(w.format, "entry %d (%s): no local header at offset %d", index+1, quoteName(name), pos)
 	}
 	lnameLen, lextraLen := int(le16(lh[26:])), int(le16(lh[28:]))
@@ -213,9 +216,9 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 	if csize > math.MaxInt64/2 || dataStart+int64(csize) > limit {
 		return malformed(w.format, "entry %d (%s): data runs past the central directory", index+1, quoteName(name))
 	}
-	lname := make([]byte, lnameLen)
-	if _, err := src.ReadAt(lname, pos+zipLocalLen); err != nil {
-		return w.readErr("local header", err)
+	lname := lh[zipLocalLen:]
+	if lnameLen != len(name) {
+		lname = nil
 	}
 	lcsize := uint64(le32(lh[18:]))
 	sizeDiffers := le16(lh[6:])&zipFlagDescriptor == 0 && lcsize != math.MaxUint32 && lcsize != csize
