@@ -42,6 +42,10 @@ type Entry struct {
 	// or isolate character (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
 	// U+061C): "txt.exe" shown as "exe.txt".
 	Bidi bool
+	// ZeroWidth is true when the name holds a zero-width character
+	// (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E, soft hyphen, U+034F):
+	// two names that look the same differ.
+	ZeroWidth bool
 	// LinkEscape is true for a link whose target lies outside the
 	// extraction root, and for every later entry whose path goes through
 	// such a link: extracting it writes outside the root. Unsafe is set too.
@@ -295,7 +299,7 @@ func (w *walk) add(rawName string, size int64, dir bool) *Entry {
 	}
 	c := cleanPath(rawName, w.lim.MaxPathBytes)
 	e := Entry{Path: c.path, Size: size, Dir: dir, Unsafe: c.cleaned || c.escapes,
-		Cleaned: c.cleaned, Cut: c.cut, Bidi: c.bidi}
+		Cleaned: c.cleaned, Cut: c.cut, Bidi: c.bidi, ZeroWidth: c.zero}
 	if c.cleaned || c.cut {
 		e.Raw = rawName[:min(len(rawName), maxRawName)]
 	}
