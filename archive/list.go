@@ -140,6 +140,11 @@ var (
 	// ErrLimit means a limit made listing impossible or stopped it (a 7z
 	// header over MaxHeaderBytes, a listing over MaxDuration).
 	ErrLimit = errors.New("archive over listing limit")
+	// ErrCutShort means the archive ends before its end: a zip without
+	// its end record, a compressed tar whose stream stops early. In a byte
+	// split (x.zip.001 …) it means a later part is missing. It is an
+	// ErrMalformed too.
+	ErrCutShort = fmt.Errorf("%w: cut short", ErrMalformed)
 	// ErrEmpty means the file has no bytes: never an archive, whatever
 	// its name. It is an ErrMalformed too.
 	ErrEmpty = fmt.Errorf("%w: empty file", ErrMalformed)
@@ -166,6 +171,11 @@ func (e *ListError) Unwrap() error { return e.Err }
 
 func malformed(f Format, format string, args ...any) *ListError {
 	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrMalformed}
+}
+
+// cutShort is malformed for an archive that stops before its end.
+func cutShort(f Format, format string, args ...any) *ListError {
+	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrCutShort}
 }
 
 // volumeMissing is malformed for a set that lacks a volume.

@@ -120,7 +120,7 @@ func (w *walk) tarErr(err error, listed int) error {
 	case errors.As(err, &pathErr):
 		return w.readErr("archive", err)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return malformed(w.format, "truncated archive after %d entries", listed)
+		return cutShort(w.format, "truncated archive after %d entries", listed)
 	case errors.Is(err, tar.ErrHeader):
 		return malformed(w.format, "invalid tar header after %d entries", listed)
 	}

@@ -482,9 +482,9 @@ func scanZipLocal(w *walk, src *partSet) error {
 		}
 	}
 	if len(w.listing.Entries) == 0 {
-		return malformed(w.format, "end of central directory record not found")
+		return cutShort(w.format, "end of central directory record not found")
 	}
-	return malformed(w.format, "end of central directory record not found (listed %d entries from local headers)", len(w.listing.Entries))
+	return cutShort(w.format, "end of central directory record not found (listed %d entries from local headers)", len(w.listing.Entries))
 }
 
 // nextZipHeader scans forward from off for the next local header and
