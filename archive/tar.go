@@ -83,7 +83,7 @@ func listTar(w *walk, src *partSet) error {
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return w.tarTail(r)
 		}
 		if err != nil {
 			return w.tarErr(err, len(w.listing.Entries))
@@ -108,6 +108,21 @@ func listTar(w *walk, src *partSet) error {
 			}
 		}
 	}
+}
+
+// tarTail reads what follows the tar's end blocks to the end of the
+// compressed stream, so that the compressor's own check (gzip's CRC-32 and
+// size, xz's and zstd's checksums, bzip2's block and stream CRCs, lz4's
+// content checksum) is verified: the archive is checked to its end. Only
+// padding is left there, within the time bound like the rest.
+func (w *walk) tarTail(r io.Reader) error {
+	if w.format == FormatTar {
+		return nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return w.tarErr(err, len(w.listing.Entries))
+	}
+	return nil
 }
 
 // tarErr turns an error from the decompressor or archive/tar into a *ListError.
