@@ -26,6 +26,8 @@ include mk/promtool.mk
 include mk/browser.mk
 include mk/chaos.mk
 include mk/bench.mk
+include mk/fuzz-archive.mk
+include mk/hostile.mk
 
 deps:
 	$(GO) mod download

@@ -80,6 +80,12 @@ type Report struct {
 	// account at once); SessionOverlapNames describes the first few.
 	SessionOverlaps     int      `json:"session_overlaps"`
 	SessionOverlapNames []string `json:"session_overlap_names,omitempty"`
+	// PostDirFiles are the files posted from a directory with a manifest
+	// (demo --post-dir); PostDirWrong of them did not meet their
+	// expectation, each described in PostDirWrongNames.
+	PostDirFiles      int      `json:"post_dir_files,omitempty"`
+	PostDirWrong      int      `json:"post_dir_wrong"`
+	PostDirWrongNames []string `json:"post_dir_wrong_names,omitempty"`
 }
 
 // MarshalJSON adds "ok", the verdict of OK, to the report's fields.
@@ -99,12 +105,13 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // vanished send delivered later or a dead letter, the downloads within their
 // budget; a package of a source that lost access or protects its content
 // may instead be explained by the source's recorded access or its dead
-// letters; and no account ever ran in two sessions at once.
+// letters; no account ever ran in two sessions at once; and every file
+// posted from a directory met its manifest's expectation.
 func (r Report) OK() bool {
 	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
 		r.SessionOverlaps == 0 &&
 		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
-		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0
+		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0 && r.PostDirWrong == 0
 }

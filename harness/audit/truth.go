@@ -12,8 +12,8 @@ import (
 	"stashd/ingest"
 	"stashd/route"
 
-	"stashd/tg"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // Hash is a package's SHA-256, written as hex in JSON.
@@ -64,6 +64,9 @@ type Truth struct {
 	// first few.
 	SessionOverlaps int                    `json:"session_overlaps"`
 	OverlapExamples []tgsim.SessionOverlap `json:"session_overlap_examples,omitempty"`
+	// PostedFiles are the files posted from a directory, with the
+	// manifest's expectation of each (demo --post-dir).
+	PostedFiles []tgsim.PostedFile `json:"posted_files,omitempty"`
 }
 
 // Package is one publication: a single archive, a multipart set or an
@@ -145,7 +148,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 			msgs[m.Key()] = m
 		}
 	}
-	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed()}
+	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed(), PostedFiles: g.PostedFiles()}
 	srcTopics := map[tg.ChatID]map[int64]string{} // topic names by source, read once
 	for _, p := range g.Truth().Packages {
 		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete}

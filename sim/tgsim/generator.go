@@ -106,14 +106,16 @@ type Generator struct {
 	dests     []tg.ChatID
 	forumDest tg.ChatID
 
-	truth    Truth
-	hashes   map[[32]byte]bool
-	posted   []postedPackage // complete packages, for duplicates
-	names    map[tg.ChatID]map[string]bool
-	deletes  []scheduledDelete
-	steps    int
-	seq      int
-	albumSeq int64
+	truth  Truth
+	hashes map[[32]byte]bool
+	posted []postedPackage // complete packages, for duplicates
+	// postedFiles are the files PostDir posted, in order.
+	postedFiles []PostedFile
+	names       map[tg.ChatID]map[string]bool
+	deletes     []scheduledDelete
+	steps       int
+	seq         int
+	albumSeq    int64
 }
 
 // part is one file of a package, named by its stem-relative suffix so that
