@@ -97,11 +97,12 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", ctx.Err()
 	}
 	held.release()
-	if errors.Is(listErr, archive.ErrVolumeMissing) && archive.ParseName(parts[0].Document.FileName).IsMultipart() {
-		// Part names have no end marker (x.part2.rar may be the last or
-		// not): the archive itself says the set goes on. Never deliver it
-		// as whole; the sweeper dead-letters it, and a late part completes it.
-		return "", &IncompleteSetError{Set: archive.ParseName(parts[0].Document.FileName).Set, Missing: listErr.Error()}
+	if missing := volumeMissing(parts, listErr); missing != nil {
+		// Part names have no end marker (x.part2.rar, x.r00 may be the
+		// last or not): the archive itself says the set goes on. Never
+		// deliver it as whole; the sweeper dead-letters it, and a late
+		// part completes it.
+		return "", missing
 	}
 
 	start = time.Now()
@@ -133,6 +134,9 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", err
 	}
 	pkg.ID = id
+	if err := p.recordVerification(ctx, id, listing, listErr); err != nil {
+		return "", err
+	}
 
 	// Layer 6: deliver, then record the sources. Recording last means a
 	// crash before it leaves the message unhandled, and the next attempt
@@ -328,6 +332,7 @@ func fileEntry(e archive.Entry) store.FileEntry {
 		{e.Cleaned, store.FlagCleaned},
 		{e.Cut, store.FlagCut},
 		{e.Bidi, store.FlagBidi},
+		{e.ZeroWidth, store.FlagZeroWidth},
 		{e.LinkEscape, store.FlagLinkEscape},
 		{e.Encrypted, store.FlagEncrypted},
 	} {

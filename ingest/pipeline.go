@@ -40,6 +40,7 @@ type Store interface {
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
+	SetVerification(ctx context.Context, pkg int64, v store.Verification) error
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
 	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)
@@ -402,7 +403,7 @@ type classification struct {
 // the first of x.r00…, whose other parts may still be in flight. It waits
 // like a part, and the sweeper ingests it alone if no other part shows up.
 func classify(msg tg.Message) classification {
-	if msg.Document == nil {
+	if msg.Document == nil || emptyDocument(msg) {
 		return classification{}
 	}
 	n := archive.ParseName(msg.Document.FileName)
