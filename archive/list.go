@@ -52,6 +52,11 @@ type Entry struct {
 	LinkEscape bool
 	// Encrypted is true when the entry's data is encrypted.
 	Encrypted bool
+	// CRC is the CRC-32 of the entry's content as the archive records it
+	// (zip, RAR); HasCRC says whether it does. A RAR file continued in the
+	// next volume records only its first part's CRC there: none is given.
+	CRC    uint32
+	HasCRC bool
 }
 
 // Limits bounds the work and memory of one List call. Zero fields take the

@@ -281,6 +281,7 @@ func (w *walk) addZipCentral(hdr, name, extra []byte) {
 		size = int64(usize)
 	}
 	e := w.add(rawName, size, dir)
+	e.CRC, e.HasCRC = le32(hdr[16:]), !dir
 	if flags&zipFlagEncrypted != 0 {
 		e.Encrypted, w.listing.Encrypted = true, true
 	}
