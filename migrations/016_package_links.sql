@@ -12,6 +12,15 @@ CREATE TABLE package_links (
 );
 CREATE INDEX package_links_other ON package_links (other_id);
 
+ALTER TABLE packages
+    -- archive.ContentSignature of the entries (paths, sizes, CRCs), NULL
+    -- when some entry records no CRC: packages with one signature hold the
+    -- same files.
+    ADD COLUMN content_sig bytea;
+CREATE INDEX packages_content_sig ON packages (content_sig) WHERE content_sig IS NOT NULL;
+
 ---- create above / drop below ----
 
+DROP INDEX packages_content_sig;
+ALTER TABLE packages DROP COLUMN content_sig;
 DROP TABLE package_links;

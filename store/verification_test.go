@@ -60,3 +60,40 @@ func TestNameFlagsAndVerification(t *testing.T) {
 		t.Errorf("rejected part: %q, %v", reason, err)
 	}
 }
+
+// Packages with one content signature are found by it, and linked.
+func TestPackageLinks(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	create := func(b byte) int64 {
+		hash := make([]byte, 32)
+		hash[0] = b
+		pkg := store.Package{ContentHash: hash, Name: "l.zip", Format: "zip", TotalSize: 1, PartCount: 1, Origin: tg.MessageKey{Chat: -6, Message: tg.MessageID(b)}}
+		id, _, err := st.CreatePackage(ctx, pkg, []store.Part{{Index: 0, FileName: "l.zip", Size: 1, SHA256: hash, UniqueID: string(rune('a' + b)), Source: pkg.Origin}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	first, second := create(1), create(2)
+	sig := []byte("same files")
+	if err := st.SetContentSignature(ctx, first, sig); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, err := st.PackageBySignature(ctx, sig, second); err != nil || !ok || id != first {
+		t.Fatalf("by signature: %d, %v, %v; want %d", id, ok, err, first)
+	}
+	if _, ok, err := st.PackageBySignature(ctx, sig, first); err != nil || ok {
+		t.Errorf("by signature, itself excepted: %v, %v", ok, err)
+	}
+	for range 2 {
+		if err := st.LinkPackages(ctx, second, first, store.LinkRepack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links, err := st.PackageLinks(ctx, second)
+	if err != nil || len(links) != 1 || links[0] != (store.PackageLink{Other: first, Kind: store.LinkRepack}) {
+		t.Errorf("links %+v, %v", links, err)
+	}
+}
