@@ -137,6 +137,11 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 	if err := p.recordVerification(ctx, id, listing, listErr); err != nil {
 		return "", err
 	}
+	if skip, err := p.linkRepack(ctx, id, listing, listErr); err != nil {
+		return "", err
+	} else if skip {
+		return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
+	}
 
 	// Layer 6: deliver, then record the sources. Recording last means a
 	// crash before it leaves the message unhandled, and the next attempt

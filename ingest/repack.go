@@ -1,0 +1,63 @@
+package ingest
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/archive"
+	"stashd/store"
+)
+
+// This file recognises the same content in another container: a package
+// whose files (paths, sizes, CRCs) are a catalogued package's, in other
+// archive bytes (zip to 7z, recompressed, split differently), is linked to
+// the first as its repack and, by default, not delivered again.
+
+// The actions taken on a repack, as stashd_repacks_total labels them.
+const (
+	RepackSkipped   = "skipped"
+	RepackDelivered = "delivered"
+)
+
+func newRepackMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stashd_repacks_total",
+		Help: "Packages recognised as repacks of catalogued packages (same files, other archive bytes), by account and action (skipped, delivered).",
+	}, []string{"account", "action"})
+}
+
+// linkRepack records package pkg's content signature and, when a
+// catalogued package holds the same files, links pkg to it as a repack.
+// skip is true when the repack must not be delivered (Repacks "skip" or
+// "link"). A package whose listing failed or whose entries record no CRC
+// is never a repack.
+func (p *Pipeline) linkRepack(ctx context.Context, pkg int64, l archive.Listing, listErr error) (skip bool, err error) {
+	if listErr != nil || l.Truncated {
+		return false, nil
+	}
+	sig, ok := archive.ContentSignature(l.Entries)
+	if !ok {
+		return false, nil
+	}
+	if err := p.store.SetContentSignature(ctx, pkg, sig); err != nil {
+		return false, err
+	}
+	first, found, err := p.store.PackageBySignature(ctx, sig, pkg)
+	if err != nil || !found || first > pkg {
+		return false, err
+	}
+	if err := p.store.LinkPackages(ctx, pkg, first, store.LinkRepack); err != nil {
+		return false, err
+	}
+	skip = p.cfg.Repacks != "deliver"
+	action := RepackSkipped
+	if !skip {
+		action = RepackDelivered
+	}
+	if p.m != nil {
+		p.m.repacks.WithLabelValues(p.cfg.Account, action).Inc()
+	}
+	p.log.Info("repack of a catalogued package", "package", pkg, "repack_of", first, "action", action)
+	return skip, nil
+}
