@@ -75,6 +75,9 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 	if err := c.judgePostDir(ctx, &rep); err != nil {
 		return rep, err
 	}
+	if err := c.judgeRepacks(ctx, &rep); err != nil {
+		return rep, err
+	}
 
 	// Which file (unique id) carries which part: from the sources as they
 	// are now, so the audit reads the world rather than trusting stashd.

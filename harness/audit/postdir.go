@@ -234,3 +234,38 @@ func (c *checker) postedState(ctx context.Context, key tg.MessageKey) (postedSta
 	}
 	return s, rows.Err()
 }
+
+// judgeRepacks counts the world's repacks, those catalogued and linked as
+// repacks, and those delivered all the same.
+func (c *checker) judgeRepacks(ctx context.Context, rep *Report) error {
+	inDest := map[string]bool{}
+	for _, d := range c.t.Destinations {
+		for _, doc := range d.Docs {
+			inDest[doc.File] = true
+		}
+	}
+	seen := map[Hash]bool{}
+	for _, p := range c.t.Packages {
+		if !p.Repack || seen[p.Hash] {
+			continue
+		}
+		seen[p.Hash] = true
+		rep.RepacksPublished++
+		var linked bool
+		err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM packages p JOIN package_links l ON l.package_id = p.id
+			WHERE p.content_hash = $1 AND l.kind = 'repack')`, p.Hash[:]).Scan(&linked)
+		if err != nil {
+			return fmt.Errorf("read repack links: %w", err)
+		}
+		if linked {
+			rep.RepacksDetected++
+		}
+		for _, part := range p.Parts {
+			if part.File != "" && inDest[part.File] {
+				rep.RepacksDelivered++
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -84,6 +84,13 @@ type Report struct {
 	// (demo --post-dir); PostDirWrong of them did not meet their
 	// expectation, each described in PostDirWrongNames.
 	PostDirFiles      int      `json:"post_dir_files,omitempty"`
+	// RepacksPublished are the repacks the world posted (the same files
+	// as an earlier package in another container); RepacksDetected of them
+	// are catalogued and linked as repacks; RepacksDelivered of them were
+	// delivered all the same.
+	RepacksPublished int `json:"repacks_published"`
+	RepacksDetected  int `json:"repacks_detected"`
+	RepacksDelivered int `json:"repacks_delivered"`
 	PostDirWrong      int      `json:"post_dir_wrong"`
 	PostDirWrongNames []string `json:"post_dir_wrong_names,omitempty"`
 }
@@ -113,5 +120,6 @@ func (r Report) OK() bool {
 		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
-		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0 && r.PostDirWrong == 0
+		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0 && r.PostDirWrong == 0 &&
+		r.RepacksDetected == r.RepacksPublished && r.RepacksDelivered == 0
 }

@@ -77,6 +77,9 @@ type Package struct {
 	Parts      []Part `json:"parts"`
 	Corrupt    bool   `json:"corrupt,omitempty"`
 	Incomplete bool   `json:"incomplete,omitempty"`
+	// Repack marks a repack of an earlier package: the same files in
+	// other bytes, to be linked and not delivered again.
+	Repack bool `json:"repack,omitempty"`
 	// Destinations are where the routes send this publication (with
 	// Truth.Routed).
 	Destinations []tg.ChatID `json:"destinations,omitempty"`
@@ -151,7 +154,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed(), PostedFiles: g.PostedFiles()}
 	srcTopics := map[tg.ChatID]map[int64]string{} // topic names by source, read once
 	for _, p := range g.Truth().Packages {
-		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete}
+		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete, Repack: p.Repack}
 		for _, k := range p.Parts {
 			part := Part{Chat: k.Chat, Message: k.Message}
 			if m, ok := msgs[k]; ok && m.Document != nil {
@@ -216,7 +219,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 func (t Truth) unique() map[Hash]Package {
 	out := map[Hash]Package{}
 	for _, p := range t.Packages {
-		if p.Incomplete {
+		if p.Incomplete || p.Repack {
 			continue
 		}
 		if _, ok := out[p.Hash]; !ok {

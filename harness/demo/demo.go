@@ -61,8 +61,12 @@ type Options struct {
 	Workers int
 	// QueueCapacity per account [256].
 	QueueCapacity int
-	// PostDir, when set, is posted file by file before the generator runs.
+	// PostDir, when set, is posted file by file before the generator runs
+	// (by its expect.toml manifest when it has one: docs/hostile.md).
 	PostDir string
+	// Repacks is the probability that a step re-posts an earlier package's
+	// files in another container (tgsim.Scenario.Repacks).
+	Repacks float64
 	// DropUpdates is the probability an updateNewMessage is lost.
 	DropUpdates float64
 	// FailSends is the probability that a send ends in
@@ -190,7 +194,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
-		ForumDestination: o.ForumDestination,
+		ForumDestination: o.ForumDestination, Repacks: o.Repacks,
 	})
 	nameDemoChats(world, gen)
 	routes, err := routeTable(gen, o.Routes)
