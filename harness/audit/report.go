@@ -84,6 +84,8 @@ type Report struct {
 	// (demo --post-dir); PostDirWrong of them did not meet their
 	// expectation, each described in PostDirWrongNames.
 	PostDirFiles      int      `json:"post_dir_files,omitempty"`
+	PostDirWrong      int      `json:"post_dir_wrong"`
+	PostDirWrongNames []string `json:"post_dir_wrong_names,omitempty"`
 	// RepacksPublished are the repacks the world posted (the same files
 	// as an earlier package in another container); RepacksDetected of them
 	// are catalogued and linked as repacks; RepacksDelivered of them were
@@ -91,8 +93,6 @@ type Report struct {
 	RepacksPublished int `json:"repacks_published"`
 	RepacksDetected  int `json:"repacks_detected"`
 	RepacksDelivered int `json:"repacks_delivered"`
-	PostDirWrong      int      `json:"post_dir_wrong"`
-	PostDirWrongNames []string `json:"post_dir_wrong_names,omitempty"`
 }
 
 // MarshalJSON adds "ok", the verdict of OK, to the report's fields.
