@@ -104,6 +104,9 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		// part completes it.
 		return "", missing
 	}
+	if err := p.brokenArchive(listErr); err != nil {
+		return "", err
+	}
 
 	start = time.Now()
 	pkg := store.Package{
@@ -185,6 +188,11 @@ func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id i
 	if pkg.PartCount != len(parts) {
 		// Same bytes cut differently: the package is known, but these parts
 		// cannot stand in for its parts when sending. Link only.
+		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
+	}
+	if skip, err := p.skippedRepack(ctx, id); err != nil {
+		return "", err
+	} else if skip {
 		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 	}
 	if _, err := p.deliver(ctx, pkg, parts); err != nil {

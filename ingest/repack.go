@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/hex"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,11 +41,19 @@ func (p *Pipeline) linkRepack(ctx context.Context, pkg int64, l archive.Listing,
 	if !ok {
 		return false, nil
 	}
+	// Two repacks of one content catalogued at once must not both miss
+	// each other: one at a time per signature, the first to record it is
+	// the one the others link to.
+	lock, err := p.store.Lock(ctx, "sig:"+hex.EncodeToString(sig))
+	if err != nil {
+		return false, err
+	}
+	defer lock.Unlock()
 	if err := p.store.SetContentSignature(ctx, pkg, sig); err != nil {
 		return false, err
 	}
 	first, found, err := p.store.PackageBySignature(ctx, sig, pkg)
-	if err != nil || !found || first > pkg {
+	if err != nil || !found {
 		return false, err
 	}
 	if err := p.store.LinkPackages(ctx, pkg, first, store.LinkRepack); err != nil {
@@ -60,4 +69,14 @@ func (p *Pipeline) linkRepack(ctx context.Context, pkg int64, l archive.Listing,
 	}
 	p.log.Info("repack of a catalogued package", "package", pkg, "repack_of", first, "action", action)
 	return skip, nil
+}
+
+// skippedRepack reports whether package pkg is a repack that must not be
+// delivered: a later message carrying it (a forward, a rescan) must not
+// deliver it either.
+func (p *Pipeline) skippedRepack(ctx context.Context, pkg int64) (bool, error) {
+	if p.cfg.Repacks == "deliver" {
+		return false, nil
+	}
+	return p.store.IsRepack(ctx, pkg)
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"stashd/archive"
 	"stashd/store"
@@ -32,4 +33,31 @@ func verification(l archive.Listing, listErr error) store.Verification {
 // recordVerification records what the listing of package pkg found.
 func (p *Pipeline) recordVerification(ctx context.Context, pkg int64, l archive.Listing, listErr error) error {
 	return p.store.SetVerification(ctx, pkg, verification(l, listErr))
+}
+
+// BrokenReason begins the reason of a dead letter for a broken archive.
+const BrokenReason = "broken archive"
+
+// BrokenArchiveError is a package whose archive failed verification (a
+// damaged or cut-short archive): with Config.DeadLetterBroken it is
+// dead-lettered with the listing's reason, never delivered. It is
+// permanent: the same bytes fail the same way.
+type BrokenArchiveError struct {
+	// Reason is the listing error.
+	Reason string
+}
+
+func (e *BrokenArchiveError) Error() string { return fmt.Sprintf("%s: %s", BrokenReason, e.Reason) }
+
+// Unwrap makes the error permanent for tg.Classify.
+func (e *BrokenArchiveError) Unwrap() error { return tg.Permanent(errors.New(e.Reason)) }
+
+// brokenArchive returns the error that keeps a broken archive from being
+// delivered, nil when it may be: it verified, its failure is not damage
+// (a limit, an unsupported feature), or DeadLetterBroken is off.
+func (p *Pipeline) brokenArchive(listErr error) error {
+	if !p.cfg.DeadLetterBroken || listErr == nil || !errors.Is(listErr, archive.ErrMalformed) {
+		return nil
+	}
+	return &BrokenArchiveError{Reason: listErr.Error()}
 }

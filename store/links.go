@@ -66,3 +66,13 @@ func (s *Store) PackageLinks(ctx context.Context, pkg int64) ([]PackageLink, err
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[PackageLink])
 }
+
+// IsRepack reports whether package pkg is linked as a repack of another.
+func (s *Store) IsRepack(ctx context.Context, pkg int64) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM package_links WHERE package_id = $1 AND kind = 'repack')`, pkg).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read links of package %d: %w", pkg, err)
+	}
+	return ok, nil
+}

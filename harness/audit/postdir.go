@@ -235,13 +235,27 @@ func (c *checker) postedState(ctx context.Context, key tg.MessageKey) (postedSta
 	return s, rows.Err()
 }
 
-// judgeRepacks counts the world's repacks, those catalogued and linked as
-// repacks, and those delivered all the same.
-func (c *checker) judgeRepacks(ctx context.Context, rep *Report) error {
-	inDest := map[string]bool{}
+// repackState says, for each package the world repacked, which of its
+// repacks' contents were delivered in its place: a repack processed
+// before the package it repacks is catalogued first, so the package is
+// linked to it (the first in the catalogue) and the repack is the one
+// delivered. Either way the content is delivered once.
+type repackState struct {
+	// linked holds the hashes of repacks linked, either way, to the
+	// package they repack.
+	linked map[Hash]bool
+	// deliveredInstead holds packages not delivered whose repack was.
+	deliveredInstead map[Hash]bool
+}
+
+// judgeRepacks counts the world's repacks, those linked (either way) to
+// the package they repack, and those whose content was delivered twice.
+func (c *checker) judgeRepacks(ctx context.Context, rep *Report, fullyDelivered func(Package) bool) (repackState, error) {
+	st := repackState{linked: map[Hash]bool{}, deliveredInstead: map[Hash]bool{}}
+	inDest := map[string]int{}
 	for _, d := range c.t.Destinations {
 		for _, doc := range d.Docs {
-			inDest[doc.File] = true
+			inDest[doc.File]++
 		}
 	}
 	seen := map[Hash]bool{}
@@ -252,20 +266,32 @@ func (c *checker) judgeRepacks(ctx context.Context, rep *Report) error {
 		seen[p.Hash] = true
 		rep.RepacksPublished++
 		var linked bool
-		err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM packages p JOIN package_links l ON l.package_id = p.id
-			WHERE p.content_hash = $1 AND l.kind = 'repack')`, p.Hash[:]).Scan(&linked)
+		err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM packages a JOIN package_links l
+			ON l.package_id = a.id OR l.other_id = a.id
+			JOIN packages b ON b.id = CASE WHEN l.package_id = a.id THEN l.other_id ELSE l.package_id END
+			WHERE a.content_hash = $1 AND b.content_hash = $2 AND l.kind = 'repack')`, p.Hash[:], p.RepackOf[:]).Scan(&linked)
 		if err != nil {
-			return fmt.Errorf("read repack links: %w", err)
+			return st, fmt.Errorf("read repack links: %w", err)
 		}
 		if linked {
 			rep.RepacksDetected++
+			st.linked[p.Hash] = true
 		}
-		for _, part := range p.Parts {
-			if part.File != "" && inDest[part.File] {
-				rep.RepacksDelivered++
-				break
+		if fullyDelivered(p) && inDest[p.Parts[0].File] > 0 {
+			var orig Package
+			for _, q := range c.t.Packages {
+				if q.Hash == p.RepackOf {
+					orig = q
+					break
+				}
+			}
+			if fullyDelivered(orig) {
+				rep.RepacksDelivered++ // the same content twice
+				rep.RepackDeliveredNames = append(rep.RepackDeliveredNames, fmt.Sprintf("%s (a repack of %s)", p.Name, orig.Name))
+			} else if linked {
+				st.deliveredInstead[p.RepackOf] = true
 			}
 		}
 	}
-	return nil
+	return st, nil
 }

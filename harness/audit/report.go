@@ -6,15 +6,18 @@ import "encoding/json"
 // destinations hold, and the verdict (OK). Run-specific figures (restarts,
 // calls, disk peaks) are filled by the caller.
 type Report struct {
-	PublishedArchives      int            `json:"published_archives"`
-	UniquePackages         int            `json:"unique_packages"`
-	CataloguedPackages     int            `json:"catalogued_packages"`
-	DeliveredPackages      int            `json:"delivered_packages"`
-	DuplicateDeliveries    int            `json:"duplicate_deliveries"`
-	Missing                int            `json:"missing"`
-	DeadLetters            int            `json:"dead_letters"`
-	Corrupt                int            `json:"corrupt_archives"`
-	CorruptListingErrors   int            `json:"corrupt_with_listing_error"`
+	PublishedArchives    int `json:"published_archives"`
+	UniquePackages       int `json:"unique_packages"`
+	CataloguedPackages   int `json:"catalogued_packages"`
+	DeliveredPackages    int `json:"delivered_packages"`
+	DuplicateDeliveries  int `json:"duplicate_deliveries"`
+	Missing              int `json:"missing"`
+	DeadLetters          int `json:"dead_letters"`
+	Corrupt              int `json:"corrupt_archives"`
+	CorruptListingErrors int `json:"corrupt_with_listing_error"`
+	// CorruptDeadLettered corrupt archives failed verification and are
+	// dead letters saying so (deliver_broken = false).
+	CorruptDeadLettered    int            `json:"corrupt_dead_lettered"`
 	IncompleteSets         int            `json:"incomplete_sets"`
 	IncompleteDeadLettered int            `json:"incomplete_sets_dead_lettered"`
 	IncompleteDelivered    int            `json:"incomplete_sets_delivered"`
@@ -90,9 +93,10 @@ type Report struct {
 	// as an earlier package in another container); RepacksDetected of them
 	// are catalogued and linked as repacks; RepacksDelivered of them were
 	// delivered all the same.
-	RepacksPublished int `json:"repacks_published"`
-	RepacksDetected  int `json:"repacks_detected"`
-	RepacksDelivered int `json:"repacks_delivered"`
+	RepacksPublished     int      `json:"repacks_published"`
+	RepacksDetected      int      `json:"repacks_detected"`
+	RepacksDelivered     int      `json:"repacks_delivered"`
+	RepackDeliveredNames []string `json:"repack_delivered_names,omitempty"`
 }
 
 // MarshalJSON adds "ok", the verdict of OK, to the report's fields.
@@ -117,9 +121,9 @@ func (r Report) MarshalJSON() ([]byte, error) {
 func (r Report) OK() bool {
 	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
 		r.SessionOverlaps == 0 &&
-		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
+		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded+r.CorruptDeadLettered >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
-		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
+		r.CorruptListingErrors+r.CorruptDeadLettered == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
 		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0 && r.PostDirWrong == 0 &&
 		r.RepacksDetected == r.RepacksPublished && r.RepacksDelivered == 0
 }

@@ -80,6 +80,8 @@ type Package struct {
 	// Repack marks a repack of an earlier package: the same files in
 	// other bytes, to be linked and not delivered again.
 	Repack bool `json:"repack,omitempty"`
+	// RepackOf is the hash of the package it repacks.
+	RepackOf Hash `json:"repack_of,omitempty"`
 	// Destinations are where the routes send this publication (with
 	// Truth.Routed).
 	Destinations []tg.ChatID `json:"destinations,omitempty"`
@@ -155,6 +157,9 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	srcTopics := map[tg.ChatID]map[int64]string{} // topic names by source, read once
 	for _, p := range g.Truth().Packages {
 		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete, Repack: p.Repack}
+		if p.Repack {
+			pkg.RepackOf = g.Truth().Packages[p.RepackOf].Hash
+		}
 		for _, k := range p.Parts {
 			part := Part{Chat: k.Chat, Message: k.Message}
 			if m, ok := msgs[k]; ok && m.Document != nil {
