@@ -75,3 +75,24 @@ func TestEmptyDocumentIsNoArchive(t *testing.T) {
 		}
 	}
 }
+
+// A document whose name says nothing (no extension, .exe, .bin) is taken
+// in to have its bytes looked at; one named as a known other type is not.
+func TestSniffedNames(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"archive-without-extension": true, "setup.EXE": true, "payload.bin": true,
+		"scan_0001.pdf": false, "IMG_0001.jpg": false, "notes.txt": false,
+	} {
+		m := tg.Message{Document: &tg.Document{FileName: name, File: tg.File{Size: 100}}}
+		if got := sniffed(m); got != want {
+			t.Errorf("sniffed(%q) = %v, want %v", name, got, want)
+		}
+		if got := classify(m).archive; got != want {
+			t.Errorf("classify(%q).archive = %v, want %v", name, got, want)
+		}
+	}
+	if sniffed(tg.Message{Document: &tg.Document{FileName: "empty.bin"}}) {
+		t.Error("a document of no bytes sniffed")
+	}
+}

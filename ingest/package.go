@@ -97,6 +97,9 @@ func (p *Pipeline) ingestPackage(ctx context.Context, parts []tg.Message, format
 		return "", ctx.Err()
 	}
 	held.release()
+	if notArchive(format, listing) {
+		return store.OutcomeNotArchive, p.record(ctx, parts, store.OutcomeNotArchive, 0)
+	}
 	if missing := volumeMissing(parts, listErr); missing != nil {
 		// Part names have no end marker (x.part2.rar, x.r00 may be the
 		// last or not): the archive itself says the set goes on. Never

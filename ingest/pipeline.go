@@ -419,7 +419,7 @@ func classify(msg tg.Message) classification {
 		return classification{}
 	}
 	n := archive.ParseName(msg.Document.FileName)
-	c := classification{archive: n.IsArchive(), name: n}
+	c := classification{archive: n.IsArchive() || sniffed(msg), name: n}
 	switch {
 	case !c.archive:
 	case msg.AlbumID != 0:

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"stashd/archive"
 	"stashd/store"
@@ -19,6 +22,33 @@ import (
 // an archive, whatever its name.
 func emptyDocument(msg tg.Message) bool {
 	return msg.Document != nil && msg.Document.File.Size == 0
+}
+
+// maxSniffed bounds the documents whose names say nothing that are
+// downloaded to look at their bytes.
+const maxSniffed = 256 << 20
+
+// sniffed reports whether msg's document, not an archive by its name,
+// may be one by its bytes: a name without extension, or an executable or
+// raw-data extension (a self-extractor, a .bin holding a tar.lz4). Its
+// bytes decide, once downloaded.
+func sniffed(msg tg.Message) bool {
+	d := msg.Document
+	if d == nil || d.File.Size <= 0 || d.File.Size > maxSniffed {
+		return false
+	}
+	name := strings.ToLower(filepath.Base(strings.ReplaceAll(d.FileName, `\`, "/")))
+	ext := filepath.Ext(name)
+	if ext == name { // ".hidden"
+		ext = ""
+	}
+	return slices.Contains([]string{"", ".exe", ".bin", ".sfx", ".dat"}, ext)
+}
+
+// notArchive reports whether a document taken for an archive only for a
+// look at its bytes (format FormatNone) turned out to be none.
+func notArchive(format archive.Format, l archive.Listing) bool {
+	return format == archive.FormatNone && l.Format == archive.FormatNone
 }
 
 // verification is what a listing says of the archive's structure.

@@ -29,7 +29,10 @@ type postedState struct {
 	suspicious  []string
 	entryFlags  []string
 	entryUnsafe bool
-	links       map[int64]string // other package → kind
+	links       map[int64]string // other package → kind, either way
+	// firstOfPair: the package is the one a repack pair's other package
+	// is linked to (it was catalogued first), so it is the one delivered.
+	firstOfPair bool
 }
 
 // judgePostDir judges every file posted from a directory with a manifest
@@ -74,13 +77,25 @@ func (c *checker) judgePostDir(ctx context.Context, rep *Report) error {
 		}
 	}
 
+	// A repack pair's content is delivered once, by whichever of the two
+	// was catalogued first.
+	deliveredAs := map[string]bool{}
+	for i, f := range files {
+		if f.Expect != nil && f.Expect.RepackOf != "" && states[i].delivered > 0 {
+			deliveredAs[f.Expect.RepackOf] = true
+		}
+	}
 	rep.PostDirFiles = len(files)
 	for i, f := range files {
 		var why []string
 		if f.Expect == nil {
 			why = append(why, "not in "+tgsim.ManifestName)
 		} else {
-			why = judgeFile(*f.Expect, states[i], len(c.t.Destinations), setDead[f.Expect.Set], pkgOf)
+			st := states[i]
+			if f.Expect.Expect == tgsim.ExpectDelivered && st.delivered == 0 && deliveredAs[f.Name] && hasRepackLink(st.links) {
+				st.delivered = len(c.t.Destinations) // delivered as its repack, linked
+			}
+			why = judgeFile(*f.Expect, st, len(c.t.Destinations), setDead[f.Expect.Set], pkgOf)
 		}
 		if len(why) > 0 {
 			rep.PostDirWrong++
@@ -134,7 +149,9 @@ func judgeFile(e tgsim.Expectation, s postedState, dests int, setDead string, pk
 			wrong("outcome %q, want duplicate", s.outcome)
 		}
 	case tgsim.ExpectRepack:
-		notDelivered()
+		if s.delivered > 0 && !s.firstOfPair {
+			wrong("delivered to %d destinations", s.delivered)
+		}
 		if other := pkgOf[e.RepackOf]; other == 0 || s.links[other] != "repack" {
 			wrong("not linked as a repack of %q (outcome %q)", e.RepackOf, s.outcome)
 		}
@@ -218,12 +235,19 @@ func (c *checker) postedState(ctx context.Context, key tg.MessageKey) (postedSta
 	if err != nil {
 		return s, fmt.Errorf("read package %d: %w", s.pkg, err)
 	}
-	rows, err := c.st.Pool().Query(ctx, `SELECT other_id, kind FROM package_links WHERE package_id = $1`, s.pkg)
+	// Links either way: a repack catalogued before the package it repacks
+	// is the first, and the package is linked to it.
+	rows, err := c.st.Pool().Query(ctx, `SELECT other_id, kind FROM package_links WHERE package_id = $1
+		UNION SELECT package_id, kind FROM package_links WHERE other_id = $1`, s.pkg)
 	if err != nil {
 		return s, fmt.Errorf("read links of %d: %w", s.pkg, err)
 	}
 	defer rows.Close()
 	s.links = map[int64]string{}
+	if err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM package_links WHERE other_id = $1 AND kind = 'repack')`,
+		s.pkg).Scan(&s.firstOfPair); err != nil {
+		return s, fmt.Errorf("read links to %d: %w", s.pkg, err)
+	}
 	for rows.Next() {
 		var other int64
 		var kind string
@@ -294,4 +318,13 @@ func (c *checker) judgeRepacks(ctx context.Context, rep *Report, fullyDelivered 
 		}
 	}
 	return st, nil
+}
+
+func hasRepackLink(links map[int64]string) bool {
+	for _, k := range links {
+		if k == "repack" {
+			return true
+		}
+	}
+	return false
 }
