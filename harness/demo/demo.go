@@ -22,13 +22,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"stashd/daemon"
-	"stashd/ingest"
 	"stashd/harness/audit"
+	"stashd/ingest"
 	"stashd/internal/service"
 	"stashd/route"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
-	"stashd/sim/tgsim"
 )
 
 // Options configure a demo run. Zero values take the defaults in brackets.
