@@ -15,7 +15,7 @@
 
 HOSTILE_DIR      ?= var/hostile
 HOSTILE_DATA_DIR ?= var/hostile-demo
-HOSTILE_FLAGS    ?= --duration 1s --seed 7
+HOSTILE_FLAGS    ?= --duration 1s --seed 7 --dead-letter-broken
 
 .PHONY: hostile hostile-tools
 

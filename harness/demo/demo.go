@@ -64,9 +64,10 @@ type Options struct {
 	// PostDir, when set, is posted file by file before the generator runs
 	// (by its expect.toml manifest when it has one: docs/hostile.md).
 	PostDir string
-	// DeliverBroken mirrors archives that fail verification (the
-	// daemon's deliver_broken); false dead-letters them.
-	DeliverBroken bool
+	// DeadLetterBroken dead-letters archives that fail verification, as
+	// the daemon does unless deliver_broken; false mirrors them with their
+	// listing error (the demo's default, which its corrupt archives test).
+	DeadLetterBroken bool
 	// RepacksSetting is the daemon's repacks setting ("" is skip).
 	RepacksSetting string
 	// Repacks is the probability that a step re-posts an earlier package's
@@ -279,7 +280,7 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		SendRate: 60000, SendInFlight: r.o.Workers,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
-			DeadLetterBroken: !r.o.DeliverBroken, Repacks: r.o.RepacksSetting,
+			DeadLetterBroken: r.o.DeadLetterBroken, Repacks: r.o.RepacksSetting,
 			// Dead letters are retried on the demo's time scale (production:
 			// a minute, doubling, 8 attempts), so a package whose fetch or
 			// delivery failed for a while is delivered later by the retry
