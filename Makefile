@@ -29,6 +29,7 @@ include mk/browser.mk
 include mk/chaos.mk
 include mk/bench.mk
 include mk/fuzz.mk
+include mk/hostile.mk
 
 deps:
 	$(GO) mod download

@@ -123,7 +123,9 @@ func TestListHostileNameFlags(t *testing.T) {
 		t.Fatalf("entries %+v", l.Entries)
 	}
 	for i := range want {
-		if l.Entries[i] != want[i] {
+		got := l.Entries[i]
+		got.CRC, got.HasCRC = 0, false // the names are under test here
+		if got != want[i] {
 			t.Errorf("entry %d = %+v, want %+v", i, l.Entries[i], want[i])
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,12 +42,21 @@ type Entry struct {
 	// or isolate character (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
 	// U+061C): "txt.exe" shown as "exe.txt".
 	Bidi bool
+	// ZeroWidth is true when the name holds a zero-width character
+	// (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E, soft hyphen, U+034F):
+	// two names that look the same differ.
+	ZeroWidth bool
 	// LinkEscape is true for a link whose target lies outside the
 	// extraction root, and for every later entry whose path goes through
 	// such a link: extracting it writes outside the root. Unsafe is set too.
 	LinkEscape bool
 	// Encrypted is true when the entry's data is encrypted.
 	Encrypted bool
+	// CRC is the CRC-32 of the entry's content as the archive records it
+	// (zip, RAR); HasCRC says whether it does. A RAR file continued in the
+	// next volume records only its first part's CRC there: none is given.
+	CRC    uint32
+	HasCRC bool
 }
 
 // Limits bounds the work and memory of one List call. Zero fields take the
@@ -106,6 +116,17 @@ type Listing struct {
 	// Format is the format listed: the one asked for, or the one the
 	// bytes' magic names when they contradict it (a rar named .zip).
 	Format Format
+	// NameLied is true when the bytes are another format than the one
+	// asked for (the name's): a rar named .zip, a zip without extension.
+	NameLied bool
+	// SFX is true when the archive follows an executable stub (a
+	// self-extractor); Offset is the stub's size when known.
+	SFX    bool
+	Offset int64
+	// Suspicious lists what the structure lies about while still listing:
+	// an end record hidden in a zip comment, a central directory that
+	// disagrees with the local headers. Short phrases fit for a flag.
+	Suspicious []string
 }
 
 // Sentinel causes carried by a *ListError; test them with errors.Is.
@@ -124,6 +145,14 @@ var (
 	// ErrLimit means a limit made listing impossible or stopped it (a 7z
 	// header over MaxHeaderBytes, a listing over MaxDuration).
 	ErrLimit = errors.New("archive over listing limit")
+	// ErrCutShort means the archive ends before its end: a zip without
+	// its end record, a compressed tar whose stream stops early. In a byte
+	// split (x.zip.001 …) it means a later part is missing. It is an
+	// ErrMalformed too.
+	ErrCutShort = fmt.Errorf("%w: cut short", ErrMalformed)
+	// ErrEmpty means the file has no bytes: never an archive, whatever
+	// its name. It is an ErrMalformed too.
+	ErrEmpty = fmt.Errorf("%w: empty file", ErrMalformed)
 )
 
 // ListError is the error List returns. Its text is short and fit to be
@@ -147,6 +176,11 @@ func (e *ListError) Unwrap() error { return e.Err }
 
 func malformed(f Format, format string, args ...any) *ListError {
 	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrMalformed}
+}
+
+// cutShort is malformed for an archive that stops before its end.
+func cutShort(f Format, format string, args ...any) *ListError {
+	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrCutShort}
 }
 
 // volumeMissing is malformed for a set that lacks a volume.
@@ -188,10 +222,20 @@ func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (Li
 // listClock is listParts with the clock the time bound is measured on.
 func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now func() time.Time) (l Listing, err error) {
 	lim = lim.withDefaults()
-	if sniffed := sniffParts(src); sniffed != FormatNone && sniffed != format && format != FormatNone {
-		// The name lies (a rar named .zip, a plain tar named .tar.gz):
-		// the bytes decide.
-		format = sniffed
+	if src.Size() == 0 {
+		return Listing{Format: format}, &ListError{Format: format, Reason: "empty file (0 bytes)", Err: ErrEmpty}
+	}
+	det := sniffParts(src)
+	named := format
+	if det.Format != FormatNone && det.Format != format {
+		// The name lies (a rar named .zip, a plain tar named .tar.gz, a
+		// zip without extension): the bytes decide.
+		format = det.Format
+	}
+	if det.Format == Format7z && det.Offset > 0 && src.Len() == 1 {
+		// A self-extractor: the 7z archive's offsets count from its
+		// signature, after the stub.
+		src = src.from(det.Offset)
 	}
 	w := &walk{ctx: ctx, format: format, lim: lim, now: now, deadline: now().Add(lim.MaxDuration)}
 	if err := w.ctxErr(); err != nil {
@@ -205,6 +249,8 @@ func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now
 	}()
 
 	w.listing.Format = format
+	w.listing.NameLied = named != format && named != FormatNone || named == FormatNone && format != FormatNone
+	w.listing.SFX, w.listing.Offset = det.SFX, det.Offset
 	switch format {
 	case FormatZip:
 		err = listZip(w, src)
@@ -212,7 +258,7 @@ func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now
 		err = listRar(w, src)
 	case Format7z:
 		err = list7z(w, src)
-	case FormatTar, FormatTarGz, FormatTarBz2, FormatTarXz, FormatTarZst:
+	case FormatTar, FormatTarGz, FormatTarBz2, FormatTarXz, FormatTarZst, FormatTarLz4:
 		err = listTar(w, src)
 	default:
 		err = &ListError{Format: format, Reason: "not an archive format", Err: ErrUnsupported}
@@ -238,9 +284,20 @@ type walk struct {
 	// escapingLinks are the paths of links listed so far whose target is
 	// outside the root (at most one per entry, so bounded like Entries).
 	escapingLinks map[string]bool
+	// zipDisagree counts zip entries whose local header disagrees with
+	// the central directory; the first is named in Suspicious.
+	zipDisagree int
+	zipBuf      []byte // a local header and its name, reused
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
 	now      func() time.Time
+}
+
+// suspect records something the archive's structure lies about.
+func (w *walk) suspect(what string) {
+	if !slices.Contains(w.listing.Suspicious, what) {
+		w.listing.Suspicious = append(w.listing.Suspicious, what)
+	}
 }
 
 // full reports whether MaxEntries entries are listed.
@@ -257,7 +314,7 @@ func (w *walk) add(rawName string, size int64, dir bool) *Entry {
 	}
 	c := cleanPath(rawName, w.lim.MaxPathBytes)
 	e := Entry{Path: c.path, Size: size, Dir: dir, Unsafe: c.cleaned || c.escapes,
-		Cleaned: c.cleaned, Cut: c.cut, Bidi: c.bidi}
+		Cleaned: c.cleaned, Cut: c.cut, Bidi: c.bidi, ZeroWidth: c.zero}
 	if c.cleaned || c.cut {
 		e.Raw = rawName[:min(len(rawName), maxRawName)]
 	}
@@ -366,6 +423,13 @@ func newPartSet() *partSet { return &partSet{starts: []int64{0}} }
 func (p *partSet) add(r io.ReaderAt, size int64) {
 	p.readers = append(p.readers, r)
 	p.starts = append(p.starts, p.starts[len(p.starts)-1]+size)
+}
+
+// from returns the bytes of the set from off on as a set of one part.
+func (p *partSet) from(off int64) *partSet {
+	q := newPartSet()
+	q.add(io.NewSectionReader(p, off, p.Size()-off), p.Size()-off)
+	return q
 }
 
 // Close closes every opened part file.

@@ -30,6 +30,7 @@ func builders(t *testing.T) map[Format]func([]archivetest.File) []byte {
 		FormatTarGz:  archivetest.TarGz,
 		FormatTarXz:  archivetest.TarXz,
 		FormatTarZst: archivetest.TarZst,
+		FormatTarLz4: archivetest.TarLz4,
 		Format7z:     archivetest.SevenZip,
 		FormatRar:    archivetest.Rar,
 	}
@@ -561,4 +562,18 @@ func TestListTimeBoundDecompressed(t *testing.T) {
 	if n := looks.Load(); n > 200 {
 		t.Errorf("the clock was read %d times: the walk went on past the bound", n)
 	}
+}
+
+// A compressed tar is checked to the end of its stream: a damaged gzip
+// trailer (CRC-32 after the tar's end blocks) fails the listing, entries kept.
+func TestListTarChecksStreamEnd(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	gz := archivetest.TarGz(files)
+	gz[len(gz)-8] ^= 0xff // the trailer's CRC-32
+	l, err := memList(context.Background(), FormatTarGz, Limits{}, gz)
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("damaged gzip trailer: error %v", err)
+	}
+	checkEntries(t, l.Entries, wantEntries(files))
 }

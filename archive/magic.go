@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"hash/crc32"
 	"io"
 )
 
@@ -9,10 +10,15 @@ import (
 // offset 257.
 const sniffLen = 512
 
+// sfxSearch is how far into a self-extracting executable Detect looks for
+// the 7z or RAR signature of the archive appended to its stub (7-Zip's and
+// WinRAR's stubs are a few hundred KiB).
+const sfxSearch = 4 << 20
+
 // Sniff returns the format the leading bytes of a file name by their magic
 // number, or FormatNone when they name none (a self-extracting archive, a
-// pre-POSIX tar, not an archive). A bare compressed stream is taken for a
-// compressed tar, the only kind stashd lists.
+// pre-POSIX tar, not an archive: Detect looks further). A bare compressed
+// stream is taken for a compressed tar, the only kind stashd lists.
 func Sniff(head []byte) Format {
 	magics := [...]struct {
 		magic  string
@@ -27,6 +33,7 @@ func Sniff(head []byte) Format {
 		{"BZh", FormatTarBz2},
 		{"\xfd7zXZ\x00", FormatTarXz},
 		{"\x28\xb5\x2f\xfd", FormatTarZst},
+		{"\x04\x22\x4d\x18", FormatTarLz4},
 	}
 	for _, m := range magics {
 		if bytes.HasPrefix(head, []byte(m.magic)) {
@@ -39,16 +46,96 @@ func Sniff(head []byte) Format {
 	return FormatNone
 }
 
-// sniffParts reads the head of the first part and returns the format it
-// names, FormatNone when it names none or cannot be read.
-func sniffParts(src *partSet) Format {
+// Detection is what the bytes of a file say it is, whatever its name.
+type Detection struct {
+	// Format is the format the bytes are, FormatNone when they are no
+	// archive stashd lists.
+	Format Format
+	// Offset is where the archive starts: the size of a self-extractor's
+	// stub before it, 0 for a plain archive.
+	Offset int64
+	// SFX is true for an executable carrying an archive (an "MZ" stub).
+	SFX bool
+}
+
+// Detect reads the head of r (and, for an executable or unknown bytes, its
+// tail and first few MiB) and says which archive format the bytes are.
+// Zero bytes are never an archive. It reads at most sfxSearch bytes.
+func Detect(r io.ReaderAt, size int64) Detection {
+	if size <= 0 {
+		return Detection{}
+	}
+	head := make([]byte, min(size, sniffLen))
+	if n, err := r.ReadAt(head, 0); n < len(head) && err != nil {
+		return Detection{}
+	}
+	if f := Sniff(head); f != FormatNone {
+		return Detection{Format: f}
+	}
+	sfx := bytes.HasPrefix(head, []byte("MZ"))
+	// A zip's end record sits at its end, whatever precedes the archive:
+	// a stub (self-extractor) or junk.
+	if zipTailEnd(r, size) {
+		return Detection{Format: FormatZip, SFX: sfx}
+	}
+	if !sfx {
+		return Detection{}
+	}
+	buf := make([]byte, min(size, sfxSearch))
+	n, _ := r.ReadAt(buf, 0)
+	buf = buf[:n]
+	for _, m := range [...]struct {
+		sig    string
+		format Format
+	}{{sz7Signature, Format7z}, {rarSigPrefix, FormatRar}} {
+		// The signature may also appear inside the stub's own data: take
+		// the first occurrence whose header checks out.
+		for from := 0; ; {
+			i := bytes.Index(buf[from:], []byte(m.sig))
+			if i < 0 {
+				break
+			}
+			at := from + i
+			if m.format != Format7z || sevenZipStartOK(buf[at:]) {
+				return Detection{Format: m.format, Offset: int64(at), SFX: true}
+			}
+			from = at + 1
+		}
+	}
+	return Detection{SFX: true}
+}
+
+// zipTailEnd reports whether the last 64 KiB of r hold a zip end of
+// central directory record whose comment ends the file.
+func zipTailEnd(r io.ReaderAt, size int64) bool {
+	if size < zipEndLen {
+		return false
+	}
+	tail := min(size, zipEndLen+zipMaxCommentLen)
+	buf := make([]byte, tail)
+	if n, _ := r.ReadAt(buf, size-tail); int64(n) < tail {
+		return false
+	}
+	for j := len(buf) - zipEndLen; j >= 0; j-- {
+		if le32(buf[j:]) == zipEndSig && j+zipEndLen+int(le16(buf[j+20:])) == len(buf) {
+			return true
+		}
+	}
+	return false
+}
+
+// sevenZipStartOK reports whether b begins with a 7z signature header
+// whose checksum holds.
+func sevenZipStartOK(b []byte) bool {
+	return len(b) >= sz7SignatureLen && string(b[:len(sz7Signature)]) == sz7Signature &&
+		crc32.ChecksumIEEE(b[12:sz7SignatureLen]) == le32(b[8:])
+}
+
+// sniffParts detects the format of the first part.
+func sniffParts(src *partSet) Detection {
 	if src.Len() == 0 {
-		return FormatNone
+		return Detection{}
 	}
 	r, size := src.Part(0)
-	head := make([]byte, min(size, sniffLen))
-	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
-		return FormatNone
-	}
-	return Sniff(head)
+	return Detect(r, size)
 }

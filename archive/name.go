@@ -22,6 +22,7 @@ const (
 	FormatTarBz2 Format = "tar.bz2"
 	FormatTarXz  Format = "tar.xz"
 	FormatTarZst Format = "tar.zst"
+	FormatTarLz4 Format = "tar.lz4"
 )
 
 // Scheme names the multipart naming scheme of a part. The zero value ""
@@ -175,11 +176,13 @@ func singleFormat(base string) Format {
 		{".tar.xz", FormatTarXz},
 		{".tar.zst", FormatTarZst},
 		{".tar.zstd", FormatTarZst},
+		{".tar.lz4", FormatTarLz4},
 		{".tgz", FormatTarGz},
 		{".tbz2", FormatTarBz2},
 		{".tbz", FormatTarBz2},
 		{".txz", FormatTarXz},
 		{".tzst", FormatTarZst},
+		{".tlz4", FormatTarLz4},
 		{".tar", FormatTar},
 		{".zip", FormatZip},
 		{".rar", FormatRar},

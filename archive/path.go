@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"fmt"
 	"path"
 	"strings"
 	"unicode"
@@ -14,6 +15,7 @@ type cleanedPath struct {
 	cut     bool // longer than the bound, cut
 	escapes bool // would escape an extraction root
 	bidi    bool // holds a bidirectional formatting character
+	zero    bool // holds a zero-width character
 }
 
 // cleanPath turns an entry name as stored in an archive into a string fit for
@@ -37,6 +39,7 @@ func cleanPath(raw string, maxBytes int) cleanedPath {
 			continue
 		}
 		c.bidi = c.bidi || isBidiControl(r)
+		c.zero = c.zero || isZeroWidth(r)
 		b.WriteRune(r)
 	}
 	clean := b.String()
@@ -50,6 +53,95 @@ func cleanPath(raw string, maxBytes int) cleanedPath {
 // around it: the overrides, embeddings and isolates, and the marks.
 func isBidiControl(r rune) bool {
 	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+// isZeroWidth reports whether r takes no room on screen while changing the
+// name: two names that look the same differ by it.
+func isZeroWidth(r rune) bool {
+	switch r {
+	case 0x200B, 0x200C, 0x200D, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xFEFF, 0x180E, 0x00AD, 0x034F:
+		return true
+	}
+	return false
+}
+
+// NameFlags says what a name holds that makes it show other than it is.
+type NameFlags struct {
+	// Control is true for control characters (newline, NUL, escape …)
+	// and invalid UTF-8.
+	Control bool
+	// Bidi is true for bidirectional overrides, embeddings, isolates and
+	// marks: "txt.exe" shown as "exe.txt".
+	Bidi bool
+	// ZeroWidth is true for characters that take no room: two names that
+	// look the same differ.
+	ZeroWidth bool
+}
+
+// Any reports whether some flag is set.
+func (f NameFlags) Any() bool { return f.Control || f.Bidi || f.ZeroWidth }
+
+// String lists the flags set, comma separated ("control, bidi").
+func (f NameFlags) String() string {
+	var out []string
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{f.Control, "control"}, {f.Bidi, "bidi"}, {f.ZeroWidth, "zero-width"}} {
+		if x.on {
+			out = append(out, x.name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// FlagName says what a name (a posted file's, or an entry's) holds that
+// makes it show other than it is.
+func FlagName(name string) NameFlags {
+	var f NameFlags
+	for i, r := range name {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(name[i:]); size == 1 {
+				f.Control = true
+			}
+		case unicode.IsControl(r):
+			f.Control = true
+		case isBidiControl(r):
+			f.Bidi = true
+		case isZeroWidth(r):
+			f.ZeroWidth = true
+		}
+	}
+	return f
+}
+
+// Escape returns name fit for display: every character FlagName flags is
+// written as \u{XXXX} (a byte of invalid UTF-8 as \x{XX}), and a backslash
+// as \\, so that what is shown is what is stored and nothing reorders or
+// hides the text around it.
+func Escape(name string) string {
+	if !FlagName(name).Any() && !strings.Contains(name, `\`) {
+		return name
+	}
+	var b strings.Builder
+	for i, r := range name {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(name[i:]); size == 1 {
+				fmt.Fprintf(&b, `\x{%02X}`, name[i])
+				continue
+			}
+			b.WriteRune(r)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case unicode.IsControl(r) || isBidiControl(r) || isZeroWidth(r):
+			fmt.Fprintf(&b, `\u{%04X}`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // linkEscapes reports whether a link stored at linkPath pointing to target

@@ -53,3 +53,33 @@ func TestCleanPath(t *testing.T) {
 		}
 	}
 }
+
+// Posted names and entry names that show other than they are: a newline,
+// a right-to-left override, a zero-width space. Escape shows each one.
+func TestFlagNameAndEscape(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		flags   string
+		escaped string
+	}{
+		{"plain.zip", "", "plain.zip"},
+		{"new\nline.zip", "control", `new\u{000A}line.zip`},
+		{"photo\u202egpj.exe", "bidi", `photo\u{202E}gpj.exe`},
+		{"in\u200bvisible.rar", "zero-width", `in\u{200B}visible.rar`},
+		{"all\x00\u2066\ufeff.7z", "control, bidi, zero-width", `all\u{0000}\u{2066}\u{FEFF}.7z`},
+		{"bad\xffutf8", "control", `bad\x{FF}utf8`},
+		{`back\slash`, "", `back\\slash`},
+	}
+	for _, c := range cases {
+		if got := FlagName(c.name).String(); got != c.flags {
+			t.Errorf("FlagName(%q) = %q, want %q", c.name, got, c.flags)
+		}
+		if got := Escape(c.name); got != c.escaped {
+			t.Errorf("Escape(%q) = %q, want %q", c.name, got, c.escaped)
+		}
+	}
+	if e := cleanPath("a\u200db", 100); !e.zero || e.path != "a\u200db" {
+		t.Errorf("cleanPath of a zero-width joiner: %+v", e)
+	}
+}

@@ -33,7 +33,8 @@ const (
 	rar5End           = 5
 	rar5HasExtra      = 0x1
 	rar5HasData       = 0x2
-	rar5DataFromPrev  = 0x8 // this block continues a file from the previous volume
+	rar5DataFromPrev  = 0x8  // this block continues a file from the previous volume
+	rar5DataToNext    = 0x10 // the file goes on in the next volume
 	rar5ArcVolNum     = 0x2
 	rar5FileDir       = 0x1
 	rar5FileMtime     = 0x2
@@ -56,6 +57,7 @@ const (
 	rar4MainComment  = 0x0002
 	rar4MainPassword = 0x0080 // block headers are encrypted
 	rar4SplitBefore  = 0x0001
+	rar4SplitAfter   = 0x0002
 	rar4Encrypted    = 0x0004
 	rar4DirMask      = 0x00e0
 	rar4LargeFile    = 0x0100
@@ -236,7 +238,7 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 			if flags&rar5DataFromPrev != 0 {
 				break // the rest of a file listed from an earlier volume
 			}
-			if err := v.addFile5(body, extra, pos); err != nil {
+			if err := v.addFile5(body, extra, pos, flags&rar5DataToNext == 0); err != nil {
 				return false, err
 			}
 		case rar5Encryption:
@@ -255,7 +257,7 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 	}
 }
 
-func (v *rarVolume) addFile5(body rarBuf, extra []byte, pos int64) error {
+func (v *rarVolume) addFile5(body rarBuf, extra []byte, pos int64, whole bool) error {
 	if v.w.full() {
 		v.w.listing.Truncated = true
 		v.stop = true
@@ -266,6 +268,10 @@ func (v *rarVolume) addFile5(body rarBuf, extra []byte, pos int64) error {
 	body.vint() // attributes
 	if fileFlags&rar5FileMtime != 0 {
 		body.skip(4)
+	}
+	var crc uint32
+	if fileFlags&rar5FileCRC != 0 && len(body.b) >= 4 {
+		crc = le32(body.b)
 	}
 	if fileFlags&rar5FileCRC != 0 {
 		body.skip(4)
@@ -282,6 +288,7 @@ func (v *rarVolume) addFile5(body rarBuf, extra []byte, pos int64) error {
 		size = int64(unpSize)
 	}
 	e := v.w.add(name, size, fileFlags&rar5FileDir != 0)
+	e.CRC, e.HasCRC = crc, whole && fileFlags&rar5FileCRC != 0 && fileFlags&rar5FileDir == 0
 
 	// Extra area: records of size, type, data.
 	for x := (rarBuf{b: extra}); len(x.b) > 0 && !x.bad; {
@@ -436,6 +443,7 @@ func (v *rarVolume) addFile4(hdr []byte, flags uint16, pos int64) error {
 		size = int64(unp)
 	}
 	e := v.w.add(name, size, flags&rar4DirMask == rar4DirMask)
+	e.CRC, e.HasCRC = le32(hdr[16:]), flags&rar4DirMask != rar4DirMask && flags&rar4SplitAfter == 0
 	if flags&rar4Encrypted != 0 {
 		e.Encrypted, v.w.listing.Encrypted = true, true
 	}

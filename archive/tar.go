@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
 )
 
@@ -53,6 +54,9 @@ func listTar(w *walk, src *partSet) error {
 			return w.tarErr(err, 0)
 		}
 		r = xr
+	case FormatTarLz4:
+		// Frames are decoded one block (at most 4 MiB) at a time.
+		r = lz4.NewReader(raw)
 	case FormatTarZst:
 		zr, err := zstd.NewReader(raw,
 			zstd.WithDecoderConcurrency(1), // decode in this goroutine: nothing to leak, one window of memory
@@ -79,7 +83,7 @@ func listTar(w *walk, src *partSet) error {
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return w.tarTail(r)
 		}
 		if err != nil {
 			return w.tarErr(err, len(w.listing.Entries))
@@ -106,6 +110,21 @@ func listTar(w *walk, src *partSet) error {
 	}
 }
 
+// tarTail reads what follows the tar's end blocks to the end of the
+// compressed stream, so that the compressor's own check (gzip's CRC-32 and
+// size, xz's and zstd's checksums, bzip2's block and stream CRCs, lz4's
+// content checksum) is verified: the archive is checked to its end. Only
+// padding is left there, within the time bound like the rest.
+func (w *walk) tarTail(r io.Reader) error {
+	if w.format == FormatTar {
+		return nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return w.tarErr(err, len(w.listing.Entries))
+	}
+	return nil
+}
+
 // tarErr turns an error from the decompressor or archive/tar into a *ListError.
 func (w *walk) tarErr(err error, listed int) error {
 	if cerr := w.ctxErr(); cerr != nil {
@@ -116,7 +135,7 @@ func (w *walk) tarErr(err error, listed int) error {
 	case errors.As(err, &pathErr):
 		return w.readErr("archive", err)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return malformed(w.format, "truncated archive after %d entries", listed)
+		return cutShort(w.format, "truncated archive after %d entries", listed)
 	case errors.Is(err, tar.ErrHeader):
 		return malformed(w.format, "invalid tar header after %d entries", listed)
 	}

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -96,6 +98,10 @@ func listZip(w *walk, src *partSet) error {
 		start = alt
 	}
 
+	// Local headers are found at their recorded offsets, shifted like the
+	// directory when a stub precedes the archive, on their own disk in a
+	// zip split set; their data must end before the directory.
+	loc := zipLocals{base: base + start - (base + int64(end.cdOffset)), dirStart: start, split: end.disk != 0}
 	size := end.cdSize
 	cut := false // the directory runs past the end record: the file was damaged
 	if avail := uint64(end.limit - start); size > avail {
@@ -144,6 +150,9 @@ func listZip(w *walk, src *partSet) error {
 			return w.zipDirEnd(err, byteLimited, count, end.entries)
 		}
 		w.addZipCentral(hdr[:], nameBuf, extraBuf)
+		if err := w.checkZipLocal(src, loc, hdr[:], nameBuf, extraBuf, count); err != nil {
+			return err
+		}
 		count++
 	}
 	if cut {
@@ -156,6 +165,74 @@ func listZip(w *walk, src *partSet) error {
 	}
 	return nil
 }
+
+// zipLocals says where an archive's local headers are.
+type zipLocals struct {
+	base     int64 // added to a recorded offset in a single archive or byte split
+	dirStart int64 // the central directory's offset: entry data ends before it
+	split    bool  // a zip split set: offsets count from the entry's disk
+}
+
+// checkZipLocal verifies the local header of the central directory entry
+// hdr (its name and extra block given): it must be where the directory
+// says, and its data must end before the directory. A local header that
+// disagrees with the directory (another name, another size) is a lie two
+// extractors may read two ways: Suspicious, not fatal.
+func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byte, index uint64) error {
+	csize, offset := uint64(le32(hdr[20:])), uint64(le32(hdr[42:]))
+	usize := uint64(le32(hdr[24:]))
+	forEachExtra(extra, func(id uint16, data []byte) {
+		if id != zipExtraZip64 {
+			return
+		}
+		// The zip64 fields are present only for the values that overflowed, in this order.
+		for _, v := range []*uint64{&usize, &csize, &offset} {
+			if *v == math.MaxUint32 && len(data) >= 8 {
+				*v, data = binary.LittleEndian.Uint64(data), data[8:]
+			}
+		}
+	})
+	pos, limit := loc.base, loc.dirStart
+	if loc.split {
+		disk := int(le16(hdr[34:]))
+		if disk >= src.Len() {
+			return malformed(w.format, "entry %d (%s) on disk %d of %d", index+1, quoteName(name), disk+1, src.Len())
+		}
+		pos, limit = src.Start(disk), src.Size()
+	}
+	if offset > uint64(limit) {
+		return malformed(w.format, "entry %d (%s): local header offset %d beyond the central directory", index+1, quoteName(name), offset)
+	}
+	pos += int64(offset)
+	// One read for the header and a name of the directory's length.
+	w.zipBuf = grow(w.zipBuf, zipLocalLen+len(name))
+	n, _ := src.ReadAt(w.zipBuf, pos)
+	lh := w.zipBuf[:n]
+	if n < zipLocalLen || le32(lh) != zipLocalSig {
+		return malformed(w.format, "entry %d (%s): no local header at offset %d", index+1, quoteName(name), pos)
+	}
+	lnameLen, lextraLen := int(le16(lh[26:])), int(le16(lh[28:]))
+	dataStart := pos + zipLocalLen + int64(lnameLen) + int64(lextraLen)
+	if csize > math.MaxInt64/2 || dataStart+int64(csize) > limit {
+		return malformed(w.format, "entry %d (%s): data runs past the central directory", index+1, quoteName(name))
+	}
+	lname := lh[zipLocalLen:]
+	if lnameLen != len(name) {
+		lname = nil
+	}
+	lcsize := uint64(le32(lh[18:]))
+	sizeDiffers := le16(lh[6:])&zipFlagDescriptor == 0 && lcsize != math.MaxUint32 && lcsize != csize
+	if !bytes.Equal(lname, name) || sizeDiffers || le16(lh[8:]) != le16(hdr[10:]) {
+		w.zipDisagree++
+		if w.zipDisagree == 1 {
+			w.suspect(fmt.Sprintf("the central directory disagrees with the local header of %s", quoteName(name)))
+		}
+	}
+	return nil
+}
+
+// quoteName shows a stored name in an error, escaped and cut.
+func quoteName(name []byte) string { return strconv.Quote(cutUTF8(string(name), 80)) }
 
 // zipDirEnd decides what a short read inside the directory means: the
 // MaxHeaderBytes bound (Truncated listing) or a damaged archive.
@@ -204,6 +281,7 @@ func (w *walk) addZipCentral(hdr, name, extra []byte) {
 		size = int64(usize)
 	}
 	e := w.add(rawName, size, dir)
+	e.CRC, e.HasCRC = le32(hdr[16:]), !dir
 	if flags&zipFlagEncrypted != 0 {
 		e.Encrypted, w.listing.Encrypted = true, true
 	}
@@ -221,15 +299,12 @@ func findZipEnd(w *walk, src *partSet) (zipEnd, error) {
 	if _, err := src.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
 		return zipEnd{}, w.readErr("end of central directory", err)
 	}
-	at := -1
-	for j := len(buf) - zipEndLen; j >= 0; j-- {
-		if le32(buf[j:]) == zipEndSig && j+zipEndLen+int(le16(buf[j+20:])) <= len(buf) {
-			at = j
-			break
-		}
-	}
+	at, hidden := pickZipEnd(src, size-tail, buf)
 	if at < 0 {
 		return zipEnd{}, errNoZipEnd
+	}
+	if hidden {
+		w.suspect("a second end of central directory record hidden in the archive comment")
 	}
 	rec := buf[at:]
 	end := zipEnd{
@@ -277,6 +352,51 @@ func findZipEnd(w *walk, src *partSet) (zipEnd, error) {
 		cdSize:   binary.LittleEndian.Uint64(z[40:]),
 		cdOffset: binary.LittleEndian.Uint64(z[48:]),
 	}, nil
+}
+
+// pickZipEnd chooses the end record among the candidates in buf (the
+// file's tail, read from offset tailAt). A writer ends the file with the
+// record and its comment; a record whose comment runs exactly to the end
+// is preferred over one that stops short. When the comment of such a
+// record holds another record, two readers can see two archives (one
+// scanning back for the last signature, one checking the comment): the
+// outer record wins when its central directory is where it says, and
+// hidden reports the lie.
+func pickZipEnd(src io.ReaderAt, tailAt int64, buf []byte) (at int, hidden bool) {
+	at = -1
+	exact := false
+	var cands []int // every record that fits in the tail, last first
+	for j := len(buf) - zipEndLen; j >= 0; j-- {
+		if le32(buf[j:]) != zipEndSig {
+			continue
+		}
+		end := j + zipEndLen + int(le16(buf[j+20:]))
+		if end > len(buf) {
+			continue
+		}
+		cands = append(cands, j)
+		switch {
+		case end == len(buf) && (!exact || zipDirAt(src, tailAt, buf[j:])):
+			at, exact = j, true
+		case at < 0:
+			at = j // a record followed by junk: taken when nothing better turns up
+		}
+	}
+	for _, j := range cands {
+		hidden = hidden || j > at
+	}
+	return at, hidden
+}
+
+// zipDirAt reports whether the central directory the end record rec
+// names starts where it says (or right before the record, for a
+// self-extractor whose offsets do not count its stub).
+func zipDirAt(src io.ReaderAt, tailAt int64, rec []byte) bool {
+	cdSize, cdOffset := int64(le32(rec[12:])), int64(le32(rec[16:]))
+	if le16(rec[10:]) == 0 && cdSize == 0 {
+		return true
+	}
+	return zipSigAt(src, cdOffset, zipCentralSig) || zipSigAt(src, tailAt-cdSize, zipCentralSig)
 }
 
 // scanZipLocal lists a zip whose end records are gone (a download cut
@@ -363,9 +483,9 @@ func scanZipLocal(w *walk, src *partSet) error {
 		}
 	}
 	if len(w.listing.Entries) == 0 {
-		return malformed(w.format, "end of central directory record not found")
+		return cutShort(w.format, "end of central directory record not found")
 	}
-	return malformed(w.format, "end of central directory record not found (listed %d entries from local headers)", len(w.listing.Entries))
+	return cutShort(w.format, "end of central directory record not found (listed %d entries from local headers)", len(w.listing.Entries))
 }
 
 // nextZipHeader scans forward from off for the next local header and

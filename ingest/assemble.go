@@ -499,7 +499,7 @@ func orderSet(setKey string, parts []store.SourceMessage) (ordered, dups []store
 	}
 	o := archive.OrderParts(names)
 	if !o.Complete {
-		return parts, nil, cmp.Or(o.Reason, "incomplete")
+		return parts, nil, missingNames(names, o, cmp.Or(o.Reason, "incomplete"))
 	}
 	ordered = make([]store.SourceMessage, len(o.Order))
 	for i, idx := range o.Order {

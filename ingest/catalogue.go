@@ -45,6 +45,16 @@ func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format arc
 		return "", err
 	}
 	pkg.ID = id
+	if err := p.recordVerification(ctx, id, listing, listErr); err != nil {
+		return "", err
+	}
+	if skip, err := p.linkRepack(ctx, id, listing, listErr); err != nil {
+		return "", err
+	} else if skip {
+		// The same content in another container, catalogued already:
+		// linked to it and, by default, not delivered again.
+		return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
+	}
 
 	// Layer 6: hand the deliveries to the delivery stage's queue, then
 	// record the sources. Recording last means a crash before it leaves
@@ -78,6 +88,11 @@ func (p *Pipeline) finishDuplicate(ctx context.Context, parts []tg.Message, id i
 	if pkg.PartCount != len(parts) {
 		// Same bytes cut differently: the package is known, but these parts
 		// cannot stand in for its parts when sending. Link only.
+		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
+	}
+	if skip, err := p.skippedRepack(ctx, id); err != nil {
+		return "", err
+	} else if skip {
 		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 	}
 	if _, err := p.handOff(ctx, pkg, parts); err != nil {
@@ -144,6 +159,7 @@ func fileEntry(e archive.Entry) store.FileEntry {
 		{e.Bidi, store.FlagBidi},
 		{e.LinkEscape, store.FlagLinkEscape},
 		{e.Encrypted, store.FlagEncrypted},
+		{e.ZeroWidth, store.FlagZeroWidth},
 	} {
 		if fl.on {
 			f.Flags = append(f.Flags, fl.name)

@@ -75,11 +75,11 @@ type classification struct {
 // the first of x.r00…, whose other parts may still be in flight. It waits
 // like a part, and the sweeper ingests it alone if no other part shows up.
 func classify(msg tg.Message) classification {
-	if msg.Document == nil {
+	if msg.Document == nil || emptyDocument(msg) {
 		return classification{}
 	}
 	n := archive.ParseName(msg.Document.FileName)
-	c := classification{archive: n.IsArchive(), name: n}
+	c := classification{archive: n.IsArchive() || sniffed(msg), name: n}
 	switch {
 	case !c.archive:
 	case msg.AlbumID != 0:

@@ -106,11 +106,18 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 		return "", ctx.Err()
 	}
 	held.release()
-	if errors.Is(listErr, archive.ErrVolumeMissing) && archive.ParseName(parts[0].Document.FileName).IsMultipart() {
-		// Part names have no end marker (x.part2.rar may be the last or
-		// not): the archive itself says the set goes on. Never deliver it
-		// as whole; the sweeper dead-letters it, and a late part completes it.
-		return "", &IncompleteSetError{Set: archive.ParseName(parts[0].Document.FileName).Set, Missing: listErr.Error()}
+	if notArchive(format, listing) {
+		return store.OutcomeNotArchive, p.record(ctx, parts, store.OutcomeNotArchive, 0)
+	}
+	if missing := volumeMissing(parts, listErr); missing != nil {
+		// Part names have no end marker (x.part2.rar, x.r00 may be the
+		// last or not): the archive itself says the set goes on. Never
+		// deliver it as whole; the sweeper dead-letters it, and a late
+		// part completes it.
+		return "", missing
+	}
+	if err := p.brokenArchive(listErr); err != nil {
+		return "", err
 	}
 
 	return p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr)

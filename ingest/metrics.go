@@ -35,6 +35,8 @@ type Metrics struct {
 	// copiesDeleted counts second copies of delivered parts deleted from
 	// destinations.
 	copiesDeleted *prometheus.CounterVec
+	// repacks counts packages recognised as repacks of catalogued ones.
+	repacks *prometheus.CounterVec
 }
 
 // Reasons a download failed, as stashd_download_failures_total labels them.
@@ -94,8 +96,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "stashd_duplicate_copies_deleted_total",
 		Help: "Second copies of parts already delivered that an account deleted from a destination (a pending send an old TDLib database re-sent after another instance had delivered the part, or copies reconciliation found), by account.",
 	}, []string{"account"})
+	m.repacks = newRepackMetric()
 	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries, m.spreadSent,
-		m.copiesDeleted)
+		m.copiesDeleted, m.repacks)
 	return m
 }
 

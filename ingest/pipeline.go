@@ -42,6 +42,11 @@ type Store interface {
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
+	SetVerification(ctx context.Context, pkg int64, v store.Verification) error
+	PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error)
+	SetContentSignature(ctx context.Context, pkg int64, sig []byte) error
+	LinkPackages(ctx context.Context, pkg, other int64, kind string) error
+	IsRepack(ctx context.Context, pkg int64) (bool, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
 	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)
@@ -91,6 +96,14 @@ type Config struct {
 	Spread Spread
 	// Limits bound archive listings; zero fields take archive's defaults.
 	Limits archive.Limits
+	// DeadLetterBroken dead-letters a package whose archive fails
+	// verification (damaged, cut short) with the reason instead of
+	// delivering it with its listing error (serve sets it unless
+	// deliver_broken); false mirrors it.
+	DeadLetterBroken bool
+	// Repacks says what happens to a repack of a catalogued package
+	// (config.RepacksSkip, RepacksDeliver, RepacksLink); "" means skip.
+	Repacks string
 	// SetSettle is how long a multipart set or album must be quiet (no new
 	// part) before it is treated as complete; zero means 30 s.
 	SetSettle time.Duration

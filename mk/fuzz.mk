@@ -24,7 +24,8 @@
 #                  the run shares the machine).
 
 GO ?= go
-FUZZ_TARGETS ?= ./archive:FuzzParseName ./archive:FuzzList ./tg/tdlib:FuzzDecode \
+FUZZ_TARGETS ?= ./archive:FuzzParseName ./archive:FuzzList ./archive:FuzzZip ./archive:FuzzRar \
+	./archive:Fuzz7z ./archive:FuzzTar ./archive:FuzzAssemble ./tg/tdlib:FuzzDecode \
 	./store:FuzzSearchCursor ./store:FuzzSearch ./web:FuzzConsole ./internal/config:FuzzLoad
 FUZZTIME ?= 5s
 FUZZTIME_LONG ?= 60s

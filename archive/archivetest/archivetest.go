@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
 )
 
@@ -137,6 +138,16 @@ func TarZst(files []File) []byte {
 	zw, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	must(err)
 	_, err = zw.Write(Tar(files))
+	must(err)
+	must(zw.Close())
+	return buf.Bytes()
+}
+
+// TarLz4 is Tar compressed as one LZ4 frame.
+func TarLz4(files []File) []byte {
+	var buf bytes.Buffer
+	zw := lz4.NewWriter(&buf)
+	_, err := zw.Write(Tar(files))
 	must(err)
 	must(zw.Close())
 	return buf.Bytes()

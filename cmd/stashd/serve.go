@@ -297,6 +297,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 			SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration,
 			DownloadStall: c.DownloadStallTimeout.Duration, DownloadBudget: int64(c.DownloadBudget),
 			DeadLetterDelay: c.DeadLetterDelay.Duration, DeadLetterAttempts: c.DeadLetterAttempts,
+			Repacks: c.Repacks, DeadLetterBroken: !c.DeliverBroken,
 		},
 		Retry:        ingest.RetryConfig{Interval: c.RetryInterval.Duration},
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},

@@ -83,6 +83,9 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	if err := c.judgePostDir(ctx, &rep); err != nil {
+		return rep, err
+	}
 
 	// Which file (unique id) carries which part: from the sources as they
 	// are now, so the audit reads the world rather than trusting stashd.
@@ -132,6 +135,20 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		}
 		rep.LargestPackage = max(rep.LargestPackage, size)
 	}
+	fullyDelivered := func(p Package) bool {
+		for _, i := range c.required(p) {
+			for part := range p.Parts {
+				if seen[i][partRef{p.Hash, part}] == 0 {
+					return false
+				}
+			}
+		}
+		return len(p.Parts) > 0
+	}
+	repacks, err := c.judgeRepacks(ctx, &rep, fullyDelivered)
+	if err != nil {
+		return rep, err
+	}
 	deliveredHash := map[Hash]bool{}
 	for h, p := range unique {
 		pkg, catalogued := catalogue[h]
@@ -154,6 +171,20 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		}
 		if catalogued {
 			rep.DeliveryBacklog += missingPairs
+		}
+		if p.Corrupt && !catalogued && !delivered && deadBroken(p, dead) {
+			// Verification failed and the package was dead-lettered with
+			// the reason, as it must be unless deliver_broken is set.
+			rep.Corrupt++
+			rep.CorruptDeadLettered++
+			continue
+		}
+		if !delivered && repacks.deliveredInstead[h] {
+			// Linked as a repack of its own repack, catalogued first and
+			// delivered: the content is in the destinations once.
+			rep.DeliveredPackages++
+			deliveredHash[h] = true
+			continue
 		}
 		if !delivered {
 			switch explained[h] {
@@ -213,7 +244,7 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 	rep.DeadLetters = len(dead)
 	expected := map[tg.MessageKey]bool{}
 	for _, p := range c.t.Packages {
-		if p.Incomplete || c.faulty(p) {
+		if p.Incomplete || p.Corrupt || c.faulty(p) {
 			for _, part := range p.Parts {
 				expected[part.Key()] = true
 			}
@@ -494,6 +525,17 @@ func RecordedInaccessible(ctx context.Context, st *store.Store, lost []tg.ChatID
 		}
 	}
 	return out, nil
+}
+
+// deadBroken reports whether every part of p is a dead letter for a broken
+// archive (ingest.BrokenArchiveError).
+func deadBroken(p Package, dead map[tg.MessageKey]string) bool {
+	for _, part := range p.Parts {
+		if !strings.Contains(dead[part.Key()], ingest.BrokenReason) {
+			return false
+		}
+	}
+	return len(p.Parts) > 0
 }
 
 func deadLetterReasons(ctx context.Context, st *store.Store) (map[tg.MessageKey]string, error) {

@@ -9,16 +9,19 @@ type Report struct {
 	// Mode is what the audit required of each package: ModeFull
 	// (catalogued and delivered) or ModeCatalogue (catalogued; deliveries
 	// may still wait).
-	Mode                   string         `json:"mode"`
-	PublishedArchives      int            `json:"published_archives"`
-	UniquePackages         int            `json:"unique_packages"`
-	CataloguedPackages     int            `json:"catalogued_packages"`
-	DeliveredPackages      int            `json:"delivered_packages"`
-	DuplicateDeliveries    int            `json:"duplicate_deliveries"`
-	Missing                int            `json:"missing"`
-	DeadLetters            int            `json:"dead_letters"`
-	Corrupt                int            `json:"corrupt_archives"`
-	CorruptListingErrors   int            `json:"corrupt_with_listing_error"`
+	Mode                 string `json:"mode"`
+	PublishedArchives    int    `json:"published_archives"`
+	UniquePackages       int    `json:"unique_packages"`
+	CataloguedPackages   int    `json:"catalogued_packages"`
+	DeliveredPackages    int    `json:"delivered_packages"`
+	DuplicateDeliveries  int    `json:"duplicate_deliveries"`
+	Missing              int    `json:"missing"`
+	DeadLetters          int    `json:"dead_letters"`
+	Corrupt              int    `json:"corrupt_archives"`
+	CorruptListingErrors int    `json:"corrupt_with_listing_error"`
+	// CorruptDeadLettered corrupt archives failed verification and are
+	// dead letters saying so (deliver_broken = false).
+	CorruptDeadLettered    int            `json:"corrupt_dead_lettered"`
 	IncompleteSets         int            `json:"incomplete_sets"`
 	IncompleteDeadLettered int            `json:"incomplete_sets_dead_lettered"`
 	IncompleteDelivered    int            `json:"incomplete_sets_delivered"`
@@ -99,6 +102,20 @@ type Report struct {
 	// packages, of the time from publication (the last part's date) to
 	// the package's catalogue row.
 	CatalogueLagP99Seconds float64 `json:"catalogue_lag_p99_seconds"`
+	// PostDirFiles are the files posted from a directory with a manifest
+	// (demo --post-dir); PostDirWrong of them did not meet their
+	// expectation, each described in PostDirWrongNames.
+	PostDirFiles      int      `json:"post_dir_files,omitempty"`
+	PostDirWrong      int      `json:"post_dir_wrong"`
+	PostDirWrongNames []string `json:"post_dir_wrong_names,omitempty"`
+	// RepacksPublished are the repacks the world posted (the same files
+	// as an earlier package in another container); RepacksDetected of them
+	// are catalogued and linked as repacks; RepacksDelivered of them were
+	// delivered all the same.
+	RepacksPublished     int      `json:"repacks_published"`
+	RepacksDetected      int      `json:"repacks_detected"`
+	RepacksDelivered     int      `json:"repacks_delivered"`
+	RepackDeliveredNames []string `json:"repack_delivered_names,omitempty"`
 }
 
 // Audit modes (Report.Mode).
@@ -124,7 +141,8 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // vanished send delivered later or a dead letter, the downloads within their
 // budget; a package of a source that lost access or protects its content
 // may instead be explained by the source's recorded access or its dead
-// letters; and no account ever ran in two sessions at once.
+// letters; no account ever ran in two sessions at once; and every file
+// posted from a directory met its manifest's expectation.
 //
 // With ModeCatalogue a package needs only its catalogue row: its
 // deliveries may wait (DeliveryBacklog), and a vanished send may still be
@@ -133,15 +151,16 @@ func (r Report) OK() bool {
 	if r.Mode == ModeCatalogue {
 		return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
 			r.SessionOverlaps == 0 &&
-			r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
+			r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded+r.CorruptDeadLettered >= r.UniquePackages &&
 			r.RecordedInaccessible == r.InaccessibleSources &&
-			r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
-			r.IncompleteDelivered == 0
+			r.CorruptListingErrors+r.CorruptDeadLettered == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
+			r.IncompleteDelivered == 0 && r.PostDirWrong == 0 && r.RepacksDetected == r.RepacksPublished
 	}
 	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
 		r.SessionOverlaps == 0 &&
-		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded >= r.UniquePackages &&
+		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded+r.CorruptDeadLettered >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
-		r.CorruptListingErrors == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
-		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0
+		r.CorruptListingErrors+r.CorruptDeadLettered == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
+		r.IncompleteDelivered == 0 && r.VanishedUnresolved == 0 && r.PostDirWrong == 0 &&
+		r.RepacksDetected == r.RepacksPublished && r.RepacksDelivered == 0
 }

@@ -65,6 +65,9 @@ type Truth struct {
 	// first few.
 	SessionOverlaps int                    `json:"session_overlaps"`
 	OverlapExamples []tgsim.SessionOverlap `json:"session_overlap_examples,omitempty"`
+	// PostedFiles are the files posted from a directory, with the
+	// manifest's expectation of each (demo --post-dir).
+	PostedFiles []tgsim.PostedFile `json:"posted_files,omitempty"`
 }
 
 // Package is one publication: a single archive, a multipart set or an
@@ -78,6 +81,11 @@ type Package struct {
 	// Published is when the publication's last part was posted (the
 	// world's message dates, whole seconds).
 	Published time.Time `json:"published,omitzero"`
+	// Repack marks a repack of an earlier package: the same files in
+	// other bytes, to be linked and not delivered again.
+	Repack bool `json:"repack,omitempty"`
+	// RepackOf is the hash of the package it repacks.
+	RepackOf Hash `json:"repack_of,omitempty"`
 	// Destinations are where the routes send this publication (with
 	// Truth.Routed).
 	Destinations []tg.ChatID `json:"destinations,omitempty"`
@@ -149,10 +157,13 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 			msgs[m.Key()] = m
 		}
 	}
-	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed()}
+	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed(), PostedFiles: g.PostedFiles()}
 	srcTopics := map[tg.ChatID]map[int64]string{} // topic names by source, read once
 	for _, p := range g.Truth().Packages {
-		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete}
+		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete, Repack: p.Repack}
+		if p.Repack {
+			pkg.RepackOf = g.Truth().Packages[p.RepackOf].Hash
+		}
 		for _, k := range p.Parts {
 			part := Part{Chat: k.Chat, Message: k.Message}
 			if m, ok := msgs[k]; ok && m.Document != nil {
@@ -220,7 +231,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 func (t Truth) unique() map[Hash]Package {
 	out := map[Hash]Package{}
 	for _, p := range t.Packages {
-		if p.Incomplete {
+		if p.Incomplete || p.Repack {
 			continue
 		}
 		if _, ok := out[p.Hash]; !ok {

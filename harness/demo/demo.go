@@ -62,8 +62,18 @@ type Options struct {
 	Workers int
 	// QueueCapacity per account [256].
 	QueueCapacity int
-	// PostDir, when set, is posted file by file before the generator runs.
+	// PostDir, when set, is posted file by file before the generator runs
+	// (by its expect.toml manifest when it has one: docs/hostile.md).
 	PostDir string
+	// DeadLetterBroken dead-letters archives that fail verification, as
+	// the daemon does unless deliver_broken; false mirrors them with their
+	// listing error (the demo's default, which its corrupt archives test).
+	DeadLetterBroken bool
+	// RepacksSetting is the daemon's repacks setting ("" is skip).
+	RepacksSetting string
+	// Repacks is the probability that a step re-posts an earlier package's
+	// files in another container (tgsim.Scenario.Repacks).
+	Repacks float64
 	// DropUpdates is the probability an updateNewMessage is lost.
 	DropUpdates float64
 	// FailSends is the probability that a send ends in
@@ -201,7 +211,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
-		ForumDestination: o.ForumDestination,
+		ForumDestination: o.ForumDestination, Repacks: o.Repacks,
 	})
 	nameDemoChats(world, gen)
 	routes, err := routeTable(gen, o.Routes)
@@ -281,6 +291,7 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		SendRate: 60000, SendInFlight: r.o.Workers,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
+			DeadLetterBroken: r.o.DeadLetterBroken, Repacks: r.o.RepacksSetting,
 			// Dead letters are retried on the demo's time scale (production:
 			// a minute, doubling, 8 attempts), so a package whose fetch or
 			// delivery failed for a while is delivered later by the retry

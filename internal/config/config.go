@@ -130,6 +130,17 @@ type Config struct {
 	// a direct connection. The password and the secret are never logged;
 	// prefer STASHD_PROXY to the file.
 	Proxy string `toml:"proxy"`
+	// DeliverBroken mirrors a package whose archive fails verification
+	// (a damaged or cut-short archive, a set that does not chain), marked
+	// broken in the catalogue and in the caption. Default false: such a
+	// package is dead-lettered with the reason.
+	DeliverBroken bool `toml:"deliver_broken"`
+	// Repacks says what happens to a repack: a package whose entries (path,
+	// size, CRC) match a catalogued package's but whose archive bytes
+	// differ. "skip" links it to the first and does not deliver it,
+	// "deliver" links it and delivers it too, "link" links it and sends
+	// only a caption naming the package it repacks. Default "skip".
+	Repacks string `toml:"repacks"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.
 	Accounts []Account `toml:"accounts"`
@@ -385,7 +396,7 @@ func defaults(mode Mode) Config {
 		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30, SendRate: 20, SendInFlight: 3,
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute}, LeaseTTL: Duration{30 * time.Second},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
-		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour},
+		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour}, Repacks: RepacksSkip,
 		CatchupInterval: Duration{2 * time.Second}, RetryInterval: Duration{30 * time.Second},
 		DeadLetterDelay: Duration{time.Minute}, DeadLetterAttempts: 8,
 	}
@@ -410,3 +421,10 @@ func (c *Config) Account(name string) (Account, error) {
 	}
 	return Account{}, fmt.Errorf("%q is not an account of the configuration (%s)", name, strings.Join(names, ", "))
 }
+
+// The values of Config.Repacks.
+const (
+	RepacksSkip    = "skip"
+	RepacksDeliver = "deliver"
+	RepacksLink    = "link"
+)

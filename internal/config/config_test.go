@@ -297,3 +297,51 @@ func TestLeaseTTL(t *testing.T) {
 		t.Errorf("STASHD_LEASE_TTL=1s: %v, want an error naming the variable", err)
 	}
 }
+
+// deliver_broken defaults to false and repacks to skip; both come from the
+// file, the environment and flags in that order of precedence, and a
+// repacks value other than skip, deliver or link is refused naming it.
+func TestVerificationSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(write(t, good), noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DeliverBroken || c.Repacks != RepacksSkip {
+		t.Errorf("defaults: deliver_broken %v, repacks %q", c.DeliverBroken, c.Repacks)
+	}
+	c, err = Load(write(t, "deliver_broken = true\nrepacks = \"link\"\n"+good), noEnv, nil)
+	if err != nil || !c.DeliverBroken || c.Repacks != RepacksLink {
+		t.Errorf("file: deliver_broken %v, repacks %q, %v", c.DeliverBroken, c.Repacks, err)
+	}
+	env := func(k string) string {
+		switch k {
+		case "STASHD_DELIVER_BROKEN":
+			return "false"
+		case "STASHD_REPACKS":
+			return "deliver"
+		}
+		return ""
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse([]string{"--repacks", "skip"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Load(write(t, "deliver_broken = true\nrepacks = \"link\"\n"+good), env, fs)
+	if err != nil || c.DeliverBroken || c.Repacks != RepacksSkip {
+		t.Errorf("environment and flag: deliver_broken %v, repacks %q, %v", c.DeliverBroken, c.Repacks, err)
+	}
+	var fe *FieldError
+	if _, err := Load(write(t, "repacks = \"drop\"\n"+good), noEnv, nil); !errors.As(err, &fe) || fe.Field != "repacks" || strings.Contains(err.Error(), "\n") {
+		t.Errorf("repacks = drop: error %v, want one line naming repacks", err)
+	}
+	if _, err := Load(write(t, good), func(k string) string {
+		if k == "STASHD_DELIVER_BROKEN" {
+			return "sometimes"
+		}
+		return ""
+	}, nil); err == nil || !strings.Contains(err.Error(), "STASHD_DELIVER_BROKEN") {
+		t.Errorf("STASHD_DELIVER_BROKEN=sometimes: %v, want an error naming the variable", err)
+	}
+}

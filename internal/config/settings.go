@@ -21,6 +21,8 @@ var Settings = []struct{ Name, Usage string }{
 	{"console_tls_key", "PEM private key of console_tls_cert"},
 	{"console_behind_proxy", "remote clients come through a proxy that terminates HTTPS (default false)"},
 	{"console_trusted_proxy", "the proxy's addresses, comma-separated IPs or CIDRs (default loopback)"},
+	{"deliver_broken", "mirror a package that fails verification, marked broken (default false: dead-lettered)"},
+	{"repacks", "a repack of a catalogued package (same entries, other bytes): skip, deliver or link (default skip)"},
 	{"proxy", "proxy of every account without its own: socks5://user:pass@host:port, http://host:port or mtproto://secret@host:port (default: none)"},
 	{"log_level", "debug, info, warn or error (default info)"},
 	{"log_format", "auto, text or json (default auto: text on a terminal)"},
@@ -172,6 +174,14 @@ func set(c *Config, name, v string) error {
 		c.ConsoleTrustedProxy = v
 	case "proxy":
 		c.Proxy = v
+	case "deliver_broken":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.DeliverBroken = b
+	case "repacks":
+		c.Repacks = v
 	case "log_level":
 		c.LogLevel = v
 	case "log_format":

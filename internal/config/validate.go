@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -226,6 +227,9 @@ func (c *Config) validateAccounts(bad badFunc) error {
 }
 
 func (c *Config) validateTuning(bad badFunc) error {
+	if !slices.Contains([]string{RepacksSkip, RepacksDeliver, RepacksLink}, c.Repacks) {
+		return bad("repacks", "%q is not skip, deliver or link", c.Repacks)
+	}
 	if c.Workers < 1 || c.Workers > 256 {
 		return bad("workers", "%d is outside 1..256", c.Workers)
 	}

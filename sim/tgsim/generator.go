@@ -34,6 +34,11 @@ type Scenario struct {
 	// ForumDestination adds a destination forum, without topics (stashd
 	// creates those it maps source topics to), after the channels.
 	ForumDestination bool
+	// Repacks is the probability that a step re-posts an earlier single
+	// zip or rar package's files in the other container (a repack: the
+	// same paths, sizes and CRCs in other bytes). Zero never, and leaves
+	// the seed's content as it was.
+	Repacks float64
 }
 
 // SourceInfo is a source chat the generator created.
@@ -74,6 +79,10 @@ type ExpectedPackage struct {
 	VolumeMissing bool
 	// Duplicate is set when the same Hash was published earlier.
 	Duplicate bool
+	// Repack marks a repack of an earlier package (RepackOf, its index in
+	// Truth.Packages): catalogued and linked, not delivered again.
+	Repack   bool
+	RepackOf int
 }
 
 // Unique returns the distinct complete packages by hash: the first
@@ -82,7 +91,7 @@ type ExpectedPackage struct {
 func (t Truth) Unique() map[[32]byte]ExpectedPackage {
 	out := make(map[[32]byte]ExpectedPackage)
 	for _, p := range t.Packages {
-		if p.Incomplete {
+		if p.Incomplete || p.Repack {
 			continue
 		}
 		if _, ok := out[p.Hash]; !ok {
@@ -97,6 +106,7 @@ func (t Truth) Unique() map[[32]byte]ExpectedPackage {
 // from Scenario.Seed, so the same seed yields the same Truth. Its methods are
 // safe for concurrent use but are meant to be driven from one goroutine.
 type Generator struct {
+	repacks   float64
 	mu        sync.Mutex
 	w         *World
 	rng       *rand.Rand
@@ -106,14 +116,16 @@ type Generator struct {
 	dests     []tg.ChatID
 	forumDest tg.ChatID
 
-	truth    Truth
-	hashes   map[[32]byte]bool
-	posted   []postedPackage // complete packages, for duplicates
-	names    map[tg.ChatID]map[string]bool
-	deletes  []scheduledDelete
-	steps    int
-	seq      int
-	albumSeq int64
+	truth  Truth
+	hashes map[[32]byte]bool
+	posted []postedPackage // complete packages, for duplicates
+	// postedFiles are the files PostDir posted, in order.
+	postedFiles []PostedFile
+	names       map[tg.ChatID]map[string]bool
+	deletes     []scheduledDelete
+	steps       int
+	seq         int
+	albumSeq    int64
 }
 
 // part is one file of a package, named by its stem-relative suffix so that
@@ -130,6 +142,9 @@ type postedPackage struct {
 	uids       []string
 	album      bool
 	source     tg.ChatID
+	// format and files are a single archive's, for a repack of it.
+	format string
+	files  []archivetest.File
 }
 
 // Entries per generated archive: up to maxEntries, and fewer for the
@@ -154,11 +169,12 @@ func NewGenerator(w *World, sc Scenario) *Generator {
 	}
 	rng := rand.New(rand.NewPCG(uint64(sc.Seed), 0x67656e)) // "gen"
 	g := &Generator{
-		w:      w,
-		rng:    rng,
-		gen:    content{rng: rng},
-		hashes: make(map[[32]byte]bool),
-		names:  make(map[tg.ChatID]map[string]bool),
+		repacks: sc.Repacks,
+		w:       w,
+		rng:     rng,
+		gen:     content{rng: rng},
+		hashes:  make(map[[32]byte]bool),
+		names:   make(map[tg.ChatID]map[string]bool),
 	}
 	for i := 1; i <= sc.Accounts; i++ {
 		name := fmt.Sprintf("acct%d", i)
@@ -247,6 +263,9 @@ func (g *Generator) Step() {
 	defer g.mu.Unlock()
 	g.steps++
 	g.runDeletes()
+	if g.repacks > 0 && g.rng.Float64() < g.repacks && g.repack() {
+		return
+	}
 	items := []struct {
 		weight int
 		fn     func(src *SourceInfo, thread int64)
@@ -301,8 +320,36 @@ func (g *Generator) nextAlbum() int64 {
 
 func (g *Generator) single(src *SourceInfo, thread int64) {
 	format := pick(g.rng, archiveFormats())
-	data := buildArchive(format, g.gen.listing(maxEntries))
+	files := g.gen.listing(maxEntries)
+	data := buildArchive(format, files)
 	g.publish(src, thread, g.nextStem(), []part{{suffix: "." + format, data: data}}, 0, pkgFlags{})
+	if last := &g.posted[len(g.posted)-1]; format == fmtZip || format == fmtRar {
+		last.format, last.files = format, files
+	}
+}
+
+// repack re-posts the files of an earlier single zip (rar) package as a
+// rar (zip) under a new name, in a source of its own choosing, and records
+// it as a repack. It reports false when there is no package to repack.
+func (g *Generator) repack() bool {
+	var cands []int
+	for i, p := range g.posted {
+		if p.files != nil {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return false
+	}
+	orig := g.posted[pick(g.rng, cands)]
+	format := fmtRar
+	if orig.format == fmtRar {
+		format = fmtZip
+	}
+	src, thread := g.place()
+	g.publishWith(src, thread, g.nextStem(), []part{{suffix: "." + format, data: buildArchive(format, orig.files)}}, 0,
+		pkgFlags{repackOf: orig.truthIndex + 1}, nil)
+	return true
 }
 
 // multipartParts builds a multipart set of up to n parts (at least 2) in
@@ -549,6 +596,9 @@ type pkgFlags struct {
 	// dupPart, when not zero, forwards that part (1-based) again right
 	// after it is posted.
 	dupPart int
+	// repackOf, when not zero, is 1 + the truth index of the package this
+	// one repacks.
+	repackOf int
 }
 
 // publish uploads parts as new files under stem (consecutive messages, the
@@ -562,7 +612,8 @@ func (g *Generator) publish(src *SourceInfo, thread int64, stem string, parts []
 func (g *Generator) publishWith(src *SourceInfo, thread int64, stem string, parts []part, album int64, f pkgFlags, uids []string) {
 	caption := g.gen.caption()
 	h := sha256.New()
-	pkg := ExpectedPackage{Name: stem + parts[0].suffix, Corrupt: f.corrupt, Incomplete: f.incomplete, VolumeMissing: f.volumeMissing}
+	pkg := ExpectedPackage{Name: stem + parts[0].suffix, Corrupt: f.corrupt, Incomplete: f.incomplete, VolumeMissing: f.volumeMissing,
+		Repack: f.repackOf > 0, RepackOf: f.repackOf - 1}
 	posted := postedPackage{truthIndex: len(g.truth.Packages), stem: stem, parts: parts, album: album != 0, source: src.Chat}
 	for i, p := range parts {
 		post := Post{FileName: stem + p.suffix, Data: p.data, AlbumID: album}
@@ -583,7 +634,7 @@ func (g *Generator) publishWith(src *SourceInfo, thread int64, stem string, part
 	}
 	copy(pkg.Hash[:], h.Sum(nil))
 	pkg.Duplicate = g.hashes[pkg.Hash]
-	if !f.incomplete {
+	if !f.incomplete && f.repackOf == 0 {
 		g.hashes[pkg.Hash] = true
 		g.posted = append(g.posted, posted)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"stashd/archive"
+	"stashd/tg"
 )
 
 // dirGroup is one package (or one non-archive file) found in a directory.
@@ -30,10 +31,25 @@ type dirFile struct {
 // archive.OrderParts); a set they call incomplete is recorded as Incomplete.
 // Whether an archive is corrupt is not checked, so Corrupt is always false
 // here. Files that are not archives are posted but not recorded.
+//
+// With a manifest (expect.toml, see LoadManifest) the manifest decides
+// instead: files are posted in its order under their PostAs names, the
+// files of one Set together; a set expected delivered is recorded with
+// the parts expected delivered, one expected dead-lettered as Incomplete,
+// and files expected otherwise (rejected copies, duplicates, repacks, no
+// archive) are left to the manifest's judge. Files the manifest does not
+// name are posted last, unrecorded.
 func (g *Generator) PostDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("read dir %s: %w", dir, err)
+	}
+	m, ok, err := LoadManifest(dir)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return g.postManifest(dir, entries, m)
 	}
 	groups := groupFiles(entries)
 
@@ -54,6 +70,96 @@ func (g *Generator) PostDir(dir string) error {
 		}
 		if !grp.archive {
 			continue
+		}
+		copy(pkg.Hash[:], h.Sum(nil))
+		pkg.Duplicate = g.hashes[pkg.Hash]
+		if !pkg.Incomplete {
+			g.hashes[pkg.Hash] = true
+		}
+		g.truth.Packages = append(g.truth.Packages, pkg)
+	}
+	return nil
+}
+
+// postManifest posts dir's files as its manifest says.
+func (g *Generator) postManifest(dir string, entries []os.DirEntry, m Manifest) error {
+	type group struct {
+		files []*Expectation
+	}
+	var groups []*group
+	bySet := map[string]*group{}
+	named := map[string]bool{ManifestName: true}
+	for i := range m.Files {
+		e := &m.Files[i]
+		named[e.Name] = true
+		if e.Set == "" {
+			groups = append(groups, &group{files: []*Expectation{e}})
+			continue
+		}
+		grp := bySet[e.Set]
+		if grp == nil {
+			grp = &group{}
+			bySet[e.Set] = grp
+			groups = append(groups, grp)
+		}
+		grp.files = append(grp.files, e)
+	}
+	for _, de := range entries {
+		if de.Type().IsRegular() && !named[de.Name()] {
+			groups = append(groups, &group{files: []*Expectation{{Name: de.Name()}}})
+		}
+	}
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, grp := range groups {
+		src := &g.sources[i%len(g.sources)]
+		type sent struct {
+			e    *Expectation
+			key  tg.MessageKey
+			data []byte
+		}
+		var out []sent
+		for _, e := range grp.files {
+			data, err := os.ReadFile(filepath.Join(dir, e.Name))
+			if err != nil {
+				return fmt.Errorf("read %s: %w", e.Name, err)
+			}
+			msg := g.w.Post(src.Chat, 0, Post{FileName: e.Posted(), Data: data})
+			pf := PostedFile{Name: e.Name, PostedAs: e.Posted(), Message: msg.Key()}
+			if msg.Document != nil {
+				pf.UniqueID = msg.Document.File.UniqueID
+			}
+			if e.Expect != "" {
+				pf.Expect = e
+			}
+			g.postedFiles = append(g.postedFiles, pf)
+			out = append(out, sent{e, msg.Key(), data})
+		}
+		// What the truth records: the parts expected delivered, or the
+		// parts of a set expected to be a dead letter.
+		want := ExpectDelivered
+		if grp.files[0].Expect == ExpectDeadLetter {
+			if grp.files[0].Set == "" {
+				continue // a broken single archive: the manifest's judge alone
+			}
+			want = ExpectDeadLetter
+		}
+		var keep []sent
+		for _, s := range out {
+			if s.e.Expect == want {
+				keep = append(keep, s)
+			}
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		slices.SortStableFunc(keep, func(a, b sent) int { return cmp.Compare(a.e.Part, b.e.Part) })
+		h := sha256.New()
+		pkg := ExpectedPackage{Name: keep[0].e.Posted(), Incomplete: want == ExpectDeadLetter}
+		for _, s := range keep {
+			h.Write(s.data)
+			pkg.Parts = append(pkg.Parts, s.key)
 		}
 		copy(pkg.Hash[:], h.Sum(nil))
 		pkg.Duplicate = g.hashes[pkg.Hash]
