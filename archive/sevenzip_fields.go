@@ -1,0 +1,198 @@
+package archive
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+)
+
+// szReader reads 7z header fields from an in-memory header. Reading past the
+// end sets err (once) and returns zeros, so parsers check err at the end of
+// a section rather than after every field.
+type szReader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *szReader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (r *szReader) byte() byte {
+	if r.off >= len(r.b) {
+		r.fail("header ends early")
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+// number reads a 7z NUMBER: the count of leading one bits of the first byte
+// is the count of extra little-endian bytes; the rest of it is the top.
+func (r *szReader) number() uint64 {
+	first := r.byte()
+	var v uint64
+	mask := byte(0x80)
+	for i := 0; i < 8; i++ {
+		if first&mask == 0 {
+			return v | uint64(first&(mask-1))<<(8*i)
+		}
+		v |= uint64(r.byte()) << (8 * i)
+		mask >>= 1
+	}
+	return v
+}
+
+// count reads a NUMBER used as an item count and checks that the header has
+// at least one byte left per item, the smallest any item takes. It bounds
+// every loop by the header's size.
+func (r *szReader) count(what string) int {
+	v := r.number()
+	if v > uint64(len(r.b)-r.off) {
+		r.fail("%s count %d larger than the header", what, v)
+		return 0
+	}
+	return int(v)
+}
+
+func (r *szReader) bytes(n uint64) []byte {
+	if n > uint64(len(r.b)-r.off) {
+		r.fail("header ends early")
+		r.off = len(r.b)
+		return nil
+	}
+	s := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
+
+func (r *szReader) u32() uint32 {
+	b := r.bytes(4)
+	if b == nil {
+		return 0
+	}
+	return le32(b)
+}
+
+// expect reads one id and fails unless it is want.
+func (r *szReader) expect(want byte) {
+	if got := r.byte(); got != want && r.err == nil {
+		r.fail("unexpected property id %#x, want %#x", got, want)
+	}
+}
+
+// skipDigests skips a digests record of n items (defined bits, then CRCs).
+func (r *szReader) skipDigests(n int) {
+	defined := n
+	if r.byte() == 0 {
+		bits := r.bytes(uint64((n + 7) / 8))
+		defined = 0
+		for i := 0; i < n && bits != nil; i++ {
+			if bitSet(bits, i) {
+				defined++
+			}
+		}
+	}
+	r.bytes(uint64(defined) * 4)
+}
+
+func bitSet(bits []byte, i int) bool {
+	return i/8 < len(bits) && bits[i/8]&(0x80>>(i%8)) != 0
+}
+
+// utf16Name reads one zero-terminated UTF-16LE name from b. lossy is true
+// when an unpaired surrogate had to be replaced with U+FFFD.
+func utf16Name(b []byte) (name string, lossy bool, rest []byte) {
+	var u []uint16
+	for len(b) >= 2 {
+		c := binary.LittleEndian.Uint16(b)
+		b = b[2:]
+		if c == 0 {
+			break
+		}
+		u = append(u, c)
+	}
+	var sb strings.Builder
+	for i := 0; i < len(u); i++ {
+		r := rune(u[i])
+		if utf16.IsSurrogate(r) {
+			if i+1 < len(u) {
+				if d := utf16.DecodeRune(r, rune(u[i+1])); d != unicode.ReplacementChar {
+					sb.WriteRune(d)
+					i++
+					continue
+				}
+			}
+			r, lossy = unicode.ReplacementChar, true
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String(), lossy, b
+}
+
+// sz7Substreams yields the sizes of the data streams in file order, walking
+// folders, their unpack sizes, substream counts and substream sizes in step.
+type sz7Substreams struct {
+	s       *sz7Streams
+	folders szReader
+	unpack  szReader
+	counts  *szCounts
+	sizes   szReader
+	folder  int    // folders started
+	left    uint64 // substreams left in the current folder
+	total   uint64 // the current folder's unpacked size
+	used    uint64 // bytes of it given to earlier substreams
+}
+
+func newSz7Substreams(b []byte, s *sz7Streams) *sz7Substreams {
+	ss := &sz7Substreams{
+		s:       s,
+		folders: szReader{b: b, off: s.foldersOff},
+		unpack:  szReader{b: b, off: s.unpackOff},
+		counts:  s.counts(b),
+		sizes:   szReader{b: b, off: s.sizesOff},
+	}
+	return ss
+}
+
+func (ss *sz7Substreams) next() (uint64, error) {
+	for ss.left == 0 {
+		if ss.folder >= ss.s.numFolders {
+			return 0, fmt.Errorf("more files than data streams")
+		}
+		f := ss.folders.folder(false)
+		for i := range f.numOut {
+			if v := ss.unpack.number(); i == f.mainOut {
+				ss.total = v
+			}
+		}
+		ss.left = ss.counts.next()
+		ss.used = 0
+		ss.folder++
+		if ss.folders.err != nil || ss.unpack.err != nil || ss.counts.err != nil {
+			return 0, fmt.Errorf("folder records end early")
+		}
+	}
+	ss.left--
+	if ss.left == 0 {
+		if ss.used > ss.total {
+			return 0, fmt.Errorf("substream sizes exceed their folder")
+		}
+		return ss.total - ss.used, nil
+	}
+	if ss.s.sizesOff < 0 {
+		return 0, fmt.Errorf("substream sizes missing")
+	}
+	v := ss.sizes.number()
+	if ss.sizes.err != nil {
+		return 0, ss.sizes.err
+	}
+	ss.used += v
+	return v, nil
+}
