@@ -1,9 +1,12 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +98,39 @@ func (v *settingValue) Type() string {
 	return "string"
 }
 
+// Credentials are the settings systemd may hand over as credentials
+// (LoadCredential=NAME:/path in the unit): each is read from the file
+// $CREDENTIALS_DIRECTORY/NAME, so a secret never sits in the environment,
+// a command line or a world-readable file.
+var Credentials = []string{"api_hash", "console_token", "database_url", "proxy"}
+
+// applyCredentials reads the settings systemd passed as credentials; a
+// STASHD_* variable or a flag still wins over them.
+func applyCredentials(c *Config, getenv func(string) string, origin map[string][2]string) error {
+	dir := getenv("CREDENTIALS_DIRECTORY")
+	if dir == "" {
+		return nil
+	}
+	for _, name := range Credentials {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return &FieldError{Field: name, Source: "credential", Err: errors.New(oneLine(err.Error()))}
+		}
+		if err := set(c, name, strings.TrimSpace(string(b))); err != nil {
+			return &FieldError{Field: name, Source: "credential " + name, Err: err}
+		}
+		origin[name] = [2]string{name, "credential"}
+	}
+	return nil
+}
+
 func applyEnv(c *Config, getenv func(string) string, origin map[string][2]string) error {
+	if err := applyCredentials(c, getenv, origin); err != nil {
+		return err
+	}
 	for _, s := range Settings {
 		name := "STASHD_" + strings.ToUpper(s.Name)
 		if v := getenv(name); v != "" {
