@@ -63,7 +63,7 @@ or postmaster kill behind it), not_ready_seconds (time /readyz answered
 other than 200 after a daemon's first ready), catalogue_lag_p99_seconds
 (publication to catalogue row), and per daemon process its resident
 memory (rss_mb start, end, max), goroutines and open files, sampled every
-5 s after a minute's warm-up.
+5 s after a minute's warm-up (every sample is in --dir's resources.csv).
 
 The last line of stdout is one JSON object with --json; the exit status is 1
 when the audit fails, 2 for bad flags. The logs of every process are in

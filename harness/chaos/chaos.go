@@ -342,6 +342,11 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 	wctx, stopWatch := context.WithCancel(ctx)
 	var watch sync.WaitGroup
 	watch.Go(func() { h.leases.run(wctx, h.db) })
+	if f, err := os.Create(filepath.Join(dir, "resources.csv")); err == nil {
+		fmt.Fprintln(f, "seconds,instance,pid,rss_mb,goroutines,open_fds")
+		h.obs.csv = f
+		defer f.Close()
+	}
 	watch.Go(func() { h.obs.run(wctx, h) })
 	defer func() {
 		stopWatch()

@@ -3,6 +3,8 @@ package chaos
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -58,6 +60,10 @@ type observer struct {
 	notReady time.Duration
 	procs    map[*proc]*procWatch
 	order    []*procWatch
+	// csv, when set, receives every sample as a line: seconds since the
+	// run started, instance, pid, rss MiB, goroutines, open fds.
+	csv     io.Writer
+	started time.Time
 }
 
 // procWatch is what the observer knows of one process.
@@ -70,7 +76,7 @@ type procWatch struct {
 	lastPoll time.Time
 }
 
-func newObserver() *observer { return &observer{procs: map[*proc]*procWatch{}} }
+func newObserver() *observer { return &observer{procs: map[*proc]*procWatch{}, started: time.Now()} }
 
 // strike marks p as killed or paused by the harness: from then on its
 // readiness says nothing about the daemon.
@@ -165,6 +171,9 @@ func (o *observer) sample(ctx context.Context, in *instance, p *proc) {
 	r.Samples++
 	r.RSSMB.End, r.Goroutines.End, r.OpenFDs.End = rss, g, fds
 	r.RSSMB.Max = max(r.RSSMB.Max, rss)
+	if o.csv != nil {
+		fmt.Fprintf(o.csv, "%.0f,%d,%d,%.1f,%d,%d\n", time.Since(o.started).Seconds(), r.Instance, r.PID, rss, g, fds)
+	}
 }
 
 // result closes the stretches still open and returns the time not ready
