@@ -430,7 +430,8 @@ func (d *Daemon) Status() []Status {
 
 // Health reports whether the daemon can do its work: every account it runs
 // has a live update pump and at least one live ingest worker, and the store
-// answers. An instance standing by (every account's lease held by another
+// answers (through the leases' own pool, within store.PingTimeout: a main
+// pool busy with ingest says nothing of health). An instance standing by (every account's lease held by another
 // instance) is healthy. The systemd watchdog is fed only while it returns
 // nil.
 func (d *Daemon) Health(ctx context.Context) error {
@@ -447,7 +448,7 @@ func (d *Daemon) Health(ctx context.Context) error {
 			return fmt.Errorf("account %s: no live ingest worker", r.name)
 		}
 	}
-	if err := d.store.Ping(ctx); err != nil {
+	if err := d.store.PingLeases(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
 	return nil
