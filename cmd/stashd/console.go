@@ -48,7 +48,7 @@ func demoConsole(ctx context.Context, mux *http.ServeMux, dbURL string, metrics 
 	if err != nil {
 		return nil, err
 	}
-	c, err := web.New(web.Config{Catalogue: own, Logger: log})
+	c, err := web.New(web.Config{Catalogue: st, Logger: log})
 	if err != nil {
 		st.Close()
 		return nil, err
