@@ -185,6 +185,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	if err := d.store.UpsertAccount(ctx, a.Name, me.ID, me.IsPremium); err != nil {
 		return fail(err)
 	}
+	// The budget this account sends at, for the backlog's drain estimates
+	// (status, stashd_delivery_drain_seconds).
+	if err := d.store.RecordSendRate(ctx, a.Name, d.cfg.SendRate); err != nil {
+		return fail(err)
+	}
 	a, dests, accept, err := d.resolve(ctx, r, a)
 	if err != nil {
 		return fail(err)
