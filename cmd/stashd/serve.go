@@ -275,6 +275,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		DrainTimeout: c.DrainTimeout.Duration,
 		SendTimeout:  c.SendTimeout.Duration,
 		LeaseTTL:     c.LeaseTTL.Duration,
+		DrainAlert:   c.DeliveryDrainAlert.Duration,
 		Backfill:     ingest.BackfillConfig{Rate: c.BackfillRate},
 		Logger:       s.log,
 		Registry:     reg,
