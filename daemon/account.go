@@ -38,6 +38,7 @@ type accountRun struct {
 	backfill *ingest.Backfiller
 	deliver  *ingest.Deliverer
 	rec      *ingest.SendRecorder
+	backlog  *backlogGauges
 	rewind   *rewindWatch
 	follow   *upgradeFollower
 	ctx      context.Context
@@ -61,6 +62,7 @@ func (r *accountRun) halt(graceful bool) {
 			r.retry.Stop()
 			r.backfill.Stop()
 			r.deliver.Stop()
+			r.backlog.Stop()
 			r.rewind.Stop()
 			r.sweep.Stop()
 			r.cancel()
@@ -82,6 +84,7 @@ func (r *accountRun) halt(graceful bool) {
 		r.retry.Stop()
 		r.backfill.Stop()
 		r.deliver.Stop()
+		r.backlog.Stop()
 		r.rewind.Stop()
 		r.sweep.Stop()
 		r.rec.Stop()
@@ -93,7 +96,7 @@ func (r *accountRun) halt(graceful bool) {
 func (r *accountRun) startLoops(fatal chan<- error) error {
 	// The backfill first: it records new routes before ingest delivers
 	// anything under them, so its walk ends where routing at ingest starts.
-	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.rewind, r.deliver, r.follow} {
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.rewind, r.deliver, r.backlog, r.follow} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -185,6 +188,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	if err := d.store.UpsertAccount(ctx, a.Name, me.ID, me.IsPremium); err != nil {
 		return fail(err)
 	}
+	// The budget this account sends at, for the backlog's drain estimates
+	// (status, stashd_delivery_drain_seconds).
+	if err := d.store.RecordSendRate(ctx, a.Name, d.cfg.SendRate); err != nil {
+		return fail(err)
+	}
 	a, dests, accept, err := d.resolve(ctx, r, a)
 	if err != nil {
 		return fail(err)
@@ -271,6 +279,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	dcfg.Hold = r.rewind.Hold
 	r.deliver = ingest.NewDeliverer(dcfg, r.pipe, d.store, d.wm)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
+	backlogDests := dests
+	if r.routes.Routed() {
+		backlogDests = r.routes.AllDestinations()
+	}
+	r.backlog = &backlogGauges{d: d, r: r, dests: backlogDests}
 
 	return r, nil
 }

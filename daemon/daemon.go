@@ -100,6 +100,10 @@ type Config struct {
 	// queued deliveries at the send budget and as routes' windows allow
 	// (its SendSpacing follows SendRate).
 	Delivery ingest.DeliveryConfig
+	// DrainAlert is the delivery backlog's drain time past which the alert
+	// StashdDeliveryBacklogDrainingSlowly fires (exported as
+	// stashd_delivery_drain_alert_seconds); zero means DefaultDrainAlert.
+	DrainAlert time.Duration
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
 	// SendTimeout bounds the wait for one send's outcome; zero means
@@ -144,7 +148,11 @@ type Daemon struct {
 	leases leaseStore
 	// rewindM counts delivery records rebuilt after a rewind.
 	rewindM *rewindMetrics
-	fatal   chan error
+	// backlogM are the delivery backlog's gauges, refreshed every
+	// backlogEvery (backlogInterval; shorter in tests).
+	backlogM     *backlogMetrics
+	backlogEvery time.Duration
+	fatal        chan error
 
 	mu       sync.Mutex
 	accounts []*accountRun // running, under a held lease
@@ -169,6 +177,7 @@ type Daemon struct {
 func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, 20*time.Second)
 	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
+	cfg.DrainAlert = cmp.Or(cfg.DrainAlert, DefaultDrainAlert)
 	if cfg.Instance == "" {
 		host, _ := os.Hostname()
 		cfg.Instance = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -186,10 +195,12 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		tgm: tg.NewMetrics(reg), lm: listener.NewMetrics(reg), im: ingest.NewMetrics(reg),
 		cm: catchup.NewMetrics(reg), rm: rescan.NewMetrics(reg), retm: ingest.NewRetryMetrics(reg),
 		sbm: tg.NewSendBudgetMetrics(reg), wm: ingest.NewWindowMetrics(reg),
-		leaseM: newLeaseMetrics(reg), leases: st, rewindM: newRewindMetrics(reg),
+		leaseM: newLeaseMetrics(reg), leases: st, rewindM: newRewindMetrics(reg), backlogM: newBacklogMetrics(reg),
 		fatal: make(chan error, len(cfg.Accounts)+1),
 	}
 	d.spread = newSpreader(d)
+	d.backlogM.alert.Set(cfg.DrainAlert.Seconds())
+	d.backlogEvery = backlogInterval
 	return d
 }
 
@@ -430,7 +441,8 @@ func (d *Daemon) Status() []Status {
 
 // Health reports whether the daemon can do its work: every account it runs
 // has a live update pump and at least one live ingest worker, and the store
-// answers. An instance standing by (every account's lease held by another
+// answers (through the leases' own pool, within store.PingTimeout: a main
+// pool busy with ingest says nothing of health). An instance standing by (every account's lease held by another
 // instance) is healthy. The systemd watchdog is fed only while it returns
 // nil.
 func (d *Daemon) Health(ctx context.Context) error {
@@ -447,7 +459,7 @@ func (d *Daemon) Health(ctx context.Context) error {
 			return fmt.Errorf("account %s: no live ingest worker", r.name)
 		}
 	}
-	if err := d.store.Ping(ctx); err != nil {
+	if err := d.store.PingLeases(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
 	return nil

@@ -35,3 +35,7 @@ func AccountPaced(d *Daemon, account string) *tg.Paced {
 func GateAt(epoch int64, sent time.Time, life time.Duration) func() error {
 	return newHolding(epoch, sent, life).gate
 }
+
+// SetBacklogInterval makes d's accounts refresh the delivery backlog
+// gauges every every (set before Prepare).
+func SetBacklogInterval(d *Daemon, every time.Duration) { d.backlogEvery = every }

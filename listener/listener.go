@@ -103,6 +103,9 @@ type Listener struct {
 	lostAt    time.Time
 	lastEvent time.Time
 	killed    bool
+	// queueFull: the ingest queue overflowed and has not drained below
+	// half since; the overflow is logged once per such episode.
+	queueFull bool
 
 	// Owned by the writer goroutine: the account status last written.
 	statusAt        time.Time
@@ -237,7 +240,7 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 			item := Item{Message: tg.Message{ChatID: u.Chat, ID: u.Message}, Refetch: true, Queued: now}
 			if !l.enqueueLocked(item) {
 				// The rescan re-walks recent documents and will find it.
-				l.log.Warn("queue full: content change left to the rescan", "source", u.Chat, "message", u.Message.ServerID())
+				l.overflowLocked(u.Chat, "content change left to the rescan")
 			}
 		}
 	case tg.ForumTopicInfo:
@@ -279,13 +282,30 @@ func (l *Listener) newMessageLocked(msg tg.Message, now time.Time) {
 			l.m.overflows.WithLabelValues(l.cfg.Account).Inc()
 		}
 		l.markDirtyLocked(st, ReasonOverflow)
+		l.overflowLocked(st.chat, "source marked dirty; its catch-up fetches what was dropped")
 		return
 	}
 	l.inflight[msg.Key()] = struct{}{}
 	l.acceptLiveLocked(st, s)
 }
 
+// overflowLocked logs a full ingest queue once per episode: again only
+// after the queue drained below half (stashd_listener_overflows_total
+// counts every dropped update).
+func (l *Listener) overflowLocked(chat tg.ChatID, what string) {
+	if l.queueFull {
+		return
+	}
+	l.queueFull = true
+	l.log.Warn("ingest queue full: "+what+"; not logged again until the queue drains below half",
+		"source", chat, "capacity", cap(l.queue))
+}
+
 func (l *Listener) enqueueLocked(item Item) bool {
+	if l.queueFull && len(l.queue) < cap(l.queue)/2 {
+		l.queueFull = false
+		l.log.Info("ingest queue drained below half after being full", "depth", len(l.queue), "capacity", cap(l.queue))
+	}
 	select {
 	case l.queue <- item:
 		if l.m != nil {

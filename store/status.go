@@ -67,6 +67,9 @@ type SourceStatus struct {
 	// UpgradedTo is the supergroup this basic group was upgraded to (a
 	// source of its own, followed by the daemon); 0 when none.
 	UpgradedTo int64 `json:"upgraded_to,omitempty"`
+	// DeliveriesDue counts the queued deliveries due now of the source's
+	// packages; a source is "synced" only with none, else "delivering".
+	DeliveriesDue int `json:"deliveries_due"`
 }
 
 // Status is the whole report.
@@ -83,6 +86,9 @@ type Status struct {
 	Waiting []WaitingStatus `json:"waiting,omitempty"`
 	// Partial are windows that closed with deliveries still waiting.
 	Partial []WindowReport `json:"partial_windows,omitempty"`
+	// Backlog is the delivery backlog due now, by destination, with the
+	// time to drain it at the sending accounts' budgets.
+	Backlog []DestinationBacklog `json:"backlog"`
 }
 
 // BackfillStatus is one route backfill as `stashd status` shows it.
@@ -167,6 +173,9 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		return st, fmt.Errorf("count packages: %w", err)
 	}
 	if err := s.windowStatus(ctx, &st); err != nil {
+		return st, err
+	}
+	if err := s.backlogStatus(ctx, &st); err != nil {
 		return st, err
 	}
 	bs, err := s.Backfills(ctx)

@@ -216,6 +216,8 @@ type server struct {
 	http        *http.Server
 	metricsAddr string
 	publish     func(ctx context.Context)
+	// closeConsole releases the console's own pool.
+	closeConsole func()
 }
 
 func (s *server) openStore(ctx context.Context) error {
@@ -240,6 +242,9 @@ func (s *server) close() {
 		_ = s.http.Shutdown(ctx)
 		cancel()
 	}
+	if s.closeConsole != nil {
+		s.closeConsole()
+	}
 	s.st.Close()
 	s.stopDB()
 }
@@ -256,11 +261,12 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && s.cfg.ConsoleToken == "" {
 		s.log.Warn("metrics_addr is beyond loopback but console_token is empty: clients beyond loopback are refused", "addr", s.metricsAddr)
 	}
-	console, err := newConsole(s.st, s.cfg, s.log)
+	console, closeConsole, err := newConsole(context.Background(), s.st, s.cfg, s.log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	s.closeConsole = closeConsole
 	mux := http.NewServeMux()
 	console.Mount(mux)
 	// Clients beyond loopback need the token for these too.
@@ -304,6 +310,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		DrainTimeout: c.DrainTimeout.Duration,
 		SendTimeout:  c.SendTimeout.Duration,
 		LeaseTTL:     c.LeaseTTL.Duration,
+		DrainAlert:   c.DeliveryDrainAlert.Duration,
 		Backfill:     ingest.BackfillConfig{Rate: c.BackfillRate},
 		Logger:       s.log,
 		Registry:     reg,

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"stashd/internal/config"
+	"stashd/internal/pgtest"
+	"stashd/store"
 )
 
 // nonLoopbackIP returns an address of this machine beyond loopback, or
@@ -43,7 +45,17 @@ func nonLoopbackIP(t *testing.T) net.IP {
 // startHTTP runs serve's listener on cfg (no daemon: /readyz is not asked).
 func startHTTP(t *testing.T, cfg config.Config) string {
 	t.Helper()
-	s := &server{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	s := &server{cfg: cfg, log: slog.New(slog.DiscardHandler), st: st}
+	t.Cleanup(func() {
+		if s.closeConsole != nil {
+			s.closeConsole()
+		}
+	})
 	if err := s.serveHTTP(nil, prometheus.NewRegistry()); err != nil {
 		t.Fatal(err)
 	}

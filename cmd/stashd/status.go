@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -17,10 +19,15 @@ import (
 
 const statusHelp = `Shows what stashd knows, read from its database: accounts (connected,
 Premium, ingest queue; the instance holding the account's lease, its epoch
-and expiry, or how long it has had no owner), sources (synced, dirty or circuit open;
+and expiry, or how long it has had no owner), sources (synced: catalogue
+current and no delivery of its packages due; "catalogue synced, N
+deliveries waiting" while the deliveries are behind; dirty or circuit open;
 inaccessible when the account lost access, protected when its documents
 cannot be re-sent, upgraded when a basic group became a supergroup; watermark, lag, last scan, last error), dead letters and
-deliveries. It works while a
+deliveries, and the delivery backlog per destination: the deliveries due,
+their parts, and the time to send them at the send budgets of the accounts
+holding them (parts x 60 s / the sum of their send_rate; a lower bound when
+those accounts also owe other destinations). It works while a
 daemon or a demo runs, and when none does.`
 
 func runStatus(args []string) int {
@@ -67,23 +74,15 @@ func printStatus(rep store.Status) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "SOURCE\tACCOUNT\tKIND\tSTATE\tWATERMARK\tLAG\tPACKAGES\tLAST SCAN\tTITLE")
 	for _, s := range rep.Sources {
-		state := s.State
-		if s.DirtyReason != "" && s.State == "dirty" {
-			state += " (" + s.DirtyReason + ")"
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", s.ChatID, s.Account, s.Kind, sourceState(s), s.Watermark, s.Lag, s.Packages, ago(s.LastScanAt), s.Title)
+	}
+	if len(rep.Backlog) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "DESTINATION\tDELIVERIES DUE\tPARTS\tACCOUNTS\tSEND RATE\tDRAIN")
+		for _, b := range rep.Backlog {
+			fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%s\t%s\n", b.Destination, b.Deliveries, b.Parts, strings.Join(b.Accounts, ","),
+				rateText(b.SendRate), drainText(b))
 		}
-		if s.CircuitUntil != nil {
-			state += " until " + s.CircuitUntil.Local().Format(time.TimeOnly)
-		}
-		if s.Access == store.AccessLost {
-			state = "inaccessible, " + state
-		}
-		if s.Protected || s.ProtectedDocuments > 0 {
-			state += fmt.Sprintf(", protected (%d documents not mirrorable)", s.ProtectedDocuments)
-		}
-		if s.UpgradedTo != 0 {
-			state += fmt.Sprintf(", upgraded to supergroup %d", s.UpgradedTo)
-		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", s.ChatID, s.Account, s.Kind, state, s.Watermark, s.Lag, s.Packages, ago(s.LastScanAt), s.Title)
 	}
 	w.Flush()
 	for _, s := range rep.Sources {
@@ -131,6 +130,47 @@ func printStatus(rep store.Status) {
 	}
 	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",
 		rep.Packages, rep.Deliveries["sent"], rep.Deliveries["intent"], rep.DeadLetters["pending"], rep.DeadLetters["exhausted"])
+}
+
+// sourceState says where a source stands: its catalogue (synced, dirty,
+// circuit open) and, once that is current, its deliveries.
+func sourceState(s store.SourceStatus) string {
+	state := s.State
+	if s.DirtyReason != "" && s.State == "dirty" {
+		state += " (" + s.DirtyReason + ")"
+	}
+	if s.State == store.SourceDelivering {
+		state = fmt.Sprintf("catalogue synced, %d deliveries waiting", s.DeliveriesDue)
+	}
+	if s.CircuitUntil != nil {
+		state += " until " + s.CircuitUntil.Local().Format(time.TimeOnly)
+	}
+	if s.Access == store.AccessLost {
+		state = "inaccessible, " + state
+	}
+	if s.Protected || s.ProtectedDocuments > 0 {
+		state += fmt.Sprintf(", protected (%d documents not mirrorable)", s.ProtectedDocuments)
+	}
+	if s.UpgradedTo != 0 {
+		state += fmt.Sprintf(", upgraded to supergroup %d", s.UpgradedTo)
+	}
+	return state
+}
+
+func rateText(perMinute float64) string {
+	if perMinute <= 0 {
+		return "unknown"
+	}
+	return strconv.FormatFloat(perMinute, 'f', -1, 64) + "/min"
+}
+
+// drainText is the estimated time to send a destination's backlog at the
+// budgets of the accounts holding it.
+func drainText(b store.DestinationBacklog) string {
+	if b.SendRate <= 0 {
+		return "unknown (no send budget recorded)"
+	}
+	return "~" + (time.Duration(b.DrainSeconds * float64(time.Second))).Round(time.Second).String()
 }
 
 // leaseState says when an account's lease lapses, or how long it has had

@@ -24,3 +24,28 @@ func TestLeaseState(t *testing.T) {
 		}
 	}
 }
+
+// A source whose catalogue is current but whose deliveries are behind
+// says so, not a bare "synced"; a backlog's drain reads as a duration at
+// the accounts' budget, or as unknown without one.
+func TestSourceStateAndDrain(t *testing.T) {
+	for _, c := range []struct {
+		s    store.SourceStatus
+		want string
+	}{
+		{store.SourceStatus{State: "synced"}, "synced"},
+		{store.SourceStatus{State: store.SourceDelivering, DeliveriesDue: 7}, "catalogue synced, 7 deliveries waiting"},
+		{store.SourceStatus{State: "dirty", DirtyReason: "overflow", DeliveriesDue: 7}, "dirty (overflow)"},
+	} {
+		if got := sourceState(c.s); got != c.want {
+			t.Errorf("sourceState(%+v) = %q, want %q", c.s, got, c.want)
+		}
+	}
+	b := store.DestinationBacklog{Parts: 90, SendRate: 20, DrainSeconds: 270}
+	if got := drainText(b); got != "~4m30s" {
+		t.Errorf("drainText(%+v) = %q, want ~4m30s", b, got)
+	}
+	if got := drainText(store.DestinationBacklog{Parts: 3}); got != "unknown (no send budget recorded)" {
+		t.Errorf("drain without a send budget = %q", got)
+	}
+}

@@ -81,6 +81,11 @@ type Config struct {
 	// instance that cannot renew stops the account before it lapses, and a
 	// standby takes a lapsed lease over. Default 30s; 3s..10m.
 	LeaseTTL Duration `toml:"lease_ttl"`
+	// DeliveryDrainAlert is the delivery backlog's drain time (at the send
+	// budgets) past which the alert StashdDeliveryBacklogDrainingSlowly
+	// fires; exported as stashd_delivery_drain_alert_seconds. Default 1h;
+	// 1m..30d.
+	DeliveryDrainAlert Duration `toml:"delivery_drain_alert"`
 	// RescanInterval is the time between rescans. Default 6h.
 	RescanInterval Duration `toml:"rescan_interval"`
 	// RescanWindow is how far back a rescan walks. Default 72h.
@@ -395,6 +400,7 @@ func defaults(mode Mode) Config {
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
 		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30, SendRate: 20, SendInFlight: 3,
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute}, LeaseTTL: Duration{30 * time.Second},
+		DeliveryDrainAlert:   Duration{time.Hour},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour}, Repacks: RepacksSkip,
 		CatchupInterval: Duration{2 * time.Second}, RetryInterval: Duration{30 * time.Second},

@@ -345,3 +345,31 @@ func TestVerificationSettings(t *testing.T) {
 		t.Errorf("STASHD_DELIVER_BROKEN=sometimes: %v, want an error naming the variable", err)
 	}
 }
+
+// delivery_drain_alert defaults to 1h, is read from the environment and
+// refused outside 1m..720h, naming the setting.
+func TestDeliveryDrainAlert(t *testing.T) {
+	c, err := LoadMode("", func(string) string { return "" }, nil, Simulate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DeliveryDrainAlert.Duration != time.Hour {
+		t.Errorf("default delivery_drain_alert = %v, want 1h", c.DeliveryDrainAlert.Duration)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "STASHD_DELIVERY_DRAIN_ALERT" {
+				return v
+			}
+			return ""
+		}
+	}
+	if c, err = LoadMode("", env("15m"), nil, Simulate); err != nil || c.DeliveryDrainAlert.Duration != 15*time.Minute {
+		t.Errorf("STASHD_DELIVERY_DRAIN_ALERT=15m: %v, %v", c.DeliveryDrainAlert.Duration, err)
+	}
+	for _, v := range []string{"10s", "1000h", "-1h"} {
+		if _, err := LoadMode("", env(v), nil, Simulate); err == nil || !strings.Contains(err.Error(), "STASHD_DELIVERY_DRAIN_ALERT") {
+			t.Errorf("STASHD_DELIVERY_DRAIN_ALERT=%s: %v, want an error naming the variable", v, err)
+		}
+	}
+}

@@ -267,6 +267,11 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if d := c.LeaseTTL.Duration; d < 3*time.Second || d > 10*time.Minute {
 		return bad("lease_ttl", "%s is outside 3s..10m", d)
 	}
+	// Below a minute the alert fires on every burst; beyond a month it
+	// never does.
+	if d := c.DeliveryDrainAlert.Duration; d < time.Minute || d > 30*24*time.Hour {
+		return bad("delivery_drain_alert", "%s is outside 1m..720h", d)
+	}
 	if c.DeadLetterAttempts < 1 || c.DeadLetterAttempts > 100 {
 		return bad("dead_letter_attempts", "%d is outside 1..100", c.DeadLetterAttempts)
 	}

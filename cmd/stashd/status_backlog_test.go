@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// stashd status shows the delivery backlog per destination with its drain
+// time at the budget (2 parts at 20 a minute: 6 s), in the table and in
+// --json, and a source whose catalogue is current but whose deliveries
+// wait is not reported as a bare "synced".
+func TestStatusShowsDeliveryBacklog(t *testing.T) {
+	dbURL := pgtest.New(t)
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: dbURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	src, dest := tg.ChatID(-1001000000007), tg.ChatID(-1001000000500)
+	if err := st.EnsureSource(ctx, store.Source{ChatID: src, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveSourceState(ctx, src, false, "", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordSendRate(ctx, "a", 20); err != nil {
+		t.Fatal(err)
+	}
+	hash := make([]byte, 32)
+	hash[0] = 9
+	k1, k2 := tg.MessageKey{Chat: src, Message: 1 << 20}, tg.MessageKey{Chat: src, Message: 2 << 20}
+	id, _, err := st.CreatePackage(ctx, store.Package{ContentHash: hash, Name: "x.7z", Format: "7z", TotalSize: 2, PartCount: 2, Origin: k1},
+		[]store.Part{{Index: 0, FileName: "x.7z.001", Size: 1, SHA256: hash, UniqueID: "x1", Source: k1},
+			{Index: 1, FileName: "x.7z.002", Size: 1, SHA256: hash, UniqueID: "x2", Source: k2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.QueueDelivery(ctx, store.Waiting{PackageID: id, Destination: dest, Account: "a", Parts: []tg.MessageKey{k1, k2},
+		PartCount: 2, OpensAt: time.Now().Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	code, out, stderr := run(t, dir, nil, "status", "--database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "catalogue synced, 1 deliveries waiting") {
+		t.Errorf("status does not say the source's deliveries wait:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^-1001000000500\s+1\s+2\s+a\s+20/min\s+~6s$`).MatchString(out) {
+		t.Errorf("status has no backlog row for the destination (1 delivery, 2 parts, a, 20/min, ~6s):\n%s", out)
+	}
+
+	code, out, stderr = run(t, dir, nil, "status", "--json", "--database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, stderr)
+	}
+	var rep store.Status
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(rep.Backlog) != 1 || rep.Backlog[0].Destination != int64(dest) || rep.Backlog[0].Parts != 2 || rep.Backlog[0].DrainSeconds != 6 {
+		t.Errorf("status --json backlog %+v, want destination %d with 2 parts draining in 6 s", rep.Backlog, dest)
+	}
+	if len(rep.Sources) != 1 || rep.Sources[0].State != store.SourceDelivering || rep.Sources[0].DeliveriesDue != 1 {
+		t.Errorf("status --json sources %+v, want the source delivering with 1 delivery due", rep.Sources)
+	}
+}

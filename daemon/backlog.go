@@ -1,0 +1,94 @@
+package daemon
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/internal/service"
+	"stashd/tg"
+)
+
+// backlogInterval is how often each account refreshes the delivery
+// backlog gauges of its destinations.
+const backlogInterval = 15 * time.Second
+
+// DefaultDrainAlert is the default of Config.DrainAlert.
+const DefaultDrainAlert = time.Hour
+
+// backlogMetrics are the delivery backlog's gauges: per destination (the
+// configured ones: a label is never made from data) the deliveries due and
+// the time to send them at the send budgets, and the bound the alert
+// StashdDeliveryBacklogDrainingSlowly compares that time with.
+type backlogMetrics struct {
+	due   *prometheus.GaugeVec
+	drain *prometheus.GaugeVec
+	alert prometheus.Gauge
+}
+
+func newBacklogMetrics(reg prometheus.Registerer) *backlogMetrics {
+	m := &backlogMetrics{
+		due: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_delivery_backlog",
+			Help: "Queued deliveries due now (not held for a route's window or put off after a failure), by destination, as the database shows them.",
+		}, []string{"destination"}),
+		drain: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_delivery_drain_seconds",
+			Help: "Estimated seconds to send a destination's delivery backlog at the send budgets of the accounts holding it: its parts x 60 / their send_rate summed (0 with no backlog).",
+		}, []string{"destination"}),
+		alert: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "stashd_delivery_drain_alert_seconds",
+			Help: "The delivery_drain_alert setting: the drain time past which StashdDeliveryBacklogDrainingSlowly fires.",
+		}),
+	}
+	reg.MustRegister(m.due, m.drain, m.alert)
+	return m
+}
+
+// backlogGauges refreshes, every backlogInterval, the backlog gauges of
+// the destinations one account sends to. Every account of every instance
+// reads the same figures from the database, so two accounts sharing a
+// destination set the same values.
+type backlogGauges struct {
+	d     *Daemon
+	r     *accountRun
+	dests []tg.ChatID
+	run   service.Runner
+}
+
+func (b *backlogGauges) Start(ctx context.Context) error {
+	return b.run.StartFunc(ctx, func(ctx context.Context) {
+		service.Every(ctx, b.d.backlogEvery, nil, b.update)
+	})
+}
+
+// Stop stops the refreshes; nil (an account whose start failed before it
+// was built) does nothing.
+func (b *backlogGauges) Stop() {
+	if b != nil {
+		b.run.Stop()
+	}
+}
+
+func (b *backlogGauges) update(ctx context.Context) {
+	backlog, err := b.d.store.DeliveryBacklog(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.r.log.Warn("read delivery backlog", "err", err)
+		}
+		return
+	}
+	for _, dest := range b.dests {
+		var due, drain float64
+		for _, x := range backlog {
+			if x.Destination == int64(dest) {
+				due, drain = float64(x.Deliveries), x.DrainSeconds
+			}
+		}
+		label := strconv.FormatInt(int64(dest), 10)
+		b.d.backlogM.due.WithLabelValues(label).Set(due)
+		b.d.backlogM.drain.WithLabelValues(label).Set(drain)
+	}
+}
