@@ -104,6 +104,11 @@ type Config struct {
 	// StashdDeliveryBacklogDrainingSlowly fires (exported as
 	// stashd_delivery_drain_alert_seconds); zero means DefaultDrainAlert.
 	DrainAlert time.Duration
+	// ReadyConnGrace is how long an account may be away from Telegram
+	// (TDLib reconnecting after a network blip) before the instance stops
+	// counting as ready; zero means 1 min. Readiness reports health, not a
+	// moment's disconnect.
+	ReadyConnGrace time.Duration
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
 	// SendTimeout bounds the wait for one send's outcome; zero means
@@ -466,9 +471,10 @@ func (d *Daemon) Health(ctx context.Context) error {
 }
 
 // Ready reports whether every account this instance runs (holds the lease
-// of) is connected to Telegram (readiness for traffic, as /readyz shows
-// it), on top of Health. A standby instance that runs no account is ready;
-// one whose last start of an account it took over failed is not.
+// of) is connected to Telegram, or has been away for less than
+// ReadyConnGrace (readiness for traffic, as /readyz shows it), on top of
+// Health. A standby instance that runs no account is ready; one whose last
+// start of an account it took over failed is not.
 func (d *Daemon) Ready(ctx context.Context) error {
 	if !d.running.Load() {
 		return errors.New("starting")
@@ -483,9 +489,10 @@ func (d *Daemon) Ready(ctx context.Context) error {
 			return fmt.Errorf("account %s failed to start: %w", l.a.Name, *err)
 		}
 	}
+	grace := cmp.Or(d.cfg.ReadyConnGrace, time.Minute)
 	for _, r := range d.accounts {
-		if st := r.sess.ConnectionState(); st != tg.ConnReady {
-			return fmt.Errorf("account %s: connection %s", r.name, cmp.Or(string(st), "unknown"))
+		if st, held := r.sess.ConnectionSince(); st != tg.ConnReady && held > grace {
+			return fmt.Errorf("account %s: connection %s for %v", r.name, cmp.Or(string(st), "unknown"), held.Round(time.Second))
 		}
 	}
 	return nil

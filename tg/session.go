@@ -35,6 +35,7 @@ type Session struct {
 	downloads map[int32][]chan File
 	options   map[string]string
 	conn      ConnectionState
+	connSince time.Time // when conn last changed (or the session began)
 
 	done chan struct{}
 }
@@ -78,6 +79,7 @@ func NewSession(c Client, handler func(Update)) *Session {
 		downloads: make(map[int32][]chan File),
 		options:   make(map[string]string),
 		done:      make(chan struct{}),
+		connSince: time.Now(),
 	}
 	go s.pump()
 	return s
@@ -116,7 +118,9 @@ func (s *Session) pump() {
 			s.mu.Unlock()
 		case ConnectionStateChanged:
 			s.mu.Lock()
-			s.conn = u.State
+			if u.State != s.conn {
+				s.conn, s.connSince = u.State, time.Now()
+			}
 			s.mu.Unlock()
 			s.handler(u)
 		default:
@@ -190,6 +194,14 @@ func (s *Session) ConnectionState() ConnectionState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conn
+}
+
+// ConnectionSince returns the last reported connection state and how long
+// it has held (since the session began when none was reported yet).
+func (s *Session) ConnectionSince() (ConnectionState, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn, time.Since(s.connSince)
 }
 
 // Send sends a document by remote id and waits until Telegram has accepted
