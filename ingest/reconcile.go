@@ -161,7 +161,7 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 		return false, err
 	}
 	if ok {
-		p.log.Info("delivery recorded from a send of an earlier session", "destination", m.ChatID, "message", m.ID.ServerID())
+		p.log.Info("delivery recorded from a send no waiter claimed (left pending by a stopped process and finished by TDLib, or whose wait timed out)", "destination", m.ChatID, "message", m.ID.ServerID())
 		return true, nil
 	}
 	d, found, err := p.store.DeliveryByToken(ctx, tok, m.ChatID)

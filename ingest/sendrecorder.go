@@ -40,7 +40,7 @@ func (r *SendRecorder) Start(ctx context.Context) error {
 				_, err := r.p.RecordSend(wctx, m)
 				cancel()
 				if err != nil && ctx.Err() == nil {
-					r.p.log.Warn("record a send of an earlier session; reconciliation will find it", "destination", m.ChatID, "message", m.ID.ServerID(), "err", err)
+					r.p.log.Warn("record a send no waiter claimed; reconciliation will find it", "destination", m.ChatID, "message", m.ID.ServerID(), "err", err)
 				}
 			}
 		}

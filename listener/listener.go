@@ -101,6 +101,11 @@ type Listener struct {
 	conn      tg.ConnectionState
 	wasReady  bool
 	lostAt    time.Time
+	// awaySince is when the connection last left ready (or the listener
+	// began, before the first ready); awayWarned that a long absence was
+	// logged.
+	awaySince  time.Time
+	awayWarned bool
 	lastEvent time.Time
 	killed    bool
 	// queueFull: the ingest queue overflowed and has not drained below
@@ -132,6 +137,7 @@ func New(cfg Config, st Store, m *Metrics) *Listener {
 		sources:   map[tg.ChatID]*source{},
 		inflight:  map[tg.MessageKey]struct{}{},
 		pending:   map[tg.ChatID]struct{}{},
+		awaySince: cfg.Now(),
 	}
 	if m != nil {
 		m.capacity.WithLabelValues(cfg.Account).Set(float64(cfg.QueueCapacity))
@@ -333,6 +339,22 @@ func (l *Listener) connectionLocked(state tg.ConnectionState) {
 			connected = 1
 		}
 		l.m.connected.WithLabelValues(l.cfg.Account).Set(connected)
+		for _, st := range connStates {
+			v := 0.0
+			if st == state {
+				v = 1
+			}
+			l.m.connState.WithLabelValues(l.cfg.Account, connStateLabel(st)).Set(v)
+		}
+	}
+	switch {
+	case ready:
+		if l.awayWarned {
+			l.log.Info("Telegram reachable again", "away", l.cfg.Now().Sub(l.awaySince).Round(time.Second).String())
+		}
+		l.awayWarned = false
+	case prev == tg.ConnReady:
+		l.awaySince = l.cfg.Now()
 	}
 	switch {
 	case ready && prev != tg.ConnReady:
@@ -599,6 +621,11 @@ func (l *Listener) flush(ctx context.Context) {
 	topics := l.topics
 	l.topics = nil
 	connected, depth := l.conn == tg.ConnReady, len(l.queue)
+	if away := l.cfg.Now().Sub(l.awaySince); !connected && !l.awayWarned && away >= unreachableAfter {
+		l.awayWarned = true
+		l.log.Warn("Telegram unreachable: check the host's network, or set a proxy (the proxy setting)",
+			"state", cmp.Or(string(l.conn), "not connected yet"), "for", away.Round(time.Second).String())
+	}
 	l.mu.Unlock()
 
 	// The status is for people (stashd status): written when the
@@ -634,4 +661,28 @@ func (l *Listener) flush(ctx context.Context) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// unreachableAfter is how long an account may be away from Telegram before
+// the listener says so: TDLib's own reconnects take a few seconds.
+const unreachableAfter = 10 * time.Second
+
+// connStates are TDLib's connection states, as the state metric labels
+// them.
+var connStates = []tg.ConnectionState{tg.ConnWaitingForNetwork, tg.ConnConnectingToProxy, tg.ConnConnecting, tg.ConnUpdating, tg.ConnReady}
+
+func connStateLabel(s tg.ConnectionState) string {
+	switch s {
+	case tg.ConnWaitingForNetwork:
+		return "waiting_for_network"
+	case tg.ConnConnectingToProxy:
+		return "connecting_to_proxy"
+	case tg.ConnConnecting:
+		return "connecting"
+	case tg.ConnUpdating:
+		return "updating"
+	case tg.ConnReady:
+		return "ready"
+	}
+	return "unknown"
 }

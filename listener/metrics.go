@@ -7,6 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	lastEvent  *prometheus.GaugeVec
 	connected  *prometheus.GaugeVec
+	connState  *prometheus.GaugeVec
 	reconnects *prometheus.CounterVec
 	overflows  *prometheus.CounterVec
 	depth      *prometheus.GaugeVec
@@ -26,6 +27,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "stashd_listener_connected",
 			Help: "1 while the account's connection to Telegram is ready.",
 		}, []string{"account"}),
+		connState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_telegram_connection_state",
+			Help: "TDLib's connection state per account: 1 for the current state (waiting_for_network, connecting_to_proxy, connecting, updating, ready), 0 for the others.",
+		}, []string{"account", "state"}),
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stashd_listener_reconnects_total",
 			Help: "Times the account's connection came back to ready after leaving it.",
@@ -51,6 +56,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while a source needs a catch-up.",
 		}, []string{"source"}),
 	}
-	reg.MustRegister(m.lastEvent, m.connected, m.reconnects, m.overflows, m.depth, m.capacity, m.lag, m.dirty)
+	reg.MustRegister(m.lastEvent, m.connected, m.connState, m.reconnects, m.overflows, m.depth, m.capacity, m.lag, m.dirty)
 	return m
 }

@@ -71,6 +71,11 @@ func printStatus(rep store.Status) {
 		fmt.Fprintf(w, "%s\t%v\t%v\t%d/%d\t%s\t%s\t%d\t%s\n", a.Name, a.Connected, a.Premium, a.QueueDepth, a.QueueCapacity, ago(a.StatusAt),
 			cmp.Or(a.Owner, "-"), a.Epoch, leaseState(a))
 	}
+	for _, a := range rep.Accounts {
+		if !a.Connected && a.Owner != "" {
+			fmt.Fprintf(w, "account %s cannot reach Telegram (as of %s): check the host's network, or set a proxy (the proxy setting)\n", a.Name, ago(a.StatusAt))
+		}
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "SOURCE\tACCOUNT\tKIND\tSTATE\tWATERMARK\tLAG\tPACKAGES\tLAST SCAN\tTITLE")
 	for _, s := range rep.Sources {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +50,29 @@ func TestSourceStateAndDrain(t *testing.T) {
 	}
 	if got := drainText(store.DestinationBacklog{Parts: 3}); got != "unknown (no send budget recorded)" {
 		t.Errorf("drain without a send budget = %q", got)
+	}
+}
+
+// An account that holds its lease but cannot reach Telegram is named under
+// the accounts table, with the hint.
+func TestStatusNamesAnUnreachableAccount(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	printStatus(store.Status{Accounts: []store.AccountStatus{
+		{Name: "main", Owner: "host:1", Connected: false},
+		{Name: "other", Owner: "host:1", Connected: true},
+	}})
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if !strings.Contains(string(out), "account main cannot reach Telegram") || !strings.Contains(string(out), "proxy") {
+		t.Errorf("status does not name the unreachable account:\n%s", out)
+	}
+	if strings.Contains(string(out), "account other cannot") {
+		t.Errorf("status names a connected account:\n%s", out)
 	}
 }
