@@ -92,22 +92,22 @@ type Listener struct {
 	wake      chan struct{} // the writer goroutine
 	dirtyWake chan struct{} // catch-up
 
-	mu        sync.Mutex
-	sources   map[tg.ChatID]*source
-	inflight  map[tg.MessageKey]struct{}
-	pending   map[tg.ChatID]struct{} // sources whose state must be written
-	topics    []tg.Topic
-	closed    bool
-	conn      tg.ConnectionState
-	wasReady  bool
-	lostAt    time.Time
+	mu       sync.Mutex
+	sources  map[tg.ChatID]*source
+	inflight map[tg.MessageKey]struct{}
+	pending  map[tg.ChatID]struct{} // sources whose state must be written
+	topics   []tg.Topic
+	closed   bool
+	conn     tg.ConnectionState
+	wasReady bool
+	lostAt   time.Time
 	// awaySince is when the connection last left ready (or the listener
 	// began, before the first ready); awayWarned that a long absence was
 	// logged.
 	awaySince  time.Time
 	awayWarned bool
-	lastEvent time.Time
-	killed    bool
+	lastEvent  time.Time
+	killed     bool
 	// queueFull: the ingest queue overflowed and has not drained below
 	// half since; the overflow is logged once per such episode.
 	queueFull bool
