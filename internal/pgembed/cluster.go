@@ -558,7 +558,15 @@ func initdb(ctx context.Context, binDir, dir, dataDir string, owner *runAs, fast
 	if fast {
 		args = append(args, "--no-sync")
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), args...)
+	return buildDataDir(ctx, filepath.Join(binDir, "initdb"), args, dir, tmp, dataDir, owner)
+}
+
+// buildDataDir runs a program that writes a new data directory into tmp
+// (initdb, pg_basebackup) as the server user in dir, and renames tmp to
+// dataDir once it succeeded; a failure removes tmp and quotes the end of
+// the program's output.
+func buildDataDir(ctx context.Context, program string, args []string, dir, tmp, dataDir string, owner *runAs) error {
+	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Dir = dir
 	cmd.Env = serverEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: owner.credential()}
@@ -567,10 +575,10 @@ func initdb(ctx context.Context, binDir, dir, dataDir string, owner *runAs, fast
 	cmd.Stderr = &out
 	if err := cmd.Run(); err != nil {
 		_ = os.RemoveAll(tmp)
-		return fmt.Errorf("initdb: %w; output:\n%s", err, lastLines(out.String(), 20))
+		return fmt.Errorf("%s: %w; output:\n%s", filepath.Base(program), err, lastLines(out.String(), 20))
 	}
 	if err := os.Rename(tmp, dataDir); err != nil {
-		return fmt.Errorf("move initialised cluster into place: %w", err)
+		return fmt.Errorf("move the new data directory into place: %w", err)
 	}
 	return nil
 }

@@ -26,22 +26,8 @@ func basebackup(ctx context.Context, binDir, dir, dataDir string, owner *runAs, 
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("remove interrupted copy %s: %w", tmp, err)
 	}
-	cmd := exec.CommandContext(ctx, tool(binDir, "pg_basebackup"),
-		"-D", tmp, "-d", primary, "-X", "stream", "-R", "-c", "fast", "--no-sync")
-	cmd.Dir = dir
-	cmd.Env = serverEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: owner.credential()}
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Run(); err != nil {
-		_ = os.RemoveAll(tmp)
-		return fmt.Errorf("pg_basebackup: %w; output:\n%s", err, lastLines(out.String(), 20))
-	}
-	if err := os.Rename(tmp, dataDir); err != nil {
-		return fmt.Errorf("move the standby's copy into place: %w", err)
-	}
-	return nil
+	return buildDataDir(ctx, tool(binDir, "pg_basebackup"),
+		[]string{"-D", tmp, "-d", primary, "-X", "stream", "-R", "-c", "fast", "--no-sync"}, dir, tmp, dataDir, owner)
 }
 
 // Promote turns a standby into a primary (pg_ctl promote) and returns once
