@@ -95,12 +95,14 @@ func TestRestoredCatalogueSendsNothingTwice(t *testing.T) {
 	}
 	d := rw.daemon(st)
 	prepareAndRun(t, d)
-	waitHandled(t, st, rw.post(5))
+	rw.post(5)
+	rw.waitAll(t, st)
 	backup := filepath.Join(t.TempDir(), "catalogue.dump")
 	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
 		t.Fatal(err)
 	}
-	waitHandled(t, st, rw.post(6))
+	rw.post(6)
+	rw.waitAll(t, st)
 	d.Shutdown(ctx)
 	st.Close()
 	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
@@ -166,7 +168,8 @@ func TestFailoverToAPromotedStandby(t *testing.T) {
 	d := rw.daemon(st)
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
-	waitHandled(t, st, rw.post(4))
+	rw.post(4)
+	rw.waitAll(t, st)
 
 	if err := syscall.Kill(primary.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
