@@ -145,6 +145,29 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) {
 	if err := w.d.store.RequestReconcile(ctx, dests, reason); err != nil {
 		w.log.Warn("ask for a reconciliation", "err", err)
 	}
+	w.reloadSources(ctx)
+}
+
+// reloadSources gives every running account's listener its sources'
+// watermarks as the rewound catalogue has them, each marked dirty: the
+// messages the catalogue forgot are then read again by catch-up, instead of
+// lying below a watermark only the process's memory still holds.
+func (w *rewindWatch) reloadSources(ctx context.Context) {
+	w.d.mu.Lock()
+	runs := slices.Clone(w.d.accounts)
+	w.d.mu.Unlock()
+	for _, r := range runs {
+		srcs, err := w.d.store.Sources(ctx, r.name)
+		if err != nil {
+			w.log.Warn("reload the sources' watermarks after a rewind", "account", r.name, "err", err)
+			continue
+		}
+		for _, s := range srcs {
+			if slices.Contains(r.account.Sources, s.ChatID) {
+				r.lst.Watch(s)
+			}
+		}
+	}
 }
 
 // newestCopies counts the copies of stashd's on dest's newest page of

@@ -153,8 +153,11 @@ func TestFailoverToAPromotedStandby(t *testing.T) {
 		t.Cleanup(func() { _ = c.Stop() })
 		return c
 	}
-	primary := start(pgembed.Config{Dir: filepath.Join(base, "a"), Fast: true})
-	standby := start(pgembed.Config{Dir: filepath.Join(base, "b"), Fast: true, StandbyOf: primary.URL("")})
+	// Synchronous: every commit the daemon saw is on the standby, so the
+	// test is about writes resuming, not about a rewind (chaos --pg-standby
+	// async covers those).
+	primary := start(pgembed.Config{Dir: filepath.Join(base, "a"), Synchronous: true})
+	standby := start(pgembed.Config{Dir: filepath.Join(base, "b"), Synchronous: true, StandbyOf: primary.URL("")})
 	if err := primary.WaitStreaming(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +182,9 @@ func TestFailoverToAPromotedStandby(t *testing.T) {
 	if err := standby.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A synchronous primary waits for a standby at each commit: a new one
+	// is copied from the promoted server, as Patroni would.
+	start(pgembed.Config{Dir: filepath.Join(base, "c"), Synchronous: true, StandbyOf: standby.URL("")})
 	rw.post(2)
 	rw.waitAll(t, st)
 	if docs, twice := rw.copies(); docs != 9 || len(twice) > 0 {
