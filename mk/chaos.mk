@@ -14,6 +14,9 @@
 #   test-chaos   The short runs `make test` includes: one seed, 5 daemon
 #                kills and one postmaster kill; then the same with two
 #                daemons on one database and one owner paused.
+#   soak         The in-process no-loss test (harness/demo
+#                TestNoLossUnderFaults) over SOAK_SEEDS seeds (default 50;
+#                `make test` runs 12).
 #   chaos-failover
 #                Failover: CHAOS_FAILOVER_FLAGS (default 2 daemons on one
 #                database, 20 SIGKILLs of an account's owner or a standby,
@@ -30,12 +33,13 @@
 # harness and the daemon (stashd serve).
 
 CHAOS_SEEDS      ?= 1 2 3 4 5
+SOAK_SEEDS       ?= 50
 CHAOS_FLAGS      ?= --kills 50 --pg-kills 5
 CHAOS_TEST_FLAGS ?= --kills 5 --pg-kills 1 --duration 12s --seed 3
 CHAOS_TEST_FAILOVER_FLAGS ?= --instances 2 --kills 5 --pauses 1 --pg-kills 1 --duration 12s --lease-ttl 3s --seed 3
 CHAOS_FAILOVER_FLAGS ?= --instances 2 --kills 20 --pauses 5 --lease-ttl 3s --seed 1
 
-.PHONY: chaos test-chaos chaos-failover
+.PHONY: chaos test-chaos chaos-failover soak
 
 chaos: build-standin postgres
 	@mkdir -p var/chaos; start=$$(date +%s); \
@@ -59,3 +63,6 @@ chaos-failover: build-standin postgres
 	$(STANDIN_BIN) chaos $(CHAOS_FAILOVER_FLAGS) --dir var/chaos/failover --json 2>var/chaos/failover.log >var/chaos/failover.json; \
 	rc=$$?; tail -n 1 var/chaos/failover.json; \
 	if [ $$rc != 0 ]; then echo "chaos-failover: FAILED (var/chaos/failover/, var/chaos/failover.log)"; fi; exit $$rc
+
+soak: deps postgres
+	STASHD_NOLOSS_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout 60m -run 'TestNoLossUnderFaults$$' ./harness/demo/
