@@ -26,8 +26,9 @@ const rewindInterval = 10 * time.Second
 
 // rewindWatch keeps an account from sending second copies after the
 // catalogue rewound (see package reconcile). At start, before the account
-// delivers anything, it checks the database's identity and each of its
-// destinations' newest page of history; a changed identity, or a copy of
+// delivers anything, it checks the database's identity and, where a
+// destination holds a message newer than the catalogue records there, its
+// newest page of history; a changed identity, or a copy of
 // stashd's there that the catalogue does not know, asks for the
 // destinations to be reconciled. Then, every rewindInterval, it checks the
 // identity again (a failover while running) and runs the reconciliations
@@ -84,16 +85,23 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID) (bool, error) {
 
 // startCheck asks for reconciliations when the database changed or a
 // destination's newest page of history holds copies the catalogue has no
-// sent record of (a rewind, or a crash between a send and its record: the
-// reconciliation then stops at the first page of known copies). Errors
-// are logged:
-// the periodic loop tries the identity again, and a destination that
-// could not be read is checked at the next start.
+// sent record of (a catalogue restored from a dump into the same server,
+// which the identity does not tell). Errors are logged: the periodic loop
+// tries the identity again, and a destination that could not be read is
+// checked at the next start.
+//
+// The page is read only for a destination whose newest message (getChat,
+// answered from TDLib's own chat cache) is newer than every message the
+// catalogue records there: a restart over a current catalogue costs no
+// request to Telegram's servers.
 func (w *rewindWatch) startCheck(ctx context.Context) {
 	w.checkIdentity(ctx)
 	for _, dest := range w.dests {
 		if ctx.Err() != nil {
 			return
+		}
+		if w.catalogueCurrent(ctx, dest) {
+			continue
 		}
 		lost, err := w.newestCopies(ctx, dest)
 		if err != nil {
@@ -168,6 +176,22 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// catalogueCurrent reports whether the catalogue records dest's newest
+// message, or one newer: nothing can have been sent there that it forgot.
+// An unknown newest message, or an error, counts as not current.
+func (w *rewindWatch) catalogueCurrent(ctx context.Context, dest tg.ChatID) bool {
+	c, err := w.r.paced.GetChat(ctx, dest)
+	if err != nil || c.LastMessageID == 0 {
+		return false
+	}
+	known, err := w.d.store.NewestRecorded(ctx, dest)
+	if err != nil {
+		w.log.Warn("read the newest message the catalogue records in a destination", "destination", dest, "err", err)
+		return false
+	}
+	return known != 0 && c.LastMessageID <= known
 }
 
 // newestCopies counts the copies of stashd's on dest's newest page of

@@ -130,6 +130,34 @@ func TestRestoredCatalogueSendsNothingTwice(t *testing.T) {
 	}
 }
 
+// A restart over a current catalogue reads no destination's history: the
+// destination's newest message (from TDLib's chat cache) is one the
+// catalogue records, so nothing can have been forgotten.
+func TestRestartOverCurrentCatalogueReadsNoHistory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rw := newRewindWorld(t, 32)
+	st := openStore(t, 8)
+	d := rw.daemon(st)
+	prepareAndRun(t, d)
+	rw.post(3)
+	rw.waitAll(t, st)
+	d.Shutdown(ctx)
+
+	before := rw.world.Calls("a")[tg.MethodGetChatHistory]
+	d = rw.daemon(st)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	rw.post(1)
+	rw.waitAll(t, st)
+	if n := rw.world.Calls("a")[tg.MethodGetChatHistory] - before; n != 0 {
+		t.Errorf("restart over a current catalogue read %d pages of history, want none", n)
+	}
+	if docs, twice := rw.copies(); docs != 4 || len(twice) > 0 {
+		t.Errorf("destination holds %d documents (twice: %v), want 4", docs, twice)
+	}
+}
+
 // A real primary and standby: the primary dies and the standby is
 // promoted under a running daemon whose connection string names both. Its
 // writes resume on the new primary (everything published afterwards is

@@ -383,6 +383,19 @@ func (s *Store) DeliveredDestinations(ctx context.Context) ([]tg.ChatID, error) 
 	return pgx.CollectRows(rows, pgx.RowTo[tg.ChatID])
 }
 
+// NewestRecorded returns the newest message the catalogue knows in dest:
+// a delivery's message or a copy found there; 0 when it knows none.
+func (s *Store) NewestRecorded(ctx context.Context, dest tg.ChatID) (tg.MessageID, error) {
+	var id tg.MessageID
+	err := s.pool.QueryRow(ctx, `SELECT greatest(
+		(SELECT max(dest_message_id) FROM deliveries WHERE destination_chat_id = $1 AND dest_message_id IS NOT NULL),
+		(SELECT max(dest_message_id) FROM destination_copies WHERE destination_chat_id = $1), 0)`, dest).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("newest recorded message in %d: %w", dest, err)
+	}
+	return id, nil
+}
+
 // ResetConnections closes every pooled connection; new statements open
 // new ones. After the catalogue was restored underneath a running process
 // (pg_restore --clean recreates the tables), statements prepared on the
