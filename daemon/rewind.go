@@ -256,22 +256,31 @@ func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
 	w.log.Info("reconciling a destination", "destination", rc.Destination, "reason", rc.Reason)
 	start := time.Now()
 	res, err := reconcile.Destination(lctx, reconcile.Config{Logger: w.log}, w.d.store, w.r.paced, rc.Destination)
+	w.d.rewindM.recovered.Add(float64(res.Recovered))
+	if errors.Is(err, reconcile.ErrGaveUp) {
+		w.d.rewindM.gaveUp.Inc()
+		w.log.Error("a destination's history cannot be read; its reconciliation is given up and sends to it resume "+
+			"(a copy sent before the catalogue rewound may be sent again)",
+			"destination", rc.Destination, "pages", res.Pages, "recovered", res.Recovered, "err", err)
+		w.r.pipe.WakeDelivery()
+		return nil
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		return err
 	}
-	w.d.rewindM.recovered.Add(float64(res.Recovered))
 	w.log.Info("destination reconciled; sends resume", "destination", rc.Destination, "pages", res.Pages,
 		"copies", res.Copies, "recovered", res.Recovered, "took", time.Since(start).Round(time.Millisecond).String())
 	w.r.pipe.WakeDelivery()
 	return nil
 }
 
-// rewindMetrics counts what reconciliations rebuilt.
+// rewindMetrics counts what reconciliations rebuilt, and those given up.
 type rewindMetrics struct {
 	recovered prometheus.Counter
+	gaveUp    prometheus.Counter
 }
 
 func newRewindMetrics(reg prometheus.Registerer) *rewindMetrics {
@@ -281,6 +290,10 @@ func newRewindMetrics(reg prometheus.Registerer) *rewindMetrics {
 			Help: "Delivery records rebuilt from copies found in the destinations after the catalogue rewound (a failover or a restore).",
 		}),
 	}
-	reg.MustRegister(m.recovered)
+	m.gaveUp = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "stashd_reconciles_given_up_total",
+		Help: "Reconciliations given up because the destination's history could not be read; sends to it resumed unchecked.",
+	})
+	reg.MustRegister(m.recovered, m.gaveUp)
 	return m
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -17,6 +18,7 @@ type Store interface {
 	RecordCopy(ctx context.Context, c store.CopyFound) (store.CopyOutcome, error)
 	ReconcileProgress(ctx context.Context, dest tg.ChatID, copies, recovered int) error
 	FinishReconcile(ctx context.Context, dest tg.ChatID, runErr error) error
+	GiveUpReconcile(ctx context.Context, dest tg.ChatID, reason error) error
 }
 
 // History reads a chat's history (tg.Client's getChatHistory).
@@ -41,15 +43,29 @@ type Result struct {
 	Recovered int // delivery records rebuilt from them
 }
 
+// ErrGaveUp marks a reconciliation given up: the destination's history
+// cannot be read (the chat is gone, private or the account was removed), so
+// waiting would hold its deliveries for ever.
+var ErrGaveUp = errors.New("reconciliation given up")
+
 // Destination reconciles dest: it pages its history from the newest
 // message back, records every copy carrying a delivery token, and finishes
 // the destination's reconciliation (sends resume) once KnownRun copies in
-// a row were known, or at the chat's beginning. A failure leaves the
+// a row were known, or at the chat's beginning. A failure Telegram says
+// will not pass (tg.ClassPermanent) gives the reconciliation up, recorded
+// with its reason, and returns an error wrapping ErrGaveUp: sends resume,
+// and meet the same error there. Any other failure leaves the
 // reconciliation waiting, with its error recorded, to be run again.
 func Destination(ctx context.Context, cfg Config, st Store, h History, dest tg.ChatID) (Result, error) {
 	res, err := run(ctx, cfg, st, h, dest)
 	if ctx.Err() != nil {
 		return res, ctx.Err() // cut short by shutdown: it runs again at the next start
+	}
+	if err != nil && tg.Classify(err) == tg.ClassPermanent {
+		if gerr := st.GiveUpReconcile(ctx, dest, err); gerr != nil {
+			return res, gerr
+		}
+		return res, fmt.Errorf("%w: %w", ErrGaveUp, err)
 	}
 	if ferr := st.FinishReconcile(ctx, dest, err); ferr != nil && err == nil {
 		err = ferr

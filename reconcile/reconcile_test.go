@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"errors"
 	"os"
 	"testing"
 
@@ -146,5 +147,56 @@ func TestDestinationStopsAtAKnownRun(t *testing.T) {
 	}
 	if got := w.Calls("a")[tg.MethodGetChatHistory]; got != 1 {
 		t.Errorf("getChatHistory called %d times, want 1", got)
+	}
+}
+
+// A destination whose history cannot be read (the account lost access) is
+// given up, not held for ever: the error says so, the row records why, and
+// its sends are no longer held. A new request reads it again.
+func TestDestinationUnreadableIsGivenUp(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
+	w.AddAccount("a", false)
+	dest := w.AddChat(tg.KindChannel, "mirror", "a")
+	c := w.Client("a")
+	defer c.Close()
+	if err := c.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.LoseAccess(dest, true)
+	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "test rewind"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reconcile.Destination(ctx, reconcile.Config{}, st, c, dest)
+	if !errors.Is(err, reconcile.ErrGaveUp) {
+		t.Fatalf("reconciling an unreadable destination: %v, want it given up", err)
+	}
+	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
+		t.Errorf("destination still held: %v, %v", pending, err)
+	}
+	rs, err := st.Reconciles(ctx)
+	if err != nil || len(rs) != 1 || !rs[0].GaveUp || rs[0].LastError == "" || rs[0].FinishedAt.IsZero() {
+		t.Fatalf("reconciliation rows %+v (%v): want one given up, with its reason", rs, err)
+	}
+
+	// Access back, asked again: read and finished.
+	w.LoseAccess(dest, false)
+	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := st.Reconciles(ctx); len(rs) != 1 || rs[0].GaveUp || rs[0].LastError != "" {
+		t.Fatalf("re-requested reconciliation %+v: want a fresh row", rs)
+	}
+	if _, err := reconcile.Destination(ctx, reconcile.Config{}, st, c, dest); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := st.Reconciles(ctx); len(rs) != 1 || rs[0].GaveUp || rs[0].FinishedAt.IsZero() {
+		t.Errorf("reconciliation after access came back: %+v, want finished", rs)
 	}
 }

@@ -148,7 +148,8 @@ func (s *Store) RequestReconcile(ctx context.Context, dests []tg.ChatID, reason 
 			pages = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.pages ELSE 0 END,
 			copies = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.copies ELSE 0 END,
 			recovered = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.recovered ELSE 0 END,
-			finished_at = NULL`, ids, reason)
+			last_error = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.last_error ELSE '' END,
+			gave_up = false, finished_at = NULL`, ids, reason)
 	if err != nil {
 		return fmt.Errorf("request reconciliation of %d destinations: %w", len(dests), err)
 	}
@@ -157,24 +158,30 @@ func (s *Store) RequestReconcile(ctx context.Context, dests []tg.ChatID, reason 
 
 // Reconcile is a destination's reconciliation.
 type Reconcile struct {
-	Destination tg.ChatID
-	Reason      string
-	RequestedAt time.Time
+	Destination tg.ChatID `json:"destination"`
+	Reason      string    `json:"reason"`
+	RequestedAt time.Time `json:"requested_at"`
 	// StartedAt and FinishedAt are zero until then.
-	StartedAt, FinishedAt time.Time
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
 	// Pages of history read, copies of stashd's found, and delivery
 	// records rebuilt from them, in the current (or last) run.
-	Pages, Copies, Recovered int
+	Pages     int `json:"pages"`
+	Copies    int `json:"copies"`
+	Recovered int `json:"recovered"`
 	// RecoveredTotal adds up every run's Recovered.
-	RecoveredTotal int64
-	LastError      string
+	RecoveredTotal int64  `json:"recovered_total"`
+	LastError      string `json:"last_error,omitempty"`
+	// GaveUp: finished without being read, for LastError's reason (the
+	// destination's history could not be read).
+	GaveUp bool `json:"gave_up,omitempty"`
 }
 
 // Reconciles returns every destination's reconciliation, waiting ones
 // first.
 func (s *Store) Reconciles(ctx context.Context) ([]Reconcile, error) {
 	rows, err := s.pool.Query(ctx, `SELECT destination_chat_id, reason, requested_at, started_at, finished_at,
-			pages, copies, recovered, recovered_total, last_error
+			pages, copies, recovered, recovered_total, last_error, gave_up
 		FROM reconciles ORDER BY finished_at IS NOT NULL, destination_chat_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list reconciliations: %w", err)
@@ -183,7 +190,7 @@ func (s *Store) Reconciles(ctx context.Context) ([]Reconcile, error) {
 		var r Reconcile
 		var started, finished *time.Time
 		err := row.Scan((*int64)(&r.Destination), &r.Reason, &r.RequestedAt, &started, &finished,
-			&r.Pages, &r.Copies, &r.Recovered, &r.RecoveredTotal, &r.LastError)
+			&r.Pages, &r.Copies, &r.Recovered, &r.RecoveredTotal, &r.LastError, &r.GaveUp)
 		if started != nil {
 			r.StartedAt = *started
 		}
@@ -381,6 +388,17 @@ func (s *Store) DeliveredDestinations(ctx context.Context) ([]tg.ChatID, error) 
 		return nil, fmt.Errorf("list destinations: %w", err)
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[tg.ChatID])
+}
+
+// GiveUpReconcile finishes dest's reconciliation without having read it,
+// recording why (GaveUp on the row): its deliveries are no longer held.
+func (s *Store) GiveUpReconcile(ctx context.Context, dest tg.ChatID, reason error) error {
+	_, err := s.pool.Exec(ctx, `UPDATE reconciles SET finished_at = now(), last_error = $2, gave_up = true
+		WHERE destination_chat_id = $1 AND finished_at IS NULL`, int64(dest), reason.Error())
+	if err != nil {
+		return fmt.Errorf("give up the reconciliation of %d: %w", dest, err)
+	}
+	return nil
 }
 
 // NewestRecorded returns the newest message the catalogue knows in dest:

@@ -89,6 +89,9 @@ type Status struct {
 	// Backlog is the delivery backlog due now, by destination, with the
 	// time to drain it at the sending accounts' budgets.
 	Backlog []DestinationBacklog `json:"backlog"`
+	// Reconciles are the destinations' reconciliations after a rewind that
+	// still hold their sends, and those given up.
+	Reconciles []Reconcile `json:"reconciles,omitempty"`
 }
 
 // BackfillStatus is one route backfill as `stashd status` shows it.
@@ -185,6 +188,15 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 	for _, b := range bs {
 		st.Backfills = append(st.Backfills, BackfillStatus{Route: b.Name, Account: b.Account, Walked: b.Walked, Remaining: b.Remaining,
 			Matched: b.Matched, Delivered: b.Delivered, Failed: b.Failed, LastError: b.LastError, DoneAt: b.DoneAt})
+	}
+	rs, err := s.Reconciles(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, r := range rs {
+		if r.FinishedAt.IsZero() || r.GaveUp {
+			st.Reconciles = append(st.Reconciles, r)
+		}
 	}
 	return st, nil
 }

@@ -34,7 +34,10 @@ same cluster, before the daemon starts).
 Every destination the catalogue has delivered to is reconciled, and those
 named with --destination. The command then shows each destination's
 progress until all are done (--no-wait returns at once); the daemon must
-be running (or start) for them to be done.`
+be running (or start) for them to be done. A destination whose history
+cannot be read is given up (sends to it resume unchecked; the exit status
+is then 1), and one that no running account sends to is left for the
+first delivery queued there.`
 
 func runReconcile(args []string) int {
 	fs := newFlagSet("reconcile", "reconcile [flags]", reconcileHelp)
@@ -83,33 +86,55 @@ func runReconcile(args []string) int {
 	return waitReconciles(ctx, st, dests)
 }
 
+// unservedAfter is how long a destination may wait untaken while a daemon
+// is running (three of its reconciliation rounds) before the wait stops
+// for it: no running account sends there.
+var unservedAfter = 30 * time.Second
+
 // waitReconciles prints the destinations' progress every second until each
-// has finished.
+// has finished, was given up, or is served by no running account. It
+// returns 1 when one was given up or the wait was stopped.
 func waitReconciles(ctx context.Context, st *store.Store, dests []tg.ChatID) int {
 	start := time.Now()
 	warned := false
 	last := map[tg.ChatID]string{}
+	unserved := map[tg.ChatID]bool{}
+	changed := start // when a destination's line last changed
 	for {
 		rs, err := st.Reconciles(ctx)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "stashd reconcile: %v\n", err)
 			return 1
 		}
-		done, started := 0, 0
+		live, err := daemonRunning(ctx, st)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd reconcile: %v\n", err)
+			return 1
+		}
+		settled, started, gaveUp := 0, 0, 0
 		for _, r := range rs {
 			if !slices.Contains(dests, r.Destination) {
 				continue
 			}
 			line := fmt.Sprintf("destination %d: waiting for the daemon", r.Destination)
 			switch {
+			case r.GaveUp:
+				settled++
+				gaveUp++
+				line = fmt.Sprintf("destination %d: gave up, its history cannot be read (%s); sends to it resumed unchecked",
+					r.Destination, r.LastError)
 			case !r.FinishedAt.IsZero():
-				done++
+				settled++
 				line = fmt.Sprintf("destination %d: done, %d pages, %d copies, %d records rebuilt",
 					r.Destination, r.Pages, r.Copies, r.Recovered)
 			case !r.StartedAt.IsZero():
 				started++
 				line = fmt.Sprintf("destination %d: %d pages, %d copies, %d records rebuilt so far",
 					r.Destination, r.Pages, r.Copies, r.Recovered)
+			case unserved[r.Destination]:
+				settled++
+				line = fmt.Sprintf("destination %d: no running account sends there; it is reconciled before the first delivery queued for it",
+					r.Destination)
 			}
 			if r.LastError != "" && r.FinishedAt.IsZero() {
 				line += " (last attempt: " + r.LastError + ")"
@@ -117,13 +142,32 @@ func waitReconciles(ctx context.Context, st *store.Store, dests []tg.ChatID) int
 			if last[r.Destination] != line {
 				fmt.Println(line)
 				last[r.Destination] = line
+				changed = time.Now()
 			}
 		}
-		if done == len(dests) {
+		// A running daemon takes up a waiting reconciliation within a
+		// round once none is in progress: one still untaken after three
+		// rounds of nothing happening is for no account of it.
+		if started == 0 && live && time.Since(changed) > unservedAfter {
+			for _, r := range rs {
+				if slices.Contains(dests, r.Destination) && r.StartedAt.IsZero() && !unserved[r.Destination] {
+					unserved[r.Destination] = true
+					changed = time.Time{} // print at once
+				}
+			}
+			if changed.IsZero() {
+				changed = time.Now()
+				continue
+			}
+		}
+		if settled == len(dests) {
+			if gaveUp > 0 {
+				return 1
+			}
 			return 0
 		}
-		if started == 0 && !warned && time.Since(start) > 30*time.Second {
-			fmt.Println("no daemon has taken the reconciliation up yet: is stashd serve running?")
+		if !live && !warned && time.Since(start) > unservedAfter {
+			fmt.Println("no daemon is running (no account lease is held): is stashd serve running?")
 			warned = true
 		}
 		select {
@@ -133,6 +177,20 @@ func waitReconciles(ctx context.Context, st *store.Store, dests []tg.ChatID) int
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// daemonRunning reports whether some instance holds an account lease.
+func daemonRunning(ctx context.Context, st *store.Store) (bool, error) {
+	ls, err := st.Leases(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, l := range ls {
+		if l.Owner != "" && l.Until.After(l.Now) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // chatList is a repeatable flag of chat ids.

@@ -133,6 +133,21 @@ func printStatus(rep store.Status) {
 			fmt.Printf("route %s (account %s): backfill last error: %s\n", b.Route, b.Account, b.LastError)
 		}
 	}
+	for _, r := range rep.Reconciles {
+		if r.GaveUp {
+			fmt.Printf("destination %d: reconciliation after a rewind gave up, its history cannot be read (%s); sends to it resumed unchecked\n",
+				r.Destination, r.LastError)
+			continue
+		}
+		line := fmt.Sprintf("destination %d: sends wait for its reconciliation (%s)", r.Destination, r.Reason)
+		if !r.StartedAt.IsZero() {
+			line += fmt.Sprintf(", %d pages read, %d records rebuilt so far", r.Pages, r.Recovered)
+		}
+		if r.LastError != "" {
+			line += "; last attempt: " + r.LastError
+		}
+		fmt.Println(line)
+	}
 	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",
 		rep.Packages, rep.Deliveries["sent"], rep.Deliveries["intent"], rep.DeadLetters["pending"], rep.DeadLetters["exhausted"])
 }
