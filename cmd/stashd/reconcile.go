@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"stashd/internal/config"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -43,7 +44,7 @@ func runReconcile(args []string) int {
 	fs := newFlagSet("reconcile", "reconcile [flags]", reconcileHelp)
 	db := addStoreFlags(fs)
 	var extra chatList
-	fs.Var(&extra, "destination", "a destination chat id to reconcile besides those the catalogue knows (repeatable)")
+	fs.Var(&extra, "destination", "a destination to reconcile besides those the catalogue knows, by chat id (-1001234567890) or t.me/c/ link (repeatable)")
 	noWait := fs.Bool("no-wait", false, "return once the reconciliation is asked for, without waiting for it")
 	reason := fs.String("reason", "asked for with stashd reconcile", "the reason recorded with the request")
 	if rc := parse(fs, args); rc >= 0 {
@@ -207,10 +208,12 @@ func (l *chatList) String() string {
 }
 
 func (l *chatList) Set(s string) error {
-	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || id == 0 {
-		return fmt.Errorf("%q is not a chat id (e.g. -1001234567890)", s)
+	// The same forms as a configuration's chat references, by id: the
+	// catalogue knows destinations by id, not by name.
+	ref, err := config.ParseChatRef(s)
+	if err != nil || ref.ID == 0 {
+		return fmt.Errorf("%q is not a chat id (e.g. -1001234567890 or https://t.me/c/1234567890)", s)
 	}
-	*l = append(*l, tg.ChatID(id))
+	*l = append(*l, ref.ID)
 	return nil
 }

@@ -1,14 +1,10 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"stashd/internal/pgembed"
 	"stashd/internal/service"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -151,24 +147,8 @@ func (h *harness) inMoment(ctx context.Context, in *instance, moment int) bool {
 // downloading reports whether in's metrics show downloaded bytes held (a
 // download in flight or a package being hashed and listed).
 func downloading(ctx context.Context, in *instance) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+in.metrics+"/metrics", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "stashd_download_bytes_in_flight") {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > 0 {
+	for _, v := range samples(ctx, in.metrics, "stashd_download_bytes_in_flight") {
+		if v > 0 {
 			return true
 		}
 	}

@@ -250,17 +250,28 @@ func goroutines(ctx context.Context, addr string) int {
 // metric reads the first sample of the named metric from a daemon's
 // /metrics.
 func metric(ctx context.Context, addr, name string) (float64, bool) {
+	vs := samples(ctx, addr, name)
+	if len(vs) == 0 {
+		return 0, false
+	}
+	return vs[0], true
+}
+
+// samples reads every sample of the named metric (each label set) from a
+// daemon's /metrics; none when it cannot.
+func samples(ctx context.Context, addr, name string) []float64 {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return 0, false
+		return nil
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, false
+		return nil
 	}
 	defer resp.Body.Close()
+	var vs []float64
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -273,8 +284,9 @@ func metric(ctx context.Context, addr, name string) (float64, bool) {
 			continue // another metric whose name starts the same
 		}
 		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		return v, err == nil
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			vs = append(vs, v)
+		}
 	}
-	return 0, false
+	return vs
 }
