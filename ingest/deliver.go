@@ -61,6 +61,14 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 	}
 	for i, m := range parts {
 		n, err := p.deliverPart(ctx, pkg, dest, thread, i, m)
+		if err != nil && n == 0 {
+			// A closed or deleted topic: reopened or created again,
+			// the part goes once more.
+			var again bool
+			if thread, again, err = p.recoverTopic(ctx, in, dest, thread, err); again {
+				n, err = p.deliverPart(ctx, pkg, dest, thread, i, m)
+			}
+		}
 		sent += n
 		if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
 			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)

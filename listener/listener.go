@@ -19,6 +19,7 @@ type Store interface {
 	SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error
 	UpsertTopic(ctx context.Context, t tg.Topic) error
 	UpdateAccountStatus(ctx context.Context, account string, connected bool, depth, capacity int) error
+	ResumeDeliveries(ctx context.Context, dest tg.ChatID, cause string, now time.Time) (int, error)
 }
 
 // Config configures a Listener.
@@ -97,6 +98,9 @@ type Listener struct {
 	inflight map[tg.MessageKey]struct{}
 	pending  map[tg.ChatID]struct{} // sources whose state must be written
 	topics   []tg.Topic
+	// reopened are chats where a forum topic is reported open (see
+	// ResumeDeliveries), written with the next flush.
+	reopened []tg.ChatID
 	closed   bool
 	conn     tg.ConnectionState
 	wasReady bool
@@ -252,6 +256,12 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 	case tg.ForumTopicInfo:
 		if l.sources[u.Topic.ChatID] != nil && len(l.topics) < 1024 {
 			l.topics = append(l.topics, u.Topic)
+			l.wakeLocked()
+		}
+		if !u.Topic.IsClosed && len(l.reopened) < 1024 {
+			// A topic of a destination may have been reopened: the
+			// deliveries its closing put off go now.
+			l.reopened = append(l.reopened, u.Topic.ChatID)
 			l.wakeLocked()
 		}
 	}
@@ -620,6 +630,8 @@ func (l *Listener) flush(ctx context.Context) {
 	}
 	topics := l.topics
 	l.topics = nil
+	reopened := l.reopened
+	l.reopened = nil
 	connected, depth := l.conn == tg.ConnReady, len(l.queue)
 	if away := l.cfg.Now().Sub(l.awaySince); !connected && !l.awayWarned && away >= unreachableAfter {
 		l.awayWarned = true
@@ -652,6 +664,15 @@ func (l *Listener) flush(ctx context.Context) {
 	for _, t := range topics {
 		if err := l.store.UpsertTopic(ctx, t); err != nil && ctx.Err() == nil {
 			l.log.Warn("write topic", "source", t.ChatID, "topic", t.ThreadID, "err", err)
+		}
+	}
+	for _, chat := range reopened {
+		n, err := l.store.ResumeDeliveries(ctx, chat, tg.ErrTopicClosed.Error(), l.cfg.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			l.log.Warn("resume deliveries to a reopened topic", "destination", chat, "err", err)
+		case n > 0:
+			l.log.Info("destination topic reopened; deliveries resumed", "destination", chat, "deliveries", n)
 		}
 	}
 	if len(failed) > 0 {

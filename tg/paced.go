@@ -276,6 +276,13 @@ func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string
 	return do(ctx, p, MethodGetForumTopics, func() ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
 }
 
+// ToggleForumTopicIsClosed implements Client.
+func (p *Paced) ToggleForumTopicIsClosed(ctx context.Context, chat ChatID, thread int64, closed bool) error {
+	return do0(ctx, p, MethodToggleForumTopicIsClosed, func() error {
+		return p.Client.ToggleForumTopicIsClosed(ctx, chat, thread, closed)
+	})
+}
+
 // DeleteMessages implements Client.
 func (p *Paced) DeleteMessages(ctx context.Context, chat ChatID, ids []MessageID, revoke bool) error {
 	return do0(ctx, p, MethodDeleteMessages, func() error { return p.Client.DeleteMessages(ctx, chat, ids, revoke) })

@@ -33,6 +33,9 @@ type Session struct {
 	early     map[sendKey]sendResult      // results that beat their waiter
 	earlyFIFO []sendKey
 	downloads map[int32][]chan File
+	// orphans are failed local messages of sends nobody waited for,
+	// deleted with the next failed message (deleteFailed).
+	orphans   []sendKey
 	options   map[string]string
 	conn      ConnectionState
 	connSince time.Time // when conn last changed (or the session began)
@@ -50,6 +53,9 @@ type sendKey struct {
 type sendResult struct {
 	msg Message
 	err error
+	// failed is the failed local message a refused send left in the chat
+	// (SendFailed.MessageID); 0 for none.
+	failed MessageID
 }
 
 // DefaultSendTimeout is how long Send waits for a send's outcome when
@@ -109,7 +115,16 @@ func (s *Session) pump() {
 			}
 			s.handler(u)
 		case SendFailed:
-			s.resolveSend(sendKey{u.Chat, u.OldMessageID}, sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err)})
+			r := sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err), failed: u.MessageID}
+			if !s.resolveSend(sendKey{u.Chat, u.OldMessageID}, r) && u.MessageID != 0 {
+				// Nobody waits for it (a send of an earlier session that
+				// TDLib re-sent by itself): nothing will ever resend it.
+				s.mu.Lock()
+				if len(s.orphans) < maxEarly {
+					s.orphans = append(s.orphans, sendKey{u.Chat, u.MessageID})
+				}
+				s.mu.Unlock()
+			}
 		case FileUpdated:
 			s.fileUpdated(u.File)
 		case OptionChanged:
@@ -260,7 +275,31 @@ func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteF
 			p.Pause(MethodSendMessage, d)
 		}
 	}
+	if r.failed != 0 {
+		s.deleteFailed(ctx, sendKey{chat, r.failed})
+	}
 	return r.msg, r.err
+}
+
+// failedDeleteTimeout bounds the deleteMessages that removes a failed
+// local message; it runs after the caller's context may have ended.
+const failedDeleteTimeout = 10 * time.Second
+
+// deleteFailed deletes the failed local message k (and any a re-sent send
+// of an earlier session left): TDLib keeps a refused send in the chat,
+// failed, until it is deleted, and stashd never asks TDLib to resend one:
+// a later attempt is a new send with its own outcome. A deletion that
+// fails is left to TDLib's own cleanup (the message is local only).
+func (s *Session) deleteFailed(ctx context.Context, k sendKey) {
+	s.mu.Lock()
+	keys := append(s.orphans, k)
+	s.orphans = nil
+	s.mu.Unlock()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedDeleteTimeout)
+	defer cancel()
+	for _, k := range keys {
+		_ = s.Client.DeleteMessages(dctx, k.chat, []MessageID{k.id}, true)
+	}
 }
 
 type sendTurnKey struct{}

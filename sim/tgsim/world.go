@@ -110,8 +110,11 @@ type World struct {
 	// sends that ended in updateDeleteMessages.
 	sendStats SendStats
 	// sendLog records every accepted send (Sends).
-	sendLog   []SendRecord
-	vanished  []string
+	sendLog  []SendRecord
+	vanished []string
+	// topicGone holds the documents deleted with their forum topic
+	// (DeleteTopic).
+	topicGone []goneMessage
 	holdSends bool
 	// deletedIn counts the messages accounts deleted, by chat (Deleted).
 	deletedIn map[tg.ChatID]int
@@ -127,6 +130,9 @@ type SendStats struct {
 	// Resent counts sends of a closed client that landed when the account's
 	// next client started (ResendAfterRestart).
 	Resent int
+	// TopicRefused counts sends the server refused because their forum
+	// topic was closed or deleted (400 TOPIC_CLOSED, TOPIC_DELETED).
+	TopicRefused int
 }
 
 // SendRecord is one sendMessage the world accepted: which account sent
