@@ -292,7 +292,14 @@ const failedDeleteTimeout = 10 * time.Second
 // fails is left to TDLib's own cleanup (the message is local only).
 func (s *Session) deleteFailed(ctx context.Context, k sendKey) {
 	s.mu.Lock()
-	keys := append(s.orphans, k)
+	// A failure that beat its Send's registration was kept as an orphan
+	// too: it is k.
+	keys := []sendKey{k}
+	for _, o := range s.orphans {
+		if o != k {
+			keys = append(keys, o)
+		}
+	}
 	s.orphans = nil
 	s.mu.Unlock()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedDeleteTimeout)

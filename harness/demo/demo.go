@@ -83,6 +83,12 @@ type Options struct {
 	// VanishSends is the probability that a pending send is deleted
 	// (updateDeleteMessages for its temporary id) instead of sent or failed.
 	VanishSends float64
+	// CloseTopics and DeleteTopics are the probabilities that each topic
+	// of the destination forum is closed (and reopened 1.5 s later), or
+	// deleted with its messages, at each of eight moments of the run
+	// (ForumDestination; see topicFaults). Zero never.
+	CloseTopics  float64
+	DeleteTopics float64
 	// DisconnectEvery disconnects every account this often (for a quarter of
 	// the period); zero never.
 	DisconnectEvery time.Duration
@@ -398,6 +404,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.o.RestartEvery > 0 {
 		faults.Go(func() { r.restartLoop(pctx, ctx) })
 	}
+	faults.Go(func() { r.topicFaults(pctx) })
 	// The disk sampler runs until the pipeline has settled: downloads go on
 	// after publishing ends.
 	disk := newDiskSampler(r.o.FilesDir)

@@ -38,6 +38,9 @@ type chat struct {
 	// deletedTopics holds the threads of deleted forum topics: a send
 	// into one fails with 400 TOPIC_DELETED.
 	deletedTopics map[int64]bool
+	// sendLimit limits each account's sends into the chat
+	// (LimitChatSends); nil: none.
+	sendLimit *chatSendLimit
 	// upgradedTo is the supergroup a basic group became; no message is
 	// posted in it any more.
 	upgradedTo tg.ChatID

@@ -22,8 +22,11 @@ type pendingSend struct {
 	uid     string
 	caption string
 	outcome sendOutcome
-	timer   *time.Timer
-	settled bool
+	// limitErr is the chat's send limit refusing the send (429), decided
+	// when it was made; nil when admitted.
+	limitErr error
+	timer    *time.Timer
+	settled  bool
 }
 
 // sendOutcome is how a pending send ends.
@@ -97,6 +100,10 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
 
 		ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption}
+		if dest.sendLimit != nil {
+			// The server judges the chat's rate when the send reaches it.
+			ps.limitErr = dest.sendLimit.admitSend(c.account, w.cfg.Now())
+		}
 		switch {
 		case w.chance(w.cfg.SendFailRate):
 			ps.outcome = sendFails
@@ -162,6 +169,11 @@ func (w *World) settleSend(ps *pendingSend) {
 	ps.settled = true
 	c := ps.c
 	delete(c.sends, ps.tempID)
+	if ps.limitErr != nil {
+		w.sendStats.ChatFlooded++
+		w.failSend(ps, ps.limitErr)
+		return
+	}
 	if ps.outcome != sendVanishes {
 		// The server judges the topic when the send reaches it.
 		if err := w.topicRefusal(c.account, ps.dest, ps.thread); err != nil {

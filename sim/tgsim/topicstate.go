@@ -35,7 +35,17 @@ func (w *World) CloseTopic(chat tg.ChatID, thread int64, closed bool) {
 	if c.topics[thread] == nil {
 		panic(fmt.Sprintf("tgsim: CloseTopic: chat %d has no topic %d", chat, thread))
 	}
-	w.setTopicClosed(c, thread, closed)
+	if w.setTopicClosed(c, thread, closed) && closed {
+		w.topicsClosed++
+	}
+}
+
+// TopicEvents returns how many forum topics the world closed (CloseTopic)
+// and deleted (DeleteTopic).
+func (w *World) TopicEvents() (closed, deleted int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.topicsClosed, w.topicsDeleted
 }
 
 // setTopicClosed is CloseTopic with w.mu held; it reports whether the
@@ -90,6 +100,7 @@ func (w *World) DeleteTopic(chat tg.ChatID, thread int64) {
 	}
 	c.msgs = kept
 	delete(c.topics, thread)
+	w.topicsDeleted++
 	if c.deletedTopics == nil {
 		c.deletedTopics = make(map[int64]bool)
 	}

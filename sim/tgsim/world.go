@@ -115,6 +115,8 @@ type World struct {
 	// topicGone holds the documents deleted with their forum topic
 	// (DeleteTopic).
 	topicGone []goneMessage
+	// topicsClosed and topicsDeleted count CloseTopic and DeleteTopic.
+	topicsClosed, topicsDeleted int
 	holdSends bool
 	// deletedIn counts the messages accounts deleted, by chat (Deleted).
 	deletedIn map[tg.ChatID]int
@@ -133,6 +135,9 @@ type SendStats struct {
 	// TopicRefused counts sends the server refused because their forum
 	// topic was closed or deleted (400 TOPIC_CLOSED, TOPIC_DELETED).
 	TopicRefused int
+	// ChatFlooded counts sends a chat's send limit refused with 429
+	// (LimitChatSends).
+	ChatFlooded int
 }
 
 // SendRecord is one sendMessage the world accepted: which account sent
