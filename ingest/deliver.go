@@ -87,6 +87,12 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 	return sent, nil
 }
 
+// chatPauser is a session that pauses sends to a chat after a 429 there
+// (tg.Session).
+type chatPauser interface {
+	ChatPause(chat tg.ChatID) time.Duration
+}
+
 // sendTurner is a session with a send budget (tg.Session).
 type sendTurner interface {
 	SendTurn(ctx context.Context) (context.Context, func(), error)
@@ -98,6 +104,13 @@ type sendTurner interface {
 // its turn, so the intent is written only when the send can go at once: a
 // stop while it waits leaves nothing to reconcile.
 func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, i int, m tg.Message) (int, error) {
+	if cp, ok := p.tg.(chatPauser); ok {
+		// Sends to dest wait out a 429 there; the delivery is put off by
+		// the wait, without taking a send turn from other destinations.
+		if d := cp.ChatPause(dest); d > 0 {
+			return 0, &tg.FloodWaitError{RetryAfter: d, Err: fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, tg.ErrChatFloodWait)}
+		}
+	}
 	if st, ok := p.tg.(sendTurner); ok {
 		tctx, done, err := st.SendTurn(ctx)
 		if err != nil {

@@ -135,6 +135,11 @@ func NoWriteAccess(err error) bool {
 		(strings.Contains(te.Message, "Have no write access") || strings.Contains(te.Message, "CHAT_WRITE_FORBIDDEN"))
 }
 
+// ErrChatFloodWait: sends to a chat are paused because Telegram refused
+// one there with 429 (its per-chat limit); it comes inside a
+// FloodWaitError with the rest of the wait.
+var ErrChatFloodWait = errors.New("sends to the chat are paused by a flood wait")
+
 // ErrTopicClosed: a send into a closed forum topic was refused (400
 // TOPIC_CLOSED) and the account could not reopen it. Not permanent: the
 // topic may be reopened, and the delivery then resumes.
