@@ -59,6 +59,7 @@ func runDemo(args []string) int {
 	fs.Float64Var(&o.FailSends, "fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
 	fs.Float64Var(&o.CloseTopics, "close-topics", 0, "probability that each topic of the destination forum is closed (reopened 1.5 s later) at each of eight moments of the run; with --forum-destination (0..1)")
 	fs.Float64Var(&o.DeleteTopics, "delete-topics", 0, "probability that each topic of the destination forum is deleted with its messages at each of eight moments of the run; with --forum-destination (0..1)")
+	fs.Float64Var(&o.ChatFlood, "chat-flood", 0, "share of destinations (rounded up) whose per-chat send limit is tight: 5 sends/s per account, then 429 \"retry after 1\" on the send (0..1)")
 	fs.Float64Var(&o.VanishSends, "vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
 	fs.Float64Var(&o.LoseAccess, "lose-access", 0, "probability that each source becomes inaccessible halfway (getChat answers, server calls fail) (0..1)")
 	fs.Float64Var(&o.IgnorableErrors, "errors-406", 0, "probability that a history request fails with 406, to be dropped silently (0..1)")
@@ -84,7 +85,7 @@ func runDemo(args []string) int {
 		return rc
 	}
 	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "repacks": o.Repacks, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends,
-		"close-topics": o.CloseTopics, "delete-topics": o.DeleteTopics,
+		"close-topics": o.CloseTopics, "chat-flood": o.ChatFlood, "delete-topics": o.DeleteTopics,
 		"stall-downloads": o.StallDownloads, "fail-downloads": o.FailDownloads, "lose-access": o.LoseAccess,
 		"errors-406": o.IgnorableErrors, "null-last-message": o.UnknownLastMessage,
 		"archived": o.ArchivedSources, "protected": o.ProtectedSources}) {

@@ -45,6 +45,9 @@ type Report struct {
 	// the world closed and deleted while stashd delivered into them.
 	ClosedTopics  int `json:"closed_topics"`
 	DeletedTopics int `json:"deleted_topics"`
+	// ChatFloodedSends counts sends a destination's own send limit
+	// refused with 429.
+	ChatFloodedSends int `json:"chat_flooded_sends"`
 	// StalledDownloads is how many downloads the world stalled or failed.
 	StalledDownloads int `json:"stalled_downloads"`
 	// PeakDownloadBytes is the most bytes the downloads directory held at

@@ -55,8 +55,10 @@ type Truth struct {
 	FailedSends int `json:"failed_sends"`
 	// ClosedTopics and DeletedTopics count the forum topics the world
 	// closed and deleted.
-	ClosedTopics     int `json:"closed_topics,omitempty"`
-	DeletedTopics    int `json:"deleted_topics,omitempty"`
+	ClosedTopics  int `json:"closed_topics,omitempty"`
+	DeletedTopics int `json:"deleted_topics,omitempty"`
+	// ChatFloodedSends counts sends refused by a chat's send limit.
+	ChatFloodedSends int `json:"chat_flooded_sends,omitempty"`
 	FloodWaitedSends int `json:"flood_waited_sends"`
 	ResentSends      int `json:"resent_sends"`
 	// DownloadFaults counts downloads the world stalled or failed.
@@ -237,6 +239,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	t.ClosedTopics, t.DeletedTopics = w.TopicEvents()
 	stats := w.SendStats()
 	t.FailedSends, t.FloodWaitedSends, t.ResentSends = stats.Failed, stats.FloodWaited, stats.Resent
+	t.ChatFloodedSends = stats.ChatFlooded
 	t.VanishedCaptions = w.VanishedCaptions()
 	t.DownloadFaults = w.DownloadFaults()
 	t.Calls = w.TotalCalls()

@@ -89,6 +89,12 @@ type Options struct {
 	// (ForumDestination; see topicFaults). Zero never.
 	CloseTopics  float64
 	DeleteTopics float64
+	// ChatFlood is the share of destinations (0..1, rounded up: any share
+	// above zero takes at least one) that get a tight per-chat send limit:
+	// 5 sends a second per account, beyond which a send fails with 429
+	// "Too Many Requests: retry after 1" in updateMessageSendFailed
+	// (tgsim.World.LimitChatSends). Zero none.
+	ChatFlood float64
 	// DisconnectEvery disconnects every account this often (for a quarter of
 	// the period); zero never.
 	DisconnectEvery time.Duration
@@ -236,6 +242,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			r.protected[s.Chat] = true
 		}
 	}
+	r.floodChats()
 	start := time.Now()
 	rep, err := r.run(ctx)
 	rep.ElapsedSeconds = time.Since(start).Seconds()
@@ -257,6 +264,8 @@ type runner struct {
 	rng       *rand.Rand
 	lost      map[tg.ChatID]bool
 	protected map[tg.ChatID]bool
+	// flooded are the destinations with a tight send limit (ChatFlood).
+	flooded []tg.ChatID
 
 	mu       sync.Mutex
 	d        *daemon.Daemon

@@ -79,3 +79,43 @@ func TestTopicStatesOnTheWire(t *testing.T) {
 		t.Errorf("send into a deleted topic: %v", gone)
 	}
 }
+
+// A chat's send limit refuses a send beyond it in updateMessageSendFailed
+// with 429 "Too Many Requests: retry after N", as TDLib reports the
+// server's FLOOD_WAIT; a send to another chat goes through.
+func TestChatSendLimitOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 29})
+	w.LimitChatSends(w.dest, 1.0/30, 1)
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
+	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	send := func(chat tg.ChatID) tdObject {
+		tmp := c.ok(1, "sendMessage", map[string]any{
+			"chat_id": chat, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
+			"input_message_content": map[string]any{
+				"@type":    "inputMessageDocument",
+				"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+				"caption":  map[string]any{"@type": "formattedText", "text": "d", "entities": []any{}},
+			},
+		}, "message")
+		out, _ := c.until("send outcome", func(o tdObject) bool {
+			return (o.typ() == "updateMessageSendFailed" || o.typ() == "updateMessageSendSucceeded") && o.int("old_message_id") == tmp.int("id")
+		})
+		return out
+	}
+	if first := send(w.dest); first.typ() != "updateMessageSendSucceeded" {
+		t.Fatalf("first send: %v", first)
+	}
+	flood := send(w.dest)
+	if flood.typ() != "updateMessageSendFailed" || flood.int("error", "code") != 429 ||
+		!strings.HasPrefix(flood.str("error", "message"), "Too Many Requests: retry after ") {
+		t.Errorf("send past the chat's limit: %v", flood)
+	}
+	if other := send(w.channel); other.typ() != "updateMessageSendSucceeded" {
+		t.Errorf("send to another chat: %v", other)
+	}
+}

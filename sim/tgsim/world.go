@@ -117,7 +117,7 @@ type World struct {
 	topicGone []goneMessage
 	// topicsClosed and topicsDeleted count CloseTopic and DeleteTopic.
 	topicsClosed, topicsDeleted int
-	holdSends bool
+	holdSends                   bool
 	// deletedIn counts the messages accounts deleted, by chat (Deleted).
 	deletedIn map[tg.ChatID]int
 	// downloadFaults counts the stalls and failures injected into downloads.
