@@ -98,9 +98,7 @@ type Listener struct {
 	inflight map[tg.MessageKey]struct{}
 	pending  map[tg.ChatID]struct{} // sources whose state must be written
 	topics   []tg.Topic
-	// reopened are chats where a forum topic is reported open (see
-	// ResumeDeliveries), written with the next flush.
-	reopened []tg.ChatID
+	reopened []tg.ChatID // see topicOpenLocked
 	closed   bool
 	conn     tg.ConnectionState
 	wasReady bool
@@ -258,12 +256,7 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 			l.topics = append(l.topics, u.Topic)
 			l.wakeLocked()
 		}
-		if !u.Topic.IsClosed && len(l.reopened) < 1024 {
-			// A topic of a destination may have been reopened: the
-			// deliveries its closing put off go now.
-			l.reopened = append(l.reopened, u.Topic.ChatID)
-			l.wakeLocked()
-		}
+		l.topicOpenLocked(u.Topic)
 	}
 }
 
@@ -666,15 +659,7 @@ func (l *Listener) flush(ctx context.Context) {
 			l.log.Warn("write topic", "source", t.ChatID, "topic", t.ThreadID, "err", err)
 		}
 	}
-	for _, chat := range reopened {
-		n, err := l.store.ResumeDeliveries(ctx, chat, tg.ErrTopicClosed.Error(), l.cfg.Now())
-		switch {
-		case err != nil && ctx.Err() == nil:
-			l.log.Warn("resume deliveries to a reopened topic", "destination", chat, "err", err)
-		case n > 0:
-			l.log.Info("destination topic reopened; deliveries resumed", "destination", chat, "deliveries", n)
-		}
-	}
+	l.resumeDeliveries(ctx, reopened)
 	if len(failed) > 0 {
 		l.mu.Lock()
 		for _, c := range failed {
