@@ -78,7 +78,7 @@ type Options struct {
 	DropUpdates float64
 	// FailSends is the probability that a send ends in
 	// updateMessageSendFailed: half of them a 500, half a 429 "retry after
-	// 1" that pauses the account.
+	// 1" that pauses the sends to that chat.
 	FailSends float64
 	// VanishSends is the probability that a pending send is deleted
 	// (updateDeleteMessages for its temporary id) instead of sent or failed.
