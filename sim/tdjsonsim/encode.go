@@ -642,8 +642,7 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 		if failed != nil {
 			m = *failed
 		}
-		if u.MessageID != 0 {
-			// TDLib keeps the failed message under a new local id.
+		if u.MessageID != 0 { // TDLib keeps the failed message under a new local id
 			m.ID = u.MessageID
 		}
 		return object{
