@@ -61,6 +61,14 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 	}
 	for i, m := range parts {
 		n, err := p.deliverPart(ctx, pkg, dest, thread, i, m)
+		if err != nil && n == 0 {
+			// A closed or deleted topic: reopened or created again,
+			// the part goes once more.
+			var again bool
+			if thread, again, err = p.recoverTopic(ctx, in, dest, thread, err); again {
+				n, err = p.deliverPart(ctx, pkg, dest, thread, i, m)
+			}
+		}
 		sent += n
 		if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
 			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)
@@ -79,6 +87,12 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 	return sent, nil
 }
 
+// chatPauser is a session that pauses sends to a chat after a 429 there
+// (tg.Session).
+type chatPauser interface {
+	ChatPause(chat tg.ChatID) time.Duration
+}
+
 // sendTurner is a session with a send budget (tg.Session).
 type sendTurner interface {
 	SendTurn(ctx context.Context) (context.Context, func(), error)
@@ -90,6 +104,13 @@ type sendTurner interface {
 // its turn, so the intent is written only when the send can go at once: a
 // stop while it waits leaves nothing to reconcile.
 func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, i int, m tg.Message) (int, error) {
+	if cp, ok := p.tg.(chatPauser); ok {
+		// Sends to dest wait out a 429 there; the delivery is put off by
+		// the wait, without taking a send turn from other destinations.
+		if d := cp.ChatPause(dest); d > 0 {
+			return 0, &tg.FloodWaitError{RetryAfter: d, Err: fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, tg.ErrChatFloodWait)}
+		}
+	}
 	if st, ok := p.tg.(sendTurner); ok {
 		tctx, done, err := st.SendTurn(ctx)
 		if err != nil {

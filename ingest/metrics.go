@@ -37,6 +37,8 @@ type Metrics struct {
 	copiesDeleted *prometheus.CounterVec
 	// repacks counts packages recognised as repacks of catalogued ones.
 	repacks *prometheus.CounterVec
+	// topics counts destination topics found closed or deleted.
+	topics *prometheus.CounterVec
 }
 
 // Reasons a download failed, as stashd_download_failures_total labels them.
@@ -97,7 +99,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Second copies of parts already delivered that an account deleted from a destination (a pending send an old TDLib database re-sent after another instance had delivered the part, or copies reconciliation found), by account.",
 	}, []string{"account"})
 	m.repacks = newRepackMetric()
-	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries, m.spreadSent,
+	m.topics = newTopicMetric()
+	reg.MustRegister(m.alive, m.configured, m.messages, m.stage, m.age, m.onDisk, m.budget, m.failed, m.deliveries, m.spreadSent, m.topics,
 		m.copiesDeleted, m.repacks)
 	return m
 }

@@ -56,6 +56,7 @@ type Store interface {
 	DestinationTopic(ctx context.Context, dest tg.ChatID, name string) (int64, bool, error)
 	BeginDestinationTopic(ctx context.Context, dest tg.ChatID, name, account string) error
 	SetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64, account string) (int64, error)
+	ForgetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64) error
 }
 
 // Telegram is the part of an account's session ingest uses. *tg.Session
@@ -70,6 +71,8 @@ type Telegram interface {
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
 	GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error)
 	DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error
+	ToggleForumTopicIsClosed(ctx context.Context, chat tg.ChatID, thread int64, closed bool) error
+	OpenChat(ctx context.Context, chat tg.ChatID) error
 }
 
 // Config configures a Pipeline.

@@ -117,16 +117,19 @@ func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string)
 	return got, nil
 }
 
-// findTopic returns the oldest topic of dest named exactly name, 0 when
-// there is none.
+// findTopic returns the oldest topic of dest named name, 0 when there is
+// none. Names are compared as TDLib stores them (tg.CleanTopicName: spaces
+// folded, cut to 128 characters): the topic created under name carries
+// the cleaned name.
 func (p *Pipeline) findTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
-	topics, err := p.tg.SearchForumTopics(ctx, dest, name)
+	clean := tg.CleanTopicName(name)
+	topics, err := p.tg.SearchForumTopics(ctx, dest, clean)
 	if err != nil {
 		return 0, fmt.Errorf("look for topic %q in destination %d: %w", name, dest, err)
 	}
 	var oldest int64
 	for _, t := range topics {
-		if t.Name == name && (oldest == 0 || t.ThreadID < oldest) {
+		if tg.CleanTopicName(t.Name) == clean && (oldest == 0 || t.ThreadID < oldest) {
 			oldest = t.ThreadID
 		}
 	}

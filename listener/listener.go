@@ -19,6 +19,7 @@ type Store interface {
 	SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error
 	UpsertTopic(ctx context.Context, t tg.Topic) error
 	UpdateAccountStatus(ctx context.Context, account string, connected bool, depth, capacity int) error
+	ResumeDeliveries(ctx context.Context, dest tg.ChatID, cause string, now time.Time) (int, error)
 }
 
 // Config configures a Listener.
@@ -97,6 +98,7 @@ type Listener struct {
 	inflight map[tg.MessageKey]struct{}
 	pending  map[tg.ChatID]struct{} // sources whose state must be written
 	topics   []tg.Topic
+	reopened []tg.ChatID // see topicOpenLocked
 	closed   bool
 	conn     tg.ConnectionState
 	wasReady bool
@@ -254,6 +256,7 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 			l.topics = append(l.topics, u.Topic)
 			l.wakeLocked()
 		}
+		l.topicOpenLocked(u.Topic)
 	}
 }
 
@@ -620,6 +623,8 @@ func (l *Listener) flush(ctx context.Context) {
 	}
 	topics := l.topics
 	l.topics = nil
+	reopened := l.reopened
+	l.reopened = nil
 	connected, depth := l.conn == tg.ConnReady, len(l.queue)
 	if away := l.cfg.Now().Sub(l.awaySince); !connected && !l.awayWarned && away >= unreachableAfter {
 		l.awayWarned = true
@@ -654,6 +659,7 @@ func (l *Listener) flush(ctx context.Context) {
 			l.log.Warn("write topic", "source", t.ChatID, "topic", t.ThreadID, "err", err)
 		}
 	}
+	l.resumeDeliveries(ctx, reopened)
 	if len(failed) > 0 {
 		l.mu.Lock()
 		for _, c := range failed {

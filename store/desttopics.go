@@ -77,3 +77,15 @@ func (s *Store) SetDestinationTopic(ctx context.Context, dest tg.ChatID, name st
 func DestinationTopicLock(dest tg.ChatID, name string) string {
 	return fmt.Sprintf("dtopic:%d:%s", dest, name)
 }
+
+// ForgetDestinationTopic drops the record of the topic named name in dest
+// while it is thread: the topic was deleted, and the next delivery creates
+// it again. A record another creator has replaced meanwhile is kept.
+func (s *Store) ForgetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM destination_topics WHERE destination_chat_id = $1 AND name = $2 AND thread_id = $3`,
+		int64(dest), name, thread)
+	if err != nil {
+		return fmt.Errorf("forget topic %q of destination %d: %w", name, dest, err)
+	}
+	return nil
+}

@@ -248,3 +248,15 @@ func (s *Store) QueuedByRoute(ctx context.Context, account string) ([]RouteBackl
 	}
 	return out, nil
 }
+
+// ResumeDeliveries makes the queued deliveries to dest that were put off
+// for cause (an error text, such as tg.ErrTopicClosed's) due at now: what
+// held them has gone (the topic was reopened). It returns how many.
+func (s *Store) ResumeDeliveries(ctx context.Context, dest tg.ChatID, cause string, now time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET opens_at = $3
+		WHERE destination_chat_id = $1 AND opens_at > $3 AND strpos(last_error, $2) > 0`, int64(dest), cause, now)
+	if err != nil {
+		return 0, fmt.Errorf("resume deliveries to %d: %w", dest, err)
+	}
+	return int(tag.RowsAffected()), nil
+}

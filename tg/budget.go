@@ -92,7 +92,7 @@ type SendBudgetConfig struct {
 
 // SendBudget paces one account's sends: at most PerMinute a minute, spaced
 // with jitter, at most InFlight at once. Every account has its own; a
-// flood wait on a send pauses the account's requests in Paced, not here.
+// flood wait on a send pauses the sends to its chat in Session, not here.
 type SendBudget struct {
 	cfg      SendBudgetConfig
 	interval time.Duration

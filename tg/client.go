@@ -73,6 +73,11 @@ type Client interface {
 	// query, as the server finds them (getForumTopics, first page of up to
 	// MaxSearchLimit, newest first); the caller compares names itself.
 	SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error)
+	// ToggleForumTopicIsClosed closes or reopens forum topic thread of
+	// chat (toggleForumTopicIsClosed). The account needs the right to
+	// manage topics there, or to have created the topic: otherwise 400
+	// "Not enough rights to close or open the topic".
+	ToggleForumTopicIsClosed(ctx context.Context, chat ChatID, thread int64, closed bool) error
 	// DeleteMessages deletes messages ids of chat (deleteMessages); with
 	// revoke, for every member (in channels and supergroups always). The
 	// account may delete its own messages, others' only with the right to
@@ -103,6 +108,8 @@ const (
 	MethodCreateForumTopic     = "createForumTopic"
 	MethodGetForumTopics       = "getForumTopics"
 	MethodDeleteMessages       = "deleteMessages"
+	// MethodToggleForumTopicIsClosed closes or reopens a forum topic.
+	MethodToggleForumTopicIsClosed = "toggleForumTopicIsClosed"
 )
 
 // Methods lists every request method of the port.
@@ -111,5 +118,5 @@ var Methods = []string{
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
 	MethodSendMessage, MethodCreateForumTopic, MethodGetForumTopics, MethodDeleteMessages,
-	MethodGetChatHistory,
+	MethodGetChatHistory, MethodToggleForumTopicIsClosed,
 }

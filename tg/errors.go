@@ -134,3 +134,29 @@ func NoWriteAccess(err error) bool {
 	return errors.As(err, &te) && te.Code == 400 &&
 		(strings.Contains(te.Message, "Have no write access") || strings.Contains(te.Message, "CHAT_WRITE_FORBIDDEN"))
 }
+
+// ErrChatFloodWait: sends to a chat are paused because Telegram refused
+// one there with 429 (its per-chat limit); it comes inside a
+// FloodWaitError with the rest of the wait.
+var ErrChatFloodWait = errors.New("sends to the chat are paused by a flood wait")
+
+// ErrTopicClosed: a send into a closed forum topic was refused (400
+// TOPIC_CLOSED) and the account could not reopen it. Not permanent: the
+// topic may be reopened, and the delivery then resumes.
+var ErrTopicClosed = errors.New("destination forum topic is closed")
+
+// TopicClosed reports whether err is Telegram's refusal to post into a
+// closed forum topic (400 TOPIC_CLOSED).
+func TopicClosed(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && te.Code == 400 && te.Message == "TOPIC_CLOSED"
+}
+
+// TopicDeleted reports whether err says the forum topic a send went to no
+// longer exists: 400 TOPIC_DELETED from the server, or TDLib's own 400
+// "Invalid message thread ID specified" once it has forgotten the topic.
+func TopicDeleted(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && te.Code == 400 &&
+		(te.Message == "TOPIC_DELETED" || te.Message == "Invalid message thread ID specified")
+}

@@ -53,8 +53,10 @@ type PacedConfig struct {
 }
 
 // Paced wraps a Client with one account's token-bucket limiter and flood-wait
-// pause, and counts every request. A 429 pauses every request of this
-// account, and only this account, until its retry-after has passed.
+// pause, and counts every request. A 429 answering a request pauses every
+// request of this account, and only this account, until its retry-after
+// has passed (a send refused in updateMessageSendFailed pauses only the
+// sends to its chat: Session).
 type Paced struct {
 	Client
 	cfg     PacedConfig
@@ -161,9 +163,7 @@ func do[T any](ctx context.Context, p *Paced, method string, call func() (T, err
 }
 
 // Pause holds every request of the account for d, as a 429 answering a
-// request of method does, and counts the flood wait. Session calls it when a
-// send fails with 429 in updateMessageSendFailed, which is no request's
-// answer.
+// request of method does, and counts the flood wait.
 func (p *Paced) Pause(method string, d time.Duration) {
 	p.count(method, "flood_wait")
 	p.mu.Lock()
@@ -171,6 +171,16 @@ func (p *Paced) Pause(method string, d time.Duration) {
 		p.pausedUntil = until
 	}
 	p.mu.Unlock()
+	if p.m != nil {
+		p.m.floodWait.WithLabelValues(p.cfg.Account).Add(d.Seconds())
+	}
+}
+
+// CountFloodWait counts a flood wait of d on a request of method without
+// pausing the account: Session calls it for a send refused by a chat's
+// own limit, which pauses sends to that chat only.
+func (p *Paced) CountFloodWait(method string, d time.Duration) {
+	p.count(method, "flood_wait")
 	if p.m != nil {
 		p.m.floodWait.WithLabelValues(p.cfg.Account).Add(d.Seconds())
 	}
@@ -274,6 +284,13 @@ func (p *Paced) CreateForumTopic(ctx context.Context, chat ChatID, name string) 
 // SearchForumTopics implements Client.
 func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error) {
 	return do(ctx, p, MethodGetForumTopics, func() ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
+}
+
+// ToggleForumTopicIsClosed implements Client.
+func (p *Paced) ToggleForumTopicIsClosed(ctx context.Context, chat ChatID, thread int64, closed bool) error {
+	return do0(ctx, p, MethodToggleForumTopicIsClosed, func() error {
+		return p.Client.ToggleForumTopicIsClosed(ctx, chat, thread, closed)
+	})
 }
 
 // DeleteMessages implements Client.

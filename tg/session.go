@@ -33,9 +33,15 @@ type Session struct {
 	early     map[sendKey]sendResult      // results that beat their waiter
 	earlyFIFO []sendKey
 	downloads map[int32][]chan File
-	options   map[string]string
-	conn      ConnectionState
-	connSince time.Time // when conn last changed (or the session began)
+	// orphans are failed local messages of sends nobody waited for,
+	// deleted with the next failed message (deleteFailed).
+	orphans []sendKey
+	// chatPauses holds, by chat, when sends there may go again after a
+	// send was refused with 429 (pauseChat).
+	chatPauses map[ChatID]time.Time
+	options    map[string]string
+	conn       ConnectionState
+	connSince  time.Time // when conn last changed (or the session began)
 
 	done chan struct{}
 }
@@ -50,6 +56,9 @@ type sendKey struct {
 type sendResult struct {
 	msg Message
 	err error
+	// failed is the failed local message a refused send left in the chat
+	// (SendFailed.MessageID); 0 for none.
+	failed MessageID
 }
 
 // DefaultSendTimeout is how long Send waits for a send's outcome when
@@ -109,7 +118,19 @@ func (s *Session) pump() {
 			}
 			s.handler(u)
 		case SendFailed:
-			s.resolveSend(sendKey{u.Chat, u.OldMessageID}, sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err)})
+			if d, ok := FloodWait(u.Err); ok {
+				s.pauseChat(u.Chat, d)
+			}
+			r := sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err), failed: u.MessageID}
+			if !s.resolveSend(sendKey{u.Chat, u.OldMessageID}, r) && u.MessageID != 0 {
+				// Nobody waits for it (a send of an earlier session that
+				// TDLib re-sent by itself): nothing will ever resend it.
+				s.mu.Lock()
+				if len(s.orphans) < maxEarly {
+					s.orphans = append(s.orphans, sendKey{u.Chat, u.MessageID})
+				}
+				s.mu.Unlock()
+			}
 		case FileUpdated:
 			s.fileUpdated(u.File)
 		case OptionChanged:
@@ -208,14 +229,19 @@ func (s *Session) ConnectionSince() (ConnectionState, time.Duration) {
 // or refused it, returning the message as it exists on the server. A send
 // TDLib deletes instead fails with ErrSendVanished; one without an outcome
 // within SendTimeout fails with ErrSendTimeout (it may still land). A send
-// refused with 429 pauses the account's requests when the client is (or
-// wraps) a Paced.
+// refused with 429 in updateMessageSendFailed pauses the sends to that
+// chat, not the account (see pauseChat); until the pause ends a Send
+// there fails at once with a FloodWaitError (ErrChatFloodWait) carrying
+// the rest of the wait.
 func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
 	return s.SendTo(ctx, chat, 0, remoteFileID, caption)
 }
 
 // SendTo is Send into forum topic thread of chat; thread 0 is Send.
 func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error) {
+	if d := s.ChatPause(chat); d > 0 {
+		return Message{}, &FloodWaitError{RetryAfter: d, Err: fmt.Errorf("send to %d: %w", chat, ErrChatFloodWait)}
+	}
 	timeout := s.SendTimeout
 	if timeout <= 0 {
 		timeout = DefaultSendTimeout
@@ -256,11 +282,74 @@ func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteF
 		return Message{}, err
 	}
 	if d, ok := FloodWait(r.err); ok {
-		if p, ok := s.Client.(interface{ Pause(string, time.Duration) }); ok {
-			p.Pause(MethodSendMessage, d)
+		// Refused by the chat's send limit: the pump paused sends to chat
+		// (pauseChat); the account's other requests go on.
+		if p, ok := s.Client.(interface{ CountFloodWait(string, time.Duration) }); ok {
+			p.CountFloodWait(MethodSendMessage, d)
 		}
 	}
+	if r.failed != 0 {
+		s.deleteFailed(ctx, sendKey{chat, r.failed})
+	}
 	return r.msg, r.err
+}
+
+// pauseChat holds sends to chat for d: Telegram refused a send there with
+// 429 in updateMessageSendFailed. Telegram limits the posting rate of
+// each chat apart from the account's request rate, so only sends to that
+// chat wait; the account's other requests (catch-up, downloads, sends to
+// other chats) go on.
+func (s *Session) pauseChat(chat ChatID, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chatPauses == nil {
+		s.chatPauses = make(map[ChatID]time.Time)
+	}
+	now := time.Now()
+	if until := now.Add(d); until.After(s.chatPauses[chat]) {
+		s.chatPauses[chat] = until
+	}
+	for c, until := range s.chatPauses {
+		if !until.After(now) {
+			delete(s.chatPauses, c)
+		}
+	}
+}
+
+// ChatPause returns how long sends to chat still wait after a 429 there
+// (zero when they may go).
+func (s *Session) ChatPause(chat ChatID) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(time.Until(s.chatPauses[chat]), 0)
+}
+
+// failedDeleteTimeout bounds the deleteMessages that removes a failed
+// local message; it runs after the caller's context may have ended.
+const failedDeleteTimeout = 10 * time.Second
+
+// deleteFailed deletes the failed local message k (and any a re-sent send
+// of an earlier session left): TDLib keeps a refused send in the chat,
+// failed, until it is deleted, and stashd never asks TDLib to resend one:
+// a later attempt is a new send with its own outcome. A deletion that
+// fails is left to TDLib's own cleanup (the message is local only).
+func (s *Session) deleteFailed(ctx context.Context, k sendKey) {
+	s.mu.Lock()
+	// A failure that beat its Send's registration was kept as an orphan
+	// too: it is k.
+	keys := []sendKey{k}
+	for _, o := range s.orphans {
+		if o != k {
+			keys = append(keys, o)
+		}
+	}
+	s.orphans = nil
+	s.mu.Unlock()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedDeleteTimeout)
+	defer cancel()
+	for _, k := range keys {
+		_ = s.Client.DeleteMessages(dctx, k.chat, []MessageID{k.id}, true)
+	}
 }
 
 type sendTurnKey struct{}

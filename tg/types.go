@@ -148,6 +148,9 @@ type Topic struct {
 	Name     string
 	// LastMessageID may be 0: TDLib's getForumTopic can return no last message.
 	LastMessageID MessageID
+	// IsClosed: the topic is closed (forumTopicInfo.is_closed); only
+	// members who may manage topics post in it.
+	IsClosed bool
 }
 
 // SearchFilter selects the kind of messages searchChatMessages returns.

@@ -28,7 +28,11 @@ type SendSucceeded struct {
 type SendFailed struct {
 	Chat         ChatID
 	OldMessageID MessageID
-	Err          error
+	// MessageID is the failed message's new local id: TDLib keeps it in
+	// the chat (sending state failed) until it is deleted. Zero when
+	// unknown.
+	MessageID MessageID
+	Err       error
 }
 
 // MessagesDeleted is updateDeleteMessages. A pending send can end this way

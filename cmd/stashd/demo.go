@@ -57,6 +57,9 @@ func runDemo(args []string) int {
 	fs.BoolVar(&o.DeadLetterBroken, "dead-letter-broken", false, "dead-letter archives that fail verification with the reason, as serve does unless deliver_broken (default: mirrored with their listing error)")
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")
 	fs.Float64Var(&o.FailSends, "fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
+	fs.Float64Var(&o.CloseTopics, "close-topics", 0, "probability that each topic of the destination forum is closed (reopened 1.5 s later) at each of eight moments of the run; with --forum-destination (0..1)")
+	fs.Float64Var(&o.DeleteTopics, "delete-topics", 0, "probability that each topic of the destination forum is deleted with its messages at each of eight moments of the run; with --forum-destination (0..1)")
+	fs.Float64Var(&o.ChatFlood, "chat-flood", 0, "share of destinations (rounded up) whose per-chat send limit is tight: 5 sends/s per account, then 429 \"retry after 1\" on the send (0..1)")
 	fs.Float64Var(&o.VanishSends, "vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
 	fs.Float64Var(&o.LoseAccess, "lose-access", 0, "probability that each source becomes inaccessible halfway (getChat answers, server calls fail) (0..1)")
 	fs.Float64Var(&o.IgnorableErrors, "errors-406", 0, "probability that a history request fails with 406, to be dropped silently (0..1)")
@@ -82,6 +85,7 @@ func runDemo(args []string) int {
 		return rc
 	}
 	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "repacks": o.Repacks, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends,
+		"close-topics": o.CloseTopics, "chat-flood": o.ChatFlood, "delete-topics": o.DeleteTopics,
 		"stall-downloads": o.StallDownloads, "fail-downloads": o.FailDownloads, "lose-access": o.LoseAccess,
 		"errors-406": o.IgnorableErrors, "null-last-message": o.UnknownLastMessage,
 		"archived": o.ArchivedSources, "protected": o.ProtectedSources}) {
@@ -225,6 +229,10 @@ func printReport(r demo.Report) {
 	if r.FailedSends+r.FloodWaitedSends+r.VanishedSends+r.ResentSends > 0 {
 		fmt.Fprintf(w, "  sends failed %d, flood-waited %d, re-sent after a restart %d, vanished %d (packages delivered later %d, dead letters %d, unresolved %d)\n",
 			r.FailedSends, r.FloodWaitedSends, r.ResentSends, r.VanishedSends, r.VanishedDelivered, r.VanishedDeadLettered, r.VanishedUnresolved)
+	}
+	if r.ClosedTopics+r.DeletedTopics+r.ChatFloodedSends > 0 {
+		fmt.Fprintf(w, "  destination topics closed %d, deleted %d; sends refused by a chat's limit %d\n",
+			r.ClosedTopics, r.DeletedTopics, r.ChatFloodedSends)
 	}
 	fmt.Fprintf(w, "  downloads: %d stalled or failed by the world; peak on disk %d bytes (one account %d, budget %d per account)\n",
 		r.StalledDownloads, r.PeakDownloadBytes, r.PeakAccountDownloadBytes, r.DownloadBudgetBytes)

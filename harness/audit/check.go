@@ -375,6 +375,7 @@ func (c *checker) describeCopies(ctx context.Context, docs []Doc) (string, error
 // be a dead letter with its reason.
 func (c *checker) vanished(ctx context.Context, rep *Report, delivered map[Hash]bool, dead map[tg.MessageKey]string) error {
 	rep.FailedSends, rep.FloodWaitedSends, rep.ResentSends = c.t.FailedSends, c.t.FloodWaitedSends, c.t.ResentSends
+	rep.ClosedTopics, rep.DeletedTopics, rep.ChatFloodedSends = c.t.ClosedTopics, c.t.DeletedTopics, c.t.ChatFloodedSends
 	var tokens []string
 	for _, caption := range c.t.VanishedCaptions {
 		rep.VanishedSends++

@@ -41,6 +41,13 @@ type Report struct {
 	VanishedDelivered    int `json:"vanished_sends_delivered"`
 	VanishedDeadLettered int `json:"vanished_sends_dead_lettered"`
 	VanishedUnresolved   int `json:"vanished_sends_unresolved"`
+	// ClosedTopics and DeletedTopics count the destination forum topics
+	// the world closed and deleted while stashd delivered into them.
+	ClosedTopics  int `json:"closed_topics"`
+	DeletedTopics int `json:"deleted_topics"`
+	// ChatFloodedSends counts sends a destination's own send limit
+	// refused with 429.
+	ChatFloodedSends int `json:"chat_flooded_sends"`
 	// StalledDownloads is how many downloads the world stalled or failed.
 	StalledDownloads int `json:"stalled_downloads"`
 	// PeakDownloadBytes is the most bytes the downloads directory held at

@@ -52,7 +52,13 @@ type Truth struct {
 	// of sending (updateDeleteMessages).
 	VanishedCaptions []string `json:"vanished_captions,omitempty"`
 	// Send outcomes the world imposed.
-	FailedSends      int `json:"failed_sends"`
+	FailedSends int `json:"failed_sends"`
+	// ClosedTopics and DeletedTopics count the forum topics the world
+	// closed and deleted.
+	ClosedTopics  int `json:"closed_topics,omitempty"`
+	DeletedTopics int `json:"deleted_topics,omitempty"`
+	// ChatFloodedSends counts sends refused by a chat's send limit.
+	ChatFloodedSends int `json:"chat_flooded_sends,omitempty"`
 	FloodWaitedSends int `json:"flood_waited_sends"`
 	ResentSends      int `json:"resent_sends"`
 	// DownloadFaults counts downloads the world stalled or failed.
@@ -214,10 +220,26 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 					Thread: m.TopicID(), TopicName: topics[m.TopicID()]})
 			}
 		}
+		// Copies delivered into a topic a user deleted later were
+		// delivered: they count, unless the package is there again.
+		live := map[string]bool{}
+		for _, doc := range dest.Docs {
+			live[doc.File] = true
+		}
+		for name, msgs := range w.DeletedTopicMessages(d) {
+			for _, m := range msgs {
+				if m.Document != nil && !live[m.Document.File.UniqueID] {
+					dest.Docs = append(dest.Docs, Doc{Message: m.ID, File: m.Document.File.UniqueID, Token: ingest.TokenOf(m.Caption),
+						Thread: m.TopicID(), TopicName: name})
+				}
+			}
+		}
 		t.Destinations = append(t.Destinations, dest)
 	}
+	t.ClosedTopics, t.DeletedTopics = w.TopicEvents()
 	stats := w.SendStats()
 	t.FailedSends, t.FloodWaitedSends, t.ResentSends = stats.Failed, stats.FloodWaited, stats.Resent
+	t.ChatFloodedSends = stats.ChatFlooded
 	t.VanishedCaptions = w.VanishedCaptions()
 	t.DownloadFaults = w.DownloadFaults()
 	t.Calls = w.TotalCalls()

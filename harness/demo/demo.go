@@ -78,11 +78,23 @@ type Options struct {
 	DropUpdates float64
 	// FailSends is the probability that a send ends in
 	// updateMessageSendFailed: half of them a 500, half a 429 "retry after
-	// 1" that pauses the account.
+	// 1" that pauses the sends to that chat.
 	FailSends float64
 	// VanishSends is the probability that a pending send is deleted
 	// (updateDeleteMessages for its temporary id) instead of sent or failed.
 	VanishSends float64
+	// CloseTopics and DeleteTopics are the probabilities that each topic
+	// of the destination forum is closed (and reopened 1.5 s later), or
+	// deleted with its messages, at each of eight moments of the run
+	// (ForumDestination; see topicFaults). Zero never.
+	CloseTopics  float64
+	DeleteTopics float64
+	// ChatFlood is the share of destinations (0..1, rounded up: any share
+	// above zero takes at least one) that get a tight per-chat send limit:
+	// 5 sends a second per account, beyond which a send fails with 429
+	// "Too Many Requests: retry after 1" in updateMessageSendFailed
+	// (tgsim.World.LimitChatSends). Zero none.
+	ChatFlood float64
 	// DisconnectEvery disconnects every account this often (for a quarter of
 	// the period); zero never.
 	DisconnectEvery time.Duration
@@ -230,6 +242,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			r.protected[s.Chat] = true
 		}
 	}
+	r.floodChats()
 	start := time.Now()
 	rep, err := r.run(ctx)
 	rep.ElapsedSeconds = time.Since(start).Seconds()
@@ -251,6 +264,8 @@ type runner struct {
 	rng       *rand.Rand
 	lost      map[tg.ChatID]bool
 	protected map[tg.ChatID]bool
+	// flooded are the destinations with a tight send limit (ChatFlood).
+	flooded []tg.ChatID
 
 	mu       sync.Mutex
 	d        *daemon.Daemon
@@ -398,6 +413,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.o.RestartEvery > 0 {
 		faults.Go(func() { r.restartLoop(pctx, ctx) })
 	}
+	faults.Go(func() { r.topicFaults(pctx) })
 	// The disk sampler runs until the pipeline has settled: downloads go on
 	// after publishing ends.
 	disk := newDiskSampler(r.o.FilesDir)

@@ -477,7 +477,7 @@ func forumTopicInfoObject(t tg.Topic) object {
 		{"creator_id", object{{"@type", "messageSenderChat"}, {"chat_id", int64(t.ChatID)}}},
 		{"is_general", false},
 		{"is_outgoing", false},
-		{"is_closed", false},
+		{"is_closed", t.IsClosed},
 		{"is_hidden", false},
 	}
 }
@@ -641,6 +641,9 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 		m := tg.Message{ID: u.OldMessageID, ChatID: u.Chat}
 		if failed != nil {
 			m = *failed
+		}
+		if u.MessageID != 0 { // TDLib keeps the failed message under a new local id
+			m.ID = u.MessageID
 		}
 		return object{
 			{"@type", "updateMessageSendFailed"},

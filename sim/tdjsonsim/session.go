@@ -540,7 +540,8 @@ func (s *session) handle(r *request) (object, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := tg.Topic{ChatID: tg.ChatID(p.ChatID), ThreadID: thread, Name: p.Name}
+		// The server keeps the name cleaned, and answers with it.
+		t := tg.Topic{ChatID: tg.ChatID(p.ChatID), ThreadID: thread, Name: tg.CleanTopicName(p.Name)}
 		return createdForumTopicInfoObject(t), nil
 	case tg.MethodGetForumTopics:
 		var p struct {
@@ -611,6 +612,19 @@ func (s *session) handle(r *request) (object, error) {
 			ids[i] = tg.MessageID(id)
 		}
 		if err := cl.DeleteMessages(ctx, tg.ChatID(p.ChatID), ids, p.Revoke); err != nil {
+			return nil, err
+		}
+		return okObject(), nil
+	case tg.MethodToggleForumTopicIsClosed:
+		var p struct {
+			ChatID          tdInt `json:"chat_id"`
+			MessageThreadID tdInt `json:"message_thread_id"`
+			IsClosed        bool  `json:"is_closed"`
+		}
+		if err := r.params(&p); err != nil {
+			return nil, err
+		}
+		if err := cl.ToggleForumTopicIsClosed(ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), p.IsClosed); err != nil {
 			return nil, err
 		}
 		return okObject(), nil

@@ -21,7 +21,11 @@ type account struct {
 	// canDelete holds chats where the account may delete others'
 	// messages (SetDeleteRights); nil until set.
 	canDelete map[tg.ChatID]bool
-	clients   []*Client // live clients, oldest first
+	// manageTopics holds forums where the account may manage topics
+	// (can_manage_topics: close, reopen, post in closed topics); nil
+	// until set.
+	manageTopics map[tg.ChatID]bool
+	clients      []*Client // live clients, oldest first
 	// activeSession is the newest session that has made a request
 	// (sessions.go).
 	activeSession int32

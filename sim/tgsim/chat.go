@@ -35,6 +35,12 @@ type chat struct {
 	msgs        []*message // live messages, ascending id
 	lastSeq     int64      // last server id handed out; deletions leave holes
 	topics      map[int64]*topic
+	// deletedTopics holds the threads of deleted forum topics: a send
+	// into one fails with 400 TOPIC_DELETED.
+	deletedTopics map[int64]bool
+	// sendLimit limits each account's sends into the chat
+	// (LimitChatSends); nil: none.
+	sendLimit *chatSendLimit
 	// upgradedTo is the supergroup a basic group became; no message is
 	// posted in it any more.
 	upgradedTo tg.ChatID
@@ -47,6 +53,10 @@ type chat struct {
 type topic struct {
 	thread int64
 	name   string
+	// creator is the account that created the topic ("" for one the world
+	// made): it may close and reopen it without the right to manage topics.
+	creator string
+	closed  bool
 }
 
 // message is a live message; deleted messages are removed from the chat.
@@ -103,7 +113,7 @@ func (c *chat) lastID() tg.MessageID {
 }
 
 func (w *World) topicView(c *chat, thread int64) tg.Topic {
-	t := tg.Topic{ChatID: c.id, ThreadID: thread, Name: c.topics[thread].name}
+	t := tg.Topic{ChatID: c.id, ThreadID: thread, Name: c.topics[thread].name, IsClosed: c.topics[thread].closed}
 	for i := len(c.msgs) - 1; i >= 0; i-- {
 		if m := c.msgs[i]; m.isTopic && m.thread == thread {
 			t.LastMessageID = m.id

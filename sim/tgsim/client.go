@@ -41,6 +41,10 @@ type Client struct {
 	nextFileID    int32
 	tempSeq       int64
 	sends         map[tg.MessageID]*pendingSend
+	// failed holds the session's failed local messages by chat (see
+	// topicstate.go): TDLib keeps a failed send in the chat, under a new
+	// local id, until it is deleted.
+	failed map[tg.ChatID]map[tg.MessageID]bool
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id

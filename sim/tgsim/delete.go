@@ -49,6 +49,12 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 			return err
 		}
 		a := w.accounts[c.account]
+		// A failed local message (see failSend) is deleted from this
+		// session's view only.
+		local, ids := c.deleteFailed(chat, ids)
+		if len(local) > 0 {
+			c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: local, IsPermanent: true})
+		}
 		var del []tg.MessageID
 		for _, id := range ids {
 			if id <= 0 {

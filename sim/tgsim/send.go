@@ -22,8 +22,11 @@ type pendingSend struct {
 	uid     string
 	caption string
 	outcome sendOutcome
-	timer   *time.Timer
-	settled bool
+	// limitErr is the chat's send limit refusing the send (429), decided
+	// when it was made; nil when admitted.
+	limitErr error
+	timer    *time.Timer
+	settled  bool
 }
 
 // sendOutcome is how a pending send ends.
@@ -68,7 +71,10 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 			switch {
 			case dest.kind != tg.KindForum && dest.kind != tg.KindSupergroup:
 				return tg.Message{}, errBadRequest("Chat doesn't have threads")
-			case !tg.MessageID(thread).IsServer() || dest.topics[thread] == nil:
+			case !tg.MessageID(thread).IsServer() || dest.topics[thread] == nil && !dest.deletedTopics[thread]:
+				// TDLib knows no such topic; one deleted since it was
+				// seen goes to the server, which refuses it
+				// (TOPIC_DELETED, see topicRefusal).
 				return tg.Message{}, errBadRequest("Invalid message thread ID specified")
 			}
 		}
@@ -94,6 +100,10 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
 
 		ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption}
+		if dest.sendLimit != nil {
+			// The server judges the chat's rate when the send reaches it.
+			ps.limitErr = dest.sendLimit.admitSend(c.account, w.cfg.Now())
+		}
 		switch {
 		case w.chance(w.cfg.SendFailRate):
 			ps.outcome = sendFails
@@ -159,14 +169,27 @@ func (w *World) settleSend(ps *pendingSend) {
 	ps.settled = true
 	c := ps.c
 	delete(c.sends, ps.tempID)
+	if ps.limitErr != nil {
+		w.sendStats.ChatFlooded++
+		w.failSend(ps, ps.limitErr)
+		return
+	}
+	if ps.outcome != sendVanishes {
+		// The server judges the topic when the send reaches it.
+		if err := w.topicRefusal(c.account, ps.dest, ps.thread); err != nil {
+			w.sendStats.TopicRefused++
+			w.failSend(ps, err)
+			return
+		}
+	}
 	switch ps.outcome {
 	case sendFails:
 		w.sendStats.Failed++
-		c.enqueue(tg.SendFailed{Chat: ps.dest.id, OldMessageID: ps.tempID, Err: errSendFailed()})
+		w.failSend(ps, errSendFailed())
 		return
 	case sendFloods:
 		w.sendStats.FloodWaited++
-		c.enqueue(tg.SendFailed{Chat: ps.dest.id, OldMessageID: ps.tempID, Err: errFloodWait(w.cfg.SendFloodWait)})
+		w.failSend(ps, errFloodWait(w.cfg.SendFloodWait))
 		return
 	case sendVanishes:
 		w.sendStats.Vanished++
@@ -189,7 +212,9 @@ func (w *World) settleSend(ps *pendingSend) {
 
 // CreateForumTopic implements tg.Client: like World.AddTopic, made by the
 // account, which must be a member of chat with write access. A chat that
-// is not a forum fails with 400 "The chat is not a forum" as in TDLib.
+// is not a forum fails with 400 "The chat is not a forum" as in TDLib. As
+// TDLib does, the name is cleaned first (tg.CleanTopicName); one that
+// cleans to nothing fails with 400 "Name must be non-empty".
 // World.Calls counts the requests (createForumTopic).
 func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
 	return call(ctx, c, tg.MethodCreateForumTopic, func() (int64, error) {
@@ -204,10 +229,12 @@ func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name stri
 		if w.accounts[c.account].readOnly[chat] {
 			return 0, errBadRequest("Not enough rights to create a topic")
 		}
-		if name == "" || len([]rune(name)) > 128 {
-			return 0, errBadRequest("Topic name must be non-empty")
+		if tg.CleanTopicName(name) == "" {
+			return 0, errBadRequest("Name must be non-empty")
 		}
-		return w.addTopic(ch, name), nil
+		// TDLib cleans the name before it reaches the server
+		// (clean_name: spaces folded, cut to 128 characters).
+		return w.addTopic(ch, tg.CleanTopicName(name), c.account), nil
 	})
 }
 

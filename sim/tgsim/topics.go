@@ -17,14 +17,17 @@ func (w *World) AddTopic(chat tg.ChatID, name string) int64 {
 	if c.kind != tg.KindForum {
 		panic(fmt.Sprintf("tgsim: AddTopic: chat %d is a %s, not a forum", chat, c.kind))
 	}
-	return w.addTopic(c, name)
+	return w.addTopic(c, name, "")
 }
 
-// addTopic is AddTopic with w.mu held.
-func (w *World) addTopic(c *chat, name string) int64 {
+// addTopic is AddTopic with w.mu held, creator the account that creates
+// it ("" for the world). The name is kept as given: a topic the world
+// makes stands for one made by any client, while TDLib cleans the names
+// of the topics it creates (Client.CreateForumTopic does so).
+func (w *World) addTopic(c *chat, name, creator string) int64 {
 	m := w.newMessage(c)
 	m.thread, m.isTopic = int64(m.id), true
-	c.topics[m.thread] = &topic{thread: m.thread, name: name}
+	c.topics[m.thread] = &topic{thread: m.thread, name: name, creator: creator}
 	w.publish(c, m, nil)
 	w.topicChanged(c, m.thread)
 	return m.thread

@@ -110,9 +110,14 @@ type World struct {
 	// sends that ended in updateDeleteMessages.
 	sendStats SendStats
 	// sendLog records every accepted send (Sends).
-	sendLog   []SendRecord
-	vanished  []string
-	holdSends bool
+	sendLog  []SendRecord
+	vanished []string
+	// topicGone holds the documents deleted with their forum topic
+	// (DeleteTopic).
+	topicGone []goneMessage
+	// topicsClosed and topicsDeleted count CloseTopic and DeleteTopic.
+	topicsClosed, topicsDeleted int
+	holdSends                   bool
 	// deletedIn counts the messages accounts deleted, by chat (Deleted).
 	deletedIn map[tg.ChatID]int
 	// downloadFaults counts the stalls and failures injected into downloads.
@@ -127,6 +132,12 @@ type SendStats struct {
 	// Resent counts sends of a closed client that landed when the account's
 	// next client started (ResendAfterRestart).
 	Resent int
+	// TopicRefused counts sends the server refused because their forum
+	// topic was closed or deleted (400 TOPIC_CLOSED, TOPIC_DELETED).
+	TopicRefused int
+	// ChatFlooded counts sends a chat's send limit refused with 429
+	// (LimitChatSends).
+	ChatFlooded int
 }
 
 // SendRecord is one sendMessage the world accepted: which account sent

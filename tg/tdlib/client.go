@@ -556,6 +556,14 @@ func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name stri
 	return decodeForumTopicInfo(data)
 }
 
+// ToggleForumTopicIsClosed implements tg.Client.
+func (c *Client) ToggleForumTopicIsClosed(ctx context.Context, chat tg.ChatID, thread int64, closed bool) error {
+	if _, err := c.call(ctx, toggleForumTopicIsClosedRequest(chat, thread, closed)); err != nil {
+		return fmt.Errorf("toggle topic %d of chat %d closed=%t: %w", thread, chat, closed, err)
+	}
+	return nil
+}
+
 // DeleteMessages implements tg.Client. TDLib answers ok and reports the
 // deletion as updateDeleteMessages.
 func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {

@@ -104,6 +104,11 @@ func (*Client) SearchForumTopics(context.Context, tg.ChatID, string) ([]tg.Topic
 	return nil, tg.ErrNoTDLib
 }
 
+// ToggleForumTopicIsClosed implements tg.Client.
+func (*Client) ToggleForumTopicIsClosed(context.Context, tg.ChatID, int64, bool) error {
+	return tg.ErrNoTDLib
+}
+
 // DeleteMessages implements tg.Client.
 func (*Client) DeleteMessages(context.Context, tg.ChatID, []tg.MessageID, bool) error {
 	return tg.ErrNoTDLib

@@ -300,6 +300,7 @@ func decodeUser(data []byte) (tg.User, error) {
 type tdForumTopicInfo struct {
 	MessageThreadID tdInt  `json:"message_thread_id"`
 	Name            string `json:"name"`
+	IsClosed        bool   `json:"is_closed"`
 }
 
 // decodeForumTopic decodes a forumTopic (getForumTopic) of chat. Its
@@ -317,6 +318,7 @@ func decodeForumTopic(chat tg.ChatID, data []byte) (tg.Topic, error) {
 		ThreadID:      int64(t.Info.MessageThreadID),
 		Name:          t.Info.Name,
 		LastMessageID: messageIDOf(t.LastMessage),
+		IsClosed:      t.Info.IsClosed,
 	}, nil
 }
 
@@ -487,6 +489,7 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 		return tg.SendFailed{
 			Chat:         tg.ChatID(v.Message.ChatID),
 			OldMessageID: tg.MessageID(v.OldMessageID),
+			MessageID:    tg.MessageID(v.Message.ID),
 			Err:          mapError(v.Error.Code, v.Error.Message),
 		}, true, nil
 	case "updateFile":
@@ -508,6 +511,7 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 			ChatID:   tg.ChatID(v.ChatID),
 			ThreadID: int64(v.Info.MessageThreadID),
 			Name:     v.Info.Name,
+			IsClosed: v.Info.IsClosed,
 		}}, true, nil
 	case "updateMessageContent":
 		return tg.MessageContentChanged{Chat: tg.ChatID(v.ChatID), Message: tg.MessageID(v.MessageID)}, true, nil

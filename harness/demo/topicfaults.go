@@ -1,0 +1,79 @@
+package demo
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"stashd/tg"
+)
+
+// topicReopenAfter is how long a topic the demo's administrator closed
+// stays closed, unless stashd reopens it first.
+const topicReopenAfter = 1500 * time.Millisecond
+
+// topicFaults plays an administrator of the destination forum while
+// publishing runs: every eighth of the run (at least every 500 ms) each of
+// its topics is closed with Options.CloseTopics, and reopened
+// topicReopenAfter later, or deleted with Options.DeleteTopics, messages
+// and all. stashd reopens the closed topics it created (or waits for their
+// reopening) and creates the deleted ones again. Topics still closed when
+// publishing ends are reopened.
+func (r *runner) topicFaults(ctx context.Context) {
+	forum := r.gen.ForumDestination()
+	if forum == 0 || r.o.CloseTopics <= 0 && r.o.DeleteTopics <= 0 {
+		return
+	}
+	every := max(r.o.Duration/8, 500*time.Millisecond)
+	closedAt := map[int64]time.Time{}
+	reopen := func(due func(time.Time) bool) {
+		topics := r.world.Topics(forum)
+		for thread, at := range closedAt {
+			if !due(at) {
+				continue
+			}
+			if _, ok := topics[thread]; ok && r.world.TopicClosed(forum, thread) {
+				r.world.CloseTopic(forum, thread, false)
+			}
+			delete(closedAt, thread)
+		}
+	}
+	defer reopen(func(time.Time) bool { return true })
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	next := time.Now().Add(every)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			reopen(func(at time.Time) bool { return now.Sub(at) >= topicReopenAfter })
+			if now.Before(next) {
+				continue
+			}
+			next = now.Add(every)
+			r.hitTopics(forum, closedAt, now)
+		}
+	}
+}
+
+// hitTopics closes or deletes each topic of forum by the fault knobs, in
+// thread order so that a seed gives the same choices.
+func (r *runner) hitTopics(forum tg.ChatID, closedAt map[int64]time.Time, now time.Time) {
+	topics := r.world.Topics(forum)
+	threads := make([]int64, 0, len(topics))
+	for thread := range topics {
+		threads = append(threads, thread)
+	}
+	slices.Sort(threads)
+	for _, thread := range threads {
+		switch {
+		case r.chance(r.o.DeleteTopics):
+			r.world.DeleteTopic(forum, thread)
+			delete(closedAt, thread)
+		case r.chance(r.o.CloseTopics) && !r.world.TopicClosed(forum, thread):
+			r.world.CloseTopic(forum, thread, true)
+			closedAt[thread] = now
+		}
+	}
+}

@@ -1,0 +1,31 @@
+package demo_test
+
+import (
+	"testing"
+	"time"
+
+	"stashd/harness/demo"
+	"stashd/internal/config"
+)
+
+// Destination topics closed and deleted while stashd delivers into them,
+// and a destination with a tight send limit: nothing is missing or
+// delivered twice.
+func TestTopicAndChatFloodFaults(t *testing.T) {
+	t.Parallel()
+	specs, err := config.LoadRoutes("../../deploy/demo-routes-topics.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, demo.Options{Seed: 7, Duration: 10 * time.Second, Rate: 40, Sources: 2, ForumTopics: 3, Accounts: 2,
+		Destinations: 1, ForumDestination: true, Routes: specs, CloseTopics: 0.4, DeleteTopics: 0.4, ChatFlood: 0.5})
+	check(t, 7, rep)
+	if rep.ClosedTopics == 0 || rep.DeletedTopics == 0 || rep.ChatFloodedSends == 0 {
+		t.Errorf("closed %d, deleted %d topics, %d sends refused by a chat's limit; want each above 0 (%+v)",
+			rep.ClosedTopics, rep.DeletedTopics, rep.ChatFloodedSends, rep)
+	}
+	if rep.Missing != 0 || rep.DuplicateDeliveries != 0 || rep.RouteViolations != 0 {
+		t.Errorf("missing %d (%v), twice %d, route violations %d (%v)", rep.Missing, rep.MissingNames,
+			rep.DuplicateDeliveries, rep.RouteViolations, rep.RouteViolationNames)
+	}
+}
