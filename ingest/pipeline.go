@@ -41,6 +41,7 @@ type Store interface {
 	WaitDelivery(ctx context.Context, w store.Waiting) error
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
+	RecordRejected(ctx context.Context, key tg.MessageKey, pkg int64, fileName, reason string) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	SetVerification(ctx context.Context, pkg int64, v store.Verification) error
 	PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error)
