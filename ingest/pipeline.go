@@ -47,6 +47,7 @@ type Store interface {
 	PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error)
 	SetContentSignature(ctx context.Context, pkg int64, sig []byte) error
 	LinkPackages(ctx context.Context, pkg, other int64, kind string) error
+	LinkContainment(ctx context.Context, pkg int64) (int, error)
 	IsRepack(ctx context.Context, pkg int64) (bool, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)

@@ -211,8 +211,9 @@ func (c *checker) postedState(ctx context.Context, key tg.MessageKey) (postedSta
 		WHERE chat_id = $1 AND message_id = $2), '')`, key.Chat, key.Message).Scan(&s.rejected); err != nil {
 		return s, fmt.Errorf("read rejected part %v: %w", key, err)
 	}
-	if pkg == nil {
-		// A message recorded without its package (a set's later part):
+	if pkg == nil || s.outcome == string(store.OutcomeDuplicate) {
+		// A message recorded without its package (a set's later part), or
+		// as a copy of another (a repack linked with repacks = "link"):
 		// the package holding the message as a part.
 		var id int64
 		err := c.st.Pool().QueryRow(ctx, `SELECT package_id FROM package_parts
