@@ -62,19 +62,17 @@ func (p *Pipeline) linkRepack(ctx context.Context, pkg int64, l archive.Listing,
 	if err := p.store.SetContentSignature(ctx, pkg, sig); err != nil {
 		return "", 0, err
 	}
-	first, found, err := p.store.PackageBySignature(ctx, sig, pkg)
-	if err != nil {
+	// Some of another package's files, or another's all and more: both
+	// are delivered, the link says so. A repack is linked too, so that
+	// containment shows whichever copy of the content is looked at.
+	if n, err := p.store.LinkContainment(ctx, pkg); err != nil {
 		return "", 0, err
+	} else if n > 0 {
+		p.log.Debug("package contains or is contained in catalogued packages", "package", pkg, "links", n)
 	}
-	if !found {
-		// Not the same files as another package: maybe some of another's,
-		// or another's all and more. Both are delivered; the link says so.
-		if n, err := p.store.LinkContainment(ctx, pkg); err != nil {
-			return "", 0, err
-		} else if n > 0 {
-			p.log.Debug("package contains or is contained in catalogued packages", "package", pkg, "links", n)
-		}
-		return "", 0, nil
+	first, found, err := p.store.PackageBySignature(ctx, sig, pkg)
+	if err != nil || !found {
+		return "", 0, err
 	}
 	if err := p.store.LinkPackages(ctx, pkg, first, store.LinkRepack); err != nil {
 		return "", 0, err

@@ -174,3 +174,39 @@ func TestContainedInLinkedEitherWay(t *testing.T) {
 		}
 	}
 }
+
+// A package contained in content that is catalogued twice (a 7z and its
+// zip repack, both after it) is linked as contained in each copy: the
+// repack is looked at too, not only the first.
+func TestContainedInEveryCopyOfTheContent(t *testing.T) {
+	t.Parallel()
+	all := []archivetest.File{
+		{Name: "lib/a.txt", Data: []byte(strings.Repeat("a", 3000))},
+		{Name: "lib/b.txt", Data: []byte(strings.Repeat("b", 4000))},
+	}
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	post := func(name string, data []byte) tg.Message {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: data}))
+		if out := settle(t, e, p, m); out != store.OutcomePackage {
+			t.Fatalf("%s: outcome %q", name, out)
+		}
+		return m
+	}
+	small := post("lib-a.zip", archivetest.Zip(all[:1]))
+	big7z := post("lib.7z", archivetest.SevenZip(all))
+	bigZip := post("lib.zip", archivetest.Zip(all))
+	links, err := e.st.PackageLinks(e.ctx, packageOf(t, e, small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]bool{packageOf(t, e, big7z): true, packageOf(t, e, bigZip): true}
+	for _, l := range links {
+		if l.Kind == store.LinkContainedIn {
+			delete(want, l.Other)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("links of the smaller package %+v; not contained in %v", links, want)
+	}
+}

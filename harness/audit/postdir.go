@@ -326,10 +326,14 @@ func (c *checker) judgeRepacks(ctx context.Context, rep *Report, fullyDelivered 
 		seen[p.Hash] = true
 		rep.RepacksPublished++
 		var linked bool
+		// Linked as a repack (either way) of the package it repacks, or of
+		// another copy of that content catalogued before it (a zip stored
+		// again, itself linked to the first): the content is one group.
 		err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM packages a JOIN package_links l
-			ON l.package_id = a.id OR l.other_id = a.id
-			JOIN packages b ON b.id = CASE WHEN l.package_id = a.id THEN l.other_id ELSE l.package_id END
-			WHERE a.content_hash = $1 AND b.content_hash = $2 AND l.kind = 'repack')`, p.Hash[:], p.RepackOf[:]).Scan(&linked)
+			ON (l.package_id = a.id OR l.other_id = a.id) AND l.kind = 'repack'
+			JOIN packages b ON b.content_hash = $2
+			WHERE a.content_hash = $1 AND a.content_sig IS NOT NULL AND a.content_sig = b.content_sig)`,
+			p.Hash[:], p.RepackOf[:]).Scan(&linked)
 		if err != nil {
 			return st, fmt.Errorf("read repack links: %w", err)
 		}
