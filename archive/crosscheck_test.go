@@ -75,6 +75,7 @@ func TestList7zCLIArchives(t *testing.T) {
 		{"zip encrypted", FormatZip, make7z("ze.zip", "-tzip", "-psecret"), true, -1},
 		{"tar", FormatTar, make7z("t.tar", "-ttar"), false, 11},
 	}
+	sigs := map[string][]byte{}
 	for _, tt := range tests {
 		l, err := List(context.Background(), tt.format, tt.parts, Limits{})
 		if err != nil {
@@ -91,6 +92,7 @@ func TestList7zCLIArchives(t *testing.T) {
 			continue
 		}
 		var want []Entry
+		crcs := map[string]uint32{} // the library's CRC-32 of each file
 		switch tt.format {
 		case Format7z:
 			var rc *sevenzip.ReadCloser
@@ -106,6 +108,9 @@ func TestList7zCLIArchives(t *testing.T) {
 				dir := f.FileInfo().IsDir()
 				size := int64(f.UncompressedSize)
 				want = append(want, Entry{Path: strings.TrimSuffix(f.Name, "/"), Size: size, Dir: dir})
+				if !dir {
+					crcs[f.Name] = f.CRC32
+				}
 			}
 			rc.Close()
 		case FormatZip:
@@ -115,6 +120,9 @@ func TestList7zCLIArchives(t *testing.T) {
 			}
 			for _, f := range zr.File {
 				want = append(want, Entry{Path: strings.TrimSuffix(f.Name, "/"), Size: int64(f.UncompressedSize64), Dir: f.Mode().IsDir()})
+				if !f.Mode().IsDir() {
+					crcs[f.Name] = f.CRC32
+				}
 			}
 			zr.Close()
 		}
@@ -122,5 +130,24 @@ func TestList7zCLIArchives(t *testing.T) {
 			t.Errorf("%s: the library lists %d entries, want 11", tt.name, len(want))
 		}
 		checkEntries(t, l.Entries, want)
+		// Every file's CRC-32 as the library reads it: repacks are
+		// matched on (path, size, CRC) across containers.
+		for _, e := range l.Entries {
+			if e.Dir {
+				continue
+			}
+			if want, ok := crcs[e.Path]; !ok || !e.HasCRC || e.CRC != want {
+				t.Errorf("%s: %s: CRC %08x (recorded %v), the library reads %08x", tt.name, e.Path, e.CRC, e.HasCRC, want)
+			}
+		}
+		if sig, ok := ContentSignature(l.Entries); ok {
+			sigs[tt.name] = sig
+		}
+	}
+	// The same tree in every container is the same content.
+	for _, name := range []string{"lzma2 solid", "lzma non-solid", "copy plain header", "bcj2 filter", "volumes", "zip"} {
+		if sigs[name] == nil || string(sigs[name]) != string(sigs["lzma2 solid"]) {
+			t.Errorf("%s: content signature %x, want the solid 7z's %x", name, sigs[name], sigs["lzma2 solid"])
+		}
 	}
 }

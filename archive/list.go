@@ -288,6 +288,8 @@ type walk struct {
 	// the central directory; the first is named in Suspicious.
 	zipDisagree int
 	zipBuf      []byte // a local header and its name, reused
+	// zipCRC is what checking zip entries' CRC-32s reuses.
+	zipCRC zipCRC
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
 	now      func() time.Time

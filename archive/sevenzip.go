@@ -217,6 +217,8 @@ type sz7Streams struct {
 	crcOff       int // first folder CRC value
 	countsOff    int // kNumUnpackStream numbers, -1 when absent (one stream per folder)
 	sizesOff     int // kSize numbers of the substreams, -1 when absent
+	digestsOff   int // the substreams' digests record, -1 when absent
+	digestsN     int // how many streams that record covers
 	encrypted    bool
 	firstFolder  sz7Folder
 	numSubstream uint64
@@ -226,7 +228,7 @@ func (s *sz7Streams) folderHasCRC(i int) bool { return s.allCRC || bitSet(s.crcD
 
 // streams parses a StreamsInfo record (after its id).
 func (r *szReader) streams(keepFirstFolder bool) *sz7Streams {
-	s := &sz7Streams{countsOff: -1, sizesOff: -1}
+	s := &sz7Streams{countsOff: -1, sizesOff: -1, digestsOff: -1}
 	id := r.byte()
 	if id == sz7PackInfo {
 		s.packPos = r.number()
@@ -337,6 +339,7 @@ func (r *szReader) streams(keepFirstFolder bool) *sz7Streams {
 					n += int(k)
 				}
 			}
+			s.digestsOff, s.digestsN = r.off, n
 			r.skipDigests(n)
 		}
 		id = r.byte()
@@ -397,7 +400,7 @@ func (p *sz7Parser) header() error {
 		r.streams(false)
 		id = r.byte()
 	}
-	s := &sz7Streams{countsOff: -1, sizesOff: -1}
+	s := &sz7Streams{countsOff: -1, sizesOff: -1, digestsOff: -1}
 	if id == sz7MainStreams {
 		s = r.streams(false)
 		id = r.byte()
@@ -480,6 +483,8 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 	}
 
 	subs := newSz7Substreams(r.b, s)
+	crcs := s.substreamCRCs(r.b)
+	stream := 0
 	nameR := names
 	emptyIndex := 0
 	for i := uint64(0); i < numFiles; i++ {
@@ -494,6 +499,8 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 		nameR = rest
 		var size int64
 		dir := false
+		// A file without a stream is empty: its CRC is that of no bytes.
+		crc := sz7CRCValue{has: true}
 		if bitSet(emptyStream, int(i)) {
 			dir = !bitSet(emptyFile, emptyIndex)
 			emptyIndex++
@@ -503,6 +510,11 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 				return malformed(p.w.format, "corrupt header: %v", err)
 			}
 			size = int64(min(v, 1<<63-1))
+			crc = sz7CRCValue{}
+			if stream < len(crcs) {
+				crc = crcs[stream]
+			}
+			stream++
 		}
 		if attrs != nil && (allAttrs || bitSet(attrDefined, int(i))) {
 			if attrVals.u32()&sz7AttrDir != 0 {
@@ -512,8 +524,12 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 				return malformed(p.w.format, "corrupt header: attributes end early")
 			}
 		}
-		if e := p.w.add(name, size, dir); lossy {
+		e := p.w.add(name, size, dir)
+		if lossy {
 			e.Unsafe = true // an unpaired surrogate was replaced
+		}
+		if !dir {
+			e.CRC, e.HasCRC = crc.v, crc.has
 		}
 	}
 	return nil

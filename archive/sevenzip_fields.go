@@ -196,3 +196,55 @@ func (ss *sz7Substreams) next() (uint64, error) {
 	ss.used += v
 	return v, nil
 }
+
+// sz7CRCValue is one stream's CRC-32 as the header records it.
+type sz7CRCValue struct {
+	v   uint32
+	has bool
+}
+
+// substreamCRCs returns the CRC-32 of every substream, in order: a folder
+// of one stream may give it in its own digest, the others are in the
+// substreams' digests record. A CRC the header does not record is left
+// unknown. The result is no longer than the substream count, which
+// streams bounded by the header's size.
+func (s *sz7Streams) substreamCRCs(b []byte) []sz7CRCValue {
+	out := make([]sz7CRCValue, 0, min(s.numSubstream, uint64(len(b))))
+	folderCRC := szReader{b: b, off: s.crcOff}
+	var sub szReader
+	var subDefined []byte
+	subAll := false
+	if s.digestsOff >= 0 {
+		sub = szReader{b: b, off: s.digestsOff}
+		subAll = sub.byte() != 0
+		if !subAll {
+			subDefined = sub.bytes(uint64((s.digestsN + 7) / 8))
+		}
+	}
+	c := s.counts(b)
+	subIndex := 0
+	for i := range s.numFolders {
+		k := c.next()
+		if c.err != nil || uint64(len(out))+k > s.numSubstream {
+			return out
+		}
+		var fc sz7CRCValue
+		if s.folderHasCRC(i) {
+			fc = sz7CRCValue{folderCRC.u32(), folderCRC.err == nil}
+		}
+		if k == 1 && s.folderHasCRC(i) {
+			out = append(out, fc)
+			continue
+		}
+		for range k {
+			var v sz7CRCValue
+			if s.digestsOff >= 0 && (subAll || bitSet(subDefined, subIndex)) {
+				v = sz7CRCValue{sub.u32(), true}
+				v.has = sub.err == nil
+			}
+			subIndex++
+			out = append(out, v)
+		}
+	}
+	return out
+}

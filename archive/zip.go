@@ -175,7 +175,8 @@ type zipLocals struct {
 
 // checkZipLocal verifies the local header of the central directory entry
 // hdr (its name and extra block given): it must be where the directory
-// says, and its data must end before the directory. A local header that
+// says, its data must end before the directory, and its data must have the
+// CRC-32 the directory records (checkZipCRC, within its budget). A local header that
 // disagrees with the directory (another name, another size) is a lie two
 // extractors may read two ways: Suspicious, not fatal.
 func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byte, index uint64) error {
@@ -228,7 +229,7 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 			w.suspect(fmt.Sprintf("the central directory disagrees with the local header of %s", quoteName(name)))
 		}
 	}
-	return nil
+	return w.checkZipCRC(src, hdr, name, index, dataStart, csize, usize)
 }
 
 // quoteName shows a stored name in an error, escaped and cut.

@@ -157,7 +157,7 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		if len(parts) == 0 {
 			continue
 		}
-		ordered, dups, missing := orderSet(set.SetKey, parts)
+		ordered, dups, contested, missing := orderSet(set.SetKey, parts)
 		last := parts[len(parts)-1].Key.Message.ServerID()
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
 			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, last))
@@ -192,9 +192,22 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 		// A set complete by name whose source never settles (a source
 		// that keeps failing) is taken as it is once SetMaxWait has passed.
 		case missing == "" && (settled || expired):
-			cerr := p.completeSet(ctx, set, ordered)
+			var rejected []rejectedPart
+			var cerr error
+			if len(contested) > 0 {
+				var chosen, same []store.SourceMessage
+				if chosen, same, rejected, cerr = p.assembleByContent(ctx, ordered, contested); cerr == nil {
+					ordered, dups = chosen, append(dups, same...)
+				}
+			}
+			if cerr == nil {
+				cerr = p.completeSet(ctx, set, ordered)
+			}
 			if cerr == nil {
 				cerr = p.settleDuplicateParts(ctx, ordered, dups)
+			}
+			if cerr == nil {
+				cerr = p.settleRejectedParts(ctx, ordered, rejected)
 			}
 			if cerr == nil {
 				p.setFailed(set, nil)
@@ -469,14 +482,15 @@ func displaySet(key string) string {
 // final part when the naming scheme has one); a lone plain archive is a
 // complete set of one.
 //
-// A part posted twice is a duplicate part, not a broken set: the same
-// Telegram file (unique id), or a file of the same name and size (an
-// identical re-upload). The first one posted stands in the set, the others
-// are returned in dups. Two different files under one part name still
-// break the set.
-func orderSet(setKey string, parts []store.SourceMessage) (ordered, dups []store.SourceMessage, missing string) {
+// A part posted twice is a duplicate part, not a broken set. The same
+// Telegram file (unique id) posted again is returned in dups. Another file
+// under a part's name (a re-upload, a damaged or truncated copy; same name
+// and size is not the same bytes) is returned in contested: only its
+// bytes can say which copy belongs in the set (assembleByContent). The
+// first copy posted of each part stands in ordered.
+func orderSet(setKey string, parts []store.SourceMessage) (ordered, dups, contested []store.SourceMessage, missing string) {
 	if strings.HasPrefix(setKey, "album:") {
-		return parts, nil, "" // already by message id
+		return parts, nil, nil, "" // already by message id
 	}
 	type partID struct {
 		base string
@@ -488,24 +502,27 @@ func orderSet(setKey string, parts []store.SourceMessage) (ordered, dups []store
 	for _, pt := range parts { // by message id: the first posted wins
 		n := archive.ParseName(pt.FileName)
 		k := partID{n.Base, n.Part}
-		if f, ok := first[k]; ok && (f.UniqueID == pt.UniqueID || f.FileSize == pt.FileSize) {
-			dups = append(dups, pt)
+		if f, ok := first[k]; ok {
+			if f.UniqueID == pt.UniqueID {
+				dups = append(dups, pt)
+			} else {
+				contested = append(contested, pt)
+			}
 			continue
-		} else if !ok {
-			first[k] = pt
 		}
+		first[k] = pt
 		kept = append(kept, pt)
 		names = append(names, n)
 	}
 	o := archive.OrderParts(names)
 	if !o.Complete {
-		return parts, nil, missingNames(names, o, cmp.Or(o.Reason, "incomplete"))
+		return parts, nil, nil, missingNames(names, o, cmp.Or(o.Reason, "incomplete"))
 	}
 	ordered = make([]store.SourceMessage, len(o.Order))
 	for i, idx := range o.Order {
 		ordered[i] = kept[idx]
 	}
-	return ordered, dups, ""
+	return ordered, dups, contested, ""
 }
 
 // settleDuplicateParts records the parts posted twice of a set just
@@ -514,22 +531,9 @@ func (p *Pipeline) settleDuplicateParts(ctx context.Context, ordered, dups []sto
 	if len(dups) == 0 {
 		return nil
 	}
-	uniq := make([]string, len(ordered))
-	for i, pt := range ordered {
-		uniq[i] = pt.UniqueID
-	}
-	pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
+	pkg, err := p.setPackage(ctx, ordered)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		// The set's bytes matched a package cut into other parts: its
-		// first part's file is known only if that package recorded it.
-		if pkg, ok, err = p.store.PackageOfPart(ctx, uniq[0]); err != nil {
-			return err
-		} else if !ok {
-			pkg = 0
-		}
 	}
 	msgs := make([]tg.Message, len(dups))
 	for i, d := range dups {
@@ -542,6 +546,26 @@ func (p *Pipeline) settleDuplicateParts(ctx context.Context, ordered, dups []sto
 		p.count(store.OutcomeDuplicate)
 	}
 	return nil
+}
+
+// setPackage returns the package a set just completed became, 0 when it
+// is not known.
+func (p *Pipeline) setPackage(ctx context.Context, ordered []store.SourceMessage) (int64, error) {
+	uniq := make([]string, len(ordered))
+	for i, pt := range ordered {
+		uniq[i] = pt.UniqueID
+	}
+	pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
+	if err != nil || ok {
+		return pkg, err
+	}
+	// The set's bytes matched a package cut into other parts: its first
+	// part's file is known only if that package recorded it.
+	pkg, ok, err = p.store.PackageOfPart(ctx, uniq[0])
+	if err != nil || !ok {
+		return 0, err
+	}
+	return pkg, nil
 }
 
 // setCatalogued reports whether the package of a complete set is in the

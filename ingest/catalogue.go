@@ -48,12 +48,15 @@ func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format arc
 	if err := p.recordVerification(ctx, id, listing, listErr); err != nil {
 		return "", err
 	}
-	if skip, err := p.linkRepack(ctx, id, listing, listErr); err != nil {
+	// The same content in another container, catalogued already: linked
+	// to it and, by default, not delivered again.
+	switch action, first, err := p.linkRepack(ctx, id, listing, listErr); {
+	case err != nil:
 		return "", err
-	} else if skip {
-		// The same content in another container, catalogued already:
-		// linked to it and, by default, not delivered again.
+	case action == RepackSkipped:
 		return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
+	case action == RepackLinked:
+		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, first)
 	}
 
 	// Layer 6: hand the deliveries to the delivery stage's queue, then
@@ -149,7 +152,7 @@ func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Out
 
 // fileEntry is the catalogue row of a listed entry.
 func fileEntry(e archive.Entry) store.FileEntry {
-	f := store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe, Raw: e.Raw}
+	f := store.FileEntry{Path: e.Path, Size: e.Size, Dir: e.Dir, Unsafe: e.Unsafe, Raw: e.Raw, CRC: e.CRC, HasCRC: e.HasCRC}
 	for _, fl := range []struct {
 		on   bool
 		name string

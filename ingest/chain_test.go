@@ -59,7 +59,7 @@ func TestOrderSetNamesGaps(t *testing.T) {
 		for i, n := range strings.Fields(c.names) {
 			parts = append(parts, store.SourceMessage{Key: tg.MessageKey{Chat: -1, Message: tg.MessageIDFromServer(int64(i + 1))}, FileName: n, FileSize: int64(100 + i), UniqueID: fmt.Sprint(i)})
 		}
-		if _, _, missing := orderSet("set:x", parts); missing != c.want {
+		if _, _, _, missing := orderSet("set:x", parts); missing != c.want {
 			t.Errorf("%s: missing %q, want %q", c.names, missing, c.want)
 		}
 	}

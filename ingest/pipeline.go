@@ -41,11 +41,13 @@ type Store interface {
 	WaitDelivery(ctx context.Context, w store.Waiting) error
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
+	RecordRejected(ctx context.Context, key tg.MessageKey, pkg int64, fileName, reason string) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	SetVerification(ctx context.Context, pkg int64, v store.Verification) error
 	PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error)
 	SetContentSignature(ctx context.Context, pkg int64, sig []byte) error
 	LinkPackages(ctx context.Context, pkg, other int64, kind string) error
+	LinkContainment(ctx context.Context, pkg int64) (int, error)
 	IsRepack(ctx context.Context, pkg int64) (bool, error)
 	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)

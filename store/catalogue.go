@@ -197,6 +197,10 @@ type FileEntry struct {
 	// Flags are what the listing found about the entry: FlagCleaned,
 	// FlagCut, FlagBidi, FlagLinkEscape, FlagEncrypted.
 	Flags []string
+	// CRC is the CRC-32 of the entry's content as the archive records
+	// it, when HasCRC; repacks and containment are matched on it.
+	CRC    uint32
+	HasCRC bool
 }
 
 // Flags of a FileEntry.
@@ -352,7 +356,7 @@ func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, file
 		}
 		if len(files) > 0 {
 			_, err := tx.CopyFrom(ctx, pgx.Identifier{"package_files"},
-				[]string{"package_id", "ord", "path", "size", "is_dir", "unsafe", "path_raw", "flags"},
+				[]string{"package_id", "ord", "path", "size", "is_dir", "unsafe", "path_raw", "flags", "crc"},
 				pgx.CopyFromSlice(len(files), func(i int) ([]any, error) {
 					f := files[i]
 					path, changed := storable(f.Path)
@@ -366,7 +370,11 @@ func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, file
 					if flags == nil {
 						flags = []string{}
 					}
-					return []any{id, i, path, f.Size, f.Dir, f.Unsafe || changed, raw, flags}, nil
+					var crc any
+					if f.HasCRC {
+						crc = int64(f.CRC)
+					}
+					return []any{id, i, path, f.Size, f.Dir, f.Unsafe || changed, raw, flags, crc}, nil
 				}))
 			if err != nil {
 				return err

@@ -76,3 +76,43 @@ func (s *Store) IsRepack(ctx context.Context, pkg int64) (bool, error) {
 	}
 	return ok, nil
 }
+
+// LinkContainment links package pkg as contained in every catalogued
+// package that holds all of its files and more, and every package whose
+// files are all in pkg's (and fewer) as contained in pkg. Files are
+// matched on path, size and CRC-32; directories are left out, and a
+// package with a file of unknown CRC (or none) takes no part. It returns
+// how many links it made.
+func (s *Store) LinkContainment(ctx context.Context, pkg int64) (int, error) {
+	// Candidates are found through the CRC index, then counted whole.
+	tag, err := s.pool.Exec(ctx, `
+		WITH mine AS (
+			SELECT path, size, crc FROM package_files WHERE package_id = $1 AND NOT is_dir
+		), ok AS (
+			SELECT count(*) AS n FROM mine HAVING count(*) > 0 AND count(*) = count(crc)
+		), shared AS (
+			SELECT f.package_id, count(*) AS n FROM mine m
+			JOIN package_files f ON f.crc = m.crc AND f.size = m.size AND f.path = m.path
+			WHERE f.package_id <> $1 AND NOT f.is_dir AND EXISTS (SELECT 1 FROM ok)
+			GROUP BY f.package_id
+		), cand AS (
+			SELECT s.package_id, s.n AS shared, c.n AS total, c.crcs FROM shared s
+			CROSS JOIN LATERAL (SELECT count(*) AS n, count(crc) AS crcs FROM package_files
+				WHERE package_id = s.package_id AND NOT is_dir) c
+		), pairs AS (
+			-- pkg inside a larger package
+			SELECT $1::bigint AS inner_id, c.package_id AS outer_id FROM cand c, ok
+			WHERE c.shared = ok.n AND c.total > c.shared AND c.crcs = c.total
+			UNION
+			-- a smaller package inside pkg
+			SELECT c.package_id, $1::bigint FROM cand c, ok
+			WHERE c.shared = c.total AND c.crcs = c.total AND ok.n > c.shared
+		)
+		INSERT INTO package_links (package_id, other_id, kind)
+		SELECT inner_id, outer_id, 'contained_in' FROM pairs
+		ON CONFLICT (package_id, other_id) DO NOTHING`, pkg)
+	if err != nil {
+		return 0, fmt.Errorf("link the packages package %d contains or is contained in: %w", pkg, err)
+	}
+	return int(tag.RowsAffected()), nil
+}

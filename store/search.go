@@ -23,6 +23,18 @@ type SearchHit struct {
 	Files      int             `json:"matching_files"`
 	Created    time.Time       `json:"catalogued_at"`
 	Deliveries []DeliveredPart `json:"deliveries"`
+	// Links are the package's links to other packages, either way: the
+	// same content in another container, or a strict subset of another.
+	Links []HitLink `json:"links,omitempty"`
+}
+
+// HitLink is a search hit's link to another package, as it reads from
+// the hit: Relation is "repack of", "repacked as", "contained in" or
+// "contains".
+type HitLink struct {
+	Relation  string `json:"relation"`
+	Other     int64  `json:"package_id"`
+	OtherName string `json:"package_name"`
 }
 
 // DeliveredPart is one confirmed copy of a package part in a destination.
@@ -148,10 +160,51 @@ func (s *Store) search(ctx context.Context, q SearchQuery, o searchOptions) (Sea
 			hits, err = r.details(ctx, q.Text, found, ranks)
 		}
 	}
+	if err == nil {
+		err = s.addLinks(ctx, hits)
+	}
 	if err != nil {
 		return SearchPage{}, r.plans, err
 	}
 	return SearchPage{Hits: hits, Next: next}, r.plans, nil
+}
+
+// addLinks reads the hits' links to other packages, either way.
+func (s *Store) addLinks(ctx context.Context, hits []SearchHit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.Package.ID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT l.package_id, CASE l.kind WHEN 'repack' THEN 'repack of' ELSE 'contained in' END, o.id, o.name
+		FROM package_links l JOIN packages o ON o.id = l.other_id WHERE l.package_id = ANY($1)
+		UNION ALL
+		SELECT l.other_id, CASE l.kind WHEN 'repack' THEN 'repacked as' ELSE 'contains' END, o.id, o.name
+		FROM package_links l JOIN packages o ON o.id = l.package_id WHERE l.other_id = ANY($1)
+		ORDER BY 1, 2, 3`, ids)
+	if err != nil {
+		return fmt.Errorf("read package links: %w", err)
+	}
+	defer rows.Close()
+	links := map[int64][]HitLink{}
+	for rows.Next() {
+		var id int64
+		var l HitLink
+		if err := rows.Scan(&id, &l.Relation, &l.Other, &l.OtherName); err != nil {
+			return fmt.Errorf("read package links: %w", err)
+		}
+		links[id] = append(links[id], l)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read package links: %w", err)
+	}
+	for i := range hits {
+		hits[i].Links = links[hits[i].Package.ID]
+	}
+	return nil
 }
 
 // addDeliveries reads the confirmed deliveries of the hits.

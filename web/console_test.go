@@ -304,3 +304,23 @@ func TestStaticOddNameNotFound(t *testing.T) {
 		t.Errorf("GET console.css: status %d", rec.Code)
 	}
 }
+
+// The search page shows a package's links to others (repack of, contained
+// in …) with a link to the other package, its name escaped.
+func TestSearchPageShowsPackageLinks(t *testing.T) {
+	t.Parallel()
+	st, s := seeded(t)
+	if err := st.LinkPackages(t.Context(), s.Terrain, s.Hostile, store.LinkContainedIn); err != nil {
+		t.Fatal(err)
+	}
+	c := newConsole(t, web.Config{Catalogue: st})
+	rec := do(c, httptest.NewRequest("GET", "/console/?q=terrain", nil), local)
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || !strings.Contains(body, "contained in</span> <a class=\"linked\" href=\"/console/package/"+itoa(s.Hostile)+"\">hostile.zip</a>") {
+		t.Errorf("status %d, page lacks the containment link:\n%s", rec.Code, body)
+	}
+	rec = do(c, httptest.NewRequest("GET", "/console/?q=hostile.zip", nil), local)
+	if body := rec.Body.String(); !strings.Contains(body, "contains</span> <a class=\"linked\" href=\"/console/package/"+itoa(s.Terrain)+"\">dragon terrain pack.tar</a>") {
+		t.Errorf("page lacks the link back from the larger package:\n%s", body)
+	}
+}

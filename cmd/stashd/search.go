@@ -152,7 +152,9 @@ func parseWhen(s string) (time.Time, error) {
 // printSearch prints a page as one aligned row per package — id, name,
 // the matching entry (the package's name, or the file inside it that
 // matched), size, source message and when it was catalogued — then the
-// t.me links of each package, and an explicit line when nothing matched.
+// t.me links of each package, its links to other packages (repack of,
+// repacked as, contained in, contains), and an explicit line when nothing
+// matched.
 func printSearch(w io.Writer, query string, page store.SearchPage) {
 	if len(page.Hits) == 0 {
 		if page.Next == "" {
@@ -195,6 +197,9 @@ func printSearch(w io.Writer, query string, page store.SearchPage) {
 			if l := tg.MessageLink(d.Chat, d.Message, 0); l != "" {
 				fmt.Fprintf(w, "%d copy (part %d) %s\n", p.ID, d.Part+1, l)
 			}
+		}
+		for _, l := range h.Links {
+			fmt.Fprintf(w, "%d %s %d %s\n", p.ID, l.Relation, l.Other, web.Printable(l.OtherName))
 		}
 	}
 	if page.Next != "" {

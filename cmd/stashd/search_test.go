@@ -203,3 +203,20 @@ func TestSearchCommandAlignedTable(t *testing.T) {
 		t.Errorf("exit %d, output %q", rc, out)
 	}
 }
+
+// A hit's links to other packages are printed one a line, the other
+// package's name escaped.
+func TestPrintSearchShowsLinks(t *testing.T) {
+	var b strings.Builder
+	printSearch(&b, "part", store.SearchPage{Hits: []store.SearchHit{{
+		Package: store.Package{ID: 3, Name: "part.zip"},
+		Links: []store.HitLink{{Relation: "contained in", Other: 7, OtherName: "whole\u202e.zip"},
+			{Relation: "repacked as", Other: 9, OtherName: "part.7z"}},
+	}}})
+	out := b.String()
+	for _, want := range []string{"3 contained in 7 whole\\u202e.zip\n", "3 repacked as 9 part.7z\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"stashd/ingest"
 	"stashd/store"
+	"stashd/web"
 )
 
 const statusHelp = `Shows what stashd knows, read from its database: accounts (connected,
@@ -79,7 +80,7 @@ func printStatus(rep store.Status) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "SOURCE\tACCOUNT\tKIND\tSTATE\tWATERMARK\tLAG\tPACKAGES\tLAST SCAN\tTITLE")
 	for _, s := range rep.Sources {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", s.ChatID, s.Account, s.Kind, sourceState(s), s.Watermark, s.Lag, s.Packages, ago(s.LastScanAt), s.Title)
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", s.ChatID, web.Printable(s.Account), s.Kind, sourceState(s), s.Watermark, s.Lag, s.Packages, ago(s.LastScanAt), web.Printable(s.Title))
 	}
 	if len(rep.Backlog) > 0 {
 		fmt.Fprintln(w)
@@ -92,10 +93,10 @@ func printStatus(rep store.Status) {
 	w.Flush()
 	for _, s := range rep.Sources {
 		if s.Access == store.AccessLost {
-			fmt.Printf("source %d: inaccessible: %s\n", s.ChatID, s.AccessReason)
+			fmt.Printf("source %d: inaccessible: %s\n", s.ChatID, web.Printable(s.AccessReason))
 		}
 		if s.LastError != "" {
-			fmt.Printf("source %d: last error: %s\n", s.ChatID, s.LastError)
+			fmt.Printf("source %d: last error: %s\n", s.ChatID, web.Printable(s.LastError))
 		}
 		if s.UpgradedTo != 0 {
 			fmt.Printf("source %d: upgraded to supergroup %d, which is followed: add it to the configuration\n", s.ChatID, s.UpgradedTo)

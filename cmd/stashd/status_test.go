@@ -76,3 +76,30 @@ func TestStatusNamesAnUnreachableAccount(t *testing.T) {
 		t.Errorf("status names a connected account:\n%s", out)
 	}
 }
+
+// A source title or error from Telegram holding a bidi override, a
+// zero-width space or a control character is shown escaped, never raw.
+func TestStatusEscapesHiddenCharacters(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	printStatus(store.Status{Sources: []store.SourceStatus{
+		{ChatID: -1001, Account: "main", Title: "invoice\u202efdp.zip\u200b\x1b[31m", LastError: "bad\nname"},
+	}})
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	for _, raw := range []string{"\u202e", "\u200b", "\x1b", "bad\nname"} {
+		if strings.Contains(string(out), raw) {
+			t.Errorf("status prints %q raw:\n%s", raw, out)
+		}
+	}
+	for _, esc := range []string{`\u202e`, `\u200b`, `\x1b`, `bad\nname`} {
+		if !strings.Contains(string(out), esc) {
+			t.Errorf("status does not show %s escaped:\n%s", esc, out)
+		}
+	}
+}

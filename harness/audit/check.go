@@ -169,8 +169,8 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		if delivered {
 			rep.DeliveredPackages++
 		}
-		if catalogued {
-			rep.DeliveryBacklog += missingPairs
+		if catalogued && !repacks.deliveredInstead[h] {
+			rep.DeliveryBacklog += missingPairs // a repack's content delivered as its repack owes nothing
 		}
 		if p.Corrupt && !catalogued && !delivered && deadBroken(p, dead) {
 			// Verification failed and the package was dead-lettered with

@@ -85,6 +85,7 @@ func (c *checker) judgePostDir(ctx context.Context, rep *Report) error {
 			deliveredAs[f.Expect.RepackOf] = true
 		}
 	}
+	group := repackGroups(states)
 	rep.PostDirFiles = len(files)
 	for i, f := range files {
 		var why []string
@@ -95,7 +96,7 @@ func (c *checker) judgePostDir(ctx context.Context, rep *Report) error {
 			if f.Expect.Expect == tgsim.ExpectDelivered && st.delivered == 0 && deliveredAs[f.Name] && hasRepackLink(st.links) {
 				st.delivered = len(c.t.Destinations) // delivered as its repack, linked
 			}
-			why = judgeFile(*f.Expect, st, len(c.t.Destinations), setDead[f.Expect.Set], pkgOf)
+			why = judgeFile(*f.Expect, st, len(c.t.Destinations), setDead[f.Expect.Set], pkgOf, group)
 		}
 		if len(why) > 0 {
 			rep.PostDirWrong++
@@ -112,7 +113,11 @@ func (c *checker) judgePostDir(ctx context.Context, rep *Report) error {
 
 // judgeFile returns what is wrong with one file's fate, nothing when it
 // is as expected.
-func judgeFile(e tgsim.Expectation, s postedState, dests int, setDead string, pkgOf map[string]int64) []string {
+//
+// group maps a package to its repack group (repackGroups): a repack may be
+// linked to another repack of the same content catalogued before the file
+// it names (plain.rar to plain.7z, both repacks of plain.zip).
+func judgeFile(e tgsim.Expectation, s postedState, dests int, setDead string, pkgOf map[string]int64, group map[int64]int64) []string {
 	var why []string
 	wrong := func(format string, args ...any) { why = append(why, fmt.Sprintf(format, args...)) }
 	notDelivered := func() {
@@ -152,7 +157,9 @@ func judgeFile(e tgsim.Expectation, s postedState, dests int, setDead string, pk
 		if s.delivered > 0 && !s.firstOfPair {
 			wrong("delivered to %d destinations", s.delivered)
 		}
-		if other := pkgOf[e.RepackOf]; other == 0 || s.links[other] != "repack" {
+		other := pkgOf[e.RepackOf]
+		sameGroup := other != 0 && s.pkg != 0 && group[s.pkg] != 0 && group[s.pkg] == group[other]
+		if other == 0 || s.links[other] != "repack" && !sameGroup {
 			wrong("not linked as a repack of %q (outcome %q)", e.RepackOf, s.outcome)
 		}
 	}
@@ -172,6 +179,34 @@ func judgeFile(e tgsim.Expectation, s postedState, dests int, setDead string, pk
 		}
 	}
 	return why
+}
+
+// repackGroups joins packages linked as repacks, either way, and maps
+// each package in a group to one of its members; packages linked to none
+// are left out.
+func repackGroups(states []postedState) map[int64]int64 {
+	parent := map[int64]int64{}
+	var find func(x int64) int64
+	find = func(x int64) int64 {
+		if p, ok := parent[x]; ok && p != x {
+			parent[x] = find(p)
+			return parent[x]
+		}
+		parent[x] = x
+		return x
+	}
+	for _, s := range states {
+		for other, kind := range s.links {
+			if kind == "repack" && s.pkg != 0 {
+				parent[find(s.pkg)] = find(other)
+			}
+		}
+	}
+	out := map[int64]int64{}
+	for x := range parent {
+		out[x] = find(x)
+	}
+	return out
 }
 
 func deadNote(reason string) string {
@@ -211,8 +246,9 @@ func (c *checker) postedState(ctx context.Context, key tg.MessageKey) (postedSta
 		WHERE chat_id = $1 AND message_id = $2), '')`, key.Chat, key.Message).Scan(&s.rejected); err != nil {
 		return s, fmt.Errorf("read rejected part %v: %w", key, err)
 	}
-	if pkg == nil {
-		// A message recorded without its package (a set's later part):
+	if pkg == nil || s.outcome == string(store.OutcomeDuplicate) {
+		// A message recorded without its package (a set's later part), or
+		// as a copy of another (a repack linked with repacks = "link"):
 		// the package holding the message as a part.
 		var id int64
 		err := c.st.Pool().QueryRow(ctx, `SELECT package_id FROM package_parts
@@ -290,10 +326,14 @@ func (c *checker) judgeRepacks(ctx context.Context, rep *Report, fullyDelivered 
 		seen[p.Hash] = true
 		rep.RepacksPublished++
 		var linked bool
+		// Linked as a repack (either way) of the package it repacks, or of
+		// another copy of that content catalogued before it (a zip stored
+		// again, itself linked to the first): the content is one group.
 		err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM packages a JOIN package_links l
-			ON l.package_id = a.id OR l.other_id = a.id
-			JOIN packages b ON b.id = CASE WHEN l.package_id = a.id THEN l.other_id ELSE l.package_id END
-			WHERE a.content_hash = $1 AND b.content_hash = $2 AND l.kind = 'repack')`, p.Hash[:], p.RepackOf[:]).Scan(&linked)
+			ON (l.package_id = a.id OR l.other_id = a.id) AND l.kind = 'repack'
+			JOIN packages b ON b.content_hash = $2
+			WHERE a.content_hash = $1 AND a.content_sig IS NOT NULL AND a.content_sig = b.content_sig)`,
+			p.Hash[:], p.RepackOf[:]).Scan(&linked)
 		if err != nil {
 			return st, fmt.Errorf("read repack links: %w", err)
 		}

@@ -12,6 +12,8 @@ import (
 func TestJudgeFile(t *testing.T) {
 	t.Parallel()
 	pkgOf := map[string]int64{"orig.zip": 7}
+	// Package 9 is a repack of 8, itself linked as a repack of orig.zip's 7.
+	group := repackGroups([]postedState{{pkg: 8, links: map[int64]string{7: "repack"}}, {pkg: 9, links: map[int64]string{8: "repack"}}})
 	cases := []struct {
 		name  string
 		e     tgsim.Expectation
@@ -29,13 +31,14 @@ func TestJudgeFile(t *testing.T) {
 		{"rejected copy", tgsim.Expectation{Expect: "rejected"}, postedState{rejected: "a copy that does not make the set valid"}, "", ""},
 		{"rejected, unrecorded", tgsim.Expectation{Expect: "rejected"}, postedState{}, "", "no rejected copy recorded"},
 		{"repack linked", tgsim.Expectation{Expect: "repack", RepackOf: "orig.zip"}, postedState{links: map[int64]string{7: "repack"}}, "", ""},
+		{"repack linked through another repack", tgsim.Expectation{Expect: "repack", RepackOf: "orig.zip"}, postedState{pkg: 9, links: map[int64]string{8: "repack"}}, "", ""},
 		{"repack delivered", tgsim.Expectation{Expect: "repack", RepackOf: "orig.zip"}, postedState{delivered: 2}, "", "not linked as a repack"},
 		{"flags", tgsim.Expectation{Expect: "delivered", Flags: []string{"name:bidi", "entry:unsafe", "suspicious"}},
 			postedState{delivered: 2, nameFlags: []string{"bidi"}, entryUnsafe: true, suspicious: []string{"x"}}, "", ""},
 		{"flag missing", tgsim.Expectation{Expect: "delivered", Flags: []string{"name:zero-width"}}, postedState{delivered: 2, nameFlags: []string{"bidi"}}, "", "not flagged name:zero-width"},
 	}
 	for _, c := range cases {
-		why := strings.Join(judgeFile(c.e, c.s, 2, c.set, pkgOf), "; ")
+		why := strings.Join(judgeFile(c.e, c.s, 2, c.set, pkgOf, group), "; ")
 		if c.wrong == "" && why != "" || c.wrong != "" && !strings.Contains(why, c.wrong) {
 			t.Errorf("%s: judged %q, want %q", c.name, why, c.wrong)
 		}

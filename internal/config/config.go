@@ -142,9 +142,10 @@ type Config struct {
 	DeliverBroken bool `toml:"deliver_broken"`
 	// Repacks says what happens to a repack: a package whose entries (path,
 	// size, CRC) match a catalogued package's but whose archive bytes
-	// differ. "skip" links it to the first and does not deliver it,
-	// "deliver" links it and delivers it too, "link" links it and sends
-	// only a caption naming the package it repacks. Default "skip".
+	// differ. Every mode links it to the first. "skip" catalogues it as a
+	// package of its own and delivers it nowhere, "deliver" delivers it
+	// too, "link" delivers it nowhere and records its post as a copy of
+	// the package it repacks. Default "skip".
 	Repacks string `toml:"repacks"`
 	// Accounts are the Telegram accounts and the sources each watches. At
 	// least one is required.

@@ -112,6 +112,7 @@ func (g *Generator) postManifest(dir string, entries []os.DirEntry, m Manifest) 
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	truthIndex := map[string]int{} // file name → its package in the truth
 	for i, grp := range groups {
 		src := &g.sources[i%len(g.sources)]
 		type sent struct {
@@ -139,11 +140,19 @@ func (g *Generator) postManifest(dir string, entries []os.DirEntry, m Manifest) 
 		// What the truth records: the parts expected delivered, or the
 		// parts of a set expected to be a dead letter.
 		want := ExpectDelivered
-		if grp.files[0].Expect == ExpectDeadLetter {
+		switch grp.files[0].Expect {
+		case ExpectDeadLetter:
 			if grp.files[0].Set == "" {
 				continue // a broken single archive: the manifest's judge alone
 			}
 			want = ExpectDeadLetter
+		case ExpectRepack:
+			// The same content as an earlier file's package: the audit
+			// counts it as a repack, and the content as delivered once
+			// whichever of the two was catalogued first.
+			if _, ok := truthIndex[grp.files[0].RepackOf]; ok {
+				want = ExpectRepack
+			}
 		}
 		var keep []sent
 		for _, s := range out {
@@ -162,9 +171,15 @@ func (g *Generator) postManifest(dir string, entries []os.DirEntry, m Manifest) 
 			pkg.Parts = append(pkg.Parts, s.key)
 		}
 		copy(pkg.Hash[:], h.Sum(nil))
+		if want == ExpectRepack {
+			pkg.Repack, pkg.RepackOf = true, truthIndex[grp.files[0].RepackOf]
+		}
 		pkg.Duplicate = g.hashes[pkg.Hash]
 		if !pkg.Incomplete {
 			g.hashes[pkg.Hash] = true
+		}
+		for _, s := range keep {
+			truthIndex[s.e.Name] = len(g.truth.Packages)
 		}
 		g.truth.Packages = append(g.truth.Packages, pkg)
 	}

@@ -1,0 +1,83 @@
+package ingest_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// A part posted twice with different bytes (one copy damaged, same name
+// and size, posted first; another part's copy cut short) is told apart by
+// its content: the set is assembled from the copies that make it valid and
+// delivered whole, and the other copies are recorded as rejected with the
+// reason, never delivered.
+func TestSetAssembledFromTheCopiesThatMakeItValid(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.RarVolumes([]archivetest.File{{Name: "copies/data.bin", Data: []byte(strings.Repeat("c", 9000))}}, 3)
+	damaged := slices.Clone(vols[1])
+	damaged[12] ^= 0xFF
+	posts := []struct {
+		name string
+		data []byte
+	}{
+		{"copies.part1.rar", vols[0]},
+		{"copies.part2.rar", damaged},
+		{"copies.part2.rar", vols[1]},
+		{"copies.part3.rar", vols[2][:len(vols[2])/2]},
+		{"copies.part3.rar", vols[2]},
+	}
+	var msgs []tg.Message
+	for _, pt := range posts {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: pt.name, Data: pt.data}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+		msgs = append(msgs, m)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 || res.DeadLetter != 0 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	sent := map[string]bool{}
+	for _, d := range e.delivered() {
+		sent[d.Document.File.UniqueID] = true
+	}
+	for i, m := range msgs {
+		good := i == 0 || i == 2 || i == 4
+		if sent[m.Document.File.UniqueID] != good {
+			t.Errorf("%s (copy %d): delivered %v, want %v", m.Document.FileName, i, sent[m.Document.File.UniqueID], good)
+		}
+		var reason string
+		if err := e.st.Pool().QueryRow(e.ctx, `SELECT coalesce((SELECT reason FROM rejected_parts
+			WHERE chat_id = $1 AND message_id = $2), '')`, m.Key().Chat, m.Key().Message).Scan(&reason); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := e.st.MessageHandled(e.ctx, m.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case good && (reason != "" || out != store.OutcomePackage && out != store.OutcomeDuplicate):
+			t.Errorf("%s (copy %d): outcome %q, rejected %q; want it in the package", m.Document.FileName, i, out, reason)
+		case !good && (reason == "" || out != store.OutcomeDuplicate):
+			t.Errorf("%s (copy %d): outcome %q, rejected %q; want a rejected copy with its reason", m.Document.FileName, i, out, reason)
+		}
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d parts, want the 3 valid ones", n)
+	}
+	pkg, ok, err := e.st.PackageByUniqueIDs(e.ctx, []string{msgs[0].Document.File.UniqueID,
+		msgs[2].Document.File.UniqueID, msgs[4].Document.File.UniqueID})
+	if err != nil || !ok {
+		t.Fatalf("package of the valid copies: %v, %v", ok, err)
+	}
+	if v, err := e.st.GetVerification(e.ctx, pkg); err != nil || !v.Verified {
+		t.Errorf("verification %+v, %v; want the chosen copies verified", v, err)
+	}
+}
