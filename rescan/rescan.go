@@ -25,7 +25,9 @@ type Telegram interface {
 
 // Store tells which messages are already handled.
 type Store interface {
-	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
+	// MessageHandledAs is dedup layer 1 for a message with its current
+	// document: a message whose document an edit replaced is not handled.
+	MessageHandledAs(ctx context.Context, key tg.MessageKey, uniqueID string) (store.Outcome, bool, bool, error)
 }
 
 // Ingest is the one ingest path.
@@ -209,13 +211,22 @@ func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (sca
 		}
 		for _, m := range page {
 			scanned++
-			if _, ok, err := r.store.MessageHandled(ctx, m.Key()); err != nil {
+			uid := ""
+			if m.Document != nil {
+				uid = m.Document.File.UniqueID
+			}
+			_, ok, replaced, err := r.store.MessageHandledAs(ctx, m.Key(), uid)
+			if err != nil {
 				return scanned, found, err
 			} else if ok {
 				continue
 			}
 			found++
-			r.log.Info("rescan found an unhandled message", "source", chat, "message", m.ID.ServerID())
+			if replaced {
+				r.log.Info("rescan found a source document replaced by an edit", "source", chat, "message", m.ID.ServerID())
+			} else {
+				r.log.Info("rescan found an unhandled message", "source", chat, "message", m.ID.ServerID())
+			}
 			if _, err := r.ing.Process(ctx, m); err != nil {
 				return scanned, found, err
 			}

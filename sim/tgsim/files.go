@@ -63,6 +63,12 @@ func (w *World) canSee(a *account, uid string) bool {
 			return true
 		}
 	}
+	// Anyone can see what a public channel carries, member or not.
+	for _, c := range w.chats {
+		if c.username != "" && !c.private && !c.lostAccess && c.fileRefs[uid] > 0 {
+			return true
+		}
+	}
 	return false
 }
 
