@@ -39,12 +39,12 @@ type Client struct {
 	// public holds the public channels this session resolved by name
 	// without being a member (searchPublicChat): TDLib then knows them
 	// and reads their history from the server.
-	public map[tg.ChatID]bool
-	fileIDs       map[string]int32 // unique id -> session-local file id
-	files         map[int32]*clientFile
-	nextFileID    int32
-	tempSeq       int64
-	sends         map[tg.MessageID]*pendingSend
+	public     map[tg.ChatID]bool
+	fileIDs    map[string]int32 // unique id -> session-local file id
+	files      map[int32]*clientFile
+	nextFileID int32
+	tempSeq    int64
+	sends      map[tg.MessageID]*pendingSend
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
