@@ -331,6 +331,15 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	if !waiting && class != tg.ClassPermanent && previous+1 < p.cfg.DeadLetterAttempts {
 		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
 	}
+	if !waiting && deletedAtSource(err) {
+		// Terminal: the message is gone, no retry or operator can fetch it.
+		d.ErrorClass, d.Deleted, d.NextAttemptAt = classDeleted, true, time.Time{}
+		if logIt {
+			p.log.Info("source message deleted before its package was fetched; recorded, not retried",
+				"source", msg.ChatID, "message", msg.ID.ServerID(), "reason", err)
+		}
+		return p.store.RecordDeadLetter(ctx, d, sourceMessage(msg, store.OutcomeDeadLetter, 0))
+	}
 	if logIt {
 		p.log.Warn("dead letter", "source", msg.ChatID, "message", msg.ID.ServerID(), "class", class, "attempt", previous+1, "reason", err)
 	}

@@ -2,10 +2,13 @@ package ingest_test
 
 import (
 	"testing"
+	"time"
 
 	"stashd/archive/archivetest"
+	"stashd/ingest"
 	"stashd/sim/tgsim"
 	"stashd/store"
+	"stashd/tg"
 )
 
 // An edit that replaces a source message's document keeps the message id:
@@ -43,5 +46,62 @@ func TestReplacedDocumentIsMirrored(t *testing.T) {
 	mustHandle(t, p, e.view(c, other), store.OutcomeDuplicate)
 	if n := len(e.delivered()); n != 2 {
 		t.Fatalf("delivered %d documents, want still 2", n)
+	}
+}
+
+// A source message deleted before its package was downloaded is recorded
+// as deleted at source at once: a terminal dead letter, not retried.
+func TestDeletedBeforeDownloadIsRecordedNotRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "gone.tar", Data: tarOf("a", "gone")})
+	seen := e.view(c, posted)
+	e.world.Delete(e.src["a"], posted.ID)
+
+	before := e.world.Calls("a")[tg.MethodGetMessage]
+	out, err := p.Process(e.ctx, seen)
+	if err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("process = %q, %v; want a dead letter", out, err)
+	}
+	deleted, err := e.st.DeadLetters(e.ctx, store.DeadDeleted, 10)
+	if err != nil || len(deleted) != 1 || deleted[0].ErrorClass != "deleted_at_source" || !deleted[0].NextAttemptAt.IsZero() {
+		t.Fatalf("deleted-at-source letters = %+v, %v; want one, never due", deleted, err)
+	}
+	if due, err := e.st.DueDeadLetters(e.ctx, "a", e.now.Add(365*24*time.Hour), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due letters = %+v, %v; want none", due, err)
+	}
+	// The operator's "retry all" leaves it alone: its message is gone.
+	if n, err := e.st.ScheduleDeadLetters(e.ctx, nil); err != nil || n != 0 {
+		t.Fatalf("retry all scheduled %d, %v; want 0", n, err)
+	}
+	// One attempt tells: not the four attempts a stopped download costs.
+	if n := e.world.Calls("a")[tg.MethodGetMessage] - before; n != 1 {
+		t.Errorf("getMessage called %d times, want once, after the first attempt's download stopped", n)
+	}
+}
+
+// A pending dead letter whose message is deleted meanwhile ends deleted
+// at source on its next retry, not exhausted.
+func TestRetryOfDeletedMessageEndsDeletedAtSource(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, FailDownloadRate: 1}, "a")
+	p, c := e.pipeline("a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "flaky.tar", Data: tarOf("a", "flaky")})
+	if out, err := p.Process(e.ctx, e.view(c, posted)); err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("process = %q, %v; want a dead letter", out, err)
+	}
+	if pending, _ := e.st.DeadLetters(e.ctx, store.DeadPending, 10); len(pending) != 1 {
+		t.Fatalf("pending letters = %+v; want one", pending)
+	}
+	e.world.Delete(e.src["a"], posted.ID)
+	e.now = e.now.Add(24 * time.Hour)
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p, e.st, nil)
+	if _, err := r.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := e.st.DeadLetterCounts(e.ctx)
+	if err != nil || counts[store.DeadDeleted] != 1 || counts[store.DeadExhausted] != 0 || counts[store.DeadPending] != 0 {
+		t.Fatalf("dead letters by state = %v, %v; want one deleted at source", counts, err)
 	}
 }

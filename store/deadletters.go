@@ -18,6 +18,10 @@ const (
 	DeadPending   DeadLetterState = "pending"
 	DeadExhausted DeadLetterState = "exhausted"
 	DeadResolved  DeadLetterState = "resolved"
+	// DeadDeleted: the source message was deleted (or its document
+	// replaced) before its package was fetched. Terminal: never retried,
+	// and nothing an operator can do brings the file back.
+	DeadDeleted DeadLetterState = "deleted"
 )
 
 // DeadLetter is a source message whose handling failed. It does not hold the
@@ -32,7 +36,9 @@ type DeadLetter struct {
 	// Waiting marks a letter that waits for an event rather than a timer
 	// (an incomplete set's part waits for the missing part, which brings
 	// the set back when it comes): pending, with no next attempt.
-	Waiting   bool
+	Waiting bool
+	// Deleted records the letter as deleted at source (DeadDeleted).
+	Deleted   bool
 	State     DeadLetterState
 	UpdatedAt time.Time
 }
@@ -45,6 +51,8 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 	state := DeadPending
 	var next *time.Time
 	switch {
+	case d.Deleted:
+		state = DeadDeleted
 	case d.Waiting:
 	case d.NextAttemptAt.IsZero():
 		state = DeadExhausted
@@ -169,6 +177,7 @@ func (s *Store) DeadLetterCounts(ctx context.Context) (map[DeadLetterState]int, 
 
 // ScheduleDeadLetters makes dead letters due now: one by key, or all
 // exhausted and pending ones when key is nil (operator's retry command).
+// Letters deleted at source are left out of "all": their message is gone.
 func (s *Store) ScheduleDeadLetters(ctx context.Context, key *tg.MessageKey) (int, error) {
 	var tag interface{ RowsAffected() int64 }
 	var err error
@@ -177,7 +186,7 @@ func (s *Store) ScheduleDeadLetters(ctx context.Context, key *tg.MessageKey) (in
 			WHERE chat_id = $1 AND message_id = $2 AND state <> 'resolved'`, int64(key.Chat), int64(key.Message))
 	} else {
 		tag, err = s.pool.Exec(ctx, `UPDATE dead_letters SET state = 'pending', next_attempt_at = now(), updated_at = now()
-			WHERE state <> 'resolved'`)
+			WHERE state NOT IN ('resolved', 'deleted')`)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("schedule dead letters: %w", err)
