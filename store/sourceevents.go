@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -60,4 +61,76 @@ func (s *Store) ReplacedDocuments(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("count replaced documents: %w", err)
 	}
 	return n, nil
+}
+
+// ChatName is a configured @username and the chat it resolved to the
+// first time; RenamedAt is set once the name stopped leading there.
+type ChatName struct {
+	Account   string     `json:"account"`
+	Username  string     `json:"username"`
+	ChatID    tg.ChatID  `json:"chat_id"`
+	RenamedAt *time.Time `json:"renamed_at,omitempty"`
+	// CurrentChatID is what the name resolves to now; 0 for nothing.
+	CurrentChatID tg.ChatID `json:"current_chat_id,omitempty"`
+}
+
+// ResolvedName returns the chat id username (lower case, no @) resolved
+// to for account the first time, if it ever did.
+func (s *Store) ResolvedName(ctx context.Context, account, username string) (tg.ChatID, bool, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT chat_id FROM source_names WHERE account = $1 AND username = $2`,
+		account, username).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read resolved name @%s: %w", username, err)
+	}
+	return tg.ChatID(id), true, nil
+}
+
+// RecordName records what username resolves to now. The first resolution
+// is kept: a name that later leads elsewhere (current differs from the
+// stored chat, or current is 0 for nothing) is marked renamed, and one
+// that leads back to its chat is cleared. It returns the name's record.
+func (s *Store) RecordName(ctx context.Context, account, username string, current tg.ChatID) (ChatName, error) {
+	var n ChatName
+	var id int64
+	var cur *int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO source_names (account, username, chat_id) VALUES ($1, $2, $3)
+		ON CONFLICT (account, username) DO UPDATE SET
+			renamed_at = CASE WHEN source_names.chat_id = $3 THEN NULL
+				ELSE coalesce(source_names.renamed_at, now()) END,
+			current_chat_id = CASE WHEN source_names.chat_id = $3 THEN NULL ELSE nullif($3, 0) END
+		RETURNING account, username, chat_id, renamed_at, current_chat_id`,
+		account, username, int64(current)).Scan(&n.Account, &n.Username, &id, &n.RenamedAt, &cur)
+	if err != nil {
+		return n, fmt.Errorf("record name @%s: %w", username, err)
+	}
+	n.ChatID = tg.ChatID(id)
+	if cur != nil {
+		n.CurrentChatID = tg.ChatID(*cur)
+	}
+	return n, nil
+}
+
+// RenamedNames lists the configured names that no longer lead to the
+// chat they first resolved to.
+func (s *Store) RenamedNames(ctx context.Context) ([]ChatName, error) {
+	rows, err := s.pool.Query(ctx, `SELECT account, username, chat_id, renamed_at, coalesce(current_chat_id, 0)
+		FROM source_names WHERE renamed_at IS NOT NULL ORDER BY account, username`)
+	if err != nil {
+		return nil, fmt.Errorf("list renamed names: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ChatName, error) {
+		var n ChatName
+		var id, cur int64
+		err := r.Scan(&n.Account, &n.Username, &id, &n.RenamedAt, &cur)
+		n.ChatID, n.CurrentChatID = tg.ChatID(id), tg.ChatID(cur)
+		return n, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list renamed names: %w", err)
+	}
+	return out, nil
 }

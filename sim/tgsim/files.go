@@ -80,6 +80,11 @@ func (w *World) onlyProtected(a *account, uid string) bool {
 			return false
 		}
 	}
+	for _, c := range w.chats {
+		if c.username != "" && !c.private && !c.lostAccess && c.fileRefs[uid] > 0 && !c.protected {
+			return false
+		}
+	}
 	return true
 }
 
