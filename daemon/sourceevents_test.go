@@ -46,6 +46,9 @@ func TestRenamedSourceKeepsItsChat(t *testing.T) {
 	if err != nil || len(renamed) != 1 || renamed[0].Username != "releases" || renamed[0].ChatID != src || renamed[0].CurrentChatID != 0 {
 		t.Fatalf("renamed names = %+v, %v; want @releases kept on chat %d", renamed, err, src)
 	}
+	if rep, err := st.Status(t.Context()); err != nil || len(rep.RenamedNames) != 1 {
+		t.Fatalf("status renamed names = %+v, %v; want the one", rep.RenamedNames, err)
+	}
 }
 
 // A public channel the account never joined is a source like any other:

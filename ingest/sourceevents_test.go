@@ -105,3 +105,30 @@ func TestRetryOfDeletedMessageEndsDeletedAtSource(t *testing.T) {
 		t.Fatalf("dead letters by state = %v, %v; want one deleted at source", counts, err)
 	}
 }
+
+// Status counts, per source, the documents edits replaced and the
+// messages deleted before their package was fetched.
+func TestStatusCountsSourceEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	edited := e.world.Post(src, 0, tgsim.Post{FileName: "e1.tar", Data: tarOf("a", "e1")})
+	mustHandle(t, p, e.view(c, edited), store.OutcomePackage)
+	e.world.EditMessageMedia(src, edited.ID, tgsim.Post{FileName: "e2.tar", Data: tarOf("a", "e2")})
+	mustHandle(t, p, e.view(c, edited), store.OutcomePackage)
+	gone := e.world.Post(src, 0, tgsim.Post{FileName: "g.tar", Data: tarOf("a", "g")})
+	seen := e.view(c, gone)
+	e.world.Delete(src, gone.ID)
+	if out, err := p.Process(e.ctx, seen); err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("process = %q, %v", out, err)
+	}
+	rep, err := e.st.Status(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sources) != 1 || rep.Sources[0].ReplacedDocuments != 1 || rep.Sources[0].DeletedAtSource != 1 ||
+		rep.DeadLetters[string(store.DeadDeleted)] != 1 {
+		t.Fatalf("status sources = %+v, dead letters %v; want one replaced, one deleted at source", rep.Sources, rep.DeadLetters)
+	}
+}

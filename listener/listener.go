@@ -92,8 +92,8 @@ type Listener struct {
 	wake      chan struct{} // the writer goroutine
 	dirtyWake chan struct{} // catch-up
 
-	mu       sync.Mutex
-	sources  map[tg.ChatID]*source
+	mu      sync.Mutex
+	sources map[tg.ChatID]*source
 	// left holds chats TDLib reported the account "left" before they were
 	// watched: resolving a public chat the account never joined announces
 	// it that way, before the start-up watches its sources.

@@ -134,3 +134,36 @@ func (s *Store) RenamedNames(ctx context.Context) ([]ChatName, error) {
 	}
 	return out, nil
 }
+
+// sourceEventStatus adds to st what happened to sources after they were
+// read: documents replaced by edits, messages deleted before their
+// package was fetched, and renamed @usernames.
+func (s *Store) sourceEventStatus(ctx context.Context, st *Status) error {
+	rows, err := s.pool.Query(ctx, `SELECT chat_id, sum(replaced), sum(deleted) FROM (
+			SELECT chat_id, 1 AS replaced, 0 AS deleted FROM replaced_documents
+			UNION ALL SELECT chat_id, 0, 1 FROM dead_letters WHERE state = 'deleted') e
+		GROUP BY chat_id`)
+	if err != nil {
+		return fmt.Errorf("read source events: %w", err)
+	}
+	type counts struct{ replaced, deleted int }
+	by := map[int64]counts{}
+	for rows.Next() {
+		var chat int64
+		var c counts
+		if err := rows.Scan(&chat, &c.replaced, &c.deleted); err != nil {
+			rows.Close()
+			return fmt.Errorf("read source events: %w", err)
+		}
+		by[chat] = c
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read source events: %w", err)
+	}
+	for i := range st.Sources {
+		c := by[st.Sources[i].ChatID]
+		st.Sources[i].ReplacedDocuments, st.Sources[i].DeletedAtSource = c.replaced, c.deleted
+	}
+	st.RenamedNames, err = s.RenamedNames(ctx)
+	return err
+}
