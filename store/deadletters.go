@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -62,7 +63,20 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 	msg.Key, msg.Outcome = d.Key, OutcomeDeadLetter
 	name, raw := storableName(msg.FileName)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
+		// The message may carry another document by now (an edit replaced
+		// it) whose own handling recorded it: a failure of the old
+		// document is then no dead letter of the message.
+		var cur string
+		err := tx.QueryRow(ctx, `SELECT unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2 FOR UPDATE`,
+			int64(d.Key.Chat), int64(d.Key.Message)).Scan(&cur)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case cur != "" && msg.UniqueID != "" && cur != msg.UniqueID:
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
 				attempts, next_attempt_at, state)
 			VALUES ($1, $2, $3, $4, $5, 1, $6, $7)
 			ON CONFLICT (chat_id, message_id) DO UPDATE SET account = EXCLUDED.account,
