@@ -24,16 +24,12 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		return store.OutcomeNotArchive, nil
 	}
 	// Layer 1: the source key, as long as the message still carries the
-	// document it was handled with. An edit that replaced the document
-	// (editMessageMedia keeps the message id) retires the old record: the
-	// new document is a package of its own, or a duplicate if its bytes
-	// are known.
-	if out, ok, replaced, err := p.store.MessageHandledAs(ctx, msg.Key(), msg.Document.File.UniqueID); err != nil {
+	// document it was handled with (sameDocument).
+	out, ok, err := p.sameDocument(ctx, &msg)
+	if err != nil {
 		return "", err
-	} else if replaced {
-		p.log.Info("source document replaced by an edit; mirroring the new one",
-			"source", msg.ChatID, "message", msg.ID.ServerID(), "file", msg.Document.FileName)
-	} else if ok && out != store.OutcomeDeadLetter {
+	}
+	if ok && out != store.OutcomeDeadLetter {
 		if out == store.OutcomePartPending {
 			return out, nil
 		}

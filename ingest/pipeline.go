@@ -21,7 +21,8 @@ import (
 // Store is the part of the catalogue ingest uses.
 type Store interface {
 	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
-	MessageHandledAs(ctx context.Context, key tg.MessageKey, uniqueID string) (store.Outcome, bool, bool, error)
+	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
+	ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)

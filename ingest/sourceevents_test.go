@@ -132,3 +132,31 @@ func TestStatusCountsSourceEvents(t *testing.T) {
 		t.Fatalf("status sources = %+v, dead letters %v; want one replaced, one deleted at source", rep.Sources, rep.DeadLetters)
 	}
 }
+
+// What is recorded about a document an edit replaced never overwrites the
+// record of the message's new document: neither a late part_pending nor a
+// dead letter of the old one.
+func TestOldDocumentRecordsDoNotOverwriteTheNew(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "old.tar", Data: tarOf("a", "old")})
+	old := e.view(c, posted)
+	e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "new.tar", Data: tarOf("a", "new")})
+	// The new document is handled first (the content change overtook the
+	// old message in the queue), then the old one's download fails.
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	if out, err := p.Process(e.ctx, old); err != nil {
+		t.Fatalf("process the old document: %q, %v", out, err)
+	}
+	if out, ok, err := e.st.MessageHandled(e.ctx, posted.Key()); err != nil || !ok || out != store.OutcomePackage {
+		t.Fatalf("message record = %q, %v, %v; want the new document's package", out, ok, err)
+	}
+	if counts, err := e.st.DeadLetterCounts(e.ctx); err != nil || len(counts) != 0 {
+		t.Fatalf("dead letters = %v, %v; want none", counts, err)
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("delivered %d documents, want the new one", n)
+	}
+}

@@ -25,9 +25,10 @@ type Telegram interface {
 
 // Store tells which messages are already handled.
 type Store interface {
-	// MessageHandledAs is dedup layer 1 for a message with its current
-	// document: a message whose document an edit replaced is not handled.
-	MessageHandledAs(ctx context.Context, key tg.MessageKey, uniqueID string) (store.Outcome, bool, bool, error)
+	// MessageDocument is dedup layer 1 with the unique id of the document
+	// the message was handled with: a message whose document an edit
+	// replaced since is not handled.
+	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
 }
 
 // Ingest is the one ingest path.
@@ -211,14 +212,12 @@ func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (sca
 		}
 		for _, m := range page {
 			scanned++
-			uid := ""
-			if m.Document != nil {
-				uid = m.Document.File.UniqueID
-			}
-			_, ok, replaced, err := r.store.MessageHandledAs(ctx, m.Key(), uid)
+			_, recorded, ok, err := r.store.MessageDocument(ctx, m.Key())
 			if err != nil {
 				return scanned, found, err
-			} else if ok {
+			}
+			replaced := ok && m.Document != nil && recorded != "" && recorded != m.Document.File.UniqueID
+			if ok && !replaced {
 				continue
 			}
 			found++

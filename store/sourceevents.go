@@ -11,34 +11,38 @@ import (
 	"stashd/tg"
 )
 
-// MessageHandledAs is MessageHandled (dedup layer 1) for a message that
-// carries the document with unique id uniqueID. A message already
-// recorded with another document had its document replaced by an edit
-// (editMessageMedia keeps the message id): its record moves to
-// replaced_documents, a dead letter about the old document is resolved,
-// and the message reports as not handled, so the new document goes
-// through the ingest path. replaced tells that this happened.
-func (s *Store) MessageHandledAs(ctx context.Context, key tg.MessageKey, uniqueID string) (out Outcome, handled, replaced bool, err error) {
-	var o, old string
+// MessageDocument is MessageHandled (dedup layer 1) with the unique id of
+// the document the message was handled with ("" when none was recorded).
+// A message edited since (editMessageMedia keeps the message id) carries
+// another document now: see ReplaceDocument.
+func (s *Store) MessageDocument(ctx context.Context, key tg.MessageKey) (out Outcome, uniqueID string, handled bool, err error) {
+	var o string
 	err = s.pool.QueryRow(ctx, `SELECT outcome, unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
-		int64(key.Chat), int64(key.Message)).Scan(&o, &old)
+		int64(key.Chat), int64(key.Message)).Scan(&o, &uniqueID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, false, nil
+		return "", "", false, nil
 	}
 	if err != nil {
-		return "", false, false, fmt.Errorf("look up message %s: %w", key, err)
+		return "", "", false, fmt.Errorf("look up message %s: %w", key, err)
 	}
-	if uniqueID == "" || old == "" || old == uniqueID {
-		return Outcome(o), true, false, nil
-	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return Outcome(o), uniqueID, true, nil
+}
+
+// ReplaceDocument retires the record of key made for the document oldID
+// once an edit replaced it with newID: the record moves to
+// replaced_documents and a dead letter about the old document is
+// resolved, so the message is unhandled and its new document goes through
+// the ingest path. It does nothing when the record is not oldID's (already
+// replaced).
+func (s *Store) ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `WITH gone AS (
 				DELETE FROM source_messages WHERE chat_id = $1 AND message_id = $2 AND unique_id = $3
 				RETURNING chat_id, message_id, unique_id, outcome, package_id)
 			INSERT INTO replaced_documents (chat_id, message_id, old_unique_id, new_unique_id, old_outcome, old_package_id)
 			SELECT chat_id, message_id, unique_id, $4, outcome, package_id FROM gone
 			ON CONFLICT (chat_id, message_id, old_unique_id) DO NOTHING`,
-			int64(key.Chat), int64(key.Message), old, uniqueID)
+			int64(key.Chat), int64(key.Message), oldID, newID)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -48,9 +52,9 @@ func (s *Store) MessageHandledAs(ctx context.Context, key tg.MessageKey, uniqueI
 		return err
 	})
 	if err != nil {
-		return "", false, false, fmt.Errorf("record replaced document of %s: %w", key, err)
+		return fmt.Errorf("record replaced document of %s: %w", key, err)
 	}
-	return "", false, true, nil
+	return nil
 }
 
 // ReplacedDocuments counts the source documents replaced by edits, of
