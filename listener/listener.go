@@ -92,12 +92,9 @@ type Listener struct {
 	wake      chan struct{} // the writer goroutine
 	dirtyWake chan struct{} // catch-up
 
-	mu      sync.Mutex
-	sources map[tg.ChatID]*source
-	// left holds chats TDLib reported the account "left" before they were
-	// watched: resolving a public chat the account never joined announces
-	// it that way, before the start-up watches its sources.
-	left     map[tg.ChatID]bool
+	mu       sync.Mutex
+	sources  map[tg.ChatID]*source
+	left     map[tg.ChatID]bool // see noteLeftLocked
 	inflight map[tg.MessageKey]struct{}
 	pending  map[tg.ChatID]struct{} // sources whose state must be written
 	topics   []tg.Topic
@@ -154,10 +151,6 @@ func New(cfg Config, st Store, m *Metrics) *Listener {
 	return l
 }
 
-// maxLeftBeforeWatch bounds the chats remembered as "left" before they
-// are watched (TDLib announces every supergroup it learns).
-const maxLeftBeforeWatch = 4096
-
 // Watch starts tracking a source from its durable state. Every source starts
 // dirty: nothing is trusted until a catch-up has looked.
 func (l *Listener) Watch(src store.Source) {
@@ -169,12 +162,7 @@ func (l *Listener) Watch(src store.Source) {
 		noContinuity: src.Kind == tg.KindBasicGroup,
 	}
 	l.sources[src.ChatID] = st
-	reason := ReasonStart
-	if l.left[src.ChatID] {
-		reason = ReasonAccessLost
-		delete(l.left, src.ChatID)
-	}
-	l.markDirtyLocked(st, reason)
+	l.markDirtyLocked(st, l.startReasonLocked(src.ChatID))
 }
 
 // Queue is the channel ingest workers drain. It is closed by CloseQueue.
@@ -252,8 +240,8 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 		// Catch-up's next server call finds out and records it.
 		if st := l.sources[u.Chat]; st != nil {
 			l.markDirtyLocked(st, ReasonAccessLost)
-		} else if len(l.left) < maxLeftBeforeWatch {
-			l.left[u.Chat] = true
+		} else {
+			l.noteLeftLocked(u.Chat)
 		}
 	case tg.ConnectionStateChanged:
 		l.connectionLocked(u.State)

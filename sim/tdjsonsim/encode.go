@@ -681,14 +681,7 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 			{"new_content", typed("messageUnsupported")},
 		}, nil
 	case tg.MessageEdited:
-		// The simulator's edits replace media and caption; it keeps no
-		// reply markup, and TDLib leaves a null member out.
-		return object{
-			{"@type", "updateMessageEdited"},
-			{"chat_id", int64(u.Chat)},
-			{"message_id", int64(u.Message)},
-			{"edit_date", u.EditDate.Unix()},
-		}, nil
+		return messageEditedObject(u), nil
 	}
 	return nil, fmt.Errorf("encode update: unknown type %T", u)
 }
