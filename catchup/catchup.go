@@ -257,6 +257,10 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 	}
 	var errs []error
 	for _, src := range claimed {
+		// TDLib reports a public chat the account never joined with the
+		// status "left", like one it lost: a scan that then reads it
+		// from the server tells the two apart.
+		doubt := c.lst.AccessInDoubt(src.ChatID)
 		sc := c.scan(ctx, src)
 		found, decision, scanErr := sc.found, sc.decision, sc.err
 		if ctx.Err() != nil {
@@ -268,7 +272,8 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 			scanErr = nil
 		}
 		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent,
-			NoAccess: errors.Is(scanErr, tg.ErrNoAccess), Protected: sc.chat.Protected, ChatRead: sc.chatRead}
+			NoAccess: errors.Is(scanErr, tg.ErrNoAccess), Protected: sc.chat.Protected, ChatRead: sc.chatRead,
+			NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged}
 		// Recording the outcome must survive the scan's own failure.
 		after, err := c.store.FinishScan(ctx, src.ChatID, c.cfg.Owner, out, c.cfg.Policy)
 		if err != nil {

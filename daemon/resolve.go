@@ -14,7 +14,7 @@ import (
 )
 
 // resolve turns an account's named sources and destinations into chat ids
-// (searchPublicChat, once per name at start) and builds its topic filter.
+// (resolveName: the first resolution is kept) and builds its topic filter.
 // A name that does not resolve is an error that stops the start: a typo in
 // the configuration must not look like an idle source.
 func (d *Daemon) resolve(ctx context.Context, r *accountRun, a Account) (Account, []tg.ChatID, func(tg.Message) bool, error) {
@@ -23,12 +23,12 @@ func (d *Daemon) resolve(ctx context.Context, r *accountRun, a Account) (Account
 		if id, ok := byName[name]; ok {
 			return id, nil
 		}
-		c, err := r.paced.SearchPublicChat(ctx, name)
+		id, err := d.resolveName(ctx, r, name)
 		if err != nil {
 			return 0, fmt.Errorf("resolve @%s: %w", name, err)
 		}
-		byName[name] = c.ID
-		return c.ID, nil
+		byName[name] = id
+		return id, nil
 	}
 	out := a
 	out.Sources = append([]tg.ChatID(nil), a.Sources...)
@@ -89,12 +89,12 @@ func (d *Daemon) resolveRoutes(ctx context.Context, r *accountRun) (*route.Table
 		if id, ok := byName[name]; ok {
 			return id, nil
 		}
-		c, err := r.paced.SearchPublicChat(ctx, name)
+		id, err := d.resolveName(ctx, r, name)
 		if err != nil {
 			return 0, fmt.Errorf("unknown chat: %w", err)
 		}
-		byName[name] = c.ID
-		return c.ID, nil
+		byName[name] = id
+		return id, nil
 	}
 	var routes []route.Route
 	var errs []error
@@ -117,11 +117,11 @@ func (d *Daemon) resolveHistory(ctx context.Context, r *accountRun, a Account) (
 	out := map[tg.ChatID]History{}
 	for key, h := range a.History {
 		if name, ok := strings.CutPrefix(key, "@"); ok {
-			c, err := r.paced.SearchPublicChat(ctx, name)
+			id, err := d.resolveName(ctx, r, name)
 			if err != nil {
 				return nil, fmt.Errorf("resolve @%s: %w", name, err)
 			}
-			out[c.ID] = h
+			out[id] = h
 			continue
 		}
 		n, err := strconv.ParseInt(key, 10, 64)

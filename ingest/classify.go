@@ -23,10 +23,13 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		// edited into it later look handled.
 		return store.OutcomeNotArchive, nil
 	}
-	// Layer 1: the source key.
-	if out, ok, err := p.store.MessageHandled(ctx, msg.Key()); err != nil {
+	// Layer 1: the source key, as long as the message still carries the
+	// document it was handled with (sameDocument).
+	out, ok, err := p.sameDocument(ctx, &msg)
+	if err != nil {
 		return "", err
-	} else if ok && out != store.OutcomeDeadLetter {
+	}
+	if ok && out != store.OutcomeDeadLetter {
 		if out == store.OutcomePartPending {
 			return out, nil
 		}

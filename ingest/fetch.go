@@ -279,6 +279,11 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold
 		f, err := p.download(ctx, m.Document.File)
 		p.m.observeStage(StageDownload, start)
 		if err != nil {
+			if ctx.Err() == nil && (errors.Is(err, tg.ErrDownloadStopped) || errors.Is(err, tg.ErrDownloadStalled)) {
+				if gone := p.sourceGone(ctx, m); gone != nil {
+					return fetched{}, gone
+				}
+			}
 			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
 		}
 		start = time.Now()

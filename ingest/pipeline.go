@@ -21,6 +21,8 @@ import (
 // Store is the part of the catalogue ingest uses.
 type Store interface {
 	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
+	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
+	ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
@@ -334,6 +336,15 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: err.Error(), Waiting: waiting}
 	if !waiting && class != tg.ClassPermanent && previous+1 < p.cfg.DeadLetterAttempts {
 		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
+	}
+	if !waiting && deletedAtSource(err) {
+		// Terminal: the message is gone, no retry or operator can fetch it.
+		d.ErrorClass, d.Deleted, d.NextAttemptAt = classDeleted, true, time.Time{}
+		if logIt {
+			p.log.Info("source message deleted before its package was fetched; recorded, not retried",
+				"source", msg.ChatID, "message", msg.ID.ServerID(), "reason", err)
+		}
+		return p.store.RecordDeadLetter(ctx, d, sourceMessage(msg, store.OutcomeDeadLetter, 0))
 	}
 	if logIt {
 		p.log.Warn("dead letter", "source", msg.ChatID, "message", msg.ID.ServerID(), "class", class, "attempt", previous+1, "reason", err)

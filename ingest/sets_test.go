@@ -105,12 +105,14 @@ func TestSetWithDeletedPartBecomesDeadLetter(t *testing.T) {
 		t.Errorf("set failure logged %d times, want once:\n%s", n, logs)
 	}
 
-	exhausted, err := e.st.DeadLetters(e.ctx, store.DeadExhausted, 10)
+	// The deleted part is recorded deleted at source: terminal, not a
+	// letter for an operator.
+	deleted, err := e.st.DeadLetters(e.ctx, store.DeadDeleted, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(exhausted) != 1 || exhausted[0].Key != msgs[1].Key() || exhausted[0].ErrorClass != string(tg.ClassPermanent) {
-		t.Fatalf("exhausted letters = %+v; want the deleted part, permanent", exhausted)
+	if len(deleted) != 1 || deleted[0].Key != msgs[1].Key() || deleted[0].ErrorClass != "deleted_at_source" {
+		t.Fatalf("deleted-at-source letters = %+v; want the deleted part", deleted)
 	}
 	pending, err := e.st.DeadLetters(e.ctx, store.DeadPending, 10)
 	if err != nil {

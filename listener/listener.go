@@ -95,6 +95,7 @@ type Listener struct {
 
 	mu       sync.Mutex
 	sources  map[tg.ChatID]*source
+	left     map[tg.ChatID]bool // see noteLeftLocked
 	inflight map[tg.MessageKey]struct{}
 	pending  map[tg.ChatID]struct{} // sources whose state must be written
 	topics   []tg.Topic
@@ -137,6 +138,7 @@ func New(cfg Config, st Store, m *Metrics) *Listener {
 		wake:      make(chan struct{}, 1),
 		dirtyWake: make(chan struct{}, 1),
 		sources:   map[tg.ChatID]*source{},
+		left:      map[tg.ChatID]bool{},
 		inflight:  map[tg.MessageKey]struct{}{},
 		pending:   map[tg.ChatID]struct{}{},
 		awaySince: cfg.Now(),
@@ -162,7 +164,7 @@ func (l *Listener) Watch(src store.Source) {
 		noContinuity: src.Kind == tg.KindBasicGroup,
 	}
 	l.sources[src.ChatID] = st
-	l.markDirtyLocked(st, ReasonStart)
+	l.markDirtyLocked(st, l.startReasonLocked(src.ChatID))
 }
 
 // Queue is the channel ingest workers drain. It is closed by CloseQueue.
@@ -240,6 +242,8 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 		// Catch-up's next server call finds out and records it.
 		if st := l.sources[u.Chat]; st != nil {
 			l.markDirtyLocked(st, ReasonAccessLost)
+		} else {
+			l.noteLeftLocked(u.Chat)
 		}
 	case tg.ConnectionStateChanged:
 		l.connectionLocked(u.State)

@@ -25,7 +25,10 @@ type Telegram interface {
 
 // Store tells which messages are already handled.
 type Store interface {
-	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
+	// MessageDocument is dedup layer 1 with the unique id of the document
+	// the message was handled with: a message whose document an edit
+	// replaced since is not handled.
+	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
 }
 
 // Ingest is the one ingest path.
@@ -209,13 +212,20 @@ func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (sca
 		}
 		for _, m := range page {
 			scanned++
-			if _, ok, err := r.store.MessageHandled(ctx, m.Key()); err != nil {
+			_, recorded, ok, err := r.store.MessageDocument(ctx, m.Key())
+			if err != nil {
 				return scanned, found, err
-			} else if ok {
+			}
+			replaced := ok && m.Document != nil && recorded != "" && recorded != m.Document.File.UniqueID
+			if ok && !replaced {
 				continue
 			}
 			found++
-			r.log.Info("rescan found an unhandled message", "source", chat, "message", m.ID.ServerID())
+			if replaced {
+				r.log.Info("rescan found a source document replaced by an edit", "source", chat, "message", m.ID.ServerID())
+			} else {
+				r.log.Info("rescan found an unhandled message", "source", chat, "message", m.ID.ServerID())
+			}
 			if _, err := r.ing.Process(ctx, m); err != nil {
 				return scanned, found, err
 			}

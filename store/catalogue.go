@@ -80,8 +80,12 @@ func (s *Store) RecordMessages(ctx context.Context, msgs ...SourceMessage) error
 			ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
 				package_id = COALESCE(EXCLUDED.package_id, source_messages.package_id),
 				set_key = EXCLUDED.set_key, part_index = EXCLUDED.part_index, handled_at = now()
-			WHERE source_messages.outcome IN ('part_pending', 'dead_letter')
-				OR (source_messages.package_id IS NULL AND EXCLUDED.package_id IS NOT NULL)`,
+			WHERE (source_messages.outcome IN ('part_pending', 'dead_letter')
+				OR (source_messages.package_id IS NULL AND EXCLUDED.package_id IS NOT NULL))
+				-- A record of the document an edit replaced never
+				-- overwrites the record of the message's new document.
+				AND (source_messages.unique_id = EXCLUDED.unique_id OR source_messages.unique_id = ''
+					OR EXCLUDED.unique_id = '')`,
 			int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, date, name,
 			m.FileSize, text(m.UniqueID), string(m.Outcome), text(m.SetKey), m.PartIndex, pkg, raw, raw != "")
 	}

@@ -55,6 +55,11 @@ type ScanOutcome struct {
 	// Protected is the chat's has_protected_content, when the scan read the
 	// chat (ChatRead); otherwise the stored flag is kept.
 	Protected, ChatRead bool
+	// NotMember says the scan read the source from the server although
+	// TDLib reported the account's status in it as "left": a public chat
+	// the account reads without having joined it (AccessNotMember). A
+	// later scan without error keeps that mark.
+	NotMember bool
 }
 
 // ScanPolicy sets the scheduling that FinishScan applies.
@@ -95,7 +100,9 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 				WHEN $3 <> '' THEN now() + least($7::interval * power(2, least(failures, 20)), $8::interval)
 				WHEN $2 = 0 AND empty_scans + 1 >= $9 THEN now() + $5::interval
 				ELSE now() END,
-			access = CASE WHEN $11 THEN 'inaccessible' WHEN $3 = '' THEN 'ok' ELSE access END,
+			access = CASE WHEN $11 THEN 'inaccessible'
+				WHEN $3 = '' AND ($14 OR access = 'not_member') THEN 'not_member'
+				WHEN $3 = '' THEN 'ok' ELSE access END,
 			access_reason = CASE WHEN $11 THEN $3 WHEN $3 = '' THEN '' ELSE access_reason END,
 			access_since = CASE WHEN $11 THEN coalesce(access_since, now()) WHEN $3 = '' THEN NULL ELSE access_since END,
 			protected = CASE WHEN $12 THEN $13 ELSE protected END,
@@ -103,7 +110,7 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 		WHERE chat_id = $1 AND (claim_owner = $10 OR claim_owner IS NULL)
 		RETURNING `+sourceColumns,
 		int64(chat), o.Found, errText, o.Permanent, p.ColdDelay.String(), p.CircuitBase.String(),
-		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner, o.NoAccess, o.ChatRead, o.Protected)
+		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner, o.NoAccess, o.ChatRead, o.Protected, o.NotMember)
 	src, err := scanSource(row)
 	if err != nil {
 		return Source{}, fmt.Errorf("finish scan of %d: %w", chat, err)

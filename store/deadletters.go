@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,10 @@ const (
 	DeadPending   DeadLetterState = "pending"
 	DeadExhausted DeadLetterState = "exhausted"
 	DeadResolved  DeadLetterState = "resolved"
+	// DeadDeleted: the source message was deleted (or its document
+	// replaced) before its package was fetched. Terminal: never retried,
+	// and nothing an operator can do brings the file back.
+	DeadDeleted DeadLetterState = "deleted"
 )
 
 // DeadLetter is a source message whose handling failed. It does not hold the
@@ -32,7 +37,9 @@ type DeadLetter struct {
 	// Waiting marks a letter that waits for an event rather than a timer
 	// (an incomplete set's part waits for the missing part, which brings
 	// the set back when it comes): pending, with no next attempt.
-	Waiting   bool
+	Waiting bool
+	// Deleted records the letter as deleted at source (DeadDeleted).
+	Deleted   bool
 	State     DeadLetterState
 	UpdatedAt time.Time
 }
@@ -45,6 +52,8 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 	state := DeadPending
 	var next *time.Time
 	switch {
+	case d.Deleted:
+		state = DeadDeleted
 	case d.Waiting:
 	case d.NextAttemptAt.IsZero():
 		state = DeadExhausted
@@ -54,7 +63,20 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 	msg.Key, msg.Outcome = d.Key, OutcomeDeadLetter
 	name, raw := storableName(msg.FileName)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
+		// The message may carry another document by now (an edit replaced
+		// it) whose own handling recorded it: a failure of the old
+		// document is then no dead letter of the message.
+		var cur string
+		err := tx.QueryRow(ctx, `SELECT unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2 FOR UPDATE`,
+			int64(d.Key.Chat), int64(d.Key.Message)).Scan(&cur)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case cur != "" && msg.UniqueID != "" && cur != msg.UniqueID:
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
 				attempts, next_attempt_at, state)
 			VALUES ($1, $2, $3, $4, $5, 1, $6, $7)
 			ON CONFLICT (chat_id, message_id) DO UPDATE SET account = EXCLUDED.account,
@@ -169,6 +191,7 @@ func (s *Store) DeadLetterCounts(ctx context.Context) (map[DeadLetterState]int, 
 
 // ScheduleDeadLetters makes dead letters due now: one by key, or all
 // exhausted and pending ones when key is nil (operator's retry command).
+// Letters deleted at source are left out of "all": their message is gone.
 func (s *Store) ScheduleDeadLetters(ctx context.Context, key *tg.MessageKey) (int, error) {
 	var tag interface{ RowsAffected() int64 }
 	var err error
@@ -177,7 +200,7 @@ func (s *Store) ScheduleDeadLetters(ctx context.Context, key *tg.MessageKey) (in
 			WHERE chat_id = $1 AND message_id = $2 AND state <> 'resolved'`, int64(key.Chat), int64(key.Message))
 	} else {
 		tag, err = s.pool.Exec(ctx, `UPDATE dead_letters SET state = 'pending', next_attempt_at = now(), updated_at = now()
-			WHERE state <> 'resolved'`)
+			WHERE state NOT IN ('resolved', 'deleted')`)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("schedule dead letters: %w", err)

@@ -44,6 +44,11 @@ type Source struct {
 const (
 	AccessOK   = "ok"
 	AccessLost = "inaccessible"
+	// AccessNotMember: a public chat the account reads without having
+	// joined it. TDLib sends its updates only while the chat is open, so
+	// the daemon keeps it open; its catch-up and rescan read it as any
+	// other source.
+	AccessNotMember = "not_member"
 )
 
 // UpsertAccount records an account and its Premium flag.

@@ -70,6 +70,12 @@ type SourceStatus struct {
 	// DeliveriesDue counts the queued deliveries due now of the source's
 	// packages; a source is "synced" only with none, else "delivering".
 	DeliveriesDue int `json:"deliveries_due"`
+	// ReplacedDocuments counts the source's documents that edits replaced
+	// (each replacement was mirrored as a document of its own).
+	ReplacedDocuments int `json:"replaced_documents"`
+	// DeletedAtSource counts the source's messages deleted before their
+	// package was fetched (dead letters in state deleted).
+	DeletedAtSource int `json:"deleted_at_source"`
 }
 
 // Status is the whole report.
@@ -92,6 +98,9 @@ type Status struct {
 	// Reconciles are the destinations' reconciliations after a rewind that
 	// still hold their sends, and those given up.
 	Reconciles []Reconcile `json:"reconciles,omitempty"`
+	// RenamedNames are configured @usernames that no longer lead to the
+	// chat they first resolved to (the chat is still followed).
+	RenamedNames []ChatName `json:"renamed_names,omitempty"`
 }
 
 // BackfillStatus is one route backfill as `stashd status` shows it.
@@ -174,6 +183,9 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM packages`).Scan(&st.Packages); err != nil {
 		return st, fmt.Errorf("count packages: %w", err)
+	}
+	if err := s.sourceEventStatus(ctx, &st); err != nil {
+		return st, err
 	}
 	if err := s.windowStatus(ctx, &st); err != nil {
 		return st, err

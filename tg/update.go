@@ -1,5 +1,7 @@
 package tg
 
+import "time"
+
 // Update is one event from a client's update stream. The concrete types below
 // are the only implementations.
 type Update interface{ isUpdate() }
@@ -90,3 +92,14 @@ func (FileUpdated) isUpdate()            {}
 func (OptionChanged) isUpdate()          {}
 func (ForumTopicInfo) isUpdate()         {}
 func (MessageContentChanged) isUpdate()  {}
+
+// MessageEdited is updateMessageEdited: a message was edited (its text,
+// caption or media) at EditDate. It comes with updateMessageContent when
+// the content itself changed; stashd acts on the latter.
+type MessageEdited struct {
+	Chat     ChatID
+	Message  MessageID
+	EditDate time.Time
+}
+
+func (MessageEdited) isUpdate() {}

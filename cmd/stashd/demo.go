@@ -54,6 +54,7 @@ func runDemo(args []string) int {
 	fs.IntVar(&o.QueueCapacity, "queue-capacity", 256, "capacity of each account's ingest queue")
 	fs.StringVar(&o.PostDir, "post-dir", "", "also post every file of this directory (real archives to replay); with an expect.toml manifest the audit judges each file against it (docs/hostile.md)")
 	fs.Float64Var(&o.Repacks, "repacks", 0, "probability that a step re-posts an earlier zip or rar package's files in the other container: a repack, to be linked and not delivered again (0..1)")
+	fs.Float64Var(&o.EditDocuments, "edit-documents", 0, "probability that a step replaces the document of an earlier single archive with a new archive (editMessageMedia): the replacement must be mirrored too (0..1)")
 	fs.BoolVar(&o.DeadLetterBroken, "dead-letter-broken", false, "dead-letter archives that fail verification with the reason, as serve does unless deliver_broken (default: mirrored with their listing error)")
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")
 	fs.Float64Var(&o.FailSends, "fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
@@ -84,7 +85,7 @@ func runDemo(args []string) int {
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
 	}
-	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "repacks": o.Repacks, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends,
+	if !probabilities("demo", map[string]float64{"drop-updates": o.DropUpdates, "repacks": o.Repacks, "edit-documents": o.EditDocuments, "fail-sends": o.FailSends, "vanish-sends": o.VanishSends,
 		"close-topics": o.CloseTopics, "chat-flood": o.ChatFlood, "delete-topics": o.DeleteTopics,
 		"stall-downloads": o.StallDownloads, "fail-downloads": o.FailDownloads, "lose-access": o.LoseAccess,
 		"errors-406": o.IgnorableErrors, "null-last-message": o.UnknownLastMessage,

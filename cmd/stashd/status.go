@@ -101,6 +101,10 @@ func printStatus(rep store.Status) {
 		if s.UpgradedTo != 0 {
 			fmt.Printf("source %d: upgraded to supergroup %d, which is followed: add it to the configuration\n", s.ChatID, s.UpgradedTo)
 		}
+		printSourceEvents(s)
+	}
+	for _, n := range rep.RenamedNames {
+		printRenamed(n)
 	}
 	for _, w := range rep.Waiting {
 		if w.Route == ingest.HandOverRoute {
@@ -149,8 +153,9 @@ func printStatus(rep store.Status) {
 		}
 		fmt.Println(line)
 	}
-	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d\n",
-		rep.Packages, rep.Deliveries["sent"], rep.Deliveries["intent"], rep.DeadLetters["pending"], rep.DeadLetters["exhausted"])
+	fmt.Printf("\npackages %d, deliveries sent %d (pending intents %d), dead letters pending %d, exhausted %d, deleted at source %d\n",
+		rep.Packages, rep.Deliveries["sent"], rep.Deliveries["intent"], rep.DeadLetters["pending"], rep.DeadLetters["exhausted"],
+		rep.DeadLetters[string(store.DeadDeleted)])
 }
 
 // sourceState says where a source stands: its catalogue (synced, dirty,
@@ -168,6 +173,9 @@ func sourceState(s store.SourceStatus) string {
 	}
 	if s.Access == store.AccessLost {
 		state = "inaccessible, " + state
+	}
+	if s.Access == store.AccessNotMember {
+		state += ", not a member (kept open for updates)"
 	}
 	if s.Protected || s.ProtectedDocuments > 0 {
 		state += fmt.Sprintf(", protected (%d documents not mirrorable)", s.ProtectedDocuments)

@@ -244,12 +244,13 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 	rep.DeadLetters = len(dead)
 	expected := map[tg.MessageKey]bool{}
 	for _, p := range c.t.Packages {
-		if p.Incomplete || p.Corrupt || c.faulty(p) {
+		if p.Incomplete || p.Corrupt || p.Replaced || c.faulty(p) {
 			for _, part := range p.Parts {
 				expected[part.Key()] = true
 			}
 		}
 	}
+	c.judgeEdits(&rep, fullyDelivered)
 	for k, reason := range dead {
 		if !expected[k] {
 			rep.OtherDeadLetters = append(rep.OtherDeadLetters, fmt.Sprintf("%s: %s", k, reason))

@@ -76,6 +76,13 @@ type Report struct {
 	RecordedInaccessible int `json:"recorded_inaccessible"`
 	// InaccessibleSourceIDs lists the sources that lost access, by id.
 	InaccessibleSourceIDs []int64 `json:"inaccessible_source_ids,omitempty"`
+	// EditedDocuments counts the documents edits put in place of earlier
+	// ones (editMessageMedia); EditedDelivered those of them delivered (a
+	// missing one also counts in Missing). ReplacedDelivered counts the
+	// replaced documents that were mirrored before their edit.
+	EditedDocuments   int `json:"edited_documents"`
+	EditedDelivered   int `json:"edited_documents_delivered"`
+	ReplacedDelivered int `json:"replaced_documents_delivered"`
 	// ProtectedSources have protected content.
 	ProtectedSources int `json:"protected_sources"`
 	// LostUndelivered packages were published only in sources that lost

@@ -95,6 +95,12 @@ type Package struct {
 	// Destinations are where the routes send this publication (with
 	// Truth.Routed).
 	Destinations []tg.ChatID `json:"destinations,omitempty"`
+	// Replaced marks a publication whose document a later edit replaced:
+	// mirrored only if stashd fetched it before the edit, so not required;
+	// its parts name the files the message carried before. Edit marks the
+	// document the edit put in its place, required like any other.
+	Replaced bool `json:"replaced,omitempty"`
+	Edit     bool `json:"edit,omitempty"`
 	// Topics holds, for the destinations among Destinations whose route
 	// names a forum topic, the topic this publication belongs in.
 	Topics map[tg.ChatID]TopicWant `json:"topics,omitempty"`
@@ -166,14 +172,20 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	t := Truth{Lost: lost, Protected: protected, Routed: routes.Routed(), PostedFiles: g.PostedFiles()}
 	srcTopics := map[tg.ChatID]map[int64]string{} // topic names by source, read once
 	for _, p := range g.Truth().Packages {
-		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete, Repack: p.Repack}
+		pkg := Package{Hash: p.Hash, Name: p.Name, Corrupt: p.Corrupt, Incomplete: p.Incomplete, Repack: p.Repack,
+			Replaced: p.Replaced, Edit: p.Edit}
 		if p.Repack {
 			pkg.RepackOf = g.Truth().Packages[p.RepackOf].Hash
 		}
-		for _, k := range p.Parts {
+		for i, k := range p.Parts {
 			part := Part{Chat: k.Chat, Message: k.Message}
 			if m, ok := msgs[k]; ok && m.Document != nil {
 				part.File, part.Size = m.Document.File.UniqueID, m.Document.File.Size
+			}
+			if p.Replaced && i < len(p.ReplacedFiles) {
+				// The message carries the edit's file now; this
+				// publication is the file it carried before.
+				part.File, part.Size = p.ReplacedFiles[i], int64(len(w.FileData(p.ReplacedFiles[i])))
 			}
 			if m, ok := msgs[k]; ok && m.Date.After(pkg.Published) {
 				pkg.Published = m.Date
@@ -248,12 +260,12 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 }
 
 // unique returns the distinct complete packages by hash: the first
-// publication of each hash, incomplete sets left out (corrupt ones are
-// mirrored too).
+// publication of each hash, incomplete sets, repacks and documents
+// replaced by edits left out (corrupt ones are mirrored too).
 func (t Truth) unique() map[Hash]Package {
 	out := map[Hash]Package{}
 	for _, p := range t.Packages {
-		if p.Incomplete || p.Repack {
+		if p.Incomplete || p.Repack || p.Replaced {
 			continue
 		}
 		if _, ok := out[p.Hash]; !ok {

@@ -74,6 +74,10 @@ type Options struct {
 	// Repacks is the probability that a step re-posts an earlier package's
 	// files in another container (tgsim.Scenario.Repacks).
 	Repacks float64
+	// EditDocuments is the probability that a step replaces the document
+	// of an earlier single archive with a new one (editMessageMedia,
+	// tgsim.Scenario.EditDocuments).
+	EditDocuments float64
 	// DropUpdates is the probability an updateNewMessage is lost.
 	DropUpdates float64
 	// FailSends is the probability that a send ends in
@@ -223,7 +227,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	})
 	gen := tgsim.NewGenerator(world, tgsim.Scenario{
 		Seed: o.Seed, Sources: o.Sources, ForumTopics: o.ForumTopics, Accounts: o.Accounts, Destinations: o.Destinations,
-		ForumDestination: o.ForumDestination, Repacks: o.Repacks,
+		ForumDestination: o.ForumDestination, Repacks: o.Repacks, EditDocuments: o.EditDocuments,
 	})
 	nameDemoChats(world, gen)
 	routes, err := routeTable(gen, o.Routes)

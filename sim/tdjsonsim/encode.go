@@ -683,6 +683,8 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 			{"message_id", int64(u.Message)},
 			{"new_content", typed("messageUnsupported")},
 		}, nil
+	case tg.MessageEdited:
+		return messageEditedObject(u), nil
 	}
 	return nil, fmt.Errorf("encode update: unknown type %T", u)
 }

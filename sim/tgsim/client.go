@@ -36,11 +36,15 @@ type Client struct {
 	// archiveLoaded: the archive chat list has been loaded.
 	archiveLoaded bool
 	opened        map[tg.ChatID]bool
-	fileIDs       map[string]int32 // unique id -> session-local file id
-	files         map[int32]*clientFile
-	nextFileID    int32
-	tempSeq       int64
-	sends         map[tg.MessageID]*pendingSend
+	// public holds the public channels this session resolved by name
+	// without being a member (searchPublicChat): TDLib then knows them
+	// and reads their history from the server.
+	public     map[tg.ChatID]bool
+	fileIDs    map[string]int32 // unique id -> session-local file id
+	files      map[int32]*clientFile
+	nextFileID int32
+	tempSeq    int64
+	sends      map[tg.MessageID]*pendingSend
 	// failed holds the session's failed local messages by chat (see
 	// topicstate.go): TDLib keeps a failed send in the chat, under a new
 	// local id, until it is deleted.
@@ -80,6 +84,7 @@ func newClient(w *World, account string, serial int32) *Client {
 		wake:       make(chan struct{}, 1),
 		pending:    make(map[tg.ChatID]int),
 		opened:     make(map[tg.ChatID]bool),
+		public:     make(map[tg.ChatID]bool),
 		fileIDs:    make(map[string]int32),
 		files:      make(map[int32]*clientFile),
 		nextFileID: serial * fileIDStride,
@@ -267,6 +272,7 @@ func (c *Client) SearchPublicChat(ctx context.Context, username string) (tg.Chat
 				if ch.private {
 					return tg.Chat{}, errChannelPrivate()
 				}
+				c.learnPublic(ch)
 				return tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}, nil
 			}
 		}
@@ -340,6 +346,9 @@ func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, thread int64
 // loaded and to non-members, CHANNEL_PRIVATE once access is lost.
 func (c *Client) chat(id tg.ChatID) (*chat, error) {
 	ch := c.w.chats[id]
+	if ch != nil && !ch.isMem[c.account] && c.public[id] && !ch.private {
+		return ch, nil // a public channel read without joining it
+	}
 	if ch == nil || !ch.isMem[c.account] || !c.loaded && !ch.archived || ch.archived && !c.archiveLoaded {
 		return nil, errChatNotFound()
 	}

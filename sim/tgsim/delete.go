@@ -98,3 +98,21 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 		return nil
 	})
 }
+
+// fileReachable reports whether a message this client can read still
+// carries the file with unique id uid: a chat of the account's, or a
+// public channel the session resolved. A file whose every message was
+// deleted (or edited to carry another document) cannot be downloaded any
+// more: TDLib repairs an expired file reference from the message the file
+// came from, and finds none. Called with w.mu held.
+func (c *Client) fileReachable(uid string) bool {
+	for _, ch := range c.w.chats {
+		if ch.fileRefs[uid] == 0 || ch.private {
+			continue
+		}
+		if ch.isMem[c.account] || c.public[ch.id] {
+			return true
+		}
+	}
+	return false
+}

@@ -22,11 +22,15 @@ const (
 	downloadOK downloadFault = iota
 	downloadStall
 	downloadFail
+	// downloadGone: no message the account can read carries the file any
+	// more; the download stops before its first byte.
+	downloadGone
 )
 
 var (
 	errDownloadCancelled = errors.New("tgsim: download cancelled")
 	errDownloadFailed    = errors.New("tgsim: download failed")
+	errDownloadGone      = errors.New("tgsim: no message carries the file any more")
 )
 
 // DownloadFile implements tg.Client like an asynchronous downloadFile: it
@@ -65,12 +69,17 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		}
 		fault := downloadOK
 		switch {
+		case !c.fileReachable(cf.uid):
+			// Deleted (or edited away) before it was fetched: TDLib's
+			// file reference repair finds no message, so the download
+			// stops at once.
+			fault = downloadGone
 		case w.chance(w.cfg.StallDownloadRate):
 			fault = downloadStall
 		case w.chance(w.cfg.FailDownloadRate):
 			fault = downloadFail
 		}
-		if fault != downloadOK {
+		if fault == downloadStall || fault == downloadFail {
 			w.downloadFaults++
 		}
 		cf.active = true
@@ -175,6 +184,9 @@ func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, faul
 		return fmt.Errorf("create download file: %w", err)
 	}
 	defer f.Close()
+	if fault == downloadGone {
+		return errDownloadGone
+	}
 	step := max((len(data)+downloadChunks-1)/downloadChunks, 1)
 	pause := c.w.cfg.SendLatency / downloadChunks
 	for off := 0; off < len(data); off += step {

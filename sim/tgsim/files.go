@@ -63,6 +63,12 @@ func (w *World) canSee(a *account, uid string) bool {
 			return true
 		}
 	}
+	// Anyone can see what a public channel carries, member or not.
+	for _, c := range w.chats {
+		if c.username != "" && !c.private && !c.lostAccess && c.fileRefs[uid] > 0 {
+			return true
+		}
+	}
 	return false
 }
 
@@ -71,6 +77,11 @@ func (w *World) canSee(a *account, uid string) bool {
 func (w *World) onlyProtected(a *account, uid string) bool {
 	for id := range a.member {
 		if c := w.chats[id]; !c.private && c.fileRefs[uid] > 0 && !c.protected {
+			return false
+		}
+	}
+	for _, c := range w.chats {
+		if c.username != "" && !c.private && !c.lostAccess && c.fileRefs[uid] > 0 && !c.protected {
 			return false
 		}
 	}

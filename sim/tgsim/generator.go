@@ -39,6 +39,10 @@ type Scenario struct {
 	// same paths, sizes and CRCs in other bytes). Zero never, and leaves
 	// the seed's content as it was.
 	Repacks float64
+	// EditDocuments is the probability that a step replaces the document
+	// of an earlier single archive (editMessageMedia) with a new archive.
+	// Zero never, and leaves the seed's content as it was.
+	EditDocuments float64
 }
 
 // SourceInfo is a source chat the generator created.
@@ -83,6 +87,15 @@ type ExpectedPackage struct {
 	// Truth.Packages): catalogued and linked, not delivered again.
 	Repack   bool
 	RepackOf int
+	// Replaced marks a single archive whose document a later edit replaced
+	// (Scenario.EditDocuments): mirrored only if stashd fetched it before
+	// the edit, so not expected. ReplacedFiles are the unique ids its
+	// message carried before the edit.
+	Replaced      bool
+	ReplacedFiles []string
+	// Edit marks the document an edit put in place of a Replaced one, in
+	// the same message: a package like any other.
+	Edit bool
 }
 
 // Unique returns the distinct complete packages by hash: the first
@@ -91,7 +104,7 @@ type ExpectedPackage struct {
 func (t Truth) Unique() map[[32]byte]ExpectedPackage {
 	out := make(map[[32]byte]ExpectedPackage)
 	for _, p := range t.Packages {
-		if p.Incomplete || p.Repack {
+		if p.Incomplete || p.Repack || p.Replaced {
 			continue
 		}
 		if _, ok := out[p.Hash]; !ok {
@@ -107,6 +120,7 @@ func (t Truth) Unique() map[[32]byte]ExpectedPackage {
 // safe for concurrent use but are meant to be driven from one goroutine.
 type Generator struct {
 	repacks   float64
+	edits     float64
 	mu        sync.Mutex
 	w         *World
 	rng       *rand.Rand
@@ -170,6 +184,7 @@ func NewGenerator(w *World, sc Scenario) *Generator {
 	rng := rand.New(rand.NewPCG(uint64(sc.Seed), 0x67656e)) // "gen"
 	g := &Generator{
 		repacks: sc.Repacks,
+		edits:   sc.EditDocuments,
 		w:       w,
 		rng:     rng,
 		gen:     content{rng: rng},
@@ -264,6 +279,9 @@ func (g *Generator) Step() {
 	g.steps++
 	g.runDeletes()
 	if g.repacks > 0 && g.rng.Float64() < g.repacks && g.repack() {
+		return
+	}
+	if g.edits > 0 && g.rng.Float64() < g.edits && g.editDocument() {
 		return
 	}
 	items := []struct {

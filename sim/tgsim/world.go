@@ -120,6 +120,8 @@ type World struct {
 	holdSends                   bool
 	// deletedIn counts the messages accounts deleted, by chat (Deleted).
 	deletedIn map[tg.ChatID]int
+	// mediaEdits records every editMessageMedia (EditMessageMedia).
+	mediaEdits []MediaEdit
 	// downloadFaults counts the stalls and failures injected into downloads.
 	downloadFaults int
 	// sessions records requests of overlapping sessions (sessions.go).
@@ -611,6 +613,12 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 			cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: m.id})
 		}
 	}
+	w.eachOpenedNonMember(c, func(cl *Client) {
+		if cl != skipNew && !w.chance(w.cfg.DropRate) {
+			cl.enqueue(tg.NewMessage{Message: cl.view(m)})
+		}
+		cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: m.id})
+	})
 }
 
 func (w *World) lastMessageChanged(c *chat) {

@@ -1,0 +1,55 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"stashd/tg"
+)
+
+// DeletedAtSourceError says a source message went away before its package
+// was fetched: it was deleted, or an edit replaced its document (the new
+// document is ingested on its own, as a content change). TDLib cannot
+// download a file no message carries any more, and retrying cannot bring
+// it back, so the message is recorded as deleted at source: a terminal
+// dead letter, never retried. It wraps tg.ErrMessageNotFound, a permanent
+// error.
+type DeletedAtSourceError struct {
+	Key tg.MessageKey
+	// Replaced: the message is still there with another document.
+	Replaced bool
+}
+
+func (e *DeletedAtSourceError) Error() string {
+	if e.Replaced {
+		return fmt.Sprintf("message %s: document replaced at source before it was fetched", e.Key)
+	}
+	return fmt.Sprintf("message %s: deleted at source before its package was fetched", e.Key)
+}
+
+func (e *DeletedAtSourceError) Unwrap() error { return tg.ErrMessageNotFound }
+
+// classDeleted is the error class of a dead letter deleted at source.
+const classDeleted = "deleted_at_source"
+
+// deletedAtSource reports whether err says the source message is gone:
+// the typed error above, or a getMessage that found nothing.
+func deletedAtSource(err error) bool { return errors.Is(err, tg.ErrMessageNotFound) }
+
+// sourceGone asks, after m's download failed, whether m still carries the
+// file it was read with. It returns a DeletedAtSourceError when not, nil
+// when it does (the download failed for another reason) or when the
+// question itself fails (the download's own error then stands).
+func (p *Pipeline) sourceGone(ctx context.Context, m tg.Message) error {
+	cur, err := p.tg.GetMessage(ctx, m.ChatID, m.ID)
+	switch {
+	case errors.Is(err, tg.ErrMessageNotFound):
+		return &DeletedAtSourceError{Key: m.Key()}
+	case err != nil:
+		return nil
+	case cur.Document == nil || cur.Document.File.UniqueID != m.Document.File.UniqueID:
+		return &DeletedAtSourceError{Key: m.Key(), Replaced: true}
+	}
+	return nil
+}

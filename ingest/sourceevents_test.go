@@ -1,0 +1,162 @@
+package ingest_test
+
+import (
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// An edit that replaces a source message's document keeps the message id:
+// the new archive must still be mirrored, and one whose bytes are known
+// must be recognised as a duplicate.
+func TestReplacedDocumentIsMirrored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "v1.tar", Data: tarOf("a.txt", "first")})
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	if n := len(e.delivered()); n != 1 {
+		t.Fatalf("delivered %d documents, want 1", n)
+	}
+
+	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "v2.tar", Data: tarOf("a.txt", "second")})
+	if edit.OldUniqueID == edit.NewUniqueID {
+		t.Fatal("the edit kept the file")
+	}
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	d := e.delivered()
+	if len(d) != 2 || d[1].Document.File.UniqueID != edit.NewUniqueID {
+		t.Fatalf("destination holds %d documents; want the first and the replacement", len(d))
+	}
+	// Handled again with the same document: layer 1 answers.
+	mustHandle(t, p, e.view(c, posted), store.OutcomeDuplicate)
+	if n, err := e.st.ReplacedDocuments(e.ctx); err != nil || n != 1 {
+		t.Fatalf("replaced documents = %d, %v; want 1", n, err)
+	}
+
+	// A replacement with bytes already catalogued is linked, not sent.
+	other := e.world.Post(src, 0, tgsim.Post{FileName: "w.tar", Data: archivetest.Tar([]archivetest.File{{Name: "x", Data: []byte("1")}})})
+	e.world.EditMessageMedia(src, other.ID, tgsim.Post{FileName: "v1-again.tar", Data: tarOf("a.txt", "first")})
+	mustHandle(t, p, e.view(c, other), store.OutcomeDuplicate)
+	if n := len(e.delivered()); n != 2 {
+		t.Fatalf("delivered %d documents, want still 2", n)
+	}
+}
+
+// A source message deleted before its package was downloaded is recorded
+// as deleted at source at once: a terminal dead letter, not retried.
+func TestDeletedBeforeDownloadIsRecordedNotRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "gone.tar", Data: tarOf("a", "gone")})
+	seen := e.view(c, posted)
+	e.world.Delete(e.src["a"], posted.ID)
+
+	before := e.world.Calls("a")[tg.MethodGetMessage]
+	out, err := p.Process(e.ctx, seen)
+	if err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("process = %q, %v; want a dead letter", out, err)
+	}
+	deleted, err := e.st.DeadLetters(e.ctx, store.DeadDeleted, 10)
+	if err != nil || len(deleted) != 1 || deleted[0].ErrorClass != "deleted_at_source" || !deleted[0].NextAttemptAt.IsZero() {
+		t.Fatalf("deleted-at-source letters = %+v, %v; want one, never due", deleted, err)
+	}
+	if due, err := e.st.DueDeadLetters(e.ctx, "a", e.now.Add(365*24*time.Hour), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due letters = %+v, %v; want none", due, err)
+	}
+	// The operator's "retry all" leaves it alone: its message is gone.
+	if n, err := e.st.ScheduleDeadLetters(e.ctx, nil); err != nil || n != 0 {
+		t.Fatalf("retry all scheduled %d, %v; want 0", n, err)
+	}
+	// One attempt tells: not the four attempts a stopped download costs.
+	if n := e.world.Calls("a")[tg.MethodGetMessage] - before; n != 1 {
+		t.Errorf("getMessage called %d times, want once, after the first attempt's download stopped", n)
+	}
+}
+
+// A pending dead letter whose message is deleted meanwhile ends deleted
+// at source on its next retry, not exhausted.
+func TestRetryOfDeletedMessageEndsDeletedAtSource(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, FailDownloadRate: 1}, "a")
+	p, c := e.pipeline("a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "flaky.tar", Data: tarOf("a", "flaky")})
+	if out, err := p.Process(e.ctx, e.view(c, posted)); err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("process = %q, %v; want a dead letter", out, err)
+	}
+	if pending, _ := e.st.DeadLetters(e.ctx, store.DeadPending, 10); len(pending) != 1 {
+		t.Fatalf("pending letters = %+v; want one", pending)
+	}
+	e.world.Delete(e.src["a"], posted.ID)
+	e.now = e.now.Add(24 * time.Hour)
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p, e.st, nil)
+	if _, err := r.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := e.st.DeadLetterCounts(e.ctx)
+	if err != nil || counts[store.DeadDeleted] != 1 || counts[store.DeadExhausted] != 0 || counts[store.DeadPending] != 0 {
+		t.Fatalf("dead letters by state = %v, %v; want one deleted at source", counts, err)
+	}
+}
+
+// Status counts, per source, the documents edits replaced and the
+// messages deleted before their package was fetched.
+func TestStatusCountsSourceEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	edited := e.world.Post(src, 0, tgsim.Post{FileName: "e1.tar", Data: tarOf("a", "e1")})
+	mustHandle(t, p, e.view(c, edited), store.OutcomePackage)
+	e.world.EditMessageMedia(src, edited.ID, tgsim.Post{FileName: "e2.tar", Data: tarOf("a", "e2")})
+	mustHandle(t, p, e.view(c, edited), store.OutcomePackage)
+	gone := e.world.Post(src, 0, tgsim.Post{FileName: "g.tar", Data: tarOf("a", "g")})
+	seen := e.view(c, gone)
+	e.world.Delete(src, gone.ID)
+	if out, err := p.Process(e.ctx, seen); err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("process = %q, %v", out, err)
+	}
+	rep, err := e.st.Status(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sources) != 1 || rep.Sources[0].ReplacedDocuments != 1 || rep.Sources[0].DeletedAtSource != 1 ||
+		rep.DeadLetters[string(store.DeadDeleted)] != 1 {
+		t.Fatalf("status sources = %+v, dead letters %v; want one replaced, one deleted at source", rep.Sources, rep.DeadLetters)
+	}
+}
+
+// What is recorded about a document an edit replaced never overwrites the
+// record of the message's new document: neither a late part_pending nor a
+// dead letter of the old one.
+func TestOldDocumentRecordsDoNotOverwriteTheNew(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "old.tar", Data: tarOf("a", "old")})
+	old := e.view(c, posted)
+	e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "new.tar", Data: tarOf("a", "new")})
+	// The new document is handled first (the content change overtook the
+	// old message in the queue), then the old one's download fails.
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	if out, err := p.Process(e.ctx, old); err != nil {
+		t.Fatalf("process the old document: %q, %v", out, err)
+	}
+	if out, ok, err := e.st.MessageHandled(e.ctx, posted.Key()); err != nil || !ok || out != store.OutcomePackage {
+		t.Fatalf("message record = %q, %v, %v; want the new document's package", out, ok, err)
+	}
+	if counts, err := e.st.DeadLetterCounts(e.ctx); err != nil || len(counts) != 0 {
+		t.Fatalf("dead letters = %v, %v; want none", counts, err)
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("delivered %d documents, want the new one", n)
+	}
+}

@@ -1,0 +1,76 @@
+package rescan_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/internal/pgtest"
+	"stashd/rescan"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// A document replaced by an edit while no session listened (no
+// updateMessageContent reached stashd) keeps its message id; the rescan
+// sees the new file unique id and the new document is mirrored.
+func TestRescanFindsReplacedDocument(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
+	w.AddAccount("a", false)
+	dest := w.AddChat(tg.KindChannel, "mirror", "a")
+	src := w.AddChat(tg.KindChannel, "releases", "a")
+	if err := st.EnsureSource(ctx, store.Source{ChatID: src, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	posted := w.Post(src, 0, tgsim.Post{FileName: "v1.tar", Data: archivetest.Tar([]archivetest.File{{Name: "x", Data: []byte("v1")}})})
+	c := w.Client("a")
+	defer c.Close()
+	sess := tg.NewSession(c, func(tg.Update) {})
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{dest}}, st, sess, nil)
+	r := rescan.New(rescan.Config{Account: "a", Sources: []tg.ChatID{src}}, sess, st, p, rescan.NewMetrics(prometheus.NewRegistry()))
+	first, err := sess.GetMessage(ctx, src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := p.Process(ctx, first); err != nil || out != store.OutcomePackage {
+		t.Fatalf("process = %q, %v", out, err)
+	}
+
+	edit := w.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "v2.tar", Data: archivetest.Tar([]archivetest.File{{Name: "x", Data: []byte("v2")}})})
+	res, err := r.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Found != 1 {
+		t.Fatalf("rescan = %+v, want the replaced document found", res)
+	}
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, st, nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, m := range w.Messages(dest) {
+		if m.Document != nil {
+			files = append(files, m.Document.File.UniqueID)
+		}
+	}
+	if len(files) != 2 || files[1] != edit.NewUniqueID {
+		t.Fatalf("destination files = %v; want the first document and its replacement %s", files, edit.NewUniqueID)
+	}
+	// A second rescan finds nothing: the replacement is recorded.
+	if res, err := r.RunOnce(ctx); err != nil || res.Found != 0 {
+		t.Fatalf("second rescan = %+v, %v; want nothing found", res, err)
+	}
+}
