@@ -639,8 +639,9 @@ func (s *session) sendMessage(r *request) {
 }
 
 // send sends a document already on Telegram (inputFileRemote), the only
-// message stashd sends, and returns the temporary message. reply_to,
-// options and reply_markup change nothing the simulator models and are
+// message stashd sends, and returns the temporary message. Of options,
+// disable_notification is passed on (the world records it per send);
+// reply_to and reply_markup change nothing the simulator models and are
 // ignored.
 func (s *session) send(r *request) (tg.Message, error) {
 	cl, err := s.readyClient()
@@ -648,8 +649,12 @@ func (s *session) send(r *request) (tg.Message, error) {
 		return tg.Message{}, err
 	}
 	var p struct {
-		ChatID              tdInt `json:"chat_id"`
-		MessageThreadID     tdInt `json:"message_thread_id"`
+		ChatID          tdInt `json:"chat_id"`
+		MessageThreadID tdInt `json:"message_thread_id"`
+		Options         *struct {
+			Type                string `json:"@type"`
+			DisableNotification bool   `json:"disable_notification"`
+		} `json:"options"`
 		InputMessageContent *struct {
 			Type     string `json:"@type"`
 			Document *struct {
@@ -677,5 +682,12 @@ func (s *session) send(r *request) (tg.Message, error) {
 	if content.Caption != nil {
 		caption = content.Caption.Text
 	}
-	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), content.Document.ID, caption)
+	var opts tg.SendOptions
+	if p.Options != nil {
+		if p.Options.Type != "messageSendOptions" {
+			return tg.Message{}, tdError(400, "Failed to parse JSON object as TDLib request: wrong options type %q", p.Options.Type)
+		}
+		opts.Silent = p.Options.DisableNotification
+	}
+	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), content.Document.ID, caption, opts)
 }

@@ -137,7 +137,9 @@ type SendRecord struct {
 	// Thread is the forum topic the send went to; 0 for none.
 	Thread  int64
 	Caption string
-	At      time.Time
+	// Silent: the send asked for no notification (disable_notification).
+	Silent bool
+	At     time.Time
 }
 
 // SetWriteAccess gives account write access to chat or takes it away (a
