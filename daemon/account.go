@@ -170,6 +170,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		lst.HandleUpdate(u)
 	})
 	r.sess.SendTimeout = d.cfg.SendTimeout
+	r.sess.Silent = d.cfg.Silent
 	if d.cfg.SendRate > 0 {
 		bcfg := tg.SendBudgetConfig{Account: a.Name, PerMinute: d.cfg.SendRate, InFlight: d.cfg.SendInFlight}
 		if d.cfg.SendClock != nil {

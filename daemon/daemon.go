@@ -78,6 +78,9 @@ type Config struct {
 	// tg.SendBudget); zero means no send budget (sends are paced by Rate
 	// only).
 	SendRate float64
+	// Silent sends every document without a notification
+	// (disable_notification; the silent setting, default true in serve).
+	Silent bool
 	// SendInFlight bounds each account's sends awaiting their outcome
 	// under a send budget; zero means 3.
 	SendInFlight int

@@ -21,6 +21,7 @@ import (
 
 	"stashd/daemon"
 	"stashd/ingest"
+	"stashd/internal/caption"
 	"stashd/internal/config"
 	"stashd/internal/httpserver"
 	"stashd/internal/infometrics"
@@ -296,14 +297,19 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 // daemonConfig builds the daemon's configuration and its Telegram dialer.
 func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, rate float64, reg prometheus.Registerer) (daemon.Config, daemon.Dialer, error) {
 	c := s.cfg
+	tmpl, err := caption.Parse(c.Caption)
+	if err != nil {
+		return daemon.Config{}, nil, fmt.Errorf("caption: %w", err)
+	}
 	dcfg := daemon.Config{
+		Silent:  c.Silent,
 		Workers: c.Workers, QueueCapacity: c.QueueCapacity, Rate: c.Rate,
 		SendRate: c.SendRate, SendInFlight: c.SendInFlight,
 		Ingest: ingest.Config{
 			SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration,
 			DownloadStall: c.DownloadStallTimeout.Duration, DownloadBudget: int64(c.DownloadBudget),
 			DeadLetterDelay: c.DeadLetterDelay.Duration, DeadLetterAttempts: c.DeadLetterAttempts,
-			Repacks: c.Repacks, DeadLetterBroken: !c.DeliverBroken,
+			Repacks: c.Repacks, DeadLetterBroken: !c.DeliverBroken, Caption: tmpl,
 		},
 		Retry:        ingest.RetryConfig{Interval: c.RetryInterval.Duration},
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},

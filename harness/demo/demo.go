@@ -289,6 +289,8 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		// A send budget on the demo's time scale (1 ms apart), so sends
 		// take their turns as in production.
 		SendRate: 60000, SendInFlight: r.o.Workers,
+		// As serve's default (silent = true).
+		Silent: true,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
 			DeadLetterBroken: r.o.DeadLetterBroken, Repacks: r.o.RepacksSetting,

@@ -151,7 +151,7 @@ func sendDocumentRequest(chat tg.ChatID, thread int64, remoteFileID, caption str
 			"protect_content":                        false,
 			"update_order_of_installed_sticker_sets": false,
 			"scheduling_state":                       nil,
-			"effect_id":                              0,
+			"effect_id":                              "0",
 			"sending_id":                             0,
 			"only_preview":                           false,
 		}
