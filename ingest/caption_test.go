@@ -127,7 +127,6 @@ func TestSendsAreSilentWhenTheSessionIs(t *testing.T) {
 	}
 }
 
-
 func sevenOf(name, body string) []byte {
 	return archivetest.SevenZip([]archivetest.File{{Name: name, Data: []byte(body)}})
 }

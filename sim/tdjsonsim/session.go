@@ -322,6 +322,15 @@ func (s *session) forward(cl *tgsim.Client) {
 			s.awaitAnswer(u.OldMessageID)
 		case tg.SendFailed:
 			failed = s.awaitAnswer(u.OldMessageID)
+		case tg.LoggedOut:
+			// The session was terminated on Telegram's side: TDLib
+			// reports loggingOut, then closes (Closing, Closed) by itself.
+			s.mu.Lock()
+			s.state = tg.AuthStateLoggingOut
+			s.c.send(s.id, updateAuthorizationState(tg.AuthStateLoggingOut))
+			s.mu.Unlock()
+			go s.terminate(nil, true)
+			continue
 		}
 		obj, err := updateObject(u, failed)
 		if err != nil {

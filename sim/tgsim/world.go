@@ -106,6 +106,7 @@ type World struct {
 	nextFile int64
 	boxSeq   int64 // the message box basic groups take server ids from
 	serial   int32 // client instances started, for session-local ids
+	logouts  int   // LogOut calls that logged an account out
 	// sendStats counts send outcomes; vanished holds the captions of the
 	// sends that ended in updateDeleteMessages.
 	sendStats SendStats

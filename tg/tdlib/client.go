@@ -234,6 +234,9 @@ func (c *Client) pump(l *client.Listener) {
 				return
 			case client.TypeAuthorizationStateLoggingOut:
 				c.log.Warn("account is being logged out", "state", state)
+				// The session was terminated elsewhere (or the account
+				// banned): the consumer stops this account only.
+				c.queue.push(tg.LoggedOut{State: tg.AuthStateLoggingOut})
 			default:
 				c.log.Debug("TDLib authorization state", "state", state)
 			}
