@@ -93,9 +93,9 @@ type holding struct {
 	logoutOnce sync.Once
 	loggedOut  chan struct{}
 	outState   string
-	stop     chan struct{}      // closed to end the renewals (release or shutdown)
-	kept     chan struct{}      // closed when the renewals ended
-	run      *accountRun
+	stop       chan struct{} // closed to end the renewals (release or shutdown)
+	kept       chan struct{} // closed when the renewals ended
+	run        *accountRun
 }
 
 func newHolding(epoch int64, sent time.Time, life time.Duration) *holding {
