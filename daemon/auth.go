@@ -46,6 +46,12 @@ func loginHint(account string) string {
 	return fmt.Sprintf("run stashd login --account %s", account)
 }
 
+// notLoggedInReason is the reason recorded for an account found not
+// logged in when it was started.
+func notLoggedInReason(account string) string {
+	return "the session is not logged in (a login never finished, or it was logged out): " + loginHint(account)
+}
+
 // notLoggedInState returns TDLib's authorization state an error names
 // (tg.NotLoggedInError), or "" when it names none.
 func notLoggedInState(err error) string {

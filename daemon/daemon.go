@@ -263,7 +263,7 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 		if errors.Is(err, tg.ErrNotLoggedIn) {
 			// Not run, and not the others' concern: the leaser tries it
 			// again every LoginPoll, and the lease is free meanwhile.
-			d.recordAuth(a.Name, false, notLoggedInState(err), err.Error())
+			d.recordAuth(a.Name, false, notLoggedInState(err), notLoggedInReason(a.Name))
 			l.end(h, true)
 			l.loggedOut.Store(true)
 			continue

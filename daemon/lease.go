@@ -393,7 +393,7 @@ func (l *leaser) loop(h *holding) {
 				if errors.Is(err, tg.ErrNotLoggedIn) {
 					// Still not logged in: tried again after LoginPoll,
 					// the lease free meanwhile (reported once).
-					l.d.recordAuth(l.a.Name, false, notLoggedInState(err), err.Error())
+					l.d.recordAuth(l.a.Name, false, notLoggedInState(err), notLoggedInReason(l.a.Name))
 					l.loggedOut.Store(true)
 					l.end(h, true)
 					h = nil

@@ -9,14 +9,14 @@ import (
 // AccountAuth is whether an account's TDLib session is logged in, as the
 // daemon last found it.
 type AccountAuth struct {
-	Account  string
-	LoggedIn bool
+	Account  string `json:"account"`
+	LoggedIn bool   `json:"logged_in"`
 	// State is TDLib's authorization state when not logged in; Reason says
 	// what happened and what to do.
-	State  string
-	Reason string
+	State  string `json:"state,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Since is when LoggedIn last changed.
-	Since time.Time
+	Since time.Time `json:"since"`
 }
 
 // SetAccountAuth records a's login state; Since moves only when LoggedIn
