@@ -47,6 +47,9 @@ type accountRun struct {
 	account  Account // with named sources resolved
 	routes   *route.Table
 	haltOnce sync.Once
+	// loggedOut is set when the session reports a remote logout: Health
+	// no longer counts the account while its leaser stops it.
+	loggedOut atomic.Bool
 }
 
 // halt stops the account's components after the drain (graceful, steps 3
@@ -166,10 +169,15 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 			}
 		case tg.ChatUpgraded:
 			follow.offer(u)
+		case tg.LoggedOut:
+			r.loggedOut.Store(true)
+			log.Error("account logged out remotely; stopping it", "state", u.State, "fix", loginHint(a.Name))
+			h.logOut(u.State)
 		}
 		lst.HandleUpdate(u)
 	})
 	r.sess.SendTimeout = d.cfg.SendTimeout
+	r.sess.Silent = d.cfg.Silent
 	if d.cfg.SendRate > 0 {
 		bcfg := tg.SendBudgetConfig{Account: a.Name, PerMinute: d.cfg.SendRate, InFlight: d.cfg.SendInFlight}
 		if d.cfg.SendClock != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,9 @@ type Config struct {
 	// tg.SendBudget); zero means no send budget (sends are paced by Rate
 	// only).
 	SendRate float64
+	// Silent sends every document without a notification
+	// (disable_notification; the silent setting, default true in serve).
+	Silent bool
 	// SendInFlight bounds each account's sends awaiting their outcome
 	// under a send budget; zero means 3.
 	SendInFlight int
@@ -109,6 +113,10 @@ type Config struct {
 	// counting as ready; zero means 1 min. Readiness reports health, not a
 	// moment's disconnect.
 	ReadyConnGrace time.Duration
+	// LoginPoll is how often an account that is not logged in (never, or
+	// logged out remotely) is tried again, so that it resumes once stashd
+	// login has logged it in; zero means DefaultLoginPoll (30 s).
+	LoginPoll time.Duration
 	// DrainTimeout bounds the graceful drain at shutdown; zero means 20 s.
 	DrainTimeout time.Duration
 	// SendTimeout bounds the wait for one send's outcome; zero means
@@ -158,6 +166,9 @@ type Daemon struct {
 	backlogM     *backlogMetrics
 	backlogEvery time.Duration
 	fatal        chan error
+	// authM and auth track each account's login state (auth.go).
+	authM *authMetrics
+	auth  authState
 
 	mu       sync.Mutex
 	accounts []*accountRun // running, under a held lease
@@ -183,6 +194,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, 20*time.Second)
 	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
 	cfg.DrainAlert = cmp.Or(cfg.DrainAlert, DefaultDrainAlert)
+	cfg.LoginPoll = cmp.Or(cfg.LoginPoll, DefaultLoginPoll)
 	if cfg.Instance == "" {
 		host, _ := os.Hostname()
 		cfg.Instance = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -202,6 +214,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		sbm: tg.NewSendBudgetMetrics(reg), wm: ingest.NewWindowMetrics(reg),
 		leaseM: newLeaseMetrics(reg), leases: st, rewindM: newRewindMetrics(reg), backlogM: newBacklogMetrics(reg),
 		fatal: make(chan error, len(cfg.Accounts)+1),
+		authM: newAuthMetrics(reg), auth: authState{known: map[string]bool{}},
 	}
 	d.spread = newSpreader(d)
 	d.backlogM.alert.Set(cfg.DrainAlert.Seconds())
@@ -247,10 +260,19 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 			continue
 		}
 		run, err := d.startAccount(ctx, a, h)
+		if errors.Is(err, tg.ErrNotLoggedIn) {
+			// Not run, and not the others' concern: the leaser tries it
+			// again every LoginPoll, and the lease is free meanwhile.
+			d.recordAuth(a.Name, false, notLoggedInState(err), notLoggedInReason(a.Name))
+			l.end(h, true)
+			l.loggedOut.Store(true)
+			continue
+		}
 		if err != nil {
 			d.Shutdown(context.Background())
 			return fmt.Errorf("start account %s: %w", a.Name, err)
 		}
+		d.recordAuth(a.Name, true, "", "")
 		h.run = run
 		d.mu.Lock()
 		d.accounts = append(d.accounts, run)
@@ -455,6 +477,11 @@ func (d *Daemon) Health(ctx context.Context) error {
 	runs := d.accounts
 	d.mu.Unlock()
 	for _, r := range runs {
+		if r.loggedOut.Load() {
+			// Logged out remotely: its leaser stops it alone; the
+			// others are healthy.
+			continue
+		}
 		select {
 		case <-r.sess.Done():
 			return fmt.Errorf("account %s: telegram client stopped", r.name)
@@ -488,6 +515,9 @@ func (d *Daemon) Ready(ctx context.Context) error {
 		if err := l.startErr.Load(); err != nil {
 			return fmt.Errorf("account %s failed to start: %w", l.a.Name, *err)
 		}
+	}
+	if out := d.loggedOutAccounts(); len(out) == len(d.cfg.Accounts) {
+		return fmt.Errorf("no account is logged in (%s): run stashd login --account NAME", strings.Join(out, ", "))
 	}
 	grace := cmp.Or(d.cfg.ReadyConnGrace, time.Minute)
 	for _, r := range d.accounts {

@@ -88,13 +88,19 @@ type holding struct {
 	lostCh   chan struct{} // closed when the lease is lost
 	mu       sync.Mutex
 	cancel   context.CancelFunc // the account run's, cancelled on loss
-	stop     chan struct{}      // closed to end the renewals (release or shutdown)
-	kept     chan struct{}      // closed when the renewals ended
-	run      *accountRun
+	// loggedOut is closed when the account's session is logged out
+	// remotely (logOut); outState is the authorization state that said so.
+	logoutOnce sync.Once
+	loggedOut  chan struct{}
+	outState   string
+	stop       chan struct{} // closed to end the renewals (release or shutdown)
+	kept       chan struct{} // closed when the renewals ended
+	run        *accountRun
 }
 
 func newHolding(epoch int64, sent time.Time, life time.Duration) *holding {
-	h := &holding{epoch: epoch, base: sent, lostCh: make(chan struct{}), stop: make(chan struct{}), kept: make(chan struct{})}
+	h := &holding{epoch: epoch, base: sent, lostCh: make(chan struct{}), stop: make(chan struct{}), kept: make(chan struct{}),
+		loggedOut: make(chan struct{})}
 	h.deadline.Store(int64(life))
 	return h
 }
@@ -141,6 +147,17 @@ func (h *holding) cancelOnLoss(cancel context.CancelFunc) {
 	}
 }
 
+// logOut tells the leaser that the account's session was logged out
+// remotely (idempotent): it stops the account and releases the lease.
+func (h *holding) logOut(state string) {
+	h.logoutOnce.Do(func() {
+		h.mu.Lock()
+		h.outState = state
+		h.mu.Unlock()
+		close(h.loggedOut)
+	})
+}
+
 func (h *holding) lost() bool {
 	select {
 	case <-h.lostCh:
@@ -168,6 +185,9 @@ type leaser struct {
 	mu      sync.Mutex
 	h       *holding // current tenure, nil while standing by
 	started bool
+	// loggedOut is set while the account is not logged in: the leaser
+	// tries it again every LoginPoll rather than backing off.
+	loggedOut atomic.Bool
 	// startErr is why the account last failed to start after a takeover
 	// (nil once it starts, or once another instance runs it): Ready
 	// reports it.
@@ -356,6 +376,9 @@ func (l *leaser) loop(h *holding) {
 	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = l.ttl/3, 5*time.Minute, 0
 	for {
 		if h == nil {
+			if l.loggedOut.Load() && !l.sleep(l.d.cfg.LoginPoll) {
+				return
+			}
 			h = l.acquire()
 			if h == nil {
 				return
@@ -366,6 +389,15 @@ func (l *leaser) loop(h *holding) {
 					l.end(h, l.release.Load())
 					return
 				default:
+				}
+				if errors.Is(err, tg.ErrNotLoggedIn) {
+					// Still not logged in: tried again after LoginPoll,
+					// the lease free meanwhile (reported once).
+					l.d.recordAuth(l.a.Name, false, notLoggedInState(err), notLoggedInReason(l.a.Name))
+					l.loggedOut.Store(true)
+					l.end(h, true)
+					h = nil
+					continue
 				}
 				if !errors.Is(err, tg.ErrLeaseLost) { // not the account's fault
 					l.startErr.Store(&err)
@@ -380,9 +412,19 @@ func (l *leaser) loop(h *holding) {
 				continue
 			}
 			l.startErr.Store(nil)
+			l.loggedOut.Store(false)
+			l.d.recordAuth(l.a.Name, true, "", "")
 			b.Reset()
 		}
 		select {
+		case <-h.loggedOut:
+			l.stopLoggedOut(h)
+			h = nil
+			select {
+			case <-l.quit:
+				return
+			default:
+			}
 		case <-h.lostCh:
 			l.stopLost(h)
 			h = nil
@@ -492,6 +534,31 @@ func (l *leaser) stopLost(h *holding) {
 	l.d.leaseM.owned.WithLabelValues(l.a.Name).Set(0)
 	l.d.leaseEvent("stopped", l.a.Name, h.epoch)
 	l.end(h, false)
+}
+
+// stopLoggedOut stops the account whose session was logged out remotely,
+// at once (its client answers nothing more), records why and releases the
+// lease, so that another instance, or this one once the account is logged
+// in again, takes it; what was in flight is found again then.
+func (l *leaser) stopLoggedOut(h *holding) {
+	h.mu.Lock()
+	state := h.outState
+	h.mu.Unlock()
+	if r := h.run; r != nil {
+		l.d.mu.Lock()
+		for i, x := range l.d.accounts {
+			if x == r {
+				l.d.accounts = append(l.d.accounts[:i:i], l.d.accounts[i+1:]...)
+				break
+			}
+		}
+		l.d.mu.Unlock()
+		r.halt(false)
+	}
+	l.d.recordAuth(l.a.Name, false, state, "the session was logged out remotely (terminated from another device, or the account banned): "+loginHint(l.a.Name))
+	l.loggedOut.Store(true)
+	l.d.leaseEvent("stopped", l.a.Name, h.epoch)
+	l.end(h, true)
 }
 
 func (l *leaser) sleep(d time.Duration) bool {

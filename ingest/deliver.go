@@ -3,9 +3,9 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
+	"stashd/internal/caption"
 	"stashd/route"
 	"stashd/store"
 	"stashd/tg"
@@ -15,17 +15,54 @@ import (
 // is what reconciliation searches the destination for.
 const TokenPrefix = "stashd:"
 
-// Caption is the caption of part i of pkg, carrying the delivery token.
+// Caption is the caption of part i of pkg under the default template,
+// carrying the delivery token as its last line.
 func Caption(pkg store.Package, part int, token string) string {
-	var b strings.Builder
-	b.WriteString(pkg.Name)
+	t, _ := caption.Parse("")
+	return t.Render(captionFields(pkg, part, tg.Message{}, "", ""), "", TokenPrefix+token)
+}
+
+// captionFields are the caption's values for part i of pkg, posted as src
+// in the source chat.
+func captionFields(pkg store.Package, part int, src tg.Message, title, username string) caption.Fields {
+	f := caption.Fields{Name: pkg.Name, Size: pkg.TotalSize}
 	if pkg.PartCount > 1 {
-		fmt.Fprintf(&b, " (part %d/%d)", part+1, pkg.PartCount)
+		f.Parts = fmt.Sprintf("part %d/%d", part+1, pkg.PartCount)
 	}
-	b.WriteString("\n")
-	b.WriteString(TokenPrefix)
-	b.WriteString(token)
-	return b.String()
+	if !src.Date.IsZero() {
+		f.Date = src.Date.UTC().Format(time.DateOnly)
+	}
+	f.Source = title
+	if username != "" {
+		f.Source = "@" + username
+	}
+	f.Link = tg.PublicMessageLink(username, src.ChatID, src.ID, src.TopicID())
+	return f
+}
+
+// captionFor is the caption of part i of pkg as the pipeline's template
+// has it: a broken archive mirrored anyway (deliver_broken) says so on its
+// first line, and the token line d.Token is last.
+func (p *Pipeline) captionFor(ctx context.Context, pkg store.Package, i int, m tg.Message, token string) string {
+	title, username := "", p.cfg.SourceUsernames[m.ChatID]
+	if g, ok := p.tg.(chatGetter); ok && m.ChatID != 0 && username == "" {
+		if c, err := g.GetChat(ctx, m.ChatID); err == nil {
+			title = c.Title
+		}
+	}
+	warning := ""
+	if !p.cfg.DeadLetterBroken {
+		if v, err := p.store.GetVerification(ctx, pkg.ID); err == nil && v.Broken != "" {
+			warning = "⚠ " + BrokenReason + ": " + v.Broken
+		}
+	}
+	return p.cfg.Caption.Render(captionFields(pkg, i, m, title, username), warning, TokenPrefix+token)
+}
+
+// chatGetter is a session that knows its chats (tg.Session): GetChat is
+// answered from TDLib's local state.
+type chatGetter interface {
+	GetChat(ctx context.Context, chat tg.ChatID) (tg.Chat, error)
 }
 
 // deliverTo sends every part of pkg exactly once to dest (one queued
@@ -155,7 +192,7 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 			return 0, nil
 		}
 	}
-	msg, err := p.tg.SendTo(ctx, dest, thread, m.Document.File.RemoteID, Caption(pkg, i, d.Token))
+	msg, err := p.tg.SendTo(ctx, dest, thread, m.Document.File.RemoteID, p.captionFor(ctx, pkg, i, m, d.Token))
 	if err != nil {
 		return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
 	}

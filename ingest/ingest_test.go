@@ -455,7 +455,7 @@ type crashingSession struct {
 }
 
 func (s crashingSession) SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteID, caption string) (tg.Message, error) {
-	if _, err := s.client.SendDocumentTo(ctx, chat, thread, remoteID, caption); err != nil {
+	if _, err := s.client.SendDocumentTo(ctx, chat, thread, remoteID, caption, tg.SendOptions{}); err != nil {
 		return tg.Message{}, err
 	}
 	_ = s.client.Close()

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"stashd/archive"
+	"stashd/internal/caption"
 	"stashd/internal/service"
 	"stashd/route"
 	"stashd/store"
@@ -46,6 +47,7 @@ type Store interface {
 	RecordRejected(ctx context.Context, key tg.MessageKey, pkg int64, fileName, reason string) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	SetVerification(ctx context.Context, pkg int64, v store.Verification) error
+	GetVerification(ctx context.Context, pkg int64) (store.Verification, error)
 	PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error)
 	SetContentSignature(ctx context.Context, pkg int64, sig []byte) error
 	LinkPackages(ctx context.Context, pkg, other int64, kind string) error
@@ -152,6 +154,15 @@ type Config struct {
 	// waits until its bytes fit. A package larger than the budget proceeds
 	// alone. Zero means DefaultDownloadBudget.
 	DownloadBudget int64
+	// Caption is the template of the captions of sent documents; the zero
+	// Template is caption.Default (name and "(part i/n)"). The delivery
+	// token is always the caption's last line.
+	Caption caption.Template
+	// SourceUsernames are the public @usernames (without the @) of the
+	// sources configured by name: a caption names such a source by it and
+	// links its message publicly. A source not listed is named by its
+	// title and linked by its internal id (t.me/c/...).
+	SourceUsernames map[tg.ChatID]string
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now.

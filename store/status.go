@@ -101,6 +101,9 @@ type Status struct {
 	// RenamedNames are configured @usernames that no longer lead to the
 	// chat they first resolved to (the chat is still followed).
 	RenamedNames []ChatName `json:"renamed_names,omitempty"`
+	// Logins are the accounts' login states as the daemon last found
+	// them (an account not logged in is not run).
+	Logins []AccountAuth `json:"logins"`
 }
 
 // BackfillStatus is one route backfill as `stashd status` shows it.
@@ -123,6 +126,11 @@ const ProtectedReasonPattern = "%protected content%"
 // Status reads the report `stashd status` prints.
 func (s *Store) Status(ctx context.Context) (Status, error) {
 	var st Status
+	logins, err := s.AccountAuths(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Logins = logins
 	// A lapsed lease keeps its owner in the row; status shows it as no
 	// owner, as the next acquirer will.
 	rows, err := s.pool.Query(ctx, `SELECT name, is_premium, connected, queue_depth, queue_capacity, status_at,

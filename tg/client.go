@@ -60,10 +60,10 @@ type Client interface {
 	// SendSucceeded or SendFailed carrying its id.
 	SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error)
 	// SendDocumentTo is SendDocument into forum topic thread of chat
-	// (sendMessage's message_thread_id); thread 0 is SendDocument (in a
-	// forum: its General topic). A thread that is no topic of chat fails
-	// with 400.
-	SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error)
+	// (sendMessage's message_thread_id), with opts (sendMessage's
+	// messageSendOptions); thread 0 is the chat itself (in a forum: its
+	// General topic). A thread that is no topic of chat fails with 400.
+	SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string, opts SendOptions) (Message, error)
 	// CreateForumTopic creates a topic named name in forum chat
 	// (createForumTopic) and returns its thread id
 	// (forumTopicInfo.message_thread_id). A chat that is not a forum fails
@@ -87,6 +87,14 @@ type Client interface {
 	DeleteMessages(ctx context.Context, chat ChatID, ids []MessageID, revoke bool) error
 	// Close stops the client and closes its update stream.
 	Close() error
+}
+
+// SendOptions are the options of a send (TDLib's messageSendOptions) that
+// stashd sets; the zero value is TDLib's default.
+type SendOptions struct {
+	// Silent sends without a notification (disable_notification): the
+	// members of the destination are not alerted.
+	Silent bool
 }
 
 // Method names used to count and rate-limit requests, as TDLib spells them.

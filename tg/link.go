@@ -22,3 +22,20 @@ func MessageLink(chat ChatID, msg MessageID, topic int64) string {
 	}
 	return fmt.Sprintf("https://t.me/c/%s/%d", internal, msg.ServerID())
 }
+
+// PublicMessageLink is the link of a message for a reader of the
+// destination: https://t.me/USERNAME/MSG (with the topic, /USERNAME/TOPIC/MSG)
+// when the chat has a public username, MessageLink otherwise. It returns ""
+// where neither exists.
+func PublicMessageLink(username string, chat ChatID, msg MessageID, topic int64) string {
+	if !msg.IsServer() {
+		return ""
+	}
+	if username == "" {
+		return MessageLink(chat, msg, topic)
+	}
+	if topic > 0 {
+		return fmt.Sprintf("https://t.me/%s/%d/%d", username, MessageID(topic).ServerID(), msg.ServerID())
+	}
+	return fmt.Sprintf("https://t.me/%s/%d", username, msg.ServerID())
+}

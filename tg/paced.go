@@ -270,9 +270,9 @@ func (p *Paced) SendDocument(ctx context.Context, chat ChatID, remoteFileID, cap
 }
 
 // SendDocumentTo implements Client.
-func (p *Paced) SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error) {
+func (p *Paced) SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string, opts SendOptions) (Message, error) {
 	return do(ctx, p, MethodSendMessage, func() (Message, error) {
-		return p.Client.SendDocumentTo(ctx, chat, thread, remoteFileID, caption)
+		return p.Client.SendDocumentTo(ctx, chat, thread, remoteFileID, caption, opts)
 	})
 }
 

@@ -22,6 +22,9 @@ type Session struct {
 	// SendTimeout bounds how long Send waits for a send's outcome; zero
 	// means DefaultSendTimeout. Set it before the first Send.
 	SendTimeout time.Duration
+	// Silent sends every document without a notification
+	// (SendOptions.Silent). Set it before the first Send.
+	Silent bool
 	// Budget, when set, paces Send: each send takes its turn and an
 	// in-flight slot until its outcome. Set it before the first Send.
 	Budget *SendBudget
@@ -262,11 +265,7 @@ func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteF
 	defer cancel()
 	var tmp Message
 	var err error
-	if thread == 0 {
-		tmp, err = s.Client.SendDocument(sctx, chat, remoteFileID, caption)
-	} else {
-		tmp, err = s.Client.SendDocumentTo(sctx, chat, thread, remoteFileID, caption)
-	}
+	tmp, err = s.Client.SendDocumentTo(sctx, chat, thread, remoteFileID, caption, SendOptions{Silent: s.Silent})
 	started()
 	if err != nil {
 		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {

@@ -20,7 +20,7 @@ type sameTempIDClient struct {
 
 func (c *sameTempIDClient) Updates() <-chan tg.Update { return c.updates }
 
-func (c *sameTempIDClient) SendDocument(_ context.Context, chat tg.ChatID, _, _ string) (tg.Message, error) {
+func (c *sameTempIDClient) SendDocumentTo(_ context.Context, chat tg.ChatID, _ int64, _, _ string, _ tg.SendOptions) (tg.Message, error) {
 	c.sent <- chat
 	return tg.Message{ID: 1, ChatID: chat}, nil
 }

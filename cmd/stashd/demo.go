@@ -67,6 +67,7 @@ func runDemo(args []string) int {
 	fs.Float64Var(&o.UnknownLastMessage, "null-last-message", 0, "probability that getChat reports a chat's last message as unknown (0..1)")
 	fs.Float64Var(&o.ArchivedSources, "archived", 0, "probability that each source is in the archive chat list (0..1)")
 	fs.Float64Var(&o.ProtectedSources, "protected", 0, "probability that each source has protected content (0..1)")
+	fs.IntVar(&o.LogoutAccounts, "logout-accounts", 0, "log this many accounts out remotely a third of the way through and in again at two thirds (their sessions terminated, as from another device)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 0, "disconnect every account this often, for a quarter of the period (0: never)")
 	fs.DurationVar(&o.RestartEvery, "restart-every", 0, "restart the daemon this often, every other time abruptly (0: never)")
 	fs.Float64Var(&o.StallDownloads, "stall-downloads", 0, "probability that a download stops making progress and never completes (0..1)")
@@ -90,6 +91,10 @@ func runDemo(args []string) int {
 		"stall-downloads": o.StallDownloads, "fail-downloads": o.FailDownloads, "lose-access": o.LoseAccess,
 		"errors-406": o.IgnorableErrors, "null-last-message": o.UnknownLastMessage,
 		"archived": o.ArchivedSources, "protected": o.ProtectedSources}) {
+		return 2
+	}
+	if o.LogoutAccounts < 0 || o.LogoutAccounts > o.Accounts {
+		fmt.Fprintf(os.Stderr, "stashd demo: --logout-accounts: %d is outside 0..%d (the --accounts)\n", o.LogoutAccounts, o.Accounts)
 		return 2
 	}
 	var size config.ByteSize

@@ -1,17 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"stashd/internal/config"
-	"stashd/sim/tgsim"
-	"stashd/tg"
-	"stashd/tg/tdlib"
 )
 
 // search opens an existing catalogue only: a data directory without one
@@ -96,36 +89,5 @@ func TestCatalogueCommandsTakeConfig(t *testing.T) {
 	code, stdout, stderr := run(t, dir, nil, "search", "--config", withURL, "dragon_bust")
 	if code != 0 || !strings.Contains(stdout, "minis-vol1.7z") {
 		t.Errorf("search --config with database_url: exit %d\n%s%s", code, stdout, stderr)
-	}
-}
-
-// serve refuses an account whose login never finished, naming TDLib's
-// state and the login command; logged-in accounts' probe clients are
-// closed.
-func TestCheckLoginsRefusesAnUnfinishedLogin(t *testing.T) {
-	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
-	w.AddAccount("main", false)
-	var opened []*tgsim.Client
-	dial := func(ctx context.Context, account string) (tg.Client, error) {
-		if account == "half" {
-			return nil, &tdlib.NotLoggedInError{Account: account, State: tdlib.StateWaitCode}
-		}
-		c := w.Client(account)
-		opened = append(opened, c)
-		return c, nil
-	}
-	accounts := []config.Account{{Name: "main"}, {Name: "half"}}
-	err := checkLogins(t.Context(), accounts, dial)
-	if err == nil || !strings.Contains(err.Error(), "run stashd login --account half") || !strings.Contains(err.Error(), tdlib.StateWaitCode) {
-		t.Fatalf("error %v: want the state and the login command", err)
-	}
-	if len(opened) != 1 {
-		t.Fatalf("opened %d clients", len(opened))
-	}
-	if _, err := opened[0].GetMe(t.Context()); !errors.Is(err, tg.ErrClosed) {
-		t.Errorf("the probe client of main was left open: %v", err)
-	}
-	if err := checkLogins(t.Context(), accounts[:1], dial); err != nil {
-		t.Errorf("logged-in account refused: %v", err)
 	}
 }

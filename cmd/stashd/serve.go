@@ -21,6 +21,7 @@ import (
 
 	"stashd/daemon"
 	"stashd/ingest"
+	"stashd/internal/caption"
 	"stashd/internal/config"
 	"stashd/internal/httpserver"
 	"stashd/internal/infometrics"
@@ -80,17 +81,12 @@ func runServe(args []string) int {
 	}
 	if !*simulate {
 		// Checked before anything is created or started.
+		// No account ever logged in on this host is a setup left
+		// unfinished. An account whose session is not logged in (a login
+		// that never finished, a session terminated elsewhere) is the
+		// daemon's to report: it runs the others and starts that one once
+		// stashd login has logged it in.
 		if err := loggedIn(cfg); err != nil {
-			fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
-			return 1
-		}
-		// A session directory may hold a login that never finished: ask
-		// TDLib each account's state, and refuse the start rather than
-		// run an account that silently does nothing.
-		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := checkLogins(pctx, cfg.Accounts, configPlan(cfg, configuredLogger(quiet(cfg))).dial)
-		cancel()
-		if err != nil {
 			fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
 			return 1
 		}
@@ -171,37 +167,20 @@ func runServe(args []string) int {
 	return code
 }
 
-// loggedIn checks that every account has a TDLib session (stashd login
-// creates it), so that an account never logged in is reported before the
-// database starts.
+// loggedIn checks that some account has a TDLib session (stashd login
+// creates it), so that a setup where none was ever logged in is reported
+// before the database starts. Accounts without one are left to the
+// daemon, which reports each and does not run it.
 func loggedIn(cfg config.Config) error {
+	var missing []string
 	for _, a := range cfg.Accounts {
 		dir := tdlib.Config{StateDir: filepath.Join(cfg.DataDir, "accounts", a.Name)}.DatabaseDir()
 		if _, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("account %q is not logged in (no session in %s): run stashd login --account %s first, as the user the daemon runs as", a.Name, dir, a.Name)
+			missing = append(missing, fmt.Sprintf("account %q is not logged in (no session in %s): run stashd login --account %s first, as the user the daemon runs as", a.Name, dir, a.Name))
 		}
 	}
-	return nil
-}
-
-// checkLogins starts each account's client without asking anything and
-// closes it again: an account TDLib reports as not logged in (a login
-// that never finished, or a session revoked) is an error naming its
-// authorization state and the command that logs it in. A binary built
-// without TDLib skips the check (serve fails on the first account).
-func checkLogins(ctx context.Context, accounts []config.Account, dial func(ctx context.Context, account string) (tg.Client, error)) error {
-	for _, a := range accounts {
-		c, err := dial(ctx, a.Name)
-		var nl *tdlib.NotLoggedInError
-		switch {
-		case errors.As(err, &nl):
-			return fmt.Errorf("account %s is not logged in (TDLib is in %s): run stashd login --account %s, as the user the daemon runs as", a.Name, nl.State, a.Name)
-		case errors.Is(err, tg.ErrNoTDLib):
-			return nil
-		case err != nil:
-			return fmt.Errorf("account %s: %w", a.Name, err)
-		}
-		_ = c.Close()
+	if len(missing) > 0 && len(missing) == len(cfg.Accounts) {
+		return errors.New(missing[0])
 	}
 	return nil
 }
@@ -296,14 +275,19 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 // daemonConfig builds the daemon's configuration and its Telegram dialer.
 func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, rate float64, reg prometheus.Registerer) (daemon.Config, daemon.Dialer, error) {
 	c := s.cfg
+	tmpl, err := caption.Parse(c.Caption)
+	if err != nil {
+		return daemon.Config{}, nil, fmt.Errorf("caption: %w", err)
+	}
 	dcfg := daemon.Config{
+		Silent:  c.Silent,
 		Workers: c.Workers, QueueCapacity: c.QueueCapacity, Rate: c.Rate,
 		SendRate: c.SendRate, SendInFlight: c.SendInFlight,
 		Ingest: ingest.Config{
 			SetSettle: c.SetSettle.Duration, SetMaxWait: c.SetMaxWait.Duration,
 			DownloadStall: c.DownloadStallTimeout.Duration, DownloadBudget: int64(c.DownloadBudget),
 			DeadLetterDelay: c.DeadLetterDelay.Duration, DeadLetterAttempts: c.DeadLetterAttempts,
-			Repacks: c.Repacks, DeadLetterBroken: !c.DeliverBroken,
+			Repacks: c.Repacks, DeadLetterBroken: !c.DeliverBroken, Caption: tmpl,
 		},
 		Retry:        ingest.RetryConfig{Interval: c.RetryInterval.Duration},
 		Rescan:       rescan.Config{Interval: c.RescanInterval.Duration, Window: c.RescanWindow.Duration},

@@ -72,6 +72,12 @@ func printStatus(rep store.Status) {
 		fmt.Fprintf(w, "%s\t%v\t%v\t%d/%d\t%s\t%s\t%d\t%s\n", a.Name, a.Connected, a.Premium, a.QueueDepth, a.QueueCapacity, ago(a.StatusAt),
 			cmp.Or(a.Owner, "-"), a.Epoch, leaseState(a))
 	}
+	for _, l := range rep.Logins {
+		if !l.LoggedIn {
+			fmt.Fprintf(w, "account %s is not logged in (%s, since %s) and is not run: %s\n",
+				l.Account, cmp.Or(l.State, "unknown state"), ago(&l.Since), l.Reason)
+		}
+	}
 	for _, a := range rep.Accounts {
 		if !a.Connected && a.Owner != "" {
 			fmt.Fprintf(w, "account %s cannot reach Telegram (as of %s): check the host's network, or set a proxy (the proxy setting)\n", a.Name, ago(a.StatusAt))

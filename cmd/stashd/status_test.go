@@ -103,3 +103,30 @@ func TestStatusEscapesHiddenCharacters(t *testing.T) {
 		}
 	}
 }
+
+// An account found not logged in is named with its state, the reason and
+// the command that logs it in; a logged-in one is not.
+func TestStatusNamesAccountNotLoggedIn(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	since := time.Now().Add(-time.Minute)
+	printStatus(store.Status{Logins: []store.AccountAuth{
+		{Account: "main", State: "authorizationStateLoggingOut", Since: since,
+			Reason: "the session was logged out remotely (terminated from another device, or the account banned): run stashd login --account main"},
+		{Account: "other", LoggedIn: true, Since: since},
+	}})
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if !strings.Contains(string(out), "account main is not logged in (authorizationStateLoggingOut") ||
+		!strings.Contains(string(out), "run stashd login --account main") {
+		t.Errorf("status does not name the logged-out account and the fix:\n%s", out)
+	}
+	if strings.Contains(string(out), "account other is not") {
+		t.Errorf("status names a logged-in account:\n%s", out)
+	}
+}

@@ -21,15 +21,18 @@ type Report struct {
 	CorruptListingErrors int    `json:"corrupt_with_listing_error"`
 	// CorruptDeadLettered corrupt archives failed verification and are
 	// dead letters saying so (deliver_broken = false).
-	CorruptDeadLettered    int            `json:"corrupt_dead_lettered"`
-	IncompleteSets         int            `json:"incomplete_sets"`
-	IncompleteDeadLettered int            `json:"incomplete_sets_dead_lettered"`
-	IncompleteDelivered    int            `json:"incomplete_sets_delivered"`
-	Restarts               int            `json:"restarts"`
-	Settled                bool           `json:"settled"`
-	Calls                  map[string]int `json:"calls"`
-	RestartCalls           map[string]int `json:"restart_calls,omitempty"`
-	ElapsedSeconds         float64        `json:"elapsed_seconds"`
+	CorruptDeadLettered    int `json:"corrupt_dead_lettered"`
+	IncompleteSets         int `json:"incomplete_sets"`
+	IncompleteDeadLettered int `json:"incomplete_sets_dead_lettered"`
+	IncompleteDelivered    int `json:"incomplete_sets_delivered"`
+	Restarts               int `json:"restarts"`
+	// Logouts counts the accounts logged out remotely during the run (and
+	// logged in again).
+	Logouts        int            `json:"logouts"`
+	Settled        bool           `json:"settled"`
+	Calls          map[string]int `json:"calls"`
+	RestartCalls   map[string]int `json:"restart_calls,omitempty"`
+	ElapsedSeconds float64        `json:"elapsed_seconds"`
 	// Send outcomes the simulator imposed (FailSends, VanishSends) and the
 	// sends of a killed session it finished after the restart.
 	FailedSends      int `json:"failed_sends"`

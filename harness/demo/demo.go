@@ -102,6 +102,9 @@ type Options struct {
 	// DisconnectEvery disconnects every account this often (for a quarter of
 	// the period); zero never.
 	DisconnectEvery time.Duration
+	// LogoutAccounts logs this many accounts out remotely a third of the
+	// way through publishing and in again at two thirds (logout.go).
+	LogoutAccounts int
 	// RestartEvery restarts the daemon this often, every other restart
 	// abruptly (a crash: no drain, no final write); zero never.
 	RestartEvery time.Duration
@@ -308,6 +311,8 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		// A send budget on the demo's time scale (1 ms apart), so sends
 		// take their turns as in production.
 		SendRate: 60000, SendInFlight: r.o.Workers,
+		// As serve's default (silent = true).
+		Silent: true,
 		Ingest: ingest.Config{
 			SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second,
 			DeadLetterBroken: r.o.DeadLetterBroken, Repacks: r.o.RepacksSetting,
@@ -322,8 +327,10 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		// A failed delivery is tried again on the demo's time scale too.
 		Delivery:     ingest.DeliveryConfig{Interval: 250 * time.Millisecond, RetryDelay: 50 * time.Millisecond},
 		DrainTimeout: 5 * time.Second,
-		Logger:       r.log,
-		Registry:     reg,
+		// An account logged in again resumes on the demo's time scale.
+		LoginPoll: 250 * time.Millisecond,
+		Logger:    r.log,
+		Registry:  reg,
 	}
 	cfg.Catchup.Interval = 250 * time.Millisecond
 	cfg.Catchup.Policy.ColdDelay = time.Second
@@ -369,7 +376,11 @@ func (r *runner) dial(ctx context.Context, account string) (tg.Client, error) {
 	if r.o.Connect != nil {
 		return r.o.Connect(ctx, r.world, account)
 	}
-	return r.world.Client(account), nil
+	c, err := r.world.Dial(account, "")
+	if err != nil {
+		return nil, err // not logged in (LogoutAccounts)
+	}
+	return c, nil
 }
 
 func (r *runner) current() *daemon.Daemon {
@@ -418,6 +429,9 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		faults.Go(func() { r.restartLoop(pctx, ctx) })
 	}
 	faults.Go(func() { r.topicFaults(pctx) })
+	if r.o.LogoutAccounts > 0 {
+		faults.Go(func() { r.logouts(pctx) })
+	}
 	// The disk sampler runs until the pipeline has settled: downloads go on
 	// after publishing ends.
 	disk := newDiskSampler(r.o.FilesDir)
@@ -472,6 +486,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	rep.Settled = settled
 	rep.Restarts = r.restarts
 	rep.Calls = r.world.TotalCalls()
+	rep.Logouts = r.world.Logouts()
 	if r.o.Inspect != nil {
 		if err := r.o.Inspect(ctx, r.settled()); err != nil {
 			return rep, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"stashd/internal/caption"
 	"stashd/route"
 	"stashd/tg"
 )
@@ -140,6 +141,17 @@ type Config struct {
 	// broken in the catalogue and in the caption. Default false: such a
 	// package is dead-lettered with the reason.
 	DeliverBroken bool `toml:"deliver_broken"`
+	// Caption is the template of the caption under every document sent:
+	// {name}, {size} (12.3 MiB), {source} (@username or title), {date}
+	// (the source message's, UTC, YYYY-MM-DD), {parts} ("part 2/5", empty
+	// for a single file) and {link} (the source message's t.me link); a
+	// parenthesised group whose placeholders are all empty is dropped.
+	// The delivery token is always added as the last line. Empty means
+	// "{name} ({parts})".
+	Caption string `toml:"caption"`
+	// Silent sends without notifying the destination's members
+	// (disable_notification). Default true.
+	Silent bool `toml:"silent"`
 	// Repacks says what happens to a repack: a package whose entries (path,
 	// size, CRC) match a catalogued package's but whose archive bytes
 	// differ. Every mode links it to the first. "skip" catalogues it as a
@@ -404,6 +416,7 @@ func defaults(mode Mode) Config {
 		DeliveryDrainAlert:   Duration{time.Hour},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour}, Repacks: RepacksSkip,
+		Caption: caption.Default, Silent: true,
 		CatchupInterval: Duration{2 * time.Second}, RetryInterval: Duration{30 * time.Second},
 		DeadLetterDelay: Duration{time.Minute}, DeadLetterAttempts: 8,
 	}

@@ -25,6 +25,8 @@ var Settings = []struct{ Name, Usage string }{
 	{"console_behind_proxy", "remote clients come through a proxy that terminates HTTPS (default false)"},
 	{"console_trusted_proxy", "the proxy's addresses, comma-separated IPs or CIDRs (default loopback)"},
 	{"deliver_broken", "mirror a package that fails verification, marked broken (default false: dead-lettered)"},
+	{"caption", "caption template: {name} {size} {source} {date} {parts} {link}; the delivery token is added as the last line (default \"{name} ({parts})\")"},
+	{"silent", "send without notifying the destination's members (default true)"},
 	{"repacks", "a repack of a catalogued package (same entries, other bytes): skip, deliver or link (default skip)"},
 	{"proxy", "proxy of every account without its own: socks5://user:pass@host:port, http://host:port or mtproto://secret@host:port (default: none)"},
 	{"log_level", "debug, info, warn or error (default info)"},
@@ -217,6 +219,14 @@ func set(c *Config, name, v string) error {
 			return fmt.Errorf("%q is not true or false", v)
 		}
 		c.DeliverBroken = b
+	case "caption":
+		c.Caption = v
+	case "silent":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.Silent = b
 	case "repacks":
 		c.Repacks = v
 	case "log_level":

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"stashd/internal/caption"
 	"stashd/internal/redact"
 	"stashd/tg"
 )
@@ -227,6 +228,9 @@ func (c *Config) validateAccounts(bad badFunc) error {
 }
 
 func (c *Config) validateTuning(bad badFunc) error {
+	if _, err := caption.Parse(c.Caption); err != nil {
+		return bad("caption", "%v", err)
+	}
 	if !slices.Contains([]string{RepacksSkip, RepacksDeliver, RepacksLink}, c.Repacks) {
 		return bad("repacks", "%q is not skip, deliver or link", c.Repacks)
 	}

@@ -322,6 +322,15 @@ func (s *session) forward(cl *tgsim.Client) {
 			s.awaitAnswer(u.OldMessageID)
 		case tg.SendFailed:
 			failed = s.awaitAnswer(u.OldMessageID)
+		case tg.LoggedOut:
+			// The session was terminated on Telegram's side: TDLib
+			// reports loggingOut, then closes (Closing, Closed) by itself.
+			s.mu.Lock()
+			s.state = tg.AuthStateLoggingOut
+			s.c.send(s.id, updateAuthorizationState(tg.AuthStateLoggingOut))
+			s.mu.Unlock()
+			go s.terminate(nil, true)
+			continue
 		}
 		obj, err := updateObject(u, failed)
 		if err != nil {
@@ -650,46 +659,4 @@ func (s *session) sendMessage(r *request) {
 	}
 	s.answered.Broadcast()
 	s.mu.Unlock()
-}
-
-// send sends a document already on Telegram (inputFileRemote), the only
-// message stashd sends, and returns the temporary message. reply_to,
-// options and reply_markup change nothing the simulator models and are
-// ignored.
-func (s *session) send(r *request) (tg.Message, error) {
-	cl, err := s.readyClient()
-	if err != nil {
-		return tg.Message{}, err
-	}
-	var p struct {
-		ChatID              tdInt `json:"chat_id"`
-		MessageThreadID     tdInt `json:"message_thread_id"`
-		InputMessageContent *struct {
-			Type     string `json:"@type"`
-			Document *struct {
-				Type string `json:"@type"`
-				ID   string `json:"id"`
-			} `json:"document"`
-			Caption *struct {
-				Text string `json:"text"`
-			} `json:"caption"`
-		} `json:"input_message_content"`
-	}
-	if err := r.params(&p); err != nil {
-		return tg.Message{}, err
-	}
-	content := p.InputMessageContent
-	switch {
-	case content == nil:
-		return tg.Message{}, tdError(400, "Message content must be non-empty")
-	case content.Type != "inputMessageDocument":
-		return tg.Message{}, notSimulated("sending " + content.Type)
-	case content.Document == nil || content.Document.Type != "inputFileRemote":
-		return tg.Message{}, notSimulated("sending a document other than inputFileRemote")
-	}
-	var caption string
-	if content.Caption != nil {
-		caption = content.Caption.Text
-	}
-	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), content.Document.ID, caption)
 }

@@ -48,6 +48,9 @@ type account struct {
 	// account reaches Telegram (RequireProxy).
 	proxyOnly string
 
+	// loggedOut is set by LogOut until LogIn (logout.go).
+	loggedOut bool
+
 	// login, when set, makes sessions on new database directories log in
 	// first (RequireLogin).
 	login *login

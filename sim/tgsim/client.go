@@ -32,7 +32,9 @@ type Client struct {
 
 	// The fields below are guarded by w.mu.
 	closed bool
-	loaded bool // the main chat list
+	// revoked: the session was logged out (LogOut); requests fail 401.
+	revoked bool
+	loaded  bool // the main chat list
 	// archiveLoaded: the archive chat list has been loaded.
 	archiveLoaded bool
 	opened        map[tg.ChatID]bool
@@ -152,6 +154,10 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 	if c.closed {
 		w.mu.Unlock()
 		return zero, tg.ErrClosed
+	}
+	if c.revoked {
+		w.mu.Unlock()
+		return zero, errUnauthorized()
 	}
 	if err := ctx.Err(); err != nil {
 		w.mu.Unlock()

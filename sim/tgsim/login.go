@@ -34,6 +34,10 @@ func (w *World) NeedsLogin(account, dir string) (needed, password bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	a := w.mustAccount(account)
+	if a.loggedOut {
+		// A terminated session asks for the phone number again.
+		return true, a.login != nil && a.login.password != ""
+	}
 	if a.login == nil || a.login.done[dir] {
 		return false, false
 	}
@@ -53,7 +57,9 @@ func (w *World) CheckPassword(account, password string) bool {
 func (w *World) LoggedIn(account, dir string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if a := w.mustAccount(account); a.login != nil {
+	a := w.mustAccount(account)
+	a.loggedOut = false
+	if a.login != nil {
 		a.login.done[dir] = true
 	}
 }

@@ -49,7 +49,7 @@ const (
 // SendFailed with a 429 flood wait; with SendVanishRate, MessagesDeleted for
 // the temporary id and nothing lands.
 func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
-	return c.SendDocumentTo(ctx, chat, 0, remoteFileID, caption)
+	return c.SendDocumentTo(ctx, chat, 0, remoteFileID, caption, tg.SendOptions{})
 }
 
 // SendDocumentTo implements tg.Client: SendDocument into forum topic
@@ -57,7 +57,7 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 // a chat that is not a supergroup or forum fails with 400 "Chat doesn't
 // have threads", and one that is no topic of the forum with 400 "Invalid
 // message thread ID specified". Thread 0 in a forum is its General topic.
-func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error) {
+func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string, opts tg.SendOptions) (tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessage, func() (tg.Message, error) {
 		w := c.w
 		dest, err := c.chat(chat)
@@ -66,6 +66,9 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 		}
 		if w.accounts[c.account].readOnly[chat] {
 			return tg.Message{}, errBadRequest("Have no write access to the chat")
+		}
+		if captionTooLong(caption) {
+			return tg.Message{}, errBadRequest("Message caption is too long")
 		}
 		if thread != 0 {
 			switch {
@@ -117,7 +120,7 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 		if w.cfg.AccountNow != nil {
 			at = w.cfg.AccountNow(c.account)
 		}
-		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Thread: thread, Caption: caption, At: at})
+		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Thread: thread, Caption: caption, Silent: opts.Silent, At: at})
 		if w.holdSends {
 			return c.view(tmp), nil // settled by Close
 		}

@@ -106,6 +106,7 @@ type World struct {
 	nextFile int64
 	boxSeq   int64 // the message box basic groups take server ids from
 	serial   int32 // client instances started, for session-local ids
+	logouts  int   // LogOut calls that logged an account out
 	// sendStats counts send outcomes; vanished holds the captions of the
 	// sends that ended in updateDeleteMessages.
 	sendStats SendStats
@@ -150,7 +151,9 @@ type SendRecord struct {
 	// Thread is the forum topic the send went to; 0 for none.
 	Thread  int64
 	Caption string
-	At      time.Time
+	// Silent: the send asked for no notification (disable_notification).
+	Silent bool
+	At     time.Time
 }
 
 // SetWriteAccess gives account write access to chat or takes it away (a

@@ -234,6 +234,9 @@ func (c *Client) pump(l *client.Listener) {
 				return
 			case client.TypeAuthorizationStateLoggingOut:
 				c.log.Warn("account is being logged out", "state", state)
+				// The session was terminated elsewhere (or the account
+				// banned): the consumer stops this account only.
+				c.queue.push(tg.LoggedOut{State: tg.AuthStateLoggingOut})
 			default:
 				c.log.Debug("TDLib authorization state", "state", state)
 			}
@@ -523,12 +526,12 @@ func (c *Client) DeleteFile(ctx context.Context, file int32) error {
 
 // SendDocument implements tg.Client.
 func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID, caption string) (tg.Message, error) {
-	return c.SendDocumentTo(ctx, chat, 0, remoteFileID, caption)
+	return c.SendDocumentTo(ctx, chat, 0, remoteFileID, caption, tg.SendOptions{})
 }
 
 // SendDocumentTo implements tg.Client.
-func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error) {
-	data, err := c.call(ctx, sendDocumentRequest(chat, thread, remoteFileID, caption))
+func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string, opts tg.SendOptions) (tg.Message, error) {
+	data, err := c.call(ctx, sendDocumentRequest(chat, thread, remoteFileID, caption, opts))
 	if err != nil {
 		if thread != 0 {
 			return tg.Message{}, fmt.Errorf("send document to chat %d topic %d: %w", chat, thread, err)

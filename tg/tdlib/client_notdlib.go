@@ -90,7 +90,7 @@ func (*Client) SendDocument(context.Context, tg.ChatID, string, string) (tg.Mess
 }
 
 // SendDocumentTo implements tg.Client.
-func (*Client) SendDocumentTo(context.Context, tg.ChatID, int64, string, string) (tg.Message, error) {
+func (*Client) SendDocumentTo(context.Context, tg.ChatID, int64, string, string, tg.SendOptions) (tg.Message, error) {
 	return tg.Message{}, tg.ErrNoTDLib
 }
 

@@ -191,6 +191,12 @@ type NotLoggedInError struct {
 	State string
 }
 
+// AuthorizationState is the state TDLib was in.
+func (e *NotLoggedInError) AuthorizationState() string { return e.State }
+
+// Is makes the error match tg.ErrNotLoggedIn.
+func (e *NotLoggedInError) Is(target error) bool { return target == tg.ErrNotLoggedIn }
+
 func (e *NotLoggedInError) Error() string {
 	return fmt.Sprintf("account %s is not logged in (%s): run stashd login --account %s", e.Account, e.State, e.Account)
 }

@@ -137,15 +137,30 @@ func deleteFileRequest(file int32) request {
 }
 
 // sendDocumentRequest sends a file already on Telegram, by its remote id
-// (inputFileRemote: no upload), with caption as plain text.
-// sendDocumentRequest sends a document by remote id into forum topic
-// thread of chat (0: no topic; in a forum, its General topic).
-func sendDocumentRequest(chat tg.ChatID, thread int64, remoteFileID, caption string) request {
+// (inputFileRemote: no upload), with caption as plain text, into forum
+// topic thread of chat (0: no topic; in a forum, its General topic). The
+// default options are null; a silent send sets messageSendOptions'
+// disable_notification.
+func sendDocumentRequest(chat tg.ChatID, thread int64, remoteFileID, caption string, opts tg.SendOptions) request {
+	var options any
+	if opts != (tg.SendOptions{}) {
+		options = map[string]any{
+			"@type":                                  "messageSendOptions",
+			"disable_notification":                   opts.Silent,
+			"from_background":                        false,
+			"protect_content":                        false,
+			"update_order_of_installed_sticker_sets": false,
+			"scheduling_state":                       nil,
+			"effect_id":                              "0",
+			"sending_id":                             0,
+			"only_preview":                           false,
+		}
+	}
 	return request{tg.MethodSendMessage, map[string]any{
 		"chat_id":           int64(chat),
 		"message_thread_id": thread,
 		"reply_to":          nil,
-		"options":           nil,
+		"options":           options,
 		"reply_markup":      nil,
 		"input_message_content": map[string]any{
 			"@type":     "inputMessageDocument",
