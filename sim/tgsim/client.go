@@ -41,6 +41,8 @@ type Client struct {
 	nextFileID    int32
 	tempSeq       int64
 	sends         map[tg.MessageID]*pendingSend
+	// db is the message database of the client's directory (localview.go).
+	db *localDB
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
@@ -293,6 +295,7 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 		if m == nil {
 			return tg.Message{}, errMessageNotFound()
 		}
+		c.remember(m)
 		return c.view(m), nil
 	})
 }

@@ -183,6 +183,7 @@ func (w *World) settleSend(ps *pendingSend) {
 	}
 	f := w.files[ps.uid]
 	ps.dest.setDoc(m, &docRef{uid: f.uid, name: f.name, mime: f.mime})
+	c.remember(m)
 	c.enqueue(tg.SendSucceeded{Message: c.view(m), OldMessageID: ps.tempID})
 	w.publish(ps.dest, m, c)
 }

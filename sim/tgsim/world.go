@@ -79,6 +79,11 @@ type Config struct {
 	// Now is the world's clock; message dates come from it (truncated to
 	// seconds, as TDLib dates are). Nil means time.Now.
 	Now func() time.Time
+	// ServerView answers every request from the server's truth, as if no
+	// session kept a message database. Zero (false) gives each database
+	// directory a local message store that answers the requests TDLib
+	// answers locally (localview.go).
+	ServerView bool
 	// AccountNow, when set, is each account's own clock for the send log
 	// (SendRecord.At): accounts paced on virtual clocks of their own are
 	// then seen at their own times. Nil uses Now.
@@ -517,6 +522,7 @@ func (w *World) ClientIn(account, dir string) *Client {
 	w.serial++
 	c := newClient(w, a.name, w.serial)
 	c.dir = dir
+	c.db = a.localDB(dir)
 	a.clients = append(a.clients, c)
 	c.enqueue(tg.OptionChanged{Name: "version", Value: TDLibVersion})
 	c.enqueue(tg.OptionChanged{Name: "commit_hash", Value: TDLibCommitHash})
@@ -595,6 +601,7 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 		}
 		for _, cl := range a.clients {
 			if cl != skipNew && cl.receivesMessages(c) && !w.chance(w.cfg.DropRate) {
+				cl.remember(m)
 				cl.enqueue(tg.NewMessage{Message: cl.view(m)})
 			}
 			cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: m.id})
