@@ -40,9 +40,11 @@ type Config struct {
 	SendVanishRate float64
 	// ResendAfterRestart models TDLib re-sending a closed client's pending
 	// messages by itself: a send still pending when its client closes lands
-	// only when the account's next client starts, and that client receives
-	// its outcome under the old client's temporary id. When false, the send
-	// lands at Close and its outcome reaches nobody.
+	// only when the account's next client on the same database directory
+	// starts, which re-sends it under a new temporary id of its own and
+	// the current date and receives its outcome; a send more than a day
+	// old is dropped instead. When false, the send lands at Close and its
+	// outcome reaches nobody.
 	ResendAfterRestart bool
 	// SearchIndexLag is how long the server takes to index a message for
 	// searchChatMessages with a non-empty query: younger messages are not
@@ -132,6 +134,9 @@ type SendStats struct {
 	// Resent counts sends of a closed client that landed when the account's
 	// next client started (ResendAfterRestart).
 	Resent int
+	// Expired counts sends of a closed client that the account's next
+	// client dropped unsent, being more than a day old.
+	Expired int
 }
 
 // SendRecord is one sendMessage the world accepted: which account sent
@@ -532,11 +537,9 @@ func (w *World) ClientIn(account, dir string) *Client {
 	}
 	c.enqueue(tg.ConnectionStateChanged{State: state})
 	// TDLib re-sends what the previous instance on its directory left
-	// pending, and reports it under the temporary ids that instance issued.
+	// pending, under new temporary ids (send.go).
 	for _, ps := range a.takeResend(dir) {
-		ps.c = c
-		w.sendStats.Resent++
-		w.settleSend(ps)
+		w.resend(c, ps)
 	}
 	return c
 }
