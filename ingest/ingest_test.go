@@ -527,8 +527,8 @@ func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
 	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
 		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
 	}
-	if e.world.Calls("a")[tg.MethodSearchChatMessages] == 0 {
-		t.Error("the destination was not searched for the token before deciding")
+	if e.world.Calls("a")[tg.MethodGetChatHistory] == 0 {
+		t.Error("the destination's history was not read for the token before deciding")
 	}
 }
 

@@ -75,6 +75,7 @@ type Telegram interface {
 	SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error)
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
+	GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error)
 	GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error)
 	DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error
 	ToggleForumTopicIsClosed(ctx context.Context, chat tg.ChatID, thread int64, closed bool) error

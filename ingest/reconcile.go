@@ -17,16 +17,23 @@ import (
 // creation.
 const reconcileSkew = 2 * time.Minute
 
-// reconcileMaxPages bounds how many pages of the destination's documents
-// one reconciliation reads (100 each).
+// reconcileMaxPages bounds how many pages of the destination's history
+// one reconciliation reads (100 messages each).
 const reconcileMaxPages = 50
 
 // findToken looks for the messages carrying d's token in d's destination.
 // It does not ask the server to search for the token: Telegram's full-text
 // search is word-based and indexes late, so a message sent a moment before a
-// crash would not be found and would be sent again. Instead it pages the
-// destination's documents newest first with an empty query and matches
-// captions here, down to the first document older than the intent (no
+// crash would not be found and would be sent again. Nor does it list the
+// destination's documents (searchChatMessages with a filter and an empty
+// query): TDLib answers that from the session's own message database once
+// it holds the chat's index, and a destination the session never opens
+// learns no message another session sent (another instance, another
+// account, a copy made before the database was restored), so such a copy
+// would not be found and the part would be sent twice. Instead it pages
+// the destination's history (getChatHistory, which goes to the server
+// where the local history may have holes) newest first and matches
+// captions here, down to the first message older than the intent (no
 // message can carry a token before its intent existed). It returns the
 // oldest message carrying the token (0 when none does) and, in copies, the
 // others: the same part sent again, as when an instance found nothing, sent,
@@ -46,11 +53,9 @@ func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.Me
 	}
 	var from tg.MessageID // 0: the newest message
 	for range reconcileMaxPages {
-		msgs, err := p.tg.SearchChatMessages(ctx, tg.Search{
-			Chat: d.Destination, FromMessageID: from, Limit: tg.MaxSearchLimit, Filter: tg.FilterDocument,
-		})
+		msgs, err := p.tg.GetChatHistory(ctx, d.Destination, from, tg.MaxSearchLimit)
 		if err != nil {
-			return 0, nil, fmt.Errorf("list documents of %d: %w", d.Destination, err)
+			return 0, nil, fmt.Errorf("read the history of %d: %w", d.Destination, err)
 		}
 		oldest := from
 		done := len(msgs) == 0
@@ -58,7 +63,7 @@ func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.Me
 			if from != 0 && m.ID > from {
 				continue // not older than the previous page
 			}
-			if m.ID.IsServer() && hasToken(m.Caption, want) {
+			if m.ID.IsServer() && m.Document != nil && hasToken(m.Caption, want) {
 				matches = append(matches, m.ID)
 			}
 			if oldest == 0 || m.ID < oldest {
@@ -72,14 +77,15 @@ func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.Me
 			return result()
 		}
 		// One below the oldest message: the next page starts at the message
-		// before it (from_message_id is inclusive).
+		// before it (from_message_id is inclusive; an id between messages
+		// starts at the next older one).
 		from = oldest - 1
 	}
 	if len(matches) > 0 {
 		// Copies may hide further down; the delivery is found all the same.
 		return result()
 	}
-	return 0, nil, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d documents since the intent of %s",
+	return 0, nil, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d messages since the intent of %s",
 		d.PackageID, d.PartIndex, d.Destination, reconcileMaxPages*tg.MaxSearchLimit, d.CreatedAt.UTC().Format(time.RFC3339)))
 }
 

@@ -91,6 +91,7 @@ func runChaos(args []string) int {
 	fs.IntVar(&o.Accounts, "accounts", 2, "number of Telegram accounts")
 	fs.IntVar(&o.ForumTopics, "forum-topics", 0, "add a forum source with this many topics (0: no forum)")
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0.1, "probability that a new-message update is lost (0..1)")
+	fs.BoolVar(&o.ServerView, "server-view", false, "the simulated sessions answer every request from the server's truth (default: each TDLib database answers what TDLib answers locally)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 5*time.Second, "take every account offline this often, for a quarter of the period (0: never)")
 	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 3*time.Minute, "longest wait for the audit to pass once publishing and kills are done")
 	dir := fs.String("dir", "", "working directory of the run, emptied first (default var/chaos/seed-N)")

@@ -77,6 +77,9 @@ type simWorld struct {
 	Accounts     []string    `json:"accounts"`
 	Sources      []simSource `json:"sources"`
 	Destinations []tg.ChatID `json:"destinations"`
+	// LocalView: sessions answer local-capable requests from their own
+	// message database (not --server-view).
+	LocalView bool `json:"local_view"`
 }
 
 type simSource struct {
@@ -120,6 +123,7 @@ func runSim(args []string) int {
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
 	serveDir := fs.String("serve-dir", "var/sim/serve", "data directory of the --config-out configuration (each account's TDLib state directory is created in it)")
+	serverView := fs.Bool("server-view", false, "answer every request from the server's truth; by default each TDLib database answers the requests TDLib answers locally from what its sessions saw")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
@@ -158,6 +162,7 @@ func runSim(args []string) int {
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,
 		StallDownloadRate: *stall, FailDownloadRate: *fail,
 		IgnorableErrorRate: *errors406, UnknownLastMessageRate: *nullLast,
+		ServerView: *serverView,
 	})
 	gen := tgsim.NewGenerator(world, sc)
 	faults := newSimFaults(world, gen, *seed)
@@ -170,6 +175,7 @@ func runSim(args []string) int {
 		}
 	}
 	desc := describeWorld(*socket, *seed, gen)
+	desc.LocalView = world.LocalView()
 	if *auditAddr != "" {
 		aln, err := listenLoopback(*auditAddr)
 		if err != nil {

@@ -6,6 +6,7 @@
 package audit
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -219,6 +220,23 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 					want.Name = srcTopics[in.Chat][in.Topic]
 				}
 				pkg.Topics[d] = want
+			}
+		}
+		if !pkg.Corrupt && !pkg.Repack {
+			// A set is complete when it extracts (complete.go), whatever
+			// its names say.
+			if parts, ok := setParts(w, msgs, p.Parts); ok {
+				if whole, order, hash, err := setExtracts(context.Background(), parts); err == nil {
+					pkg.Incomplete = !whole
+					if whole {
+						// The set is the copies that make it.
+						chosen := make([]Part, len(order))
+						for i, idx := range order {
+							chosen[i] = pkg.Parts[idx]
+						}
+						pkg.Parts, pkg.Hash = chosen, hash
+					}
+				}
 			}
 		}
 		t.Packages = append(t.Packages, pkg)

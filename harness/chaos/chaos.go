@@ -91,6 +91,10 @@ type Options struct {
 	// DisconnectEvery takes every account offline this often, for a
 	// quarter of the period; zero never.
 	DisconnectEvery time.Duration
+	// ServerView makes the world answer every request from the server's
+	// truth; false (the default) gives each TDLib database its own local
+	// view, as TDLib answers some requests locally.
+	ServerView bool
 	// Dir is the run's working directory; it is emptied first. Required.
 	Dir string
 	// Stashd is the stashd binary that serves the world (`stashd sim`).
@@ -159,6 +163,9 @@ type Report struct {
 	// SessionOverlaps counts requests the world saw from an older session
 	// of an account after a newer one had made its own.
 	SessionOverlaps int `json:"session_overlaps"`
+	// LocalView: the world's TDLib sessions answered local-capable
+	// requests from their own message databases, as TDLib does.
+	LocalView bool `json:"local_view"`
 	// SelfLeaseLosses counts the times a daemon lost an account's lease
 	// with no kill or pause of it, and no postmaster kill, behind the
 	// loss: a daemon that fenced itself.
@@ -314,6 +321,7 @@ func (h *harness) run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	h.rep.LocalView = world.LocalView
 	defer func() {
 		sim.signal(syscall.SIGTERM)
 		select {
@@ -437,8 +445,9 @@ func (h *harness) selfLosses(losses []leaseLoss) int {
 
 // simWorld is the part of `stashd sim`'s first line the harness reads.
 type simWorld struct {
-	AuditURL string   `json:"audit_url"`
-	Accounts []string `json:"accounts"`
+	AuditURL  string   `json:"audit_url"`
+	Accounts  []string `json:"accounts"`
+	LocalView bool     `json:"local_view"`
 }
 
 // startSim starts `stashd sim` and returns once it serves, with the world
@@ -453,6 +462,9 @@ func (h *harness) startSim(ctx context.Context, dir string) (*proc, simWorld, <-
 		"--disconnect-every", h.o.DisconnectEvery.String(),
 		"--files-dir", filepath.Join(dir, "files"), "--audit-addr", "127.0.0.1:0",
 		"--config-out", h.config, "--serve-dir", filepath.Join(dir, "serve"),
+	}
+	if h.o.ServerView {
+		args = append(args, "--server-view")
 	}
 	pr, pw := io.Pipe()
 	sim, err := start(h.o.Stashd, args, nil, filepath.Join(dir, "sim.log"), pw)

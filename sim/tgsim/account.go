@@ -58,6 +58,8 @@ type account struct {
 	// resend holds the sends a closed client left pending, for the next
 	// client on its database directory (Config.ResendAfterRestart).
 	resend []*pendingSend
+	// local holds each database directory's message store (localview.go).
+	local map[string]*localDB
 }
 
 // errInjection is a pending InjectError.

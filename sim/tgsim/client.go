@@ -51,6 +51,8 @@ type Client struct {
 	// topicstate.go): TDLib keeps a failed send in the chat, under a new
 	// local id, until it is deleted.
 	failed map[tg.ChatID]map[tg.MessageID]bool
+	// db is the message database of the client's directory (localview.go).
+	db *localDB
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
@@ -309,6 +311,7 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 		if m == nil {
 			return tg.Message{}, errMessageNotFound()
 		}
+		c.remember(m)
 		return c.view(m), nil
 	})
 }

@@ -1,6 +1,7 @@
 package tgsim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,7 +144,9 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 	defer c.wg.Done()
 	w := c.w
 	dir := filepath.Join(w.cfg.FilesDir, sanitize(c.account))
-	final := filepath.Join(dir, fmt.Sprintf("%d_%s", cf.id, sanitize(cf.name)))
+	// The session-local id keeps two files of one name apart; the name
+	// is TDLib's cleaned one (filename.go).
+	final := filepath.Join(dir, fmt.Sprintf("%d_%s", cf.id, cmp.Or(cleanFilename(cf.name), "file")))
 	// TDLib writes into a temporary file and moves it into place when done,
 	// so LocalPath never names a partial file.
 	part := final + ".part"

@@ -57,16 +57,29 @@ func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Mess
 		if q.ThreadID != 0 && (ch.kind != tg.KindForum || ch.topics[q.ThreadID] == nil) {
 			return nil, errBadRequest("Invalid message thread identifier specified")
 		}
+		if page, ok := c.searchLocal(ch, q); ok {
+			return c.views(page), nil
+		}
 		page := c.w.searchWindow(ch, q)
+		// A page shorter than asked for is the chat's end, unless the
+		// server cut it short.
+		end := len(page) < q.Limit
 		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
 			page = page[:1+c.w.rng.IntN(len(page)-1)]
+			end = false
 		}
-		out := make([]tg.Message, len(page))
-		for i, m := range page {
-			out[i] = c.view(m)
-		}
-		return out, nil
+		c.noteServerSearch(ch, q, page, end)
+		return c.views(page), nil
 	})
+}
+
+// views renders msgs as this client sees them. w.mu is held.
+func (c *Client) views(msgs []*message) []tg.Message {
+	out := make([]tg.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = c.view(m)
+	}
+	return out
 }
 
 // searchWindow returns the full page q asks for, newest first: up to
@@ -168,10 +181,7 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
 			page = page[:1+c.w.rng.IntN(len(page)-1)]
 		}
-		out := make([]tg.Message, len(page))
-		for i, m := range page {
-			out[i] = c.view(m)
-		}
-		return out, nil
+		c.remember(page...)
+		return c.views(page), nil
 	})
 }

@@ -25,8 +25,11 @@ type pendingSend struct {
 	// limitErr is the chat's send limit refusing the send (429), decided
 	// when it was made; nil when admitted.
 	limitErr error
-	timer    *time.Timer
-	settled  bool
+	// at is when the send was made (the world's clock), for TDLib's
+	// one-day limit on re-sending after a restart.
+	at      time.Time
+	timer   *time.Timer
+	settled bool
 }
 
 // sendOutcome is how a pending send ends.
@@ -96,13 +99,12 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 		// one, as TDLib's yet-unsent message ids do. The low bits come from a
 		// per-client counter so that temporary ids never repeat within a
 		// client, whatever the chat.
-		c.tempSeq++
-		tempID := tg.MessageIDFromServer(dest.lastSeq) + tg.MessageID(1+(c.tempSeq-1)%(1<<tg.ServerIDShift-1))
+		tempID := c.nextTempID(dest)
 		f := w.files[ref.uid]
 		tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption,
 			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
 
-		ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption}
+		ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption, at: tmp.date}
 		if dest.sendLimit != nil {
 			// The server judges the chat's rate when the send reaches it.
 			ps.limitErr = dest.sendLimit.admitSend(c.account, w.cfg.Now())
@@ -131,6 +133,40 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 		})
 		return c.view(tmp), nil
 	})
+}
+
+// nextTempID returns a new temporary message id in dest: between the
+// chat's last server id and the next one, as TDLib's yet-unsent message
+// ids are. The low bits come from a per-client counter so that temporary
+// ids never repeat within a client, whatever the chat. w.mu is held.
+func (c *Client) nextTempID(dest *chat) tg.MessageID {
+	c.tempSeq++
+	return tg.MessageIDFromServer(dest.lastSeq) + tg.MessageID(1+(c.tempSeq-1)%(1<<tg.ServerIDShift-1))
+}
+
+// resendMaxAge is how old a pending message TDLib still re-sends after a
+// restart; an older one is dropped unsent.
+const resendMaxAge = 24 * time.Hour
+
+// resend re-sends, from new client c, a send a closed client on its
+// database directory left pending, as TDLib does at start-up from its
+// binlog: under a new temporary id of c's, dated now, and only when it is
+// at most a day old (an older one is dropped: nothing lands and nobody is
+// told). w.mu is held.
+func (w *World) resend(c *Client, ps *pendingSend) {
+	if w.now().Sub(ps.at) > resendMaxAge {
+		ps.settled = true
+		w.sendStats.Expired++
+		return
+	}
+	ps.c = c
+	old := ps.tempID
+	for ps.tempID == old { // a new id, never the one the closed client knew
+		ps.tempID = c.nextTempID(ps.dest)
+	}
+	ps.at = w.now()
+	w.sendStats.Resent++
+	w.settleSend(ps)
 }
 
 // HoldSends makes the sends started while hold is true wait for their
@@ -209,6 +245,7 @@ func (w *World) settleSend(ps *pendingSend) {
 	}
 	f := w.files[ps.uid]
 	ps.dest.setDoc(m, &docRef{uid: f.uid, name: f.name, mime: f.mime})
+	c.remember(m)
 	c.enqueue(tg.SendSucceeded{Message: c.view(m), OldMessageID: ps.tempID})
 	w.publish(ps.dest, m, c)
 }

@@ -235,7 +235,9 @@ func TestSendVanishes(t *testing.T) {
 }
 
 // With ResendAfterRestart a send pending at Close lands when the account's
-// next client starts, which receives its outcome under the old temporary id.
+// next client starts, which re-sends it as TDLib does: under a new
+// temporary id of its own (not the one the closed client issued), dated
+// now. A pending send more than a day old is dropped unsent.
 func TestSendResentAfterRestart(t *testing.T) {
 	t.Parallel()
 	f := newSendFixture(t, Config{SendLatency: time.Hour, ResendAfterRestart: true})
@@ -253,11 +255,31 @@ func TestSendResentAfterRestart(t *testing.T) {
 	defer c2.Close()
 	ok := next[tg.SendSucceeded](t, c2, nil)
 	truth := f.w.Messages(f.dest)
-	if ok.OldMessageID != tmp.ID || len(truth) != 1 || ok.Message.ID != truth[0].ID || ok.Message.Caption != "stashd:tok1" {
-		t.Fatalf("re-sent outcome %+v, destination %+v", ok, truth)
+	if ok.OldMessageID == tmp.ID || ok.OldMessageID.IsServer() || len(truth) != 1 || ok.Message.ID != truth[0].ID || ok.Message.Caption != "stashd:tok1" {
+		t.Fatalf("re-sent outcome %+v (closed client's temporary id %d), destination %+v", ok, tmp.ID, truth)
 	}
 	if st := f.w.SendStats(); st.Resent != 1 {
 		t.Fatalf("send stats = %+v", st)
+	}
+
+	// A send left pending more than a day before the restart is dropped.
+	if err := c2.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:tok2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(25 * time.Hour)
+	c3 := f.w.Client("alice")
+	defer c3.Close()
+	if got := f.w.Messages(f.dest); len(got) != 1 {
+		t.Fatalf("destination after a restart a day later = %+v; want the old send dropped", got)
+	}
+	if st := f.w.SendStats(); st.Resent != 1 || st.Expired != 1 {
+		t.Fatalf("send stats = %+v; want one resent and one expired", st)
 	}
 }
 

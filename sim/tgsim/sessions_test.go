@@ -146,7 +146,7 @@ func TestResendStaysWithItsDirectory(t *testing.T) {
 	again := f.w.ClientIn("alice", "/a/alice/database")
 	defer again.Close()
 	ok := next[tg.SendSucceeded](t, again, nil)
-	if truth := f.w.Messages(f.dest); ok.OldMessageID != tmp.ID || len(truth) != 1 || truth[0].Caption != "stashd:tok1" {
+	if truth := f.w.Messages(f.dest); ok.OldMessageID == tmp.ID || len(truth) != 1 || truth[0].Caption != "stashd:tok1" {
 		t.Fatalf("re-sent outcome %+v, destination %+v", ok, truth)
 	}
 }

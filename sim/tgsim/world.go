@@ -40,9 +40,11 @@ type Config struct {
 	SendVanishRate float64
 	// ResendAfterRestart models TDLib re-sending a closed client's pending
 	// messages by itself: a send still pending when its client closes lands
-	// only when the account's next client starts, and that client receives
-	// its outcome under the old client's temporary id. When false, the send
-	// lands at Close and its outcome reaches nobody.
+	// only when the account's next client on the same database directory
+	// starts, which re-sends it under a new temporary id of its own and
+	// the current date and receives its outcome; a send more than a day
+	// old is dropped instead. When false, the send lands at Close and its
+	// outcome reaches nobody.
 	ResendAfterRestart bool
 	// SearchIndexLag is how long the server takes to index a message for
 	// searchChatMessages with a non-empty query: younger messages are not
@@ -79,6 +81,11 @@ type Config struct {
 	// Now is the world's clock; message dates come from it (truncated to
 	// seconds, as TDLib dates are). Nil means time.Now.
 	Now func() time.Time
+	// ServerView answers every request from the server's truth, as if no
+	// session kept a message database. Zero (false) gives each database
+	// directory a local message store that answers the requests TDLib
+	// answers locally (localview.go).
+	ServerView bool
 	// AccountNow, when set, is each account's own clock for the send log
 	// (SendRecord.At): accounts paced on virtual clocks of their own are
 	// then seen at their own times. Nil uses Now.
@@ -141,6 +148,9 @@ type SendStats struct {
 	// ChatFlooded counts sends a chat's send limit refused with 429
 	// (LimitChatSends).
 	ChatFlooded int
+	// Expired counts sends of a closed client that the account's next
+	// client dropped unsent, being more than a day old.
+	Expired int
 }
 
 // SendRecord is one sendMessage the world accepted: which account sent
@@ -533,6 +543,7 @@ func (w *World) ClientIn(account, dir string) *Client {
 	w.serial++
 	c := newClient(w, a.name, w.serial)
 	c.dir = dir
+	c.db = a.localDB(dir)
 	a.clients = append(a.clients, c)
 	c.enqueue(tg.OptionChanged{Name: "version", Value: TDLibVersion})
 	c.enqueue(tg.OptionChanged{Name: "commit_hash", Value: TDLibCommitHash})
@@ -542,11 +553,9 @@ func (w *World) ClientIn(account, dir string) *Client {
 	}
 	c.enqueue(tg.ConnectionStateChanged{State: state})
 	// TDLib re-sends what the previous instance on its directory left
-	// pending, and reports it under the temporary ids that instance issued.
+	// pending, under new temporary ids (send.go).
 	for _, ps := range a.takeResend(dir) {
-		ps.c = c
-		w.sendStats.Resent++
-		w.settleSend(ps)
+		w.resend(c, ps)
 	}
 	return c
 }
@@ -611,6 +620,7 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 		}
 		for _, cl := range a.clients {
 			if cl != skipNew && cl.receivesMessages(c) && !w.chance(w.cfg.DropRate) {
+				cl.remember(m)
 				cl.enqueue(tg.NewMessage{Message: cl.view(m)})
 			}
 			cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: m.id})

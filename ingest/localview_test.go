@@ -1,0 +1,93 @@
+package ingest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// pipelineIn is pipeline on a fresh client of account on the TDLib
+// database directory dir (another instance's login of the account).
+func (e *env) pipelineIn(account, dir string) (*ingest.Pipeline, *tgsim.Client) {
+	e.t.Helper()
+	c := e.world.ClientIn(account, dir)
+	e.t.Cleanup(func() { _ = c.Close() })
+	if err := c.LoadChats(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	sess := tg.NewSession(c, func(tg.Update) {})
+	p := ingest.NewPipeline(ingest.Config{
+		Account: account, Destinations: []tg.ChatID{e.dest},
+		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
+		Now: func() time.Time { return e.now },
+	}, e.st, sess, ingest.NewMetrics(prometheus.NewRegistry()))
+	e.pipes = append(e.pipes, p)
+	return p, c
+}
+
+// TDLib answers searchChatMessages with a filter and an empty query from
+// its own message database once that holds the chat's index, and a
+// destination channel no session opens receives no new messages by
+// update. A copy another instance sent before it crashed is therefore
+// not in the local answer of the instance that takes the delivery over:
+// reconciliation must read the destination's history from the server, or
+// the part is sent twice.
+func TestReconcileFindsAnotherInstancesCopy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	if !e.world.LocalView() {
+		t.Fatal("the world has no local view by default")
+	}
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "other.tar", Data: archivetest.Tar([]archivetest.File{{Name: "o", Data: []byte("o")}})})
+
+	// The second instance's database already holds the destination's
+	// document index, as after an earlier reconciliation there.
+	p2, c2 := e.pipelineIn("a", "instance-2")
+	if _, err := c2.SearchChatMessages(e.ctx, tg.Search{Chat: e.dest, Limit: tg.MaxSearchLimit, Filter: tg.FilterDocument}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first instance sends and dies before recording the send.
+	c1 := e.world.Client("a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := tg.NewSession(c1, func(tg.Update) {})
+	crashDelivering(t, e, s1, c1, e.view(c1, posted))
+	<-s1.Done()
+	if n := len(e.world.Messages(e.dest)); n != 1 {
+		t.Fatalf("destination holds %d messages after the crashed send, want 1", n)
+	}
+	// The local answer indeed lacks it.
+	local, err := c2.SearchChatMessages(e.ctx, tg.Search{Chat: e.dest, Limit: tg.MaxSearchLimit, Filter: tg.FilterDocument})
+	if err != nil || len(local) != 0 {
+		t.Fatalf("local search = %d messages, %v; want the copy missing from the second instance's database", len(local), err)
+	}
+
+	// The second instance takes the delivery over.
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
+	e.deliver()
+	copies := 0
+	for _, m := range e.world.Messages(e.dest) {
+		if m.Document != nil && m.Document.File.UniqueID == posted.Document.File.UniqueID {
+			copies++
+		}
+	}
+	if copies != 1 {
+		t.Fatalf("destination holds %d copies after the other instance reconciled, want 1", copies)
+	}
+	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
+		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
+	}
+	counts, err := e.st.DeliveryCounts(e.ctx)
+	if err != nil || counts[store.DeliverySent] != 1 || counts[store.DeliveryIntent] != 0 {
+		t.Fatalf("deliveries = %v, %v; want the intent recorded as sent", counts, err)
+	}
+}

@@ -1,0 +1,144 @@
+package tgsim
+
+import (
+	"cmp"
+	"slices"
+
+	"stashd/tg"
+)
+
+// A TDLib instance with a message database answers some requests from
+// that database instead of the server (TDLib's SearchChatMessagesRequest
+// and the local branch of MessagesManager::search_dialog_messages):
+// searchChatMessages with an empty query and a filter is answered locally
+// once the database holds the chat's index for that filter. The database
+// learns a message only when its session sees it: a message it sent, one
+// received by updateNewMessage, or one a server request returned
+// (getChatHistory, searchChatMessages, getMessage). A channel the session
+// has not opened receives no updateNewMessage, so messages other sessions
+// post there (another account, another instance of the same account, a
+// database restored from a backup) never reach the local index, and a
+// local search does not find them. getChatHistory with only_local false
+// is answered from the server whenever the local history has holes, which
+// a chat the session does not follow always may have; the simulator
+// therefore answers it from the server and keeps what it returned.
+//
+// The database lives in the instance's database directory: an instance
+// restarted on the same directory (ClientIn) finds what its predecessor
+// stored; another directory starts empty. Config.ServerView turns the
+// local view off (every request answered from the server's truth).
+
+// localDB is one database directory's message store.
+type localDB struct {
+	// known holds the messages the directory's sessions saw, by chat.
+	known map[tg.ChatID]map[tg.MessageID]*message
+	// indexed holds, by chat, the lowest message id from which up the
+	// database believes its document index complete (indexedAll: the
+	// whole chat): server searchChatMessages pages with an empty query
+	// and a filter, from the newest message down without a gap, filled
+	// it. A search inside that range is answered locally, although
+	// messages other sessions posted since never reached the index.
+	indexed map[tg.ChatID]tg.MessageID
+}
+
+// indexedAll marks an index complete down to the chat's beginning.
+const indexedAll tg.MessageID = 1
+
+// localDB returns the store of database directory dir. w.mu is held.
+func (a *account) localDB(dir string) *localDB {
+	if a.local == nil {
+		a.local = make(map[string]*localDB)
+	}
+	db := a.local[dir]
+	if db == nil {
+		db = &localDB{known: make(map[tg.ChatID]map[tg.MessageID]*message), indexed: make(map[tg.ChatID]tg.MessageID)}
+		a.local[dir] = db
+	}
+	return db
+}
+
+// LocalView reports whether sessions answer local-capable requests from
+// their own message database (Config.ServerView unset).
+func (w *World) LocalView() bool { return !w.cfg.ServerView }
+
+// remember stores messages the session saw in its database. w.mu is held.
+func (c *Client) remember(msgs ...*message) {
+	if c.db == nil || c.closed {
+		return
+	}
+	for _, m := range msgs {
+		byID := c.db.known[m.chat]
+		if byID == nil {
+			byID = make(map[tg.MessageID]*message)
+			c.db.known[m.chat] = byID
+		}
+		byID[m.id] = m
+	}
+}
+
+// indexable reports whether q is a request TDLib may answer from its
+// database: an empty query with a filter over a whole chat the session
+// does not follow by updates, with no offset. w.mu is held.
+func (c *Client) indexable(ch *chat, q tg.Search) bool {
+	return !c.w.cfg.ServerView && c.db != nil && q.Query == "" && q.Filter != tg.FilterNone &&
+		q.ThreadID == 0 && q.Offset == 0 && !c.receivesMessages(ch)
+}
+
+// searchLocal answers q from the session's database when the database's
+// index covers the whole page q asks for; ok is false when TDLib would
+// ask the server. w.mu is held.
+func (c *Client) searchLocal(ch *chat, q tg.Search) (page []*message, ok bool) {
+	if !c.indexable(ch, q) {
+		return nil, false
+	}
+	low := c.db.indexed[ch.id]
+	if low == 0 || q.FromMessageID != 0 && q.FromMessageID < low {
+		return nil, false
+	}
+	page = c.w.searchWindow(c.localChat(ch), q)
+	if low != indexedAll && (len(page) < q.Limit || page[len(page)-1].id < low) {
+		return nil, false
+	}
+	return page, true
+}
+
+// localChat returns the part of ch the session's database holds, as a
+// chat to search: its known messages still in the chat, ascending. A
+// message deleted since stays out (the deletion is assumed to have
+// reached the database), so a local answer only ever lacks messages.
+// w.mu is held.
+func (c *Client) localChat(ch *chat) *chat {
+	local := &chat{id: ch.id, kind: ch.kind, topics: ch.topics}
+	for id, m := range c.db.known[ch.id] {
+		if ch.find(id) == m {
+			local.msgs = append(local.msgs, m)
+		}
+	}
+	slices.SortFunc(local.msgs, func(a, b *message) int { return cmp.Compare(a.id, b.id) })
+	return local
+}
+
+// noteServerSearch stores what a server searchChatMessages returned and,
+// for a request of the kind TDLib answers locally, extends the chat's
+// index: a page from the newest message, or one continuing the indexed
+// range downward, makes the index complete down to its oldest message, or
+// to the chat's beginning when the page was the last (end). w.mu is held.
+func (c *Client) noteServerSearch(ch *chat, q tg.Search, page []*message, end bool) {
+	c.remember(page...)
+	if !c.indexable(ch, q) {
+		return
+	}
+	low := c.db.indexed[ch.id]
+	if q.FromMessageID != 0 && (low == 0 || q.FromMessageID < low-1) {
+		return // not contiguous with the indexed range
+	}
+	switch {
+	case end:
+		low = indexedAll
+	case len(page) > 0 && (low == 0 || page[len(page)-1].id < low):
+		low = page[len(page)-1].id
+	}
+	if low != 0 {
+		c.db.indexed[ch.id] = low
+	}
+}
