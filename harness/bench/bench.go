@@ -80,9 +80,21 @@ type Summary struct {
 	// IngestVsRawInsert is packages/s of the whole pipeline over packages/s
 	// of plain inserts of the same rows (goal ≥ 0.5).
 	IngestVsRawInsert *float64 `json:"ingest_vs_raw_insert"`
+	// IngestVsRawTxn is packages/s of the pipeline over one batched INSERT
+	// transaction per package of the same rows (goal ≥ 1.0), and
+	// IngestVsRawCopy over COPY of them in one transaction (goal 0.25).
+	IngestVsRawTxn  *float64 `json:"ingest_vs_raw_txn"`
+	IngestVsRawCopy *float64 `json:"ingest_vs_raw_copy"`
+	// SendsPerPartMultipart is the sends made for multipart packages over
+	// their parts (goal ≤ 0.3).
+	SendsPerPartMultipart *float64 `json:"sends_per_part_multipart"`
 	// HashVsRawSHA256 is the throughput of hashing and listing over that of
 	// crypto/sha256 alone on the same bytes, worst format (goal ≥ 0.8).
 	HashVsRawSHA256 *float64 `json:"hash_vs_raw_sha256"`
+	// HashVsLimit is, by format, the throughput of hashing and listing
+	// over that of the slower of crypto/sha256 alone and decompression
+	// alone on the same bytes (goal ≥ 0.8 each).
+	HashVsLimit map[string]float64 `json:"hash_vs_limit"`
 	// LatencyP99Ms is event → catalogued p99 at the offered load (goal ≤ 50).
 	LatencyP99Ms *float64 `json:"latency_p99_ms"`
 	// CatchupVsLimit is achieved requests/s over the per-account limit

@@ -61,6 +61,16 @@ func (r *runner) ingest(ctx context.Context) error {
 		Note: "baseline: the tar.gz figure above. A lone .zip may be the last volume of a split zip (.z01…): it waits SetSettle " +
 			"(300 ms here, 30 s by default) and is completed by the set sweeper, which takes one set at a time"})
 	r.rep.Summary.IngestVsRawInsert = ptr(ours / raw)
+	r.rep.Summary.IngestVsRawTxn = ptr(ours / txRate)
+	r.rep.Summary.IngestVsRawCopy = ptr(ours / copyRate)
+	spp, err := r.multipartSends(ctx)
+	if err != nil {
+		return err
+	}
+	r.add(Line{Item: ItemIngest, What: "sends per part of multipart packages (3 RAR volumes)", Unit: "sends/part",
+		Stashd: spp, Baseline: nanRatio, Ratio: nanRatio, Goal: "<= 0.3",
+		Note: "every send the simulator accepted over the parts of the sets posted"})
+	r.rep.Summary.SendsPerPartMultipart = ptr(spp)
 	return nil
 }
 
