@@ -42,11 +42,13 @@ type Options struct {
 	Quick bool
 	// Only restricts the run to these items; empty runs all.
 	Only []string
-	// Memory measures the peak RSS of catching up a backlog of the given
-	// number of messages, in a process of its own so that the caller's
-	// heap does not count. Nil measures in this process (RunMemory), which
-	// is only good for a smoke run.
-	Memory func(ctx context.Context, backlog int) (MemoryResult, error)
+	// Daemon is a stashd executable linked against the stand-in libtdjson
+	// (make build-standin): the memory item runs it as a process of its
+	// own, on a world served over a socket, and reads its peak RSS. Empty
+	// measures the daemon inside this process, which is only good for a
+	// smoke run. LibDir, when set, goes on its LD_LIBRARY_PATH.
+	Daemon string
+	LibDir string
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Progress receives one line per step; nil discards.
@@ -103,6 +105,10 @@ type Summary struct {
 	// PeakRSSMB1M is the daemon's peak RSS in MB while catching up the
 	// largest backlog (goal ≤ 150).
 	PeakRSSMB1M *float64 `json:"peak_rss_mb_1m"`
+	// DaemonRSSMB is the daemon's peak RSS (VmHWM of its own process) in
+	// MB by backlog: 10k, 100k and 1m waiting messages (goal: 1m ≤ 80 and
+	// ≤ 2 × 10k).
+	DaemonRSSMB map[string]float64 `json:"daemon_rss_mb"`
 	// AccountsScale is throughput with N accounts over throughput with
 	// one, by N (goal ≥ 0.9 × N).
 	AccountsScale map[string]float64 `json:"accounts_scale"`

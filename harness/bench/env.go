@@ -24,6 +24,7 @@ import (
 type env struct {
 	r        *runner
 	name     string
+	url      string // of its database
 	world    *tgsim.World
 	st       *store.Store
 	pool     *pgxpool.Pool
@@ -81,7 +82,7 @@ func (r *runner) newEnv(ctx context.Context, name string, accounts int, cfg tgsi
 		return nil, err
 	}
 	cfg.FilesDir = files
-	e := &env{r: r, name: name, world: tgsim.NewWorld(cfg), st: st, pool: st.Pool(), files: files}
+	e := &env{r: r, name: name, url: url, world: tgsim.NewWorld(cfg), st: st, pool: st.Pool(), files: files}
 	var names []string
 	for i := range accounts {
 		n := fmt.Sprintf("acct%d", i+1)
