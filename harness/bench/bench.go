@@ -20,11 +20,12 @@ const (
 	ItemHash     = "hash"
 	ItemIngest   = "ingest"
 	ItemEconomy  = "economy"
+	ItemDrain    = "drain"
 	ItemCatchup  = "catchup"
 	ItemScale    = "scale"
 	ItemLatency  = "latency"
 	ItemMemory   = "memory"
-	itemsInOrder = "hash,ingest,economy,catchup,scale,latency,memory"
+	itemsInOrder = "hash,ingest,economy,drain,catchup,scale,latency,memory"
 )
 
 // Items lists every item in the order it runs.
@@ -97,6 +98,9 @@ type Summary struct {
 	// over that of the slower of crypto/sha256 alone and decompression
 	// alone on the same bytes (goal ≥ 0.8 each).
 	HashVsLimit map[string]float64 `json:"hash_vs_limit"`
+	// DrainVsSendBudget is the send budget's own time for a backlog over
+	// the time the daemon took to send it, worst case (goal ≥ 0.95).
+	DrainVsSendBudget *float64 `json:"drain_vs_send_budget"`
 	// LatencyP99Ms is event → catalogued p99 at the offered load (goal ≤ 50).
 	LatencyP99Ms *float64 `json:"latency_p99_ms"`
 	// CatchupVsLimit is achieved requests/s over the per-account limit
@@ -145,7 +149,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		item string
 		run  func(context.Context) error
 	}{
-		{ItemHash, r.hash}, {ItemIngest, r.ingest}, {ItemEconomy, r.economy},
+		{ItemHash, r.hash}, {ItemIngest, r.ingest}, {ItemEconomy, r.economy}, {ItemDrain, r.drain},
 		{ItemCatchup, r.catchup}, {ItemScale, r.scale}, {ItemLatency, r.latency},
 		{ItemMemory, r.memory},
 	}
