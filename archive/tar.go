@@ -35,7 +35,7 @@ func listTar(w *walk, src *partSet) error {
 		// The stream is read from its first byte in large reads that the
 		// caller sees, to hash them while this inflates.
 		w.shown.r = section
-		raw.r = bufio.NewReaderSize(w.shown, seenChunk)
+		raw.r = bufio.NewReaderSize(w.shown, int(min(src.Size(), seenChunk)))
 	}
 	var r io.Reader
 	switch w.format {

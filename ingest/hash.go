@@ -195,11 +195,17 @@ func HashList(ctx context.Context, format archive.Format, paths []string, lim ar
 
 	// The listing hands its reads over; a goroutine hashes them, so that
 	// inflating and hashing share the time of the slower, not their sum.
+	// Buffers are made as needed, no larger than the parts: most
+	// packages are small, and clearing megabytes for each would cost more
+	// than hashing it.
 	const buffers = 4
-	free := make(chan []byte, buffers)
-	for range buffers {
-		free <- make([]byte, 0, 256<<10)
+	var total int64
+	for _, n := range sizes {
+		total += n
 	}
+	chunk := int(min(total, 256<<10))
+	free := make(chan []byte, buffers)
+	made := 0
 	full := make(chan []byte, buffers)
 	hashed := make(chan error, 1)
 	go func() {
@@ -214,7 +220,16 @@ func HashList(ctx context.Context, format archive.Format, paths []string, lim ar
 	}()
 	l, n, listErr := archive.ListSeeing(ctx, format, paths, lim, func(p []byte) {
 		for len(p) > 0 {
-			b := <-free
+			var b []byte
+			select {
+			case b = <-free:
+			default:
+				if made < buffers {
+					b, made = make([]byte, 0, max(chunk, len(p))), made+1
+				} else {
+					b = <-free
+				}
+			}
 			k := min(len(p), cap(b))
 			full <- append(b, p[:k]...)
 			p = p[k:]
@@ -242,12 +257,15 @@ func HashList(ctx context.Context, format archive.Format, paths []string, lim ar
 // concatenation to the end.
 func hashFrom(h *partsHasher, paths []string, sizes []int64, off int64) error {
 	var buf []byte
-	var start int64
+	var start, total int64
+	for _, n := range sizes {
+		total += n
+	}
 	for i, p := range paths {
 		end := start + sizes[i]
 		if off < end {
 			if buf == nil {
-				buf = make([]byte, 256<<10)
+				buf = make([]byte, min(total-max(off, start), 256<<10))
 			}
 			f, err := os.Open(p)
 			if err != nil {
