@@ -88,6 +88,10 @@ type Summary struct {
 	// IngestVsRawCopy over COPY of them in one transaction (goal 0.25).
 	IngestVsRawTxn  *float64 `json:"ingest_vs_raw_txn"`
 	IngestVsRawCopy *float64 `json:"ingest_vs_raw_copy"`
+	// PGRoundTripsPerPackage is the statements, batches and COPYs the
+	// daemon sent to PostgreSQL per package catalogued and delivered
+	// (goal ≤ 2).
+	PGRoundTripsPerPackage *float64 `json:"pg_round_trips_per_package"`
 	// SendsPerPartMultipart is the sends made for multipart packages over
 	// their parts (goal ≤ 0.3).
 	SendsPerPartMultipart *float64 `json:"sends_per_part_multipart"`
