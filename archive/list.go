@@ -221,6 +221,12 @@ func listParts(ctx context.Context, format Format, src *partSet, lim Limits) (Li
 
 // listClock is listParts with the clock the time bound is measured on.
 func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now func() time.Time) (l Listing, err error) {
+	return listWatched(ctx, format, src, lim, now, nil)
+}
+
+// listWatched is listClock that shows a compressed tar's stream to seen
+// as it is read (see ListSeeing).
+func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, now func() time.Time, seen *seenReader) (l Listing, err error) {
 	lim = lim.withDefaults()
 	if src.Size() == 0 {
 		return Listing{Format: format}, &ListError{Format: format, Reason: "empty file (0 bytes)", Err: ErrEmpty}
@@ -237,7 +243,7 @@ func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now
 		// signature, after the stub.
 		src = src.from(det.Offset)
 	}
-	w := &walk{ctx: ctx, format: format, lim: lim, now: now, deadline: now().Add(lim.MaxDuration)}
+	w := &walk{ctx: ctx, format: format, lim: lim, now: now, deadline: now().Add(lim.MaxDuration), shown: seen}
 	if err := w.ctxErr(); err != nil {
 		return Listing{}, err
 	}
@@ -292,7 +298,9 @@ type walk struct {
 	zipCRC zipCRC
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
-	now      func() time.Time
+	// shown, when set, is shown a compressed tar's bytes as they are read.
+	shown *seenReader
+	now   func() time.Time
 }
 
 // suspect records something the archive's structure lies about.

@@ -43,7 +43,8 @@ func (p *Pipeline) assembleByContent(ctx context.Context, ordered, contested []s
 		return nil, nil, nil, err
 	}
 	defer held.release()
-	got, err := p.fetch(ctx, msgs, held)
+	// Hashes only: Assemble lists the candidate sets itself.
+	got, err := p.fetch(ctx, msgs, archive.FormatNone, held)
 	if err != nil {
 		return nil, nil, nil, err
 	}

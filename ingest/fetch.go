@@ -78,7 +78,7 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 		return "", err
 	}
 	defer held.release()
-	hashed, err := p.fetch(ctx, parts, held)
+	hashed, err := p.fetch(ctx, parts, format, held)
 	if err != nil {
 		return "", err
 	}
@@ -99,9 +99,15 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 	}
 
 	// Layer 5: list, within bounds. A bad archive is still mirrored.
-	start = time.Now()
-	listing, listErr := p.list(ctx, format, parts, hashed.paths)
-	p.m.observeStage(StageList, start)
+	var listing archive.Listing
+	var listErr error
+	if hashed.listed != nil {
+		listing, listErr = hashed.listed.listing, hashed.listed.err
+	} else {
+		start = time.Now()
+		listing, listErr = p.list(ctx, format, parts, hashed.paths)
+		p.m.observeStage(StageList, start)
+	}
 	if listErr != nil && ctx.Err() != nil {
 		return "", ctx.Err()
 	}
@@ -215,7 +221,14 @@ type fetched struct {
 	parts   [][]byte // SHA-256 of each part
 	sizes   []int64
 	size    int64
-	content []byte // SHA-256 over all parts in order
+	content []byte  // SHA-256 over all parts in order
+	listed  *listed // the listing, when made in the same read
+}
+
+// listed is a listing and its error.
+type listed struct {
+	listing archive.Listing
+	err     error
 }
 
 // diskHold is a package's share of the download budget and the files
@@ -270,7 +283,14 @@ func (h *diskHold) release() {
 // own SHA-256 and the package's content hash are computed from the same
 // reads, and no file is ever held in memory. Every file it starts is noted
 // in held, to be deleted.
-func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold) (fetched, error) {
+//
+// A compressed tar must be read whole to be listed: its parts are
+// downloaded first, then hashed and listed in one read (HashList), and
+// out.listed holds the listing.
+func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, format archive.Format, held *diskHold) (fetched, error) {
+	if readsWholeStream(format) {
+		return p.fetchListing(ctx, parts, format, held)
+	}
 	var out fetched
 	hasher := newContentHasher(len(parts))
 	for _, m := range parts {
@@ -298,6 +318,34 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, held *diskHold
 		out.size += n
 	}
 	out.content = hasher.sum()
+	return out, nil
+}
+
+// fetchListing is fetch for a compressed tar: download every part, then
+// hash and list them in one read.
+func (p *Pipeline) fetchListing(ctx context.Context, parts []tg.Message, format archive.Format, held *diskHold) (fetched, error) {
+	var out fetched
+	for _, m := range parts {
+		start := time.Now()
+		held.files = append(held.files, m.Document.File.ID)
+		f, err := p.download(ctx, m.Document.File)
+		p.m.observeStage(StageDownload, start)
+		if err != nil {
+			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
+		}
+		out.paths = append(out.paths, f.LocalPath)
+	}
+	start := time.Now()
+	h, l, listErr, err := HashList(ctx, format, out.paths, p.cfg.Limits)
+	p.m.observeStage(StageHash, start)
+	if err != nil {
+		return fetched{}, fmt.Errorf("hash %q: %w", parts[0].Document.FileName, err)
+	}
+	out.parts, out.sizes, out.content = h.Parts, h.Sizes, h.Content
+	for _, n := range h.Sizes {
+		out.size += n
+	}
+	out.listed = &listed{listing: l, err: listErr}
 	return out, nil
 }
 

@@ -1,11 +1,15 @@
 package ingest
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"os"
+
+	"stashd/archive"
 )
 
 // contentHasher computes a package's content hash (SHA-256 over its parts
@@ -83,4 +87,197 @@ func HashParts(paths []string) (Hashed, error) {
 	}
 	out.Content = h.sum()
 	return out, nil
+}
+
+// partsHasher hashes a package's parts read as one stream, their
+// concatenation in set order, given their sizes: each part's SHA-256 and
+// the content hash, as contentHasher does part by part.
+type partsHasher struct {
+	sizes   []int64
+	i       int   // the part being hashed
+	left    int64 // its bytes not yet hashed
+	ph      hash.Hash
+	content hash.Hash // nil for one part: its hash is the content hash
+	out     Hashed
+}
+
+func newPartsHasher(sizes []int64) *partsHasher {
+	h := &partsHasher{sizes: sizes, ph: sha256.New()}
+	if len(sizes) > 1 {
+		h.content = sha256.New()
+	}
+	if len(sizes) > 0 {
+		h.left = sizes[0]
+	}
+	return h
+}
+
+// Write hashes the next bytes of the stream.
+func (h *partsHasher) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		h.endParts()
+		if h.i >= len(h.sizes) {
+			return n - len(p), errors.New("parts grew while being hashed")
+		}
+		k := min(int64(len(p)), h.left)
+		h.ph.Write(p[:k])
+		if h.content != nil {
+			h.content.Write(p[:k])
+		}
+		h.left -= k
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// endParts closes the parts whose bytes are all hashed.
+func (h *partsHasher) endParts() {
+	for h.i < len(h.sizes) && h.left == 0 {
+		h.out.Parts = append(h.out.Parts, h.ph.Sum(nil))
+		h.out.Sizes = append(h.out.Sizes, h.sizes[h.i])
+		h.ph.Reset()
+		h.i++
+		if h.i < len(h.sizes) {
+			h.left = h.sizes[h.i]
+		}
+	}
+}
+
+// sum returns the hashes once every byte of every part is hashed.
+func (h *partsHasher) sum() (Hashed, error) {
+	h.endParts()
+	if h.i < len(h.sizes) {
+		return Hashed{}, errors.New("parts shrank while being hashed")
+	}
+	if h.content == nil {
+		h.out.Content = h.out.Parts[0]
+	} else {
+		h.out.Content = h.content.Sum(nil)
+	}
+	return h.out, nil
+}
+
+// readsWholeStream reports whether listing format reads every byte of the
+// parts (a compressed tar, whose headers are spread through its stream):
+// then hashing them from the listing's own read saves a second pass.
+func readsWholeStream(format archive.Format) bool {
+	switch format {
+	case archive.FormatTarGz, archive.FormatTarBz2, archive.FormatTarXz, archive.FormatTarZst, archive.FormatTarLz4:
+		return true
+	}
+	return false
+}
+
+// HashList hashes and lists the files of one package (paths in set order)
+// as the pipeline does: a compressed tar in a single read, its bytes
+// hashed on one core as they are read for the decompressor on another;
+// any other format hashed in one streaming pass and listed from its
+// metadata. listErr is the listing's error (the archive may be broken and
+// still be mirrored); err is an error reading or hashing the files.
+func HashList(ctx context.Context, format archive.Format, paths []string, lim archive.Limits) (h Hashed, l archive.Listing, listErr, err error) {
+	if !readsWholeStream(format) {
+		if h, err = HashParts(paths); err != nil {
+			return Hashed{}, archive.Listing{}, nil, err
+		}
+		l, listErr = archive.List(ctx, format, paths, lim)
+		return h, l, listErr, nil
+	}
+	sizes := make([]int64, len(paths))
+	for i, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return Hashed{}, archive.Listing{}, nil, fmt.Errorf("hash %s: %w", p, err)
+		}
+		sizes[i] = st.Size()
+	}
+	ph := newPartsHasher(sizes)
+
+	// The listing hands its reads over; a goroutine hashes them, so that
+	// inflating and hashing share the time of the slower, not their sum.
+	// Buffers are made as needed, no larger than the parts: most
+	// packages are small, and clearing megabytes for each would cost more
+	// than hashing it.
+	const buffers = 4
+	var total int64
+	for _, n := range sizes {
+		total += n
+	}
+	chunk := int(min(total, 256<<10))
+	free := make(chan []byte, buffers)
+	made := 0
+	full := make(chan []byte, buffers)
+	hashed := make(chan error, 1)
+	go func() {
+		var werr error
+		for b := range full {
+			if werr == nil {
+				_, werr = ph.Write(b)
+			}
+			free <- b[:0]
+		}
+		hashed <- werr
+	}()
+	l, n, listErr := archive.ListSeeing(ctx, format, paths, lim, func(p []byte) {
+		for len(p) > 0 {
+			var b []byte
+			select {
+			case b = <-free:
+			default:
+				if made < buffers {
+					b, made = make([]byte, 0, max(chunk, len(p))), made+1
+				} else {
+					b = <-free
+				}
+			}
+			k := min(len(p), cap(b))
+			full <- append(b, p[:k]...)
+			p = p[k:]
+		}
+	})
+	close(full)
+	if err := <-hashed; err != nil {
+		return Hashed{}, archive.Listing{}, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Hashed{}, archive.Listing{}, nil, err
+	}
+	// The listing may stop before the end (a broken stream, a limit):
+	// the rest is hashed here.
+	if err := hashFrom(ph, paths, sizes, n); err != nil {
+		return Hashed{}, archive.Listing{}, nil, err
+	}
+	if h, err = ph.sum(); err != nil {
+		return Hashed{}, archive.Listing{}, nil, err
+	}
+	return h, l, listErr, nil
+}
+
+// hashFrom writes to h the parts' bytes from offset off of their
+// concatenation to the end.
+func hashFrom(h *partsHasher, paths []string, sizes []int64, off int64) error {
+	var buf []byte
+	var start, total int64
+	for _, n := range sizes {
+		total += n
+	}
+	for i, p := range paths {
+		end := start + sizes[i]
+		if off < end {
+			if buf == nil {
+				buf = make([]byte, min(total-max(off, start), 256<<10))
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return fmt.Errorf("hash %s: %w", p, err)
+			}
+			_, err = io.CopyBuffer(h, io.NewSectionReader(f, max(off-start, 0), end-max(off, start)), buf)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("hash %s: %w", p, err)
+			}
+		}
+		start = end
+	}
+	return nil
 }

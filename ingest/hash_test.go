@@ -2,10 +2,18 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
+
+	"stashd/archive"
+	"stashd/archive/archivetest"
 )
 
 // HashParts must give the content hash of the catalogue (SHA-256 over the
@@ -39,5 +47,98 @@ func TestHashParts(t *testing.T) {
 	}
 	if _, err := HashParts([]string{filepath.Join(dir, "missing")}); err == nil {
 		t.Error("a missing file hashed without error")
+	}
+}
+
+// HashList hashes a compressed tar from the listing's own read and must
+// give exactly HashParts' hashes and List's listing, for one part and for
+// a split set, when the listing stops early (MaxEntries) and the rest is
+// hashed after it, and when the bytes are another format than the name's.
+func TestHashListOneRead(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var files []archivetest.File
+	for i := range 8 {
+		b := make([]byte, 200<<10)
+		for j := range b {
+			b[j] = byte(rng.UintN(256))
+		}
+		files = append(files, archivetest.File{Name: fmt.Sprintf("dir/f%d.bin", i), Data: b})
+	}
+	dir := t.TempDir()
+	write := func(name string, parts [][]byte) []string {
+		var paths []string
+		for i, b := range parts {
+			p := filepath.Join(dir, fmt.Sprintf("%s.%03d", name, i+1))
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			paths = append(paths, p)
+		}
+		return paths
+	}
+	cases := []struct {
+		name   string
+		format archive.Format
+		paths  []string
+		lim    archive.Limits
+	}{
+		{"tar.gz", archive.FormatTarGz, write("one", [][]byte{archivetest.TarGz(files)}), archive.Limits{}},
+		{"tar.zst split", archive.FormatTarZst, write("split", archivetest.Split(archivetest.TarZst(files), 3)), archive.Limits{}},
+		{"stops early", archive.FormatTarGz, write("early", archivetest.Split(archivetest.TarGz(files), 2)), archive.Limits{MaxEntries: 1}},
+		{"a zip named tar.gz", archive.FormatTarGz, write("zip", [][]byte{archivetest.Zip(files)}), archive.Limits{}},
+		{"not compressed", archive.FormatTar, write("tar", [][]byte{archivetest.Tar(files)}), archive.Limits{}},
+	}
+	for _, c := range cases {
+		got, l, listErr, err := HashList(ctx, c.format, c.paths, c.lim)
+		if err != nil || listErr != nil {
+			t.Fatalf("%s: %v, %v", c.name, err, listErr)
+		}
+		want, err := HashParts(c.paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Content, want.Content) || !slices.EqualFunc(got.Parts, want.Parts, bytes.Equal) || !slices.Equal(got.Sizes, want.Sizes) {
+			t.Errorf("%s: hashes %x %x %v, want %x %x %v", c.name, got.Content, got.Parts, got.Sizes, want.Content, want.Parts, want.Sizes)
+		}
+		wantL, err := archive.List(ctx, c.format, c.paths, c.lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(l, wantL) {
+			t.Errorf("%s: listing %+v, want %+v", c.name, l, wantL)
+		}
+		if c.lim.MaxEntries == 1 && (!l.Truncated || len(l.Entries) != 1) {
+			t.Errorf("%s: listing did not stop early: %d entries, truncated %v", c.name, len(l.Entries), l.Truncated)
+		}
+	}
+	if _, _, _, err := HashList(ctx, archive.FormatTarGz, []string{filepath.Join(dir, "missing")}, archive.Limits{}); err == nil {
+		t.Error("a missing file hashed without error")
+	}
+}
+
+// partsHasher must split one stream into its parts as their sizes say,
+// and refuse a stream longer or shorter than the parts.
+func TestPartsHasherBounds(t *testing.T) {
+	h := newPartsHasher([]int64{3, 0, 2})
+	if _, err := h.Write([]byte("abcde")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.sum()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"abc", "", "de"} {
+		if s := sha256.Sum256([]byte(p)); !bytes.Equal(got.Parts[i], s[:]) {
+			t.Errorf("part %d hash %x, want that of %q", i, got.Parts[i], p)
+		}
+	}
+	if _, err := newPartsHasher([]int64{2}).Write([]byte("abc")); err == nil {
+		t.Error("a stream longer than the parts hashed without error")
+	}
+	short := newPartsHasher([]int64{4})
+	short.Write([]byte("ab"))
+	if _, err := short.sum(); err == nil {
+		t.Error("a stream shorter than the parts summed without error")
 	}
 }

@@ -14,6 +14,6 @@ GO ?= go
 BENCH_FLAGS ?= --json
 
 .PHONY: bench
-bench: deps postgres
+bench: deps postgres build-standin
 	$(GO) build -o bin/stashd-bench ./cmd/stashd
 	bin/stashd-bench bench $(BENCH_FLAGS)

@@ -51,6 +51,10 @@ type Config struct {
 	// and every transaction is read-only, so a role granted only SELECT
 	// can be used. False: migrate and read-write.
 	ReadOnly bool
+	// Tracer, when set, sees every statement, batch and COPY the store's
+	// connections send (pgx's tracer interfaces); the benchmark counts
+	// round trips with it. Nil: none.
+	Tracer pgx.QueryTracer
 }
 
 // Open connects to PostgreSQL, applies pending migrations and returns a
@@ -67,6 +71,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.ReadOnly {
 		pcfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if cfg.Tracer != nil {
+		pcfg.ConnConfig.Tracer = cfg.Tracer
 	}
 	st := &Store{id: newStoreID(), lockTTL: lockTTL(cfg.LockTTL)}
 	pcfg.AfterConnect = st.server.afterConnect

@@ -81,8 +81,11 @@ type SendBudgetConfig struct {
 	// InFlight bounds the account's sends between sendMessage and their
 	// outcome; zero means 3.
 	InFlight int
-	// Jitter adds, to each spacing, a random share of it in [0, Jitter):
-	// sends never line up on a fixed beat. Zero means 0.25; negative none.
+	// Jitter varies each spacing by a random share of it in
+	// [−Jitter/2, +Jitter/2): sends never line up on a fixed beat, yet a
+	// backlog drains at the budget's own pace on average. A spacing is
+	// lengthened when needed so that no minute holds more than PerMinute
+	// sends. Zero means 0.25; negative none.
 	Jitter float64
 	// Clock; nil means RealClock.
 	Clock Clock
@@ -91,8 +94,9 @@ type SendBudgetConfig struct {
 }
 
 // SendBudget paces one account's sends: at most PerMinute a minute, spaced
-// with jitter, at most InFlight at once. Every account has its own; a
-// flood wait on a send pauses the sends to its chat in Session, not here.
+// with jitter around 60/PerMinute seconds, at most InFlight at once.
+// Every account has its own; a flood wait on a send pauses the sends to
+// its chat in Session, not here.
 type SendBudget struct {
 	cfg      SendBudgetConfig
 	interval time.Duration
@@ -104,7 +108,20 @@ type SendBudget struct {
 	// turn, and under mu so that Room may read it at any time.
 	mu   sync.Mutex
 	next time.Time
+
+	// recent are the start times of the last sends, a ring of at most
+	// window entries, pos its oldest once full: a send starts no earlier
+	// than window spacings after the send window sends before it, so no
+	// window spacings (a minute, for budgets of up to maxWindow a minute)
+	// hold more than window sends whatever the jitter. Only the holder of
+	// turn touches them.
+	recent []time.Time
+	pos    int
+	window int
 }
+
+// maxWindow bounds the send times a budget keeps.
+const maxWindow = 64
 
 // NewSendBudget returns an account's budget. m may be nil.
 func NewSendBudget(cfg SendBudgetConfig, m *SendBudgetMetrics) *SendBudget {
@@ -132,11 +149,14 @@ func NewSendBudget(cfg SendBudgetConfig, m *SendBudgetMetrics) *SendBudget {
 		m.waited.WithLabelValues(cfg.Account)
 		m.inFlight.WithLabelValues(cfg.Account)
 	}
+	window := min(max(int(cfg.PerMinute), 1), maxWindow)
 	return &SendBudget{
 		cfg: cfg, m: m,
 		interval: time.Duration(float64(time.Minute) / cfg.PerMinute),
 		slots:    make(chan struct{}, cfg.InFlight),
 		turn:     make(chan struct{}, 1),
+		recent:   make([]time.Time, 0, window),
+		window:   window,
 	}
 }
 
@@ -168,12 +188,19 @@ func (b *SendBudget) Acquire(ctx context.Context) (started, done func(), err err
 	if at.Before(now) {
 		at = now
 	}
+	if len(b.recent) == b.window {
+		// The send window sends back started window spacings ago at the
+		// earliest.
+		if earliest := b.recent[b.pos].Add(time.Duration(b.window) * b.interval); at.Before(earliest) {
+			at = earliest
+		}
+	}
 	if !b.cfg.Clock.SleepUntil(ctx, at) {
 		<-b.turn
 		<-b.slots
 		return nil, nil, ctx.Err()
 	}
-	b.setNext(at.Add(b.interval + time.Duration(b.cfg.Rand()*b.cfg.Jitter*float64(b.interval))))
+	b.setNext(at.Add(time.Duration(float64(b.interval) * (1 + b.cfg.Jitter*(b.cfg.Rand()-0.5)))))
 	if b.m != nil {
 		b.m.waited.WithLabelValues(b.cfg.Account).Add(at.Sub(now).Seconds())
 		b.m.inFlight.WithLabelValues(b.cfg.Account).Inc()
@@ -183,6 +210,12 @@ func (b *SendBudget) Acquire(ctx context.Context) (started, done func(), err err
 		startOnce.Do(func() {
 			if b.m != nil {
 				b.m.sends.WithLabelValues(b.cfg.Account).Inc()
+			}
+			if len(b.recent) < b.window {
+				b.recent = append(b.recent, at)
+			} else {
+				b.recent[b.pos] = at
+				b.pos = (b.pos + 1) % b.window
 			}
 			<-b.turn
 		})

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -23,12 +20,14 @@ const benchHelp = `Measures every performance goal of stashd side by side with i
 in one run, on the Telegram simulator and a private PostgreSQL: API economy
 against a topic-by-topic poller and its skip rules, ingest against raw
 inserts, hashing against crypto/sha256, latency under load, catch-up under
-a 20 requests/s limit, peak memory under a huge backlog (in a child
-process), and throughput with 1, 2 and 4 accounts. Prints a table on stderr
+a 20 requests/s limit, peak memory under a huge backlog (the --daemon
+binary run as its own process on the simulated world served over a
+socket), and throughput with 1, 2 and 4 accounts. Prints a table on stderr
 (what, stashd, baseline, ratio, goal); with --json the last line of stdout
 is one JSON object with keys economy, ingest_vs_raw_insert,
-hash_vs_raw_sha256, latency_p99_ms, catchup_vs_limit, peak_rss_mb_1m,
-accounts_scale.
+ingest_vs_raw_txn, ingest_vs_raw_copy, sends_per_part_multipart,
+hash_vs_raw_sha256, hash_vs_limit, latency_p99_ms, catchup_vs_limit,
+peak_rss_mb_1m, daemon_rss_mb, accounts_scale.
 
 Without --database-url it starts a PostgreSQL cluster from the system's
 binaries under --data-dir. It works in databases named stashd_bench_*,
@@ -39,8 +38,8 @@ func runBench(args []string) int {
 	jsonOut := fs.Bool("json", false, "print the summary as one JSON object on the last line of stdout")
 	quick := fs.Bool("quick", false, "a seconds-long smoke run (figures mean little)")
 	only := fs.String("only", "", "comma-separated items to run ("+strings.Join(bench.Items(), ", ")+"); empty: all")
-	child := fs.String("child", "", "internal: run one probe in this process (memory) and print its result")
-	backlog := fs.Int("backlog", 0, "internal: backlog size of a --child memory probe")
+	daemonBin := fs.String("daemon", "bin/stashd-standin", "stashd binary linked against the stand-in libtdjson, run as the daemon of the memory item (make build-standin)")
+	libDir := fs.String("lib-dir", "", "put this directory on the memory item's daemon's LD_LIBRARY_PATH")
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/bench"), "directory for the embedded database and scratch files (env STASHD_DATA_DIR)")
 	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one; its role must create databases (env STASHD_DATABASE_URL)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -86,22 +85,16 @@ func runBench(args []string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *child != "" {
-		if *child != "memory" || *backlog <= 0 {
-			fmt.Fprintln(os.Stderr, "stashd bench: --child memory needs --backlog > 0")
+	if o.Only == nil || slices.Contains(o.Only, bench.ItemMemory) {
+		if _, err := os.Stat(*daemonBin); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd bench: --daemon %s: %v (make build-standin builds it)\n", *daemonBin, err)
 			return 2
 		}
-		res, err := bench.RunMemory(ctx, o, *backlog)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "stashd bench: memory probe: %v\n", err)
-			return 1
+		if o.Daemon, err = filepath.Abs(*daemonBin); err != nil {
+			fmt.Fprintf(os.Stderr, "stashd bench: --daemon: %v\n", err)
+			return 2
 		}
-		b, _ := json.Marshal(res)
-		fmt.Println(string(b))
-		return 0
-	}
-	o.Memory = func(ctx context.Context, n int) (bench.MemoryResult, error) {
-		return memoryChild(ctx, serverURL, *dataDir, *quick, n)
+		o.LibDir = *libDir
 	}
 	rep, err := bench.Run(ctx, o)
 	rep.WriteTable(os.Stderr)
@@ -123,35 +116,4 @@ func runBench(args []string) int {
 		fmt.Println(string(b))
 	}
 	return 0
-}
-
-// memoryChild runs the memory probe in a child process (this executable,
-// `bench --child memory`), so that only the probe's own memory counts, and
-// returns the JSON line it prints.
-func memoryChild(ctx context.Context, serverURL, dataDir string, quick bool, backlog int) (bench.MemoryResult, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return bench.MemoryResult{}, fmt.Errorf("find own executable: %w", err)
-	}
-	args := []string{"bench", "--child", "memory", "--backlog", strconv.Itoa(backlog),
-		"--database-url", serverURL, "--data-dir", dataDir}
-	if quick {
-		args = append(args, "--quick")
-	}
-	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return bench.MemoryResult{}, fmt.Errorf("run memory probe: %w", err)
-	}
-	var last string
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		last = sc.Text()
-	}
-	var res bench.MemoryResult
-	if err := json.Unmarshal([]byte(last), &res); err != nil {
-		return bench.MemoryResult{}, fmt.Errorf("read memory probe result %q: %w", last, err)
-	}
-	return res, nil
 }

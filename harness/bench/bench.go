@@ -20,11 +20,12 @@ const (
 	ItemHash     = "hash"
 	ItemIngest   = "ingest"
 	ItemEconomy  = "economy"
+	ItemDrain    = "drain"
 	ItemCatchup  = "catchup"
 	ItemScale    = "scale"
 	ItemLatency  = "latency"
 	ItemMemory   = "memory"
-	itemsInOrder = "hash,ingest,economy,catchup,scale,latency,memory"
+	itemsInOrder = "hash,ingest,economy,drain,catchup,scale,latency,memory"
 )
 
 // Items lists every item in the order it runs.
@@ -42,11 +43,13 @@ type Options struct {
 	Quick bool
 	// Only restricts the run to these items; empty runs all.
 	Only []string
-	// Memory measures the peak RSS of catching up a backlog of the given
-	// number of messages, in a process of its own so that the caller's
-	// heap does not count. Nil measures in this process (RunMemory), which
-	// is only good for a smoke run.
-	Memory func(ctx context.Context, backlog int) (MemoryResult, error)
+	// Daemon is a stashd executable linked against the stand-in libtdjson
+	// (make build-standin): the memory item runs it as a process of its
+	// own, on a world served over a socket, and reads its peak RSS. Empty
+	// measures the daemon inside this process, which is only good for a
+	// smoke run. LibDir, when set, goes on its LD_LIBRARY_PATH.
+	Daemon string
+	LibDir string
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Progress receives one line per step; nil discards.
@@ -80,9 +83,28 @@ type Summary struct {
 	// IngestVsRawInsert is packages/s of the whole pipeline over packages/s
 	// of plain inserts of the same rows (goal ≥ 0.5).
 	IngestVsRawInsert *float64 `json:"ingest_vs_raw_insert"`
+	// IngestVsRawTxn is packages/s of the pipeline over one batched INSERT
+	// transaction per package of the same rows (goal ≥ 1.0), and
+	// IngestVsRawCopy over COPY of them in one transaction (goal 0.25).
+	IngestVsRawTxn  *float64 `json:"ingest_vs_raw_txn"`
+	IngestVsRawCopy *float64 `json:"ingest_vs_raw_copy"`
+	// PGRoundTripsPerPackage is the statements, batches and COPYs the
+	// daemon sent to PostgreSQL per package catalogued and delivered
+	// (goal ≤ 2).
+	PGRoundTripsPerPackage *float64 `json:"pg_round_trips_per_package"`
+	// SendsPerPartMultipart is the sends made for multipart packages over
+	// their parts (goal ≤ 0.3).
+	SendsPerPartMultipart *float64 `json:"sends_per_part_multipart"`
 	// HashVsRawSHA256 is the throughput of hashing and listing over that of
 	// crypto/sha256 alone on the same bytes, worst format (goal ≥ 0.8).
 	HashVsRawSHA256 *float64 `json:"hash_vs_raw_sha256"`
+	// HashVsLimit is, by format, the throughput of hashing and listing
+	// over that of the slower of crypto/sha256 alone and decompression
+	// alone on the same bytes (goal ≥ 0.8 each).
+	HashVsLimit map[string]float64 `json:"hash_vs_limit"`
+	// DrainVsSendBudget is the send budget's own time for a backlog over
+	// the time the daemon took to send it, worst case (goal ≥ 0.95).
+	DrainVsSendBudget *float64 `json:"drain_vs_send_budget"`
 	// LatencyP99Ms is event → catalogued p99 at the offered load (goal ≤ 50).
 	LatencyP99Ms *float64 `json:"latency_p99_ms"`
 	// CatchupVsLimit is achieved requests/s over the per-account limit
@@ -91,6 +113,10 @@ type Summary struct {
 	// PeakRSSMB1M is the daemon's peak RSS in MB while catching up the
 	// largest backlog (goal ≤ 150).
 	PeakRSSMB1M *float64 `json:"peak_rss_mb_1m"`
+	// DaemonRSSMB is the daemon's peak RSS (VmHWM of its own process) in
+	// MB by backlog: 10k, 100k and 1m waiting messages (goal: 1m ≤ 80 and
+	// ≤ 2 × 10k).
+	DaemonRSSMB map[string]float64 `json:"daemon_rss_mb"`
 	// AccountsScale is throughput with N accounts over throughput with
 	// one, by N (goal ≥ 0.9 × N).
 	AccountsScale map[string]float64 `json:"accounts_scale"`
@@ -127,7 +153,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		item string
 		run  func(context.Context) error
 	}{
-		{ItemHash, r.hash}, {ItemIngest, r.ingest}, {ItemEconomy, r.economy},
+		{ItemHash, r.hash}, {ItemIngest, r.ingest}, {ItemEconomy, r.economy}, {ItemDrain, r.drain},
 		{ItemCatchup, r.catchup}, {ItemScale, r.scale}, {ItemLatency, r.latency},
 		{ItemMemory, r.memory},
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +25,7 @@ import (
 type env struct {
 	r        *runner
 	name     string
+	url      string // of its database
 	world    *tgsim.World
 	st       *store.Store
 	pool     *pgxpool.Pool
@@ -32,6 +34,10 @@ type env struct {
 	files    string
 	// reg is the registry of the daemon started last.
 	reg *prometheus.Registry
+	// trips counts what the store's connections send; polls the
+	// statements count sent through them (the bench's own).
+	trips *roundTrips
+	polls atomic.Int64
 }
 
 // stageTimes returns the mean time per ingest stage of the daemon started
@@ -71,7 +77,8 @@ func (r *runner) newEnv(ctx context.Context, name string, accounts int, cfg tgsi
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: int32(accounts*16 + 16)})
+	trips := &roundTrips{}
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: int32(accounts*16 + 16), Tracer: trips})
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +88,7 @@ func (r *runner) newEnv(ctx context.Context, name string, accounts int, cfg tgsi
 		return nil, err
 	}
 	cfg.FilesDir = files
-	e := &env{r: r, name: name, world: tgsim.NewWorld(cfg), st: st, pool: st.Pool(), files: files}
+	e := &env{r: r, name: name, url: url, trips: trips, world: tgsim.NewWorld(cfg), st: st, pool: st.Pool(), files: files}
 	var names []string
 	for i := range accounts {
 		n := fmt.Sprintf("acct%d", i+1)
@@ -163,6 +170,7 @@ func (e *env) start(ctx context.Context, cfg daemon.Config, beforeRun func(*daem
 // count returns the number of rows of query (a SELECT count(*)).
 func (e *env) count(ctx context.Context, query string) (int, error) {
 	var n int
+	e.polls.Add(1)
 	err := e.pool.QueryRow(ctx, query).Scan(&n)
 	return n, err
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -18,14 +19,19 @@ import (
 	"stashd/archive"
 	"stashd/archive/archivetest"
 	"stashd/ingest"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // hash measures item 3: hashing and listing a package as the pipeline does
-// (ingest.HashParts, then archive.List) against crypto/sha256 alone over
-// the same file, for a zip, a 7z and a tar.gz of incompressible data. Both
-// read the file from the page cache; each is timed best of three.
+// (ingest.HashList: a compressed tar hashed as it is read for the
+// decompressor, in one read) against its limit on the same file, the slower
+// of crypto/sha256 alone and decompression alone, for every format of
+// incompressible data. All read the file from the page cache; each is timed
+// best of five, interleaved.
 func (r *runner) hash(ctx context.Context) error {
-	size := 100 << 20
+	size := 64 << 20
 	if r.o.Quick {
 		size = 4 << 20
 	}
@@ -34,10 +40,16 @@ func (r *runner) hash(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	worst := math.Inf(1)
-	for _, f := range []archive.Format{archive.FormatZip, archive.Format7z, archive.FormatTarGz} {
+	worstSHA := math.Inf(1)
+	perFormat := map[string]float64{}
+	for _, f := range hashFormats {
 		path := filepath.Join(dir, "data."+string(f))
-		if err := writeArchive(path, f, size); err != nil {
+		fsize := size
+		if f == archive.FormatTarXz {
+			// The xz encoder makes a few MB/s of incompressible data.
+			fsize = size / 4
+		}
+		if err := writeArchive(path, f, fsize); err != nil {
 			return fmt.Errorf("write %s: %w", f, err)
 		}
 		st, err := os.Stat(path)
@@ -45,19 +57,21 @@ func (r *runner) hash(ctx context.Context) error {
 			return err
 		}
 		// Interleaved, best of five each: the machine is shared.
-		raw, ours := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+		raw, inflate, ours := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 		for range 5 {
 			d, err := timed(func() error { return rawSHA256(path) })
 			if err != nil {
 				return err
 			}
 			raw = min(raw, d)
+			d, err = timed(func() error { return decompress(path, f) })
+			if err != nil {
+				return fmt.Errorf("decompress %s: %w", f, err)
+			}
+			inflate = min(inflate, d)
 			d, err = timed(func() error {
-				if _, err := ingest.HashParts([]string{path}); err != nil {
-					return err
-				}
-				_, err := archive.List(ctx, f, []string{path}, archive.Limits{})
-				return err
+				_, _, listErr, err := ingest.HashList(ctx, f, []string{path}, archive.Limits{})
+				return cmp.Or(err, listErr)
 			})
 			if err != nil {
 				return fmt.Errorf("hash and list %s: %w", f, err)
@@ -65,16 +79,69 @@ func (r *runner) hash(ctx context.Context) error {
 			ours = min(ours, d)
 		}
 		mb := float64(st.Size()) / 1e6
+		limit := max(raw, inflate)
 		l := Line{Item: ItemHash, What: fmt.Sprintf("hash+list %s %.0f MB", f, mb), Unit: "MB/s",
-			Stashd: mb / ours.Seconds(), Baseline: mb / raw.Seconds(), Goal: ">= 0.8",
-			Note: noteHash[f]}
+			Stashd: mb / ours.Seconds(), Baseline: mb / limit.Seconds(), Goal: ">= 0.8",
+			Note: fmt.Sprintf("limit: slower of sha256 alone (%.0f MB/s) and %s (%.0f MB/s); %s",
+				mb/raw.Seconds(), decompressWhat(f), mb/inflate.Seconds(), noteHash[f])}
 		l.Ratio = l.Stashd / l.Baseline
-		worst = min(worst, l.Ratio)
+		perFormat[string(f)] = l.Ratio
+		worstSHA = min(worstSHA, raw.Seconds()/ours.Seconds())
 		r.add(l)
 		os.Remove(path)
 	}
-	r.rep.Summary.HashVsRawSHA256 = ptr(worst)
+	r.rep.Summary.HashVsRawSHA256 = ptr(worstSHA)
+	r.rep.Summary.HashVsLimit = perFormat
 	return nil
+}
+
+// hashFormats are the formats the hash item measures.
+var hashFormats = []archive.Format{
+	archive.FormatZip, archive.Format7z, archive.FormatRar, archive.FormatTar,
+	archive.FormatTarGz, archive.FormatTarXz, archive.FormatTarZst,
+}
+
+// decompress reads the file as an extractor must: a compressed tar through
+// its decompressor (as the listing configures it), any other format (its
+// data stored) as plain bytes.
+func decompress(path string, f archive.Format) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	var r io.Reader = bufio.NewReaderSize(file, 256<<10)
+	switch f {
+	case archive.FormatTarGz:
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return err
+		}
+		r = zr
+	case archive.FormatTarXz:
+		xr, err := xz.NewReader(r)
+		if err != nil {
+			return err
+		}
+		r = xr
+	case archive.FormatTarZst:
+		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return err
+		}
+		defer zr.Close()
+		r = zr
+	}
+	_, err = io.CopyBuffer(io.Discard, r, make([]byte, 256<<10))
+	return err
+}
+
+func decompressWhat(f archive.Format) string {
+	switch f {
+	case archive.FormatTarGz, archive.FormatTarXz, archive.FormatTarZst:
+		return "decompression alone"
+	}
+	return "reading the stored bytes alone"
 }
 
 func timed(fn func() error) (time.Duration, error) {
@@ -131,6 +198,18 @@ func writeArchive(path string, format archive.Format, size int) error {
 		if _, err := out.Write(archivetest.SevenZip(fs)); err != nil {
 			return err
 		}
+	case archive.FormatRar, archive.FormatTar, archive.FormatTarXz, archive.FormatTarZst:
+		var fs []archivetest.File
+		for i := range files {
+			fs = append(fs, archivetest.File{Name: fmt.Sprintf("dir/file-%02d.bin", i), Data: chunk()})
+		}
+		build := map[archive.Format]func([]archivetest.File) []byte{
+			archive.FormatRar: archivetest.Rar, archive.FormatTar: archivetest.Tar,
+			archive.FormatTarXz: archivetest.TarXz, archive.FormatTarZst: archivetest.TarZst,
+		}[format]
+		if _, err := out.Write(build(fs)); err != nil {
+			return err
+		}
 	case archive.FormatTarGz:
 		bw := bufio.NewWriter(out)
 		gz, _ := gzip.NewWriterLevel(bw, gzip.BestSpeed)
@@ -160,8 +239,12 @@ func writeArchive(path string, format archive.Format, size int) error {
 }
 
 var noteHash = map[archive.Format]string{
-	archive.FormatZip: "baseline: crypto/sha256 alone over the same file; listing reads only the central directory",
+	archive.FormatZip: "listing reads only the central directory",
 	archive.Format7z:  "listing reads only the end header",
-	archive.FormatTarGz: "tar headers are spread through the gzip stream: listing must inflate all of it, " +
-		"after the hash pass (the pipeline lists only packages that are not duplicates)",
+	archive.FormatRar: "listing reads only the block headers",
+	archive.FormatTar: "listing seeks from header to header",
+	archive.FormatTarGz: "tar headers are spread through the stream: the bytes are hashed on one core " +
+		"as they are read for the decompressor on the other, one read",
+	archive.FormatTarXz:  "as tar.gz",
+	archive.FormatTarZst: "as tar.gz",
 }

@@ -32,7 +32,7 @@ func (r *runner) ingest(ctx context.Context) error {
 	if r.o.Quick {
 		n, zips = 40, 10
 	}
-	ours, rows, stages, err := r.pipelineRate(ctx, n, false)
+	ours, rows, stages, trips, err := r.pipelineRate(ctx, n, false)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (r *runner) ingest(ctx context.Context) error {
 	r.add(Line{Item: ItemIngest, What: "ingest vs per-package raw transactions", Unit: "pkg/s",
 		Stashd: ours, Baseline: txRate, Ratio: ours / txRate,
 		Note: "same durability unit as the pipeline (one commit per package); no goal"})
-	zipRate, _, _, err := r.pipelineRate(ctx, zips, true)
+	zipRate, _, _, _, err := r.pipelineRate(ctx, zips, true)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,22 @@ func (r *runner) ingest(ctx context.Context) error {
 		Stashd: zipRate, Baseline: ours, Ratio: zipRate / ours,
 		Note: "baseline: the tar.gz figure above. A lone .zip may be the last volume of a split zip (.z01…): it waits SetSettle " +
 			"(300 ms here, 30 s by default) and is completed by the set sweeper, which takes one set at a time"})
+	r.add(Line{Item: ItemIngest, What: "PostgreSQL round trips per package (catalogue and delivery)", Unit: "trips",
+		Stashd: trips, Baseline: nanRatio, Ratio: nanRatio, Goal: "<= 2",
+		Note: "statements, batches and COPYs the daemon's store sent from its start until every package was catalogued and delivered, " +
+			"over the packages (a floor: a statement's first prepare on a connection is not counted; lock renewals and catch-up are)"})
+	r.rep.Summary.PGRoundTripsPerPackage = ptr(trips)
 	r.rep.Summary.IngestVsRawInsert = ptr(ours / raw)
+	r.rep.Summary.IngestVsRawTxn = ptr(ours / txRate)
+	r.rep.Summary.IngestVsRawCopy = ptr(ours / copyRate)
+	spp, err := r.multipartSends(ctx)
+	if err != nil {
+		return err
+	}
+	r.add(Line{Item: ItemIngest, What: "sends per part of multipart packages (3 RAR volumes)", Unit: "sends/part",
+		Stashd: spp, Baseline: nanRatio, Ratio: nanRatio, Goal: "<= 0.3",
+		Note: "every send the simulator accepted over the parts of the sets posted"})
+	r.rep.Summary.SendsPerPartMultipart = ptr(spp)
 	return nil
 }
 
@@ -68,10 +83,10 @@ func (r *runner) ingest(ctx context.Context) error {
 // four channels of one account, starts the daemon (4 workers, no rate
 // limit) and returns the packages catalogued per second from its start,
 // the catalogue rows it wrote and its mean stage times.
-func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, []tableRows, string, error) {
+func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, []tableRows, string, float64, error) {
 	e, err := r.newEnv(ctx, "ingest", 1, tgsim.Config{Seed: 2})
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", 0, err
 	}
 	defer e.close(ctx)
 	var srcs []tg.ChatID
@@ -86,24 +101,30 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 		}
 	}
 	start := time.Now()
+	trips0, polls0 := e.trips.n.Load(), e.polls.Load()
 	d, err := e.start(ctx, e.daemonConfig(4, 0), nil)
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", 0, err
 	}
 	got, err := e.waitCount(ctx, countPackages, n, 5*time.Minute)
 	elapsed := time.Since(start)
+	if err == nil && got == n {
+		// Round trips count the deliveries too.
+		_, err = e.waitCount(ctx, `SELECT count(*) FROM deliveries WHERE state = 'sent'`, n, 2*time.Minute)
+	}
+	trips := float64(e.trips.n.Load()-trips0-(e.polls.Load()-polls0)) / float64(n)
 	d.Shutdown(context.Background())
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", 0, err
 	}
 	if got < n {
-		return 0, nil, "", fmt.Errorf("pipeline catalogued %d of %d packages in %s", got, n, elapsed)
+		return 0, nil, "", 0, fmt.Errorf("pipeline catalogued %d of %d packages in %s", got, n, elapsed)
 	}
 	rows, err := readCatalogue(ctx, e.pool)
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", 0, err
 	}
-	return float64(n) / elapsed.Seconds(), rows, e.stageTimes(), nil
+	return float64(n) / elapsed.Seconds(), rows, e.stageTimes(), trips, nil
 }
 
 // tableRows are one table's columns and rows, grouped by package.

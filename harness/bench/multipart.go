@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/sim/tgsim"
+	"stashd/tg"
+)
+
+// multipartSends measures the sends a multipart package costs: sets of
+// three RAR volumes (x.part1.rar … x.part3.rar) posted in one channel,
+// mirrored to one destination, and the sends the simulator accepted
+// counted once every delivery has settled. It returns sends per part.
+func (r *runner) multipartSends(ctx context.Context) (float64, error) {
+	sets, parts := 40, 3
+	if r.o.Quick {
+		sets = 4
+	}
+	e, err := r.newEnv(ctx, "multipart", 1, tgsim.Config{Seed: 3})
+	if err != nil {
+		return 0, err
+	}
+	defer e.close(ctx)
+	src := e.addSource(0, tg.KindChannel, "sets")
+	for n := range sets {
+		vols := archivetest.RarVolumes([]archivetest.File{{Name: fmt.Sprintf("dir/set-%d.bin", n), Data: fmt.Appendf(nil, "set %d payload, long enough to span volumes", n)}}, parts)
+		for i, v := range vols {
+			e.world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("set-%d.part%d.rar", n, i+1), Data: v})
+		}
+	}
+	d, err := e.start(ctx, e.daemonConfig(4, 0), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Shutdown(context.Background())
+	if got, err := e.waitCount(ctx, countPackages, sets, 2*time.Minute); err != nil {
+		return 0, err
+	} else if got < sets {
+		return 0, fmt.Errorf("multipart: catalogued %d of %d sets", got, sets)
+	}
+	// Settled: no delivery left to send, and no send for a while.
+	deadline := time.Now().Add(2 * time.Minute)
+	last, still := -1, time.Now()
+	for {
+		open, err := e.count(ctx, `SELECT count(*) FROM deliveries WHERE state = 'intent'`)
+		if err != nil {
+			return 0, err
+		}
+		n := len(e.world.Sends())
+		if n != last {
+			last, still = n, time.Now()
+		}
+		if open == 0 && n > 0 && time.Since(still) > time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("multipart: deliveries did not settle (%d open, %d sends)", open, n)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return float64(last) / float64(sets*parts), nil
+}
