@@ -193,6 +193,14 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	if err != nil {
 		return fail(fmt.Errorf("get me: %w", err))
 	}
+	// How long nothing watched the account (a restart, a logout): read
+	// before this run's first status write. Edits made meanwhile reach no
+	// update and lie below every watermark; a long enough absence is an
+	// outage, which the rescan covers.
+	away, wasRun, err := d.store.AccountAway(ctx, a.Name)
+	if err != nil {
+		return fail(err)
+	}
 	if err := d.store.UpsertAccount(ctx, a.Name, me.ID, me.IsPremium); err != nil {
 		return fail(err)
 	}
@@ -277,6 +285,10 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log
 	r.resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)
 	resc.Store(r.resc)
+	if wasRun && r.resc.Outage(away) {
+		log.Info("account was not watched for a while; its sources' recent documents are rescanned for edits made meanwhile",
+			"away", away.Round(time.Second).String())
+	}
 	r.retry = ingest.NewRetrier(d.cfg.Retry, r.pipe, d.store, d.retm)
 	r.backfill = ingest.NewBackfiller(d.cfg.Backfill, r.pipe, d.store)
 	dcfg := d.cfg.Delivery

@@ -50,7 +50,7 @@ const pickTimeout = 10 * time.Second
 // refused write access to dest in this run and know both chats; among
 // them the one whose next send would start first counting what it was
 // given already (its budget's next start plus pending parts times its
-// spacing),
+// spacing, or the end of a flood wait on dest, whichever is later),
 // then the one with fewest sends in flight, then the first in
 // configuration order. from is the ingesting account, which sends itself
 // when no other qualifies.
@@ -87,6 +87,14 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest
 		b := r.sess.Budget
 		free, flight := b.Room()
 		free = free.Add(time.Duration(s.pending[r.name]) * b.Interval())
+		if wait := r.sess.ChatPause(dest); wait > 0 {
+			// Telegram told this account to wait before sending to dest
+			// (a 429 there): it cannot send sooner, whatever its budget;
+			// another account's limit there is its own.
+			if until := b.Config().Clock.Now().Add(wait); until.After(free) {
+				free = until
+			}
+		}
 		switch {
 		case best == nil, free.Before(bestFree.Add(-sameStart)):
 		case free.Before(bestFree.Add(sameStart)) && flight < bestFlight:

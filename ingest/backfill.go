@@ -195,8 +195,8 @@ func (b *Backfiller) redeliver(ctx context.Context, pkg store.Package) (int, err
 		if err != nil {
 			return 0, fmt.Errorf("fetch part %d (%s): %w", i, k, err)
 		}
-		if m.Document == nil {
-			return 0, tg.Permanent(fmt.Errorf("part %d (%s) is no document any more", i, k))
+		if err := b.p.checkStillCarries(ctx, pkg.ID, i, m); err != nil {
+			return 0, err
 		}
 		parts[i] = m
 	}

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -194,6 +195,16 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 	}
 	msg, err := p.tg.SendTo(ctx, dest, thread, m.Document.File.RemoteID, p.captionFor(ctx, pkg, i, m, d.Token))
 	if err != nil {
+		if fresh && (errors.Is(err, tg.ErrSendRefused) || errors.Is(err, tg.ErrChatFloodWait)) {
+			// Refused (a 429 from the chat's limit, a closed topic): no
+			// message carries this intent's token, and no earlier attempt
+			// used it, so the next attempt starts afresh instead of
+			// reading the destination for it.
+			if derr := p.store.DropIntent(context.WithoutCancel(ctx), d); derr != nil {
+				p.log.Warn("drop the intent of a refused send; the next attempt reconciles it", "package", pkg.ID,
+					"destination", dest, "part", i, "err", derr)
+			}
+		}
 		return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
 	}
 	// First write after the send: the destination id (the stub).

@@ -170,7 +170,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				ws.p.log.Warn("queued delivery cannot be sent; giving it up", "package", w.PackageID,
 					"destination", w.Destination, "route", w.Route, "err", err)
 				res.Failed++
-				ws.p.dropParts(w.Parts)
+				ws.p.dropParts(w.PackageID, w.Parts)
 				if err := ws.store.ClearWaiting(ctx, w.PackageID, w.Destination); err != nil {
 					return res, err
 				}
@@ -232,7 +232,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 		// No route sends it there any more: nothing was sent, nothing is
 		// deleted; the delivery simply leaves the queue.
 		p.log.Info("queued delivery no longer routed", "package", w.PackageID, "destination", w.Destination, "route", w.Route)
-		p.dropParts(w.Parts)
+		p.dropParts(w.PackageID, w.Parts)
 		return true, ws.store.ClearWaiting(ctx, w.PackageID, w.Destination)
 	}
 	if p.cfg.Routes.HasWindows() {
@@ -244,14 +244,14 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	}
 	parts := make([]tg.Message, len(w.Parts))
 	for i, k := range w.Parts {
-		m, ok := p.queuedPart(k)
+		m, ok := p.queuedPart(w.PackageID, k)
 		if !ok {
 			m, err = p.tg.GetMessage(ctx, k.Chat, k.Message)
 			if err != nil {
 				return false, fmt.Errorf("fetch part %d of package %d (%s): %w", i, w.PackageID, k, err)
 			}
-			if m.Document == nil {
-				return false, tg.Permanent(fmt.Errorf("part %d of package %d (%s) is no document any more", i, w.PackageID, k))
+			if err := p.checkStillCarries(ctx, w.PackageID, i, m); err != nil {
+				return false, err
 			}
 		}
 		parts[i] = m
@@ -266,7 +266,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	if _, err := p.deliverTo(lctx, pkg, parts, in, w.Destination); err != nil {
 		return false, err
 	}
-	p.dropParts(w.Parts)
+	p.dropParts(w.PackageID, w.Parts)
 	return true, nil
 }
 

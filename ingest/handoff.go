@@ -48,7 +48,7 @@ func (p *Pipeline) handOff(ctx context.Context, pkg store.Package, parts []tg.Me
 			continue
 		}
 		queued++
-		p.keepParts(parts)
+		p.keepParts(pkg.ID, parts)
 		if held {
 			p.m.delivered(dest, DeliveryWaiting, 1)
 			p.log.Debug("delivery waits for its window", "package", pkg.ID, "destination", dest, "route", w.Route, "opens", w.OpensAt)
@@ -65,6 +65,14 @@ func (p *Pipeline) handOff(ctx context.Context, pkg store.Package, parts []tg.Me
 // restart.
 const maxKeptParts = 4096
 
+// keptKey names a part kept for the delivery stage: the package as well
+// as the message, for an edit may put another document (another package)
+// in the same message while the first package's delivery waits.
+type keptKey struct {
+	pkg int64
+	msg tg.MessageKey
+}
+
 // keptPart is a part's message kept for the delivery stage, with the
 // number of queued deliveries that will send it.
 type keptPart struct {
@@ -72,44 +80,47 @@ type keptPart struct {
 	refs int
 }
 
-// keepParts remembers the messages of the parts of one queued delivery, so
-// that the delivery stage of this session need not load them again (file
-// and remote ids are per session).
-func (p *Pipeline) keepParts(parts []tg.Message) {
+// keepParts remembers the messages of the parts of one queued delivery of
+// package pkg, so that the delivery stage of this session need not load
+// them again (file and remote ids are per session).
+func (p *Pipeline) keepParts(pkg int64, parts []tg.Message) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range parts {
-		k, ok := p.queuedParts[m.Key()]
+		key := keptKey{pkg, m.Key()}
+		k, ok := p.queuedParts[key]
 		if !ok && len(p.queuedParts) >= maxKeptParts {
 			return
 		}
 		k.msg = m
 		k.refs++
-		p.queuedParts[m.Key()] = k
+		p.queuedParts[key] = k
 	}
 }
 
-// queuedPart returns a part kept by keepParts.
-func (p *Pipeline) queuedPart(key tg.MessageKey) (tg.Message, bool) {
+// queuedPart returns a part of package pkg kept by keepParts.
+func (p *Pipeline) queuedPart(pkg int64, key tg.MessageKey) (tg.Message, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k, ok := p.queuedParts[key]
+	k, ok := p.queuedParts[keptKey{pkg, key}]
 	return k.msg, ok
 }
 
-// dropParts forgets the parts of one delivery that has left the queue.
-func (p *Pipeline) dropParts(keys []tg.MessageKey) {
+// dropParts forgets the parts of one delivery of package pkg that has left
+// the queue.
+func (p *Pipeline) dropParts(pkg int64, keys []tg.MessageKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, key := range keys {
-		k, ok := p.queuedParts[key]
+		kk := keptKey{pkg, key}
+		k, ok := p.queuedParts[kk]
 		if !ok {
 			continue
 		}
 		if k.refs--; k.refs <= 0 {
-			delete(p.queuedParts, key)
+			delete(p.queuedParts, kk)
 		} else {
-			p.queuedParts[key] = k
+			p.queuedParts[kk] = k
 		}
 	}
 }

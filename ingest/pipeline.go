@@ -34,6 +34,7 @@ type Store interface {
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
 	Lock(ctx context.Context, name string) (*store.Lock, error)
 	EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (store.Delivery, bool, error)
+	DropIntent(ctx context.Context, d store.Delivery) error
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) (tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
@@ -200,7 +201,7 @@ type Pipeline struct {
 	// queuedParts keeps the messages of parts whose deliveries are queued
 	// (bounded by maxKeptParts); wake tells the delivery stage that
 	// deliveries were queued.
-	queuedParts map[tg.MessageKey]keptPart
+	queuedParts map[keptKey]keptPart
 	wake        chan struct{}
 }
 
@@ -260,7 +261,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 
 		setFailures: map[setID]string{},
 		notInAlbum:  map[setProbe]bool{},
-		queuedParts: map[tg.MessageKey]keptPart{},
+		queuedParts: map[keptKey]keptPart{},
 		wake:        make(chan struct{}, 1),
 	}
 }

@@ -56,8 +56,11 @@ func (p *Pipeline) deliverFor(ctx context.Context, pkg store.Package, parts []tg
 	own := make([]tg.Message, len(parts))
 	for i, m := range parts {
 		got, err := p.tg.GetMessage(ctx, m.ChatID, m.ID)
-		if err == nil && got.Document == nil {
-			err = fmt.Errorf("message %s carries no document", m.Key())
+		if err == nil {
+			// The message as this account sees it now may carry another
+			// document (an edit): the picking account then sends the
+			// parts it holds.
+			err = p.checkStillCarries(ctx, pkg.ID, i, got)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

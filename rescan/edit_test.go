@@ -66,8 +66,15 @@ func TestRescanFindsReplacedDocument(t *testing.T) {
 			files = append(files, m.Document.File.UniqueID)
 		}
 	}
-	if len(files) != 2 || files[1] != edit.NewUniqueID {
-		t.Fatalf("destination files = %v; want the first document and its replacement %s", files, edit.NewUniqueID)
+	// The first document was not delivered before the edit took it out
+	// of the message, and no message carries it any more: Telegram refuses
+	// to send it (FILE_REFERENCE_INVALID), and only its replacement
+	// reaches the destination, never under the first package's record.
+	if len(files) != 1 || files[0] != edit.NewUniqueID {
+		t.Fatalf("destination files = %v; want only the replacement %s", files, edit.NewUniqueID)
+	}
+	if backlog, err := st.DeliveryBacklog(ctx); err != nil || len(backlog) != 0 {
+		t.Fatalf("deliveries still queued: %+v, %v; want the first package's given up", backlog, err)
 	}
 	// A second rescan finds nothing: the replacement is recorded.
 	if res, err := r.RunOnce(ctx); err != nil || res.Found != 0 {

@@ -124,20 +124,25 @@ func New(cfg Config, t Telegram, st Store, ing Ingest, m *Metrics) *Rescan {
 		log: log.With("component", "rescan", "account", cfg.Account)}
 }
 
-// Outage reports that the connection was down for d; a long enough outage
-// triggers a rescan. It never blocks.
-func (r *Rescan) Outage(d time.Duration) {
-	if d >= r.cfg.OutageThreshold {
-		select {
-		case r.trigger <- struct{}{}:
-		default:
-		}
+// Outage reports that the account was unwatched for d (a connection down,
+// a restart, a logout); an outage of OutageThreshold or more triggers a
+// rescan, and Outage reports whether it did. It never blocks.
+func (r *Rescan) Outage(d time.Duration) bool {
+	if d < r.cfg.OutageThreshold {
+		return false
 	}
+	select {
+	case r.trigger <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // Start starts the loop. The first periodic rescan runs one Interval after
 // start, not at start: start-up is covered by catch-up, and a restart loop
-// must not turn into a rescan loop.
+// must not turn into a rescan loop. Only an absence of OutageThreshold or
+// more before the start (Outage) rescans at once: edits made meanwhile
+// reach no update.
 func (r *Rescan) Start(ctx context.Context) error {
 	return r.run.StartFunc(ctx, func(ctx context.Context) {
 		service.Ticks(ctx, r.cfg.Interval, r.trigger, func(ctx context.Context) {

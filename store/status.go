@@ -2,11 +2,29 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// AccountAway returns how long ago the account's status was last written
+// (by whichever instance ran it), by the database's clock; ok is false when
+// it never was. Read before the account starts, it is how long nothing
+// watched the account's sources.
+func (s *Store) AccountAway(ctx context.Context, account string) (away time.Duration, ok bool, err error) {
+	var secs *float64
+	err = s.pool.QueryRow(ctx, `SELECT extract(epoch FROM now() - status_at)::float8 FROM accounts WHERE name = $1`,
+		account).Scan(&secs)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && secs == nil {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read account %s's last status: %w", account, err)
+	}
+	return time.Duration(*secs * float64(time.Second)), true, nil
+}
 
 // UpdateAccountStatus records what the running daemon sees of an account.
 func (s *Store) UpdateAccountStatus(ctx context.Context, account string, connected bool, depth, capacity int) error {

@@ -77,6 +77,10 @@ var (
 	// for its temporary id) instead of reporting success or failure; the
 	// message does not exist and may be sent again.
 	ErrSendVanished = errors.New("pending send was deleted before it was sent")
+	// ErrSendRefused: Telegram refused a send (updateMessageSendFailed,
+	// or an error answer to sendMessage itself): the message does not exist.
+	// The refusal itself is wrapped beside it.
+	ErrSendRefused = errors.New("send refused")
 	// ErrSendTimeout: no outcome arrived for a send within its deadline. The
 	// message may still appear: reconcile by token before sending again.
 	ErrSendTimeout = errors.New("no outcome for the send within its deadline")

@@ -124,7 +124,7 @@ func (s *Session) pump() {
 			if d, ok := FloodWait(u.Err); ok {
 				s.pauseChat(u.Chat, d)
 			}
-			r := sendResult{err: fmt.Errorf("send to %d: %w", u.Chat, u.Err), failed: u.MessageID}
+			r := sendResult{err: fmt.Errorf("send to %d: %w: %w", u.Chat, ErrSendRefused, u.Err), failed: u.MessageID}
 			if !s.resolveSend(sendKey{u.Chat, u.OldMessageID}, r) && u.MessageID != 0 {
 				// Nobody waits for it (a send of an earlier session that
 				// TDLib re-sent by itself): nothing will ever resend it.
@@ -270,6 +270,12 @@ func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteF
 	if err != nil {
 		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
 			return Message{}, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
+		}
+		var api *Error
+		if errors.As(err, &api) {
+			// TDLib answered sendMessage with an error: no message was
+			// made.
+			return Message{}, fmt.Errorf("%w: %w", ErrSendRefused, err)
 		}
 		return Message{}, err
 	}

@@ -332,6 +332,10 @@ func (r *runner) config(reg prometheus.Registerer) daemon.Config {
 		Logger:    r.log,
 		Registry:  reg,
 	}
+	// An account away longer than this (logged out, or the daemon
+	// stopped) rescans its sources at start, on the demo's time scale
+	// (production: 5 min): edits made meanwhile reach no update.
+	cfg.Rescan.OutageThreshold = 2 * time.Second
 	cfg.Catchup.Interval = 250 * time.Millisecond
 	cfg.Catchup.Policy.ColdDelay = time.Second
 	cfg.Catchup.Policy.RetryDelay = 200 * time.Millisecond
