@@ -46,6 +46,14 @@ func (p *Pipeline) sourceGone(ctx context.Context, m tg.Message) error {
 	switch {
 	case errors.Is(err, tg.ErrMessageNotFound):
 		return &DeletedAtSourceError{Key: m.Key()}
+	case errors.Is(err, tg.ErrNoAccess):
+		// Not gone: out of reach. The download's error stands (the
+		// message is retried), and the source's loss is for catch-up to
+		// record.
+		if p.cfg.AccessLost != nil {
+			p.cfg.AccessLost(m.ChatID)
+		}
+		return nil
 	case err != nil:
 		return nil
 	case cur.Document == nil || cur.Document.File.UniqueID != m.Document.File.UniqueID:

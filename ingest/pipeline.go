@@ -133,6 +133,11 @@ type Config struct {
 	// more part, and a set taken without it is catalogued under the wrong
 	// content and delivered again once the rest arrives. Nil means never.
 	InFlight func(chat tg.ChatID, from, to int64) bool
+	// AccessLost, when set, is told of a source the account turned out
+	// to have lost access to while fetching a package (a download stopped
+	// and the message could not be read): catch-up then checks the source
+	// and records the loss, as it does when an update says so.
+	AccessLost func(chat tg.ChatID)
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
 	SetMaxWait time.Duration
