@@ -15,6 +15,29 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// newReconcileWorld opens a catalogue and a world with account "a", a
+// source and a destination, and the account's client with its chats
+// loaded (cfg tunes the world).
+func newReconcileWorld(t *testing.T, cfg tgsim.Config) (st *store.Store, w *tgsim.World, src, dest tg.ChatID, c *tgsim.Client) {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	cfg.FilesDir = t.TempDir()
+	w = tgsim.NewWorld(cfg)
+	w.AddAccount("a", false)
+	src = w.AddChat(tg.KindChannel, "source", "a")
+	dest = w.AddChat(tg.KindChannel, "mirror", "a")
+	c = w.Client("a")
+	t.Cleanup(func() { c.Close() })
+	if err := c.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return st, w, src, dest, c
+}
+
 // After a rewind the catalogue has lost records of copies the destination
 // holds: one package's delivery row whole, another's sent record. The
 // reconciliation pages the destination (short pages included), rebuilds
@@ -22,20 +45,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func TestDestinationRebuildsLostRecords(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w := tgsim.NewWorld(tgsim.Config{Seed: 3, FilesDir: t.TempDir(), ShortPageRate: 0.5})
-	w.AddAccount("a", false)
-	src := w.AddChat(tg.KindChannel, "source", "a")
-	dest := w.AddChat(tg.KindChannel, "mirror", "a")
-	c := w.Client("a")
-	defer c.Close()
-	if err := c.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 3, ShortPageRate: 0.5})
 
 	// Three packages delivered: each source file re-posted in the
 	// destination with its delivery token, and recorded as sent.
@@ -102,20 +112,7 @@ func TestDestinationRebuildsLostRecords(t *testing.T) {
 func TestDestinationStopsAtAKnownRun(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w := tgsim.NewWorld(tgsim.Config{Seed: 4, FilesDir: t.TempDir()})
-	w.AddAccount("a", false)
-	src := w.AddChat(tg.KindChannel, "source", "a")
-	dest := w.AddChat(tg.KindChannel, "mirror", "a")
-	c := w.Client("a")
-	defer c.Close()
-	if err := c.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 4})
 	for i := range 250 {
 		m := w.Post(src, 0, tgsim.Post{FileName: "k.zip", Data: []byte{byte(i), byte(i >> 8)}})
 		hash := make([]byte, 32)
@@ -156,24 +153,12 @@ func TestDestinationStopsAtAKnownRun(t *testing.T) {
 func TestDestinationUnreadableIsGivenUp(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
-	w.AddAccount("a", false)
-	dest := w.AddChat(tg.KindChannel, "mirror", "a")
-	c := w.Client("a")
-	defer c.Close()
-	if err := c.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, w, _, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 5})
 	w.LoseAccess(dest, true)
 	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "test rewind"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = reconcile.Destination(ctx, reconcile.Config{}, st, c, dest)
+	_, err := reconcile.Destination(ctx, reconcile.Config{}, st, c, dest)
 	if !errors.Is(err, reconcile.ErrGaveUp) {
 		t.Fatalf("reconciling an unreadable destination: %v, want it given up", err)
 	}
