@@ -40,12 +40,12 @@ test-fuzz: deps postgres
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) $$pkg; \
+		GO=$(GO) mk/fuzz-one.sh $$pkg $$name $(FUZZTIME) $(FUZZ_FLAGS); \
 	done
 
 fuzz: deps postgres
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME_LONG)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME_LONG) $(FUZZ_FLAGS) $$pkg; \
+		GO=$(GO) mk/fuzz-one.sh $$pkg $$name $(FUZZTIME_LONG) $(FUZZ_FLAGS); \
 	done
