@@ -268,6 +268,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 			icfg.Spread = func(src, dest tg.ChatID, parts int) (*ingest.Pipeline, func()) {
 				return d.spread.pick(a.Name, src, dest, parts)
 			}
+			icfg.DestPause = func(dest tg.ChatID) time.Duration { return d.spread.pause(a.Name, dest) }
 		}
 	}
 	icfg.SourceSynced = func(chat tg.ChatID, upTo int64) bool {

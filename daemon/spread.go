@@ -118,6 +118,28 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest
 	}
 }
 
+// pause is how long before an account that pick could choose may send to
+// dest: the shortest flood wait on dest among the running accounts with a
+// send budget not refused write access there (from's own included, which
+// sends when no other qualifies). It asks no server.
+func (s *spreader) pause(from string, dest tg.ChatID) time.Duration {
+	s.d.mu.Lock()
+	runs := s.d.accounts
+	s.d.mu.Unlock()
+	s.d.writeMu.Lock()
+	defer s.d.writeMu.Unlock()
+	wait := time.Duration(-1)
+	for _, r := range runs {
+		if r.sess.Budget == nil || r.pipe == nil || r.name != from && s.d.noWrite[r.name][dest] {
+			continue
+		}
+		if w := r.sess.ChatPause(dest); wait < 0 || w < wait {
+			wait = w
+		}
+	}
+	return max(wait, 0)
+}
+
 // knows reports whether account r knows chat.
 func (s *spreader) knows(r *accountRun, chat tg.ChatID) bool {
 	k := seeKey{r.name, chat}

@@ -97,14 +97,14 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 	if err != nil {
 		return sent, err
 	}
-	for i, m := range parts {
-		n, err := p.deliverPart(ctx, pkg, dest, thread, i, m)
+	for _, a := range albums(len(parts), p.albumsAllowed()) {
+		n, err := p.deliverAlbum(ctx, pkg, dest, thread, a, parts[a.first:a.end])
 		if err != nil && n == 0 {
 			// A closed or deleted topic: reopened or created again,
-			// the part goes once more.
+			// the parts go once more.
 			var again bool
 			if thread, again, err = p.recoverTopic(ctx, in, dest, thread, err); again {
-				n, err = p.deliverPart(ctx, pkg, dest, thread, i, m)
+				n, err = p.deliverAlbum(ctx, pkg, dest, thread, a, parts[a.first:a.end])
 			}
 		}
 		sent += n
@@ -142,40 +142,17 @@ type sendTurner interface {
 // its turn, so the intent is written only when the send can go at once: a
 // stop while it waits leaves nothing to reconcile.
 func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, i int, m tg.Message) (int, error) {
-	if cp, ok := p.tg.(chatPauser); ok {
-		// Sends to dest wait out a 429 there; the delivery is put off by
-		// the wait, without taking a send turn from other destinations.
-		if d := cp.ChatPause(dest); d > 0 {
-			return 0, &tg.FloodWaitError{RetryAfter: d, Err: fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, tg.ErrChatFloodWait)}
-		}
+	ctx, done, err := p.sendTurn(ctx, pkg, dest, i)
+	if err != nil {
+		return 0, err
 	}
-	if st, ok := p.tg.(sendTurner); ok {
-		tctx, done, err := st.SendTurn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer done()
-		ctx = tctx
-	}
+	defer done()
 	d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
 	if err != nil {
 		return 0, err
 	}
-	if d.State == store.DeliverySent {
-		return 0, nil
-	}
-	// A reconciliation after the catalogue rewound found this part's file
-	// in the destination with no delivery left to name it: that copy is
-	// the delivery.
-	if found, ok, err := p.store.FoundCopy(ctx, pkg.ID, i, dest); err != nil {
+	if done, err := p.foundCopy(ctx, pkg, d); err != nil || done {
 		return 0, err
-	} else if ok {
-		p.log.Info("delivery recovered from a copy found in the destination", "package", pkg.ID, "destination", dest, "part", i)
-		if _, err := p.store.MarkSent(ctx, d, found); err != nil {
-			return 0, err
-		}
-		p.m.delivered(dest, DeliveryReconciled, 1)
-		return 0, nil
 	}
 	if !fresh {
 		found, copies, err := p.findToken(ctx, d)
@@ -183,44 +160,99 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 			return 0, fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
 		}
 		if found != 0 {
-			p.log.Info("delivery reconciled from destination", "package", pkg.ID, "destination", dest, "part", i)
-			recorded, err := p.store.MarkSent(ctx, d, found)
-			if err != nil {
-				return 0, err
-			}
-			p.m.delivered(dest, DeliveryReconciled, 1)
-			p.keepOneCopy(ctx, d, recorded, append(copies, found))
-			return 0, nil
+			return 0, p.reconciled(ctx, d, tokenMatch{found, copies})
 		}
 	}
 	msg, err := p.tg.SendTo(ctx, dest, thread, m.Document.File.RemoteID, p.captionFor(ctx, pkg, i, m, d.Token))
 	if err != nil {
-		if fresh && (errors.Is(err, tg.ErrSendRefused) || errors.Is(err, tg.ErrChatFloodWait)) {
-			// Refused (a 429 from the chat's limit, a closed topic): no
-			// message carries this intent's token, and no earlier attempt
-			// used it, so the next attempt starts afresh instead of
-			// reading the destination for it.
-			if derr := p.store.DropIntent(context.WithoutCancel(ctx), d); derr != nil {
-				p.log.Warn("drop the intent of a refused send; the next attempt reconciles it", "package", pkg.ID,
-					"destination", dest, "part", i, "err", derr)
-			}
-		}
+		p.refused(ctx, d, fresh, err)
 		return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
 	}
+	return 1, p.sent(ctx, d, msg.ID)
+}
+
+// foundCopy reports whether d needs no send: it is recorded sent, or a
+// reconciliation after the catalogue rewound found its part's file in the
+// destination with no delivery left to name it, and that copy is now
+// recorded as the delivery.
+func (p *Pipeline) foundCopy(ctx context.Context, pkg store.Package, d store.Delivery) (bool, error) {
+	if d.State == store.DeliverySent {
+		return true, nil
+	}
+	found, ok, err := p.store.FoundCopy(ctx, pkg.ID, d.PartIndex, d.Destination)
+	if err != nil || !ok {
+		return false, err
+	}
+	p.log.Info("delivery recovered from a copy found in the destination", "package", pkg.ID, "destination", d.Destination, "part", d.PartIndex)
+	if _, err := p.store.MarkSent(ctx, d, found); err != nil {
+		return false, err
+	}
+	p.m.delivered(d.Destination, DeliveryReconciled, 1)
+	return true, nil
+}
+
+// reconciled records d as delivered by m's message, found in the
+// destination by its token, and deletes the second copies m found.
+func (p *Pipeline) reconciled(ctx context.Context, d store.Delivery, m tokenMatch) error {
+	p.log.Info("delivery reconciled from destination", "package", d.PackageID, "destination", d.Destination, "part", d.PartIndex)
+	recorded, err := p.store.MarkSent(ctx, d, m.found)
+	if err != nil {
+		return err
+	}
+	p.m.delivered(d.Destination, DeliveryReconciled, 1)
+	p.keepOneCopy(ctx, d, recorded, append(m.copies, m.found))
+	return nil
+}
+
+// refused handles a send of d that failed with err: one Telegram refused
+// (a 429 from the chat's limit, a closed topic) made no message carrying
+// a fresh intent's token, and no earlier attempt used it, so the intent is
+// dropped and the next attempt starts afresh instead of reading the
+// destination for it.
+func (p *Pipeline) refused(ctx context.Context, d store.Delivery, fresh bool, err error) {
+	if !fresh || !errors.Is(err, tg.ErrSendRefused) && !errors.Is(err, tg.ErrChatFloodWait) {
+		return
+	}
+	if derr := p.store.DropIntent(context.WithoutCancel(ctx), d); derr != nil {
+		p.log.Warn("drop the intent of a refused send; the next attempt reconciles it", "package", d.PackageID,
+			"destination", d.Destination, "part", d.PartIndex, "err", derr)
+	}
+}
+
+// sent records d as delivered by message msg, which a send of this
+// session's just made.
+func (p *Pipeline) sent(ctx context.Context, d store.Delivery, msg tg.MessageID) error {
 	// First write after the send: the destination id (the stub).
 	// Use a context that survives cancellation so a shutdown in
 	// this instant does not forget a message that exists.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	recorded, err := p.store.MarkSent(wctx, d, msg.ID)
+	recorded, err := p.store.MarkSent(wctx, d, msg)
 	cancel()
 	if err != nil {
-		return 0, err
+		return err
 	}
-	p.m.delivered(dest, DeliverySent, 1)
+	p.m.delivered(d.Destination, DeliverySent, 1)
 	// A copy an earlier session left pending may have landed, and been
 	// recorded, while this send was on its way: this one is the second.
-	p.keepOneCopy(ctx, d, recorded, []tg.MessageID{msg.ID})
-	return 1, nil
+	p.keepOneCopy(ctx, d, recorded, []tg.MessageID{msg})
+	return nil
+}
+
+// sendTurn waits for the turn of a send to dest (of package pkg's part
+// i, first of an album or alone) in the account's send budget and returns
+// the context carrying it; done ends the turn. Sends to dest wait out a 429
+// there: the delivery is then put off by the wait, without taking a send
+// turn from other destinations.
+func (p *Pipeline) sendTurn(ctx context.Context, pkg store.Package, dest tg.ChatID, i int) (context.Context, func(), error) {
+	if cp, ok := p.tg.(chatPauser); ok {
+		if d := cp.ChatPause(dest); d > 0 {
+			return nil, nil, &tg.FloodWaitError{RetryAfter: d, Err: fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, tg.ErrChatFloodWait)}
+		}
+	}
+	if st, ok := p.tg.(sendTurner); ok {
+		return st.SendTurn(ctx)
+	}
+	return ctx, func() {}, nil
 }
 
 // HandOverRoute is the route name of deliveries handed to another account.

@@ -242,6 +242,13 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 			return false, ws.store.WaitDelivery(ctx, w)
 		}
 	}
+	if wait := p.destPause(w.Destination); wait > 0 {
+		// Nothing may be sent there before the wait ends: the delivery is
+		// put off by it without loading its parts, which a delivery a
+		// flood wait puts off again and again would load each time.
+		return false, &tg.FloodWaitError{RetryAfter: wait,
+			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
+	}
 	parts := make([]tg.Message, len(w.Parts))
 	for i, k := range w.Parts {
 		m, ok := p.queuedPart(w.PackageID, k)
@@ -268,6 +275,17 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	}
 	p.dropParts(w.PackageID, w.Parts)
 	return true, nil
+}
+
+// destPause is how long before a send to dest may go (Config.DestPause).
+func (p *Pipeline) destPause(dest tg.ChatID) time.Duration {
+	if p.cfg.DestPause != nil {
+		return p.cfg.DestPause(dest)
+	}
+	if cp, ok := p.tg.(chatPauser); ok {
+		return cp.ChatPause(dest)
+	}
+	return 0
 }
 
 func containsChat(list []tg.ChatID, c tg.ChatID) bool {

@@ -105,6 +105,12 @@ type Config struct {
 	// the accounts' send budgets (see Spread). Nil: this account sends
 	// everything it ingests.
 	Spread Spread
+	// DestPause, when set, says how long before any account of the daemon
+	// that could send to dest may do so: the shortest flood wait Telegram
+	// gave them there (zero when one may send now). A queued delivery to
+	// a paused destination is put off by it before its parts are loaded.
+	// Nil: this account's own pause (tg.Session's ChatPause).
+	DestPause func(dest tg.ChatID) time.Duration
 	// Limits bound archive listings; zero fields take archive's defaults.
 	Limits archive.Limits
 	// DeadLetterBroken dead-letters a package whose archive fails

@@ -39,54 +39,88 @@ const reconcileMaxPages = 50
 // others: the same part sent again, as when an instance found nothing, sent,
 // and an old TDLib database later re-sent its own pending copy.
 func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.MessageID, copies []tg.MessageID, err error) {
-	want := TokenPrefix + d.Token
-	notBefore := d.CreatedAt.Add(-reconcileSkew)
-	var matches []tg.MessageID
-	// result keeps the oldest match as the delivery.
-	result := func() (tg.MessageID, []tg.MessageID, error) {
-		if len(matches) == 0 {
-			return 0, nil, nil
+	res, err := p.findTokens(ctx, d.Destination, []store.Delivery{d})
+	if err != nil {
+		return 0, nil, err
+	}
+	r := res[d.Token]
+	return r.found, r.copies, nil
+}
+
+// tokenMatch is what findTokens found of one token: the oldest message
+// carrying it (0 for none) and the other copies.
+type tokenMatch struct {
+	found  tg.MessageID
+	copies []tg.MessageID
+}
+
+// findTokens is findToken for ds, deliveries to dest (an album's), in one
+// pass over the destination's history, down to the oldest intent. The
+// result is keyed by token.
+func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.Delivery) (map[string]tokenMatch, error) {
+	want := make(map[string]string, len(ds)) // token line → token
+	oldest := ds[0]
+	for _, d := range ds {
+		want[TokenPrefix+d.Token] = d.Token
+		if d.CreatedAt.Before(oldest.CreatedAt) {
+			oldest = d
 		}
-		slices.Sort(matches)
-		matches = slices.Compact(matches)
-		return matches[0], matches[1:], nil
+	}
+	notBefore := oldest.CreatedAt.Add(-reconcileSkew)
+	matches := make(map[string][]tg.MessageID)
+	// result keeps the oldest match of each token as its delivery.
+	result := func() map[string]tokenMatch {
+		out := make(map[string]tokenMatch, len(matches))
+		for tok, ids := range matches {
+			slices.Sort(ids)
+			ids = slices.Compact(ids)
+			out[tok] = tokenMatch{found: ids[0], copies: ids[1:]}
+		}
+		return out
 	}
 	var from tg.MessageID // 0: the newest message
 	for range reconcileMaxPages {
-		msgs, err := p.tg.GetChatHistory(ctx, d.Destination, from, tg.MaxSearchLimit)
+		msgs, err := p.tg.GetChatHistory(ctx, dest, from, tg.MaxSearchLimit)
 		if err != nil {
-			return 0, nil, fmt.Errorf("read the history of %d: %w", d.Destination, err)
+			return nil, fmt.Errorf("read the history of %d: %w", dest, err)
 		}
-		oldest := from
+		low := from
 		done := len(msgs) == 0
 		for _, m := range msgs {
 			if from != 0 && m.ID > from {
 				continue // not older than the previous page
 			}
-			if m.ID.IsServer() && m.Document != nil && hasToken(m.Caption, want) {
-				matches = append(matches, m.ID)
+			if m.ID.IsServer() && m.Document != nil {
+				for line := range strings.SplitSeq(m.Caption, "\n") {
+					// Whole lines: a longer token sharing a prefix is
+					// another delivery's.
+					if tok, ok := want[strings.TrimSpace(line)]; ok {
+						matches[tok] = append(matches[tok], m.ID)
+						break
+					}
+				}
 			}
-			if oldest == 0 || m.ID < oldest {
-				oldest = m.ID
+			if low == 0 || m.ID < low {
+				low = m.ID
 			}
 			if !m.Date.IsZero() && m.Date.Before(notBefore) {
 				done = true
 			}
 		}
-		if done || oldest == from || oldest <= tg.MessageIDFromServer(1) {
-			return result()
+		if done || low == from || low <= tg.MessageIDFromServer(1) {
+			return result(), nil
 		}
 		// One below the oldest message: the next page starts at the message
 		// before it (from_message_id is inclusive; an id between messages
 		// starts at the next older one).
-		from = oldest - 1
+		from = low - 1
 	}
-	if len(matches) > 0 {
-		// Copies may hide further down; the delivery is found all the same.
-		return result()
+	if len(matches) == len(want) {
+		// Copies may hide further down; the deliveries are found all the same.
+		return result(), nil
 	}
-	return 0, nil, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d messages since the intent of %s",
-		d.PackageID, d.PartIndex, d.Destination, reconcileMaxPages*tg.MaxSearchLimit, d.CreatedAt.UTC().Format(time.RFC3339)))
+	return nil, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d messages since the intent of %s",
+		oldest.PackageID, oldest.PartIndex, dest, reconcileMaxPages*tg.MaxSearchLimit, oldest.CreatedAt.UTC().Format(time.RFC3339)))
 }
 
 // keepOneCopy deletes the messages of found, all carrying d's token, but
@@ -124,17 +158,6 @@ func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.M
 		"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
 		"message", keep.ServerID(), "copies", dups)
 	p.m.deletedCopies(p.cfg.Account, len(copies))
-}
-
-// hasToken reports whether caption carries the token line want exactly (a
-// longer token sharing the prefix is another delivery's).
-func hasToken(caption, want string) bool {
-	for line := range strings.SplitSeq(caption, "\n") {
-		if strings.TrimSpace(line) == want {
-			return true
-		}
-	}
-	return false
 }
 
 // TokenOf returns the delivery token a caption carries, "" when none.

@@ -604,7 +604,9 @@ func TestSetDeliveryFailingPastMaxWaitIsRetried(t *testing.T) {
 		mustHandle(t, p, m, store.OutcomePartPending)
 	}
 	e.now = e.now.Add(2 * time.Hour) // settled and past SetMaxWait
-	e.world.InjectError("a", tg.MethodSendMessage, &tg.Error{Code: 500, Message: "RPC_CALL_FAIL"}, 1000)
+	for _, m := range []string{tg.MethodSendMessage, tg.MethodSendMessageAlbum} {
+		e.world.InjectError("a", m, &tg.Error{Code: 500, Message: "RPC_CALL_FAIL"}, 1000)
+	}
 	// The set is catalogued and its delivery queued: sends play no part in
 	// completing it.
 	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 || res.DeadLetter != 0 {
@@ -621,6 +623,7 @@ func TestSetDeliveryFailingPastMaxWaitIsRetried(t *testing.T) {
 		t.Fatalf("dead letters: %+v, %v; want none", left, err)
 	}
 	e.world.InjectError("a", tg.MethodSendMessage, nil, 0)
+	e.world.InjectError("a", tg.MethodSendMessageAlbum, nil, 0)
 	e.now = e.now.Add(time.Minute) // past the retry delay
 	if n := len(e.delivered()); n != 3 {
 		t.Errorf("delivered %d documents, want 3", n)

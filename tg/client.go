@@ -64,6 +64,15 @@ type Client interface {
 	// messageSendOptions); thread 0 is the chat itself (in a forum: its
 	// General topic). A thread that is no topic of chat fails with 400.
 	SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string, opts SendOptions) (Message, error)
+	// SendDocumentAlbum sends items, 1 to MaxAlbum documents already on
+	// Telegram, into thread of chat as one album (sendMessageAlbum): one
+	// request, whose messages share a media_album_id (a single item is sent
+	// as an ordinary message). It returns the temporary messages in the
+	// items' order; each message's outcome arrives on its own, as
+	// SendSucceeded or SendFailed carrying its id, and the outcomes may
+	// differ. An item that cannot be sent (a wrong remote id, a caption too
+	// long) refuses the whole request with 400 and nothing is sent.
+	SendDocumentAlbum(ctx context.Context, chat ChatID, thread int64, items []AlbumItem, opts SendOptions) ([]Message, error)
 	// CreateForumTopic creates a topic named name in forum chat
 	// (createForumTopic) and returns its thread id
 	// (forumTopicInfo.message_thread_id). A chat that is not a forum fails
@@ -89,6 +98,17 @@ type Client interface {
 	Close() error
 }
 
+// AlbumItem is one document of an album: a file already on Telegram
+// (inputFileRemote) and its caption.
+type AlbumItem struct {
+	RemoteFileID string
+	Caption      string
+}
+
+// MaxAlbum is the most messages one album holds (TDLib refuses more with
+// 400 "Too many messages to send as an album").
+const MaxAlbum = 10
+
 // SendOptions are the options of a send (TDLib's messageSendOptions) that
 // stashd sets; the zero value is TDLib's default.
 type SendOptions struct {
@@ -113,6 +133,7 @@ const (
 	MethodCancelDownloadFile   = "cancelDownloadFile"
 	MethodDeleteFile           = "deleteFile"
 	MethodSendMessage          = "sendMessage"
+	MethodSendMessageAlbum     = "sendMessageAlbum"
 	MethodCreateForumTopic     = "createForumTopic"
 	MethodGetForumTopics       = "getForumTopics"
 	MethodDeleteMessages       = "deleteMessages"
@@ -125,6 +146,6 @@ var Methods = []string{
 	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
 	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
 	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
-	MethodSendMessage, MethodCreateForumTopic, MethodGetForumTopics, MethodDeleteMessages,
+	MethodSendMessage, MethodSendMessageAlbum, MethodCreateForumTopic, MethodGetForumTopics, MethodDeleteMessages,
 	MethodGetChatHistory, MethodToggleForumTopicIsClosed,
 }

@@ -276,6 +276,13 @@ func (p *Paced) SendDocumentTo(ctx context.Context, chat ChatID, thread int64, r
 	})
 }
 
+// SendDocumentAlbum implements Client: the album is one request.
+func (p *Paced) SendDocumentAlbum(ctx context.Context, chat ChatID, thread int64, items []AlbumItem, opts SendOptions) ([]Message, error) {
+	return do(ctx, p, MethodSendMessageAlbum, func() ([]Message, error) {
+		return p.Client.SendDocumentAlbum(ctx, chat, thread, items, opts)
+	})
+}
+
 // CreateForumTopic implements Client.
 func (p *Paced) CreateForumTopic(ctx context.Context, chat ChatID, name string) (int64, error) {
 	return do(ctx, p, MethodCreateForumTopic, func() (int64, error) { return p.Client.CreateForumTopic(ctx, chat, name) })

@@ -33,6 +33,7 @@ const (
 // spent finding out what is new.
 var ingestMethods = map[string]bool{
 	tg.MethodDownloadFile: true, tg.MethodCancelDownloadFile: true, tg.MethodDeleteFile: true, tg.MethodSendMessage: true,
+	tg.MethodSendMessageAlbum: true,
 	tg.MethodCreateForumTopic: true,
 }
 

@@ -74,7 +74,7 @@ func (r *runner) ingest(ctx context.Context) error {
 	}
 	r.add(Line{Item: ItemIngest, What: "sends per part of multipart packages (3 RAR volumes)", Unit: "sends/part",
 		Stashd: spp, Baseline: nanRatio, Ratio: nanRatio, Goal: "<= 0.3",
-		Note: "every send the simulator accepted over the parts of the sets posted"})
+		Note: "send requests the simulator accepted (a sendMessage, or a sendMessageAlbum of the set) over the parts of the sets posted"})
 	r.rep.Summary.SendsPerPartMultipart = ptr(spp)
 	return nil
 }

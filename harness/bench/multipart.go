@@ -49,7 +49,7 @@ func (r *runner) multipartSends(ctx context.Context) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		n := len(e.world.Sends())
+		n := sendRequests(e.world.Sends())
 		if n != last {
 			last, still = n, time.Now()
 		}
@@ -66,4 +66,21 @@ func (r *runner) multipartSends(ctx context.Context) (float64, error) {
 		}
 	}
 	return float64(last) / float64(sets*parts), nil
+}
+
+// sendRequests counts the requests that made sends: one per lone message,
+// one per album.
+func sendRequests(sends []tgsim.SendRecord) int {
+	n := 0
+	albums := map[int64]bool{}
+	for _, s := range sends {
+		switch {
+		case s.Album == 0:
+			n++
+		case !albums[s.Album]:
+			albums[s.Album] = true
+			n++
+		}
+	}
+	return n
 }

@@ -2,6 +2,51 @@ package tdjsonsim
 
 import "stashd/tg"
 
+// sendMessage answers a send, then releases its outcome to the forwarder.
+func (s *session) sendMessage(r *request) {
+	s.mu.Lock()
+	s.sending++
+	s.mu.Unlock()
+	tmp, err := s.send(r)
+	var res object
+	if err == nil {
+		res = messageObject(tmp, messageOptions{outgoing: true, sendingState: pendingState()})
+	}
+	s.c.reply(s.id, r, s.result(res, err))
+	s.mu.Lock()
+	s.sending--
+	if err == nil {
+		s.sent[tmp.ID] = tmp
+	}
+	s.answered.Broadcast()
+	s.mu.Unlock()
+}
+
+// sendMessageAlbum answers an album's send with its temporary messages,
+// then releases their outcomes to the forwarder.
+func (s *session) sendMessageAlbum(r *request) {
+	s.mu.Lock()
+	s.sending++
+	s.mu.Unlock()
+	tmps, err := s.sendAlbum(r)
+	var res object
+	if err == nil {
+		list := make([]object, len(tmps))
+		for i, m := range tmps {
+			list[i] = messageObject(m, messageOptions{outgoing: true, sendingState: pendingState()})
+		}
+		res = object{{"@type", "messages"}, {"total_count", len(tmps)}, {"messages", list}}
+	}
+	s.c.reply(s.id, r, s.result(res, err))
+	s.mu.Lock()
+	s.sending--
+	for _, m := range tmps {
+		s.sent[m.ID] = m
+	}
+	s.answered.Broadcast()
+	s.mu.Unlock()
+}
+
 // send sends a document already on Telegram (inputFileRemote), the only
 // message stashd sends, and returns the temporary message. Of options,
 // disable_notification is passed on (the world records it per send);
@@ -13,45 +58,95 @@ func (s *session) send(r *request) (tg.Message, error) {
 		return tg.Message{}, err
 	}
 	var p struct {
-		ChatID          tdInt `json:"chat_id"`
-		MessageThreadID tdInt `json:"message_thread_id"`
-		Options         *struct {
-			Type                string `json:"@type"`
-			DisableNotification bool   `json:"disable_notification"`
-		} `json:"options"`
-		InputMessageContent *struct {
-			Type     string `json:"@type"`
-			Document *struct {
-				Type string `json:"@type"`
-				ID   string `json:"id"`
-			} `json:"document"`
-			Caption *struct {
-				Text string `json:"text"`
-			} `json:"caption"`
-		} `json:"input_message_content"`
+		ChatID              tdInt            `json:"chat_id"`
+		MessageThreadID     tdInt            `json:"message_thread_id"`
+		Options             *sendOptions     `json:"options"`
+		InputMessageContent *inputDocMessage `json:"input_message_content"`
 	}
 	if err := r.params(&p); err != nil {
 		return tg.Message{}, err
 	}
-	content := p.InputMessageContent
-	switch {
-	case content == nil:
-		return tg.Message{}, tdError(400, "Message content must be non-empty")
-	case content.Type != "inputMessageDocument":
-		return tg.Message{}, notSimulated("sending " + content.Type)
-	case content.Document == nil || content.Document.Type != "inputFileRemote":
-		return tg.Message{}, notSimulated("sending a document other than inputFileRemote")
+	remote, caption, err := p.InputMessageContent.document()
+	if err != nil {
+		return tg.Message{}, err
 	}
-	var caption string
-	if content.Caption != nil {
-		caption = content.Caption.Text
+	opts, err := p.Options.port()
+	if err != nil {
+		return tg.Message{}, err
 	}
-	var opts tg.SendOptions
-	if p.Options != nil {
-		if p.Options.Type != "messageSendOptions" {
-			return tg.Message{}, tdError(400, "Failed to parse JSON object as TDLib request: wrong options type %q", p.Options.Type)
+	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), remote, caption, opts)
+}
+
+// sendAlbum sends documents already on Telegram as one album
+// (sendMessageAlbum) and returns the temporary messages.
+func (s *session) sendAlbum(r *request) ([]tg.Message, error) {
+	cl, err := s.readyClient()
+	if err != nil {
+		return nil, err
+	}
+	var p struct {
+		ChatID               tdInt              `json:"chat_id"`
+		MessageThreadID      tdInt              `json:"message_thread_id"`
+		Options              *sendOptions       `json:"options"`
+		InputMessageContents []*inputDocMessage `json:"input_message_contents"`
+	}
+	if err := r.params(&p); err != nil {
+		return nil, err
+	}
+	items := make([]tg.AlbumItem, len(p.InputMessageContents))
+	for i, c := range p.InputMessageContents {
+		if items[i].RemoteFileID, items[i].Caption, err = c.document(); err != nil {
+			return nil, err
 		}
-		opts.Silent = p.Options.DisableNotification
 	}
-	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), content.Document.ID, caption, opts)
+	opts, err := p.Options.port()
+	if err != nil {
+		return nil, err
+	}
+	return cl.SendDocumentAlbum(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), items, opts)
+}
+
+// sendOptions is messageSendOptions as far as the simulator reads it.
+type sendOptions struct {
+	Type                string `json:"@type"`
+	DisableNotification bool   `json:"disable_notification"`
+}
+
+func (o *sendOptions) port() (tg.SendOptions, error) {
+	if o == nil {
+		return tg.SendOptions{}, nil
+	}
+	if o.Type != "messageSendOptions" {
+		return tg.SendOptions{}, tdError(400, "Failed to parse JSON object as TDLib request: wrong options type %q", o.Type)
+	}
+	return tg.SendOptions{Silent: o.DisableNotification}, nil
+}
+
+// inputDocMessage is an InputMessageContent; the simulator sends only
+// inputMessageDocument of an inputFileRemote.
+type inputDocMessage struct {
+	Type     string `json:"@type"`
+	Document *struct {
+		Type string `json:"@type"`
+		ID   string `json:"id"`
+	} `json:"document"`
+	Caption *struct {
+		Text string `json:"text"`
+	} `json:"caption"`
+}
+
+// document returns the remote file id and caption of c.
+func (c *inputDocMessage) document() (remote, caption string, err error) {
+	switch {
+	case c == nil:
+		return "", "", tdError(400, "Message content must be non-empty")
+	case c.Type != "inputMessageDocument":
+		return "", "", notSimulated("sending " + c.Type)
+	case c.Document == nil || c.Document.Type != "inputFileRemote":
+		return "", "", notSimulated("sending a document other than inputFileRemote")
+	}
+	if c.Caption != nil {
+		caption = c.Caption.Text
+	}
+	return c.Document.ID, caption, nil
 }

@@ -161,6 +161,9 @@ func (s *session) serve(r *request) {
 	case tg.MethodSendMessage:
 		s.sendMessage(r)
 		return
+	case tg.MethodSendMessageAlbum:
+		s.sendMessageAlbum(r)
+		return
 	}
 	res, err := s.handle(r)
 	s.c.reply(s.id, r, s.result(res, err))
@@ -639,24 +642,4 @@ func (s *session) handle(r *request) (object, error) {
 		return okObject(), nil
 	}
 	return nil, notSimulated(r.Type)
-}
-
-// sendMessage answers a send, then releases its outcome to the forwarder.
-func (s *session) sendMessage(r *request) {
-	s.mu.Lock()
-	s.sending++
-	s.mu.Unlock()
-	tmp, err := s.send(r)
-	var res object
-	if err == nil {
-		res = messageObject(tmp, messageOptions{outgoing: true, sendingState: pendingState()})
-	}
-	s.c.reply(s.id, r, s.result(res, err))
-	s.mu.Lock()
-	s.sending--
-	if err == nil {
-		s.sent[tmp.ID] = tmp
-	}
-	s.answered.Broadcast()
-	s.mu.Unlock()
 }

@@ -58,6 +58,9 @@ type account struct {
 	// resend holds the sends a closed client left pending, for the next
 	// client on its database directory (Config.ResendAfterRestart).
 	resend []*pendingSend
+	// sendFails decides the outcomes of the next messages sent
+	// (InjectSendFailures): true fails one.
+	sendFails []bool
 	// local holds each database directory's message store (localview.go).
 	local map[string]*localDB
 }
@@ -154,6 +157,17 @@ func (w *World) InjectError(account, method string, err error, n int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.mustAccount(account).errs[method] = errInjection{err: err, remaining: n}
+}
+
+// InjectSendFailures decides the outcome of the next len(fails) messages
+// account's clients send, in the order they are sent: true fails the
+// message's send (updateMessageSendFailed with 500, as SendFailRate draws
+// it), false lets it succeed. An album's messages are drawn one by one, so
+// this lands an album in part. It replaces any earlier injection.
+func (w *World) InjectSendFailures(account string, fails ...bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustAccount(account).sendFails = slices.Clone(fails)
 }
 
 // Calls returns the requests the account's clients have made, by method

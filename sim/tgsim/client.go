@@ -125,18 +125,26 @@ func (c *Client) Close() error {
 	w.mu.Unlock()
 
 	close(c.done)
+	seen := make(map[*sendBatch]bool)
 	for _, ps := range sends {
-		if ps.timer == nil || ps.timer.Stop() {
-			// The timer will never fire: land the message now (or, when
+		b := ps.batch
+		if seen[b] {
+			continue
+		}
+		seen[b] = true
+		if b.timer == nil || b.timer.Stop() {
+			// The timer will never fire: land the messages now (or, when
 			// TDLib re-sends after a restart, when the next client starts),
-			// so the world does not depend on a goroutine outliving the
-			// client.
-			if w.cfg.ResendAfterRestart {
-				w.deferSend(ps)
-			} else {
-				w.finishSend(ps)
+			// in order, so the world does not depend on a goroutine
+			// outliving the client.
+			for _, ps := range b.sends {
+				if w.cfg.ResendAfterRestart {
+					w.deferSend(ps)
+				} else {
+					w.finishSend(ps)
+				}
 			}
-			if ps.timer != nil {
+			if b.timer != nil {
 				c.wg.Done()
 			}
 		}

@@ -21,6 +21,9 @@ type pendingSend struct {
 	thread  int64 // forum topic; 0 for none
 	uid     string
 	caption string
+	// album is the media_album_id of the album the send is part of; 0
+	// for a lone send.
+	album   int64
 	outcome sendOutcome
 	// limitErr is the chat's send limit refusing the send (429), decided
 	// when it was made; nil when admitted.
@@ -28,8 +31,16 @@ type pendingSend struct {
 	// at is when the send was made (the world's clock), for TDLib's
 	// one-day limit on re-sending after a restart.
 	at      time.Time
-	timer   *time.Timer
+	batch   *sendBatch
 	settled bool
+}
+
+// sendBatch is the sends one request made (an album's messages, or one
+// message) and the timer that settles them together, in order; the timer
+// is nil while sends are held (World.HoldSends).
+type sendBatch struct {
+	timer *time.Timer
+	sends []*pendingSend
 }
 
 // sendOutcome is how a pending send ends.
@@ -62,76 +73,129 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 // message thread ID specified". Thread 0 in a forum is its General topic.
 func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string, opts tg.SendOptions) (tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessage, func() (tg.Message, error) {
-		w := c.w
 		dest, err := c.chat(chat)
 		if err != nil {
 			return tg.Message{}, err
 		}
-		if w.accounts[c.account].readOnly[chat] {
-			return tg.Message{}, errBadRequest("Have no write access to the chat")
+		if err := c.checkDest(dest, thread); err != nil {
+			return tg.Message{}, err
 		}
-		if captionTooLong(caption) {
-			return tg.Message{}, errBadRequest("Message caption is too long")
+		f, err := c.checkItem(remoteFileID, caption)
+		if err != nil {
+			return tg.Message{}, err
 		}
-		if thread != 0 {
-			switch {
-			case dest.kind != tg.KindForum && dest.kind != tg.KindSupergroup:
-				return tg.Message{}, errBadRequest("Chat doesn't have threads")
-			case !tg.MessageID(thread).IsServer() || dest.topics[thread] == nil && !dest.deletedTopics[thread]:
-				// TDLib knows no such topic; one deleted since it was
-				// seen goes to the server, which refuses it
-				// (TOPIC_DELETED, see topicRefusal).
-				return tg.Message{}, errBadRequest("Invalid message thread ID specified")
-			}
-		}
-		ref, ok := w.remotes[remoteFileID]
-		if !ok || ref.account != c.account {
-			return tg.Message{}, errBadRequest("Wrong remote file identifier specified: can't unserialize it")
-		}
-		if !w.canSee(w.accounts[c.account], ref.uid) {
-			return tg.Message{}, errBadRequest("FILE_REFERENCE_INVALID")
-		}
-		if w.onlyProtected(w.accounts[c.account], ref.uid) {
-			return tg.Message{}, errProtectedContent()
-		}
-
-		// A temporary id sits between the chat's last server id and the next
-		// one, as TDLib's yet-unsent message ids do. The low bits come from a
-		// per-client counter so that temporary ids never repeat within a
-		// client, whatever the chat.
-		tempID := c.nextTempID(dest)
-		f := w.files[ref.uid]
-		tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption,
-			doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
-
-		ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption, at: tmp.date}
+		var limitErr error
 		if dest.sendLimit != nil {
 			// The server judges the chat's rate when the send reaches it.
-			ps.limitErr = dest.sendLimit.admitSend(c.account, w.cfg.Now())
+			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now())
 		}
+		ps, tmp := c.startSend(dest, thread, f, caption, opts, 0, limitErr)
+		c.settleLater([]*pendingSend{ps})
+		return tmp, nil
+	})
+}
+
+// checkDest refuses a send into thread of dest as TDLib does: no write
+// access, or a thread that is not a topic of dest. w.mu is held.
+func (c *Client) checkDest(dest *chat, thread int64) error {
+	if c.w.accounts[c.account].readOnly[dest.id] {
+		return errBadRequest("Have no write access to the chat")
+	}
+	if thread != 0 {
 		switch {
-		case w.chance(w.cfg.SendFailRate):
+		case dest.kind != tg.KindForum && dest.kind != tg.KindSupergroup:
+			return errBadRequest("Chat doesn't have threads")
+		case !tg.MessageID(thread).IsServer() || dest.topics[thread] == nil && !dest.deletedTopics[thread]:
+			// TDLib knows no such topic; one deleted since it was
+			// seen goes to the server, which refuses it
+			// (TOPIC_DELETED, see topicRefusal).
+			return errBadRequest("Invalid message thread ID specified")
+		}
+	}
+	return nil
+}
+
+// checkItem returns the file remoteFileID names, or the error TDLib
+// refuses a document with caption with: a caption too long, a remote id of
+// another account's, a file the account cannot see, or protected content.
+// w.mu is held.
+func (c *Client) checkItem(remoteFileID, caption string) (*file, error) {
+	w := c.w
+	if captionTooLong(caption) {
+		return nil, errBadRequest("Message caption is too long")
+	}
+	ref, ok := w.remotes[remoteFileID]
+	if !ok || ref.account != c.account {
+		return nil, errBadRequest("Wrong remote file identifier specified: can't unserialize it")
+	}
+	if !w.canSee(w.accounts[c.account], ref.uid) {
+		return nil, errBadRequest("FILE_REFERENCE_INVALID")
+	}
+	if w.onlyProtected(w.accounts[c.account], ref.uid) {
+		return nil, errProtectedContent()
+	}
+	return w.files[ref.uid], nil
+}
+
+// startSend makes the temporary message of a send of f into thread of dest
+// (of album, when not 0), whose outcome it draws; limitErr is the chat's
+// send limit refusing it. It returns the pending send, for settleLater,
+// and the temporary message. w.mu is held.
+func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, opts tg.SendOptions, album int64, limitErr error) (*pendingSend, tg.Message) {
+	w := c.w
+	// A temporary id sits between the chat's last server id and the next
+	// one, as TDLib's yet-unsent message ids do. The low bits come from a
+	// per-client counter so that temporary ids never repeat within a
+	// client, whatever the chat.
+	tempID := c.nextTempID(dest)
+	tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption, albumID: album,
+		doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
+
+	ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption, album: album,
+		at: tmp.date, limitErr: limitErr}
+	switch a := w.accounts[c.account]; {
+	case len(a.sendFails) > 0:
+		if a.sendFails[0] {
 			ps.outcome = sendFails
-		case w.chance(w.cfg.SendFloodRate):
-			ps.outcome = sendFloods
-		case w.chance(w.cfg.SendVanishRate):
-			ps.outcome = sendVanishes
 		}
-		c.sends[tempID] = ps
-		at := w.cfg.Now()
-		if w.cfg.AccountNow != nil {
-			at = w.cfg.AccountNow(c.account)
+		a.sendFails = a.sendFails[1:]
+	case w.chance(w.cfg.SendFailRate):
+		ps.outcome = sendFails
+	case w.chance(w.cfg.SendFloodRate):
+		ps.outcome = sendFloods
+	case w.chance(w.cfg.SendVanishRate):
+		ps.outcome = sendVanishes
+	}
+	c.sends[tempID] = ps
+	at := w.cfg.Now()
+	if w.cfg.AccountNow != nil {
+		at = w.cfg.AccountNow(c.account)
+	}
+	w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Thread: thread, Caption: caption,
+		Silent: opts.Silent, Album: album, At: at})
+	return ps, c.view(tmp)
+}
+
+// settleLater settles pss, in order, after SendLatency (an album's
+// messages land together, under consecutive ids), or when the client
+// closes while sends are held. w.mu is held.
+func (c *Client) settleLater(pss []*pendingSend) {
+	w := c.w
+	b := &sendBatch{sends: pss}
+	for _, ps := range pss {
+		ps.batch = b
+	}
+	if w.holdSends {
+		return // settled by Close
+	}
+	c.wg.Add(1)
+	b.timer = time.AfterFunc(w.cfg.SendLatency, func() {
+		defer c.wg.Done()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, ps := range pss {
+			w.settleSend(ps)
 		}
-		w.sendLog = append(w.sendLog, SendRecord{Account: c.account, Chat: dest.id, Thread: thread, Caption: caption, Silent: opts.Silent, At: at})
-		if w.holdSends {
-			return c.view(tmp), nil // settled by Close
-		}
-		c.wg.Add(1)
-		ps.timer = time.AfterFunc(w.cfg.SendLatency, func() {
-			defer c.wg.Done()
-			w.finishSend(ps)
-		})
-		return c.view(tmp), nil
 	})
 }
 
@@ -240,6 +304,7 @@ func (w *World) settleSend(ps *pendingSend) {
 	m := w.newMessage(ps.dest)
 	m.caption = ps.caption
 	m.sender = c.account
+	m.albumID = ps.album
 	if ps.thread != 0 {
 		m.thread, m.isTopic = ps.thread, true
 	}

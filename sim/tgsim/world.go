@@ -106,6 +106,7 @@ type World struct {
 	rng      *rand.Rand
 	accounts map[string]*account
 	chats    map[tg.ChatID]*chat
+	albumSeq int64                // the last album a client sent (SendDocumentAlbum)
 	files    map[string]*file     // by unique id
 	remotes  map[string]remoteRef // remote id -> owner and unique id
 	nextChat int64
@@ -163,7 +164,10 @@ type SendRecord struct {
 	Caption string
 	// Silent: the send asked for no notification (disable_notification).
 	Silent bool
-	At     time.Time
+	// Album is the media_album_id of the album the message was sent in
+	// (one sendMessageAlbum request); 0 for a lone sendMessage.
+	Album int64
+	At    time.Time
 }
 
 // SetWriteAccess gives account write access to chat or takes it away (a

@@ -541,6 +541,15 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 	return decodeMessage(data)
 }
 
+// SendDocumentAlbum implements tg.Client.
+func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
+	data, err := c.call(ctx, sendAlbumRequest(chat, thread, items, opts))
+	if err != nil {
+		return nil, fmt.Errorf("send album of %d documents to chat %d: %w", len(items), chat, err)
+	}
+	return decodeMessages(data)
+}
+
 // SearchForumTopics implements tg.Client.
 func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error) {
 	data, err := c.call(ctx, getForumTopicsRequest(chat, query))

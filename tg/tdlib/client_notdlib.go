@@ -94,6 +94,11 @@ func (*Client) SendDocumentTo(context.Context, tg.ChatID, int64, string, string,
 	return tg.Message{}, tg.ErrNoTDLib
 }
 
+// SendDocumentAlbum implements tg.Client.
+func (*Client) SendDocumentAlbum(context.Context, tg.ChatID, int64, []tg.AlbumItem, tg.SendOptions) ([]tg.Message, error) {
+	return nil, tg.ErrNoTDLib
+}
+
 // CreateForumTopic implements tg.Client.
 func (*Client) CreateForumTopic(context.Context, tg.ChatID, string) (int64, error) {
 	return 0, tg.ErrNoTDLib

@@ -142,39 +142,64 @@ func deleteFileRequest(file int32) request {
 // default options are null; a silent send sets messageSendOptions'
 // disable_notification.
 func sendDocumentRequest(chat tg.ChatID, thread int64, remoteFileID, caption string, opts tg.SendOptions) request {
-	var options any
-	if opts != (tg.SendOptions{}) {
-		options = map[string]any{
-			"@type":                                  "messageSendOptions",
-			"disable_notification":                   opts.Silent,
-			"from_background":                        false,
-			"protect_content":                        false,
-			"update_order_of_installed_sticker_sets": false,
-			"scheduling_state":                       nil,
-			"effect_id":                              "0",
-			"sending_id":                             0,
-			"only_preview":                           false,
-		}
-	}
 	return request{tg.MethodSendMessage, map[string]any{
-		"chat_id":           int64(chat),
-		"message_thread_id": thread,
-		"reply_to":          nil,
-		"options":           options,
-		"reply_markup":      nil,
-		"input_message_content": map[string]any{
-			"@type":     "inputMessageDocument",
-			"document":  map[string]any{"@type": "inputFileRemote", "id": remoteFileID},
-			"thumbnail": nil,
-			// Keep an archive a document whatever its name or MIME type.
-			"disable_content_type_detection": true,
-			"caption": map[string]any{
-				"@type":    "formattedText",
-				"text":     caption,
-				"entities": []any{},
-			},
-		},
+		"chat_id":               int64(chat),
+		"message_thread_id":     thread,
+		"reply_to":              nil,
+		"options":               sendOptions(opts),
+		"reply_markup":          nil,
+		"input_message_content": inputDocument(remoteFileID, caption),
 	}}
+}
+
+// sendAlbumRequest is sendMessageAlbum of documents already on Telegram.
+func sendAlbumRequest(chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) request {
+	contents := make([]any, len(items))
+	for i, it := range items {
+		contents[i] = inputDocument(it.RemoteFileID, it.Caption)
+	}
+	return request{tg.MethodSendMessageAlbum, map[string]any{
+		"chat_id":                int64(chat),
+		"message_thread_id":      thread,
+		"reply_to":               nil,
+		"options":                sendOptions(opts),
+		"input_message_contents": contents,
+	}}
+}
+
+// sendOptions is messageSendOptions for opts; null (TDLib's defaults) for
+// the zero value.
+func sendOptions(opts tg.SendOptions) any {
+	if opts == (tg.SendOptions{}) {
+		return nil
+	}
+	return map[string]any{
+		"@type":                                  "messageSendOptions",
+		"disable_notification":                   opts.Silent,
+		"from_background":                        false,
+		"protect_content":                        false,
+		"update_order_of_installed_sticker_sets": false,
+		"scheduling_state":                       nil,
+		"effect_id":                              "0",
+		"sending_id":                             0,
+		"only_preview":                           false,
+	}
+}
+
+// inputDocument is inputMessageDocument of a file already on Telegram.
+func inputDocument(remoteFileID, caption string) map[string]any {
+	return map[string]any{
+		"@type":     "inputMessageDocument",
+		"document":  map[string]any{"@type": "inputFileRemote", "id": remoteFileID},
+		"thumbnail": nil,
+		// Keep an archive a document whatever its name or MIME type.
+		"disable_content_type_detection": true,
+		"caption": map[string]any{
+			"@type":    "formattedText",
+			"text":     caption,
+			"entities": []any{},
+		},
+	}
 }
 
 // forumTopicIconColor is the icon color of the topics stashd creates: the

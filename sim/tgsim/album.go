@@ -1,0 +1,65 @@
+package tgsim
+
+import (
+	"context"
+
+	"stashd/tg"
+)
+
+// SendDocumentAlbum implements tg.Client: sendMessageAlbum of documents
+// already on Telegram. As TDLib does, it refuses an empty album with 400
+// "There are no messages to send" and one of more than tg.MaxAlbum with
+// 400 "Too many messages to send as an album", and checks every item as
+// sendMessage checks its document before any is sent: one bad item refuses
+// the request and nothing is sent. A single item is sent as an ordinary
+// message (media_album_id 0). Otherwise the messages share a new
+// media_album_id. The album is one request to the server (Telegram's
+// messages.sendMultiMedia), so the chat's send limit judges it once and a
+// 429 there fails every message of it; each message then settles on its
+// own, with its own SendSucceeded or SendFailed, and the random outcomes
+// (SendFailRate, SendFloodRate, SendVanishRate) are drawn per message, so
+// an album may land in part. World.Calls counts one sendMessageAlbum; the
+// send log has a record per message, carrying the album's id.
+func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
+	return call(ctx, c, tg.MethodSendMessageAlbum, func() ([]tg.Message, error) {
+		switch {
+		case len(items) == 0:
+			return nil, errBadRequest("There are no messages to send")
+		case len(items) > tg.MaxAlbum:
+			return nil, errBadRequest("Too many messages to send as an album")
+		}
+		dest, err := c.chat(chat)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.checkDest(dest, thread); err != nil {
+			return nil, err
+		}
+		files := make([]*file, len(items))
+		for i, it := range items {
+			if files[i], err = c.checkItem(it.RemoteFileID, it.Caption); err != nil {
+				return nil, err
+			}
+		}
+		var limitErr error
+		if dest.sendLimit != nil {
+			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now())
+		}
+		var album int64
+		if len(items) > 1 {
+			c.w.albumSeq++
+			album = sentAlbumBase + c.w.albumSeq
+		}
+		out := make([]tg.Message, len(items))
+		pss := make([]*pendingSend, len(items))
+		for i, it := range items {
+			pss[i], out[i] = c.startSend(dest, thread, files[i], it.Caption, opts, album, limitErr)
+		}
+		c.settleLater(pss)
+		return out, nil
+	})
+}
+
+// sentAlbumBase starts the media_album_ids of the albums clients send,
+// apart from those of the albums the generator posts.
+const sentAlbumBase = 14_000_000_000_000_000

@@ -1,0 +1,159 @@
+package tgsim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"stashd/tg"
+)
+
+// albumItems posts n documents in the fixture's source and returns them as
+// album items, captioned "item i".
+func albumItems(t *testing.T, f sendFixture, n int) []tg.AlbumItem {
+	t.Helper()
+	items := make([]tg.AlbumItem, n)
+	for i := range items {
+		posted := f.w.Post(f.chat, 0, doc(fmt.Sprintf("part%d.rar", i+1), 100+i))
+		m, err := f.c.GetMessage(f.ctx, f.chat, posted.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items[i] = tg.AlbumItem{RemoteFileID: m.Document.File.RemoteID, Caption: fmt.Sprintf("item %d", i)}
+	}
+	return items
+}
+
+func TestSendAlbumOneRequestMessagesSettleEachWithItsOwnUpdate(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	items := albumItems(t, f, 3)
+	before := f.w.Calls("alice")
+	tmps, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, items, tg.SendOptions{Silent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tmps) != 3 {
+		t.Fatalf("album answered %d messages, want 3", len(tmps))
+	}
+	album := tmps[0].AlbumID
+	for i, m := range tmps {
+		if m.ID.IsServer() || m.AlbumID == 0 || m.AlbumID != album || m.Caption != items[i].Caption {
+			t.Fatalf("temporary message %d = %+v; want a local id in album %d captioned %q", i, m, album, items[i].Caption)
+		}
+	}
+	after := f.w.Calls("alice")
+	if got := after[tg.MethodSendMessageAlbum] - before[tg.MethodSendMessageAlbum]; got != 1 {
+		t.Errorf("sendMessageAlbum counted %d times, want 1", got)
+	}
+	if got := after[tg.MethodSendMessage] - before[tg.MethodSendMessage]; got != 0 {
+		t.Errorf("sendMessage counted %d times for an album, want 0", got)
+	}
+	seen := map[tg.MessageID]bool{}
+	for range tmps {
+		ok := next[tg.SendSucceeded](t, f.c, nil)
+		seen[ok.OldMessageID] = true
+		if ok.Message.AlbumID != album || !ok.Message.ID.IsServer() {
+			t.Errorf("sent message %+v; want a server message of album %d", ok.Message, album)
+		}
+	}
+	for _, m := range tmps {
+		if !seen[m.ID] {
+			t.Errorf("no SendSucceeded for temporary message %d", m.ID)
+		}
+	}
+	truth := f.w.Messages(f.dest)
+	if len(truth) != 3 {
+		t.Fatalf("destination holds %d messages, want 3", len(truth))
+	}
+	for _, s := range f.w.Sends() {
+		if s.Album != album || !s.Silent {
+			t.Errorf("send record %+v; want album %d, silent", s, album)
+		}
+	}
+}
+
+func TestSendAlbumRefusedWholeAsTDLibDoes(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	items := albumItems(t, f, 11)
+	for _, c := range []struct {
+		name  string
+		items []tg.AlbumItem
+		want  string
+	}{
+		{"empty", nil, "There are no messages to send"},
+		{"eleven", items, "Too many messages to send as an album"},
+		{"one bad remote id", []tg.AlbumItem{items[0], {RemoteFileID: "nope", Caption: "x"}, items[2]}, "Wrong remote file identifier"},
+		{"one caption too long", []tg.AlbumItem{items[0], {RemoteFileID: items[1].RemoteFileID, Caption: strings.Repeat("x", 5000)}}, "caption is too long"},
+	} {
+		_, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, c.items, tg.SendOptions{})
+		if tg.Classify(err) != tg.ClassPermanent || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a 400 %q", c.name, err, c.want)
+		}
+	}
+	if n := len(f.w.Sends()); n != 0 {
+		t.Errorf("refused albums sent %d messages, want none", n)
+	}
+}
+
+func TestSendAlbumOfOneIsAnOrdinaryMessage(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	tmps, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, albumItems(t, f, 1), tg.SendOptions{})
+	if err != nil || len(tmps) != 1 || tmps[0].AlbumID != 0 {
+		t.Fatalf("album of one = %+v, %v; want one message outside any album", tmps, err)
+	}
+	if ok := next[tg.SendSucceeded](t, f.c, nil); ok.Message.AlbumID != 0 {
+		t.Errorf("sent %+v, want no album", ok.Message)
+	}
+}
+
+// The server takes an album whole or not (one request), but its messages
+// settle one by one: with failures drawn per message some albums land in
+// part, each message with its own update.
+func TestSendAlbumLandsInPart(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{Seed: 7, SendFailRate: 0.4})
+	items := albumItems(t, f, 4)
+	partial := 0
+	for range 10 {
+		tmps, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, items, tg.SendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, failed := 0, 0
+		for range tmps {
+			switch u := nextSendOutcome(t, f).(type) {
+			case tg.SendSucceeded:
+				ok++
+			case tg.SendFailed:
+				failed++
+				if u.MessageID == 0 || tg.Classify(u.Err) == tg.ClassPermanent {
+					t.Errorf("failed send %+v; want a retryable error and the failed message's id", u)
+				}
+			}
+		}
+		if ok > 0 && failed > 0 {
+			partial++
+		}
+	}
+	if partial == 0 {
+		t.Fatal("no album of 10 landed in part with a 40% failure rate per message")
+	}
+}
+
+// nextSendOutcome returns the next SendSucceeded or SendFailed of f's client.
+func nextSendOutcome(t *testing.T, f sendFixture) tg.Update {
+	t.Helper()
+	var out tg.Update
+	collectUntil(t, f.c, func(u tg.Update) bool {
+		switch u.(type) {
+		case tg.SendSucceeded, tg.SendFailed:
+			out = u
+			return true
+		}
+		return false
+	})
+	return out
+}

@@ -1,0 +1,133 @@
+package tg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// AlbumResult is the outcome of one message of an album: the message as it
+// exists on the server, or why it was not sent (as Send's errors: a
+// SendFailed error, ErrSendVanished, ErrSendTimeout, ErrClosed).
+type AlbumResult struct {
+	Message Message
+	Err     error
+}
+
+// SendAlbumTo sends items (1 to MaxAlbum) into forum topic thread of chat
+// (0: the chat itself) as one album, one request under one turn of the
+// account's send budget, and waits until Telegram has accepted or refused
+// each of its messages. An error means no message was made: the chat's
+// send limit still pauses sends there (FloodWaitError, ErrChatFloodWait),
+// the budget's wait ended, or TDLib refused the request (ErrSendRefused).
+// Otherwise every item has its result, in order, and the results may
+// differ: a message refused with 429 pauses the chat as Send's does, a
+// refused one is deleted from the chat, and the others stand.
+func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, items []AlbumItem) ([]AlbumResult, error) {
+	if d := s.ChatPause(chat); d > 0 {
+		return nil, &FloodWaitError{RetryAfter: d, Err: fmt.Errorf("send album to %d: %w", chat, ErrChatFloodWait)}
+	}
+	timeout := s.SendTimeout
+	if timeout <= 0 {
+		timeout = DefaultSendTimeout
+	}
+	started := func() {}
+	if t, ok := ctx.Value(sendTurnKey{}).(*sendTurn); ok {
+		started = t.started
+	} else if s.Budget != nil {
+		var done func()
+		var err error
+		started, done, err = s.Budget.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("wait for send budget: %w", err)
+		}
+		defer done()
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
+	defer cancel()
+	tmps, err := s.Client.SendDocumentAlbum(sctx, chat, thread, items, SendOptions{Silent: s.Silent})
+	started()
+	if err != nil {
+		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
+			return nil, fmt.Errorf("send album to %d: %w", chat, ErrSendTimeout)
+		}
+		var api *Error
+		if errors.As(err, &api) {
+			return nil, fmt.Errorf("%w: %w", ErrSendRefused, err)
+		}
+		return nil, err
+	}
+	if len(tmps) != len(items) {
+		return nil, fmt.Errorf("send album to %d: %d messages for %d documents", chat, len(tmps), len(items))
+	}
+	keys := make([]sendKey, len(tmps))
+	for i, m := range tmps {
+		keys[i] = sendKey{chat, m.ID}
+	}
+	rs := s.awaitAll(sctx, keys)
+	out := make([]AlbumResult, len(rs))
+	for i, r := range rs {
+		if r.err != nil && context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil && errors.Is(r.err, context.DeadlineExceeded) {
+			r.err = fmt.Errorf("send album to %d: %w", chat, ErrSendTimeout)
+		}
+		if d, ok := FloodWait(r.err); ok {
+			if p, ok := s.Client.(interface{ CountFloodWait(string, time.Duration) }); ok {
+				p.CountFloodWait(MethodSendMessageAlbum, d)
+			}
+		}
+		if r.failed != 0 {
+			s.deleteFailed(ctx, sendKey{chat, r.failed})
+		}
+		out[i] = AlbumResult{Message: r.msg, Err: r.err}
+	}
+	return out, nil
+}
+
+// awaitAll waits for the outcomes of the sends of temporary messages keys,
+// registered together so that none is taken for a send nobody waits for
+// while an earlier one is awaited. A wait ctx ends has ctx's error.
+func (s *Session) awaitAll(ctx context.Context, keys []sendKey) []sendResult {
+	out := make([]sendResult, len(keys))
+	chs := make([]chan sendResult, len(keys))
+	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		for i := range out {
+			out[i].err = ErrClosed
+		}
+		return out
+	default:
+	}
+	for i, k := range keys {
+		chs[i] = make(chan sendResult, 1)
+		if r, ok := s.early[k]; ok {
+			delete(s.early, k)
+			chs[i] <- r
+			continue
+		}
+		s.sends[k] = chs[i]
+	}
+	s.mu.Unlock()
+	for i, ch := range chs {
+		select {
+		case out[i] = <-ch:
+		case <-ctx.Done():
+			s.mu.Lock()
+			for _, k := range keys[i:] {
+				delete(s.sends, k)
+			}
+			s.mu.Unlock()
+			for j := i; j < len(out); j++ {
+				select {
+				case out[j] = <-chs[j]: // resolved before its wait was dropped
+				default:
+					out[j].err = ctx.Err()
+				}
+			}
+			return out
+		}
+	}
+	return out
+}
