@@ -198,7 +198,6 @@ func TestCrashMidAlbumIsReconciled(t *testing.T) {
 	}
 }
 
-
 // A queued delivery to a destination no account may send to yet (a flood
 // wait there) is put off by the wait before its parts are loaded: a
 // delivery a 429 puts off again and again costs no getMessage each time.
