@@ -14,8 +14,9 @@ import (
 	"stashd/tg"
 )
 
-// With a send budget, every send goes through it, and each destination
-// receives a set's parts in order although workers deliver sets at once.
+// With a send budget, every send request (an album is one) goes through it,
+// and each destination receives a set's parts in order although workers
+// deliver sets at once.
 func TestSendBudgetPacesDeliveriesAndKeepsPartOrder(t *testing.T) {
 	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
@@ -38,8 +39,15 @@ func TestSendBudgetPacesDeliveriesAndKeepsPartOrder(t *testing.T) {
 	for _, dest := range dests {
 		checkPartOrder(t, world, dest, 9)
 	}
-	if got := testutil.ToFloat64(metric(t, reg, "stashd_send_budget_sends_total")); got != 18 {
-		t.Errorf("stashd_send_budget_sends_total = %v, want 18 (every send through the budget)", got)
+	// Each set goes to each destination as one album: one send request.
+	calls := world.Calls("a")
+	requests := calls[tg.MethodSendMessage] + calls[tg.MethodSendMessageAlbum]
+	if requests != 6 {
+		t.Errorf("%d send requests (sendMessage %d, sendMessageAlbum %d), want 6: each set one album per destination",
+			requests, calls[tg.MethodSendMessage], calls[tg.MethodSendMessageAlbum])
+	}
+	if got := testutil.ToFloat64(metric(t, reg, "stashd_send_budget_sends_total")); got != float64(requests) {
+		t.Errorf("stashd_send_budget_sends_total = %v, want %d (every send request through the budget)", got, requests)
 	}
 	if got := testutil.ToFloat64(metric(t, reg, "stashd_sends_in_flight")); got != 0 {
 		t.Errorf("stashd_sends_in_flight = %v after the drain, want 0", got)
