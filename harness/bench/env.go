@@ -123,8 +123,12 @@ func archiveBytes(n int) []byte {
 // a multipart set, so the pipeline takes it at once (a lone .zip or .rar
 // waits SetSettle for volumes that may follow).
 func (e *env) postTarGz(chat tg.ChatID, thread int64, n int) tg.Message {
-	data := archivetest.TarGz([]archivetest.File{{Name: fmt.Sprintf("dir/file-%d.txt", n), Data: fmt.Appendf(nil, "payload %d", n)}})
-	return e.world.Post(chat, thread, tgsim.Post{FileName: fmt.Sprintf("pkg-%d.tar.gz", n), Data: data})
+	return e.world.Post(chat, thread, tgsim.Post{FileName: fmt.Sprintf("pkg-%d.tar.gz", n), Data: tarGzBytes(n)})
+}
+
+// tarGzBytes is the tar.gz of package n, unique to n.
+func tarGzBytes(n int) []byte {
+	return archivetest.TarGz([]archivetest.File{{Name: fmt.Sprintf("dir/file-%d.txt", n), Data: fmt.Appendf(nil, "payload %d", n)}})
 }
 
 // postArchive posts archive n as a document.
