@@ -265,8 +265,8 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		if d.cfg.SendRate > 0 {
 			// With send budgets, any account that can write to a
 			// destination sends there, the one with most room first.
-			icfg.Spread = func(src, dest tg.ChatID, parts int) (*ingest.Pipeline, func()) {
-				return d.spread.pick(a.Name, src, dest, parts)
+			icfg.Spread = func(src, dest tg.ChatID, sends int) (*ingest.Pipeline, func()) {
+				return d.spread.pick(a.Name, src, dest, sends)
 			}
 			icfg.DestPause = func(dest tg.ChatID) time.Duration { return d.spread.pause(a.Name, dest) }
 		}

@@ -12,7 +12,7 @@ import (
 // spreader chooses which running account sends a package to a
 // destination, so that one route's sends spread over the accounts' send
 // budgets (each account keeps its own; none is shared). It counts, per
-// account, the parts it has given out and not yet seen sent: the budgets
+// account, the send requests it has given out and not yet seen sent: the budgets
 // only know the sends already waiting for their turn, and several workers
 // pick at once.
 type spreader struct {
@@ -44,17 +44,17 @@ const sameStart = time.Millisecond
 // pickTimeout bounds the getChat calls of one pick.
 const pickTimeout = 10 * time.Second
 
-// pick returns the pipeline of the account that sends parts parts of a
-// package posted in source to dest, and the done func that returns them.
+// pick returns the pipeline of the account that makes sends send requests
+// (an album is one) for a package posted in source to dest, and the done func that returns them.
 // Candidates are the running accounts with a send budget that were not
 // refused write access to dest in this run and know both chats; among
 // them the one whose next send would start first counting what it was
-// given already (its budget's next start plus pending parts times its
+// given already (its budget's next start plus pending sends times its
 // spacing, or the end of a flood wait on dest, whichever is later),
 // then the one with fewest sends in flight, then the first in
 // configuration order. from is the ingesting account, which sends itself
 // when no other qualifies.
-func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest.Pipeline, func()) {
+func (s *spreader) pick(from string, source, dest tg.ChatID, sends int) (*ingest.Pipeline, func()) {
 	s.d.mu.Lock()
 	runs := s.d.accounts
 	s.d.mu.Unlock()
@@ -107,12 +107,12 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, parts int) (*ingest
 		return nil, func() {}
 	}
 	name := best.name
-	s.pending[name] += parts
+	s.pending[name] += sends
 	var once sync.Once
 	return best.pipe, func() {
 		once.Do(func() {
 			s.mu.Lock()
-			s.pending[name] -= parts
+			s.pending[name] -= sends
 			s.mu.Unlock()
 		})
 	}

@@ -12,11 +12,12 @@ import (
 
 // Spread picks the account that sends one package's parts to dest, among
 // the accounts of the daemon that may write there and can see source (the
-// chat the parts were posted in); parts is how many sends it will take.
+// chat the parts were posted in); sends is how many send requests it will
+// take (an album is one).
 // It returns that account's pipeline (nil, or this pipeline, for this
 // account) and done, called once the delivery has ended, whichever
 // account made it.
-type Spread func(source, dest tg.ChatID, parts int) (via *Pipeline, done func())
+type Spread func(source, dest tg.ChatID, sends int) (via *Pipeline, done func())
 
 // errSpreadFetch marks a spread delivery whose account could not load the
 // parts' messages: the picking account sends them itself.
@@ -32,7 +33,7 @@ func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg
 	if p.cfg.Spread == nil {
 		return p.deliverDest(ctx, pkg, parts, in, dest)
 	}
-	via, done := p.cfg.Spread(in.Chat, dest, len(parts))
+	via, done := p.cfg.Spread(in.Chat, dest, len(albums(len(parts), p.albumsAllowed())))
 	defer done()
 	if via == nil || via == p {
 		return p.deliverDest(ctx, pkg, parts, in, dest)
