@@ -65,20 +65,23 @@ func (p *Pipeline) deliverAlbum(ctx context.Context, pkg store.Package, dest tg.
 		m     tg.Message
 	}
 	var todo, unsure []pending
-	for k, m := range ms {
-		i := a.first + k
-		d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
-		if err != nil {
-			return 0, err
-		}
-		if done, err := p.foundCopy(ctx, pkg, d); err != nil {
+	idx := make([]int, len(ms))
+	for k := range ms {
+		idx[k] = a.first + k
+	}
+	ins, err := p.store.EnsureIntents(ctx, pkg.ID, dest, idx, p.cfg.Account)
+	if err != nil {
+		return 0, err
+	}
+	for k, in := range ins {
+		if done, err := p.foundCopy(ctx, in); err != nil {
 			return 0, err
 		} else if done {
 			continue
 		}
-		todo = append(todo, pending{d, fresh, m})
-		if !fresh {
-			unsure = append(unsure, pending{d, fresh, m})
+		todo = append(todo, pending{in.Delivery, in.Fresh, ms[k]})
+		if !in.Fresh {
+			unsure = append(unsure, pending{in.Delivery, in.Fresh, ms[k]})
 		}
 	}
 	if len(unsure) > 0 {

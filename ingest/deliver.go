@@ -147,11 +147,12 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 		return 0, err
 	}
 	defer done()
-	d, fresh, err := p.store.EnsureIntent(ctx, pkg.ID, dest, i, p.cfg.Account)
+	ins, err := p.store.EnsureIntents(ctx, pkg.ID, dest, []int{i}, p.cfg.Account)
 	if err != nil {
 		return 0, err
 	}
-	if done, err := p.foundCopy(ctx, pkg, d); err != nil || done {
+	d, fresh := ins[0].Delivery, ins[0].Fresh
+	if done, err := p.foundCopy(ctx, ins[0]); err != nil || done {
 		return 0, err
 	}
 	if !fresh {
@@ -171,23 +172,22 @@ func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.C
 	return 1, p.sent(ctx, d, msg.ID)
 }
 
-// foundCopy reports whether d needs no send: it is recorded sent, or a
+// foundCopy reports whether in needs no send: it is recorded sent, or a
 // reconciliation after the catalogue rewound found its part's file in the
 // destination with no delivery left to name it, and that copy is now
 // recorded as the delivery.
-func (p *Pipeline) foundCopy(ctx context.Context, pkg store.Package, d store.Delivery) (bool, error) {
-	if d.State == store.DeliverySent {
+func (p *Pipeline) foundCopy(ctx context.Context, in store.Intent) (bool, error) {
+	if in.State == store.DeliverySent {
 		return true, nil
 	}
-	found, ok, err := p.store.FoundCopy(ctx, pkg.ID, d.PartIndex, d.Destination)
-	if err != nil || !ok {
+	if in.Copy == 0 {
+		return false, nil
+	}
+	p.log.Info("delivery recovered from a copy found in the destination", "package", in.PackageID, "destination", in.Destination, "part", in.PartIndex)
+	if _, err := p.store.MarkSent(ctx, in.Delivery, in.Copy); err != nil {
 		return false, err
 	}
-	p.log.Info("delivery recovered from a copy found in the destination", "package", pkg.ID, "destination", d.Destination, "part", d.PartIndex)
-	if _, err := p.store.MarkSent(ctx, d, found); err != nil {
-		return false, err
-	}
-	p.m.delivered(d.Destination, DeliveryReconciled, 1)
+	p.m.delivered(in.Destination, DeliveryReconciled, 1)
 	return true, nil
 }
 

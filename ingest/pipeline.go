@@ -33,13 +33,12 @@ type Store interface {
 	CreatePackage(ctx context.Context, p store.Package, parts []store.Part, files []store.FileEntry) (int64, bool, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
 	Lock(ctx context.Context, name string) (*store.Lock, error)
-	EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (store.Delivery, bool, error)
+	EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]store.Intent, error)
 	DropIntent(ctx context.Context, d store.Delivery) error
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) (tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
-	FoundCopy(ctx context.Context, pkg int64, idx int, dest tg.ChatID) (tg.MessageID, bool, error)
 	DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
 	QueueDelivery(ctx context.Context, w store.Waiting) (bool, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error

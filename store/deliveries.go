@@ -56,15 +56,11 @@ func newToken() string {
 // one's token and state, and an intent it did not write may already have
 // been sent (the sender crashed before recording it).
 func (s *Store) EnsureIntent(ctx context.Context, pkg int64, dest tg.ChatID, part int, account string) (Delivery, bool, error) {
-	fa, fe := fenceArgs(ctx)
-	tag, err := s.pool.Exec(ctx, `INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account, fence_account, fence_epoch)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING`,
-		pkg, int64(dest), part, newToken(), account, fa, fe)
+	ins, err := s.EnsureIntents(ctx, pkg, dest, []int{part}, account)
 	if err != nil {
-		return Delivery{}, false, fmt.Errorf("write delivery intent: %w", fenced(ctx, err))
+		return Delivery{}, false, err
 	}
-	d, err := s.getDelivery(ctx, pkg, dest, part)
-	return d, tag.RowsAffected() == 1, err
+	return ins[0].Delivery, ins[0].Fresh, nil
 }
 
 func (s *Store) getDelivery(ctx context.Context, pkg int64, dest tg.ChatID, part int) (Delivery, error) {
@@ -207,4 +203,93 @@ func (s *Store) DeliveryByToken(ctx context.Context, token string, dest tg.ChatI
 		return Delivery{}, false, fmt.Errorf("read delivery of token %s to %d: %w", token, dest, err)
 	}
 	return d, true, nil
+}
+
+// Intent is a delivery row as EnsureIntents returns it.
+type Intent struct {
+	Delivery
+	// Fresh: this call wrote the intent, so no message can carry its token.
+	Fresh bool
+	// Copy is a copy of the part that a reconciliation after the
+	// catalogue rewound found in the destination with no delivery left to
+	// name it (RecordCopy); 0 for none. That copy is the delivery.
+	Copy tg.MessageID
+}
+
+// EnsureIntents is EnsureIntent for parts of pkg to dest, in one round
+// trip, and also answers FoundCopy for each part not sent yet. It returns
+// the intents in parts' order.
+func (s *Store) EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]Intent, error) {
+	fa, fe := fenceArgs(ctx)
+	idx := make([]int32, len(parts))
+	tokens := make([]string, len(parts))
+	for i, p := range parts {
+		idx[i], tokens[i] = int32(p), newToken()
+	}
+	// The statement's snapshot does not hold the rows its INSERT writes:
+	// those come from RETURNING, the others from the table.
+	rows, err := s.pool.Query(ctx, `WITH ins AS (
+			INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account, fence_account, fence_epoch)
+			SELECT $1, $2, u.p, u.t, $5, $6, $7 FROM unnest($3::int[], $4::text[]) AS u(p, t)
+			ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING
+			RETURNING package_id, destination_chat_id, part_idx, token, state, dest_message_id, account, created_at),
+		rows AS (
+			SELECT i.*, true AS fresh FROM ins i
+			UNION ALL
+			SELECT d.package_id, d.destination_chat_id, d.part_idx, d.token, d.state, d.dest_message_id, d.account, d.created_at, false
+			FROM deliveries d
+			WHERE d.package_id = $1 AND d.destination_chat_id = $2 AND d.part_idx = ANY($3::int[])
+				AND NOT EXISTS (SELECT FROM ins WHERE ins.part_idx = d.part_idx))
+		SELECT r.package_id, r.destination_chat_id, r.part_idx, r.token, r.state, r.dest_message_id, r.account, r.created_at,
+			r.fresh, c.dest_message_id
+		FROM rows r LEFT JOIN LATERAL (
+			SELECT c.dest_message_id FROM destination_copies c JOIN remote_files f ON f.unique_id = c.unique_id
+			WHERE r.state <> 'sent' AND c.destination_chat_id = $2 AND f.package_id = $1 AND f.idx = r.part_idx
+			ORDER BY c.dest_message_id LIMIT 1) c ON true`,
+		pkg, int64(dest), idx, tokens, account, fa, fe)
+	if err != nil {
+		return nil, fmt.Errorf("write delivery intents: %w", fenced(ctx, err))
+	}
+	byPart := make(map[int]Intent, len(parts))
+	for rows.Next() {
+		var in Intent
+		var d, copyMsg *int64
+		var state string
+		var destChat int64
+		if err := rows.Scan(&in.PackageID, &destChat, &in.PartIndex, &in.Token, &state, &d, &in.Account, &in.CreatedAt, &in.Fresh, &copyMsg); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read delivery intents: %w", err)
+		}
+		in.Destination, in.State = tg.ChatID(destChat), DeliveryState(state)
+		if d != nil {
+			in.DestMessageID = tg.MessageID(*d)
+		}
+		if copyMsg != nil {
+			in.Copy = tg.MessageID(*copyMsg)
+		}
+		byPart[in.PartIndex] = in
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("write delivery intents: %w", fenced(ctx, err))
+	}
+	out := make([]Intent, len(parts))
+	for i, p := range parts {
+		in, ok := byPart[p]
+		if !ok {
+			// Written by a transaction that committed after this
+			// statement's snapshot: read it now.
+			d, err := s.getDelivery(ctx, pkg, dest, p)
+			if err != nil {
+				return nil, err
+			}
+			in = Intent{Delivery: d}
+			if d.State != DeliverySent {
+				if in.Copy, _, err = s.FoundCopy(ctx, pkg, p, dest); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[i] = in
+	}
+	return out, nil
 }

@@ -96,6 +96,25 @@ func TestRecordCopies(t *testing.T) {
 	if _, ok, _ := st.FoundCopy(ctx, id, 1, dest-1); ok {
 		t.Fatal("a copy found in another destination")
 	}
+	// The send path reads both in its one statement: part 0 is sent (its
+	// copy marked it), part 1 gets a fresh intent and its found copy.
+	ins, err := st.EnsureIntents(ctx, id, dest, []int{0, 1}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins[0].PartIndex != 0 || ins[0].State != store.DeliverySent || ins[0].Fresh || ins[0].Token != d.Token {
+		t.Errorf("intent of part 0 = %+v; want the existing row, sent", ins[0])
+	}
+	if ins[1].PartIndex != 1 || !ins[1].Fresh || ins[1].State != store.DeliveryIntent || ins[1].Copy != m1 {
+		t.Errorf("intent of part 1 = %+v; want a fresh intent carrying the found copy %v", ins[1], m1)
+	}
+	again, err := st.EnsureIntents(ctx, id, dest, []int{1, 0}, "a")
+	if err != nil || again[0].Fresh || again[0].Token != ins[1].Token || again[1].Token != d.Token {
+		t.Errorf("intents again = %+v, %v; want the same rows, in the order asked, none fresh", again, err)
+	}
+	if other, err := st.EnsureIntents(ctx, id, dest-1, []int{1}, "a"); err != nil || other[0].Copy != 0 || !other[0].Fresh {
+		t.Errorf("intent in another destination = %+v, %v; want fresh, no copy", other, err)
+	}
 	if err := st.ReconcileProgress(ctx, dest, 2, 2); err != nil {
 		t.Fatal(err)
 	}
