@@ -160,9 +160,9 @@ func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
 }
 
 // Spread over two accounts, a set's parts still reach a destination in
-// order: every part of one package goes there through one account. (The
-// budget, 600 a minute, is tight enough that the first account's is busy
-// when the next set is ready.)
+// order: every part of one package goes there through one account. (A set
+// is one album, one send; the budget, 60 a minute, is tight enough that the
+// first account's is busy when the next set is ready.)
 func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 9, FilesDir: t.TempDir()})
@@ -173,7 +173,7 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 	dest := world.AddChat(tg.KindChannel, "mirror", "a", "b")
 	cfg := daemon.Config{
 		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{other}}},
-		Destinations: []tg.ChatID{dest}, Workers: 4, DrainTimeout: 10 * time.Second, SendRate: 600, SendInFlight: 2,
+		Destinations: []tg.ChatID{dest}, Workers: 4, DrainTimeout: 10 * time.Second, SendRate: 60, SendInFlight: 2,
 		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
 	}
 	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })

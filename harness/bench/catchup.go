@@ -69,12 +69,15 @@ func (r *runner) runLimited(ctx context.Context, name string, accounts, archives
 	case <-ctx.Done():
 		return limitedResult{}, ctx.Err()
 	}
-	after, refused := e.world.TotalCalls(), e.refused()
-	elapsed := time.Since(start)
-	pkgs, err := e.count(ctx, countPackages)
+	// A window that saw no package (a loaded machine, a short quick run)
+	// runs on until the first, at most a minute more: a rate of nothing
+	// measures the machine, and a ratio to it is no figure.
+	pkgs, err := e.waitCount(ctx, countPackages, 1, time.Minute)
 	if err != nil {
 		return limitedResult{}, err
 	}
+	after, refused := e.world.TotalCalls(), e.refused()
+	elapsed := time.Since(start)
 	res := limitedResult{Refused: refused - refusedBefore, Packages: pkgs, Window: elapsed}
 	for m, c := range after {
 		if !tg.LocalMethod(m) {

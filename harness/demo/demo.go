@@ -653,8 +653,9 @@ func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err e
 		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
 			AND error_class <> 'incomplete_set') +
 		-- Queued deliveries are work still pending, but for those a
-		-- route's window holds.
-		(SELECT count(*) FROM waiting_deliveries WHERE route = '' OR opens_at <= now()),
+		-- route's window holds; one put off after a failure (a flood
+		-- wait, a refused send) is pending whatever its route.
+		(SELECT count(*) FROM waiting_deliveries WHERE route = '' OR opens_at <= now() OR attempts > 0),
 		(SELECT count(*) FROM source_messages)`).Scan(&pending, &count)
 	return pending, count, err
 }

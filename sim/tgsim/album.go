@@ -14,8 +14,9 @@ import (
 // the request and nothing is sent. A single item is sent as an ordinary
 // message (media_album_id 0). Otherwise the messages share a new
 // media_album_id. The album is one request to the server (Telegram's
-// messages.sendMultiMedia), so the chat's send limit judges it once and a
-// 429 there fails every message of it; each message then settles on its
+// messages.sendMultiMedia), so the chat's send limit judges it once, by
+// the messages it posts, and a 429 there fails every message of it; each
+// message then settles on its
 // own, with its own SendSucceeded or SendFailed, and the random outcomes
 // (SendFailRate, SendFloodRate, SendVanishRate) are drawn per message, so
 // an album may land in part. World.Calls counts one sendMessageAlbum; the
@@ -43,7 +44,7 @@ func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread i
 		}
 		var limitErr error
 		if dest.sendLimit != nil {
-			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now())
+			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now(), len(items))
 		}
 		var album int64
 		if len(items) > 1 {

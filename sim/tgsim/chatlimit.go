@@ -31,7 +31,8 @@ func (w *World) LimitChatSends(chat tg.ChatID, rate float64, burst int) {
 	c.sendLimit = &chatSendLimit{rate: rate, burst: b, buckets: map[string]*chatBucket{}}
 }
 
-// ChatFlooded returns how many sends into chat its send limit refused.
+// ChatFlooded returns how many messages sent into chat its send limit
+// refused (each of an album's).
 func (w *World) ChatFlooded(chat tg.ChatID) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -53,9 +54,11 @@ type chatBucket struct {
 	last   time.Time
 }
 
-// admitSend takes a token for one send of account into the chat, or
-// returns the 429 that refuses it. It runs with w.mu held.
-func (l *chatSendLimit) admitSend(account string, now time.Time) error {
+// admitSend takes the tokens of n messages of account sent into the chat
+// in one request (an album's, n > 1), or returns the 429 that refuses
+// them all. A request of more messages than the burst needs a full
+// bucket. It runs with w.mu held.
+func (l *chatSendLimit) admitSend(account string, now time.Time, n int) error {
 	b := l.buckets[account]
 	if b == nil {
 		b = &chatBucket{tokens: l.burst, last: now}
@@ -63,11 +66,12 @@ func (l *chatSendLimit) admitSend(account string, now time.Time) error {
 	}
 	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	need := math.Min(float64(n), l.burst)
+	if b.tokens >= need {
+		b.tokens -= need
 		return nil
 	}
-	l.refused++
-	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	l.refused += n
+	wait := time.Duration((need - b.tokens) / l.rate * float64(time.Second))
 	return errFloodWait(max(wait, time.Second))
 }

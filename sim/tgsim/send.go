@@ -87,7 +87,7 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 		var limitErr error
 		if dest.sendLimit != nil {
 			// The server judges the chat's rate when the send reaches it.
-			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now())
+			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now(), 1)
 		}
 		ps, tmp := c.startSend(dest, thread, f, caption, opts, 0, limitErr)
 		c.settleLater([]*pendingSend{ps})
