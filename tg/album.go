@@ -66,6 +66,7 @@ func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, it
 		keys[i] = sendKey{chat, m.ID}
 	}
 	rs := s.awaitAll(sctx, keys)
+	var failed []sendKey
 	out := make([]AlbumResult, len(rs))
 	for i, r := range rs {
 		if r.err != nil && context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil && errors.Is(r.err, context.DeadlineExceeded) {
@@ -77,9 +78,12 @@ func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, it
 			}
 		}
 		if r.failed != 0 {
-			s.deleteFailed(ctx, sendKey{chat, r.failed})
+			failed = append(failed, sendKey{chat, r.failed})
 		}
 		out[i] = AlbumResult{Message: r.msg, Err: r.err}
+	}
+	if len(failed) > 0 {
+		s.deleteFailed(ctx, failed...)
 	}
 	return out, nil
 }

@@ -86,6 +86,14 @@ func TestSendAlbumChatFloodFailsEveryMessageAndPausesTheChat(t *testing.T) {
 	if n := len(w.Messages(limited)); n != 3 {
 		t.Errorf("limited chat holds %d messages, want the first album's 3", n)
 	}
+	// The refused messages stay in the session, failed, until deleted:
+	// all three in one request.
+	if n := w.FailedMessages("a"); n != 0 {
+		t.Errorf("%d failed messages left in the session, want none", n)
+	}
+	if n := w.Calls("a")[tg.MethodDeleteMessages]; n != 1 {
+		t.Errorf("%d deleteMessages requests for the refused album, want 1", n)
+	}
 	quick, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	before := w.Calls("a")[tg.MethodSendMessageAlbum]

@@ -333,18 +333,19 @@ func (s *Session) ChatPause(chat ChatID) time.Duration {
 // local message; it runs after the caller's context may have ended.
 const failedDeleteTimeout = 10 * time.Second
 
-// deleteFailed deletes the failed local message k (and any a re-sent send
-// of an earlier session left): TDLib keeps a refused send in the chat,
+// deleteFailed deletes the failed local messages ks (and any a re-sent
+// send of an earlier session left), one request per chat: TDLib keeps a
+// refused send in the chat,
 // failed, until it is deleted, and stashd never asks TDLib to resend one:
 // a later attempt is a new send with its own outcome. A deletion that
 // fails is left to TDLib's own cleanup (the message is local only).
-func (s *Session) deleteFailed(ctx context.Context, k sendKey) {
+func (s *Session) deleteFailed(ctx context.Context, ks ...sendKey) {
 	s.mu.Lock()
 	// A failure that beat its Send's registration was kept as an orphan
-	// too: it is k.
-	keys := []sendKey{k}
+	// too: it is among ks.
+	keys := slices.Clone(ks)
 	for _, o := range s.orphans {
-		if o != k {
+		if !slices.Contains(ks, o) {
 			keys = append(keys, o)
 		}
 	}
@@ -352,8 +353,16 @@ func (s *Session) deleteFailed(ctx context.Context, k sendKey) {
 	s.mu.Unlock()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedDeleteTimeout)
 	defer cancel()
+	byChat := map[ChatID][]MessageID{}
+	var chats []ChatID
 	for _, k := range keys {
-		_ = s.Client.DeleteMessages(dctx, k.chat, []MessageID{k.id}, true)
+		if byChat[k.chat] == nil {
+			chats = append(chats, k.chat)
+		}
+		byChat[k.chat] = append(byChat[k.chat], k.id)
+	}
+	for _, c := range chats {
+		_ = s.Client.DeleteMessages(dctx, c, byChat[c], true)
 	}
 }
 
