@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,8 @@ type Store struct {
 	// (rewind.go): a new one after a failover is noticed before the first
 	// statement on its connection.
 	server serverWatch
+	// commits is the group committer (groupcommit.go); nil when read-only.
+	commits *committer
 }
 
 // Config configures Open.
@@ -55,6 +58,16 @@ type Config struct {
 	// connections send (pgx's tracer interfaces); the benchmark counts
 	// round trips with it. Nil: none.
 	Tracer pgx.QueryTracer
+	// GroupCommitSize is the most units of work (a package's catalogue
+	// writes, say) one group commit holds (see Commit); zero means
+	// DefaultGroupCommitSize (64), the most allowed is
+	// MaxGroupCommitSize.
+	GroupCommitSize int
+	// GroupCommitDelay is how long the group committer waits for more
+	// units once it has fewer than GroupCommitSize. Zero: it flushes as
+	// soon as it is free (units that arrive during a flush go in the
+	// next), so a lone unit waits for nothing.
+	GroupCommitDelay time.Duration
 }
 
 // Open connects to PostgreSQL, applies pending migrations and returns a
@@ -98,6 +111,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ReadOnly {
 		return st, nil
 	}
+	if cfg.GroupCommitSize < 0 || cfg.GroupCommitSize > MaxGroupCommitSize || cfg.GroupCommitDelay < 0 {
+		pool.Close()
+		return nil, fmt.Errorf("group commit of %d units after %s: size must be 1 to %d, delay not negative",
+			cfg.GroupCommitSize, cfg.GroupCommitDelay, MaxGroupCommitSize)
+	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		pool.Close()
@@ -115,6 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
+	st.commits = newCommitter(pool, cmp.Or(cfg.GroupCommitSize, DefaultGroupCommitSize), cfg.GroupCommitDelay)
 	return st, nil
 }
 
@@ -148,8 +167,12 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// Close closes the pool.
+// Close stops the group committer, once its flush in flight has ended,
+// and closes the pools.
 func (s *Store) Close() {
+	if s.commits != nil {
+		s.commits.close()
+	}
 	if s.leasePool != nil {
 		s.leasePool.Close()
 	}
