@@ -30,10 +30,12 @@ import (
 // after it are sent again in the next batch of the same transaction. A unit is told it succeeded
 // only once COMMIT has; a COMMIT that fails fails every unit it held.
 //
-// Flushing: the committer flushes as soon as it is free. Units that
-// arrive while a flush is in flight wait for the next one, so under load
-// batches form by themselves, and a lone unit pays no added latency.
-// GroupCommitDelay, when set, makes the committer wait that long for more
+// Flushing: up to GroupCommitFlushes batches are in flight at once, each
+// on its own connection (PostgreSQL then shares one WAL flush between
+// their commits). A flusher flushes as soon as it is free; units that
+// arrive while every flusher is busy wait for the next free one, so under
+// load batches form by themselves, and a lone unit pays no added latency.
+// GroupCommitDelay, when set, makes a flusher wait that long for more
 // units before flushing fewer than GroupCommitSize.
 
 // DefaultGroupCommitSize is the most units one group commit holds when
@@ -44,6 +46,13 @@ const DefaultGroupCommitSize = 64
 
 // MaxGroupCommitSize bounds Config.GroupCommitSize.
 const MaxGroupCommitSize = 64
+
+// DefaultGroupCommitFlushes is how many group commits may be in flight at
+// once when Config.GroupCommitFlushes is zero.
+const DefaultGroupCommitFlushes = 2
+
+// MaxGroupCommitFlushes bounds Config.GroupCommitFlushes.
+const MaxGroupCommitFlushes = 16
 
 // ErrStoreClosed is the error of work handed to a closed Store.
 var ErrStoreClosed = errors.New("store closed")
@@ -73,33 +82,34 @@ type unit struct {
 	afterCommit func()
 }
 
-// committer runs group commits on one goroutine.
+// committer runs group commits on its flushers' goroutines.
 type committer struct {
 	pool  *pgxpool.Pool
 	size  int
 	delay time.Duration
 	in    chan *unit
 	stop  chan struct{}
-	done  chan struct{}
+	wg    sync.WaitGroup
 	once  sync.Once
 	// queued counts the callers waiting for the committer to take their
 	// unit (tests wait for it).
 	queued atomic.Int64
 }
 
-func newCommitter(pool *pgxpool.Pool, size int, delay time.Duration) *committer {
-	c := &committer{pool: pool, size: size, delay: delay,
-		in: make(chan *unit), stop: make(chan struct{}), done: make(chan struct{})}
-	go c.run()
+func newCommitter(pool *pgxpool.Pool, size, flushers int, delay time.Duration) *committer {
+	c := &committer{pool: pool, size: size, delay: delay, in: make(chan *unit), stop: make(chan struct{})}
+	for range flushers {
+		c.wg.Go(c.run)
+	}
 	return c
 }
 
-// close stops the committer once the flush in flight has ended; work
+// close stops the committer once the flushes in flight have ended; work
 // handed to it afterwards fails with ErrStoreClosed.
 func (c *committer) close() {
 	c.once.Do(func() {
 		close(c.stop)
-		<-c.done
+		c.wg.Wait()
 	})
 }
 
@@ -138,8 +148,8 @@ func (s *Store) commit(ctx context.Context, u *unit) error {
 	}
 }
 
+// run is one flusher.
 func (c *committer) run() {
-	defer close(c.done)
 	for {
 		var first *unit
 		select {

@@ -16,6 +16,7 @@ import (
 
 // groupCommitWorld is a store with a table gc(k, tx) whose rows record
 // the transaction that wrote them, and a way to hold the committer busy.
+// Its committer has one flusher, so that holding it holds every unit.
 type groupCommitWorld struct {
 	t  *testing.T
 	st *store.Store
@@ -23,7 +24,7 @@ type groupCommitWorld struct {
 
 func newGroupCommitWorld(t *testing.T, table string) *groupCommitWorld {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), GroupCommitFlushes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,11 +352,12 @@ func TestGroupCommitAfterClose(t *testing.T) {
 func TestGroupCommitSettingsChecked(t *testing.T) {
 	t.Parallel()
 	url := pgtest.New(t)
-	for _, cfg := range []store.Config{{GroupCommitSize: -1}, {GroupCommitSize: store.MaxGroupCommitSize + 1}, {GroupCommitDelay: -time.Millisecond}} {
+	for _, cfg := range []store.Config{{GroupCommitSize: -1}, {GroupCommitSize: store.MaxGroupCommitSize + 1},
+		{GroupCommitFlushes: -1}, {GroupCommitFlushes: store.MaxGroupCommitFlushes + 1}, {GroupCommitDelay: -time.Millisecond}} {
 		cfg.URL = url
 		if st, err := store.Open(t.Context(), cfg); err == nil {
 			st.Close()
-			t.Errorf("Open with group commit size %d, delay %s accepted", cfg.GroupCommitSize, cfg.GroupCommitDelay)
+			t.Errorf("Open with group commit size %d, flushes %d, delay %s accepted", cfg.GroupCommitSize, cfg.GroupCommitFlushes, cfg.GroupCommitDelay)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DefaultLockTTL is a package lock's lifetime between renewals when
@@ -35,6 +37,10 @@ type Lock struct {
 	done  chan struct{}
 	once  sync.Once
 	gone  atomic.Bool
+	// releasing is set while a unit that deletes the lock's row is being
+	// committed (releaseStatement): a renewal that finds the row gone
+	// then finds it released, not lost.
+	releasing atomic.Bool
 }
 
 var lockSeq atomic.Int64
@@ -45,17 +51,25 @@ var lockSeq atomic.Int64
 // Unlock it, and should run its work under Bind so that it stops when the
 // lock is lost.
 func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
+	return s.LockThen(ctx, name)
+}
+
+// LockThen is Lock with reads (LookPackageByHash…) sent in the same round
+// trip as each attempt to take the lock, after it, in its transaction:
+// when it returns the lock, every read has read its answer while the lock
+// was held, so the look again that follows taking a lock costs no round
+// trip of its own. The answers of an attempt that did not take the lock
+// are discarded.
+func (s *Store) LockThen(ctx context.Context, name string, reads ...Statement) (*Lock, error) {
 	owner := fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1))
 	ttl := s.lockTTL
 	wait := 5 * time.Millisecond
 	for {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, now() + $3::interval)
-			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until, taken_at = now()
-			WHERE package_locks.until < now()`, name, owner, ttl.String())
+		got, err := s.tryLock(ctx, name, owner, ttl, reads)
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", name, err)
 		}
-		if tag.RowsAffected() == 1 {
+		if got {
 			break
 		}
 		t := time.NewTimer(wait)
@@ -70,6 +84,47 @@ func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
 	l := &Lock{s: s, name: name, owner: owner, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.keep(ttl)
 	return l, nil
+}
+
+const lockSQL = `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, now() + $3::interval)
+	ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until, taken_at = now()
+	WHERE package_locks.until < now()`
+
+// tryLock makes one attempt to take the lock and, when it did, reads.
+func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Duration, reads []Statement) (bool, error) {
+	if len(reads) == 0 {
+		tag, err := s.pool.Exec(ctx, lockSQL, name, owner, ttl.String())
+		return err == nil && tag.RowsAffected() == 1, err
+	}
+	// One batch is one implicit transaction: a read that fails undoes
+	// the lock taken before it.
+	b := &pgx.Batch{}
+	b.Queue(lockSQL, name, owner, ttl.String())
+	for _, r := range reads {
+		b.Queue(r.SQL, r.Args...)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if err != nil || tag.RowsAffected() != 1 {
+		return false, errors.Join(err, br.Close())
+	}
+	var rerr error
+	for _, r := range reads {
+		var err error
+		if rerr, err = readStatement(br, r); err != nil || rerr != nil {
+			rerr = cmp.Or(err, rerr)
+			break
+		}
+	}
+	if err := br.Close(); err != nil {
+		return false, err
+	}
+	if rerr != nil {
+		// The lock was taken, its answers not understood: let it go.
+		_, _ = s.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, name, owner)
+		return false, rerr
+	}
+	return true, nil
 }
 
 // keep renews the lock every ttl/3 until Unlock. A renewal that finds the
@@ -97,6 +152,8 @@ func (l *Lock) keep(ttl time.Duration) {
 		switch {
 		case err == nil && tag.RowsAffected() == 1:
 			deadline = sent.Add(ttl - ttl/6)
+		case err == nil && l.releasing.Load():
+			return // released by a commit: released() is on its way
 		case err == nil:
 			l.lose()
 			return
@@ -138,6 +195,23 @@ func (l *Lock) Unlock() {
 		defer cancel()
 		// A failed delete leaves the row to expire.
 		_, _ = l.s.pool.Exec(ctx, `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, l.name, l.owner)
+	})
+}
+
+// releaseStatement deletes the lock's row, for a unit of work that
+// releases the lock when it commits (CataloguePackage).
+func (l *Lock) releaseStatement() Statement {
+	l.releasing.Store(true)
+	return Statement{SQL: `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, Args: []any{l.name, l.owner}}
+}
+
+// released is Unlock for a lock whose row a committed unit deleted: it
+// stops the renewals and deletes nothing more. A unit that did not commit
+// leaves the lock held (the caller's Unlock releases it).
+func (l *Lock) released() {
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
 	})
 }
 

@@ -63,10 +63,15 @@ type Config struct {
 	// DefaultGroupCommitSize (64), the most allowed is
 	// MaxGroupCommitSize.
 	GroupCommitSize int
-	// GroupCommitDelay is how long the group committer waits for more
-	// units once it has fewer than GroupCommitSize. Zero: it flushes as
-	// soon as it is free (units that arrive during a flush go in the
-	// next), so a lone unit waits for nothing.
+	// GroupCommitFlushes is how many group commits may be in flight at
+	// once, each on a connection of its own; zero means
+	// DefaultGroupCommitFlushes (2), the most allowed is
+	// MaxGroupCommitFlushes.
+	GroupCommitFlushes int
+	// GroupCommitDelay is how long a free flusher waits for more units
+	// once it has fewer than GroupCommitSize. Zero: it flushes at once
+	// (units that arrive while every flusher is busy go in the next
+	// batch), so a lone unit waits for nothing.
 	GroupCommitDelay time.Duration
 }
 
@@ -111,10 +116,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ReadOnly {
 		return st, nil
 	}
-	if cfg.GroupCommitSize < 0 || cfg.GroupCommitSize > MaxGroupCommitSize || cfg.GroupCommitDelay < 0 {
+	if cfg.GroupCommitSize < 0 || cfg.GroupCommitSize > MaxGroupCommitSize || cfg.GroupCommitDelay < 0 ||
+		cfg.GroupCommitFlushes < 0 || cfg.GroupCommitFlushes > MaxGroupCommitFlushes {
 		pool.Close()
-		return nil, fmt.Errorf("group commit of %d units after %s: size must be 1 to %d, delay not negative",
-			cfg.GroupCommitSize, cfg.GroupCommitDelay, MaxGroupCommitSize)
+		return nil, fmt.Errorf("group commit of %d units, %d at once, after %s: size must be 1 to %d, flushes 1 to %d, delay not negative",
+			cfg.GroupCommitSize, cfg.GroupCommitFlushes, cfg.GroupCommitDelay, MaxGroupCommitSize, MaxGroupCommitFlushes)
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -133,7 +139,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	st.commits = newCommitter(pool, cmp.Or(cfg.GroupCommitSize, DefaultGroupCommitSize), cfg.GroupCommitDelay)
+	st.commits = newCommitter(pool, cmp.Or(cfg.GroupCommitSize, DefaultGroupCommitSize),
+		cmp.Or(cfg.GroupCommitFlushes, DefaultGroupCommitFlushes), cfg.GroupCommitDelay)
 	return st, nil
 }
 
