@@ -151,18 +151,15 @@ func (p *Pipeline) finishPartsOf(ctx context.Context, parts []tg.Message, id int
 	return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 }
 
+// record records parts as handled with outcome out (of package pkg) and
+// resolves their dead letters, in one commit.
 func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Outcome, pkg int64) error {
 	msgs := make([]store.SourceMessage, len(parts))
 	for i, m := range parts {
 		msgs[i] = sourceMessage(m, out, pkg)
 	}
-	if err := p.store.RecordMessages(ctx, msgs...); err != nil {
+	if err := p.store.RecordHandled(ctx, msgs...); err != nil {
 		return err
-	}
-	for _, m := range parts {
-		if err := p.store.ResolveDeadLetter(ctx, m.Key()); err != nil {
-			return err
-		}
 	}
 	p.forget(parts)
 	return nil

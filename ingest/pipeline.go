@@ -25,6 +25,7 @@ type Store interface {
 	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
 	ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
+	RecordHandled(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
 	PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error)
@@ -50,7 +51,6 @@ type Store interface {
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
 	GetVerification(ctx context.Context, pkg int64) (store.Verification, error)
 	IsRepack(ctx context.Context, pkg int64) (bool, error)
-	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
 	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)
 	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error)

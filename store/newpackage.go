@@ -165,14 +165,7 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 				return rows.Err()
 			}})
 	}
-	if len(n.Sources) > 0 {
-		chats, msgs := make([]int64, len(n.Sources)), make([]int64, len(n.Sources))
-		for i, m := range n.Sources {
-			stmts = append(stmts, recordStatement(m, hash))
-			chats[i], msgs[i] = int64(m.Key.Chat), int64(m.Key.Message)
-		}
-		stmts = append(stmts, Statement{SQL: resolveSQL, Args: []any{chats, msgs}})
-	}
+	stmts = append(stmts, handledStatements(n.Sources, hash)...)
 	for _, l := range n.Release {
 		stmts = append(stmts, l.releaseStatement())
 	}
@@ -188,6 +181,31 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 		return Catalogued{}, fmt.Errorf("catalogue package %q: %w", text(p.Name), err)
 	}
 	return out, nil
+}
+
+// RecordHandled records msgs as handled (RecordMessages) and resolves
+// their dead letters, in one group-committed unit.
+func (s *Store) RecordHandled(ctx context.Context, msgs ...SourceMessage) error {
+	if err := s.Commit(ctx, handledStatements(msgs, nil)...); err != nil {
+		return fmt.Errorf("record %d messages: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// handledStatements record msgs and resolve their dead letters; with
+// hash, a message of package 0 is recorded with the package of that
+// content hash.
+func handledStatements(msgs []SourceMessage, hash []byte) []Statement {
+	if len(msgs) == 0 {
+		return nil
+	}
+	stmts := make([]Statement, 0, len(msgs)+1)
+	chats, ids := make([]int64, len(msgs)), make([]int64, len(msgs))
+	for i, m := range msgs {
+		stmts = append(stmts, recordStatement(m, hash))
+		chats[i], ids[i] = int64(m.Key.Chat), int64(m.Key.Message)
+	}
+	return append(stmts, Statement{SQL: resolveSQL, Args: []any{chats, ids}})
 }
 
 // partColumns are the parts as the arrays insertPackageSQL unnests ($21
