@@ -19,7 +19,7 @@ import (
 // bounding how many packages a second the catalogue takes.
 //
 // A unit of work is a list of statements that must commit together. The
-// committer's goroutine takes the units waiting, up to GroupCommitSize,
+// committer's free flusher takes the units waiting, up to GroupCommitSize,
 // and sends them as one pipelined batch:
 //
 //	BEGIN; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
@@ -27,8 +27,10 @@ import (
 // A statement that fails aborts the rest of the batch: its unit is told
 // its error, the transaction is rolled back to that unit's savepoint (one
 // more round trip; the units before it keep their work) and the units
-// after it are sent again in the next batch of the same transaction. A unit is told it succeeded
-// only once COMMIT has; a COMMIT that fails fails every unit it held.
+// after it are sent again in the next batch of the same transaction. A
+// unit is told it succeeded only once COMMIT has; a COMMIT that fails
+// fails every unit it held, and their callers retry as after any failed
+// write.
 //
 // Flushing: up to GroupCommitFlushes batches are in flight at once, each
 // on its own connection (PostgreSQL then shares one WAL flush between
@@ -126,7 +128,7 @@ func (s *Store) Commit(ctx context.Context, stmts ...Statement) error {
 
 func (s *Store) commit(ctx context.Context, u *unit) error {
 	if s.commits == nil {
-		return ErrStoreClosed
+		return errors.New("group commit on a read-only store")
 	}
 	u.ctx, u.done = ctx, make(chan error, 1)
 	s.commits.queued.Add(1)
