@@ -60,6 +60,15 @@ func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
 // was held, so the look again that follows taking a lock costs no round
 // trip of its own. The answers of an attempt that did not take the lock
 // are discarded.
+//
+// It is for locks whose loss costs duplicated work, never a duplicated
+// effect (the ingest locks: the catalogue's constraints make their work
+// exact): the attempt commits without waiting for the WAL flush
+// (synchronous_commit off), sparing the taker a disk flush. A PostgreSQL
+// server that crashes within that flush's delay (a fraction of a second,
+// and only when no synchronous commit followed) forgets the lock; its
+// holder's next renewal finds it lost and stops its work. The delivery
+// lock, which guards sends, is taken with Lock.
 func (s *Store) LockThen(ctx context.Context, name string, reads ...Statement) (*Lock, error) {
 	owner := fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1))
 	ttl := s.lockTTL
@@ -96,35 +105,49 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 		tag, err := s.pool.Exec(ctx, lockSQL, name, owner, ttl.String())
 		return err == nil && tag.RowsAffected() == 1, err
 	}
-	// One batch is one implicit transaction: a read that fails undoes
-	// the lock taken before it.
+	// One transaction, in one round trip: a read that fails undoes the
+	// lock taken before it. Its commit does not wait for the WAL flush
+	// (see LockThen).
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit TO off")
 	b.Queue(lockSQL, name, owner, ttl.String())
 	for _, r := range reads {
 		b.Queue(r.SQL, r.Args...)
 	}
+	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, b)
-	tag, err := br.Exec()
-	if err != nil || tag.RowsAffected() != 1 {
-		return false, errors.Join(err, br.Close())
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return false, err
+		}
 	}
+	tag, err := br.Exec()
+	if err != nil {
+		return false, err
+	}
+	got := tag.RowsAffected() == 1
 	var rerr error
 	for _, r := range reads {
-		var err error
-		if rerr, err = readStatement(br, r); err != nil || rerr != nil {
-			rerr = cmp.Or(err, rerr)
-			break
+		re, err := readStatement(br, r)
+		if err != nil {
+			return false, err
 		}
+		rerr = cmp.Or(rerr, re)
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		return false, err
 	}
 	if err := br.Close(); err != nil {
 		return false, err
 	}
-	if rerr != nil {
+	if got && rerr != nil {
 		// The lock was taken, its answers not understood: let it go.
 		_, _ = s.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, name, owner)
 		return false, rerr
 	}
-	return true, nil
+	return got, nil
 }
 
 // keep renews the lock every ttl/3 until Unlock. A renewal that finds the

@@ -210,3 +210,47 @@ func TestCataloguePackageIsAllOrNothing(t *testing.T) {
 	default:
 	}
 }
+
+// A look sent with an attempt to take a lock reads what the lock's last
+// holder committed when it let the lock go: a worker waiting for the
+// content-hash lock of a package being catalogued finds the package.
+func TestLockThenReadsUnderTheLock(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	sum := sha256.Sum256([]byte("contended"))
+	key := tg.MessageKey{Chat: -1, Message: tg.MessageIDFromServer(1)}
+	held, err := st.Lock(ctx, "h:contended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	var found store.Found
+	got := make(chan error, 1)
+	go func() {
+		l, err := st.LockThen(ctx, "h:contended", store.LookPackageByHash(sum[:], &found))
+		if err == nil {
+			l.Unlock()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("LockThen returned (%v) while another holder had the lock", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	c, err := st.CataloguePackage(ctx, store.NewPackage{
+		Package: store.Package{ContentHash: sum[:], Name: "c.zip", Format: "zip", PartCount: 1, Origin: key},
+		Parts:   []store.Part{{FileName: "c.zip", SHA256: sum[:], UniqueID: "c", Source: key}},
+		Release: []*store.Lock{held},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if !found.OK || found.ID != c.ID {
+		t.Errorf("look under the lock found %+v, want package %d", found, c.ID)
+	}
+}
