@@ -13,13 +13,13 @@ import (
 )
 
 // catalogue writes a new package made of parts with everything that
-// goes with it: its parts, listing and verification, its links to the
-// packages it repacks or contains, the deliveries it owes (layer 6) and
-// the records of its parts' messages, and it releases locks, the
-// package's locks the caller holds, in the same commit: one unit of the
-// store's group commit (store.CataloguePackage). All of it commits or
-// none, so a crash at any point leaves the messages unhandled, and the
-// next attempt finds nothing of the package or all of it.
+// goes with it (its parts, listing and verification, its links to the
+// packages it repacks or contains, the deliveries it owes: layer 6, and
+// the records of its parts' messages) and releases locks, the package's
+// locks the caller holds, in the same commit: one unit of the store's
+// group commit (store.CataloguePackage). All of it commits or none, so a
+// crash at any point leaves the messages unhandled and the next attempt
+// finds nothing of the package, or finds it all.
 func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format archive.Format, name string, uniq []string,
 	hashed fetched, listing archive.Listing, listErr error, locks ...*store.Lock) (store.Outcome, error) {
 	start := time.Now()

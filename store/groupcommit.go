@@ -146,7 +146,12 @@ func (s *Store) commit(ctx context.Context, u *unit) error {
 	case err := <-u.done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case err := <-u.done: // told at the same moment: the result stands
+			return err
+		default:
+			return ctx.Err()
+		}
 	}
 }
 
@@ -297,22 +302,18 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin bool, un
 			err = cerr
 		}
 	}()
-	exec := func(n int) error {
-		for range n {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		return nil
+	exec := func() error {
+		_, err := br.Exec()
+		return err
 	}
 	if begin {
-		if err := exec(1); err != nil {
+		if err := exec(); err != nil {
 			return -1, nil, err
 		}
 	}
 	readErrs := map[*unit]error{}
 	for i, u := range units {
-		if err := exec(1); err != nil { // SAVEPOINT
+		if err := exec(); err != nil { // SAVEPOINT
 			return -1, nil, err
 		}
 		for _, st := range u.stmts {
@@ -328,11 +329,11 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin bool, un
 				readErrs[u] = rerr
 			}
 		}
-		if err := exec(1); err != nil { // RELEASE
+		if err := exec(); err != nil { // RELEASE
 			return -1, nil, err
 		}
 	}
-	if err := exec(1); err != nil { // COMMIT
+	if err := exec(); err != nil { // COMMIT
 		return -1, nil, err
 	}
 	for u, rerr := range readErrs {
