@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"stashd/archive"
@@ -11,11 +12,16 @@ import (
 	"stashd/tg"
 )
 
-// catalogue writes a new package (its parts and listing) made of parts,
-// then hands its deliveries to the delivery stage's queue and records the
-// parts' messages. The caller holds the package's locks.
+// catalogue writes a new package made of parts with everything that
+// goes with it (its parts, listing and verification, its links to the
+// packages it repacks or contains, the deliveries it owes: layer 6, and
+// the records of its parts' messages) and releases locks, the package's
+// locks the caller holds, in the same commit: one unit of the store's
+// group commit (store.CataloguePackage). All of it commits or none, so a
+// crash at any point leaves the messages unhandled and the next attempt
+// finds nothing of the package, or finds it all.
 func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format archive.Format, name string, uniq []string,
-	hashed fetched, listing archive.Listing, listErr error) (store.Outcome, error) {
+	hashed fetched, listing archive.Listing, listErr error, locks ...*store.Lock) (store.Outcome, error) {
 	start := time.Now()
 	pkg := store.Package{
 		ContentHash: hashed.content, Name: name, Format: string(format), TotalSize: hashed.size,
@@ -30,46 +36,58 @@ func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format arc
 		// The name lied; the bytes were listed as what they are.
 		pkg.Format, pkg.DetectedFormat = string(listing.Format), string(listing.Format)
 	}
-	storeParts := make([]store.Part, len(parts))
+	n := store.NewPackage{Package: pkg, Verification: verification(listing, listErr), Release: locks,
+		Parts: make([]store.Part, len(parts)), Files: make([]store.FileEntry, len(listing.Entries))}
 	for i, m := range parts {
-		storeParts[i] = store.Part{Index: i, FileName: m.Document.FileName, Size: hashed.sizes[i],
+		n.Parts[i] = store.Part{Index: i, FileName: m.Document.FileName, Size: hashed.sizes[i],
 			SHA256: hashed.parts[i], UniqueID: uniq[i], Source: m.Key()}
 	}
-	files := make([]store.FileEntry, len(listing.Entries))
 	for i, e := range listing.Entries {
-		files[i] = fileEntry(e)
+		n.Files[i] = fileEntry(e)
 	}
-	id, _, err := p.store.CreatePackage(ctx, pkg, storeParts, files)
+	// The same content in another container, catalogued already: linked
+	// to it and, by default, not delivered again.
+	rp, err := p.findRepack(ctx, listing, listErr)
+	if err != nil {
+		return "", err
+	}
+	if rp.lock != nil {
+		defer rp.lock.Unlock() // when the commit did not release it
+		n.Signature, n.RepackOf, n.Release = rp.sig, rp.of, append(n.Release, rp.lock)
+	}
+	out, recordAs := store.OutcomePackage, int64(0) // 0: this package
+	switch rp.action {
+	case "", RepackDelivered:
+		n.Deliveries = p.deliveriesOwed(0, parts)
+	case RepackLinked:
+		out, recordAs = store.OutcomeDuplicate, rp.of
+	}
+	n.Sources = make([]store.SourceMessage, len(parts))
+	for i, m := range parts {
+		n.Sources[i] = sourceMessage(m, out, recordAs)
+	}
+	got, err := p.store.CataloguePackage(ctx, n)
 	p.m.observeStage(StageCatalogue, start)
 	if err != nil {
 		return "", err
 	}
-	pkg.ID = id
-	if err := p.recordVerification(ctx, id, listing, listErr); err != nil {
-		return "", err
+	p.forget(parts)
+	rp.counted(p, got.ID)
+	queued := 0
+	for _, w := range n.Deliveries {
+		if slices.Contains(got.Queued, w.Destination) {
+			w.PackageID = got.ID
+			p.deliveryQueued(w, parts)
+			queued++
+		}
 	}
-	// The same content in another container, catalogued already: linked
-	// to it and, by default, not delivered again.
-	switch action, first, err := p.linkRepack(ctx, id, listing, listErr); {
-	case err != nil:
-		return "", err
-	case action == RepackSkipped:
-		return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
-	case action == RepackLinked:
-		return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, first)
-	}
-
-	// Layer 6: hand the deliveries to the delivery stage's queue, then
-	// record the sources. Recording last means a crash before it leaves
-	// the message unhandled, and the next attempt finds the package
-	// (layer 2) and queues what is missing.
-	if _, err := p.handOff(ctx, pkg, parts); err != nil {
-		return "", err
+	if queued > 0 {
+		p.wakeDelivery()
 	}
 	if listErr != nil {
-		p.log.Debug("archive listing failed; package mirrored anyway", "package", id, "name", name, "err", listErr)
+		p.log.Debug("archive listing failed; package mirrored anyway", "package", got.ID, "name", name, "err", listErr)
 	}
-	return store.OutcomePackage, p.record(ctx, parts, store.OutcomePackage, id)
+	return out, nil
 }
 
 // finishDuplicate links parts to an existing package, queueing the
@@ -133,18 +151,15 @@ func (p *Pipeline) finishPartsOf(ctx context.Context, parts []tg.Message, id int
 	return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, id)
 }
 
+// record records parts as handled with outcome out (of package pkg) and
+// resolves their dead letters, in one commit.
 func (p *Pipeline) record(ctx context.Context, parts []tg.Message, out store.Outcome, pkg int64) error {
 	msgs := make([]store.SourceMessage, len(parts))
 	for i, m := range parts {
 		msgs[i] = sourceMessage(m, out, pkg)
 	}
-	if err := p.store.RecordMessages(ctx, msgs...); err != nil {
+	if err := p.store.RecordHandled(ctx, msgs...); err != nil {
 		return err
-	}
-	for _, m := range parts {
-		if err := p.store.ResolveDeadLetter(ctx, m.Key()); err != nil {
-			return err
-		}
 	}
 	p.forget(parts)
 	return nil

@@ -40,9 +40,13 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 	}
 
 	// Layer 3: lock on the unique ids, then look again: another worker,
-	// account or instance may have finished this package meanwhile.
+	// account or instance may have finished this package meanwhile. The
+	// looks ride with the lock's round trip.
 	start := time.Now()
-	lock, err := p.store.Lock(ctx, "u:"+strings.Join(uniq, ","))
+	var handled store.Handled
+	var known, holding store.Found
+	lock, err := p.store.LockThen(ctx, "u:"+strings.Join(uniq, ","), store.LookMessageHandled(parts[0].Key(), &handled),
+		store.LookPackageByUniqueIDs(uniq, &known), store.LookPackageHolding(uniq, &holding))
 	p.m.observeStage(StageLock, start)
 	if err != nil {
 		return "", err
@@ -52,22 +56,16 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 	// is lost.
 	ctx, unbind := lock.Bind(ctx)
 	defer unbind()
-	if out, ok, err := p.store.MessageHandled(ctx, parts[0].Key()); err != nil {
-		return "", err
-	} else if ok && (out == store.OutcomePackage || out == store.OutcomeDuplicate) {
+	if handled.OK && (handled.Outcome == store.OutcomePackage || handled.Outcome == store.OutcomeDuplicate) {
 		return store.OutcomeDuplicate, nil
 	}
-	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
-		return "", err
-	} else if ok {
-		return p.finishDuplicate(ctx, parts, pkg, nil)
+	if known.OK {
+		return p.finishDuplicate(ctx, parts, known.ID, nil)
 	}
 	// Some, not all, of a known package's files: never a package of their
 	// own, which would deliver those files a second time.
-	if pkg, ok, err := p.store.PackageHolding(ctx, uniq); err != nil {
-		return "", err
-	} else if ok {
-		return p.finishPartsOf(ctx, parts, pkg)
+	if holding.OK {
+		return p.finishPartsOf(ctx, parts, holding.ID)
 	}
 
 	// Layer 4: download and hash, within the account's disk budget, then
@@ -83,7 +81,8 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 		return "", err
 	}
 	start = time.Now()
-	hlock, err := p.store.Lock(ctx, "h:"+hex.EncodeToString(hashed.content))
+	var byHash store.Found
+	hlock, err := p.store.LockThen(ctx, "h:"+hex.EncodeToString(hashed.content), store.LookPackageByHash(hashed.content, &byHash))
 	p.m.observeStage(StageLock, start)
 	if err != nil {
 		return "", err
@@ -91,11 +90,9 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 	defer hlock.Unlock()
 	ctx, hunbind := hlock.Bind(ctx)
 	defer hunbind()
-	if pkg, ok, err := p.store.PackageByHash(ctx, hashed.content); err != nil {
-		return "", err
-	} else if ok {
+	if byHash.OK {
 		held.release()
-		return p.finishDuplicate(ctx, parts, pkg, uniq)
+		return p.finishDuplicate(ctx, parts, byHash.ID, uniq)
 	}
 
 	// Layer 5: list, within bounds. A bad archive is still mirrored.
@@ -126,7 +123,8 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 		return "", err
 	}
 
-	return p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr)
+	// The catalogue's commit releases both locks.
+	return p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr, lock, hlock)
 }
 
 // list lists a package. An album's parts are independent archives, or the

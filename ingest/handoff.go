@@ -18,46 +18,61 @@ import (
 // A delivery queued already keeps its row (another copy of the package,
 // another account's hand-over). It returns how many it queued.
 func (p *Pipeline) handOff(ctx context.Context, pkg store.Package, parts []tg.Message) (int, error) {
-	in := routeInput(parts)
-	keys := make([]tg.MessageKey, len(parts))
-	for i, m := range parts {
-		keys[i] = m.Key()
-	}
-	now := p.cfg.Now()
 	queued := 0
-	for _, dest := range p.destinations(in) {
-		if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
+	for _, w := range p.deliveriesOwed(pkg.ID, parts) {
+		if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{w.Destination}); err != nil {
 			return queued, err
 		} else if done {
 			continue
-		}
-		// Due at once (OpensAt zero) unless a window holds it.
-		w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: p.cfg.Account,
-			Parts: keys, Topic: in.Topic, PartCount: len(parts)}
-		held := false
-		if p.cfg.Routes.HasWindows() {
-			if open, opensAt, rt := p.cfg.Routes.Gate(in, dest, now); !open {
-				w.Route, w.OpensAt, held = rt, opensAt, true
-			}
 		}
 		ok, err := p.store.QueueDelivery(ctx, w)
 		if err != nil {
 			return queued, err
 		}
-		if !ok {
-			continue
-		}
-		queued++
-		p.keepParts(pkg.ID, parts)
-		if held {
-			p.m.delivered(dest, DeliveryWaiting, 1)
-			p.log.Debug("delivery waits for its window", "package", pkg.ID, "destination", dest, "route", w.Route, "opens", w.OpensAt)
+		if ok {
+			queued++
+			p.deliveryQueued(w, parts)
 		}
 	}
 	if queued > 0 {
 		p.wakeDelivery()
 	}
 	return queued, nil
+}
+
+// deliveriesOwed returns the deliveries package pkg, made of parts, owes
+// as their source posted them: one per destination its routes give it
+// (every configured destination without routes), due at once unless a
+// route's window holds it.
+func (p *Pipeline) deliveriesOwed(pkg int64, parts []tg.Message) []store.Waiting {
+	in := routeInput(parts)
+	keys := make([]tg.MessageKey, len(parts))
+	for i, m := range parts {
+		keys[i] = m.Key()
+	}
+	now := p.cfg.Now()
+	var out []store.Waiting
+	for _, dest := range p.destinations(in) {
+		w := store.Waiting{PackageID: pkg, Destination: dest, Account: p.cfg.Account,
+			Parts: keys, Topic: in.Topic, PartCount: len(parts)}
+		if p.cfg.Routes.HasWindows() {
+			if open, opensAt, rt := p.cfg.Routes.Gate(in, dest, now); !open {
+				w.Route, w.OpensAt = rt, opensAt
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// deliveryQueued keeps the parts of delivery w, just queued, for the
+// delivery stage, and counts it when a window holds it.
+func (p *Pipeline) deliveryQueued(w store.Waiting, parts []tg.Message) {
+	p.keepParts(w.PackageID, parts)
+	if !w.OpensAt.IsZero() {
+		p.m.delivered(w.Destination, DeliveryWaiting, 1)
+		p.log.Debug("delivery waits for its window", "package", w.PackageID, "destination", w.Destination, "route", w.Route, "opens", w.OpensAt)
+	}
 }
 
 // maxKeptParts bounds the messages kept in memory for the delivery stage:

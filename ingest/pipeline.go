@@ -25,14 +25,16 @@ type Store interface {
 	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
 	ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
+	RecordHandled(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
 	PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error)
 	PackageHolding(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error
-	CreatePackage(ctx context.Context, p store.Package, parts []store.Part, files []store.FileEntry) (int64, bool, error)
+	CataloguePackage(ctx context.Context, n store.NewPackage) (store.Catalogued, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
 	Lock(ctx context.Context, name string) (*store.Lock, error)
+	LockThen(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]store.Intent, error)
 	DropIntent(ctx context.Context, d store.Delivery) error
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) (tg.MessageID, error)
@@ -46,14 +48,8 @@ type Store interface {
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	RecordRejected(ctx context.Context, key tg.MessageKey, pkg int64, fileName, reason string) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
-	SetVerification(ctx context.Context, pkg int64, v store.Verification) error
 	GetVerification(ctx context.Context, pkg int64) (store.Verification, error)
-	PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error)
-	SetContentSignature(ctx context.Context, pkg int64, sig []byte) error
-	LinkPackages(ctx context.Context, pkg, other int64, kind string) error
-	LinkContainment(ctx context.Context, pkg int64) (int, error)
 	IsRepack(ctx context.Context, pkg int64) (bool, error)
-	ResolveDeadLetter(ctx context.Context, key tg.MessageKey) error
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
 	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)
 	SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error)

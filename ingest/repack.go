@@ -37,58 +37,65 @@ func newRepackMetric() *prometheus.CounterVec {
 	}, []string{"account", "action"})
 }
 
-// linkRepack records package pkg's content signature and, when a
-// catalogued package holds the same files, links pkg to it as a repack
-// and returns that package and the action Config.Repacks chooses
-// (RepackSkipped, RepackDelivered, RepackLinked); action is "" when pkg is
-// no repack. A package whose listing failed or whose entries record no
-// CRC is never a repack.
-func (p *Pipeline) linkRepack(ctx context.Context, pkg int64, l archive.Listing, listErr error) (action string, first int64, err error) {
+// repack is what a new package's listing says of it among the catalogued
+// packages.
+type repack struct {
+	// sig is the listing's content signature, nil when it has none (a
+	// listing that failed or was cut short, or entries without CRCs).
+	sig []byte
+	// lock is held on the signature until the package is catalogued: two
+	// repacks of one content catalogued at once must not both miss each
+	// other, so one at a time per signature, and the first to record it
+	// is the one the others link to.
+	lock *store.Lock
+	// of is the catalogued package with the same signature, 0 when none;
+	// action is what Config.Repacks does with the repack then
+	// (RepackSkipped, RepackDelivered, RepackLinked), "" when none.
+	of     int64
+	action string
+}
+
+// findRepack takes the lock on a new package's content signature and
+// looks, in the same round trip, for a catalogued package holding the
+// same files. A package with no signature is no repack, and needs no
+// lock. The caller catalogues the package with the signature and the
+// link (store.NewPackage), which releases the lock, or unlocks it.
+func (p *Pipeline) findRepack(ctx context.Context, l archive.Listing, listErr error) (repack, error) {
 	if listErr != nil || l.Truncated {
-		return "", 0, nil
+		return repack{}, nil
 	}
 	sig, ok := archive.ContentSignature(l.Entries)
 	if !ok {
-		return "", 0, nil
+		return repack{}, nil
 	}
-	// Two repacks of one content catalogued at once must not both miss
-	// each other: one at a time per signature, the first to record it is
-	// the one the others link to.
-	lock, err := p.store.Lock(ctx, "sig:"+hex.EncodeToString(sig))
+	var first store.Found
+	lock, err := p.store.LockThen(ctx, "sig:"+hex.EncodeToString(sig), store.LookPackageBySignature(sig, 0, &first))
 	if err != nil {
-		return "", 0, err
+		return repack{}, err
 	}
-	defer lock.Unlock()
-	if err := p.store.SetContentSignature(ctx, pkg, sig); err != nil {
-		return "", 0, err
+	r := repack{sig: sig, lock: lock}
+	if !first.OK {
+		return r, nil
 	}
-	// Some of another package's files, or another's all and more: both
-	// are delivered, the link says so. A repack is linked too, so that
-	// containment shows whichever copy of the content is looked at.
-	if n, err := p.store.LinkContainment(ctx, pkg); err != nil {
-		return "", 0, err
-	} else if n > 0 {
-		p.log.Debug("package contains or is contained in catalogued packages", "package", pkg, "links", n)
-	}
-	first, found, err := p.store.PackageBySignature(ctx, sig, pkg)
-	if err != nil || !found {
-		return "", 0, err
-	}
-	if err := p.store.LinkPackages(ctx, pkg, first, store.LinkRepack); err != nil {
-		return "", 0, err
-	}
-	action = RepackSkipped
+	r.of, r.action = first.ID, RepackSkipped
 	switch p.cfg.Repacks {
 	case "deliver":
-		action = RepackDelivered
+		r.action = RepackDelivered
 	case "link":
-		action = RepackLinked
+		r.action = RepackLinked
+	}
+	return r, nil
+}
+
+// counted counts and logs a repack once its package, pkg, is catalogued.
+func (r repack) counted(p *Pipeline, pkg int64) {
+	if r.action == "" {
+		return
 	}
 	if p.m != nil {
-		p.m.repacks.WithLabelValues(p.cfg.Account, action).Inc()
+		p.m.repacks.WithLabelValues(p.cfg.Account, r.action).Inc()
 	}
-	p.log.Info("repack of a catalogued package", "package", pkg, "repack_of", first, "action", action)
-	return action, first, nil
+	p.log.Info("repack of a catalogued package", "package", pkg, "repack_of", r.of, "action", r.action)
 }
 
 // skippedRepack reports whether package pkg is a repack that must not be

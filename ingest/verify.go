@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -58,11 +57,6 @@ func verification(l archive.Listing, listErr error) store.Verification {
 		v.Broken = listErr.Error()
 	}
 	return v
-}
-
-// recordVerification records what the listing of package pkg found.
-func (p *Pipeline) recordVerification(ctx context.Context, pkg int64, l archive.Listing, listErr error) error {
-	return p.store.SetVerification(ctx, pkg, verification(l, listErr))
 }
 
 // BrokenReason begins the reason of a dead letter for a broken archive.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -44,55 +43,63 @@ type SourceMessage struct {
 	PackageID int64 // 0 = none
 }
 
-// MessageHandled reports whether the source key is already in the catalogue
-// (dedup layer 1), and with which outcome.
-func (s *Store) MessageHandled(ctx context.Context, key tg.MessageKey) (Outcome, bool, error) {
-	var o string
-	err := s.pool.QueryRow(ctx, `SELECT outcome FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
-		int64(key.Chat), int64(key.Message)).Scan(&o)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("look up message %s: %w", key, err)
-	}
-	return Outcome(o), true, nil
-}
-
 // RecordMessages writes the handling outcome of messages. A message already
 // recorded is updated only when it moves on from a provisional outcome
 // (part_pending, dead_letter) or is attached to a package.
 func (s *Store) RecordMessages(ctx context.Context, msgs ...SourceMessage) error {
 	batch := &pgx.Batch{}
 	for _, m := range msgs {
-		var pkg *int64
-		if m.PackageID != 0 {
-			pkg = &m.PackageID
-		}
-		var date *time.Time
-		if !m.Date.IsZero() {
-			date = &m.Date
-		}
-		name, raw := storableName(m.FileName)
-		batch.Queue(`INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, date, file_name,
-				file_size, unique_id, outcome, set_key, part_index, package_id, file_name_raw, file_name_cleaned)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-			ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
-				package_id = COALESCE(EXCLUDED.package_id, source_messages.package_id),
-				set_key = EXCLUDED.set_key, part_index = EXCLUDED.part_index, handled_at = now()
-			WHERE (source_messages.outcome IN ('part_pending', 'dead_letter')
-				OR (source_messages.package_id IS NULL AND EXCLUDED.package_id IS NOT NULL))
-				-- A record of the document an edit replaced never
-				-- overwrites the record of the message's new document.
-				AND (source_messages.unique_id = EXCLUDED.unique_id OR source_messages.unique_id = ''
-					OR EXCLUDED.unique_id = '')`,
-			int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, date, name,
-			m.FileSize, text(m.UniqueID), string(m.Outcome), text(m.SetKey), m.PartIndex, pkg, raw, raw != "")
+		st := recordStatement(m, nil)
+		batch.Queue(st.SQL, st.Args...)
 	}
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("record %d messages: %w", len(msgs), err)
 	}
 	return nil
+}
+
+// recordSQL records one source message (RecordMessages); %s is its
+// package id.
+const recordSQL = `INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, date, file_name,
+		file_size, unique_id, outcome, set_key, part_index, package_id, file_name_raw, file_name_cleaned)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, %s, $13, $14)
+	ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
+		package_id = COALESCE(EXCLUDED.package_id, source_messages.package_id),
+		set_key = EXCLUDED.set_key, part_index = EXCLUDED.part_index, handled_at = now()
+	WHERE (source_messages.outcome IN ('part_pending', 'dead_letter')
+		OR (source_messages.package_id IS NULL AND EXCLUDED.package_id IS NOT NULL))
+		-- A record of the document an edit replaced never
+		-- overwrites the record of the message's new document.
+		AND (source_messages.unique_id = EXCLUDED.unique_id OR source_messages.unique_id = ''
+			OR EXCLUDED.unique_id = '')`
+
+var (
+	// recordSQLByID takes the package id as $12.
+	recordSQLByID = fmt.Sprintf(recordSQL, "$12::bigint")
+	// recordSQLByHash takes the package of content hash $15 when $12 is
+	// null.
+	recordSQLByHash = fmt.Sprintf(recordSQL, "COALESCE($12::bigint, (SELECT id FROM packages WHERE content_hash = $15))")
+)
+
+// recordStatement records m. With hash set, a message of package 0 is
+// recorded with the package of that content hash, written earlier in the
+// same transaction (CataloguePackage).
+func recordStatement(m SourceMessage, hash []byte) Statement {
+	var pkg *int64
+	if m.PackageID != 0 {
+		pkg = &m.PackageID
+	}
+	var date *time.Time
+	if !m.Date.IsZero() {
+		date = &m.Date
+	}
+	name, raw := storableName(m.FileName)
+	st := Statement{SQL: recordSQLByID, Args: []any{int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, date, name,
+		m.FileSize, text(m.UniqueID), string(m.Outcome), text(m.SetKey), m.PartIndex, pkg, raw, raw != ""}}
+	if hash != nil {
+		st.SQL, st.Args = recordSQLByHash, append(st.Args, hash)
+	}
+	return st
 }
 
 // PendingSet names one incomplete set.
@@ -216,93 +223,11 @@ const (
 	FlagEncrypted  = "encrypted"   // the entry's data is encrypted
 )
 
-// PackageByUniqueIDs returns the package whose parts are exactly the files
-// with these Telegram unique ids, in this order (dedup layer 2).
-func (s *Store) PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error) {
-	if len(uniqueIDs) == 0 {
-		return 0, false, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT r.unique_id, r.package_id, r.idx, p.part_count
-		FROM remote_files r JOIN packages p ON p.id = r.package_id WHERE r.unique_id = ANY($1)`, uniqueIDs)
-	if err != nil {
-		return 0, false, fmt.Errorf("look up unique ids: %w", err)
-	}
-	type hit struct {
-		pkg   int64
-		idx   int
-		parts int
-	}
-	hits := map[string]hit{}
-	for rows.Next() {
-		var u string
-		var h hit
-		if err := rows.Scan(&u, &h.pkg, &h.idx, &h.parts); err != nil {
-			rows.Close()
-			return 0, false, fmt.Errorf("look up unique ids: %w", err)
-		}
-		hits[u] = h
-	}
-	if err := rows.Err(); err != nil {
-		return 0, false, fmt.Errorf("look up unique ids: %w", err)
-	}
-	var pkg int64
-	for i, u := range uniqueIDs {
-		h, ok := hits[u]
-		if !ok || h.idx != i || h.parts != len(uniqueIDs) || (pkg != 0 && h.pkg != pkg) {
-			return 0, false, nil
-		}
-		pkg = h.pkg
-	}
-	return pkg, true, nil
-}
-
-// PackageHolding returns the package that holds every one of these files
-// (Telegram unique ids) among its parts or identical re-uploads, when they
-// all belong to one package: some of a known package's parts gathered
-// again without the rest (a set or album re-gathered short after a
-// restart, or a forward of some of an album's documents).
-func (s *Store) PackageHolding(ctx context.Context, uniqueIDs []string) (int64, bool, error) {
-	if len(uniqueIDs) == 0 {
-		return 0, false, nil
-	}
-	ids := make([]string, len(uniqueIDs))
-	for i, u := range uniqueIDs {
-		ids[i] = text(u)
-	}
-	// unique_id is remote_files' key: one row per known file.
-	var all bool
-	var pkgs []int64
-	err := s.pool.QueryRow(ctx, `SELECT count(*) = (SELECT count(DISTINCT u) FROM unnest($1::text[]) u),
-			coalesce(array_agg(DISTINCT package_id), '{}')
-		FROM remote_files WHERE unique_id = ANY($1)`, ids).Scan(&all, &pkgs)
-	if err != nil {
-		return 0, false, fmt.Errorf("look up the package holding %d files: %w", len(uniqueIDs), err)
-	}
-	if !all || len(pkgs) != 1 {
-		return 0, false, nil
-	}
-	return pkgs[0], true, nil
-}
-
 // PackageOfPart returns the package one of whose parts is the Telegram
 // file with this unique id (its own part or an identical re-post): a part
 // posted again after its set was catalogued.
 func (s *Store) PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error) {
 	return s.PackageHolding(ctx, []string{uniqueID})
-}
-
-// PackageByHash returns the id of the package with this content hash
-// (dedup layer 4).
-func (s *Store) PackageByHash(ctx context.Context, hash []byte) (int64, bool, error) {
-	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id FROM packages WHERE content_hash = $1`, hash).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("look up content hash: %w", err)
-	}
-	return id, true, nil
 }
 
 // AddRemoteFiles records more unique ids for the parts of a package (an
@@ -363,22 +288,8 @@ func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, file
 				[]string{"package_id", "ord", "path", "size", "is_dir", "unsafe", "path_raw", "flags", "crc"},
 				pgx.CopyFromSlice(len(files), func(i int) ([]any, error) {
 					f := files[i]
-					path, changed := storable(f.Path)
-					raw := ""
-					if f.Raw != "" {
-						raw = hex.EncodeToString([]byte(f.Raw))
-					} else if changed {
-						raw = hex.EncodeToString([]byte(f.Path))
-					}
-					flags := f.Flags
-					if flags == nil {
-						flags = []string{}
-					}
-					var crc any
-					if f.HasCRC {
-						crc = int64(f.CRC)
-					}
-					return []any{id, i, path, f.Size, f.Dir, f.Unsafe || changed, raw, flags, crc}, nil
+					r := fileRow(f)
+					return []any{id, i, r.path, f.Size, f.Dir, r.unsafe, r.raw, r.flags, r.crc}, nil
 				}))
 			if err != nil {
 				return err

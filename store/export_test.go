@@ -41,3 +41,7 @@ func SearchFileRows(ctx context.Context, s *Store, q SearchQuery) (SearchPage, e
 	page, _, err := s.search(ctx, q, searchOptions{fileRows: true})
 	return page, err
 }
+
+// GroupCommitQueued returns how many callers wait for the group committer
+// to take their unit.
+func GroupCommitQueued(s *Store) int { return int(s.commits.queued.Load()) }

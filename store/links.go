@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -17,21 +16,6 @@ const (
 	// holds more.
 	LinkContainedIn = "contained_in"
 )
-
-// PackageBySignature returns the first catalogued package other than
-// except whose content signature is sig.
-func (s *Store) PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error) {
-	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id FROM packages WHERE content_sig = $1 AND id <> $2 ORDER BY id LIMIT 1`,
-		sig, except).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("find package by content: %w", err)
-	}
-	return id, true, nil
-}
 
 // SetContentSignature records package pkg's content signature.
 func (s *Store) SetContentSignature(ctx context.Context, pkg int64, sig []byte) error {
@@ -85,15 +69,24 @@ func (s *Store) IsRepack(ctx context.Context, pkg int64) (bool, error) {
 // how many links it made.
 func (s *Store) LinkContainment(ctx context.Context, pkg int64) (int, error) {
 	// Candidates are found through the CRC index, then counted whole.
-	tag, err := s.pool.Exec(ctx, `
+	tag, err := s.pool.Exec(ctx, fmt.Sprintf(containmentSQL, "$1::bigint"), pkg)
+	if err != nil {
+		return 0, fmt.Errorf("link the packages package %d contains or is contained in: %w", pkg, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// containmentSQL links the package whose id %[1]s gives to the packages it
+// contains or is contained in (see LinkContainment).
+const containmentSQL = `
 		WITH mine AS (
-			SELECT path, size, crc FROM package_files WHERE package_id = $1 AND NOT is_dir
+			SELECT path, size, crc FROM package_files WHERE package_id = %[1]s AND NOT is_dir
 		), ok AS (
 			SELECT count(*) AS n FROM mine HAVING count(*) > 0 AND count(*) = count(crc)
 		), shared AS (
 			SELECT f.package_id, count(*) AS n FROM mine m
 			JOIN package_files f ON f.crc = m.crc AND f.size = m.size AND f.path = m.path
-			WHERE f.package_id <> $1 AND NOT f.is_dir AND EXISTS (SELECT 1 FROM ok)
+			WHERE f.package_id <> %[1]s AND NOT f.is_dir AND EXISTS (SELECT 1 FROM ok)
 			GROUP BY f.package_id
 		), cand AS (
 			SELECT s.package_id, s.n AS shared, c.n AS total, c.crcs FROM shared s
@@ -101,18 +94,13 @@ func (s *Store) LinkContainment(ctx context.Context, pkg int64) (int, error) {
 				WHERE package_id = s.package_id AND NOT is_dir) c
 		), pairs AS (
 			-- pkg inside a larger package
-			SELECT $1::bigint AS inner_id, c.package_id AS outer_id FROM cand c, ok
+			SELECT %[1]s AS inner_id, c.package_id AS outer_id FROM cand c, ok
 			WHERE c.shared = ok.n AND c.total > c.shared AND c.crcs = c.total
 			UNION
 			-- a smaller package inside pkg
-			SELECT c.package_id, $1::bigint FROM cand c, ok
+			SELECT c.package_id, %[1]s FROM cand c, ok
 			WHERE c.shared = c.total AND c.crcs = c.total AND ok.n > c.shared
 		)
 		INSERT INTO package_links (package_id, other_id, kind)
 		SELECT inner_id, outer_id, 'contained_in' FROM pairs
-		ON CONFLICT (package_id, other_id) DO NOTHING`, pkg)
-	if err != nil {
-		return 0, fmt.Errorf("link the packages package %d contains or is contained in: %w", pkg, err)
-	}
-	return int(tag.RowsAffected()), nil
-}
+		ON CONFLICT (package_id, other_id) DO NOTHING`

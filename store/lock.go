@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DefaultLockTTL is a package lock's lifetime between renewals when
@@ -35,6 +37,10 @@ type Lock struct {
 	done  chan struct{}
 	once  sync.Once
 	gone  atomic.Bool
+	// releasing is set while a unit that deletes the lock's row is being
+	// committed (releaseStatement): a renewal that finds the row gone
+	// then finds it released, not lost.
+	releasing atomic.Bool
 }
 
 var lockSeq atomic.Int64
@@ -45,17 +51,34 @@ var lockSeq atomic.Int64
 // Unlock it, and should run its work under Bind so that it stops when the
 // lock is lost.
 func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
+	return s.LockThen(ctx, name)
+}
+
+// LockThen is Lock with reads (LookPackageByHash…) sent in the same round
+// trip as each attempt to take the lock, after it, in its transaction:
+// when it returns the lock, every read has read its answer while the lock
+// was held, so the look again that follows taking a lock costs no round
+// trip of its own. The answers of an attempt that did not take the lock
+// are discarded.
+//
+// It is for locks whose loss costs duplicated work, never a duplicated
+// effect (the ingest locks: the catalogue's constraints make their work
+// exact): the attempt commits without waiting for the WAL flush
+// (synchronous_commit off), sparing the taker a disk flush. A PostgreSQL
+// server that crashes within that flush's delay (a fraction of a second,
+// and only when no synchronous commit followed) forgets the lock; its
+// holder's next renewal finds it lost and stops its work. The delivery
+// lock, which guards sends, is taken with Lock.
+func (s *Store) LockThen(ctx context.Context, name string, reads ...Statement) (*Lock, error) {
 	owner := fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1))
 	ttl := s.lockTTL
 	wait := 5 * time.Millisecond
 	for {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, now() + $3::interval)
-			ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until, taken_at = now()
-			WHERE package_locks.until < now()`, name, owner, ttl.String())
+		got, err := s.tryLock(ctx, name, owner, ttl, reads)
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", name, err)
 		}
-		if tag.RowsAffected() == 1 {
+		if got {
 			break
 		}
 		t := time.NewTimer(wait)
@@ -70,6 +93,61 @@ func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
 	l := &Lock{s: s, name: name, owner: owner, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.keep(ttl)
 	return l, nil
+}
+
+const lockSQL = `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, now() + $3::interval)
+	ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until, taken_at = now()
+	WHERE package_locks.until < now()`
+
+// tryLock makes one attempt to take the lock and, when it did, reads.
+func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Duration, reads []Statement) (bool, error) {
+	if len(reads) == 0 {
+		tag, err := s.pool.Exec(ctx, lockSQL, name, owner, ttl.String())
+		return err == nil && tag.RowsAffected() == 1, err
+	}
+	// One transaction, in one round trip: a read that fails undoes the
+	// lock taken before it. Its commit does not wait for the WAL flush
+	// (see LockThen).
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit TO off")
+	b.Queue(lockSQL, name, owner, ttl.String())
+	for _, r := range reads {
+		b.Queue(r.SQL, r.Args...)
+	}
+	b.Queue("COMMIT")
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return false, err
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return false, err
+	}
+	got := tag.RowsAffected() == 1
+	var rerr error
+	for _, r := range reads {
+		re, err := readStatement(br, r)
+		if err != nil {
+			return false, err
+		}
+		rerr = cmp.Or(rerr, re)
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		return false, err
+	}
+	if err := br.Close(); err != nil {
+		return false, err
+	}
+	if got && rerr != nil {
+		// The lock was taken, its answers not understood: let it go.
+		_, _ = s.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, name, owner)
+		return false, rerr
+	}
+	return got, nil
 }
 
 // keep renews the lock every ttl/3 until Unlock. A renewal that finds the
@@ -97,6 +175,8 @@ func (l *Lock) keep(ttl time.Duration) {
 		switch {
 		case err == nil && tag.RowsAffected() == 1:
 			deadline = sent.Add(ttl - ttl/6)
+		case err == nil && l.releasing.Load():
+			return // released by a commit: released() is on its way
 		case err == nil:
 			l.lose()
 			return
@@ -138,6 +218,23 @@ func (l *Lock) Unlock() {
 		defer cancel()
 		// A failed delete leaves the row to expire.
 		_, _ = l.s.pool.Exec(ctx, `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, l.name, l.owner)
+	})
+}
+
+// releaseStatement deletes the lock's row, for a unit of work that
+// releases the lock when it commits (CataloguePackage).
+func (l *Lock) releaseStatement() Statement {
+	l.releasing.Store(true)
+	return Statement{SQL: `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, Args: []any{l.name, l.owner}}
+}
+
+// released is Unlock for a lock whose row a committed unit deleted: it
+// stops the renewals and deletes nothing more. A unit that did not commit
+// leaves the lock held (the caller's Unlock releases it).
+func (l *Lock) released() {
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
 	})
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,8 @@ type Store struct {
 	// (rewind.go): a new one after a failover is noticed before the first
 	// statement on its connection.
 	server serverWatch
+	// commits is the group committer (groupcommit.go); nil when read-only.
+	commits *committer
 }
 
 // Config configures Open.
@@ -55,6 +58,21 @@ type Config struct {
 	// connections send (pgx's tracer interfaces); the benchmark counts
 	// round trips with it. Nil: none.
 	Tracer pgx.QueryTracer
+	// GroupCommitSize is the most units of work (a package's catalogue
+	// writes, say) one group commit holds (see Commit); zero means
+	// DefaultGroupCommitSize (64), the most allowed is
+	// MaxGroupCommitSize.
+	GroupCommitSize int
+	// GroupCommitFlushes is how many group commits may be in flight at
+	// once, each on a connection of its own; zero means
+	// DefaultGroupCommitFlushes (2), the most allowed is
+	// MaxGroupCommitFlushes.
+	GroupCommitFlushes int
+	// GroupCommitDelay is how long a free flusher waits for more units
+	// once it has fewer than GroupCommitSize. Zero: it flushes at once
+	// (units that arrive while every flusher is busy go in the next
+	// batch), so a lone unit waits for nothing.
+	GroupCommitDelay time.Duration
 }
 
 // Open connects to PostgreSQL, applies pending migrations and returns a
@@ -98,6 +116,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ReadOnly {
 		return st, nil
 	}
+	if cfg.GroupCommitSize < 0 || cfg.GroupCommitSize > MaxGroupCommitSize || cfg.GroupCommitDelay < 0 ||
+		cfg.GroupCommitFlushes < 0 || cfg.GroupCommitFlushes > MaxGroupCommitFlushes {
+		pool.Close()
+		return nil, fmt.Errorf("group commit of %d units, %d at once, after %s: size must be 1 to %d, flushes 1 to %d, delay not negative",
+			cfg.GroupCommitSize, cfg.GroupCommitFlushes, cfg.GroupCommitDelay, MaxGroupCommitSize, MaxGroupCommitFlushes)
+	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		pool.Close()
@@ -115,6 +139,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
+	st.commits = newCommitter(pool, cmp.Or(cfg.GroupCommitSize, DefaultGroupCommitSize),
+		cmp.Or(cfg.GroupCommitFlushes, DefaultGroupCommitFlushes), cfg.GroupCommitDelay)
 	return st, nil
 }
 
@@ -148,8 +174,12 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// Close closes the pool.
+// Close stops the group committer, once its flush in flight has ended,
+// and closes the pools.
 func (s *Store) Close() {
+	if s.commits != nil {
+		s.commits.close()
+	}
 	if s.leasePool != nil {
 		s.leasePool.Close()
 	}

@@ -102,7 +102,7 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 		}
 	}
 	start := time.Now()
-	trips0, polls0 := e.trips.n.Load(), e.polls.Load()
+	trips0, polls0, by0 := e.trips.n.Load(), e.polls.Load(), e.trips.snapshot()
 	d, err := e.start(ctx, e.daemonConfig(4, 0), nil)
 	if err != nil {
 		return 0, nil, "", 0, err
@@ -111,9 +111,14 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 	elapsed := time.Since(start)
 	if err == nil && got == n {
 		// Round trips count the deliveries too.
-		_, err = e.waitCount(ctx, `SELECT count(*) FROM deliveries WHERE state = 'sent'`, n, 2*time.Minute)
+		_, err = e.waitCount(ctx, countSent, n, 2*time.Minute)
 	}
 	trips := float64(e.trips.n.Load()-trips0-(e.polls.Load()-polls0)) / float64(n)
+	by := e.trips.snapshot()
+	for _, q := range []string{countPackages, countSent} {
+		by[statementName(q)] = by0[statementName(q)] // the bench's own polls
+	}
+	r.progress("round trips per package by statement (%d packages):\n%s", n, tripTable(by0, by, float64(n), 0.01))
 	d.Shutdown(context.Background())
 	if err != nil {
 		return 0, nil, "", 0, err
@@ -127,6 +132,8 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 	}
 	return float64(n) / elapsed.Seconds(), rows, e.stageTimes(), trips, nil
 }
+
+const countSent = `SELECT count(*) FROM deliveries WHERE state = 'sent'`
 
 // tableRows are one table's columns and rows, grouped by package.
 type tableRows struct {

@@ -1,0 +1,115 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// tripLog records what a store's connections send: each statement, batch
+// and COPY is a round trip.
+type tripLog struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (l *tripLog) add(what string) {
+	if strings.Contains(what, "pg_control_system") {
+		return // a new connection's own set-up (the store's server watch)
+	}
+	l.mu.Lock()
+	l.sent = append(l.sent, strings.Join(strings.Fields(what), " "))
+	l.mu.Unlock()
+}
+
+func (l *tripLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.sent
+	l.sent = nil
+	return out
+}
+
+func (l *tripLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.add(d.SQL)
+	return ctx
+}
+
+func (l *tripLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (l *tripLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	l.add(fmt.Sprintf("batch of %d from %.40s", len(d.Batch.QueuedQueries), d.Batch.QueuedQueries[0].SQL))
+	return ctx
+}
+
+func (l *tripLog) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (l *tripLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (l *tripLog) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	l.add("COPY " + d.TableName.Sanitize())
+	return ctx
+}
+
+func (l *tripLog) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
+
+// A new archive costs five round trips to the catalogue, whatever its
+// listing: the source key, the unique ids, the unique-id lock with its
+// looks again, the content-hash lock with its look, and the one group
+// commit that writes the package, queues its delivery, records its
+// message and releases both locks.
+func TestNewArchiveRoundTrips(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	trips := &tripLog{}
+	st, err := store.Open(e.ctx, store.Config{URL: e.st.Pool().Config().ConnString(), Tracer: trips})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c := e.world.Client("a")
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, st, tg.NewSession(c, func(tg.Update) {}), nil)
+
+	files := []archivetest.File{{Name: "docs/a.txt", Data: []byte("first")}, {Name: "docs/b.txt", Data: []byte("second")}}
+	for _, post := range []tgsim.Post{
+		{FileName: "t.tar", Data: archivetest.Tar(files)},
+		{FileName: "t.7z", Data: archivetest.SevenZip(files)}, // its CRCs give it a content signature
+	} {
+		msg := e.view(c, e.world.Post(e.src["a"], 0, post))
+		trips.take()
+		mustHandle(t, p, msg, store.OutcomePackage)
+		sent := trips.take()
+		want := 5
+		if post.FileName == "t.7z" {
+			want = 6 // and the signature lock with its look for the package it repacks
+		}
+		if len(sent) > want {
+			t.Errorf("%s: %d round trips, want %d:\n%s", post.FileName, len(sent), want, strings.Join(sent, "\n"))
+		}
+	}
+	var locks int
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT count(*) FROM package_locks`).Scan(&locks); err != nil {
+		t.Fatal(err)
+	}
+	if locks != 0 {
+		t.Errorf("%d package locks held after the packages were catalogued, want none", locks)
+	}
+	queued, err := e.st.DueWaiting(e.ctx, "a", e.now, 10)
+	if err != nil || len(queued) != 2 {
+		t.Errorf("%d deliveries queued (%v), want the two packages'", len(queued), err)
+	}
+}

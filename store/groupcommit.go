@@ -1,0 +1,360 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// This file is the group committer: the writes of many callers (the
+// ingest workers of every account) share one transaction and one round
+// trip, so the commit rate (an fsync each) and the round trips stop
+// bounding how many packages a second the catalogue takes.
+//
+// A unit of work is a list of statements that must commit together. The
+// committer's free flusher takes the units waiting, up to GroupCommitSize,
+// and sends them as one pipelined batch:
+//
+//	BEGIN; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
+//
+// A statement that fails aborts the rest of the batch: its unit is told
+// its error, the transaction is rolled back to that unit's savepoint (one
+// more round trip; the units before it keep their work) and the units
+// after it are sent again in the next batch of the same transaction. A
+// unit is told it succeeded only once COMMIT has; a COMMIT that fails
+// fails every unit it held, and their callers retry as after any failed
+// write.
+//
+// Flushing: up to GroupCommitFlushes batches are in flight at once, each
+// on its own connection (PostgreSQL then shares one WAL flush between
+// their commits). A flusher flushes as soon as it is free; units that
+// arrive while every flusher is busy wait for the next free one, so under
+// load batches form by themselves, and a lone unit pays no added latency.
+// GroupCommitDelay, when set, makes a flusher wait that long for more
+// units before flushing fewer than GroupCommitSize.
+
+// DefaultGroupCommitSize is the most units one group commit holds when
+// Config.GroupCommitSize is zero. PostgreSQL keeps the ids of up to 64
+// subtransactions (one per unit's savepoint) in shared memory; more would
+// make every snapshot taken meanwhile look them up on disk.
+const DefaultGroupCommitSize = 64
+
+// MaxGroupCommitSize bounds Config.GroupCommitSize.
+const MaxGroupCommitSize = 64
+
+// DefaultGroupCommitFlushes is how many group commits may be in flight at
+// once when Config.GroupCommitFlushes is zero.
+const DefaultGroupCommitFlushes = 2
+
+// MaxGroupCommitFlushes bounds Config.GroupCommitFlushes.
+const MaxGroupCommitFlushes = 16
+
+// ErrStoreClosed is the error of work handed to a closed Store.
+var ErrStoreClosed = errors.New("store closed")
+
+// Statement is one statement of a unit of group-committed work.
+type Statement struct {
+	SQL  string
+	Args []any
+	// Read, when set, reads the statement's result rows (and, once they
+	// are read, rows.CommandTag()). It runs before the transaction
+	// commits: what it saw holds only if the unit's Commit returns nil.
+	// Nil discards the result.
+	Read func(pgx.Rows) error
+}
+
+// unit is one caller's statements and where its result goes.
+type unit struct {
+	ctx   context.Context
+	stmts []Statement
+	// done receives the unit's result once; it is buffered so that the
+	// committer never waits for a caller that stopped waiting.
+	done chan error
+	// readErr is the failure of one of its statements' Read.
+	readErr error
+	// afterCommit, when set, runs in the committer once the unit's
+	// transaction committed, before the caller is told.
+	afterCommit func()
+}
+
+// committer runs group commits on its flushers' goroutines.
+type committer struct {
+	pool  *pgxpool.Pool
+	size  int
+	delay time.Duration
+	in    chan *unit
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+	// queued counts the callers waiting for the committer to take their
+	// unit (tests wait for it).
+	queued atomic.Int64
+}
+
+func newCommitter(pool *pgxpool.Pool, size, flushers int, delay time.Duration) *committer {
+	c := &committer{pool: pool, size: size, delay: delay, in: make(chan *unit), stop: make(chan struct{})}
+	for range flushers {
+		c.wg.Go(c.run)
+	}
+	return c
+}
+
+// close stops the committer once the flushes in flight have ended; work
+// handed to it afterwards fails with ErrStoreClosed.
+func (c *committer) close() {
+	c.once.Do(func() {
+		close(c.stop)
+		c.wg.Wait()
+	})
+}
+
+// Commit runs stmts in the next group commit, in order, as one unit (all
+// or none of them), and returns once that transaction committed or the
+// unit failed. If ctx ends first it returns ctx's error at once: a unit
+// not yet taken into a batch is then never run, a unit in flight runs and
+// commits or not with its batch (the caller cannot know which, as after
+// a connection lost at COMMIT, so the statements must be safe to run
+// again).
+func (s *Store) Commit(ctx context.Context, stmts ...Statement) error {
+	return s.commit(ctx, &unit{stmts: stmts})
+}
+
+func (s *Store) commit(ctx context.Context, u *unit) error {
+	if s.commits == nil {
+		return errors.New("group commit on a read-only store")
+	}
+	u.ctx, u.done = ctx, make(chan error, 1)
+	s.commits.queued.Add(1)
+	select {
+	case s.commits.in <- u:
+		s.commits.queued.Add(-1)
+	case <-ctx.Done():
+		s.commits.queued.Add(-1)
+		return ctx.Err()
+	case <-s.commits.stop:
+		s.commits.queued.Add(-1)
+		return ErrStoreClosed
+	}
+	select {
+	case err := <-u.done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-u.done: // told at the same moment: the result stands
+			return err
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// run is one flusher.
+func (c *committer) run() {
+	for {
+		var first *unit
+		select {
+		case <-c.stop:
+			return
+		case first = <-c.in:
+		}
+		units := c.gather(first)
+		c.flush(units)
+	}
+}
+
+// gather returns first and the units waiting behind it, up to size: those
+// already waiting, and with a delay those that arrive within it.
+func (c *committer) gather(first *unit) []*unit {
+	units := []*unit{first}
+	var deadline <-chan time.Time
+	if c.delay > 0 {
+		t := time.NewTimer(c.delay)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(units) < c.size {
+		if deadline == nil {
+			select {
+			case u := <-c.in:
+				units = append(units, u)
+				continue
+			default:
+				return units
+			}
+		}
+		select {
+		case u := <-c.in:
+			units = append(units, u)
+		case <-deadline:
+			return units
+		case <-c.stop:
+			return units
+		}
+	}
+	return units
+}
+
+// flushTimeout bounds one group commit: a database that stops answering
+// fails the units (their callers retry) instead of holding them for ever.
+const flushTimeout = time.Minute
+
+// flush runs units in one transaction and tells each its result.
+func (c *committer) flush(units []*unit) {
+	live := units[:0:0]
+	for _, u := range units {
+		if err := u.ctx.Err(); err != nil {
+			u.done <- err // never run: its caller is gone
+			continue
+		}
+		live = append(live, u)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		fail(live, fmt.Errorf("group commit: %w", err))
+		return
+	}
+	// A connection left inside a transaction (an error that broke off a
+	// batch) is closed by the pool on release, not reused.
+	defer conn.Release()
+	ok, err := runUnits(ctx, conn.Conn(), live)
+	if err != nil {
+		fail(ok, err)
+		return
+	}
+	for _, u := range ok {
+		if u.afterCommit != nil {
+			u.afterCommit()
+		}
+		u.done <- u.readErr
+	}
+}
+
+func fail(units []*unit, err error) {
+	for _, u := range units {
+		u.done <- err
+	}
+}
+
+// runUnits runs units in one transaction on conn and commits it. A unit
+// whose statement fails is told its error at once. It returns the units
+// not told yet; err is nil when their transaction committed.
+func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit, err error) {
+	var ok []*unit
+	begin := true
+	for {
+		b := &pgx.Batch{}
+		if begin {
+			b.Queue("BEGIN")
+		}
+		for _, u := range units {
+			b.Queue("SAVEPOINT u")
+			for _, st := range u.stmts {
+				b.Queue(st.SQL, st.Args...)
+			}
+			b.Queue("RELEASE SAVEPOINT u")
+		}
+		b.Queue("COMMIT")
+		failed, ferr, err := readBatch(ctx, conn, b, begin, units)
+		switch {
+		case err != nil:
+			// Not a unit's own failure: the connection, or the
+			// transaction itself (its COMMIT). None of it holds.
+			return append(ok, units...), fmt.Errorf("group commit: %w", err)
+		case failed < 0:
+			return append(ok, units...), nil
+		}
+		units[failed].done <- ferr
+		ok = append(ok, units[:failed]...)
+		units = units[failed+1:]
+		begin = false
+		// Undo the failed unit alone. In the simple protocol: the
+		// extended one would prepare it first, which an aborted
+		// transaction refuses.
+		if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT u; RELEASE SAVEPOINT u", pgx.QueryExecModeSimpleProtocol); err != nil {
+			return append(ok, units...), fmt.Errorf("group commit: %w", err)
+		}
+	}
+}
+
+// readBatch sends b and reads its results. failed is the index in units
+// of the unit one of whose statements failed (ferr its error), -1 when
+// the batch ran to its COMMIT; err is any other failure (BEGIN, the
+// savepoints, COMMIT, the connection). A unit's Read that fails without
+// a statement failing is not the server's failure: the batch goes on and
+// commits (the unit's statements must be safe to run again anyway), and
+// the unit is told the reader's error.
+func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin bool, units []*unit) (failed int, ferr, err error) {
+	br := conn.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && failed < 0 && cerr != nil {
+			err = cerr
+		}
+	}()
+	exec := func() error {
+		_, err := br.Exec()
+		return err
+	}
+	if begin {
+		if err := exec(); err != nil {
+			return -1, nil, err
+		}
+	}
+	readErrs := map[*unit]error{}
+	for i, u := range units {
+		if err := exec(); err != nil { // SAVEPOINT
+			return -1, nil, err
+		}
+		for _, st := range u.stmts {
+			rerr, err := readStatement(br, st)
+			if err != nil {
+				var pgErr *pgconn.PgError
+				if !errors.As(err, &pgErr) {
+					return -1, nil, err
+				}
+				return i, err, nil
+			}
+			if rerr != nil && readErrs[u] == nil {
+				readErrs[u] = rerr
+			}
+		}
+		if err := exec(); err != nil { // RELEASE
+			return -1, nil, err
+		}
+	}
+	if err := exec(); err != nil { // COMMIT
+		return -1, nil, err
+	}
+	for u, rerr := range readErrs {
+		u.readErr = rerr
+	}
+	return -1, nil, nil
+}
+
+// readStatement reads one statement's result with its Read: rerr is the
+// reader's own failure, err the statement's.
+func readStatement(br pgx.BatchResults, st Statement) (rerr, err error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	if st.Read != nil {
+		rerr = st.Read(rows)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return rerr, nil
+}

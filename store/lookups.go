@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
+)
+
+// This file holds the dedup lookups of ingest, each as a Statement that
+// reads its answer into the caller's variable, so that several ride in one
+// round trip (LockThen sends them with the attempt to take a lock), and as
+// a method that runs one alone.
+
+// Found is the answer of a lookup for a package: its id, when OK.
+type Found struct {
+	ID int64
+	OK bool
+}
+
+// Handled is the answer of LookMessageHandled.
+type Handled struct {
+	Outcome Outcome
+	OK      bool
+}
+
+// LookMessageHandled reads whether the source key is in the catalogue
+// (dedup layer 1), and with which outcome, into out.
+func LookMessageHandled(key tg.MessageKey, out *Handled) Statement {
+	return Statement{SQL: `SELECT outcome FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
+		Args: []any{int64(key.Chat), int64(key.Message)},
+		Read: func(rows pgx.Rows) error {
+			*out = Handled{}
+			for rows.Next() {
+				var o string
+				if err := rows.Scan(&o); err != nil {
+					return err
+				}
+				*out = Handled{Outcome: Outcome(o), OK: true}
+			}
+			return rows.Err()
+		}}
+}
+
+// LookPackageByUniqueIDs reads the package whose parts are exactly the
+// files with these Telegram unique ids, in this order (dedup layer 2),
+// into out.
+func LookPackageByUniqueIDs(uniqueIDs []string, out *Found) Statement {
+	return Statement{SQL: `SELECT r.unique_id, r.package_id, r.idx, p.part_count
+		FROM remote_files r JOIN packages p ON p.id = r.package_id WHERE r.unique_id = ANY($1)`,
+		Args: []any{uniqueIDs},
+		Read: func(rows pgx.Rows) error {
+			*out = Found{}
+			type hit struct {
+				pkg   int64
+				idx   int
+				parts int
+			}
+			hits := map[string]hit{}
+			for rows.Next() {
+				var u string
+				var h hit
+				if err := rows.Scan(&u, &h.pkg, &h.idx, &h.parts); err != nil {
+					return err
+				}
+				hits[u] = h
+			}
+			if err := rows.Err(); err != nil || len(uniqueIDs) == 0 {
+				return err
+			}
+			var pkg int64
+			for i, u := range uniqueIDs {
+				h, ok := hits[u]
+				if !ok || h.idx != i || h.parts != len(uniqueIDs) || (pkg != 0 && h.pkg != pkg) {
+					return nil
+				}
+				pkg = h.pkg
+			}
+			*out = Found{ID: pkg, OK: true}
+			return nil
+		}}
+}
+
+// LookPackageHolding reads the package that holds every one of these
+// files (Telegram unique ids) among its parts or identical re-uploads,
+// when they all belong to one package, into out (see PackageHolding).
+func LookPackageHolding(uniqueIDs []string, out *Found) Statement {
+	ids := make([]string, len(uniqueIDs))
+	for i, u := range uniqueIDs {
+		ids[i] = text(u)
+	}
+	// unique_id is remote_files' key: one row per known file.
+	return Statement{SQL: `SELECT count(*) = (SELECT count(DISTINCT u) FROM unnest($1::text[]) u),
+			coalesce(array_agg(DISTINCT package_id), '{}')
+		FROM remote_files WHERE unique_id = ANY($1)`,
+		Args: []any{ids},
+		Read: func(rows pgx.Rows) error {
+			*out = Found{}
+			var all bool
+			var pkgs []int64
+			if err := scanOne(rows, &all, &pkgs); err != nil {
+				return err
+			}
+			if all && len(pkgs) == 1 && len(uniqueIDs) > 0 {
+				*out = Found{ID: pkgs[0], OK: true}
+			}
+			return nil
+		}}
+}
+
+// LookPackageByHash reads the package with this content hash (dedup layer
+// 4) into out.
+func LookPackageByHash(hash []byte, out *Found) Statement {
+	return lookID(`SELECT id FROM packages WHERE content_hash = $1`, out, hash)
+}
+
+// LookPackageBySignature reads the first package catalogued, other than
+// except, whose content signature is sig (a repack) into out.
+func LookPackageBySignature(sig []byte, except int64, out *Found) Statement {
+	return lookID(`SELECT id FROM packages WHERE content_sig = $1 AND id <> $2 ORDER BY id LIMIT 1`, out, sig, except)
+}
+
+// lookID is a lookup of at most one id.
+func lookID(sql string, out *Found, args ...any) Statement {
+	return Statement{SQL: sql, Args: args, Read: func(rows pgx.Rows) error {
+		*out = Found{}
+		for rows.Next() {
+			if err := rows.Scan(&out.ID); err != nil {
+				return err
+			}
+			out.OK = true
+		}
+		return rows.Err()
+	}}
+}
+
+// look runs one lookup.
+func (s *Store) look(ctx context.Context, st Statement) error {
+	rows, err := s.pool.Query(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := st.Read(rows); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// MessageHandled reports whether the source key is already in the catalogue
+// (dedup layer 1), and with which outcome.
+func (s *Store) MessageHandled(ctx context.Context, key tg.MessageKey) (Outcome, bool, error) {
+	var h Handled
+	if err := s.look(ctx, LookMessageHandled(key, &h)); err != nil {
+		return "", false, fmt.Errorf("look up message %s: %w", key, err)
+	}
+	return h.Outcome, h.OK, nil
+}
+
+// PackageByUniqueIDs returns the package whose parts are exactly the files
+// with these Telegram unique ids, in this order (dedup layer 2).
+func (s *Store) PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error) {
+	if len(uniqueIDs) == 0 {
+		return 0, false, nil
+	}
+	var f Found
+	if err := s.look(ctx, LookPackageByUniqueIDs(uniqueIDs, &f)); err != nil {
+		return 0, false, fmt.Errorf("look up unique ids: %w", err)
+	}
+	return f.ID, f.OK, nil
+}
+
+// PackageHolding returns the package that holds every one of these files
+// (Telegram unique ids) among its parts or identical re-uploads, when they
+// all belong to one package: some of a known package's parts gathered
+// again without the rest (a set or album re-gathered short after a
+// restart, or a forward of some of an album's documents).
+func (s *Store) PackageHolding(ctx context.Context, uniqueIDs []string) (int64, bool, error) {
+	if len(uniqueIDs) == 0 {
+		return 0, false, nil
+	}
+	var f Found
+	if err := s.look(ctx, LookPackageHolding(uniqueIDs, &f)); err != nil {
+		return 0, false, fmt.Errorf("look up the package holding %d files: %w", len(uniqueIDs), err)
+	}
+	return f.ID, f.OK, nil
+}
+
+// PackageByHash returns the id of the package with this content hash
+// (dedup layer 4).
+func (s *Store) PackageByHash(ctx context.Context, hash []byte) (int64, bool, error) {
+	var f Found
+	if err := s.look(ctx, LookPackageByHash(hash, &f)); err != nil {
+		return 0, false, fmt.Errorf("look up content hash: %w", err)
+	}
+	return f.ID, f.OK, nil
+}
+
+// PackageBySignature returns the first package catalogued, other than
+// except, whose content signature is sig: the package a new one repacks.
+func (s *Store) PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error) {
+	var f Found
+	if err := s.look(ctx, LookPackageBySignature(sig, except, &f)); err != nil {
+		return 0, false, fmt.Errorf("find package by content: %w", err)
+	}
+	return f.ID, f.OK, nil
+}
