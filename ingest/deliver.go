@@ -41,9 +41,10 @@ func captionFields(pkg store.Package, part int, src tg.Message, title, username 
 	return f
 }
 
-// captionFor is the caption of part i of pkg as the pipeline's template
-// has it: a broken archive mirrored anyway (deliver_broken) says so on its
-// first line, and the token line d.Token is last.
+// captionFor is the caption of part i of pkg (as GetPackage reads it) as
+// the pipeline's template has it: a broken archive mirrored anyway
+// (deliver_broken) says so on its first line, and the token line d.Token
+// is last.
 func (p *Pipeline) captionFor(ctx context.Context, pkg store.Package, i int, m tg.Message, token string) string {
 	title, username := "", p.cfg.SourceUsernames[m.ChatID]
 	if g, ok := p.tg.(chatGetter); ok && m.ChatID != 0 && username == "" {
@@ -52,10 +53,8 @@ func (p *Pipeline) captionFor(ctx context.Context, pkg store.Package, i int, m t
 		}
 	}
 	warning := ""
-	if !p.cfg.DeadLetterBroken {
-		if v, err := p.store.GetVerification(ctx, pkg.ID); err == nil && v.Broken != "" {
-			warning = "⚠ " + BrokenReason + ": " + v.Broken
-		}
+	if !p.cfg.DeadLetterBroken && pkg.Broken != "" {
+		warning = "⚠ " + BrokenReason + ": " + pkg.Broken
 	}
 	return p.cfg.Caption.Render(captionFields(pkg, i, m, title, username), warning, TokenPrefix+token)
 }

@@ -48,7 +48,6 @@ type Store interface {
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	RecordRejected(ctx context.Context, key tg.MessageKey, pkg int64, fileName, reason string) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)
-	GetVerification(ctx context.Context, pkg int64) (store.Verification, error)
 	IsRepack(ctx context.Context, pkg int64) (bool, error)
 	PendingSets(ctx context.Context, account string) ([]store.PendingSet, error)
 	ReviveSet(ctx context.Context, chat tg.ChatID, topic int64, setKey string) (int, error)

@@ -184,6 +184,10 @@ type Package struct {
 	// DetectedFormat is the format the bytes' magic showed when the name
 	// said another (Format is then the one listed); "" otherwise.
 	DetectedFormat string
+	// Broken is why the archive failed verification, for one mirrored
+	// anyway (Verification.Broken); "" otherwise. GetPackage reads it;
+	// CreatePackage ignores it (verification is recorded on its own).
+	Broken string
 }
 
 // Part is one file of a package.
@@ -310,10 +314,10 @@ func (s *Store) GetPackage(ctx context.Context, id int64) (Package, error) {
 	var oc, om int64
 	err := s.pool.QueryRow(ctx, `SELECT id, content_hash, name, format, total_size, part_count, file_count,
 			listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id,
-			encrypted, headers_encrypted, detected_format
+			encrypted, headers_encrypted, detected_format, broken
 		FROM packages WHERE id = $1`, id).Scan(&p.ID, &p.ContentHash, &p.Name, &p.Format, &p.TotalSize,
 		&p.PartCount, &p.FileCount, &p.ListingTruncated, &p.ListingError, &oc, &om, &p.OriginTopic,
-		&p.Encrypted, &p.HeadersEncrypted, &p.DetectedFormat)
+		&p.Encrypted, &p.HeadersEncrypted, &p.DetectedFormat, &p.Broken)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Package{}, fmt.Errorf("package %d: %w", id, ErrNotFound)
 	}
