@@ -45,8 +45,13 @@ func TestRestartReleasesClaimsOfDeadProcess(t *testing.T) {
 	first := daemon.New(cfg(deadOwner), st, dial)
 	prepareAndRun(t, first)
 	first.Kill()
-	// It died holding its claims, mid-scan; meanwhile the sources got
-	// messages whose updates reached no one.
+	// It died holding its claims, mid-scan (a scan it finished before the
+	// kill set the next one later: the sources are made due again, as they
+	// were when it claimed them); meanwhile the sources got messages whose
+	// updates reached no one.
+	if _, err := st.Pool().Exec(ctx, `UPDATE sources SET next_scan_at = now()`); err != nil {
+		t.Fatal(err)
+	}
 	claimed, err := st.ClaimSources(ctx, acct.Name, deadOwner, acct.Sources, 10*time.Minute)
 	if err != nil || len(claimed) != len(acct.Sources) {
 		t.Fatalf("claim the sources as the dead process: %d claimed, %v", len(claimed), err)
