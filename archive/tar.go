@@ -32,10 +32,11 @@ func listTar(w *walk, src *partSet) error {
 	section := io.NewSectionReader(src, 0, src.Size())
 	raw := &ctxReader{w: w, r: section}
 	if w.shown != nil && w.format != FormatTar {
-		// The stream is read from its first byte in large reads that the
-		// caller sees, to hash them while this inflates.
-		w.shown.r = section
-		raw.r = bufio.NewReaderSize(w.shown, int(min(src.Size(), seenChunk)))
+		// The stream is read from its first byte into buffers that the
+		// caller sees on another core, to hash them while this inflates.
+		ring := newSeenRing(section, src.Size(), w.shown)
+		defer ring.stop()
+		raw.r = ring
 	}
 	var r io.Reader
 	switch w.format {
