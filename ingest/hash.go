@@ -172,16 +172,29 @@ func readsWholeStream(format archive.Format) bool {
 // HashList hashes and lists the files of one package (paths in set order)
 // as the pipeline does: a compressed tar in a single read, its bytes
 // hashed on one core as the decompressor reads them on another;
-// any other format hashed in one streaming pass and listed from its
-// metadata. listErr is the listing's error (the archive may be broken and
+// any other format hashed in one streaming pass while it is listed from
+// its metadata on another core. listErr is the listing's error (the archive may be broken and
 // still be mirrored); err is an error reading or hashing the files.
 func HashList(ctx context.Context, format archive.Format, paths []string, lim archive.Limits) (h Hashed, l archive.Listing, listErr, err error) {
 	if !readsWholeStream(format) {
-		if h, err = HashParts(paths); err != nil {
+		// The listing reads metadata, and a zip's listing checks its
+		// entries' CRC-32s within a budget, tens of megabytes: it runs
+		// on another core beside the hash, and is always waited for.
+		type listed struct {
+			l   archive.Listing
+			err error
+		}
+		done := make(chan listed, 1)
+		go func() {
+			l, err := archive.List(ctx, format, paths, lim)
+			done <- listed{l, err}
+		}()
+		h, err = HashParts(paths)
+		r := <-done
+		if err != nil {
 			return Hashed{}, archive.Listing{}, nil, err
 		}
-		l, listErr = archive.List(ctx, format, paths, lim)
-		return h, l, listErr, nil
+		return h, r.l, r.err, nil
 	}
 	sizes := make([]int64, len(paths))
 	for i, p := range paths {
