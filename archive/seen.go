@@ -58,6 +58,7 @@ type seer struct {
 // it. A buffer is reused once both are done with it.
 type seenRing struct {
 	src   io.Reader
+	size  int64 // the stream's length
 	s     *seer
 	chunk int
 	free  chan *seenBuf // buffers neither side uses
@@ -80,6 +81,7 @@ type seenBuf struct {
 func newSeenRing(src io.Reader, size int64, s *seer) *seenRing {
 	r := &seenRing{
 		src:   src,
+		size:  size,
 		s:     s,
 		chunk: int(min(size, seenChunk)),
 		free:  make(chan *seenBuf, seenBuffers),
@@ -116,6 +118,10 @@ func (r *seenRing) Read(p []byte) (int, error) {
 // seen. A buffer is made while fewer than seenBuffers exist; past that,
 // fill waits for one to be released (seen only hashes: it always returns).
 func (r *seenRing) fill() {
+	if r.s.n >= r.size {
+		r.err = io.EOF // no buffer is made to find that out
+		return
+	}
 	var b *seenBuf
 	select {
 	case b = <-r.free:

@@ -188,3 +188,27 @@ func TestSeenRingReadsWhileSeenWorks(t *testing.T) {
 		t.Error("a read after stop succeeded")
 	}
 }
+
+// The ring makes buffers only for bytes the stream has: none to find its
+// end, and one of the stream's size when that is less than a chunk.
+func TestSeenRingBuffersFitTheStream(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, size := range []int{2 * seenChunk, 1000} {
+		data := bytes.Repeat([]byte{7}, size)
+		hold := make(chan struct{})
+		ring := newSeenRing(bytes.NewReader(data), int64(size), &seer{seen: func([]byte) { <-hold }})
+		got, err := io.ReadAll(ring) // seen keeps every buffer it is shown until hold closes
+		close(hold)
+		ring.stop()
+		if err != nil || len(got) != size {
+			t.Fatalf("%d bytes: read %d, %v", size, len(got), err)
+		}
+		want := (size + seenChunk - 1) / seenChunk
+		if ring.made != want {
+			t.Errorf("%d bytes: %d buffers made, want %d", size, ring.made, want)
+		}
+		if size < seenChunk && ring.chunk != size {
+			t.Errorf("%d bytes: buffers of %d", size, ring.chunk)
+		}
+	}
+}
