@@ -10,20 +10,22 @@ import (
 
 // A compressed tar shown to a ListSeeing caller is read into a ring of at
 // most seenBuffers buffers of seenChunk bytes (smaller for a smaller
-// stream): at most 4 MiB per listing. The decompressor and seen read the
-// same buffer, so no byte is copied for seen; the ring's depth lets either
-// run a few milliseconds ahead of the other when the machine's other
-// processes take one of its cores for a while.
+// stream). The decompressor and seen read the same buffer, so no byte is
+// copied for seen, and either may run up to the ring's length ahead of the
+// other. The ring is kept to 1 MiB so that its bytes are still in the
+// caches when the second of them reads them: hashing and listing a 67 MB
+// tar.zst on a 2-core machine took a fifth more CPU time with a ring of
+// 8 × 512 KiB than with 4 × 256 KiB, and a tenth more with 128 KiB chunks.
 const (
-	seenChunk   = 512 << 10
-	seenBuffers = 8
+	seenChunk   = 256 << 10
+	seenBuffers = 4
 )
 
 // ListSeeing is List that also shows the caller the bytes it reads, so that
 // one read of the parts serves both the listing and a hash of them. A
 // compressed tar must be read from its first byte to its last to reach
 // every header; its bytes are passed to seen in order, from offset 0 of the
-// concatenated parts, in chunks of at most 512 KiB, as they are read for
+// concatenated parts, in chunks of at most 256 KiB, as they are read for
 // the decompressor. seen is called in a goroutine of its own, so that it
 // runs beside the decompression on another core; it must not keep p after
 // it returns. ListSeeing returns after seen's last call has returned. The
