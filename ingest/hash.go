@@ -171,10 +171,11 @@ func readsWholeStream(format archive.Format) bool {
 
 // HashList hashes and lists the files of one package (paths in set order)
 // as the pipeline does: a compressed tar in a single read, its bytes
-// hashed on one core as the decompressor reads them on another;
-// any other format hashed in one streaming pass while it is listed from
-// its metadata on another core. listErr is the listing's error (the archive may be broken and
-// still be mirrored); err is an error reading or hashing the files.
+// hashed on one core as the decompressor reads them on another; any other
+// format hashed in one streaming pass while it is listed from its
+// metadata on another core. listErr is the listing's error (the archive
+// may be broken and still be mirrored); err is an error reading or
+// hashing the files.
 func HashList(ctx context.Context, format archive.Format, paths []string, lim archive.Limits) (h Hashed, l archive.Listing, listErr, err error) {
 	if !readsWholeStream(format) {
 		// The listing reads metadata, and a zip's listing checks its
