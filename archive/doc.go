@@ -9,7 +9,10 @@
 //     headers, 7z header, tar headers) with hard bounds on entries, header
 //     bytes and name length, and never extracts content. Every walker is
 //     written to survive hostile bytes: it returns what it could list and a
-//     short error fit for the catalogue, and never panics.
+//     short error fit for the catalogue, and never panics. ListSeeing also
+//     shows a compressed tar's bytes, as they are read, to a function of the
+//     caller's run on a goroutine of its own (the hash beside the
+//     decompression), which has ended when ListSeeing returns.
 //
 // It must not touch Telegram, the store or the network, and must not write
 // to disk. Test archives are built by the archivetest sub-package.

@@ -226,7 +226,7 @@ func listClock(ctx context.Context, format Format, src *partSet, lim Limits, now
 
 // listWatched is listClock that shows a compressed tar's stream to seen
 // as it is read (see ListSeeing).
-func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, now func() time.Time, seen *seenReader) (l Listing, err error) {
+func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, now func() time.Time, seen *seer) (l Listing, err error) {
 	lim = lim.withDefaults()
 	if src.Size() == 0 {
 		return Listing{Format: format}, &ListError{Format: format, Reason: "empty file (0 bytes)", Err: ErrEmpty}
@@ -299,7 +299,7 @@ type walk struct {
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
 	// shown, when set, is shown a compressed tar's bytes as they are read.
-	shown *seenReader
+	shown *seer
 	now   func() time.Time
 }
 

@@ -2,21 +2,34 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 )
 
-// seenChunk is the size of the reads a compressed tar's stream is read in
-// while it is shown to a ListSeeing caller.
-const seenChunk = 256 << 10
+// A compressed tar shown to a ListSeeing caller is read into a ring of at
+// most seenBuffers buffers of seenChunk bytes (smaller for a smaller
+// stream). The decompressor and seen read the same buffer, so no byte is
+// copied for seen, and either may run up to the ring's length ahead of the
+// other. The ring is kept to 1 MiB so that its bytes are still in the
+// caches when the second of them reads them: hashing and listing a 67 MB
+// tar.zst on a 2-core machine took a fifth more CPU time with a ring of
+// 8 × 512 KiB than with 4 × 256 KiB, and a tenth more with 128 KiB chunks.
+const (
+	seenChunk   = 256 << 10
+	seenBuffers = 4
+)
 
 // ListSeeing is List that also shows the caller the bytes it reads, so that
 // one read of the parts serves both the listing and a hash of them. A
 // compressed tar must be read from its first byte to its last to reach
 // every header; its bytes are passed to seen in order, from offset 0 of the
 // concatenated parts, in chunks of at most 256 KiB, as they are read for
-// the decompressor. seen must not keep p after it returns. The other formats
-// read only their metadata and never call seen.
+// the decompressor. seen is called in a goroutine of its own, so that it
+// runs beside the decompression on another core; it must not keep p after
+// it returns. ListSeeing returns after seen's last call has returned. The
+// other formats read only their metadata and never call seen.
 //
 // ListSeeing returns, with List's results, how many bytes were passed to
 // seen: a prefix of the parts, short of their total when the listing
@@ -31,23 +44,130 @@ func ListSeeing(ctx context.Context, format Format, parts []string, lim Limits, 
 		return Listing{}, 0, &ListError{Format: format, Reason: err.Error(), Err: err}
 	}
 	defer src.Close()
-	sr := &seenReader{seen: seen}
-	l, err := listWatched(ctx, format, src, lim, time.Now, sr)
-	return l, sr.n, err
+	s := &seer{seen: seen}
+	l, err := listWatched(ctx, format, src, lim, time.Now, s)
+	return l, s.n, err
 }
 
-// seenReader passes what it reads from r to seen and counts it.
-type seenReader struct {
-	r    io.Reader
+// seer is what a listing shows a compressed tar's stream to.
+type seer struct {
 	seen func([]byte)
-	n    int64
+	n    int64 // bytes passed to seen
 }
 
-func (s *seenReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if n > 0 {
-		s.seen(p[:n])
-		s.n += int64(n)
-	}
-	return n, err
+// seenRing reads a stream into a ring of buffers, hands each buffer to
+// seen in a goroutine of its own and serves the decompressor's reads from
+// it. A buffer is reused once both are done with it.
+type seenRing struct {
+	src   io.Reader
+	size  int64 // the stream's length
+	s     *seer
+	chunk int
+	free  chan *seenBuf // buffers neither side uses
+	made  int           // buffers made so far, at most cap(free)
+	full  chan *seenBuf // buffers for seen, in order
+	done  chan struct{} // closed when the seeing goroutine has ended
+	cur   *seenBuf      // the buffer reads are served from
+	off   int           // how much of cur is read
+	err   error         // the stream's end or its first read error
 }
+
+// seenBuf is one buffer of a seenRing.
+type seenBuf struct {
+	b    []byte
+	refs atomic.Int32 // the sides still using b: seen, the reader
+}
+
+// newSeenRing starts the goroutine that shows src's bytes, size of them,
+// to s; stop ends it.
+func newSeenRing(src io.Reader, size int64, s *seer) *seenRing {
+	r := &seenRing{
+		src:   src,
+		size:  size,
+		s:     s,
+		chunk: int(min(size, seenChunk)),
+		free:  make(chan *seenBuf, seenBuffers),
+		full:  make(chan *seenBuf, seenBuffers),
+		done:  make(chan struct{}),
+	}
+	go func() {
+		defer close(r.done)
+		for b := range r.full {
+			s.seen(b.b)
+			r.release(b)
+		}
+	}()
+	return r
+}
+
+func (r *seenRing) Read(p []byte) (int, error) {
+	for r.cur == nil || r.off == len(r.cur.b) {
+		if r.cur != nil {
+			r.release(r.cur)
+			r.cur = nil
+		}
+		if r.err != nil {
+			return 0, r.err
+		}
+		r.fill()
+	}
+	n := copy(p, r.cur.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+// fill reads the next chunk of the stream into a buffer and hands it to
+// seen. A buffer is made while fewer than seenBuffers exist; past that,
+// fill waits for one to be released (seen only hashes: it always returns).
+func (r *seenRing) fill() {
+	if r.s.n >= r.size {
+		r.err = io.EOF // no buffer is made to find that out
+		return
+	}
+	var b *seenBuf
+	select {
+	case b = <-r.free:
+	default:
+		if r.made < cap(r.free) {
+			b, r.made = &seenBuf{b: make([]byte, r.chunk)}, r.made+1
+		} else {
+			b = <-r.free
+		}
+	}
+	n, err := io.ReadFull(r.src, b.b[:cap(b.b)])
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF // the stream's end; a short stream is the decompressor's to report
+	}
+	r.err = err
+	if n == 0 {
+		r.free <- b
+		return
+	}
+	b.b = b.b[:n]
+	b.refs.Store(2)
+	r.s.n += int64(n)
+	r.full <- b
+	r.cur, r.off = b, 0
+}
+
+// release gives up one side's use of b; the last returns it to free,
+// which has room for every buffer made, so this never blocks.
+func (r *seenRing) release(b *seenBuf) {
+	if b.refs.Add(-1) == 0 {
+		r.free <- b
+	}
+}
+
+// stop waits until seen has been shown every buffer read so far and has
+// returned; no read may follow.
+func (r *seenRing) stop() {
+	if r.cur != nil {
+		r.release(r.cur)
+		r.cur = nil
+	}
+	r.err = errRingStopped
+	close(r.full)
+	<-r.done
+}
+
+var errRingStopped = errors.New("read after the listing ended")

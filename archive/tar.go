@@ -17,9 +17,10 @@ import (
 )
 
 // maxDecoderWindow bounds the history window of the xz and zstd decoders,
-// which is their memory. xz -9 needs 64 MiB and zstd --ultra -22 128 MiB;
-// streams made with larger windows are refused rather than allowed to make
-// one listing take gigabytes.
+// which is their memory (the zstd decoder holds twice its window). xz -9
+// needs 64 MiB and zstd --ultra -22 128 MiB; streams made with larger
+// windows are refused rather than allowed to make one listing take
+// gigabytes.
 const maxDecoderWindow = 128 << 20
 
 // listTar streams the tar headers, decompressing on the way. archive/tar
@@ -32,10 +33,11 @@ func listTar(w *walk, src *partSet) error {
 	section := io.NewSectionReader(src, 0, src.Size())
 	raw := &ctxReader{w: w, r: section}
 	if w.shown != nil && w.format != FormatTar {
-		// The stream is read from its first byte in large reads that the
-		// caller sees, to hash them while this inflates.
-		w.shown.r = section
-		raw.r = bufio.NewReaderSize(w.shown, int(min(src.Size(), seenChunk)))
+		// The stream is read from its first byte into buffers that the
+		// caller sees on another core, to hash them while this inflates.
+		ring := newSeenRing(section, src.Size(), w.shown)
+		defer ring.stop()
+		raw.r = ring
 	}
 	var r io.Reader
 	switch w.format {
@@ -64,8 +66,13 @@ func listTar(w *walk, src *partSet) error {
 		// Frames are decoded one block (at most 4 MiB) at a time.
 		r = lz4.NewReader(raw)
 	case FormatTarZst:
+		// Decoded in this goroutine (concurrency 1): nothing to leak, and
+		// the core beside it is the hash's. The decoder keeps a history of
+		// twice the frame's window and moves it down once per window
+		// decoded; WithDecoderLowmem would keep the window plus 1 MiB but
+		// move it down every MiB decoded: a copy of the whole window per MiB.
 		zr, err := zstd.NewReader(raw,
-			zstd.WithDecoderConcurrency(1), // decode in this goroutine: nothing to leak, one window of memory
+			zstd.WithDecoderConcurrency(1),
 			zstd.WithDecoderMaxWindow(maxDecoderWindow))
 		if err != nil {
 			return w.tarErr(err, 0)

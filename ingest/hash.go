@@ -171,17 +171,31 @@ func readsWholeStream(format archive.Format) bool {
 
 // HashList hashes and lists the files of one package (paths in set order)
 // as the pipeline does: a compressed tar in a single read, its bytes
-// hashed on one core as they are read for the decompressor on another;
-// any other format hashed in one streaming pass and listed from its
-// metadata. listErr is the listing's error (the archive may be broken and
-// still be mirrored); err is an error reading or hashing the files.
+// hashed on one core as the decompressor reads them on another; any other
+// format hashed in one streaming pass while it is listed from its
+// metadata on another core. listErr is the listing's error (the archive
+// may be broken and still be mirrored); err is an error reading or
+// hashing the files.
 func HashList(ctx context.Context, format archive.Format, paths []string, lim archive.Limits) (h Hashed, l archive.Listing, listErr, err error) {
 	if !readsWholeStream(format) {
-		if h, err = HashParts(paths); err != nil {
+		// The listing reads metadata, and a zip's listing checks its
+		// entries' CRC-32s within a budget, tens of megabytes: it runs
+		// on another core beside the hash, and is always waited for.
+		type listed struct {
+			l   archive.Listing
+			err error
+		}
+		done := make(chan listed, 1)
+		go func() {
+			l, err := archive.List(ctx, format, paths, lim)
+			done <- listed{l, err}
+		}()
+		h, err = HashParts(paths)
+		r := <-done
+		if err != nil {
 			return Hashed{}, archive.Listing{}, nil, err
 		}
-		l, listErr = archive.List(ctx, format, paths, lim)
-		return h, l, listErr, nil
+		return h, r.l, r.err, nil
 	}
 	sizes := make([]int64, len(paths))
 	for i, p := range paths {
@@ -193,51 +207,17 @@ func HashList(ctx context.Context, format archive.Format, paths []string, lim ar
 	}
 	ph := newPartsHasher(sizes)
 
-	// The listing hands its reads over; a goroutine hashes them, so that
-	// inflating and hashing share the time of the slower, not their sum.
-	// Buffers are made as needed, no larger than the parts: most
-	// packages are small, and clearing megabytes for each would cost more
-	// than hashing it.
-	const buffers = 4
-	var total int64
-	for _, n := range sizes {
-		total += n
-	}
-	chunk := int(min(total, 256<<10))
-	free := make(chan []byte, buffers)
-	made := 0
-	full := make(chan []byte, buffers)
-	hashed := make(chan error, 1)
-	go func() {
-		var werr error
-		for b := range full {
-			if werr == nil {
-				_, werr = ph.Write(b)
-			}
-			free <- b[:0]
-		}
-		hashed <- werr
-	}()
+	// The listing calls this on another core than the one inflating, so
+	// that inflating and hashing share the time of the slower, not their
+	// sum; it reads the listing's own buffers, nothing is copied.
+	var werr error
 	l, n, listErr := archive.ListSeeing(ctx, format, paths, lim, func(p []byte) {
-		for len(p) > 0 {
-			var b []byte
-			select {
-			case b = <-free:
-			default:
-				if made < buffers {
-					b, made = make([]byte, 0, max(chunk, len(p))), made+1
-				} else {
-					b = <-free
-				}
-			}
-			k := min(len(p), cap(b))
-			full <- append(b, p[:k]...)
-			p = p[k:]
+		if werr == nil {
+			_, werr = ph.Write(p)
 		}
 	})
-	close(full)
-	if err := <-hashed; err != nil {
-		return Hashed{}, archive.Listing{}, nil, err
+	if werr != nil {
+		return Hashed{}, archive.Listing{}, nil, werr
 	}
 	if err := ctx.Err(); err != nil {
 		return Hashed{}, archive.Listing{}, nil, err

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"stashd/archive"
@@ -114,6 +116,93 @@ func TestHashListOneRead(t *testing.T) {
 	}
 	if _, _, _, err := HashList(ctx, archive.FormatTarGz, []string{filepath.Join(dir, "missing")}, archive.Limits{}); err == nil {
 		t.Error("a missing file hashed without error")
+	}
+}
+
+// For every format, whole or split, and for compressed tars cut short or
+// damaged, HashList's hashes are plain SHA-256 of the bytes (the content
+// as one stream, each part alone) and its listing is List's: a broken
+// stream is a listing error, never a wrong or missing hash.
+func TestHashListEveryFormat(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.NewChaCha8([32]byte{'h', 'a', 's', 'h'})
+	var files []archivetest.File
+	for i := range 3 {
+		b := make([]byte, 3<<19) // together more than the listing's ring of buffers
+		_, _ = rng.Read(b)
+		files = append(files, archivetest.File{Name: fmt.Sprintf("dir/f%d.bin", i), Data: b})
+	}
+	small := files[:1:1]
+	small = append(small, archivetest.File{Name: "small.txt", Data: []byte("small")})
+	small[0].Data = small[0].Data[:64<<10] // the xz encoder makes a few MB/s of random data
+	flip := func(b []byte, at int) []byte {
+		b = bytes.Clone(b)
+		b[at] ^= 0x55
+		return b
+	}
+	zst, gz := archivetest.TarZst(files), archivetest.TarGz(files)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		format archive.Format
+		parts  [][]byte
+		broken bool
+	}{
+		{"zip", archive.FormatZip, [][]byte{archivetest.Zip(files)}, false},
+		{"7z", archive.Format7z, [][]byte{archivetest.SevenZip(files)}, false},
+		{"rar", archive.FormatRar, [][]byte{archivetest.Rar(files)}, false},
+		{"rar volumes", archive.FormatRar, archivetest.RarVolumes(files, 3), false},
+		{"tar", archive.FormatTar, [][]byte{archivetest.Tar(files)}, false},
+		{"tar.gz", archive.FormatTarGz, [][]byte{gz}, false},
+		{"tar.xz", archive.FormatTarXz, [][]byte{archivetest.TarXz(small)}, false},
+		{"tar.zst", archive.FormatTarZst, [][]byte{zst}, false},
+		{"tar.zst split", archive.FormatTarZst, archivetest.Split(zst, 4), false},
+		{"tar.lz4", archive.FormatTarLz4, [][]byte{archivetest.TarLz4(files)}, false},
+		{"tar.zst cut short", archive.FormatTarZst, [][]byte{zst[:len(zst)*2/3]}, true},
+		{"tar.zst split, last part missing", archive.FormatTarZst, archivetest.Split(zst, 3)[:2], true},
+		{"tar.zst damaged", archive.FormatTarZst, [][]byte{flip(zst, len(zst)/3)}, true},
+		{"tar.gz cut short", archive.FormatTarGz, [][]byte{gz[:len(gz)/3]}, true},
+	} {
+		var paths []string
+		for i, b := range c.parts {
+			p := filepath.Join(dir, fmt.Sprintf("%s.%03d", strings.ReplaceAll(c.name, " ", "_"), i+1))
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			paths = append(paths, p)
+		}
+		got, l, listErr, err := HashList(ctx, c.format, paths, archive.Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if content := sha256.Sum256(bytes.Join(c.parts, nil)); !bytes.Equal(got.Content, content[:]) {
+			t.Errorf("%s: content hash %x, want %x", c.name, got.Content, content)
+		}
+		if len(got.Parts) != len(c.parts) {
+			t.Fatalf("%s: %d part hashes for %d parts", c.name, len(got.Parts), len(c.parts))
+		}
+		for i, b := range c.parts {
+			if s := sha256.Sum256(b); !bytes.Equal(got.Parts[i], s[:]) || got.Sizes[i] != int64(len(b)) {
+				t.Errorf("%s: part %d hash %x size %d, want %x size %d", c.name, i, got.Parts[i], got.Sizes[i], s, len(b))
+			}
+		}
+		if c.broken {
+			if !errors.Is(listErr, archive.ErrMalformed) {
+				t.Errorf("%s: listing error %v, want a malformed archive", c.name, listErr)
+			}
+			continue
+		}
+		if listErr != nil {
+			t.Errorf("%s: %v", c.name, listErr)
+			continue
+		}
+		wantL, err := archive.List(ctx, c.format, paths, archive.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(l, wantL) || len(l.Entries) == 0 {
+			t.Errorf("%s: listing %+v, want %+v", c.name, l, wantL)
+		}
 	}
 }
 
