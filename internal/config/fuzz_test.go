@@ -43,7 +43,11 @@ func FuzzLoad(f *testing.F) {
 		for _, mode := range []Mode{Daemon, Simulate, Login} {
 			c, err := load(path, body, env, nil, mode)
 			if err != nil {
-				if name == "STASHD_DATABASE_URL" && redact.URL(value) != value && strings.Contains(err.Error(), value) {
+				// The redacted form may hold the value itself (an
+				// empty password is redacted by appending the mask):
+				// the value must not show outside it.
+				if name == "STASHD_DATABASE_URL" && redact.URL(value) != value &&
+					strings.Contains(strings.ReplaceAll(err.Error(), redact.URL(value), ""), value) {
 					t.Fatalf("mode %d: the error shows the database URL with its password: %v", mode, err)
 				}
 				continue
