@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"stashd/archive/archivetest"
 	"stashd/daemon"
@@ -41,13 +42,18 @@ func TestDeliveryBacklogMetrics(t *testing.T) {
 		world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
 	}
 	label := strconv.FormatInt(int64(dest), 10)
-	// gauge reads name{destination=dest} (or name without labels); -1
-	// while it does not exist yet.
-	gauge := func(name string) float64 {
+	// gauges gathers the registry once; gauge reads name{destination=dest}
+	// (or name without labels) from it, -1 while it does not exist yet.
+	// The daemon sets the backlog and its drain one after the other, so
+	// they are compared from one gathering.
+	gauges := func() []*dto.MetricFamily {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
+		return mfs
+	}
+	gaugeIn := func(mfs []*dto.MetricFamily, name string) float64 {
 		for _, mf := range mfs {
 			if mf.GetName() != name {
 				continue
@@ -61,19 +67,25 @@ func TestDeliveryBacklogMetrics(t *testing.T) {
 		return -1
 	}
 	// At one send a minute at most one package leaves the queue in the
-	// test's time: the rest (at least packages-2) wait.
+	// test's time: the rest (at least packages-2) wait, each one send.
 	deadline := time.Now().Add(time.Minute)
-	for gauge("stashd_delivery_backlog") < packages-2 {
+	var backlog, drain float64
+	for {
+		mfs := gauges()
+		backlog, drain = gaugeIn(mfs, "stashd_delivery_backlog"), gaugeIn(mfs, "stashd_delivery_drain_seconds")
+		if backlog >= packages-2 && drain == 60*backlog {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stashd_delivery_backlog = %v after a minute, want at least %d", gauge("stashd_delivery_backlog"), packages-2)
+			t.Fatalf("stashd_delivery_backlog = %v, drain %v s after a minute; want at least %d deliveries, 60 s each at one send a minute",
+				backlog, drain, packages-2)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	backlog, drain := gauge("stashd_delivery_backlog"), gauge("stashd_delivery_drain_seconds")
-	if backlog > packages || drain != 60*backlog {
-		t.Errorf("backlog %v, drain %v s; want at most %d deliveries, 60 s each at one send a minute", backlog, drain, packages)
+	if backlog > packages {
+		t.Errorf("backlog %v; want at most %d deliveries", backlog, packages)
 	}
-	if got := gauge("stashd_delivery_drain_alert_seconds"); got != 300 {
+	if got := gaugeIn(gauges(), "stashd_delivery_drain_alert_seconds"); got != 300 {
 		t.Errorf("stashd_delivery_drain_alert_seconds = %v, want 300 (delivery_drain_alert 5m)", got)
 	}
 }

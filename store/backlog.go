@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
 )
 
 // RecordSendRate records the send budget account runs with, in messages a
@@ -24,13 +26,17 @@ type DestinationBacklog struct {
 	Destination int64 `json:"destination"`
 	Deliveries  int   `json:"deliveries"`
 	Parts       int   `json:"parts"`
+	// Sends is how many send requests the deliveries take: a package of
+	// up to tg.MaxAlbum parts goes as one album, a larger one in albums
+	// of at most that many.
+	Sends int `json:"sends"`
 	// Accounts are those whose queues hold the deliveries: each sends its
 	// own, at its own budget.
 	Accounts []string `json:"accounts"`
 	// SendRate is the Accounts' send budgets summed, in messages a minute;
 	// 0 when none of them recorded one.
 	SendRate float64 `json:"send_rate"`
-	// DrainSeconds estimates the time to send the backlog: Parts × 60 s /
+	// DrainSeconds estimates the time to send the backlog: Sends × 60 s /
 	// SendRate. It assumes the accounts spend their whole budgets on this
 	// destination, so with backlogs to other destinations on the same
 	// accounts (sent oldest first, interleaved) it is a lower bound. 0 when
@@ -42,20 +48,21 @@ type DestinationBacklog struct {
 // deliveries due, by destination.
 func (s *Store) DeliveryBacklog(ctx context.Context) ([]DestinationBacklog, error) {
 	rows, err := s.pool.Query(ctx, `WITH due AS (
-			SELECT destination_chat_id, account, count(*) AS n, sum(part_count) AS parts
+			SELECT destination_chat_id, account, count(*) AS n, sum(part_count) AS parts,
+				sum(ceil(part_count::float8 / $1)) AS sends
 			FROM waiting_deliveries WHERE opens_at <= now() GROUP BY destination_chat_id, account)
-		SELECT d.destination_chat_id, sum(d.n)::int, sum(d.parts)::int, array_agg(d.account ORDER BY d.account),
+		SELECT d.destination_chat_id, sum(d.n)::int, sum(d.parts)::int, sum(d.sends)::int, array_agg(d.account ORDER BY d.account),
 			coalesce(sum(a.send_rate), 0)::float8
 		FROM due d LEFT JOIN accounts a ON a.name = d.account
-		GROUP BY d.destination_chat_id ORDER BY d.destination_chat_id`)
+		GROUP BY d.destination_chat_id ORDER BY d.destination_chat_id`, tg.MaxAlbum)
 	if err != nil {
 		return nil, fmt.Errorf("read delivery backlog: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DestinationBacklog, error) {
 		var b DestinationBacklog
-		err := r.Scan(&b.Destination, &b.Deliveries, &b.Parts, &b.Accounts, &b.SendRate)
+		err := r.Scan(&b.Destination, &b.Deliveries, &b.Parts, &b.Sends, &b.Accounts, &b.SendRate)
 		if b.SendRate > 0 {
-			b.DrainSeconds = float64(b.Parts) * 60 / b.SendRate
+			b.DrainSeconds = float64(b.Sends) * 60 / b.SendRate
 		}
 		return b, err
 	})

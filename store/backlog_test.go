@@ -77,11 +77,12 @@ func TestDeliveryBacklog(t *testing.T) {
 		t.Fatalf("backlog of %d destinations, want 2 (100 and 200; 300 waits for a window): %+v", len(got), got)
 	}
 	b100, b200 := got[0], got[1]
-	if b100.Destination != 100 || b100.Deliveries != 2 || b100.Parts != 5 || !slices.Equal(b100.Accounts, []string{"a", "b"}) ||
-		b100.SendRate != 30 || math.Abs(b100.DrainSeconds-10) > 1e-9 {
-		t.Errorf("destination 100: %+v, want 2 deliveries, 5 parts, accounts a and b at 30/min, drain 10 s", b100)
+	// Each package is one send (an album of its parts).
+	if b100.Destination != 100 || b100.Deliveries != 2 || b100.Parts != 5 || b100.Sends != 2 || !slices.Equal(b100.Accounts, []string{"a", "b"}) ||
+		b100.SendRate != 30 || math.Abs(b100.DrainSeconds-4) > 1e-9 {
+		t.Errorf("destination 100: %+v, want 2 deliveries, 5 parts in 2 sends, accounts a and b at 30/min, drain 4 s", b100)
 	}
-	if b200.Destination != 200 || b200.Deliveries != 1 || b200.Parts != 1 || b200.SendRate != 20 || math.Abs(b200.DrainSeconds-3) > 1e-9 {
+	if b200.Destination != 200 || b200.Deliveries != 1 || b200.Parts != 1 || b200.Sends != 1 || b200.SendRate != 20 || math.Abs(b200.DrainSeconds-3) > 1e-9 {
 		t.Errorf("destination 200: %+v, want 1 delivery, 1 part at 20/min, drain 3 s", b200)
 	}
 
