@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"stashd/store"
 	"stashd/tg"
@@ -41,30 +42,23 @@ func albums(n int, allowed bool) []span {
 	return out
 }
 
-// deliverAlbum sends the parts a of pkg (ms, their messages) to dest, into
-// forum topic thread when not 0, as one album, under one turn of the send
-// budget; a span of one part is deliverPart. Exactly once holds per part:
-// each has its intent and token, written together before the send; parts
-// recorded sent, or whose earlier intents a single pass over the
-// destination's history finds (an album an earlier attempt sent in full or
-// in part), are not sent again, and the rest, one or more, go as a smaller
-// album or alone. It returns how many parts it sent; a part that failed
-// fails the call with its error after the others are recorded.
-func (p *Pipeline) deliverAlbum(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, a span, ms []tg.Message) (int, error) {
-	if a.end-a.first == 1 {
-		return p.deliverPart(ctx, pkg, dest, thread, a.first, ms[0])
-	}
+// deliverSpan sends the parts a of pkg (ms, their messages) to dest,
+// into forum topic thread when not 0: alone, or as one album, under one
+// turn of the send budget. With a budget the parts first wait for the
+// turn, so their intents are written only when the send can go at once: a
+// stop while it waits leaves nothing to reconcile. Exactly once holds per
+// part: each has its intent and token, written together before the send;
+// parts recorded sent, or whose earlier intents one pass over the
+// destination's history finds (an attempt that sent in full or in part,
+// then stopped), are not sent again, and the rest go alone or as a smaller
+// album. It returns how many parts it sent; a part that failed fails the
+// call with its error after the others are recorded.
+func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, a span, ms []tg.Message) (int, error) {
 	ctx, done, err := p.sendTurn(ctx, pkg, dest, a.first)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	type pending struct {
-		d     store.Delivery
-		fresh bool
-		m     tg.Message
-	}
-	var todo, unsure []pending
 	idx := make([]int, len(ms))
 	for k := range ms {
 		idx[k] = a.first + k
@@ -73,75 +67,69 @@ func (p *Pipeline) deliverAlbum(ctx context.Context, pkg store.Package, dest tg.
 	if err != nil {
 		return 0, err
 	}
+	type pending struct {
+		store.Intent
+		m tg.Message
+	}
+	var todo []pending
+	var unsure []store.Delivery // intents an earlier attempt wrote
 	for k, in := range ins {
 		if done, err := p.foundCopy(ctx, in); err != nil {
 			return 0, err
 		} else if done {
 			continue
 		}
-		todo = append(todo, pending{in.Delivery, in.Fresh, ms[k]})
+		todo = append(todo, pending{in, ms[k]})
 		if !in.Fresh {
-			unsure = append(unsure, pending{in.Delivery, in.Fresh, ms[k]})
+			unsure = append(unsure, in.Delivery)
 		}
 	}
 	if len(unsure) > 0 {
-		// An earlier attempt wrote these intents and may have sent the
-		// album, or part of it: one pass over the destination finds what
-		// landed.
-		ds := make([]store.Delivery, len(unsure))
-		for k, u := range unsure {
-			ds[k] = u.d
-		}
-		found, err := p.findTokens(ctx, dest, ds)
+		found, err := p.findTokens(ctx, dest, unsure)
 		if err != nil {
-			return 0, fmt.Errorf("reconcile album of package %d parts %d-%d to %d: %w", pkg.ID, a.first, a.end-1, dest, err)
+			return 0, fmt.Errorf("reconcile delivery of package %d parts %d-%d to %d: %w", pkg.ID, a.first, a.end-1, dest, err)
 		}
-		kept := todo[:0]
-		for _, t := range todo {
-			if m, ok := found[t.d.Token]; ok && m.found != 0 {
-				if err := p.reconciled(ctx, t.d, m); err != nil {
+		todo = slices.DeleteFunc(todo, func(t pending) bool { return found[t.Token].found != 0 })
+		for _, d := range unsure {
+			if m := found[d.Token]; m.found != 0 {
+				if err := p.reconciled(ctx, d, m); err != nil {
 					return 0, err
 				}
-				continue
 			}
-			kept = append(kept, t)
 		}
-		todo = kept
 	}
+	items := make([]tg.AlbumItem, len(todo))
+	for k, t := range todo {
+		items[k] = tg.AlbumItem{RemoteFileID: t.m.Document.File.RemoteID, Caption: p.captionFor(ctx, pkg, t.PartIndex, t.m, t.Token)}
+	}
+	var results []tg.AlbumResult
 	switch len(todo) {
 	case 0:
 		return 0, nil
 	case 1:
-		t := todo[0]
-		msg, err := p.tg.SendTo(ctx, dest, thread, t.m.Document.File.RemoteID, p.captionFor(ctx, pkg, t.d.PartIndex, t.m, t.d.Token))
+		msg, err := p.tg.SendTo(ctx, dest, thread, items[0].RemoteFileID, items[0].Caption)
+		results = []tg.AlbumResult{{Message: msg, Err: err}}
+	default:
+		results, err = p.tg.(albumSender).SendAlbumTo(ctx, dest, thread, items)
 		if err != nil {
-			p.refused(ctx, t.d, t.fresh, err)
-			return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, t.d.PartIndex, dest, err)
+			// No message was made.
+			for _, t := range todo {
+				p.refused(ctx, t.Delivery, t.Fresh, err)
+			}
+			return 0, fmt.Errorf("deliver package %d parts %d-%d to %d as an album: %w", pkg.ID, a.first, a.end-1, dest, err)
 		}
-		return 1, p.sent(ctx, t.d, msg.ID)
-	}
-	items := make([]tg.AlbumItem, len(todo))
-	for k, t := range todo {
-		items[k] = tg.AlbumItem{RemoteFileID: t.m.Document.File.RemoteID, Caption: p.captionFor(ctx, pkg, t.d.PartIndex, t.m, t.d.Token)}
-	}
-	results, err := p.tg.(albumSender).SendAlbumTo(ctx, dest, thread, items)
-	if err != nil {
-		for _, t := range todo {
-			p.refused(ctx, t.d, t.fresh, err)
-		}
-		return 0, fmt.Errorf("deliver package %d parts %d-%d to %d as an album: %w", pkg.ID, a.first, a.end-1, dest, err)
 	}
 	sent := 0
 	var failed error
 	for k, r := range results {
 		t := todo[k]
 		if r.Err != nil {
-			p.refused(ctx, t.d, t.fresh, r.Err)
-			failed = errors.Join(failed, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, t.d.PartIndex, dest, r.Err))
+			p.refused(ctx, t.Delivery, t.Fresh, r.Err)
+			failed = errors.Join(failed, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, t.PartIndex, dest, r.Err))
 			continue
 		}
 		sent++
-		if err := p.sent(ctx, t.d, r.Message.ID); err != nil {
+		if err := p.sent(ctx, t.Delivery, r.Message.ID); err != nil {
 			failed = errors.Join(failed, err)
 		}
 	}

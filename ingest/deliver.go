@@ -97,13 +97,13 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 		return sent, err
 	}
 	for _, a := range albums(len(parts), p.albumsAllowed()) {
-		n, err := p.deliverAlbum(ctx, pkg, dest, thread, a, parts[a.first:a.end])
+		n, err := p.deliverSpan(ctx, pkg, dest, thread, a, parts[a.first:a.end])
 		if err != nil && n == 0 {
 			// A closed or deleted topic: reopened or created again,
 			// the parts go once more.
 			var again bool
 			if thread, again, err = p.recoverTopic(ctx, in, dest, thread, err); again {
-				n, err = p.deliverAlbum(ctx, pkg, dest, thread, a, parts[a.first:a.end])
+				n, err = p.deliverSpan(ctx, pkg, dest, thread, a, parts[a.first:a.end])
 			}
 		}
 		sent += n
@@ -133,42 +133,6 @@ type chatPauser interface {
 // sendTurner is a session with a send budget (tg.Session).
 type sendTurner interface {
 	SendTurn(ctx context.Context) (context.Context, func(), error)
-}
-
-// deliverPart sends part i of pkg to dest (into forum topic thread, when
-// not 0) unless it is there already; it
-// returns 1 when it sent it. With a send budget the part first waits for
-// its turn, so the intent is written only when the send can go at once: a
-// stop while it waits leaves nothing to reconcile.
-func (p *Pipeline) deliverPart(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, i int, m tg.Message) (int, error) {
-	ctx, done, err := p.sendTurn(ctx, pkg, dest, i)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	ins, err := p.store.EnsureIntents(ctx, pkg.ID, dest, []int{i}, p.cfg.Account)
-	if err != nil {
-		return 0, err
-	}
-	d, fresh := ins[0].Delivery, ins[0].Fresh
-	if done, err := p.foundCopy(ctx, ins[0]); err != nil || done {
-		return 0, err
-	}
-	if !fresh {
-		found, copies, err := p.findToken(ctx, d)
-		if err != nil {
-			return 0, fmt.Errorf("reconcile delivery of package %d to %d: %w", pkg.ID, dest, err)
-		}
-		if found != 0 {
-			return 0, p.reconciled(ctx, d, tokenMatch{found, copies})
-		}
-	}
-	msg, err := p.tg.SendTo(ctx, dest, thread, m.Document.File.RemoteID, p.captionFor(ctx, pkg, i, m, d.Token))
-	if err != nil {
-		p.refused(ctx, d, fresh, err)
-		return 0, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, err)
-	}
-	return 1, p.sent(ctx, d, msg.ID)
 }
 
 // foundCopy reports whether in needs no send: it is recorded sent, or a

@@ -21,10 +21,20 @@ const reconcileSkew = 2 * time.Minute
 // one reconciliation reads (100 messages each).
 const reconcileMaxPages = 50
 
-// findToken looks for the messages carrying d's token in d's destination.
-// It does not ask the server to search for the token: Telegram's full-text
-// search is word-based and indexes late, so a message sent a moment before a
-// crash would not be found and would be sent again. Nor does it list the
+// tokenMatch is what findTokens found of one token: the oldest message
+// carrying it (0 for none) and, in copies, the others: the same part sent
+// again, as when an instance found nothing, sent, and an old TDLib
+// database later re-sent its own pending copy.
+type tokenMatch struct {
+	found  tg.MessageID
+	copies []tg.MessageID
+}
+
+// findTokens looks for the messages carrying the tokens of ds, deliveries
+// to dest (one part's, or an album's), in one pass over dest. It does not
+// ask the server to search for a token: Telegram's full-text search is
+// word-based and indexes late, so a message sent a moment before a crash
+// would not be found and would be sent again. Nor does it list the
 // destination's documents (searchChatMessages with a filter and an empty
 // query): TDLib answers that from the session's own message database once
 // it holds the chat's index, and a destination the session never opens
@@ -33,30 +43,9 @@ const reconcileMaxPages = 50
 // would not be found and the part would be sent twice. Instead it pages
 // the destination's history (getChatHistory, which goes to the server
 // where the local history may have holes) newest first and matches
-// captions here, down to the first message older than the intent (no
-// message can carry a token before its intent existed). It returns the
-// oldest message carrying the token (0 when none does) and, in copies, the
-// others: the same part sent again, as when an instance found nothing, sent,
-// and an old TDLib database later re-sent its own pending copy.
-func (p *Pipeline) findToken(ctx context.Context, d store.Delivery) (found tg.MessageID, copies []tg.MessageID, err error) {
-	res, err := p.findTokens(ctx, d.Destination, []store.Delivery{d})
-	if err != nil {
-		return 0, nil, err
-	}
-	r := res[d.Token]
-	return r.found, r.copies, nil
-}
-
-// tokenMatch is what findTokens found of one token: the oldest message
-// carrying it (0 for none) and the other copies.
-type tokenMatch struct {
-	found  tg.MessageID
-	copies []tg.MessageID
-}
-
-// findTokens is findToken for ds, deliveries to dest (an album's), in one
-// pass over the destination's history, down to the oldest intent. The
-// result is keyed by token.
+// captions here, down to the first message older than the oldest intent
+// (no message can carry a token before its intent existed). The result is
+// keyed by token.
 func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.Delivery) (map[string]tokenMatch, error) {
 	want := make(map[string]string, len(ds)) // token line → token
 	oldest := ds[0]
