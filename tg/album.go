@@ -25,8 +25,19 @@ type AlbumResult struct {
 // differ: a message refused with 429 pauses the chat as Send's does, a
 // refused one is deleted from the chat, and the others stand.
 func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, items []AlbumItem) ([]AlbumResult, error) {
+	return s.send(ctx, chat, MethodSendMessageAlbum, len(items), func(ctx context.Context) ([]Message, error) {
+		return s.Client.SendDocumentAlbum(ctx, chat, thread, items, SendOptions{Silent: s.Silent})
+	})
+}
+
+// send makes one send request, method, of n messages into chat and waits
+// for each message's outcome (SendTo, SendAlbumTo): at once a FloodWaitError
+// while a 429 pauses chat; else after the send turn the caller took
+// (SendTurn), or one of the budget; within SendTimeout. request makes the
+// temporary messages.
+func (s *Session) send(ctx context.Context, chat ChatID, method string, n int, request func(context.Context) ([]Message, error)) ([]AlbumResult, error) {
 	if d := s.ChatPause(chat); d > 0 {
-		return nil, &FloodWaitError{RetryAfter: d, Err: fmt.Errorf("send album to %d: %w", chat, ErrChatFloodWait)}
+		return nil, &FloodWaitError{RetryAfter: d, Err: fmt.Errorf("send to %d: %w", chat, ErrChatFloodWait)}
 	}
 	timeout := s.SendTimeout
 	if timeout <= 0 {
@@ -34,7 +45,7 @@ func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, it
 	}
 	started := func() {}
 	if t, ok := ctx.Value(sendTurnKey{}).(*sendTurn); ok {
-		started = t.started
+		started = t.started // the caller took the turn (SendTurn)
 	} else if s.Budget != nil {
 		var done func()
 		var err error
@@ -46,20 +57,22 @@ func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, it
 	}
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
 	defer cancel()
-	tmps, err := s.Client.SendDocumentAlbum(sctx, chat, thread, items, SendOptions{Silent: s.Silent})
+	timedOut := func() bool { return context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil }
+	tmps, err := request(sctx)
 	started()
 	if err != nil {
-		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
-			return nil, fmt.Errorf("send album to %d: %w", chat, ErrSendTimeout)
+		if timedOut() {
+			return nil, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
 		}
 		var api *Error
 		if errors.As(err, &api) {
+			// TDLib answered with an error: no message was made.
 			return nil, fmt.Errorf("%w: %w", ErrSendRefused, err)
 		}
 		return nil, err
 	}
-	if len(tmps) != len(items) {
-		return nil, fmt.Errorf("send album to %d: %d messages for %d documents", chat, len(tmps), len(items))
+	if len(tmps) != n {
+		return nil, fmt.Errorf("send to %d: %d messages for %d documents", chat, len(tmps), n)
 	}
 	keys := make([]sendKey, len(tmps))
 	for i, m := range tmps {
@@ -69,12 +82,14 @@ func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, it
 	var failed []sendKey
 	out := make([]AlbumResult, len(rs))
 	for i, r := range rs {
-		if r.err != nil && context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil && errors.Is(r.err, context.DeadlineExceeded) {
-			r.err = fmt.Errorf("send album to %d: %w", chat, ErrSendTimeout)
+		if r.err != nil && timedOut() && errors.Is(r.err, context.DeadlineExceeded) {
+			r.err = fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
 		}
 		if d, ok := FloodWait(r.err); ok {
+			// Refused by the chat's send limit: the pump paused sends to
+			// chat (pauseChat); the account's other requests go on.
 			if p, ok := s.Client.(interface{ CountFloodWait(string, time.Duration) }); ok {
-				p.CountFloodWait(MethodSendMessageAlbum, d)
+				p.CountFloodWait(method, d)
 			}
 		}
 		if r.failed != 0 {

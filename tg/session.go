@@ -242,61 +242,14 @@ func (s *Session) Send(ctx context.Context, chat ChatID, remoteFileID, caption s
 
 // SendTo is Send into forum topic thread of chat; thread 0 is Send.
 func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string) (Message, error) {
-	if d := s.ChatPause(chat); d > 0 {
-		return Message{}, &FloodWaitError{RetryAfter: d, Err: fmt.Errorf("send to %d: %w", chat, ErrChatFloodWait)}
-	}
-	timeout := s.SendTimeout
-	if timeout <= 0 {
-		timeout = DefaultSendTimeout
-	}
-	started := func() {}
-	if t, ok := ctx.Value(sendTurnKey{}).(*sendTurn); ok {
-		started = t.started // the caller took the turn (SendTurn)
-	} else if s.Budget != nil {
-		var done func()
-		var err error
-		started, done, err = s.Budget.Acquire(ctx)
-		if err != nil {
-			return Message{}, fmt.Errorf("wait for send budget: %w", err)
-		}
-		defer done()
-	}
-	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
-	defer cancel()
-	var tmp Message
-	var err error
-	tmp, err = s.Client.SendDocumentTo(sctx, chat, thread, remoteFileID, caption, SendOptions{Silent: s.Silent})
-	started()
+	rs, err := s.send(ctx, chat, MethodSendMessage, 1, func(ctx context.Context) ([]Message, error) {
+		m, err := s.Client.SendDocumentTo(ctx, chat, thread, remoteFileID, caption, SendOptions{Silent: s.Silent})
+		return []Message{m}, err
+	})
 	if err != nil {
-		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
-			return Message{}, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
-		}
-		var api *Error
-		if errors.As(err, &api) {
-			// TDLib answered sendMessage with an error: no message was
-			// made.
-			return Message{}, fmt.Errorf("%w: %w", ErrSendRefused, err)
-		}
 		return Message{}, err
 	}
-	r, err := s.await(sctx, sendKey{chat, tmp.ID})
-	if err != nil {
-		if context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil {
-			return Message{}, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
-		}
-		return Message{}, err
-	}
-	if d, ok := FloodWait(r.err); ok {
-		// Refused by the chat's send limit: the pump paused sends to chat
-		// (pauseChat); the account's other requests go on.
-		if p, ok := s.Client.(interface{ CountFloodWait(string, time.Duration) }); ok {
-			p.CountFloodWait(MethodSendMessage, d)
-		}
-	}
-	if r.failed != 0 {
-		s.deleteFailed(ctx, sendKey{chat, r.failed})
-	}
-	return r.msg, r.err
+	return rs[0].Message, rs[0].Err
 }
 
 // pauseChat holds sends to chat for d: Telegram refused a send there with
@@ -385,35 +338,6 @@ func (s *Session) SendTurn(ctx context.Context) (turnCtx context.Context, done f
 		return nil, nil, fmt.Errorf("wait for send budget: %w", err)
 	}
 	return context.WithValue(ctx, sendTurnKey{}, &sendTurn{started: started}), done, nil
-}
-
-// await waits for the outcome of the send of temporary message k.
-func (s *Session) await(ctx context.Context, k sendKey) (sendResult, error) {
-	ch := make(chan sendResult, 1)
-	s.mu.Lock()
-	if r, ok := s.early[k]; ok {
-		delete(s.early, k)
-		s.mu.Unlock()
-		return r, nil
-	}
-	select {
-	case <-s.done:
-		s.mu.Unlock()
-		return sendResult{}, ErrClosed
-	default:
-	}
-	s.sends[k] = ch
-	s.mu.Unlock()
-
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		s.mu.Lock()
-		delete(s.sends, k)
-		s.mu.Unlock()
-		return sendResult{}, ctx.Err()
-	}
 }
 
 // DefaultDownloadStall is how long a download may go without progress
