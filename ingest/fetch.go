@@ -292,19 +292,11 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, format archive
 	var out fetched
 	hasher := newContentHasher(len(parts))
 	for _, m := range parts {
-		start := time.Now()
-		held.files = append(held.files, m.Document.File.ID)
-		f, err := p.download(ctx, m.Document.File)
-		p.m.observeStage(StageDownload, start)
+		f, err := p.downloadPart(ctx, m, held)
 		if err != nil {
-			if ctx.Err() == nil && (errors.Is(err, tg.ErrDownloadStopped) || errors.Is(err, tg.ErrDownloadStalled)) {
-				if gone := p.sourceGone(ctx, m); gone != nil {
-					return fetched{}, gone
-				}
-			}
-			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
+			return fetched{}, err
 		}
-		start = time.Now()
+		start := time.Now()
 		sum, n, err := hasher.part(f.LocalPath)
 		p.m.observeStage(StageHash, start)
 		if err != nil {
@@ -319,17 +311,34 @@ func (p *Pipeline) fetch(ctx context.Context, parts []tg.Message, format archive
 	return out, nil
 }
 
+// downloadPart downloads part m, noting its file in held (deleted once
+// hashed, whatever happens). A download TDLib stopped, or that stalled, in
+// a message deleted or edited meanwhile is the source's doing: its error
+// says so (sourceGone) rather than asking for a retry.
+func (p *Pipeline) downloadPart(ctx context.Context, m tg.Message, held *diskHold) (tg.File, error) {
+	start := time.Now()
+	held.files = append(held.files, m.Document.File.ID)
+	f, err := p.download(ctx, m.Document.File)
+	p.m.observeStage(StageDownload, start)
+	if err != nil {
+		if ctx.Err() == nil && (errors.Is(err, tg.ErrDownloadStopped) || errors.Is(err, tg.ErrDownloadStalled)) {
+			if gone := p.sourceGone(ctx, m); gone != nil {
+				return tg.File{}, gone
+			}
+		}
+		return tg.File{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
+	}
+	return f, nil
+}
+
 // fetchListing is fetch for a compressed tar: download every part, then
 // hash and list them in one read.
 func (p *Pipeline) fetchListing(ctx context.Context, parts []tg.Message, format archive.Format, held *diskHold) (fetched, error) {
 	var out fetched
 	for _, m := range parts {
-		start := time.Now()
-		held.files = append(held.files, m.Document.File.ID)
-		f, err := p.download(ctx, m.Document.File)
-		p.m.observeStage(StageDownload, start)
+		f, err := p.downloadPart(ctx, m, held)
 		if err != nil {
-			return fetched{}, fmt.Errorf("download %q: %w", m.Document.FileName, err)
+			return fetched{}, err
 		}
 		out.paths = append(out.paths, f.LocalPath)
 	}

@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -158,5 +159,46 @@ func TestOldDocumentRecordsDoNotOverwriteTheNew(t *testing.T) {
 	}
 	if n := len(e.delivered()); n != 1 {
 		t.Errorf("delivered %d documents, want the new one", n)
+	}
+}
+
+// deletingSession deletes the message a download is for as it starts, as
+// a source admin deleting a post mid-download.
+type deletingSession struct {
+	*tg.Session
+	world *tgsim.World
+	msg   tg.MessageKey
+}
+
+func (s deletingSession) Download(ctx context.Context, f tg.File, stall time.Duration) (tg.File, error) {
+	s.world.Delete(s.msg.Chat, s.msg.Message)
+	return s.Session.Download(ctx, f, stall)
+}
+
+// A message deleted while its download runs (TDLib stops the download)
+// ends deleted at source at once, not retried: a compressed tar, whose
+// parts are all downloaded before one read hashes and lists them, as any
+// other.
+func TestDeletedMidDownloadEndsDeletedAtSource(t *testing.T) {
+	t.Parallel()
+	for name, data := range map[string][]byte{
+		"gone.tar":    tarOf("a", "gone"),
+		"gone.tar.gz": archivetest.TarGz([]archivetest.File{{Name: "a", Data: []byte("gone")}}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWorld(t, tgsim.Config{Seed: 1, FailDownloadRate: 1}, "a")
+			posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: data})
+			p, c, _ := e.pipelineWith("a", nil, func(s *tg.Session) ingest.Telegram {
+				return deletingSession{s, e.world, posted.Key()}
+			})
+			if out, err := p.Process(e.ctx, e.view(c, posted)); err != nil || out != store.OutcomeDeadLetter {
+				t.Fatalf("process = %q, %v; want a dead letter", out, err)
+			}
+			counts, err := e.st.DeadLetterCounts(e.ctx)
+			if err != nil || counts[store.DeadDeleted] != 1 || counts[store.DeadPending] != 0 {
+				t.Fatalf("dead letters by state = %v, %v; want one deleted at source, none pending", counts, err)
+			}
+		})
 	}
 }
