@@ -27,9 +27,7 @@ type Store interface {
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
 	RecordHandled(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
-	PackageByHash(ctx context.Context, hash []byte) (int64, bool, error)
 	PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error)
-	PackageHolding(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error
 	CataloguePackage(ctx context.Context, n store.NewPackage) (store.Catalogued, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)

@@ -143,10 +143,6 @@ func (c *Client) checkItem(remoteFileID, caption string) (*file, error) {
 // and the temporary message. w.mu is held.
 func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, opts tg.SendOptions, album int64, limitErr error) (*pendingSend, tg.Message) {
 	w := c.w
-	// A temporary id sits between the chat's last server id and the next
-	// one, as TDLib's yet-unsent message ids do. The low bits come from a
-	// per-client counter so that temporary ids never repeat within a
-	// client, whatever the chat.
 	tempID := c.nextTempID(dest)
 	tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption, albumID: album,
 		doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
@@ -334,12 +330,13 @@ func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name stri
 		if w.accounts[c.account].readOnly[chat] {
 			return 0, errBadRequest("Not enough rights to create a topic")
 		}
-		if tg.CleanTopicName(name) == "" {
-			return 0, errBadRequest("Name must be non-empty")
-		}
 		// TDLib cleans the name before it reaches the server
 		// (clean_name: spaces folded, cut to 128 characters).
-		return w.addTopic(ch, tg.CleanTopicName(name), c.account), nil
+		name = tg.CleanTopicName(name)
+		if name == "" {
+			return 0, errBadRequest("Name must be non-empty")
+		}
+		return w.addTopic(ch, name, c.account), nil
 	})
 }
 

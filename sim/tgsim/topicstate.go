@@ -195,8 +195,7 @@ func (w *World) topicRefusal(account string, dest *chat, thread int64) error {
 // runs with w.mu held.
 func (w *World) failSend(ps *pendingSend, err error) {
 	c := ps.c
-	c.tempSeq++
-	id := tg.MessageIDFromServer(ps.dest.lastSeq) + tg.MessageID(1+(c.tempSeq-1)%(1<<tg.ServerIDShift-1))
+	id := c.nextTempID(ps.dest)
 	if c.failed == nil {
 		c.failed = make(map[tg.ChatID]map[tg.MessageID]bool)
 	}

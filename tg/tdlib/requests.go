@@ -227,9 +227,6 @@ func getForumTopicsRequest(chat tg.ChatID, query string) request {
 	}}
 }
 
-// deleteMessagesRequest deletes ids of chat; revoke deletes them for every
-// member (channels and supergroups ignore it: a deletion there is always
-// for everyone).
 // toggleForumTopicIsClosedRequest closes or reopens a forum topic.
 func toggleForumTopicIsClosedRequest(chat tg.ChatID, thread int64, closed bool) request {
 	return request{tg.MethodToggleForumTopicIsClosed, map[string]any{
@@ -238,6 +235,10 @@ func toggleForumTopicIsClosedRequest(chat tg.ChatID, thread int64, closed bool) 
 		"is_closed":         closed,
 	}}
 }
+
+// deleteMessagesRequest deletes ids of chat; revoke deletes them for every
+// member (channels and supergroups ignore it: a deletion there is always
+// for everyone).
 
 func deleteMessagesRequest(chat tg.ChatID, ids []tg.MessageID, revoke bool) request {
 	raw := make([]int64, len(ids))
