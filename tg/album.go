@@ -110,23 +110,19 @@ func (s *Session) awaitAll(ctx context.Context, keys []sendKey) []sendResult {
 	out := make([]sendResult, len(keys))
 	chs := make([]chan sendResult, len(keys))
 	s.mu.Lock()
-	select {
-	case <-s.done:
-		s.mu.Unlock()
-		for i := range out {
-			out[i].err = ErrClosed
-		}
-		return out
-	default:
-	}
 	for i, k := range keys {
 		chs[i] = make(chan sendResult, 1)
-		if r, ok := s.early[k]; ok {
+		switch r, ok := s.early[k]; {
+		case ok:
+			// An outcome that arrived first stands, even after the
+			// stream ended.
 			delete(s.early, k)
 			chs[i] <- r
-			continue
+		case s.ended:
+			chs[i] <- sendResult{err: ErrClosed}
+		default:
+			s.sends[k] = chs[i]
 		}
-		s.sends[k] = chs[i]
 	}
 	s.mu.Unlock()
 	for i, ch := range chs {

@@ -46,7 +46,10 @@ type Session struct {
 	conn       ConnectionState
 	connSince  time.Time // when conn last changed (or the session began)
 
-	done chan struct{}
+	// ended is set, with the waiters failed, when the update stream has
+	// ended: a wait registered after that would never be answered.
+	ended bool
+	done  chan struct{}
 }
 
 // sendKey names a temporary message: TDLib's temporary ids are unique
@@ -153,6 +156,7 @@ func (s *Session) pump() {
 	}
 	// Fail everyone still waiting: no outcome can arrive any more.
 	s.mu.Lock()
+	s.ended = true
 	for id, ch := range s.sends {
 		ch <- sendResult{err: ErrClosed}
 		delete(s.sends, id)
@@ -378,11 +382,9 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 	// one it writes.
 	ch := make(chan File, 1)
 	s.mu.Lock()
-	select {
-	case <-s.done:
+	if s.ended {
 		s.mu.Unlock()
 		return File{}, ErrClosed
-	default:
 	}
 	s.downloads[f.ID] = append(s.downloads[f.ID], ch)
 	s.mu.Unlock()
