@@ -137,12 +137,10 @@ func (c *Client) Close() error {
 			// TDLib re-sends after a restart, when the next client starts),
 			// in order, so the world does not depend on a goroutine
 			// outliving the client.
-			for _, ps := range b.sends {
-				if w.cfg.ResendAfterRestart {
-					w.deferSend(ps)
-				} else {
-					w.finishSend(ps)
-				}
+			if w.cfg.ResendAfterRestart {
+				w.deferBatch(b)
+			} else {
+				w.finishBatch(b)
 			}
 			if b.timer != nil {
 				c.wg.Done()

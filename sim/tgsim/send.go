@@ -187,11 +187,7 @@ func (c *Client) settleLater(pss []*pendingSend) {
 	c.wg.Add(1)
 	b.timer = time.AfterFunc(w.cfg.SendLatency, func() {
 		defer c.wg.Done()
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, ps := range pss {
-			w.settleSend(ps)
-		}
+		w.finishBatch(b)
 	})
 }
 
@@ -238,29 +234,33 @@ func (w *World) HoldSends(hold bool) {
 	w.holdSends = hold
 }
 
-// finishSend applies a send's outcome once. The message lands in the
-// destination even when the sending client has closed meanwhile; only the
-// outcome update is then lost.
-func (w *World) finishSend(ps *pendingSend) {
+// finishBatch applies the outcomes of b's sends, once each, in order and
+// under one lock, so an album's messages land together. A message lands in
+// the destination even when the sending client has closed meanwhile; only
+// the outcome update is then lost.
+func (w *World) finishBatch(b *sendBatch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.settleSend(ps)
-}
-
-// deferSend keeps a closed client's pending send for the account's next
-// client on the same database directory, which TDLib re-sends it from
-// (its binlog).
-func (w *World) deferSend(ps *pendingSend) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ps.settled {
-		return
+	for _, ps := range b.sends {
+		w.settleSend(ps)
 	}
-	a := w.accounts[ps.c.account]
-	a.resend = append(a.resend, ps)
 }
 
-// settleSend is finishSend with w.mu held.
+// deferBatch keeps a closed client's pending sends of b for the account's
+// next client on the same database directory, which TDLib re-sends them
+// from (its binlog).
+func (w *World) deferBatch(b *sendBatch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ps := range b.sends {
+		if !ps.settled {
+			a := w.accounts[ps.c.account]
+			a.resend = append(a.resend, ps)
+		}
+	}
+}
+
+// settleSend applies one send's outcome, once; w.mu is held.
 func (w *World) settleSend(ps *pendingSend) {
 	if ps.settled {
 		return
