@@ -2,41 +2,43 @@ package tdjsonsim
 
 import "stashd/tg"
 
-// sendMessage answers a send, then releases its outcome to the forwarder.
+// sendMessage answers a send with its temporary message, then releases
+// its outcome to the forwarder.
 func (s *session) sendMessage(r *request) {
-	s.mu.Lock()
-	s.sending++
-	s.mu.Unlock()
-	tmp, err := s.send(r)
-	var res object
-	if err == nil {
-		res = messageObject(tmp, messageOptions{outgoing: true, sendingState: pendingState()})
-	}
-	s.c.reply(s.id, r, s.result(res, err))
-	s.mu.Lock()
-	s.sending--
-	if err == nil {
-		s.sent[tmp.ID] = tmp
-	}
-	s.answered.Broadcast()
-	s.mu.Unlock()
+	s.answerSend(r, func() ([]tg.Message, object, error) {
+		tmp, err := s.send(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []tg.Message{tmp}, pendingMessageObject(tmp), nil
+	})
 }
 
 // sendMessageAlbum answers an album's send with its temporary messages,
 // then releases their outcomes to the forwarder.
 func (s *session) sendMessageAlbum(r *request) {
+	s.answerSend(r, func() ([]tg.Message, object, error) {
+		tmps, err := s.sendAlbum(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		list := make([]object, len(tmps))
+		for i, m := range tmps {
+			list[i] = pendingMessageObject(m)
+		}
+		return tmps, object{{"@type", "messages"}, {"total_count", len(tmps)}, {"messages", list}}, nil
+	})
+}
+
+// answerSend runs send, which makes temporary messages and the answer
+// carrying them, answers r, and then records the messages as answered:
+// the forwarder holds their outcomes back until then, as TDLib answers a
+// send before it reports its outcome.
+func (s *session) answerSend(r *request, send func() ([]tg.Message, object, error)) {
 	s.mu.Lock()
 	s.sending++
 	s.mu.Unlock()
-	tmps, err := s.sendAlbum(r)
-	var res object
-	if err == nil {
-		list := make([]object, len(tmps))
-		for i, m := range tmps {
-			list[i] = messageObject(m, messageOptions{outgoing: true, sendingState: pendingState()})
-		}
-		res = object{{"@type", "messages"}, {"total_count", len(tmps)}, {"messages", list}}
-	}
+	tmps, res, err := send()
 	s.c.reply(s.id, r, s.result(res, err))
 	s.mu.Lock()
 	s.sending--
@@ -45,6 +47,11 @@ func (s *session) sendMessageAlbum(r *request) {
 	}
 	s.answered.Broadcast()
 	s.mu.Unlock()
+}
+
+// pendingMessageObject is a temporary message as a send's answer shows it.
+func pendingMessageObject(m tg.Message) object {
+	return messageObject(m, messageOptions{outgoing: true, sendingState: pendingState()})
 }
 
 // send sends a document already on Telegram (inputFileRemote), the only
