@@ -29,36 +29,45 @@ func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread i
 		case len(items) > tg.MaxAlbum:
 			return nil, errBadRequest("Too many messages to send as an album")
 		}
-		dest, err := c.chat(chat)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.checkDest(dest, thread); err != nil {
-			return nil, err
-		}
-		files := make([]*file, len(items))
-		for i, it := range items {
-			if files[i], err = c.checkItem(it.RemoteFileID, it.Caption); err != nil {
-				return nil, err
-			}
-		}
-		var limitErr error
-		if dest.sendLimit != nil {
-			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now(), len(items))
-		}
-		var album int64
-		if len(items) > 1 {
-			c.w.albumSeq++
-			album = sentAlbumBase + c.w.albumSeq
-		}
-		out := make([]tg.Message, len(items))
-		pss := make([]*pendingSend, len(items))
-		for i, it := range items {
-			pss[i], out[i] = c.startSend(dest, thread, files[i], it.Caption, opts, album, limitErr)
-		}
-		c.settleLater(pss)
-		return out, nil
+		return c.sendDocs(chat, thread, items, opts)
 	})
+}
+
+// sendDocs makes the send of items (one message, or an album's) into
+// thread of chat as one request: every item is checked before any is
+// sent, the chat's send limit judges the request once by its messages,
+// and the messages settle together. w.mu is held.
+func (c *Client) sendDocs(chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
+	dest, err := c.chat(chat)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkDest(dest, thread); err != nil {
+		return nil, err
+	}
+	files := make([]*file, len(items))
+	for i, it := range items {
+		if files[i], err = c.checkItem(it.RemoteFileID, it.Caption); err != nil {
+			return nil, err
+		}
+	}
+	var limitErr error
+	if dest.sendLimit != nil {
+		// The server judges the chat's rate when the send reaches it.
+		limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now(), len(items))
+	}
+	var album int64
+	if len(items) > 1 {
+		c.w.albumSeq++
+		album = sentAlbumBase + c.w.albumSeq
+	}
+	out := make([]tg.Message, len(items))
+	pss := make([]*pendingSend, len(items))
+	for i, it := range items {
+		pss[i], out[i] = c.startSend(dest, thread, files[i], it.Caption, opts, album, limitErr)
+	}
+	c.settleLater(pss)
+	return out, nil
 }
 
 // sentAlbumBase starts the media_album_ids of the albums clients send,

@@ -73,25 +73,11 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 // message thread ID specified". Thread 0 in a forum is its General topic.
 func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string, opts tg.SendOptions) (tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessage, func() (tg.Message, error) {
-		dest, err := c.chat(chat)
+		ms, err := c.sendDocs(chat, thread, []tg.AlbumItem{{RemoteFileID: remoteFileID, Caption: caption}}, opts)
 		if err != nil {
 			return tg.Message{}, err
 		}
-		if err := c.checkDest(dest, thread); err != nil {
-			return tg.Message{}, err
-		}
-		f, err := c.checkItem(remoteFileID, caption)
-		if err != nil {
-			return tg.Message{}, err
-		}
-		var limitErr error
-		if dest.sendLimit != nil {
-			// The server judges the chat's rate when the send reaches it.
-			limitErr = dest.sendLimit.admitSend(c.account, c.w.cfg.Now(), 1)
-		}
-		ps, tmp := c.startSend(dest, thread, f, caption, opts, 0, limitErr)
-		c.settleLater([]*pendingSend{ps})
-		return tmp, nil
+		return ms[0], nil
 	})
 }
 
