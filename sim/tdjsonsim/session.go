@@ -325,6 +325,16 @@ func (s *session) forward(cl *tgsim.Client) {
 			s.awaitAnswer(u.OldMessageID)
 		case tg.SendFailed:
 			failed = s.awaitAnswer(u.OldMessageID)
+		case tg.MessagesDeleted:
+			// A send that vanished (its temporary message deleted) is
+			// reported after its answer too, and its record goes.
+			if !u.FromCache {
+				for _, id := range u.IDs {
+					if !id.IsServer() {
+						s.awaitAnswer(id)
+					}
+				}
+			}
 		case tg.LoggedOut:
 			// The session was terminated on Telegram's side: TDLib
 			// reports loggingOut, then closes (Closing, Closed) by itself.
