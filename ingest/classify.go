@@ -24,10 +24,26 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		return store.OutcomeNotArchive, nil
 	}
 	// Layer 1: the source key, as long as the message still carries the
-	// document it was handled with (sameDocument).
-	out, ok, err := p.sameDocument(ctx, &msg)
+	// document it was handled with (sameDocument). Layer 2 for an archive
+	// of one message (its unique id is a known package's) rides in the
+	// same round trip.
+	var doc store.Document
+	var known *store.Found
+	reads := []store.Statement{store.LookMessageDocument(msg.Key(), &doc)}
+	uid := msg.Document.File.UniqueID
+	if classify(msg).archive {
+		known = &store.Found{}
+		reads = append(reads, store.LookPackageByUniqueIDs([]string{uid}, known))
+	}
+	if err := p.store.Look(ctx, reads...); err != nil {
+		return "", err
+	}
+	out, ok, err := p.sameDocument(ctx, &msg, doc)
 	if err != nil {
 		return "", err
+	}
+	if msg.Document == nil || msg.Document.File.UniqueID != uid {
+		known = nil // an edit replaced the document: looked up again
 	}
 	if ok && out != store.OutcomeDeadLetter {
 		if out == store.OutcomePartPending {
@@ -50,10 +66,14 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	case cls.setKey != "" && !cls.name.IsMultipart() && msg.AlbumID == 0:
 		// A plain zip or rar already catalogued on its own (a forward of a
 		// known archive) need not wait for parts that will not come.
-		if _, ok, err := p.store.PackageByUniqueIDs(ctx, []string{msg.Document.File.UniqueID}); err != nil {
-			return "", err
-		} else if ok {
-			return p.fetchPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
+		if known == nil {
+			known = &store.Found{}
+			if err := p.store.Look(ctx, store.LookPackageByUniqueIDs([]string{msg.Document.File.UniqueID}, known)); err != nil {
+				return "", err
+			}
+		}
+		if known.OK {
+			return p.fetchLooked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known)
 		}
 		return p.addKnownOrPart(ctx, msg, cls)
 	case cls.setKey != "" && (cls.name.IsMultipart() || msg.AlbumID != 0):
@@ -61,7 +81,7 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		// must not be left alone once its x.z01… are known duplicates.
 		return p.addKnownOrPart(ctx, msg, cls)
 	default:
-		return p.fetchPackage(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName)
+		return p.fetchLooked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known)
 	}
 }
 

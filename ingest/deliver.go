@@ -66,35 +66,30 @@ type chatGetter interface {
 }
 
 // deliverTo sends every part of pkg exactly once to dest (one queued
-// delivery, whose parts' source posted them as in says). Each send is
-// preceded by an intent row holding a token that the caption carries; an
-// intent this call did not write may have been sent by an attempt that
-// crashed before recording it, so the destination is searched for its
-// token first and only an unfound part is sent. The queue row goes once
-// every part is there (or the delivery is handed to another account).
-//
-// It returns how many parts it sent (reconciled ones not counted).
-func (p *Pipeline) deliverTo(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+// delivery, whose parts' source posted them as in says), through the
+// account Spread picks. Each send is preceded by an intent row holding a
+// token that the caption carries; an intent this call did not write may
+// have been sent by an attempt that crashed before recording it, so the
+// destination is searched for its token first and only an unfound part is
+// sent. It reports whether the delivery was handed to another account
+// instead (its queue row is then that account's); otherwise, without an
+// error, every part is there and the caller clears the queue row.
+func (p *Pipeline) deliverTo(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (handed bool, err error) {
 	start := time.Now()
 	defer p.m.observeStage(StageDeliver, start)
-	if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{dest}); err != nil {
-		return 0, err
-	} else if done {
-		// Sent meanwhile (reconciled, recorded from an earlier session's
-		// send, or a route's backfill): no send turn is taken.
-		return 0, p.store.ClearWaiting(ctx, pkg.ID, dest)
-	}
-	return p.spreadDest(ctx, pkg, parts, in, dest)
+	_, handed, err = p.spreadDest(ctx, pkg, parts, in, dest)
+	return handed, err
 }
 
 // deliverDest sends every part of pkg to dest, in order, through this
 // pipeline's account, handing the delivery over to another account when
-// this one may not write there.
-func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+// this one may not write there. It returns how many parts it sent
+// (reconciled ones not counted) and whether it handed the delivery over.
+func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, bool, error) {
 	sent := 0
 	thread, err := p.destThread(ctx, in, dest)
 	if err != nil {
-		return sent, err
+		return sent, false, err
 	}
 	for _, a := range albums(len(parts), p.albumsAllowed()) {
 		n, err := p.deliverSpan(ctx, pkg, dest, thread, a, parts[a.first:a.end])
@@ -110,18 +105,15 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 		if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
 			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)
 			if handed {
-				return sent, nil
+				return sent, true, nil
 			}
 			err = herr
 		}
 		if err != nil {
-			return sent, err
+			return sent, false, err
 		}
 	}
-	if err := p.store.ClearWaiting(ctx, pkg.ID, dest); err != nil {
-		return sent, err
-	}
-	return sent, nil
+	return sent, false, nil
 }
 
 // chatPauser is a session that pauses sends to a chat after a 429 there

@@ -21,8 +21,7 @@ type DeliveryStore interface {
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	WaitDelivery(ctx context.Context, w store.Waiting) error
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
-	GetPackage(ctx context.Context, id int64) (store.Package, error)
-	Lock(ctx context.Context, name string) (*store.Lock, error)
+	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
 }
 
@@ -220,20 +219,41 @@ func (ws *Deliverer) deferDelivery(ctx context.Context, w store.Waiting, cause e
 // The delivery runs under the lock of its package and destination: a row
 // lock, renewed while held, so the wait for a send turn holds no
 // connection, and a second instance that runs the account after a
-// takeover cannot send the same part at the same moment.
+// takeover cannot send the same part at the same moment. The package and
+// whether it is sent there in full are read in the lock's round trip, and
+// the queue row goes in the commit that releases it.
 func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	p := ws.p
-	pkg, err := ws.store.GetPackage(ctx, w.PackageID)
+	if wait := p.destPause(w.Destination); wait > 0 {
+		// Nothing may be sent there before the wait ends: the delivery is
+		// put off by it without loading its parts, which a delivery a
+		// flood wait puts off again and again would load each time.
+		return false, &tg.FloodWaitError{RetryAfter: wait,
+			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
+	}
+	var pkg store.Package
+	var done bool
+	lock, err := ws.store.Lock(ctx, "d:"+strconv.FormatInt(w.PackageID, 10)+":"+strconv.FormatInt(int64(w.Destination), 10),
+		store.LookPackage(w.PackageID, &pkg), store.LookDeliveryComplete(w.PackageID, []tg.ChatID{w.Destination}, &done))
 	if err != nil {
 		return false, err
+	}
+	defer lock.Unlock()
+	leave := func() (bool, error) {
+		p.dropParts(w.PackageID, w.Parts)
+		return true, lock.UnlockWith(ctx, store.ClearWaitingStatement(w.PackageID, w.Destination))
+	}
+	if done {
+		// Sent meanwhile (reconciled, recorded from an earlier session's
+		// send, or a route's backfill): no send turn is taken.
+		return leave()
 	}
 	in := route.Package{Chat: w.Parts[0].Chat, Topic: w.Topic, Name: pkg.Name, Size: pkg.TotalSize}
 	if !containsChat(p.destinations(in), w.Destination) {
 		// No route sends it there any more: nothing was sent, nothing is
 		// deleted; the delivery simply leaves the queue.
 		p.log.Info("queued delivery no longer routed", "package", w.PackageID, "destination", w.Destination, "route", w.Route)
-		p.dropParts(w.PackageID, w.Parts)
-		return true, ws.store.ClearWaiting(ctx, w.PackageID, w.Destination)
+		return leave()
 	}
 	if p.cfg.Routes.HasWindows() {
 		open, opensAt, rt := p.cfg.Routes.Gate(in, w.Destination, p.cfg.Now())
@@ -242,39 +262,32 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 			return false, ws.store.WaitDelivery(ctx, w)
 		}
 	}
-	if wait := p.destPause(w.Destination); wait > 0 {
-		// Nothing may be sent there before the wait ends: the delivery is
-		// put off by it without loading its parts, which a delivery a
-		// flood wait puts off again and again would load each time.
-		return false, &tg.FloodWaitError{RetryAfter: wait,
-			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
-	}
+	lctx, unbind := lock.Bind(ctx)
+	defer unbind()
 	parts := make([]tg.Message, len(w.Parts))
 	for i, k := range w.Parts {
 		m, ok := p.queuedPart(w.PackageID, k)
 		if !ok {
-			m, err = p.tg.GetMessage(ctx, k.Chat, k.Message)
+			m, err = p.tg.GetMessage(lctx, k.Chat, k.Message)
 			if err != nil {
 				return false, fmt.Errorf("fetch part %d of package %d (%s): %w", i, w.PackageID, k, err)
 			}
-			if err := p.checkStillCarries(ctx, w.PackageID, i, m); err != nil {
+			if err := p.checkStillCarries(lctx, w.PackageID, i, m); err != nil {
 				return false, err
 			}
 		}
 		parts[i] = m
 	}
-	lock, err := ws.store.Lock(ctx, "d:"+strconv.FormatInt(pkg.ID, 10)+":"+strconv.FormatInt(int64(w.Destination), 10))
+	handed, err := p.deliverTo(lctx, pkg, parts, in, w.Destination)
 	if err != nil {
 		return false, err
 	}
-	defer lock.Unlock()
-	lctx, unbind := lock.Bind(ctx)
-	defer unbind()
-	if _, err := p.deliverTo(lctx, pkg, parts, in, w.Destination); err != nil {
-		return false, err
+	if handed {
+		// The queue row is the other account's now.
+		p.dropParts(w.PackageID, w.Parts)
+		return true, nil
 	}
-	p.dropParts(w.PackageID, w.Parts)
-	return true, nil
+	return leave()
 }
 
 // destPause is how long before a send to dest may go (Config.DestPause).

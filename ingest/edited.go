@@ -8,7 +8,8 @@ import (
 	"stashd/tg"
 )
 
-// sameDocument is dedup layer 1 for *msg, aware that an edit can replace a
+// sameDocument is dedup layer 1 for *msg (doc: its record, looked up by
+// the caller), aware that an edit can replace a
 // message's document while keeping its id (editMessageMedia). When the
 // catalogue recorded the message with another document than msg carries,
 // the server says which one is current (one getMessage, only then):
@@ -17,10 +18,10 @@ import (
 //   - the recorded one: msg is a stale view, already handled;
 //   - a third: *msg becomes the current message, handled as above;
 //   - none (the message is gone): nothing to do.
-func (p *Pipeline) sameDocument(ctx context.Context, msg *tg.Message) (store.Outcome, bool, error) {
-	out, recorded, ok, err := p.store.MessageDocument(ctx, msg.Key())
-	if err != nil || !ok || recorded == "" || recorded == msg.Document.File.UniqueID {
-		return out, ok, err
+func (p *Pipeline) sameDocument(ctx context.Context, msg *tg.Message, doc store.Document) (store.Outcome, bool, error) {
+	recorded := doc.UniqueID
+	if !doc.OK || recorded == "" || recorded == msg.Document.File.UniqueID {
+		return doc.Outcome, doc.OK, nil
 	}
 	cur, err := p.tg.GetMessage(ctx, msg.ChatID, msg.ID)
 	switch {

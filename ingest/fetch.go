@@ -19,6 +19,12 @@ import (
 // A package known already goes to finishDuplicate or finishPartsOf, a new
 // one to catalogue.
 func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format archive.Format, name string) (store.Outcome, error) {
+	return p.fetchLooked(ctx, parts, format, name, nil)
+}
+
+// fetchLooked is fetchPackage with layer 2 looked up already by the
+// caller, when known is not nil.
+func (p *Pipeline) fetchLooked(ctx context.Context, parts []tg.Message, format archive.Format, name string, known *store.Found) (store.Outcome, error) {
 	uniq := make([]string, len(parts))
 	for i, m := range parts {
 		uniq[i] = m.Document.File.UniqueID
@@ -27,9 +33,13 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 	// Layer 2: every part's unique id is known. Only a package whose
 	// deliveries are all sent or queued is settled without the lock;
 	// otherwise the locked path below queues what is missing.
-	if pkg, ok, err := p.store.PackageByUniqueIDs(ctx, uniq); err != nil {
-		return "", err
-	} else if ok {
+	if known == nil {
+		known = &store.Found{}
+		if err := p.store.Look(ctx, store.LookPackageByUniqueIDs(uniq, known)); err != nil {
+			return "", fmt.Errorf("look up unique ids: %w", err)
+		}
+	}
+	if pkg := known.ID; known.OK {
 		done, err := p.store.DeliveryPromised(ctx, pkg, p.destinations(routeInput(parts)))
 		if err != nil {
 			return "", err
@@ -44,9 +54,9 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 	// looks ride with the lock's round trip.
 	start := time.Now()
 	var handled store.Handled
-	var known, holding store.Found
+	var again, holding store.Found
 	lock, err := p.store.LockThen(ctx, "u:"+strings.Join(uniq, ","), store.LookMessageHandled(parts[0].Key(), &handled),
-		store.LookPackageByUniqueIDs(uniq, &known), store.LookPackageHolding(uniq, &holding))
+		store.LookPackageByUniqueIDs(uniq, &again), store.LookPackageHolding(uniq, &holding))
 	p.m.observeStage(StageLock, start)
 	if err != nil {
 		return "", err
@@ -59,8 +69,8 @@ func (p *Pipeline) fetchPackage(ctx context.Context, parts []tg.Message, format 
 	if handled.OK && (handled.Outcome == store.OutcomePackage || handled.Outcome == store.OutcomeDuplicate) {
 		return store.OutcomeDuplicate, nil
 	}
-	if known.OK {
-		return p.finishDuplicate(ctx, parts, known.ID, nil)
+	if again.OK {
+		return p.finishDuplicate(ctx, parts, again.ID, nil)
 	}
 	// Some, not all, of a known package's files: never a package of their
 	// own, which would deliver those files a second time.

@@ -539,9 +539,9 @@ type lockSpy struct {
 	asked chan string
 }
 
-func (s lockSpy) Lock(ctx context.Context, name string) (*store.Lock, error) {
+func (s lockSpy) Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error) {
 	s.asked <- name
-	return s.Store.Lock(ctx, name)
+	return s.Store.Lock(ctx, name, reads...)
 }
 
 // A package is delivered to a destination only under its delivery lock,

@@ -22,7 +22,7 @@ import (
 // Store is the part of the catalogue ingest uses.
 type Store interface {
 	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
-	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
+	Look(ctx context.Context, reads ...store.Statement) error
 	ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
 	RecordHandled(ctx context.Context, msgs ...store.SourceMessage) error
@@ -31,7 +31,7 @@ type Store interface {
 	AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []string) error
 	CataloguePackage(ctx context.Context, n store.NewPackage) (store.Catalogued, error)
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
-	Lock(ctx context.Context, name string) (*store.Lock, error)
+	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	LockThen(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]store.Intent, error)
 	DropIntent(ctx context.Context, d store.Delivery) error

@@ -29,7 +29,7 @@ var errSpreadFetch = errors.New("the chosen account cannot load the parts")
 // chosen account loads the parts' messages itself: file ids and remote
 // ids are per account, and inputFileRemote needs the account's own. When
 // it cannot, this account sends them.
-func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, bool, error) {
 	if p.cfg.Spread == nil {
 		return p.deliverDest(ctx, pkg, parts, in, dest)
 	}
@@ -38,7 +38,7 @@ func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg
 	if via == nil || via == p {
 		return p.deliverDest(ctx, pkg, parts, in, dest)
 	}
-	n, err := via.deliverFor(ctx, pkg, parts, in, dest)
+	n, handed, err := via.deliverFor(ctx, pkg, parts, in, dest)
 	if errors.Is(err, errSpreadFetch) {
 		p.log.Info("the account chosen to send cannot load the parts; sending them here", "package", pkg.ID,
 			"destination", dest, "chosen", via.cfg.Account, "err", err)
@@ -47,13 +47,13 @@ func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg
 	if err == nil && n > 0 {
 		p.m.spread(via.cfg.Account, n)
 	}
-	return n, err
+	return n, handed, err
 }
 
 // deliverFor delivers, through this pipeline's account, a package another
 // account of the daemon ingested: it loads the parts' messages with its
 // own session first (the caller holds the package's lock).
-func (p *Pipeline) deliverFor(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, error) {
+func (p *Pipeline) deliverFor(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, bool, error) {
 	own := make([]tg.Message, len(parts))
 	for i, m := range parts {
 		got, err := p.tg.GetMessage(ctx, m.ChatID, m.ID)
@@ -65,9 +65,9 @@ func (p *Pipeline) deliverFor(ctx context.Context, pkg store.Package, parts []tg
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return 0, ctx.Err()
+				return 0, false, ctx.Err()
 			}
-			return 0, fmt.Errorf("load part %d of package %d as %s: %w: %w", i, pkg.ID, p.cfg.Account, errSpreadFetch, err)
+			return 0, false, fmt.Errorf("load part %d of package %d as %s: %w: %w", i, pkg.ID, p.cfg.Account, errSpreadFetch, err)
 		}
 		own[i] = got
 	}

@@ -311,21 +311,35 @@ func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, file
 // GetPackage returns a catalogued package.
 func (s *Store) GetPackage(ctx context.Context, id int64) (Package, error) {
 	var p Package
-	var oc, om int64
-	err := s.pool.QueryRow(ctx, `SELECT id, content_hash, name, format, total_size, part_count, file_count,
-			listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id,
-			encrypted, headers_encrypted, detected_format, broken
-		FROM packages WHERE id = $1`, id).Scan(&p.ID, &p.ContentHash, &p.Name, &p.Format, &p.TotalSize,
-		&p.PartCount, &p.FileCount, &p.ListingTruncated, &p.ListingError, &oc, &om, &p.OriginTopic,
-		&p.Encrypted, &p.HeadersEncrypted, &p.DetectedFormat, &p.Broken)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Package{}, fmt.Errorf("package %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
+	if err := s.look(ctx, LookPackage(id, &p)); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Package{}, err
+		}
 		return Package{}, fmt.Errorf("get package %d: %w", id, err)
 	}
-	p.Origin = tg.MessageKey{Chat: tg.ChatID(oc), Message: tg.MessageID(om)}
 	return p, nil
+}
+
+// LookPackage reads package id into out (GetPackage as a Statement); the
+// read fails with ErrNotFound when there is none.
+func LookPackage(id int64, out *Package) Statement {
+	return Statement{SQL: `SELECT id, content_hash, name, format, total_size, part_count, file_count,
+			listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id,
+			encrypted, headers_encrypted, detected_format, broken
+		FROM packages WHERE id = $1`, Args: []any{id},
+		Read: func(rows pgx.Rows) error {
+			var p Package
+			var oc, om int64
+			err := scanOne(rows, &p.ID, &p.ContentHash, &p.Name, &p.Format, &p.TotalSize,
+				&p.PartCount, &p.FileCount, &p.ListingTruncated, &p.ListingError, &oc, &om, &p.OriginTopic,
+				&p.Encrypted, &p.HeadersEncrypted, &p.DetectedFormat, &p.Broken)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("package %d: %w", id, ErrNotFound)
+			}
+			p.Origin = tg.MessageKey{Chat: tg.ChatID(oc), Message: tg.MessageID(om)}
+			*out = p
+			return err
+		}}
 }
 
 // PackageHashes returns the content hash of every catalogued package.

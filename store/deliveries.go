@@ -156,18 +156,32 @@ func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatI
 // DeliveryComplete reports whether every part of pkg has been sent to every
 // destination.
 func (s *Store) DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error) {
+	var done bool
+	if err := s.look(ctx, LookDeliveryComplete(pkg, dests, &done)); err != nil {
+		return false, fmt.Errorf("check deliveries of package %d: %w", pkg, err)
+	}
+	return done, nil
+}
+
+// LookDeliveryComplete reads whether every part of pkg is recorded sent to
+// every one of dests (DeliveryComplete as a Statement) into out.
+func LookDeliveryComplete(pkg int64, dests []tg.ChatID, out *bool) Statement {
 	ids := make([]int64, len(dests))
 	for i, d := range dests {
 		ids[i] = int64(d)
 	}
-	var sent, parts int
-	err := s.pool.QueryRow(ctx, `SELECT
+	return Statement{SQL: `SELECT
 			(SELECT count(*) FROM deliveries WHERE package_id = $1 AND state = 'sent' AND destination_chat_id = ANY($2)),
-			(SELECT part_count FROM packages WHERE id = $1)`, pkg, ids).Scan(&sent, &parts)
-	if err != nil {
-		return false, fmt.Errorf("check deliveries of package %d: %w", pkg, err)
-	}
-	return sent >= parts*len(dests), nil
+			(SELECT part_count FROM packages WHERE id = $1)`, Args: []any{pkg, ids},
+		Read: func(rows pgx.Rows) error {
+			var sent int
+			var parts *int
+			if err := scanOne(rows, &sent, &parts); err != nil {
+				return err
+			}
+			*out = parts != nil && sent >= *parts*len(ids)
+			return nil
+		}}
 }
 
 // DeliveryCounts returns the number of deliveries by state.

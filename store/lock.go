@@ -50,8 +50,13 @@ var lockSeq atomic.Int64
 // holder that stopped renewing is taken once expired. The caller must
 // Unlock it, and should run its work under Bind so that it stops when the
 // lock is lost.
-func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
-	return s.LockThen(ctx, name)
+//
+// Reads, when given, are sent in the same round trip as each attempt, as
+// with LockThen, but the attempt's commit waits for the WAL flush: Lock is
+// for locks whose loss could duplicate an effect (the delivery lock, which
+// guards sends).
+func (s *Store) Lock(ctx context.Context, name string, reads ...Statement) (*Lock, error) {
+	return s.lock(ctx, name, true, reads)
 }
 
 // LockThen is Lock with reads (LookPackageByHash…) sent in the same round
@@ -70,11 +75,15 @@ func (s *Store) Lock(ctx context.Context, name string) (*Lock, error) {
 // holder's next renewal finds it lost and stops its work. The delivery
 // lock, which guards sends, is taken with Lock.
 func (s *Store) LockThen(ctx context.Context, name string, reads ...Statement) (*Lock, error) {
+	return s.lock(ctx, name, false, reads)
+}
+
+func (s *Store) lock(ctx context.Context, name string, durable bool, reads []Statement) (*Lock, error) {
 	owner := fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1))
 	ttl := s.lockTTL
 	wait := 5 * time.Millisecond
 	for {
-		got, err := s.tryLock(ctx, name, owner, ttl, reads)
+		got, err := s.tryLock(ctx, name, owner, ttl, durable, reads)
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", name, err)
 		}
@@ -100,17 +109,19 @@ const lockSQL = `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, 
 	WHERE package_locks.until < now()`
 
 // tryLock makes one attempt to take the lock and, when it did, reads.
-func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Duration, reads []Statement) (bool, error) {
+func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Duration, durable bool, reads []Statement) (bool, error) {
 	if len(reads) == 0 {
 		tag, err := s.pool.Exec(ctx, lockSQL, name, owner, ttl.String())
 		return err == nil && tag.RowsAffected() == 1, err
 	}
 	// One transaction, in one round trip: a read that fails undoes the
-	// lock taken before it. Its commit does not wait for the WAL flush
-	// (see LockThen).
+	// lock taken before it. Unless durable, its commit does not wait for
+	// the WAL flush (see LockThen).
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit TO off")
+	if !durable {
+		b.Queue("SET LOCAL synchronous_commit TO off")
+	}
 	b.Queue(lockSQL, name, owner, ttl.String())
 	for _, r := range reads {
 		b.Queue(r.SQL, r.Args...)
@@ -118,7 +129,7 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	for range 2 {
+	for range b.Len() - len(reads) - 2 { // BEGIN and SET
 		if _, err := br.Exec(); err != nil {
 			return false, err
 		}
@@ -226,6 +237,20 @@ func (l *Lock) Unlock() {
 func (l *Lock) releaseStatement() Statement {
 	l.releasing.Store(true)
 	return Statement{SQL: `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, Args: []any{l.name, l.owner}}
+}
+
+// UnlockWith commits stmts and the lock's release as one unit of the
+// group commit: what the lock guarded is recorded and the lock let go in
+// one round trip, and nobody takes the lock before the record is visible.
+// When it fails nothing of it holds and the lock is still held (Unlock
+// releases it).
+func (l *Lock) UnlockWith(ctx context.Context, stmts ...Statement) error {
+	u := &unit{stmts: append(stmts, l.releaseStatement()), afterCommit: l.released}
+	if err := l.s.commit(ctx, u); err != nil {
+		l.releasing.Store(false)
+		return err
+	}
+	return nil
 }
 
 // released is Unlock for a lock whose row a committed unit deleted: it

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -39,6 +40,33 @@ func LookMessageHandled(key tg.MessageKey, out *Handled) Statement {
 					return err
 				}
 				*out = Handled{Outcome: Outcome(o), OK: true}
+			}
+			return rows.Err()
+		}}
+}
+
+// Document is the answer of LookMessageDocument.
+type Document struct {
+	Outcome Outcome
+	// UniqueID is the file unique id of the document the message was
+	// handled with ("" for a message recorded without one).
+	UniqueID string
+	OK       bool
+}
+
+// LookMessageDocument reads whether the source key is in the catalogue
+// (dedup layer 1), with which outcome and for which document, into out.
+func LookMessageDocument(key tg.MessageKey, out *Document) Statement {
+	return Statement{SQL: `SELECT outcome, unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
+		Args: []any{int64(key.Chat), int64(key.Message)},
+		Read: func(rows pgx.Rows) error {
+			*out = Document{}
+			for rows.Next() {
+				var o string
+				if err := rows.Scan(&o, &out.UniqueID); err != nil {
+					return err
+				}
+				out.Outcome, out.OK = Outcome(o), true
 			}
 			return rows.Err()
 		}}
@@ -134,6 +162,32 @@ func lookID(sql string, out *Found, args ...any) Statement {
 		}
 		return rows.Err()
 	}}
+}
+
+// Look runs reads (Look… statements) in one round trip, in order, and
+// returns the first failure.
+func (s *Store) Look(ctx context.Context, reads ...Statement) error {
+	if len(reads) == 1 {
+		return s.look(ctx, reads[0])
+	}
+	b := &pgx.Batch{}
+	for _, r := range reads {
+		b.Queue(r.SQL, r.Args...)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var rerr error
+	for _, r := range reads {
+		re, err := readStatement(br, r)
+		if err != nil {
+			return err
+		}
+		rerr = cmp.Or(rerr, re)
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	return rerr
 }
 
 // look runs one lookup.

@@ -16,16 +16,11 @@ import (
 // A message edited since (editMessageMedia keeps the message id) carries
 // another document now: see ReplaceDocument.
 func (s *Store) MessageDocument(ctx context.Context, key tg.MessageKey) (out Outcome, uniqueID string, handled bool, err error) {
-	var o string
-	err = s.pool.QueryRow(ctx, `SELECT outcome, unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
-		int64(key.Chat), int64(key.Message)).Scan(&o, &uniqueID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", false, nil
-	}
-	if err != nil {
+	var d Document
+	if err := s.look(ctx, LookMessageDocument(key, &d)); err != nil {
 		return "", "", false, fmt.Errorf("look up message %s: %w", key, err)
 	}
-	return Outcome(o), uniqueID, true, nil
+	return d.Outcome, d.UniqueID, d.OK, nil
 }
 
 // ReplaceDocument retires the record of key made for the document oldID

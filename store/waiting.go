@@ -116,10 +116,18 @@ func (s *Store) QueuedDeliveries(ctx context.Context, account string) (int, erro
 
 // ClearWaiting removes the waiting row of (pkg, dest), once it is sent.
 func (s *Store) ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM waiting_deliveries WHERE package_id = $1 AND destination_chat_id = $2`, pkg, int64(dest)); err != nil {
+	st := ClearWaitingStatement(pkg, dest)
+	if _, err := s.pool.Exec(ctx, st.SQL, st.Args...); err != nil {
 		return fmt.Errorf("clear waiting delivery of package %d to %d: %w", pkg, dest, err)
 	}
 	return nil
+}
+
+// ClearWaitingStatement is ClearWaiting as a statement of a unit (one that
+// releases the delivery's lock: Lock.UnlockWith).
+func ClearWaitingStatement(pkg int64, dest tg.ChatID) Statement {
+	return Statement{SQL: `DELETE FROM waiting_deliveries WHERE package_id = $1 AND destination_chat_id = $2`,
+		Args: []any{pkg, int64(dest)}}
 }
 
 // DueWaiting returns up to limit of account's queued deliveries due at or
