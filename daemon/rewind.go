@@ -61,25 +61,35 @@ func (w *rewindWatch) Start(ctx context.Context) error {
 // Stop stops the loop; a reconciliation cut short runs again later.
 func (w *rewindWatch) Stop() { w.run.Stop() }
 
-// Hold reports whether sends to dest must wait for its reconciliation. It
-// waits for the start-up check first.
+// Hold reports whether sends to dest must wait for its reconciliation;
+// pending is what the catalogue said just before (in the delivery lock's
+// round trip). It waits for the start-up check first, and then reads the
+// catalogue again, since the check may have asked for reconciliations.
 //
 // A failover under a running daemon is noticed on the first new
-// connection to the promoted server (store.ServerChanged); the identity is
-// checked then, before the delivery goes, so that a rewound catalogue asks
-// for its reconciliations before anything is sent.
-func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID) (bool, error) {
+// connection to the promoted server (store.ServerChanged): the lock's
+// round trip opened it, so the identity is checked now, before the
+// delivery goes, and a rewound catalogue asks for its reconciliations
+// before anything is sent.
+func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (bool, error) {
+	fresh := true
 	select {
 	case <-w.checked:
-	case <-ctx.Done():
-		return true, context.Cause(ctx)
+	default:
+		fresh = false
+		select {
+		case <-w.checked:
+		case <-ctx.Done():
+			return true, context.Cause(ctx)
+		}
 	}
-	// The query first: it is what opens a connection to a new server.
-	pending, err := w.d.store.ReconcilePending(ctx, dest)
-	if err != nil || !w.d.store.ServerChanged() {
-		return pending, err
+	if w.d.store.ServerChanged() {
+		w.checkIdentity(ctx)
+		fresh = false
 	}
-	w.checkIdentity(ctx)
+	if fresh {
+		return pending, nil
+	}
 	return w.d.store.ReconcilePending(ctx, dest)
 }
 

@@ -41,11 +41,12 @@ type DeliveryConfig struct {
 	// again (doubling per attempt, up to 30 min); a flood wait defers it
 	// by its own length. Zero means 10 s.
 	RetryDelay time.Duration
-	// Hold, when set, is asked before each delivery whether sends to
-	// a destination must wait (a reconciliation of it is pending after the
-	// catalogue rewound); its deliveries then stay queued. It may block
-	// until it can tell.
-	Hold func(ctx context.Context, dest tg.ChatID) (bool, error)
+	// Hold, when set, is asked before each send whether sends to a
+	// destination must wait (a reconciliation of it is pending after the
+	// catalogue rewound); its deliveries then stay queued. pending is what
+	// the catalogue said in the delivery lock's round trip; Hold may look
+	// again (after a failover). It may block until it can tell.
+	Hold func(ctx context.Context, dest tg.ChatID, pending bool) (bool, error)
 }
 
 // Deliverer is an account's delivery stage: it sends the account's queued
@@ -143,20 +144,11 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 		}
 		progressed := false
 		for _, w := range due {
-			if ws.cfg.Hold != nil {
-				// Asked before every delivery: a failover may come
-				// between two of them.
-				held, err := ws.cfg.Hold(ctx, w.Destination)
-				if err != nil {
-					return res, err
-				}
-				if held {
-					res.Held++
-					continue
-				}
-			}
 			ok, err := ws.one(ctx, w)
 			switch {
+			case errors.Is(err, errHeld):
+				res.Held++
+				continue
 			case err == nil:
 			case ctx.Err() != nil || errors.Is(err, tg.ErrLeaseLost) || errors.Is(err, store.ErrStaleEpoch):
 				// The account is stopping or no longer ours: the row stays
@@ -232,13 +224,25 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
 	}
 	var pkg store.Package
-	var done bool
+	var done, pending bool
 	lock, err := ws.store.Lock(ctx, "d:"+strconv.FormatInt(w.PackageID, 10)+":"+strconv.FormatInt(int64(w.Destination), 10),
-		store.LookPackage(w.PackageID, &pkg), store.LookDeliveryComplete(w.PackageID, []tg.ChatID{w.Destination}, &done))
+		store.LookPackage(w.PackageID, &pkg), store.LookDeliveryComplete(w.PackageID, []tg.ChatID{w.Destination}, &done),
+		store.LookReconcilePending(w.Destination, &pending))
 	if err != nil {
 		return false, err
 	}
 	defer lock.Unlock()
+	if ws.cfg.Hold != nil {
+		// Asked before every delivery: a failover may come between two
+		// of them.
+		held, err := ws.cfg.Hold(ctx, w.Destination, pending)
+		if err != nil {
+			return false, err
+		}
+		if held {
+			return false, errHeld
+		}
+	}
 	leave := func() (bool, error) {
 		p.dropParts(w.PackageID, w.Parts)
 		return true, lock.UnlockWith(ctx, store.ClearWaitingStatement(w.PackageID, w.Destination))
@@ -289,6 +293,10 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	}
 	return leave()
 }
+
+// errHeld is one's answer for a delivery whose destination Hold holds: it
+// stays queued.
+var errHeld = errors.New("destination held")
 
 // destPause is how long before a send to dest may go (Config.DestPause).
 func (p *Pipeline) destPause(dest tg.ChatID) time.Duration {

@@ -12,27 +12,43 @@ import (
 )
 
 // While its destination is held (a reconciliation pending after the
-// catalogue rewound), a delivery stays queued; once released it is sent.
+// catalogue rewound), a delivery stays queued; once the reconciliation
+// finishes it is sent. The catalogue's answer comes to Hold from the
+// delivery lock's round trip.
 func TestHeldDestinationKeepsItsDeliveriesQueued(t *testing.T) {
 	t.Parallel()
 	e := newEnvWorld(t, tgsim.Config{Seed: 41}, "a")
 	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "held.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "h", Data: []byte("held")}})})
 	p, c := e.pipeline("a")
 	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	if err := e.st.RequestReconcile(e.ctx, []tg.ChatID{e.dest}, "test"); err != nil {
+		t.Fatal(err)
+	}
 
-	held := true
-	hold := func(_ context.Context, dest tg.ChatID) (bool, error) { return held && dest == e.dest, nil }
+	asked := 0
+	hold := func(_ context.Context, dest tg.ChatID, pending bool) (bool, error) {
+		if dest == e.dest {
+			asked++
+		}
+		return pending, nil
+	}
 	d := ingest.NewDeliverer(ingest.DeliveryConfig{Hold: hold}, p, e.st, nil)
 	res, err := d.RunOnce(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Delivered != 0 || res.Held != 1 || len(e.world.Messages(e.dest)) != 0 {
-		t.Fatalf("held: %+v, destination holds %d messages; want nothing sent, one held", res, len(e.world.Messages(e.dest)))
+	if res.Delivered != 0 || res.Held != 1 || asked != 1 || len(e.world.Messages(e.dest)) != 0 {
+		t.Fatalf("held: %+v, asked %d times, destination holds %d messages; want nothing sent, one held, asked once",
+			res, asked, len(e.world.Messages(e.dest)))
 	}
-	held = false
+	if err := e.st.FinishReconcile(e.ctx, e.dest, nil); err != nil {
+		t.Fatal(err)
+	}
 	if res, err = d.RunOnce(e.ctx); err != nil || res.Delivered != 1 {
 		t.Fatalf("released: %+v, %v; want it delivered", res, err)
+	}
+	if len(e.world.Messages(e.dest)) != 1 {
+		t.Fatalf("destination holds %d messages after the release, want 1", len(e.world.Messages(e.dest)))
 	}
 }
 

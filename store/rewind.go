@@ -205,12 +205,18 @@ func (s *Store) Reconciles(ctx context.Context) ([]Reconcile, error) {
 // may be sent to it until one has finished.
 func (s *Store) ReconcilePending(ctx context.Context, dest tg.ChatID) (bool, error) {
 	var pending bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM reconciles
-		WHERE destination_chat_id = $1 AND finished_at IS NULL)`, int64(dest)).Scan(&pending)
-	if err != nil {
+	if err := s.look(ctx, LookReconcilePending(dest, &pending)); err != nil {
 		return false, fmt.Errorf("check reconciliation of %d: %w", dest, err)
 	}
 	return pending, nil
+}
+
+// LookReconcilePending reads whether a reconciliation of dest waits to
+// finish (ReconcilePending as a Statement) into out.
+func LookReconcilePending(dest tg.ChatID, out *bool) Statement {
+	return Statement{SQL: `SELECT EXISTS (SELECT 1 FROM reconciles
+		WHERE destination_chat_id = $1 AND finished_at IS NULL)`, Args: []any{int64(dest)},
+		Read: func(rows pgx.Rows) error { return scanOne(rows, out) }}
 }
 
 // StartReconcile marks dest's waiting reconciliation as started and counts
