@@ -241,8 +241,10 @@ func (s *Store) EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, pa
 		idx[i], tokens[i] = int32(p), newToken()
 	}
 	// The statement's snapshot does not hold the rows its INSERT writes:
-	// those come from RETURNING, the others from the table.
-	rows, err := s.pool.Query(ctx, `WITH ins AS (
+	// those come from RETURNING, the others from the table. It runs on its
+	// generic plan (batchTx): planned anew, it costs more than it runs.
+	byPart := make(map[int]Intent, len(parts))
+	err := s.batchTx(ctx, Statement{SQL: `WITH ins AS (
 			INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account, fence_account, fence_epoch)
 			SELECT $1, $2, u.p, u.t, $5, $6, $7 FROM unnest($3::int[], $4::text[]) AS u(p, t)
 			ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING
@@ -260,30 +262,28 @@ func (s *Store) EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, pa
 			SELECT c.dest_message_id FROM destination_copies c JOIN remote_files f ON f.unique_id = c.unique_id
 			WHERE r.state <> 'sent' AND c.destination_chat_id = $2 AND f.package_id = $1 AND f.idx = r.part_idx
 			ORDER BY c.dest_message_id LIMIT 1) c ON true`,
-		pkg, int64(dest), idx, tokens, account, fa, fe)
+		Args: []any{pkg, int64(dest), idx, tokens, account, fa, fe},
+		Read: func(rows pgx.Rows) error {
+			for rows.Next() {
+				var in Intent
+				var d, copyMsg *int64
+				var state string
+				var destChat int64
+				if err := rows.Scan(&in.PackageID, &destChat, &in.PartIndex, &in.Token, &state, &d, &in.Account, &in.CreatedAt, &in.Fresh, &copyMsg); err != nil {
+					return err
+				}
+				in.Destination, in.State = tg.ChatID(destChat), DeliveryState(state)
+				if d != nil {
+					in.DestMessageID = tg.MessageID(*d)
+				}
+				if copyMsg != nil {
+					in.Copy = tg.MessageID(*copyMsg)
+				}
+				byPart[in.PartIndex] = in
+			}
+			return rows.Err()
+		}})
 	if err != nil {
-		return nil, fmt.Errorf("write delivery intents: %w", fenced(ctx, err))
-	}
-	byPart := make(map[int]Intent, len(parts))
-	for rows.Next() {
-		var in Intent
-		var d, copyMsg *int64
-		var state string
-		var destChat int64
-		if err := rows.Scan(&in.PackageID, &destChat, &in.PartIndex, &in.Token, &state, &d, &in.Account, &in.CreatedAt, &in.Fresh, &copyMsg); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read delivery intents: %w", err)
-		}
-		in.Destination, in.State = tg.ChatID(destChat), DeliveryState(state)
-		if d != nil {
-			in.DestMessageID = tg.MessageID(*d)
-		}
-		if copyMsg != nil {
-			in.Copy = tg.MessageID(*copyMsg)
-		}
-		byPart[in.PartIndex] = in
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("write delivery intents: %w", fenced(ctx, err))
 	}
 	out := make([]Intent, len(parts))

@@ -22,7 +22,7 @@ import (
 // committer's free flusher takes the units waiting, up to GroupCommitSize,
 // and sends them as one pipelined batch:
 //
-//	BEGIN; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
+//	BEGIN; SET LOCAL plan_cache_mode …; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
 //
 // A statement that fails aborts the rest of the batch: its unit is told
 // its error, the transaction is rolled back to that unit's savepoint (one
@@ -257,6 +257,7 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 		b := &pgx.Batch{}
 		if begin {
 			b.Queue("BEGIN")
+			b.Queue(genericPlansSQL)
 		}
 		for _, u := range units {
 			b.Queue("SAVEPOINT u")
@@ -307,8 +308,10 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin bool, un
 		return err
 	}
 	if begin {
-		if err := exec(); err != nil {
-			return -1, nil, err
+		for range 2 { // BEGIN, genericPlansSQL
+			if err := exec(); err != nil {
+				return -1, nil, err
+			}
 		}
 	}
 	readErrs := map[*unit]error{}

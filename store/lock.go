@@ -119,6 +119,7 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 	// the WAL flush (see LockThen).
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	b.Queue(genericPlansSQL)
 	if !durable {
 		b.Queue("SET LOCAL synchronous_commit TO off")
 	}
@@ -129,7 +130,7 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	for range b.Len() - len(reads) - 2 { // BEGIN and SET
+	for range b.Len() - len(reads) - 2 { // BEGIN and the SETs
 		if _, err := br.Exec(); err != nil {
 			return false, err
 		}

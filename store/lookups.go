@@ -164,25 +164,50 @@ func lookID(sql string, out *Found, args ...any) Statement {
 	}}
 }
 
-// Look runs reads (Look… statements) in one round trip, in order, and
-// returns the first failure.
+// Look runs reads (Look… statements) in one round trip, in order, in one
+// transaction on generic plans (see genericPlansSQL), and returns the
+// first failure.
 func (s *Store) Look(ctx context.Context, reads ...Statement) error {
-	if len(reads) == 1 {
-		return s.look(ctx, reads[0])
-	}
+	return s.batchTx(ctx, reads...)
+}
+
+// genericPlansSQL makes the statements after it in a transaction run on
+// their prepared statement's generic plan. The catalogue's hot statements
+// take arrays (= ANY($1), unnest($1)), and for those PostgreSQL's default
+// (plan_cache_mode auto) plans every execution anew, which costs more than
+// running it; their generic plans are as good (every lookup is by key).
+// Search statements are not prepared and keep the default.
+const genericPlansSQL = "SET LOCAL plan_cache_mode TO force_generic_plan"
+
+// batchTx runs stmts as one transaction, on generic plans, in one round
+// trip: BEGIN, genericPlansSQL, stmts, COMMIT. A statement that fails
+// undoes the others and its error is returned; else the first failure of
+// a Read is.
+func (s *Store) batchTx(ctx context.Context, stmts ...Statement) error {
 	b := &pgx.Batch{}
-	for _, r := range reads {
-		b.Queue(r.SQL, r.Args...)
+	b.Queue("BEGIN")
+	b.Queue(genericPlansSQL)
+	for _, st := range stmts {
+		b.Queue(st.SQL, st.Args...)
 	}
+	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
 	var rerr error
-	for _, r := range reads {
-		re, err := readStatement(br, r)
+	for _, st := range stmts {
+		re, err := readStatement(br, st)
 		if err != nil {
 			return err
 		}
 		rerr = cmp.Or(rerr, re)
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		return err
 	}
 	if err := br.Close(); err != nil {
 		return err

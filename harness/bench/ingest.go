@@ -19,7 +19,8 @@ import (
 // foreign-key order, with the column that ties a row to its package.
 var catalogueTables = []struct{ name, pkgCol string }{
 	{"packages", "id"}, {"package_parts", "package_id"}, {"remote_files", "package_id"},
-	{"package_files", "package_id"}, {"source_messages", "package_id"}, {"deliveries", "package_id"},
+	{"package_files", "package_id"}, {"package_search", "package_id"}, {"source_messages", "package_id"},
+	{"deliveries", "package_id"},
 }
 
 // ingest measures item 2: packages catalogued per second by the whole
