@@ -250,62 +250,14 @@ func (s *Store) AddRemoteFiles(ctx context.Context, pkg int64, uniqueIDs []strin
 	return nil
 }
 
-// CreatePackage catalogues a package with its parts and listing in one
-// transaction. When a package with the same content hash exists already it
-// returns that package's id and created=false: the hash constraint, not the
-// caller's earlier check, is what makes this exact.
+// CreatePackage catalogues a package with its parts and listing alone
+// (CataloguePackage with nothing else: no verification, links, deliveries
+// or source records). When a package with the same content hash exists
+// already it returns that package's id and created=false: the hash
+// constraint, not the caller's earlier check, is what makes this exact.
 func (s *Store) CreatePackage(ctx context.Context, p Package, parts []Part, files []FileEntry) (id int64, created bool, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		name, nameRaw := storableName(p.Name)
-		err := tx.QueryRow(ctx, `INSERT INTO packages (content_hash, name, format, total_size, part_count,
-				file_count, listing_truncated, listing_error, origin_chat_id, origin_message_id, origin_topic_id,
-				name_raw, encrypted, headers_encrypted, detected_format)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-			ON CONFLICT (content_hash) DO NOTHING RETURNING id`,
-			p.ContentHash, name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
-			text(p.ListingError), int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic,
-			nameRaw, p.Encrypted, p.HeadersEncrypted, p.DetectedFormat).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return tx.QueryRow(ctx, `SELECT id FROM packages WHERE content_hash = $1`, p.ContentHash).Scan(&id)
-		}
-		if err != nil {
-			return err
-		}
-		created = true
-		batch := &pgx.Batch{}
-		for _, pt := range parts {
-			partName, partRaw := storableName(pt.FileName)
-			batch.Queue(`INSERT INTO package_parts (package_id, idx, file_name, size, sha256, source_chat_id,
-					source_message_id, file_name_raw)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, pt.Index, partName, pt.Size, pt.SHA256,
-				int64(pt.Source.Chat), int64(pt.Source.Message), partRaw)
-			if pt.UniqueID != "" {
-				batch.Queue(`INSERT INTO remote_files (unique_id, package_id, idx) VALUES ($1, $2, $3)
-					ON CONFLICT (unique_id) DO NOTHING`, text(pt.UniqueID), id, pt.Index)
-			}
-		}
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return err
-		}
-		if len(files) > 0 {
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{"package_files"},
-				[]string{"package_id", "ord", "path", "size", "is_dir", "unsafe", "path_raw", "flags", "crc"},
-				pgx.CopyFromSlice(len(files), func(i int) ([]any, error) {
-					f := files[i]
-					r := fileRow(f)
-					return []any{id, i, r.path, f.Size, f.Dir, r.unsafe, r.raw, r.flags, r.crc}, nil
-				}))
-			if err != nil {
-				return err
-			}
-			return indexListing(ctx, tx, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, false, fmt.Errorf("catalogue package %q: %w", text(p.Name), err)
-	}
-	return id, created, nil
+	got, err := s.CataloguePackage(ctx, NewPackage{Package: p, Parts: parts, Files: files})
+	return got.ID, got.Created, err
 }
 
 // GetPackage returns a catalogued package.

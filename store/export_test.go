@@ -11,6 +11,14 @@ func BuildSearch(q SearchQuery) (sql string, args []any, err error) {
 	return sql, args, err
 }
 
+// searchListingSQL writes the package_search rows (migration 008) of the
+// packages whose file rows the condition keeps.
+const searchListingSQL = `INSERT INTO package_search (package_id, paths, names)
+SELECT package_id,
+	string_agg(lower(replace(path, E'\n', U&'\FFFD')), E'\n' ORDER BY ord),
+	E'\n' || string_agg(lower(replace(regexp_replace(path, '^.*/', ''), E'\n', U&'\FFFD')), E'\n' ORDER BY ord) || E'\n'
+FROM package_files WHERE NOT is_dir AND %s GROUP BY package_id`
+
 // IndexAllListings writes the search rows of every package, as migration
 // 008 does for a catalogue that predates it.
 func IndexAllListings(ctx context.Context, s *Store) error {

@@ -81,7 +81,7 @@ const insertPackageSQL = `WITH pkg AS (
 	FROM pkg, unnest($30::text[], $31::bigint[], $32::bool[], $33::bool[], $34::text[], $35::text[], $36::bigint[])
 		WITH ORDINALITY AS f(path, size, dir, unsafe, raw, flags, crc, ord)
 ), search AS (
-	-- The search row (see searchListingSQL) from the same paths: the
+	-- The search row (as migration 008 builds it) from the same paths: the
 	-- file rows inserted above are not visible to this statement.
 	INSERT INTO package_search (package_id, paths, names)
 	SELECT pkg.id,

@@ -226,20 +226,3 @@ WHERE true`)
 	sql.WriteString("\nORDER BY b.rank, p.id DESC LIMIT " + arg(limit+1))
 	return sql.String(), args, limit, nil
 }
-
-// searchListingSQL writes the package_search rows (migration 008) of the
-// packages whose file rows the condition keeps.
-const searchListingSQL = `INSERT INTO package_search (package_id, paths, names)
-SELECT package_id,
-	string_agg(lower(replace(path, E'\n', U&'\FFFD')), E'\n' ORDER BY ord),
-	E'\n' || string_agg(lower(replace(regexp_replace(path, '^.*/', ''), E'\n', U&'\FFFD')), E'\n' ORDER BY ord) || E'\n'
-FROM package_files WHERE NOT is_dir AND %s GROUP BY package_id`
-
-// indexListing writes the search row of package id from its file rows,
-// in the transaction that wrote them.
-func indexListing(ctx context.Context, tx pgx.Tx, id int64) error {
-	if _, err := tx.Exec(ctx, fmt.Sprintf(searchListingSQL, "package_id = $1"), id); err != nil {
-		return fmt.Errorf("index listing of package %d: %w", id, err)
-	}
-	return nil
-}
