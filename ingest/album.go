@@ -119,8 +119,9 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 			return 0, fmt.Errorf("deliver package %d parts %d-%d to %d as an album: %w", pkg.ID, a.first, a.end-1, dest, err)
 		}
 	}
-	sent := 0
 	var failed error
+	var landed []store.Delivery
+	var msgs []tg.MessageID
 	for k, r := range results {
 		t := todo[k]
 		if r.Err != nil {
@@ -128,10 +129,12 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 			failed = errors.Join(failed, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, t.PartIndex, dest, r.Err))
 			continue
 		}
-		sent++
-		if err := p.sent(ctx, t.Delivery, r.Message.ID); err != nil {
+		landed, msgs = append(landed, t.Delivery), append(msgs, r.Message.ID)
+	}
+	if len(landed) > 0 {
+		if err := p.sent(ctx, landed, msgs); err != nil {
 			failed = errors.Join(failed, err)
 		}
 	}
-	return sent, failed
+	return len(landed), failed
 }

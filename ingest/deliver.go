@@ -174,22 +174,26 @@ func (p *Pipeline) refused(ctx context.Context, d store.Delivery, fresh bool, er
 	}
 }
 
-// sent records d as delivered by message msg, which a send of this
-// session's just made.
-func (p *Pipeline) sent(ctx context.Context, d store.Delivery, msg tg.MessageID) error {
-	// First write after the send: the destination id (the stub).
+// sent records ds as delivered by msgs (ds[i] by msgs[i]), which a send
+// of this session's just made (one message, or an album's), in one
+// commit.
+func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.MessageID) error {
+	// First write after the send: the destination ids (the stubs).
 	// Use a context that survives cancellation so a shutdown in
 	// this instant does not forget a message that exists.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	recorded, err := p.store.MarkSent(wctx, d, msg)
+	recorded, err := p.store.MarkSentAll(wctx, ds, msgs)
 	cancel()
 	if err != nil {
 		return err
 	}
-	p.m.delivered(d.Destination, DeliverySent, 1)
-	// A copy an earlier session left pending may have landed, and been
-	// recorded, while this send was on its way: this one is the second.
-	p.keepOneCopy(ctx, d, recorded, []tg.MessageID{msg})
+	for i, d := range ds {
+		p.m.delivered(d.Destination, DeliverySent, 1)
+		// A copy an earlier session left pending may have landed, and
+		// been recorded, while this send was on its way: this one is the
+		// second.
+		p.keepOneCopy(ctx, d, recorded[i], []tg.MessageID{msgs[i]})
+	}
 	return nil
 }
 

@@ -36,6 +36,7 @@ type Store interface {
 	EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]store.Intent, error)
 	DropIntent(ctx context.Context, d store.Delivery) error
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) (tg.MessageID, error)
+	MarkSentAll(ctx context.Context, ds []store.Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)

@@ -101,27 +101,55 @@ func scanDelivery(row pgx.Row) (Delivery, error) {
 // in the destination. Under a fence
 // (WithFence) it is refused with ErrStaleEpoch once the lease moved on.
 func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) (tg.MessageID, error) {
-	fa, fe := fenceArgs(ctx)
-	// The statement's snapshot of the row, taken before the update, says
-	// which message was recorded already when the update found it sent.
-	var recorded *int64
-	err := s.pool.QueryRow(ctx, `WITH upd AS (
-			UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = '',
-				fence_account = $5, fence_epoch = $6
-			WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'
-			RETURNING dest_message_id)
-		SELECT dest_message_id FROM upd
-		UNION ALL
-		SELECT dest_message_id FROM deliveries
-		WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND NOT EXISTS (SELECT FROM upd)`,
-		d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsg), fa, fe).Scan(&recorded)
+	recorded, err := s.markSent(ctx, []Delivery{d}, []tg.MessageID{destMsg})
 	if err != nil {
-		return 0, fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, fenced(ctx, err))
+		return 0, err
 	}
-	if recorded == nil {
-		return destMsg, nil
+	return recorded[0], nil
+}
+
+// MarkSentAll is MarkSent for the messages of one album, in one unit of
+// the group commit: ds[i] was sent as destMsgs[i]. It returns the message
+// recorded for each.
+func (s *Store) MarkSentAll(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error) {
+	return s.markSent(ctx, ds, destMsgs)
+}
+
+func (s *Store) markSent(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error) {
+	fa, fe := fenceArgs(ctx)
+	out := make([]tg.MessageID, len(ds))
+	stmts := make([]Statement, len(ds))
+	for i, d := range ds {
+		// The statement's snapshot of the row, taken before the update,
+		// says which message was recorded already when the update found
+		// it sent.
+		stmts[i] = Statement{SQL: `WITH upd AS (
+				UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = '',
+					fence_account = $5, fence_epoch = $6
+				WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'
+				RETURNING dest_message_id)
+			SELECT dest_message_id FROM upd
+			UNION ALL
+			SELECT dest_message_id FROM deliveries
+			WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND NOT EXISTS (SELECT FROM upd)`,
+			Args: []any{d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsgs[i]), fa, fe},
+			Read: func(rows pgx.Rows) error {
+				var recorded *int64
+				if err := scanOne(rows, &recorded); err != nil {
+					return err
+				}
+				out[i] = destMsgs[i]
+				if recorded != nil {
+					out[i] = tg.MessageID(*recorded)
+				}
+				return nil
+			}}
 	}
-	return tg.MessageID(*recorded), nil
+	if err := s.Commit(ctx, stmts...); err != nil {
+		d := ds[0]
+		return nil, fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, fenced(ctx, err))
+	}
+	return out, nil
 }
 
 // DropIntent deletes d's intent while it is still one: its send was
@@ -241,10 +269,11 @@ func (s *Store) EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, pa
 		idx[i], tokens[i] = int32(p), newToken()
 	}
 	// The statement's snapshot does not hold the rows its INSERT writes:
-	// those come from RETURNING, the others from the table. It runs on its
-	// generic plan (batchTx): planned anew, it costs more than it runs.
+	// those come from RETURNING, the others from the table. It is a unit
+	// of the group commit, which shares its round trip and commit with
+	// the other writes of the moment.
 	byPart := make(map[int]Intent, len(parts))
-	err := s.batchTx(ctx, Statement{SQL: `WITH ins AS (
+	err := s.Commit(ctx, Statement{SQL: `WITH ins AS (
 			INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account, fence_account, fence_epoch)
 			SELECT $1, $2, u.p, u.t, $5, $6, $7 FROM unnest($3::int[], $4::text[]) AS u(p, t)
 			ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING
