@@ -8,6 +8,7 @@ import (
 
 	"stashd/internal/pgtest"
 	"stashd/store"
+	"stashd/tg"
 )
 
 // A package lock is a row: its holder renews it past its TTL while it
@@ -87,5 +88,73 @@ func TestExpiredPackageLockIsTakenOver(t *testing.T) {
 	var owner string
 	if err := st.Pool().QueryRow(t.Context(), `SELECT owner FROM package_locks WHERE name = 'u:dead'`).Scan(&owner); err != nil || owner != "other:1" {
 		t.Errorf("owner after the lost holder's Unlock = %q, %v; want the new holder's row kept", owner, err)
+	}
+}
+
+// Lock's reads are answered in its round trip, under the lock; UnlockWith
+// commits its statements and the release together, and when a statement
+// fails neither holds: the lock stays held until Unlock.
+func TestLockReadsAndUnlockWith(t *testing.T) {
+	t.Parallel()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	ctx := t.Context()
+	rows := func(sql string) int {
+		t.Helper()
+		var n int
+		if err := st.Pool().QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var pending bool
+	if err := st.RequestReconcile(ctx, []tg.ChatID{-100}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Lock(ctx, "d:1:-100", store.LookReconcilePending(-100, &pending))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pending {
+		t.Error("the read in the lock's round trip did not see the pending reconciliation")
+	}
+
+	bad := store.Statement{SQL: `INSERT INTO no_such_table VALUES (1)`}
+	if err := l.UnlockWith(ctx, store.ClearWaitingStatement(1, -100), bad); err == nil {
+		t.Fatal("UnlockWith with a failing statement reported success")
+	}
+	if n := rows(`SELECT count(*) FROM package_locks WHERE name = 'd:1:-100'`); n != 1 {
+		t.Fatalf("after a failed UnlockWith %d lock rows, want the lock still held", n)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("a failed UnlockWith lost the lock")
+	default:
+	}
+
+	if err := st.FinishReconcile(ctx, -100, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := store.Statement{SQL: `UPDATE reconciles SET last_error = 'released with the lock' WHERE destination_chat_id = -100`}
+	if err := l.UnlockWith(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(`SELECT count(*) FROM package_locks WHERE name = 'd:1:-100'`); n != 0 {
+		t.Fatalf("after UnlockWith %d lock rows, want none", n)
+	}
+	if n := rows(`SELECT count(*) FROM reconciles WHERE last_error = 'released with the lock'`); n != 1 {
+		t.Fatalf("UnlockWith's statement wrote %d rows, want 1", n)
+	}
+	l.Unlock() // released already: nothing to do, no panic
+	next, err := st.Lock(ctx, "d:1:-100", store.LookReconcilePending(-100, &pending))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Unlock()
+	if pending {
+		t.Error("a finished reconciliation read as pending")
 	}
 }
