@@ -216,6 +216,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 		fatal: make(chan error, len(cfg.Accounts)+1),
 		authM: newAuthMetrics(reg), auth: authState{known: map[string]bool{}},
 	}
+	reg.MustRegister(newDBCollector(st))
 	d.spread = newSpreader(d)
 	d.backlogM.alert.Set(cfg.DrainAlert.Seconds())
 	d.backlogEvery = backlogInterval

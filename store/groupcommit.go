@@ -96,6 +96,29 @@ type committer struct {
 	// queued counts the callers waiting for the committer to take their
 	// unit (tests wait for it).
 	queued atomic.Int64
+	// The counts CommitStats reports.
+	commits, units, failed, flushing atomic.Int64
+}
+
+// CommitStats are what the group committer did since the store opened.
+type CommitStats struct {
+	// Commits counts the group commits run (committed or not), Units the
+	// units they held, Failed the units told an error.
+	Commits, Units, Failed int64
+	// Flushing is the time spent running group commits, from taking a
+	// connection to the answer of COMMIT.
+	Flushing time.Duration
+}
+
+// CommitStats returns the group committer's counts (zero on a read-only
+// store).
+func (s *Store) CommitStats() CommitStats {
+	c := s.commits
+	if c == nil {
+		return CommitStats{}
+	}
+	return CommitStats{Commits: c.commits.Load(), Units: c.units.Load(), Failed: c.failed.Load(),
+		Flushing: time.Duration(c.flushing.Load())}
 }
 
 func newCommitter(pool *pgxpool.Pool, size, flushers int, delay time.Duration) *committer {
@@ -218,30 +241,39 @@ func (c *committer) flush(units []*unit) {
 	if len(live) == 0 {
 		return
 	}
+	start := time.Now()
+	c.commits.Add(1)
+	c.units.Add(int64(len(live)))
+	defer func() { c.flushing.Add(int64(time.Since(start))) }()
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
-		fail(live, fmt.Errorf("group commit: %w", err))
+		c.fail(live, fmt.Errorf("group commit: %w", err))
 		return
 	}
 	// A connection left inside a transaction (an error that broke off a
 	// batch) is closed by the pool on release, not reused.
 	defer conn.Release()
 	ok, err := runUnits(ctx, conn.Conn(), live)
+	c.failed.Add(int64(len(live) - len(ok))) // told their statement's error
 	if err != nil {
-		fail(ok, err)
+		c.fail(ok, err)
 		return
 	}
 	for _, u := range ok {
 		if u.afterCommit != nil {
 			u.afterCommit()
 		}
+		if u.readErr != nil {
+			c.failed.Add(1)
+		}
 		u.done <- u.readErr
 	}
 }
 
-func fail(units []*unit, err error) {
+func (c *committer) fail(units []*unit, err error) {
+	c.failed.Add(int64(len(units)))
 	for _, u := range units {
 		u.done <- err
 	}

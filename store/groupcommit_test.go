@@ -227,6 +227,11 @@ func TestGroupCommitFailingUnitSparesTheOthers(t *testing.T) {
 	if len(distinct) != 1 {
 		t.Errorf("the units that succeeded committed in %d transactions, want 1", len(distinct))
 	}
+	// CommitStats counts every unit, and the three told their error
+	// (besides the units of the table's setup, none).
+	if cs := w.st.CommitStats(); cs.Units < n || cs.Failed != 3 || cs.Commits < 1 || cs.Flushing <= 0 {
+		t.Errorf("CommitStats %+v; want at least %d units in at least one commit, 3 failed, some time", cs, n)
+	}
 }
 
 // A COMMIT that fails (a deferred constraint) fails every unit it held,
