@@ -1,19 +1,13 @@
 package daemon_test
 
 import (
-	"context"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"stashd/archive/archivetest"
 	"stashd/daemon"
-	"stashd/sim/tgsim"
-	"stashd/tg"
 )
 
 // While deliveries wait for the send budget, stashd_delivery_backlog shows
@@ -22,47 +16,21 @@ import (
 // (single-part packages at one send a minute: 60 s each), next to the
 // alert's bound, stashd_delivery_drain_alert_seconds.
 func TestDeliveryBacklogMetrics(t *testing.T) {
-	st := openStore(t, 8)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 23, FilesDir: t.TempDir()})
-	world.AddAccount("a", false)
-	src := world.AddChat(tg.KindChannel, "busy", "a")
-	dest := world.AddChat(tg.KindChannel, "mirror", "a")
-	reg := prometheus.NewRegistry()
-	d := daemon.New(daemon.Config{
-		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest},
-		Workers: 2, SendRate: 1, DrainAlert: 5 * time.Minute, Instance: "only", DrainTimeout: time.Second, Registry: reg,
-	}, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
-	daemon.SetBacklogInterval(d, 50*time.Millisecond)
-	prepareAndRun(t, d)
-	defer d.Kill()
+	m := newMirror(t, openStore(t, 8), 23, daemon.Config{Workers: 2, SendRate: 1, DrainAlert: 5 * time.Minute})
+	daemon.SetBacklogInterval(m.d, 50*time.Millisecond)
+	prepareAndRun(t, m.d)
+	defer m.d.Kill()
 
 	const packages = 6
-	for i := range packages {
-		name := fmt.Sprintf("p%02d.tar", i)
-		world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
-	}
-	label := strconv.FormatInt(int64(dest), 10)
-	// gauges gathers the registry once; gauge reads name{destination=dest}
-	// (or name without labels) from it, -1 while it does not exist yet.
-	// The daemon sets the backlog and its drain one after the other, so
-	// they are compared from one gathering.
-	gauges := func() []*dto.MetricFamily {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mfs
-	}
+	m.postTars("p", packages)
+	label := strconv.FormatInt(int64(m.dest), 10)
+	// gaugeIn reads name{destination=dest} (or name without labels) from
+	// one gathering, -1 while it does not exist yet. The daemon sets the
+	// backlog and its drain one after the other, so they are compared
+	// from one gathering.
 	gaugeIn := func(mfs []*dto.MetricFamily, name string) float64 {
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				if len(m.GetLabel()) == 0 || m.GetLabel()[0].GetValue() == label {
-					return m.GetGauge().GetValue()
-				}
-			}
+		if v, ok := metricIn(mfs, name, label); ok {
+			return v
 		}
 		return -1
 	}
@@ -71,7 +39,7 @@ func TestDeliveryBacklogMetrics(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	var backlog, drain float64
 	for {
-		mfs := gauges()
+		mfs := m.gather(t)
 		backlog, drain = gaugeIn(mfs, "stashd_delivery_backlog"), gaugeIn(mfs, "stashd_delivery_drain_seconds")
 		if backlog >= packages-2 && drain == 60*backlog {
 			break
@@ -85,7 +53,7 @@ func TestDeliveryBacklogMetrics(t *testing.T) {
 	if backlog > packages {
 		t.Errorf("backlog %v; want at most %d deliveries", backlog, packages)
 	}
-	if got := gaugeIn(gauges(), "stashd_delivery_drain_alert_seconds"); got != 300 {
+	if got := gaugeIn(m.gather(t), "stashd_delivery_drain_alert_seconds"); got != 300 {
 		t.Errorf("stashd_delivery_drain_alert_seconds = %v, want 300 (delivery_drain_alert 5m)", got)
 	}
 }

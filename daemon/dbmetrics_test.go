@@ -1,17 +1,9 @@
 package daemon_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"stashd/archive/archivetest"
 	"stashd/daemon"
-	"stashd/sim/tgsim"
-	"stashd/tg"
 )
 
 // The database metrics show the pool and the group commit: once packages
@@ -20,47 +12,20 @@ import (
 // failed, and the pool reports its bound and its connections.
 func TestDatabaseMetrics(t *testing.T) {
 	st := openStore(t, 8)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 29, FilesDir: t.TempDir()})
-	world.AddAccount("a", false)
-	src := world.AddChat(tg.KindChannel, "busy", "a")
-	dest := world.AddChat(tg.KindChannel, "mirror", "a")
-	reg := prometheus.NewRegistry()
-	d := daemon.New(daemon.Config{
-		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest},
-		Workers: 2, Instance: "only", DrainTimeout: time.Second, Registry: reg,
-	}, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
-	prepareAndRun(t, d)
-	defer d.Kill()
+	m := newMirror(t, st, 29, daemon.Config{Workers: 2})
+	prepareAndRun(t, m.d)
+	defer m.d.Kill()
 
 	const packages = 3
-	var last tg.Message
-	for i := range packages {
-		name := fmt.Sprintf("db%02d.tar", i)
-		last = world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
-	}
-	waitHandled(t, st, last.Key())
+	waitHandled(t, st, m.postTars("db", packages).Key())
 
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := m.gather(t)
 	value := func(name, state string) float64 {
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				if state != "" && (len(m.GetLabel()) == 0 || m.GetLabel()[0].GetValue() != state) {
-					continue
-				}
-				if c := m.GetCounter(); c != nil {
-					return c.GetValue()
-				}
-				return m.GetGauge().GetValue()
-			}
+		v, ok := metricIn(mfs, name, state)
+		if !ok {
+			t.Fatalf("metric %s{%s} not exported", name, state)
 		}
-		t.Fatalf("metric %s{%s} not exported", name, state)
-		return 0
+		return v
 	}
 	commits, units := value("stashd_db_group_commits_total", ""), value("stashd_db_group_commit_units_total", "")
 	// Each package is at least its catalogue unit, its intent, its sent

@@ -1,10 +1,14 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"stashd/archive/archivetest"
 	"stashd/sim/tgsim"
@@ -102,4 +106,70 @@ func checkPartOrder(t *testing.T, world *tgsim.World, dest tg.ChatID, want int) 
 	if n != want {
 		t.Errorf("destination %d holds %d parts, want %d", dest, n, want)
 	}
+}
+
+// mirror is a world with one account, "a", that reads the source "busy"
+// and mirrors it into "mirror", and a daemon of that account (not started)
+// whose metrics go to reg.
+type mirror struct {
+	world     *tgsim.World
+	src, dest tg.ChatID
+	reg       *prometheus.Registry
+	d         *daemon.Daemon
+}
+
+// newMirror builds a mirror on st; cfg gives the daemon's settings beyond
+// its account, destination, instance, drain timeout and registry.
+func newMirror(t testing.TB, st *store.Store, seed int64, cfg daemon.Config) mirror {
+	m := mirror{world: tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()}), reg: prometheus.NewRegistry()}
+	m.world.AddAccount("a", false)
+	m.src = m.world.AddChat(tg.KindChannel, "busy", "a")
+	m.dest = m.world.AddChat(tg.KindChannel, "mirror", "a")
+	cfg.Accounts = []daemon.Account{{Name: "a", Sources: []tg.ChatID{m.src}}}
+	cfg.Destinations = []tg.ChatID{m.dest}
+	cfg.Instance, cfg.DrainTimeout, cfg.Registry = "only", time.Second, m.reg
+	m.d = daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return m.world.Client("a"), nil })
+	return m
+}
+
+// postTars posts n single-file tars named prefix00.tar… in the source and
+// returns the last.
+func (m mirror) postTars(prefix string, n int) tg.Message {
+	var last tg.Message
+	for i := range n {
+		name := fmt.Sprintf("%s%02d.tar", prefix, i)
+		last = m.world.Post(m.src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	return last
+}
+
+// gather gathers the mirror's metrics once.
+func (m mirror) gather(t testing.TB) []*dto.MetricFamily {
+	t.Helper()
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// metricIn returns the value, a gauge's or a counter's, of the series of
+// name in mfs whose first label is label (any series of name when label
+// is ""); ok is false when there is none.
+func metricIn(mfs []*dto.MetricFamily, name, label string) (v float64, ok bool) {
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label != "" && len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() != label {
+				continue
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }

@@ -78,7 +78,7 @@ func (r *runner) newEnv(ctx context.Context, name string, accounts int, cfg tgsi
 		return nil, err
 	}
 	trips := &roundTrips{}
-	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: int32(accounts*16 + 16), Tracer: trips})
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: int32(accounts*16 + 16), Tracer: trips.tracer()})
 	if err != nil {
 		return nil, err
 	}

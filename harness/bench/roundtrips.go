@@ -2,21 +2,18 @@ package bench
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	"github.com/jackc/pgx/v5"
+	"stashd/internal/pgtrips"
 )
 
-// roundTrips counts what a store's connections send to PostgreSQL: each
-// statement (a transaction's BEGIN and COMMIT included), each batch and
-// each COPY is at least one round trip. A statement's first use on a
-// connection also prepares it, one more round trip not counted here, so
-// the count is a floor. It also counts them by what was sent (a
+// roundTrips counts what a store's connections send to PostgreSQL (see
+// package pgtrips: each statement, batch and COPY is a round trip, and
+// the count is a floor). It also counts them by what was sent (a
 // statement's first words, a batch by its statements', a COPY by its
 // table), for the table of where the round trips go.
 type roundTrips struct {
@@ -77,29 +74,7 @@ func statementName(sql string) string {
 	return s
 }
 
-func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.add(statementName(d.SQL))
-	return ctx
+// tracer is the store tracer that counts into c.
+func (c *roundTrips) tracer() pgtrips.Tracer {
+	return pgtrips.Tracer{Sent: func(what string) { c.add(statementName(what)) }}
 }
-
-func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
-	what := "batch"
-	if d.Batch != nil && len(d.Batch.QueuedQueries) > 0 {
-		what = fmt.Sprintf("batch of %d: %s", len(d.Batch.QueuedQueries), statementName(d.Batch.QueuedQueries[0].SQL))
-	}
-	c.add(what)
-	return ctx
-}
-
-func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-
-func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (c *roundTrips) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
-	c.add("COPY " + d.TableName.Sanitize())
-	return ctx
-}
-
-func (c *roundTrips) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}

@@ -1,0 +1,53 @@
+// Package pgtrips counts the round trips pgx connections make to
+// PostgreSQL: a Tracer set as a store's (or a pool's) tracer calls its
+// function once for each statement, batch and COPY sent, with what was
+// sent. A statement's first use on a connection also prepares it, a round
+// trip not reported, so a count made of them is a floor.
+package pgtrips
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Tracer reports each round trip to Sent: a statement by its SQL, a batch
+// as "batch of N: " and its first statement's SQL, a COPY as "COPY " and
+// its table.
+type Tracer struct {
+	Sent func(what string)
+}
+
+var (
+	_ pgx.QueryTracer    = Tracer{}
+	_ pgx.BatchTracer    = Tracer{}
+	_ pgx.CopyFromTracer = Tracer{}
+)
+
+func (t Tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	t.Sent(d.SQL)
+	return ctx
+}
+
+func (Tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (t Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	what := "batch"
+	if d.Batch != nil && len(d.Batch.QueuedQueries) > 0 {
+		what = fmt.Sprintf("batch of %d: %s", len(d.Batch.QueuedQueries), d.Batch.QueuedQueries[0].SQL)
+	}
+	t.Sent(what)
+	return ctx
+}
+
+func (Tracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (Tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (t Tracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	t.Sent("COPY " + d.TableName.Sanitize())
+	return ctx
+}
+
+func (Tracer) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
