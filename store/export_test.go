@@ -11,13 +11,24 @@ func BuildSearch(q SearchQuery) (sql string, args []any, err error) {
 	return sql, args, err
 }
 
-// searchListingSQL writes the package_search rows (migration 008) of the
-// packages whose file rows the condition keeps.
-const searchListingSQL = `INSERT INTO package_search (package_id, paths, names)
-SELECT package_id,
+// searchRowSQL computes the package_search rows (as migration 008 does) of
+// the packages whose file rows the condition keeps: package_id, paths,
+// names.
+const searchRowSQL = `SELECT package_id,
 	string_agg(lower(replace(path, E'\n', U&'\FFFD')), E'\n' ORDER BY ord),
 	E'\n' || string_agg(lower(replace(regexp_replace(path, '^.*/', ''), E'\n', U&'\FFFD')), E'\n' ORDER BY ord) || E'\n'
 FROM package_files WHERE NOT is_dir AND %s GROUP BY package_id`
+
+// searchListingSQL writes them.
+const searchListingSQL = `INSERT INTO package_search (package_id, paths, names) ` + searchRowSQL
+
+// SearchRowOf computes the search row of package id from its file rows as
+// migration 008 does.
+func SearchRowOf(ctx context.Context, s *Store, id int64) (paths, names string, err error) {
+	var pkg int64
+	err = s.pool.QueryRow(ctx, fmt.Sprintf(searchRowSQL, "package_id = $1"), id).Scan(&pkg, &paths, &names)
+	return paths, names, err
+}
 
 // IndexAllListings writes the search rows of every package, as migration
 // 008 does for a catalogue that predates it.

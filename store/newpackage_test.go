@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -109,19 +110,36 @@ func TestCataloguePackageWritesWhatTheStepsWrote(t *testing.T) {
 		t.Errorf("queued %v, want %v", got.Queued, dests)
 	}
 
-	for _, q := range []string{
-		`SELECT name, format, total_size, part_count, file_count, listing_truncated, listing_error, name_raw <> '',
+	// The package row against the one the steps wrote (the verification
+	// and the signature by their own writers).
+	q := `SELECT name, format, total_size, part_count, file_count, listing_truncated, listing_error, name_raw <> '',
 			encrypted, headers_encrypted, detected_format, verified, broken, name_lied, suspicious, content_sig
-			FROM packages WHERE id = $1`,
-		`SELECT idx, file_name, size, file_name_raw FROM package_parts WHERE package_id = $1 ORDER BY idx`,
-		`SELECT idx FROM remote_files WHERE package_id = $1 ORDER BY idx`,
-		`SELECT ord, path, size, is_dir, unsafe, path_raw, flags, crc FROM package_files WHERE package_id = $1 ORDER BY ord`,
-		`SELECT paths, names FROM package_search WHERE package_id = $1`,
+			FROM packages WHERE id = $1`
+	if want, have := rowsOf(t, st, q, old), rowsOf(t, st, q, got.ID); len(want) == 0 || !reflect.DeepEqual(want, have) {
+		t.Errorf("%s\n got %v\nwant %v", q, have, want)
+	}
+	// Parts, unique ids and listing as they must be stored: a name that is
+	// not UTF-8 cleaned with its raw bytes in hex, a cut path with its
+	// full name in hex, flags and CRCs kept.
+	for q, want := range map[string]string{
+		`SELECT idx, file_name, size, file_name_raw FROM package_parts WHERE package_id = $1 ORDER BY idx`: "[[0 p.z01 4 ] [1 p.zip 6 ]]",
+		`SELECT idx FROM remote_files WHERE package_id = $1 ORDER BY idx`:                                  "[[0]]",
+		`SELECT ord, path, size, is_dir, unsafe, path_raw, flags, crc FROM package_files WHERE package_id = $1 ORDER BY ord`: "[[0 dir 0 true false  [] <nil>] [1 dir/a.txt 3 false false  [] 7] " +
+			"[2 dir/bad\uFFFDname 5 false true 6469722f626164ff6e616d65 [] <nil>] " +
+			"[3 cut/long 1 false false 6375742f6c6f6e6765722d6e616d65 [cut bidi] <nil>] [4 new\nline 2 false true  [] <nil>]]",
 	} {
-		want, have := rowsOf(t, st, q, old), rowsOf(t, st, q, got.ID)
-		if len(want) == 0 || !reflect.DeepEqual(want, have) {
-			t.Errorf("%s\n got %v\nwant %v", q, have, want)
+		if have := fmt.Sprint(rowsOf(t, st, q, got.ID)); have != want {
+			t.Errorf("%s\n got %q\nwant %q", q, have, want)
 		}
+	}
+	// The search row as migration 008 computes it from the file rows.
+	paths, names, err := store.SearchRowOf(ctx, st, got.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have := rowsOf(t, st, `SELECT paths, names FROM package_search WHERE package_id = $1`, got.ID); len(have) != 1 ||
+		have[0][0] != paths || have[0][1] != names {
+		t.Errorf("search row %q, want %q and %q", have, paths, names)
 	}
 	if links, err := st.PackageLinks(ctx, got.ID); err != nil || len(links) != 1 || links[0] != (store.PackageLink{Other: old, Kind: store.LinkRepack}) {
 		t.Errorf("links %v, %v; want a repack of %d", links, err, old)
