@@ -53,9 +53,9 @@ func (p *Pipeline) fetchLooked(ctx context.Context, parts []tg.Message, format a
 	// account or instance may have finished this package meanwhile. The
 	// looks ride with the lock's round trip.
 	start := time.Now()
-	var handled store.Handled
+	var handled store.Document
 	var again, holding store.Found
-	lock, err := p.store.LockThen(ctx, "u:"+strings.Join(uniq, ","), store.LookMessageHandled(parts[0].Key(), &handled),
+	lock, err := p.store.LockThen(ctx, "u:"+strings.Join(uniq, ","), store.LookMessageDocument(parts[0].Key(), &handled),
 		store.LookPackageByUniqueIDs(uniq, &again), store.LookPackageHolding(uniq, &holding))
 	p.m.observeStage(StageLock, start)
 	if err != nil {

@@ -101,7 +101,7 @@ func scanDelivery(row pgx.Row) (Delivery, error) {
 // in the destination. Under a fence
 // (WithFence) it is refused with ErrStaleEpoch once the lease moved on.
 func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) (tg.MessageID, error) {
-	recorded, err := s.markSent(ctx, []Delivery{d}, []tg.MessageID{destMsg})
+	recorded, err := s.MarkSentAll(ctx, []Delivery{d}, []tg.MessageID{destMsg})
 	if err != nil {
 		return 0, err
 	}
@@ -112,10 +112,6 @@ func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) 
 // the group commit: ds[i] was sent as destMsgs[i]. It returns the message
 // recorded for each.
 func (s *Store) MarkSentAll(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error) {
-	return s.markSent(ctx, ds, destMsgs)
-}
-
-func (s *Store) markSent(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error) {
 	fa, fe := fenceArgs(ctx)
 	out := make([]tg.MessageID, len(ds))
 	stmts := make([]Statement, len(ds))

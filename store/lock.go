@@ -156,7 +156,7 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 	}
 	if got && rerr != nil {
 		// The lock was taken, its answers not understood: let it go.
-		_, _ = s.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, name, owner)
+		deleteLockRow(ctx, s, name, owner)
 		return false, rerr
 	}
 	return got, nil
@@ -226,10 +226,7 @@ func (l *Lock) Unlock() {
 		if l.gone.Load() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		// A failed delete leaves the row to expire.
-		_, _ = l.s.pool.Exec(ctx, `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, l.name, l.owner)
+		deleteLockRow(context.Background(), l.s, l.name, l.owner)
 	})
 }
 
@@ -237,7 +234,18 @@ func (l *Lock) Unlock() {
 // releases the lock when it commits (CataloguePackage).
 func (l *Lock) releaseStatement() Statement {
 	l.releasing.Store(true)
-	return Statement{SQL: `DELETE FROM package_locks WHERE name = $1 AND owner = $2`, Args: []any{l.name, l.owner}}
+	return Statement{SQL: unlockSQL, Args: []any{l.name, l.owner}}
+}
+
+const unlockSQL = `DELETE FROM package_locks WHERE name = $1 AND owner = $2`
+
+// deleteLockRow deletes a lock's row, within 10 s whatever ctx (a
+// cancelled caller still lets its lock go). A failed delete leaves the
+// row to expire.
+func deleteLockRow(ctx context.Context, s *Store, name, owner string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, _ = s.pool.Exec(ctx, unlockSQL, name, owner)
 }
 
 // UnlockWith commits stmts and the lock's release as one unit of the
@@ -257,11 +265,13 @@ func (l *Lock) UnlockWith(ctx context.Context, stmts ...Statement) error {
 // released is Unlock for a lock whose row a committed unit deleted: it
 // stops the renewals and deletes nothing more. A unit that did not commit
 // leaves the lock held (the caller's Unlock releases it).
+//
+// It does not wait for the renewal goroutine: it runs in the group
+// committer, which holds a connection and the other units' answers, and a
+// renewal may be waiting for a connection itself. A renewal in flight
+// finds the row gone and the lock releasing, and stops.
 func (l *Lock) released() {
-	l.once.Do(func() {
-		close(l.stop)
-		<-l.done
-	})
+	l.once.Do(func() { close(l.stop) })
 }
 
 func newStoreID() string {

@@ -21,30 +21,6 @@ type Found struct {
 	OK bool
 }
 
-// Handled is the answer of LookMessageHandled.
-type Handled struct {
-	Outcome Outcome
-	OK      bool
-}
-
-// LookMessageHandled reads whether the source key is in the catalogue
-// (dedup layer 1), and with which outcome, into out.
-func LookMessageHandled(key tg.MessageKey, out *Handled) Statement {
-	return Statement{SQL: `SELECT outcome FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
-		Args: []any{int64(key.Chat), int64(key.Message)},
-		Read: func(rows pgx.Rows) error {
-			*out = Handled{}
-			for rows.Next() {
-				var o string
-				if err := rows.Scan(&o); err != nil {
-					return err
-				}
-				*out = Handled{Outcome: Outcome(o), OK: true}
-			}
-			return rows.Err()
-		}}
-}
-
 // Document is the answer of LookMessageDocument.
 type Document struct {
 	Outcome Outcome
@@ -164,13 +140,6 @@ func lookID(sql string, out *Found, args ...any) Statement {
 	}}
 }
 
-// Look runs reads (Look… statements) in one round trip, in order, in one
-// transaction on generic plans (see genericPlansSQL), and returns the
-// first failure.
-func (s *Store) Look(ctx context.Context, reads ...Statement) error {
-	return s.batchTx(ctx, reads...)
-}
-
 // genericPlansSQL makes the statements after it in a transaction run on
 // their prepared statement's generic plan. The catalogue's hot statements
 // take arrays (= ANY($1), unnest($1)), and for those PostgreSQL's default
@@ -179,11 +148,11 @@ func (s *Store) Look(ctx context.Context, reads ...Statement) error {
 // Search statements are not prepared and keep the default.
 const genericPlansSQL = "SET LOCAL plan_cache_mode TO force_generic_plan"
 
-// batchTx runs stmts as one transaction, on generic plans, in one round
-// trip: BEGIN, genericPlansSQL, stmts, COMMIT. A statement that fails
-// undoes the others and its error is returned; else the first failure of
-// a Read is.
-func (s *Store) batchTx(ctx context.Context, stmts ...Statement) error {
+// Look runs reads (Look… statements) as one transaction, on generic
+// plans, in one round trip: BEGIN, genericPlansSQL, the reads, COMMIT. A
+// statement that fails undoes the others and its error is returned; else
+// the first failure of a Read is.
+func (s *Store) Look(ctx context.Context, stmts ...Statement) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(genericPlansSQL)
@@ -232,11 +201,11 @@ func (s *Store) look(ctx context.Context, st Statement) error {
 // MessageHandled reports whether the source key is already in the catalogue
 // (dedup layer 1), and with which outcome.
 func (s *Store) MessageHandled(ctx context.Context, key tg.MessageKey) (Outcome, bool, error) {
-	var h Handled
-	if err := s.look(ctx, LookMessageHandled(key, &h)); err != nil {
+	var d Document
+	if err := s.look(ctx, LookMessageDocument(key, &d)); err != nil {
 		return "", false, fmt.Errorf("look up message %s: %w", key, err)
 	}
-	return h.Outcome, h.OK, nil
+	return d.Outcome, d.OK, nil
 }
 
 // PackageByUniqueIDs returns the package whose parts are exactly the files
