@@ -18,9 +18,12 @@ type AlbumResult struct {
 // SendAlbumTo sends items (1 to MaxAlbum) into forum topic thread of chat
 // (0: the chat itself) as one album, one request under one turn of the
 // account's send budget, and waits until Telegram has accepted or refused
-// each of its messages. An error means no message was made: the chat's
+// each of its messages. An error means no result for any item: the chat's
 // send limit still pauses sends there (FloodWaitError, ErrChatFloodWait),
-// the budget's wait ended, or TDLib refused the request (ErrSendRefused).
+// the budget's wait ended, or TDLib refused the request (ErrSendRefused),
+// in all of which no message was made; or the request timed out
+// (ErrSendTimeout) or was answered with another number of messages than
+// items, after which some may have landed and a retry must reconcile.
 // Otherwise every item has its result, in order, and the results may
 // differ: a message refused with 429 pauses the chat as Send's does, a
 // refused one is deleted from the chat, and the others stand.
@@ -80,22 +83,27 @@ func (s *Session) send(ctx context.Context, chat ChatID, method string, n int, r
 	}
 	rs := s.awaitAll(sctx, keys)
 	var failed []sendKey
+	var flood time.Duration // the longest 429 among the messages
 	out := make([]AlbumResult, len(rs))
 	for i, r := range rs {
 		if r.err != nil && timedOut() && errors.Is(r.err, context.DeadlineExceeded) {
 			r.err = fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
 		}
 		if d, ok := FloodWait(r.err); ok {
-			// Refused by the chat's send limit: the pump paused sends to
-			// chat (pauseChat); the account's other requests go on.
-			if p, ok := s.Client.(interface{ CountFloodWait(string, time.Duration) }); ok {
-				p.CountFloodWait(method, d)
-			}
+			flood = max(flood, d)
 		}
 		if r.failed != 0 {
 			failed = append(failed, sendKey{chat, r.failed})
 		}
 		out[i] = AlbumResult{Message: r.msg, Err: r.err}
+	}
+	if flood > 0 {
+		// Refused by the chat's send limit: the pump paused sends to
+		// chat (pauseChat); the account's other requests go on. One
+		// request, one flood wait.
+		if p, ok := s.Client.(interface{ CountFloodWait(string, time.Duration) }); ok {
+			p.CountFloodWait(method, flood)
+		}
 	}
 	if len(failed) > 0 {
 		s.deleteFailed(ctx, failed...)

@@ -14,8 +14,9 @@ import (
 )
 
 // albumWorld is account a with a source of n documents and two
-// destinations, the first limited to one send every two minutes.
-func albumWorld(t *testing.T, cfg tgsim.Config, n int) (*tgsim.World, *tg.Session, []tg.AlbumItem, tg.ChatID, tg.ChatID) {
+// destinations, the first limited to one send every two minutes; its
+// session's request metrics go to reg.
+func albumWorld(t *testing.T, cfg tgsim.Config, n int, reg prometheus.Registerer) (*tgsim.World, *tg.Session, []tg.AlbumItem, tg.ChatID, tg.ChatID) {
 	t.Helper()
 	cfg.FilesDir = t.TempDir()
 	w := tgsim.NewWorld(cfg)
@@ -26,7 +27,7 @@ func albumWorld(t *testing.T, cfg tgsim.Config, n int) (*tgsim.World, *tg.Sessio
 	w.LimitChatSends(limited, 1.0/120, 1)
 	c := w.Client("a")
 	t.Cleanup(func() { _ = c.Close() })
-	s := tg.NewSession(tg.NewPaced(c, tg.PacedConfig{Account: "a"}, tg.NewMetrics(prometheus.NewRegistry())), func(tg.Update) {})
+	s := tg.NewSession(tg.NewPaced(c, tg.PacedConfig{Account: "a"}, tg.NewMetrics(reg)), func(tg.Update) {})
 	if err := s.LoadChats(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func albumWorld(t *testing.T, cfg tgsim.Config, n int) (*tgsim.World, *tg.Sessio
 // and returns each message as the server has it.
 func TestSendAlbumWaitsForEveryMessage(t *testing.T) {
 	t.Parallel()
-	w, s, items, _, open := albumWorld(t, tgsim.Config{Seed: 1}, 4)
+	w, s, items, _, open := albumWorld(t, tgsim.Config{Seed: 1}, 4, prometheus.NewRegistry())
 	res, err := s.SendAlbumTo(t.Context(), open, 0, items)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,8 @@ func TestSendAlbumWaitsForEveryMessage(t *testing.T) {
 // without a request.
 func TestSendAlbumChatFloodFailsEveryMessageAndPausesTheChat(t *testing.T) {
 	t.Parallel()
-	w, s, items, limited, open := albumWorld(t, tgsim.Config{Seed: 2}, 3)
+	reg := prometheus.NewRegistry()
+	w, s, items, limited, open := albumWorld(t, tgsim.Config{Seed: 2}, 3, reg)
 	ctx := t.Context()
 	if _, err := s.SendAlbumTo(ctx, limited, 0, items); err != nil {
 		t.Fatalf("first album to the limited chat: %v", err)
@@ -85,6 +87,28 @@ func TestSendAlbumChatFloodFailsEveryMessageAndPausesTheChat(t *testing.T) {
 	}
 	if n := len(w.Messages(limited)); n != 3 {
 		t.Errorf("limited chat holds %d messages, want the first album's 3", n)
+	}
+	// One refused request is one flood wait in the metrics, not one per
+	// message.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch v := m.GetCounter().GetValue(); mf.GetName() {
+			case "stashd_telegram_flood_wait_seconds_total":
+				if d, _ := tg.FloodWait(res[0].Err); v != d.Seconds() {
+					t.Errorf("flood wait counted %v s, want the one 429's %v", v, d.Seconds())
+				}
+			case "stashd_telegram_requests_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" && l.GetValue() == "flood_wait" && v != 1 {
+						t.Errorf("%v requests counted as flood waits, want 1", v)
+					}
+				}
+			}
+		}
 	}
 	// The refused messages stay in the session, failed, until deleted:
 	// all three in one request.
@@ -111,7 +135,7 @@ func TestSendAlbumChatFloodFailsEveryMessageAndPausesTheChat(t *testing.T) {
 // A request TDLib refuses makes no message: ErrSendRefused, nothing sent.
 func TestSendAlbumRefusedRequest(t *testing.T) {
 	t.Parallel()
-	w, s, items, _, open := albumWorld(t, tgsim.Config{Seed: 3}, 11)
+	w, s, items, _, open := albumWorld(t, tgsim.Config{Seed: 3}, 11, prometheus.NewRegistry())
 	if _, err := s.SendAlbumTo(t.Context(), open, 0, items); !errors.Is(err, tg.ErrSendRefused) || tg.Classify(err) != tg.ClassPermanent {
 		t.Fatalf("album of 11: %v, want a permanent refusal", err)
 	}

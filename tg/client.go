@@ -140,12 +140,3 @@ const (
 	// MethodToggleForumTopicIsClosed closes or reopens a forum topic.
 	MethodToggleForumTopicIsClosed = "toggleForumTopicIsClosed"
 )
-
-// Methods lists every request method of the port.
-var Methods = []string{
-	MethodLoadChats, MethodGetMe, MethodGetChat, MethodOpenChat, MethodSearchPublicChat,
-	MethodSearchChatMessages, MethodGetMessage, MethodGetChatMessageByDate,
-	MethodGetForumTopic, MethodDownloadFile, MethodCancelDownloadFile, MethodDeleteFile,
-	MethodSendMessage, MethodSendMessageAlbum, MethodCreateForumTopic, MethodGetForumTopics, MethodDeleteMessages,
-	MethodGetChatHistory, MethodToggleForumTopicIsClosed,
-}

@@ -239,7 +239,6 @@ func toggleForumTopicIsClosedRequest(chat tg.ChatID, thread int64, closed bool) 
 // deleteMessagesRequest deletes ids of chat; revoke deletes them for every
 // member (channels and supergroups ignore it: a deletion there is always
 // for everyone).
-
 func deleteMessagesRequest(chat tg.ChatID, ids []tg.MessageID, revoke bool) request {
 	raw := make([]int64, len(ids))
 	for i, id := range ids {
