@@ -74,9 +74,9 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 	var todo []pending
 	var unsure []store.Delivery // intents an earlier attempt wrote
 	for k, in := range ins {
-		if done, err := p.foundCopy(ctx, in); err != nil {
+		if settled, err := p.foundCopy(ctx, in); err != nil {
 			return 0, err
-		} else if done {
+		} else if settled {
 			continue
 		}
 		todo = append(todo, pending{in, ms[k]})

@@ -42,9 +42,6 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	if err != nil {
 		return "", err
 	}
-	if msg.Document == nil || msg.Document.File.UniqueID != uid {
-		known = nil // an edit replaced the document: looked up again
-	}
 	if ok && out != store.OutcomeDeadLetter {
 		if out == store.OutcomePartPending {
 			return out, nil
@@ -53,6 +50,16 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	}
 	p.ensureTopic(ctx, msg)
 	cls := classify(msg)
+	if msg.Document.File.UniqueID != uid {
+		// An edit replaced the document: layer 2 for the new one.
+		known = nil
+		if cls.archive {
+			known = &store.Found{}
+			if err := p.store.Look(ctx, store.LookPackageByUniqueIDs([]string{msg.Document.File.UniqueID}, known)); err != nil {
+				return "", err
+			}
+		}
+	}
 	p.m.observeStage(StageClassify, start)
 	if cls.archive && msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg)) {
 		// The source protects its content: the document cannot be re-sent,
@@ -66,12 +73,6 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	case cls.setKey != "" && !cls.name.IsMultipart() && msg.AlbumID == 0:
 		// A plain zip or rar already catalogued on its own (a forward of a
 		// known archive) need not wait for parts that will not come.
-		if known == nil {
-			known = &store.Found{}
-			if err := p.store.Look(ctx, store.LookPackageByUniqueIDs([]string{msg.Document.File.UniqueID}, known)); err != nil {
-				return "", err
-			}
-		}
 		if known.OK {
 			return p.fetchLooked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known)
 		}

@@ -65,22 +65,6 @@ type chatGetter interface {
 	GetChat(ctx context.Context, chat tg.ChatID) (tg.Chat, error)
 }
 
-// deliverTo sends every part of pkg exactly once to dest (one queued
-// delivery, whose parts' source posted them as in says), through the
-// account Spread picks. Each send is preceded by an intent row holding a
-// token that the caption carries; an intent this call did not write may
-// have been sent by an attempt that crashed before recording it, so the
-// destination is searched for its token first and only an unfound part is
-// sent. It reports whether the delivery was handed to another account
-// instead (its queue row is then that account's); otherwise, without an
-// error, every part is there and the caller clears the queue row.
-func (p *Pipeline) deliverTo(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (handed bool, err error) {
-	start := time.Now()
-	defer p.m.observeStage(StageDeliver, start)
-	_, handed, err = p.spreadDest(ctx, pkg, parts, in, dest)
-	return handed, err
-}
-
 // deliverDest sends every part of pkg to dest, in order, through this
 // pipeline's account, handing the delivery over to another account when
 // this one may not write there. It returns how many parts it sent

@@ -282,7 +282,16 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 		}
 		parts[i] = m
 	}
-	handed, err := p.deliverTo(lctx, pkg, parts, in, w.Destination)
+	// Every part of pkg exactly once to dest, through the account Spread
+	// picks. Each send is preceded by an intent row holding a token that
+	// the caption carries; an intent this delivery did not write may have
+	// been sent by an attempt that crashed before recording it, so the
+	// destination is searched for its token first and only an unfound part
+	// is sent. A delivery handed to another account leaves its queue row to
+	// that account.
+	start := time.Now()
+	_, handed, err := p.spreadDest(lctx, pkg, parts, in, w.Destination)
+	p.m.observeStage(StageDeliver, start)
 	if err != nil {
 		return false, err
 	}
