@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"slices"
 
 	"stashd/store"
 	"stashd/tg"
@@ -10,7 +11,8 @@ import (
 // handOff is the last step of ingest: it queues the deliveries a
 // catalogued package owes as parts' source posted it (every destination
 // its routes give it, every configured destination without routes), one
-// row per destination not yet complete, and wakes the delivery stage.
+// row per destination not yet complete (one statement for all), and wakes
+// the delivery stage.
 // It never waits for a send: the queue is in PostgreSQL, and the delivery
 // stage (Deliverer) sends it at the account's send budget. A delivery a
 // route's window holds is queued for the window's opening.
@@ -18,26 +20,20 @@ import (
 // A delivery queued already keeps its row (another copy of the package,
 // another account's hand-over). It returns how many it queued.
 func (p *Pipeline) handOff(ctx context.Context, pkg store.Package, parts []tg.Message) (int, error) {
-	queued := 0
-	for _, w := range p.deliveriesOwed(pkg.ID, parts) {
-		if done, err := p.store.DeliveryComplete(ctx, pkg.ID, []tg.ChatID{w.Destination}); err != nil {
-			return queued, err
-		} else if done {
-			continue
-		}
-		ok, err := p.store.QueueDelivery(ctx, w)
-		if err != nil {
-			return queued, err
-		}
-		if ok {
-			queued++
+	owed := p.deliveriesOwed(pkg.ID, parts)
+	queued, err := p.store.QueueDeliveries(ctx, pkg.ID, owed)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range owed {
+		if slices.Contains(queued, w.Destination) {
 			p.deliveryQueued(w, parts)
 		}
 	}
-	if queued > 0 {
+	if len(queued) > 0 {
 		p.wakeDelivery()
 	}
-	return queued, nil
+	return len(queued), nil
 }
 
 // deliveriesOwed returns the deliveries package pkg, made of parts, owes

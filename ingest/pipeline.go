@@ -39,9 +39,8 @@ type Store interface {
 	MarkSentAll(ctx context.Context, ds []store.Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
-	DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
 	DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
-	QueueDelivery(ctx context.Context, w store.Waiting) (bool, error)
+	QueueDeliveries(ctx context.Context, pkg int64, ws []store.Waiting) ([]tg.ChatID, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error

@@ -92,14 +92,14 @@ const insertPackageSQL = `WITH pkg AS (
 )
 SELECT count(*) > 0 FROM pkg`
 
-// queueSQL queues the deliveries of the unit's package ($1) to the
-// destinations not queued already nor sent in full, and returns those
-// queued.
+// queueSQL queues the deliveries of the package the condition names
+// ($1) to the destinations not queued already nor sent in full, and
+// returns those queued.
 const queueSQL = `INSERT INTO waiting_deliveries (package_id, destination_chat_id, account, route, opens_at,
 		source_chat_id, source_topic_id, message_ids, part_count)
 	SELECT p.id, w.dest, w.account, w.route, w.opens_at, $2, $3, $4, $5
 	FROM packages p, unnest($6::bigint[], $7::text[], $8::text[], $9::timestamptz[]) AS w(dest, account, route, opens_at)
-	WHERE p.content_hash = $1 AND (SELECT count(*) FROM deliveries d WHERE d.package_id = p.id AND d.state = 'sent'
+	WHERE %s AND (SELECT count(*) FROM deliveries d WHERE d.package_id = p.id AND d.state = 'sent'
 		AND d.destination_chat_id = w.dest) < p.part_count
 	ON CONFLICT (package_id, destination_chat_id) DO NOTHING
 	RETURNING destination_chat_id`
@@ -144,26 +144,7 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 			Args: []any{hash, n.RepackOf, LinkRepack}})
 	}
 	if len(n.Deliveries) > 0 {
-		w := n.Deliveries[0]
-		ids, chat := waitingParts(w)
-		dests := make([]int64, len(n.Deliveries))
-		accounts, routes := make([]string, len(n.Deliveries)), make([]string, len(n.Deliveries))
-		opens := make([]time.Time, len(n.Deliveries))
-		for i, d := range n.Deliveries {
-			dests[i], accounts[i], routes[i], opens[i] = int64(d.Destination), d.Account, d.Route, d.OpensAt
-		}
-		stmts = append(stmts, Statement{SQL: queueSQL,
-			Args: []any{hash, chat, w.Topic, ids, w.PartCount, dests, accounts, routes, opens},
-			Read: func(rows pgx.Rows) error {
-				for rows.Next() {
-					var d int64
-					if err := rows.Scan(&d); err != nil {
-						return err
-					}
-					out.Queued = append(out.Queued, tg.ChatID(d))
-				}
-				return rows.Err()
-			}})
+		stmts = append(stmts, queueStatement("p.content_hash = $1", hash, n.Deliveries, &out.Queued))
 	}
 	stmts = append(stmts, handledStatements(n.Sources, hash)...)
 	for _, l := range n.Release {
@@ -181,6 +162,49 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 		return Catalogued{}, fmt.Errorf("catalogue package %q: %w", text(p.Name), err)
 	}
 	return out, nil
+}
+
+// queueStatement queues ws, the deliveries of one package (named by cond
+// on packages p with pkg as $1) that share its parts, to the
+// destinations not queued already nor sent in full, adding those queued
+// to queued.
+func queueStatement(cond string, pkg any, ws []Waiting, queued *[]tg.ChatID) Statement {
+	w := ws[0]
+	ids, chat := waitingParts(w)
+	dests := make([]int64, len(ws))
+	accounts, routes := make([]string, len(ws)), make([]string, len(ws))
+	opens := make([]time.Time, len(ws))
+	for i, d := range ws {
+		dests[i], accounts[i], routes[i], opens[i] = int64(d.Destination), d.Account, d.Route, d.OpensAt
+	}
+	return Statement{SQL: fmt.Sprintf(queueSQL, cond),
+		Args: []any{pkg, chat, w.Topic, ids, w.PartCount, dests, accounts, routes, opens},
+		Read: func(rows pgx.Rows) error {
+			for rows.Next() {
+				var d int64
+				if err := rows.Scan(&d); err != nil {
+					return err
+				}
+				*queued = append(*queued, tg.ChatID(d))
+			}
+			return rows.Err()
+		}}
+}
+
+// QueueDeliveries puts ws, deliveries of package pkg that share its parts,
+// in the delivery queue, each unless one to its destination is queued
+// already (that one keeps its account, route and place) or the package is
+// sent there in full, in one unit of the group commit. It returns the
+// destinations queued.
+func (s *Store) QueueDeliveries(ctx context.Context, pkg int64, ws []Waiting) ([]tg.ChatID, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	var queued []tg.ChatID
+	if err := s.Commit(ctx, queueStatement("p.id = $1", pkg, ws, &queued)); err != nil {
+		return nil, fmt.Errorf("queue deliveries of package %d: %w", pkg, err)
+	}
+	return queued, nil
 }
 
 // RecordHandled records msgs as handled (RecordMessages) and resolves

@@ -30,20 +30,11 @@ type Waiting struct {
 	LastError string
 }
 
-// QueueDelivery puts w in the delivery queue unless a delivery of the
-// same package to the same destination is queued already (that one keeps
-// its account, route and place); it reports whether it queued w.
+// QueueDelivery is QueueDeliveries for one delivery; it reports whether
+// it queued w.
 func (s *Store) QueueDelivery(ctx context.Context, w Waiting) (bool, error) {
-	ids, chat := waitingParts(w)
-	tag, err := s.pool.Exec(ctx, `INSERT INTO waiting_deliveries (package_id, destination_chat_id, account, route, opens_at,
-			source_chat_id, source_topic_id, message_ids, part_count)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (package_id, destination_chat_id) DO NOTHING`,
-		w.PackageID, int64(w.Destination), w.Account, w.Route, w.OpensAt, chat, w.Topic, ids, w.PartCount)
-	if err != nil {
-		return false, fmt.Errorf("queue delivery of package %d to %d: %w", w.PackageID, w.Destination, err)
-	}
-	return tag.RowsAffected() == 1, nil
+	queued, err := s.QueueDeliveries(ctx, w.PackageID, []Waiting{w})
+	return len(queued) == 1, err
 }
 
 // WaitDelivery records that w waits until w.OpensAt for w.Account to send
