@@ -85,11 +85,8 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 		}
 	}
 	if len(unsure) > 0 {
-		found, err := p.findTokens(ctx, dest, unsure)
-		if err != nil {
-			return 0, fmt.Errorf("reconcile delivery of package %d parts %d-%d to %d: %w", pkg.ID, a.first, a.end-1, dest, err)
-		}
-		todo = slices.DeleteFunc(todo, func(t pending) bool { return found[t.Token].found != 0 })
+		found, ferr := p.findTokens(ctx, dest, unsure)
+		// Parts found are recorded even when the search gave up on others.
 		for _, d := range unsure {
 			if m := found[d.Token]; m.found != 0 {
 				if err := p.reconciled(ctx, d, m); err != nil {
@@ -97,6 +94,10 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 				}
 			}
 		}
+		if ferr != nil {
+			return 0, fmt.Errorf("reconcile delivery of package %d parts %d-%d to %d: %w", pkg.ID, a.first, a.end-1, dest, ferr)
+		}
+		todo = slices.DeleteFunc(todo, func(t pending) bool { return found[t.Token].found != 0 })
 	}
 	items := make([]tg.AlbumItem, len(todo))
 	for k, t := range todo {

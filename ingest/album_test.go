@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +239,64 @@ func TestPausedDestinationLoadsNoParts(t *testing.T) {
 	}
 	if got := e.world.Calls("a")[tg.MethodGetMessage] - before; got != 3 {
 		t.Errorf("%d getMessage calls, want the 3 parts loaded once", got)
+	}
+}
+
+// A reconciliation that gives up at its page limit still records the parts
+// it found: here an album crashed with its middle message refused, under
+// more history since its intents than one reconciliation reads. The two
+// parts that landed are recorded as sent with their messages; the
+// delivery is given up naming part 1, which is not sent blindly.
+func TestReconcileAtThePageLimitRecordsWhatItFound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p0, c0 := e.pipeline("a")
+	postRarSet(t, e, p0, c0, "big", 3)
+	// More than 50 pages of history, all newer than the intents to come.
+	for i := range 50*tg.MaxSearchLimit + 10 {
+		e.world.Post(e.dest, 0, tgsim.Post{Text: fmt.Sprintf("chatter %d", i)})
+	}
+	e.world.InjectSendFailures("a", false, true, false)
+	c1 := e.world.Client("a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, kill := context.WithCancel(e.ctx)
+	defer kill()
+	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, Now: func() time.Time { return e.now }},
+		e.st, crashingAlbums{crashingSession{tg.NewSession(c1, func(tg.Update) {}), c1, kill}}, nil)
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p1, e.st, nil).RunOnce(ctx); err == nil {
+		t.Fatal("the delivery survived the crash")
+	}
+	_ = c1.Close()
+
+	p2, _ := e.pipeline("a")
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p2, e.st, nil).RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 1 {
+		t.Errorf("result %+v, want the delivery given up", res)
+	}
+	rows, err := e.st.Pool().Query(e.ctx, `SELECT part_idx, state, coalesce(dest_message_id, 0) FROM deliveries ORDER BY part_idx`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var idx int
+		var state string
+		var msg int64
+		if err := rows.Scan(&idx, &state, &msg); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d %s %t", idx, state, msg != 0))
+	}
+	if want := []string{"0 sent true", "1 intent false", "2 sent true"}; !slices.Equal(got, want) {
+		t.Errorf("deliveries %v, want %v", got, want)
+	}
+	if calls := e.world.Calls("a"); calls[tg.MethodSendMessage] != 0 || calls[tg.MethodSendMessageAlbum] != 1 {
+		t.Errorf("sendMessage %d, sendMessageAlbum %d; want only the crashed album", calls[tg.MethodSendMessage], calls[tg.MethodSendMessageAlbum])
 	}
 }

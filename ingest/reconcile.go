@@ -45,7 +45,8 @@ type tokenMatch struct {
 // where the local history may have holes) newest first and matches
 // captions here, down to the first message older than the oldest intent
 // (no message can carry a token before its intent existed). The result is
-// keyed by token.
+// keyed by token. Past reconcileMaxPages pages it returns what it found
+// with a permanent error naming the parts it did not find.
 func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.Delivery) (map[string]tokenMatch, error) {
 	want := make(map[string]string, len(ds)) // token line → token
 	oldest := ds[0]
@@ -108,8 +109,15 @@ func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.De
 		// Copies may hide further down; the deliveries are found all the same.
 		return result(), nil
 	}
-	return nil, tg.Permanent(fmt.Errorf("find token of package %d part %d in %d: more than %d messages since the intent of %s",
-		oldest.PackageID, oldest.PartIndex, dest, reconcileMaxPages*tg.MaxSearchLimit, oldest.CreatedAt.UTC().Format(time.RFC3339)))
+	// What was found stands: those parts are in the destination.
+	var missing []string
+	for _, d := range ds {
+		if _, ok := matches[d.Token]; !ok {
+			missing = append(missing, fmt.Sprint(d.PartIndex))
+		}
+	}
+	return result(), tg.Permanent(fmt.Errorf("find token of package %d part %s in %d: more than %d messages since the intent of %s",
+		oldest.PackageID, strings.Join(missing, ", "), dest, reconcileMaxPages*tg.MaxSearchLimit, oldest.CreatedAt.UTC().Format(time.RFC3339)))
 }
 
 // keepOneCopy deletes the messages of found, all carrying d's token, but
