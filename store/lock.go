@@ -114,50 +114,25 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 		tag, err := s.pool.Exec(ctx, lockSQL, name, owner, ttl.String())
 		return err == nil && tag.RowsAffected() == 1, err
 	}
-	// One transaction, in one round trip: a read that fails undoes the
-	// lock taken before it. Unless durable, its commit does not wait for
-	// the WAL flush (see LockThen).
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(genericPlansSQL)
+	// One transaction, in one round trip (Look): a read that fails undoes
+	// the lock taken before it. Unless durable, its commit does not wait
+	// for the WAL flush (see LockThen).
+	var got bool
+	stmts := make([]Statement, 0, len(reads)+2)
 	if !durable {
-		b.Queue("SET LOCAL synchronous_commit TO off")
+		stmts = append(stmts, Statement{SQL: "SET LOCAL synchronous_commit TO off"})
 	}
-	b.Queue(lockSQL, name, owner, ttl.String())
-	for _, r := range reads {
-		b.Queue(r.SQL, r.Args...)
-	}
-	b.Queue("COMMIT")
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	for range b.Len() - len(reads) - 2 { // BEGIN and the SETs
-		if _, err := br.Exec(); err != nil {
-			return false, err
+	stmts = append(stmts, Statement{SQL: lockSQL, Args: []any{name, owner, ttl.String()}, Read: func(rows pgx.Rows) error {
+		rows.Close()
+		got = rows.CommandTag().RowsAffected() == 1
+		return rows.Err()
+	}})
+	if err := s.Look(ctx, append(stmts, reads...)...); err != nil {
+		if got {
+			// Taken, but its answers not understood: let it go.
+			deleteLockRow(ctx, s, name, owner)
 		}
-	}
-	tag, err := br.Exec()
-	if err != nil {
 		return false, err
-	}
-	got := tag.RowsAffected() == 1
-	var rerr error
-	for _, r := range reads {
-		re, err := readStatement(br, r)
-		if err != nil {
-			return false, err
-		}
-		rerr = cmp.Or(rerr, re)
-	}
-	if _, err := br.Exec(); err != nil { // COMMIT
-		return false, err
-	}
-	if err := br.Close(); err != nil {
-		return false, err
-	}
-	if got && rerr != nil {
-		// The lock was taken, its answers not understood: let it go.
-		deleteLockRow(ctx, s, name, owner)
-		return false, rerr
 	}
 	return got, nil
 }

@@ -148,10 +148,11 @@ func lookID(sql string, out *Found, args ...any) Statement {
 // Search statements are not prepared and keep the default.
 const genericPlansSQL = "SET LOCAL plan_cache_mode TO force_generic_plan"
 
-// Look runs reads (Look… statements) as one transaction, on generic
-// plans, in one round trip: BEGIN, genericPlansSQL, the reads, COMMIT. A
-// statement that fails undoes the others and its error is returned; else
-// the first failure of a Read is.
+// Look runs reads (Look… statements, and what rides with them: a lock
+// attempt) as one transaction, on generic plans, in one round trip: BEGIN,
+// genericPlansSQL, the statements, COMMIT. A statement that fails undoes
+// the others and its error is returned; else the first failure of a Read
+// is.
 func (s *Store) Look(ctx context.Context, stmts ...Statement) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
