@@ -157,3 +157,33 @@ func nextSendOutcome(t *testing.T, f sendFixture) tg.Update {
 	})
 	return out
 }
+
+// A chat's send limit counts an album's messages: an album of three takes
+// three of a burst of five, and the next album of three, with two left, is
+// refused whole (a 429 for each message, three counted as flooded).
+func TestSendAlbumTakesATokenPerMessage(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	f.w.LimitChatSends(f.dest, 1.0/600, 5)
+	items := albumItems(t, f, 3)
+	if _, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, items, tg.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range items {
+		next[tg.SendSucceeded](t, f.c, nil)
+	}
+	if _, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, items, tg.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range items {
+		if failed := next[tg.SendFailed](t, f.c, nil); failed.Err == nil || !strings.Contains(failed.Err.Error(), "429") {
+			t.Errorf("message of the second album: %v, want a 429", failed.Err)
+		}
+	}
+	if n := f.w.ChatFlooded(f.dest); n != 3 {
+		t.Errorf("%d messages counted as refused by the chat's limit, want 3", n)
+	}
+	if n := len(f.w.Messages(f.dest)); n != 3 {
+		t.Errorf("destination holds %d messages, want the first album's 3", n)
+	}
+}
