@@ -69,14 +69,15 @@ func (r *runner) ingest(ctx context.Context) error {
 	r.rep.Summary.IngestVsRawInsert = ptr(ours / raw)
 	r.rep.Summary.IngestVsRawTxn = ptr(ours / txRate)
 	r.rep.Summary.IngestVsRawCopy = ptr(ours / copyRate)
-	spp, err := r.multipartSends(ctx)
+	spp, sets, parts, err := r.multipartSends(ctx)
 	if err != nil {
 		return err
 	}
 	r.add(Line{Item: ItemIngest, What: "sends per part of multipart packages (sets of 2-10 RAR volumes)", Unit: "sends/part",
 		Stashd: spp, Baseline: nanRatio, Ratio: nanRatio, Goal: "<= 0.3",
-		Note: "send requests the simulator accepted (a sendMessage, or a sendMessageAlbum) over the parts of the sets posted. " +
-			"A set goes as one album per destination, so the figure is the sets over their parts: 1/6 for these sizes, 1/3 for sets of three volumes"})
+		Note: fmt.Sprintf("send requests the simulator accepted (a sendMessage, or a sendMessageAlbum) over the parts of the sets posted. "+
+			"A set goes as one album per destination, so the floor is the sets over their parts: %d/%d = %.3f here, 1/3 for sets of three volumes",
+			sets, parts, float64(sets)/float64(parts))})
 	r.rep.Summary.SendsPerPartMultipart = ptr(spp)
 	return nil
 }

@@ -16,14 +16,14 @@ import (
 // mirrored to one destination, and the send requests the simulator
 // accepted counted once every delivery has settled. It returns sends per
 // part.
-func (r *runner) multipartSends(ctx context.Context) (float64, error) {
-	sets, parts := 40, 0
+func (r *runner) multipartSends(ctx context.Context) (spp float64, sets, parts int, err error) {
+	sets = 40
 	if r.o.Quick {
 		sets = 9
 	}
 	e, err := r.newEnv(ctx, "multipart", 1, tgsim.Config{Seed: 3})
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	defer e.close(ctx)
 	src := e.addSource(0, tg.KindChannel, "sets")
@@ -37,13 +37,13 @@ func (r *runner) multipartSends(ctx context.Context) (float64, error) {
 	}
 	d, err := e.start(ctx, e.daemonConfig(4, 0), nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	defer d.Shutdown(context.Background())
 	if got, err := e.waitCount(ctx, countPackages, sets, 2*time.Minute); err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	} else if got < sets {
-		return 0, fmt.Errorf("multipart: catalogued %d of %d sets", got, sets)
+		return 0, 0, 0, fmt.Errorf("multipart: catalogued %d of %d sets", got, sets)
 	}
 	// Settled: no delivery left to send, and no send for a while.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -51,7 +51,7 @@ func (r *runner) multipartSends(ctx context.Context) (float64, error) {
 	for {
 		open, err := e.count(ctx, `SELECT count(*) FROM deliveries WHERE state = 'intent'`)
 		if err != nil {
-			return 0, err
+			return 0, 0, 0, err
 		}
 		n := sendRequests(e.world.Sends())
 		if n != last {
@@ -61,15 +61,15 @@ func (r *runner) multipartSends(ctx context.Context) (float64, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("multipart: deliveries did not settle (%d open, %d sends)", open, n)
+			return 0, 0, 0, fmt.Errorf("multipart: deliveries did not settle (%d open, %d sends)", open, n)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, 0, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return float64(last) / float64(parts), nil
+	return float64(last) / float64(parts), sets, parts, nil
 }
 
 // sendRequests counts the requests that made sends: one per lone message,
