@@ -39,3 +39,9 @@ func GateAt(epoch int64, sent time.Time, life time.Duration) func() error {
 // SetBacklogInterval makes d's accounts refresh the delivery backlog
 // gauges every every (set before Prepare).
 func SetBacklogInterval(d *Daemon, every time.Duration) { d.backlogEvery = every }
+
+// DestPause is account from's Config.DestPause: how long before an
+// account of d that could send to dest may do so.
+func DestPause(d *Daemon, from string, dest tg.ChatID) time.Duration {
+	return d.spread.pause(from, dest)
+}

@@ -120,8 +120,10 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, sends int) (*ingest
 
 // pause is how long before an account that pick could choose may send to
 // dest: the shortest flood wait on dest among the running accounts with a
-// send budget not refused write access there (from's own included, which
-// sends when no other qualifies). It asks no server.
+// send budget not refused write access there and not found to be no
+// member of it (from's own included, which sends when no other
+// qualifies). It asks no server: an account pick has not asked about dest
+// yet counts.
 func (s *spreader) pause(from string, dest tg.ChatID) time.Duration {
 	s.d.mu.Lock()
 	runs := s.d.accounts
@@ -130,7 +132,7 @@ func (s *spreader) pause(from string, dest tg.ChatID) time.Duration {
 	defer s.d.writeMu.Unlock()
 	wait := time.Duration(-1)
 	for _, r := range runs {
-		if r.sess.Budget == nil || r.pipe == nil || r.name != from && s.d.noWrite[r.name][dest] {
+		if r.sess.Budget == nil || r.pipe == nil || r.name != from && (s.d.noWrite[r.name][dest] || s.stranger(r, dest)) {
 			continue
 		}
 		if w := r.sess.ChatPause(dest); wait < 0 || w < wait {
@@ -142,11 +144,7 @@ func (s *spreader) pause(from string, dest tg.ChatID) time.Duration {
 
 // knows reports whether account r knows chat.
 func (s *spreader) knows(r *accountRun, chat tg.ChatID) bool {
-	k := seeKey{r.name, chat}
-	s.seesMu.Lock()
-	ok, cached := s.sees[k]
-	s.seesMu.Unlock()
-	if cached {
+	if ok, cached := s.seen(r, chat); cached {
 		return ok
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, pickTimeout)
@@ -156,9 +154,23 @@ func (s *spreader) knows(r *accountRun, chat tg.ChatID) bool {
 		return false // not cached: ask again next time
 	}
 	s.seesMu.Lock()
-	s.sees[k] = err == nil
+	s.sees[seeKey{r.name, chat}] = err == nil
 	s.seesMu.Unlock()
 	return err == nil
+}
+
+// seen is what knows found of r and chat before, if it asked.
+func (s *spreader) seen(r *accountRun, chat tg.ChatID) (ok, cached bool) {
+	s.seesMu.Lock()
+	defer s.seesMu.Unlock()
+	ok, cached = s.sees[seeKey{r.name, chat}]
+	return ok, cached
+}
+
+// stranger reports whether knows found that r does not know chat.
+func (s *spreader) stranger(r *accountRun, chat tg.ChatID) bool {
+	ok, cached := s.seen(r, chat)
+	return cached && !ok
 }
 
 // handOver records that account from may not write to dest and picks

@@ -208,3 +208,43 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 	}
 	checkPartOrder(t, world, dest, 12)
 }
+
+// A delivery is put off while every account that could send to its
+// destination waits out a 429 there: an account found to be no member of
+// the destination does not count as one that could. Here b reads the
+// source but is no member of the destination, and a's sends there are
+// paused by the chat's limit.
+func TestDestPauseLeavesOutAccountsThatCannotSendThere(t *testing.T) {
+	st := openStore(t, 16)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 13, FilesDir: t.TempDir()})
+	world.AddAccount("a", false)
+	world.AddAccount("b", false)
+	src := world.AddChat(tg.KindChannel, "news", "a", "b")
+	dest := world.AddChat(tg.KindChannel, "mirror", "a")
+	world.LimitChatSends(dest, 1.0/600, 1)
+	bsrc := world.AddChat(tg.KindChannel, "b's source", "b")
+	d := daemon.New(daemon.Config{
+		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{bsrc}}},
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
+		Instance: "only",
+	}, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
+	prepareAndRun(t, d)
+	defer d.Kill()
+
+	// The first package takes the chat's one send; the second meets its
+	// 429.
+	name := func(i int) string { return fmt.Sprintf("q%02d.tar", i) }
+	first := world.Post(src, 0, tgsim.Post{FileName: name(0), Data: archivetest.Tar([]archivetest.File{{Name: name(0), Data: []byte("0")}})})
+	waitHandled(t, st, first.Key())
+	world.Post(src, 0, tgsim.Post{FileName: name(1), Data: archivetest.Tar([]archivetest.File{{Name: name(1), Data: []byte("1")}})})
+	deadline := time.Now().Add(time.Minute)
+	for world.ChatFlooded(dest) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second send never met the chat's limit")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if wait := daemon.DestPause(d, "a", dest); wait < time.Minute {
+		t.Errorf("DestPause = %v with a paused and b no member of the destination; want a's pause of minutes", wait)
+	}
+}
