@@ -40,13 +40,10 @@ import (
 // GroupCommitDelay, when set, makes a flusher wait that long for more
 // units before flushing fewer than GroupCommitSize.
 
-// DefaultGroupCommitSize is the most units one group commit holds when
-// Config.GroupCommitSize is zero. PostgreSQL keeps the ids of up to 64
+// MaxGroupCommitSize is the most units one group commit holds, and the
+// default of Config.GroupCommitSize. PostgreSQL keeps the ids of up to 64
 // subtransactions (one per unit's savepoint) in shared memory; more would
 // make every snapshot taken meanwhile look them up on disk.
-const DefaultGroupCommitSize = 64
-
-// MaxGroupCommitSize bounds Config.GroupCommitSize.
 const MaxGroupCommitSize = 64
 
 // DefaultGroupCommitFlushes is how many group commits may be in flight at

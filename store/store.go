@@ -60,8 +60,7 @@ type Config struct {
 	Tracer pgx.QueryTracer
 	// GroupCommitSize is the most units of work (a package's catalogue
 	// writes, say) one group commit holds (see Commit); zero means
-	// DefaultGroupCommitSize (64), the most allowed is
-	// MaxGroupCommitSize.
+	// MaxGroupCommitSize (64), also the most allowed.
 	GroupCommitSize int
 	// GroupCommitFlushes is how many group commits may be in flight at
 	// once, each on a connection of its own; zero means
@@ -119,7 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.GroupCommitSize < 0 || cfg.GroupCommitSize > MaxGroupCommitSize || cfg.GroupCommitDelay < 0 ||
 		cfg.GroupCommitFlushes < 0 || cfg.GroupCommitFlushes > MaxGroupCommitFlushes {
 		pool.Close()
-		return nil, fmt.Errorf("group commit of %d units, %d at once, after %s: size must be 1 to %d, flushes 1 to %d, delay not negative",
+		return nil, fmt.Errorf("group commit of %d units, %d at once, after %s: size must be 0 (the default) to %d, flushes 0 (the default) to %d, delay not negative",
 			cfg.GroupCommitSize, cfg.GroupCommitFlushes, cfg.GroupCommitDelay, MaxGroupCommitSize, MaxGroupCommitFlushes)
 	}
 	conn, err := pool.Acquire(ctx)
@@ -139,7 +138,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	st.commits = newCommitter(pool, cmp.Or(cfg.GroupCommitSize, DefaultGroupCommitSize),
+	st.commits = newCommitter(pool, cmp.Or(cfg.GroupCommitSize, MaxGroupCommitSize),
 		cmp.Or(cfg.GroupCommitFlushes, DefaultGroupCommitFlushes), cfg.GroupCommitDelay)
 	return st, nil
 }
