@@ -19,7 +19,6 @@ type DeliveryStore interface {
 	DueWaiting(ctx context.Context, account string, now time.Time, limit int) ([]store.Waiting, error)
 	QueuedByRoute(ctx context.Context, account string) ([]store.RouteBacklog, error)
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
-	WaitDelivery(ctx context.Context, w store.Waiting) error
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
@@ -263,7 +262,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 		open, opensAt, rt := p.cfg.Routes.Gate(in, w.Destination, p.cfg.Now())
 		if !open {
 			w.Route, w.OpensAt = rt, opensAt
-			return false, ws.store.WaitDelivery(ctx, w)
+			return false, lock.UnlockWith(ctx, store.WaitDeliveryStatement(w))
 		}
 	}
 	lctx, unbind := lock.Bind(ctx)

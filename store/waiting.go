@@ -42,17 +42,23 @@ func (s *Store) QueueDelivery(ctx context.Context, w Waiting) (bool, error) {
 // delivery already queued keeps its parts and place in the queue and takes
 // the new account, route and time.
 func (s *Store) WaitDelivery(ctx context.Context, w Waiting) error {
+	st := WaitDeliveryStatement(w)
+	if _, err := s.pool.Exec(ctx, st.SQL, st.Args...); err != nil {
+		return fmt.Errorf("hold delivery of package %d to %d: %w", w.PackageID, w.Destination, err)
+	}
+	return nil
+}
+
+// WaitDeliveryStatement is WaitDelivery as a statement of a unit (one that
+// releases the delivery's lock: Lock.UnlockWith).
+func WaitDeliveryStatement(w Waiting) Statement {
 	ids, chat := waitingParts(w)
-	_, err := s.pool.Exec(ctx, `INSERT INTO waiting_deliveries (package_id, destination_chat_id, account, route, opens_at,
+	return Statement{SQL: `INSERT INTO waiting_deliveries (package_id, destination_chat_id, account, route, opens_at,
 			source_chat_id, source_topic_id, message_ids, part_count)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (package_id, destination_chat_id) DO UPDATE SET account = excluded.account, route = excluded.route,
 			opens_at = excluded.opens_at`,
-		w.PackageID, int64(w.Destination), w.Account, w.Route, w.OpensAt, chat, w.Topic, ids, w.PartCount)
-	if err != nil {
-		return fmt.Errorf("hold delivery of package %d to %d: %w", w.PackageID, w.Destination, err)
-	}
-	return nil
+		Args: []any{w.PackageID, int64(w.Destination), w.Account, w.Route, w.OpensAt, chat, w.Topic, ids, w.PartCount}}
 }
 
 func waitingParts(w Waiting) (ids []int64, chat int64) {
