@@ -177,18 +177,8 @@ func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatI
 	return tag.RowsAffected() == 1, nil
 }
 
-// DeliveryComplete reports whether every part of pkg has been sent to every
-// destination.
-func (s *Store) DeliveryComplete(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error) {
-	var done bool
-	if err := s.look(ctx, LookDeliveryComplete(pkg, dests, &done)); err != nil {
-		return false, fmt.Errorf("check deliveries of package %d: %w", pkg, err)
-	}
-	return done, nil
-}
-
 // LookDeliveryComplete reads whether every part of pkg is recorded sent to
-// every one of dests (DeliveryComplete as a Statement) into out.
+// every one of dests into out.
 func LookDeliveryComplete(pkg int64, dests []tg.ChatID, out *bool) Statement {
 	ids := make([]int64, len(dests))
 	for i, d := range dests {

@@ -17,14 +17,6 @@ const (
 	LinkContainedIn = "contained_in"
 )
 
-// SetContentSignature records package pkg's content signature.
-func (s *Store) SetContentSignature(ctx context.Context, pkg int64, sig []byte) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE packages SET content_sig = $2 WHERE id = $1`, pkg, sig); err != nil {
-		return fmt.Errorf("record content of package %d: %w", pkg, err)
-	}
-	return nil
-}
-
 // LinkPackages records that package pkg is kind (LinkRepack,
 // LinkContainedIn) of other. Linking twice is harmless.
 func (s *Store) LinkPackages(ctx context.Context, pkg, other int64, kind string) error {
@@ -61,23 +53,9 @@ func (s *Store) IsRepack(ctx context.Context, pkg int64) (bool, error) {
 	return ok, nil
 }
 
-// LinkContainment links package pkg as contained in every catalogued
-// package that holds all of its files and more, and every package whose
-// files are all in pkg's (and fewer) as contained in pkg. Files are
-// matched on path, size and CRC-32; directories are left out, and a
-// package with a file of unknown CRC (or none) takes no part. It returns
-// how many links it made.
-func (s *Store) LinkContainment(ctx context.Context, pkg int64) (int, error) {
-	// Candidates are found through the CRC index, then counted whole.
-	tag, err := s.pool.Exec(ctx, fmt.Sprintf(containmentSQL, "$1::bigint"), pkg)
-	if err != nil {
-		return 0, fmt.Errorf("link the packages package %d contains or is contained in: %w", pkg, err)
-	}
-	return int(tag.RowsAffected()), nil
-}
-
 // containmentSQL links the package whose id %[1]s gives to the packages it
-// contains or is contained in (see LinkContainment).
+// contains or is contained in: one is contained in the other when every
+// file of the smaller (path, size and CRC) is in the larger.
 const containmentSQL = `
 		WITH mine AS (
 			SELECT path, size, crc FROM package_files WHERE package_id = %[1]s AND NOT is_dir

@@ -237,23 +237,3 @@ func (s *Store) PackageHolding(ctx context.Context, uniqueIDs []string) (int64, 
 	}
 	return f.ID, f.OK, nil
 }
-
-// PackageByHash returns the id of the package with this content hash
-// (dedup layer 4).
-func (s *Store) PackageByHash(ctx context.Context, hash []byte) (int64, bool, error) {
-	var f Found
-	if err := s.look(ctx, LookPackageByHash(hash, &f)); err != nil {
-		return 0, false, fmt.Errorf("look up content hash: %w", err)
-	}
-	return f.ID, f.OK, nil
-}
-
-// PackageBySignature returns the first package catalogued, other than
-// except, whose content signature is sig: the package a new one repacks.
-func (s *Store) PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error) {
-	var f Found
-	if err := s.look(ctx, LookPackageBySignature(sig, except, &f)); err != nil {
-		return 0, false, fmt.Errorf("find package by content: %w", err)
-	}
-	return f.ID, f.OK, nil
-}

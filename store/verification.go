@@ -23,21 +23,7 @@ type Verification struct {
 	Suspicious []string
 }
 
-// SetVerification records v for package pkg.
-func (s *Store) SetVerification(ctx context.Context, pkg int64, v Verification) error {
-	susp := v.Suspicious
-	if susp == nil {
-		susp = []string{}
-	}
-	_, err := s.pool.Exec(ctx, `UPDATE packages SET verified = $2, broken = $3, name_lied = $4, suspicious = $5
-		WHERE id = $1`, pkg, v.Verified, text(v.Broken), v.NameLied, susp)
-	if err != nil {
-		return fmt.Errorf("record verification of package %d: %w", pkg, err)
-	}
-	return nil
-}
-
-// GetVerification reads what SetVerification recorded for pkg.
+// GetVerification reads the verification recorded for pkg.
 func (s *Store) GetVerification(ctx context.Context, pkg int64) (Verification, error) {
 	var v Verification
 	err := s.pool.QueryRow(ctx, `SELECT verified, broken, name_lied, suspicious FROM packages WHERE id = $1`, pkg).
