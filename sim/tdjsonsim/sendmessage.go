@@ -1,6 +1,9 @@
 package tdjsonsim
 
-import "stashd/tg"
+import (
+	"stashd/sim/tgsim"
+	"stashd/tg"
+)
 
 // sendMessage answers a send with its temporary message, then releases
 // its outcome to the forwarder.
@@ -60,57 +63,56 @@ func pendingMessageObject(m tg.Message) object {
 // reply_to and reply_markup change nothing the simulator models and are
 // ignored.
 func (s *session) send(r *request) (tg.Message, error) {
-	cl, err := s.readyClient()
+	cl, p, items, opts, err := s.sendParams(r)
 	if err != nil {
 		return tg.Message{}, err
 	}
-	var p struct {
-		ChatID              tdInt            `json:"chat_id"`
-		MessageThreadID     tdInt            `json:"message_thread_id"`
-		Options             *sendOptions     `json:"options"`
-		InputMessageContent *inputDocMessage `json:"input_message_content"`
-	}
-	if err := r.params(&p); err != nil {
-		return tg.Message{}, err
-	}
-	remote, caption, err := p.InputMessageContent.document()
-	if err != nil {
-		return tg.Message{}, err
-	}
-	opts, err := p.Options.port()
-	if err != nil {
-		return tg.Message{}, err
-	}
-	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), remote, caption, opts)
+	return cl.SendDocumentTo(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), items[0].RemoteFileID, items[0].Caption, opts)
 }
 
 // sendAlbum sends documents already on Telegram as one album
 // (sendMessageAlbum) and returns the temporary messages.
 func (s *session) sendAlbum(r *request) ([]tg.Message, error) {
-	cl, err := s.readyClient()
-	if err != nil {
-		return nil, err
-	}
-	var p struct {
-		ChatID               tdInt              `json:"chat_id"`
-		MessageThreadID      tdInt              `json:"message_thread_id"`
-		Options              *sendOptions       `json:"options"`
-		InputMessageContents []*inputDocMessage `json:"input_message_contents"`
-	}
-	if err := r.params(&p); err != nil {
-		return nil, err
-	}
-	items := make([]tg.AlbumItem, len(p.InputMessageContents))
-	for i, c := range p.InputMessageContents {
-		if items[i].RemoteFileID, items[i].Caption, err = c.document(); err != nil {
-			return nil, err
-		}
-	}
-	opts, err := p.Options.port()
+	cl, p, items, opts, err := s.sendParams(r)
 	if err != nil {
 		return nil, err
 	}
 	return cl.SendDocumentAlbum(s.ctx, tg.ChatID(p.ChatID), int64(p.MessageThreadID), items, opts)
+}
+
+// sendRequest is sendMessage's and sendMessageAlbum's parameters as far as
+// the simulator reads them: one content, or an album's.
+type sendRequest struct {
+	ChatID               tdInt              `json:"chat_id"`
+	MessageThreadID      tdInt              `json:"message_thread_id"`
+	Options              *sendOptions       `json:"options"`
+	InputMessageContent  *inputDocMessage   `json:"input_message_content"`
+	InputMessageContents []*inputDocMessage `json:"input_message_contents"`
+}
+
+// sendParams reads a send's parameters for a ready session's client: its
+// documents as album items (one for sendMessage) and its options.
+func (s *session) sendParams(r *request) (*tgsim.Client, sendRequest, []tg.AlbumItem, tg.SendOptions, error) {
+	var p sendRequest
+	cl, err := s.readyClient()
+	if err == nil {
+		err = r.params(&p)
+	}
+	if err != nil {
+		return nil, p, nil, tg.SendOptions{}, err
+	}
+	contents := p.InputMessageContents
+	if r.Type == tg.MethodSendMessage {
+		contents = []*inputDocMessage{p.InputMessageContent}
+	}
+	items := make([]tg.AlbumItem, len(contents))
+	for i, c := range contents {
+		if items[i].RemoteFileID, items[i].Caption, err = c.document(); err != nil {
+			return nil, p, nil, tg.SendOptions{}, err
+		}
+	}
+	opts, err := p.Options.port()
+	return cl, p, items, opts, err
 }
 
 // sendOptions is messageSendOptions as far as the simulator reads it.
