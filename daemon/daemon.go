@@ -75,7 +75,7 @@ type Config struct {
 	QueueCapacity int
 	// Rate is each account's request rate per second; zero means 20.
 	Rate float64
-	// SendRate is each account's send budget in messages per minute (see
+	// SendRate is each account's send budget in send requests per minute (see
 	// tg.SendBudget); zero means no send budget (sends are paced by Rate
 	// only).
 	SendRate float64

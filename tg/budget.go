@@ -75,8 +75,10 @@ func (c *VirtualClock) SleepUntil(ctx context.Context, t time.Time) bool {
 type SendBudgetConfig struct {
 	// Account labels metrics.
 	Account string
-	// PerMinute is the most messages the account sends per minute; zero
-	// means 20. Sends are spaced 60/PerMinute seconds apart, plus jitter.
+	// PerMinute is the most send requests the account makes per minute
+	// (a sendMessage, or a sendMessageAlbum of up to ten documents, which
+	// Telegram takes as one request); zero means 20. Sends are spaced
+	// 60/PerMinute seconds apart, plus jitter.
 	PerMinute float64
 	// InFlight bounds the account's sends between sendMessage and their
 	// outcome; zero means 3.

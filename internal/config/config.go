@@ -118,7 +118,7 @@ type Config struct {
 	// waits until it fits, and one larger than the budget proceeds alone.
 	// Default 4GiB; at least 1MiB.
 	DownloadBudget ByteSize `toml:"download_budget"`
-	// SendRate is each account's send budget: messages per minute, spaced
+	// SendRate is each account's send budget: send requests per minute, spaced
 	// evenly with jitter. Default 20; 1..6000. With several accounts, each
 	// delivery goes through the account that can write to its destination
 	// and whose budget has the most room.

@@ -37,7 +37,7 @@ var Settings = []struct{ Name, Usage string }{
 	{"workers", "ingest workers per account (default 4)"},
 	{"queue_capacity", "ingest queue capacity per account (default 1024)"},
 	{"rate", "Telegram requests per second per account (default 20)"},
-	{"send_rate", "messages per minute each account sends at most (default 20)"},
+	{"send_rate", "send requests per minute each account makes at most, an album of up to ten documents being one (default 20)"},
 	{"send_in_flight", "sends per account awaiting their outcome at once (default 3)"},
 	{"backfill_rate", "packages per minute per account a newly added route backfills (default 30)"},
 	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},

@@ -241,7 +241,7 @@ func (c *Config) validateTuning(bad badFunc) error {
 		return bad("queue_capacity", "%d is outside 1..1048576", c.QueueCapacity)
 	}
 	if c.SendRate < 1 || c.SendRate > 6000 {
-		return bad("send_rate", "%v is outside 1..6000 messages per minute", c.SendRate)
+		return bad("send_rate", "%v is outside 1..6000 send requests per minute", c.SendRate)
 	}
 	if c.SendInFlight < 1 || c.SendInFlight > 64 {
 		return bad("send_in_flight", "%d is outside 1..64", c.SendInFlight)
