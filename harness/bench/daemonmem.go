@@ -134,11 +134,7 @@ func postBacklog(e *env, backlog int) error {
 	for i := range backlog {
 		src := srcs[i%len(srcs)]
 		if i%archiveEvery == 0 {
-			data, err := tgz.make(i)
-			if err != nil {
-				return err
-			}
-			e.world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("pkg-%d.tar.gz", i), Data: data})
+			e.world.Post(src, 0, tgsim.Post{FileName: tarGzName(i), Data: tgz.make(i)})
 		} else {
 			e.world.Post(src, 0, tgsim.Post{})
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,10 +33,10 @@ type env struct {
 	files    string
 	// reg is the registry of the daemon started last.
 	reg *prometheus.Registry
-	// trips counts what the store's connections send; polls the
-	// statements count sent through them (the bench's own).
+	// trips counts what the store's connections send.
 	trips *roundTrips
-	polls atomic.Int64
+	// tgz builds the tar.gz packages postTarGz posts.
+	tgz smallTarGz
 }
 
 // stageTimes returns the mean time per ingest stage of the daemon started
@@ -119,16 +118,10 @@ func archiveBytes(n int) []byte {
 	return archivetest.Zip([]archivetest.File{{Name: fmt.Sprintf("dir/file-%d.txt", n), Data: fmt.Appendf(nil, "payload %d", n)}})
 }
 
-// postTarGz posts package n as a tar.gz: a format that is never a volume of
-// a multipart set, so the pipeline takes it at once (a lone .zip or .rar
-// waits SetSettle for volumes that may follow).
+// postTarGz posts package n as a tar.gz (smallTarGz), which the pipeline
+// takes at once.
 func (e *env) postTarGz(chat tg.ChatID, thread int64, n int) tg.Message {
-	return e.world.Post(chat, thread, tgsim.Post{FileName: fmt.Sprintf("pkg-%d.tar.gz", n), Data: tarGzBytes(n)})
-}
-
-// tarGzBytes is the tar.gz of package n, unique to n.
-func tarGzBytes(n int) []byte {
-	return archivetest.TarGz([]archivetest.File{{Name: fmt.Sprintf("dir/file-%d.txt", n), Data: fmt.Appendf(nil, "payload %d", n)}})
+	return e.world.Post(chat, thread, tgsim.Post{FileName: tarGzName(n), Data: e.tgz.make(n)})
 }
 
 // postArchive posts archive n as a document.
@@ -174,7 +167,6 @@ func (e *env) start(ctx context.Context, cfg daemon.Config, beforeRun func(*daem
 // count returns the number of rows of query (a SELECT count(*)).
 func (e *env) count(ctx context.Context, query string) (int, error) {
 	var n int
-	e.polls.Add(1)
 	err := e.pool.QueryRow(ctx, query).Scan(&n)
 	return n, err
 }

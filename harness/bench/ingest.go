@@ -104,7 +104,7 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 		}
 	}
 	start := time.Now()
-	trips0, polls0, by0 := e.trips.n.Load(), e.polls.Load(), e.trips.snapshot()
+	by0 := e.trips.snapshot()
 	d, err := e.start(ctx, e.daemonConfig(4, 0), nil)
 	if err != nil {
 		return 0, nil, "", 0, err
@@ -115,11 +115,15 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 		// Round trips count the deliveries too.
 		_, err = e.waitCount(ctx, countSent, n, 2*time.Minute)
 	}
-	trips := float64(e.trips.n.Load()-trips0-(e.polls.Load()-polls0)) / float64(n)
 	by := e.trips.snapshot()
 	for _, q := range []string{countPackages, countSent} {
 		by[statementName(q)] = by0[statementName(q)] // the bench's own polls
 	}
+	var sent int64
+	for k, v := range by {
+		sent += v - by0[k]
+	}
+	trips := float64(sent) / float64(n)
 	r.progress("round trips per package by statement (%d packages):\n%s", n, tripTable(by0, by, float64(n), 0.01))
 	d.Shutdown(context.Background())
 	if err != nil {

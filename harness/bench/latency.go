@@ -70,12 +70,13 @@ func (r *runner) runLatency(ctx context.Context, rate float64, d time.Duration) 
 
 	posted := map[tg.MessageKey]time.Time{}
 	total := int(rate * d.Seconds())
-	// The archives are made before the clock starts: a gzip writer costs
-	// about a megabyte, and making them on the way would load the
-	// daemon's heap (the same process here) with garbage of the bench's.
+	// The archives are made before the clock starts: making them on the
+	// way would load the daemon's heap (the same process here) with the
+	// bench's garbage.
 	data := make(map[int][]byte, total/archiveEvery+1)
+	var tgz smallTarGz
 	for i := 0; i < total; i += archiveEvery {
-		data[i] = tarGzBytes(i)
+		data[i] = tgz.make(i)
 	}
 	start := time.Now()
 	archives := 0
@@ -94,7 +95,7 @@ func (r *runner) runLatency(ctx context.Context, rate float64, d time.Duration) 
 			src := srcs[i%len(srcs)]
 			var m tg.Message
 			if i%archiveEvery == 0 {
-				m = e.world.Post(src, 0, tgsim.Post{FileName: fmt.Sprintf("pkg-%d.tar.gz", i), Data: data[i]})
+				m = e.world.Post(src, 0, tgsim.Post{FileName: tarGzName(i), Data: data[i]})
 				delete(data, i)
 				archives++
 			} else {

@@ -139,38 +139,46 @@ func liveHeap() uint64 {
 
 // smallTarGz builds, for each n, a tar.gz of one small file unique to n:
 // cheap to build by the hundred thousand (one compressor, reset), small in
-// the simulated world, and never a volume of a multipart set.
+// the simulated world, and never a volume of a multipart set (a lone .zip
+// or .rar waits SetSettle for volumes that may follow). Its zero value is
+// ready; it is not safe for concurrent use.
 type smallTarGz struct {
 	tarBuf, out bytes.Buffer
 	gz          *gzip.Writer
 }
 
-func (s *smallTarGz) make(n int) ([]byte, error) {
+// tarGzName is the file name package n is posted under.
+func tarGzName(n int) string { return fmt.Sprintf("pkg-%d.tar.gz", n) }
+
+// make returns the tar.gz of package n. Writing into memory cannot fail:
+// an error is a bug, and panics.
+func (s *smallTarGz) make(n int) []byte {
 	s.tarBuf.Reset()
 	tw := tar.NewWriter(&s.tarBuf)
 	body := fmt.Appendf(nil, "payload %d", n)
-	if err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("dir/file-%d.txt", n), Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(body); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
 	s.out.Reset()
 	if s.gz == nil {
 		s.gz, _ = gzip.NewWriterLevel(&s.out, gzip.BestSpeed)
 	} else {
 		s.gz.Reset(&s.out)
 	}
-	if _, err := s.gz.Write(s.tarBuf.Bytes()); err != nil {
-		return nil, err
+	err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("dir/file-%d.txt", n), Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+	if err == nil {
+		_, err = tw.Write(body)
 	}
-	if err := s.gz.Close(); err != nil {
-		return nil, err
+	if err == nil {
+		err = tw.Close()
 	}
-	return bytes.Clone(s.out.Bytes()), nil
+	if err == nil {
+		_, err = s.gz.Write(s.tarBuf.Bytes())
+	}
+	if err == nil {
+		err = s.gz.Close()
+	}
+	if err != nil {
+		panic(fmt.Sprintf("build tar.gz %d in memory: %v", n, err))
+	}
+	return bytes.Clone(s.out.Bytes())
 }
 
 // rss returns the process's current and peak resident set size in MB.

@@ -6,24 +6,21 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"stashd/internal/pgtrips"
 )
 
 // roundTrips counts what a store's connections send to PostgreSQL (see
 // package pgtrips: each statement, batch and COPY is a round trip, and
-// the count is a floor). It also counts them by what was sent (a
-// statement's first words, a batch by its statements', a COPY by its
-// table), for the table of where the round trips go.
+// the count is a floor), by what was sent (a statement's first words, a
+// batch by its first statement's, a COPY by its table): the figure is
+// their sum, and the table says where they go.
 type roundTrips struct {
-	n     atomic.Int64
 	mu    sync.Mutex
 	bySQL map[string]int64
 }
 
 func (c *roundTrips) add(what string) {
-	c.n.Add(1)
 	c.mu.Lock()
 	if c.bySQL == nil {
 		c.bySQL = map[string]int64{}
@@ -43,16 +40,16 @@ func (c *roundTrips) snapshot() map[string]int64 {
 	return out
 }
 
-// table returns the counts by statement between two snapshots, divided by
-// per, most frequent first, the ones below min per left out.
-func tripTable(before, after map[string]int64, per float64, min float64) string {
+// tripTable returns the counts by statement between two snapshots, divided by
+// per, most frequent first, the ones below least per left out.
+func tripTable(before, after map[string]int64, per float64, least float64) string {
 	type row struct {
 		what string
 		n    float64
 	}
 	var rows []row
 	for k, v := range after {
-		if d := float64(v-before[k]) / per; d >= min {
+		if d := float64(v-before[k]) / per; d >= least {
 			rows = append(rows, row{k, d})
 		}
 	}
