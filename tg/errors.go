@@ -114,6 +114,8 @@ func Classify(err error) Class {
 		switch {
 		case te.Code == 406:
 			return ClassIgnored
+		case NotSent(err):
+			return ClassRetryable
 		case te.Code == 400 || te.Code == 403 || te.Code == 404:
 			return ClassPermanent
 		}
@@ -128,6 +130,15 @@ func FloodWait(err error) (time.Duration, bool) {
 		return fw.RetryAfter, true
 	}
 	return 0, false
+}
+
+// NotSent reports whether err is TDLib's failure of an album's message
+// that the server's answer to the album left out (400 "Message was not
+// sent", SendMultiMediaQuery): nothing was refused, and sent again the
+// message lands, so it is retryable, not a 400 like the others.
+func NotSent(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && te.Code == 400 && te.Message == "Message was not sent"
 }
 
 // NoWriteAccess reports whether err is TDLib's refusal to send into a chat

@@ -161,9 +161,11 @@ func (w *World) InjectError(account, method string, err error, n int) {
 
 // InjectSendFailures decides the outcome of the next len(fails) messages
 // account's clients send, in the order they are sent: true fails the
-// message's send (updateMessageSendFailed with 500, as SendFailRate draws
-// it), false lets it succeed. An album's messages are drawn one by one, so
-// this lands an album in part. It replaces any earlier injection.
+// message's send (updateMessageSendFailed: a lone message's with 500, as
+// SendFailRate draws it; an album's with 400 "Message was not sent", the
+// message TDLib finds missing from the server's answer), false lets it
+// succeed. An album's messages take one each, so this lands an album in
+// part. It replaces any earlier injection.
 func (w *World) InjectSendFailures(account string, fails ...bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

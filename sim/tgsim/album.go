@@ -15,12 +15,15 @@ import (
 // message (media_album_id 0). Otherwise the messages share a new
 // media_album_id. The album is one request to the server (Telegram's
 // messages.sendMultiMedia), so the chat's send limit judges it once, by
-// the messages it posts, and a 429 there fails every message of it; each
-// message then settles on its
-// own, with its own SendSucceeded or SendFailed, and the random outcomes
-// (SendFailRate, SendFloodRate, SendVanishRate) are drawn per message, so
-// an album may land in part. World.Calls counts one sendMessageAlbum; the
-// send log has a record per message, carrying the album's id.
+// the messages it posts, and the random outcomes (SendFailRate,
+// SendFloodRate, SendVanishRate) are drawn once: a request that fails
+// fails every message of it with the same error, as TDLib's
+// SendMultiMediaQuery does. Each message then settles on its own, with its
+// own SendSucceeded or SendFailed; the one way an album lands in part is
+// TDLib's: a message the server's answer leaves out fails alone with 400
+// "Message was not sent" (InjectSendFailures makes one). World.Calls
+// counts one sendMessageAlbum; the send log has a record per message,
+// carrying the album's id.
 func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessageAlbum, func() ([]tg.Message, error) {
 		switch {
@@ -63,8 +66,9 @@ func (c *Client) sendDocs(chat tg.ChatID, thread int64, items []tg.AlbumItem, op
 	}
 	out := make([]tg.Message, len(items))
 	pss := make([]*pendingSend, len(items))
+	outcome := c.w.drawOutcome(c.w.accounts[c.account])
 	for i, it := range items {
-		pss[i], out[i] = c.startSend(dest, thread, files[i], it.Caption, opts, album, limitErr)
+		pss[i], out[i] = c.startSend(dest, thread, files[i], it.Caption, opts, album, outcome, limitErr)
 	}
 	c.settleLater(pss)
 	return out, nil

@@ -2,6 +2,7 @@ package tgsim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,37 +110,58 @@ func TestSendAlbumOfOneIsAnOrdinaryMessage(t *testing.T) {
 	}
 }
 
-// The server takes an album whole or not (one request), but its messages
-// settle one by one: with failures drawn per message some albums land in
-// part, each message with its own update.
-func TestSendAlbumLandsInPart(t *testing.T) {
+// A request error fails every message of an album with the same error,
+// as TDLib's SendMultiMediaQuery does: with a failure rate, albums land
+// whole or not at all. The one way an album lands in part is a message
+// the server's answer left out: it fails alone with 400 "Message was not
+// sent", which is retryable.
+func TestSendAlbumFailsWholeOrLandsInPartAsTDLibDoes(t *testing.T) {
 	t.Parallel()
 	f := newSendFixture(t, Config{Seed: 7, SendFailRate: 0.4})
 	items := albumItems(t, f, 4)
-	partial := 0
+	whole := 0
 	for range 10 {
 		tmps, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, items, tg.SendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ok, failed := 0, 0
+		var errs []string
 		for range tmps {
-			switch u := nextSendOutcome(t, f).(type) {
-			case tg.SendSucceeded:
-				ok++
-			case tg.SendFailed:
-				failed++
-				if u.MessageID == 0 || tg.Classify(u.Err) == tg.ClassPermanent {
-					t.Errorf("failed send %+v; want a retryable error and the failed message's id", u)
-				}
+			if u, ok := nextSendOutcome(t, f).(tg.SendFailed); ok {
+				errs = append(errs, u.Err.Error())
 			}
 		}
-		if ok > 0 && failed > 0 {
-			partial++
+		switch {
+		case len(errs) == len(tmps) && len(slices.Compact(errs)) == 1:
+			whole++
+		case len(errs) != 0:
+			t.Errorf("an album failed in part, %v, by a request error", errs)
 		}
 	}
-	if partial == 0 {
-		t.Fatal("no album of 10 landed in part with a 40% failure rate per message")
+	if whole == 0 {
+		t.Fatal("no album of 10 failed with a 40% failure rate per request")
+	}
+
+	g := newSendFixture(t, Config{Seed: 8})
+	items = albumItems(t, g, 3)
+	g.w.InjectSendFailures("alice", false, true, false)
+	tmps, err := g.c.SendDocumentAlbum(g.ctx, g.dest, 0, items, tg.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for range tmps {
+		switch u := nextSendOutcome(t, g).(type) {
+		case tg.SendSucceeded:
+			ok++
+		case tg.SendFailed:
+			if !tg.NotSent(u.Err) || tg.Classify(u.Err) != tg.ClassRetryable || u.MessageID == 0 {
+				t.Errorf("failed send %+v; want 400 \"Message was not sent\", retryable, with the failed message's id", u)
+			}
+		}
+	}
+	if ok != 2 {
+		t.Errorf("%d of the album's 3 messages landed, want 2", ok)
 	}
 }
 

@@ -51,7 +51,28 @@ const (
 	sendFails                // updateMessageSendFailed, 500
 	sendFloods               // updateMessageSendFailed, 429 retry after N
 	sendVanishes             // updateDeleteMessages for the temporary id
+	sendNotSent              // updateMessageSendFailed, 400 "Message was not sent": an album's message the answer left out
 )
+
+// drawOutcome draws how account a's next send request ends: from its
+// injected outcomes when it has any (InjectSendFailures: one per message,
+// consumed by startSend), else by SendFailRate, SendFloodRate and
+// SendVanishRate, once for the whole request, as TDLib ends every message
+// of a sendMessageAlbum the server refused with the request's error. w.mu
+// is held.
+func (w *World) drawOutcome(a *account) sendOutcome {
+	switch {
+	case len(a.sendFails) > 0:
+		return sendSucceeds
+	case w.chance(w.cfg.SendFailRate):
+		return sendFails
+	case w.chance(w.cfg.SendFloodRate):
+		return sendFloods
+	case w.chance(w.cfg.SendVanishRate):
+		return sendVanishes
+	}
+	return sendSucceeds
+}
 
 // SendDocument implements tg.Client: sendMessage with inputFileRemote. The
 // account must be a member of chat and the remote id must be this account's
@@ -124,29 +145,29 @@ func (c *Client) checkItem(remoteFileID, caption string) (*file, error) {
 }
 
 // startSend makes the temporary message of a send of f into thread of dest
-// (of album, when not 0), whose outcome it draws; limitErr is the chat's
-// send limit refusing it. It returns the pending send, for settleLater,
-// and the temporary message. w.mu is held.
-func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, opts tg.SendOptions, album int64, limitErr error) (*pendingSend, tg.Message) {
+// (of album, when not 0) that ends as outcome unless an injected outcome
+// decides (InjectSendFailures: a lone message fails with 500, an album's
+// is left out of the server's answer); limitErr is the chat's send limit
+// refusing it. It returns the pending send, for settleLater, and the
+// temporary message. w.mu is held.
+func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, opts tg.SendOptions, album int64, outcome sendOutcome, limitErr error) (*pendingSend, tg.Message) {
 	w := c.w
 	tempID := c.nextTempID(dest)
 	tmp := &message{id: tempID, chat: dest.id, date: w.now(), caption: caption, albumID: album,
 		doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
 
 	ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption, album: album,
-		at: tmp.date, limitErr: limitErr}
-	switch a := w.accounts[c.account]; {
-	case len(a.sendFails) > 0:
-		if a.sendFails[0] {
+		at: tmp.date, limitErr: limitErr, outcome: outcome}
+	if a := w.accounts[c.account]; len(a.sendFails) > 0 {
+		switch {
+		case !a.sendFails[0]:
+			ps.outcome = sendSucceeds
+		case album != 0:
+			ps.outcome = sendNotSent
+		default:
 			ps.outcome = sendFails
 		}
 		a.sendFails = a.sendFails[1:]
-	case w.chance(w.cfg.SendFailRate):
-		ps.outcome = sendFails
-	case w.chance(w.cfg.SendFloodRate):
-		ps.outcome = sendFloods
-	case w.chance(w.cfg.SendVanishRate):
-		ps.outcome = sendVanishes
 	}
 	c.sends[tempID] = ps
 	at := w.cfg.Now()
@@ -271,6 +292,10 @@ func (w *World) settleSend(ps *pendingSend) {
 	case sendFails:
 		w.sendStats.Failed++
 		w.failSend(ps, errSendFailed())
+		return
+	case sendNotSent:
+		w.sendStats.Failed++
+		w.failSend(ps, errBadRequest("Message was not sent"))
 		return
 	case sendFloods:
 		w.sendStats.FloodWaited++
