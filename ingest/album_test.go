@@ -158,18 +158,7 @@ func TestCrashMidAlbumIsReconciled(t *testing.T) {
 			if c.fails != nil {
 				e.world.InjectSendFailures("a", c.fails...)
 			}
-			c1 := e.world.Client("a")
-			if err := c1.LoadChats(e.ctx); err != nil {
-				t.Fatal(err)
-			}
-			ctx, kill := context.WithCancel(e.ctx)
-			defer kill()
-			p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, Now: func() time.Time { return e.now }},
-				e.st, crashingAlbums{crashingSession{tg.NewSession(c1, func(tg.Update) {}), c1, kill}}, nil)
-			if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p1, e.st, nil).RunOnce(ctx); err == nil {
-				t.Fatal("the delivery survived the crash")
-			}
-			_ = c1.Close() // lands the album
+			crashAfterAlbum(t, e)
 			landed := 3 - c.resends
 			if n := len(e.world.Messages(e.dest)); n != landed {
 				t.Fatalf("destination holds %d messages after the crash, want %d", n, landed)
@@ -257,18 +246,7 @@ func TestReconcileAtThePageLimitRecordsWhatItFound(t *testing.T) {
 		e.world.Post(e.dest, 0, tgsim.Post{Text: fmt.Sprintf("chatter %d", i)})
 	}
 	e.world.InjectSendFailures("a", false, true, false)
-	c1 := e.world.Client("a")
-	if err := c1.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	ctx, kill := context.WithCancel(e.ctx)
-	defer kill()
-	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, Now: func() time.Time { return e.now }},
-		e.st, crashingAlbums{crashingSession{tg.NewSession(c1, func(tg.Update) {}), c1, kill}}, nil)
-	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p1, e.st, nil).RunOnce(ctx); err == nil {
-		t.Fatal("the delivery survived the crash")
-	}
-	_ = c1.Close()
+	crashAfterAlbum(t, e)
 
 	p2, _ := e.pipeline("a")
 	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p2, e.st, nil).RunOnce(e.ctx)
@@ -299,4 +277,23 @@ func TestReconcileAtThePageLimitRecordsWhatItFound(t *testing.T) {
 	if calls := e.world.Calls("a"); calls[tg.MethodSendMessage] != 0 || calls[tg.MethodSendMessageAlbum] != 1 {
 		t.Errorf("sendMessage %d, sendMessageAlbum %d; want only the crashed album", calls[tg.MethodSendMessage], calls[tg.MethodSendMessageAlbum])
 	}
+}
+
+// crashAfterAlbum runs the delivery stage of a new session of account a
+// that is killed right after its first album is sent, before anything is
+// recorded, then closes the session, which lands the album.
+func crashAfterAlbum(t *testing.T, e *env) {
+	t.Helper()
+	c1 := e.world.Client("a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, kill := context.WithCancel(e.ctx)
+	defer kill()
+	p1 := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, Now: func() time.Time { return e.now }},
+		e.st, crashingAlbums{crashingSession{tg.NewSession(c1, func(tg.Update) {}), c1, kill}}, nil)
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p1, e.st, nil).RunOnce(ctx); err == nil {
+		t.Fatal("the delivery survived the crash")
+	}
+	_ = c1.Close()
 }
