@@ -277,6 +277,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	}
 	icfg.InFlight = lst.InFlight
 	icfg.AccessLost = func(chat tg.ChatID) { lst.MarkDirty(chat, listener.ReasonAccessLost) }
+	icfg.SendScope = r.ctx
 	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
 	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
 	r.sweep = ingest.NewSetSweeper(r.pipe, 0)

@@ -371,8 +371,10 @@ func (d *Daemon) CatchupCycles() []<-chan struct{} {
 //     every source dirty.
 //  2. Let workers drain the queue until ctx's deadline (or DrainTimeout);
 //     past it, work in flight is cancelled and found again by catch-up.
-//  3. Stop the loops (catch-up, rescan, retry, set sweeper): they feed the
-//     same pipeline, and what they leave is found again the same way.
+//  3. Stop the loops (catch-up, rescan, retry, set sweeper, delivery): they
+//     feed the same pipeline, and what they leave is found again the same
+//     way. A send one of them is making is finished and recorded first,
+//     within the same deadline.
 //  4. Stop the listener: its final write saves the watermarks of all work
 //     that finished during the drain.
 //  5. Close the Telegram client, last, because sends in flight during the
@@ -411,7 +413,11 @@ func (d *Daemon) stopAccounts(ctx context.Context) {
 	}
 	wg.Wait()
 	for _, r := range runs {
+		// A send a loop is making finishes (SendScope) until the drain
+		// deadline, which then cancels it with the rest.
+		stop := context.AfterFunc(dctx, r.cancel)
 		r.halt(true)
+		stop()
 	}
 }
 

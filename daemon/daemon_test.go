@@ -1,8 +1,11 @@
 package daemon_test
 
 import (
+	"fmt"
+
 	"context"
 	"os"
+	"stashd/archive/archivetest"
 	"testing"
 	"time"
 
@@ -77,5 +80,57 @@ func TestShutdownUnderLoadKeepsWatermarksTrue(t *testing.T) {
 	}
 	if handled == 0 {
 		t.Fatal("no document below any watermark: the test checked nothing")
+	}
+}
+
+// A graceful shutdown while the delivery stage waits for Telegram's answer
+// to a send lets the send finish and records it: no delivery is left an
+// intent, and every message in the destination is recorded as sent.
+func TestShutdownFinishesTheSendInFlight(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 8)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir(), SendLatency: 300 * time.Millisecond})
+	world.AddAccount("a", false)
+	src := world.AddChat(tg.KindChannel, "busy", "a")
+	dest := world.AddChat(tg.KindChannel, "mirror", "a")
+	d := daemon.New(daemon.Config{
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest},
+		Workers: 2, Instance: "only", DrainTimeout: 10 * time.Second,
+	}, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
+	prepareAndRun(t, d)
+	for i := range 3 {
+		name := fmt.Sprintf("p%02d.tar", i)
+		world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	intents := func() int {
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE state = 'intent'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(30 * time.Second); intents() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			d.Kill()
+			t.Fatal("no send started in 30 s")
+		}
+	}
+	d.Shutdown(context.Background())
+
+	if n := intents(); n != 0 {
+		t.Errorf("%d deliveries left as intents after a graceful stop", n)
+	}
+	var sent int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE state = 'sent'`).Scan(&sent); err != nil {
+		t.Fatal(err)
+	}
+	landed := 0
+	for _, m := range world.Messages(dest) {
+		if m.Document != nil {
+			landed++
+		}
+	}
+	if landed == 0 || sent != landed {
+		t.Errorf("%d messages in the destination, %d recorded sent; want the send in flight landed and recorded", landed, sent)
 	}
 }

@@ -52,13 +52,16 @@ func albums(n int, allowed bool) []span {
 // destination's history finds (an attempt that sent in full or in part,
 // then stopped), are not sent again, and the rest go alone or as a smaller
 // album. It returns how many parts it sent; a part that failed fails the
-// call with its error after the others are recorded.
+// call with its error after the others are recorded. Once the turn is
+// taken, the span is finished under the account's SendScope, not ctx.
 func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, a span, ms []tg.Message) (int, error) {
 	ctx, done, err := p.sendTurn(ctx, pkg, dest, a.first)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
+	ctx, stop := p.sendScope(ctx)
+	defer stop()
 	idx := make([]int, len(ms))
 	for k := range ms {
 		idx[k] = a.first + k
@@ -138,4 +141,19 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 		}
 	}
 	return len(landed), failed
+}
+
+// sendScope is ctx, with its values (the send turn, the lease's fence),
+// ended by the account's SendScope instead of by ctx: a loop stopped
+// gracefully lets the send it is making finish and be recorded.
+func (p *Pipeline) sendScope(ctx context.Context) (context.Context, func()) {
+	if p.cfg.SendScope == nil {
+		return ctx, func() {}
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(p.cfg.SendScope, cancel)
+	return sctx, func() {
+		stop()
+		cancel()
+	}
 }

@@ -136,6 +136,13 @@ type Config struct {
 	// and the message could not be read): catch-up then checks the source
 	// and records the loss, as it does when an update says so.
 	AccessLost func(chat tg.ChatID)
+	// SendScope, when set, is what ends a send once its turn is taken:
+	// the account's own context, which a crash-like stop, a lost lease or
+	// the drain deadline cancels. The send, its wait for Telegram's answer
+	// and its record then outlive the loop that made it, so a graceful
+	// stop never leaves a message sent but unrecorded. Nil: the caller's
+	// context ends it.
+	SendScope context.Context
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
 	SetMaxWait time.Duration
