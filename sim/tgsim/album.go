@@ -7,11 +7,12 @@ import (
 )
 
 // SendDocumentAlbum implements tg.Client: sendMessageAlbum of documents
-// already on Telegram. As TDLib does, it refuses an empty album with 400
-// "There are no messages to send" and one of more than tg.MaxAlbum with
-// 400 "Too many messages to send as an album", and checks every item as
-// sendMessage checks its document before any is sent: one bad item refuses
-// the request and nothing is sent. A single item is sent as an ordinary
+// already on Telegram. It refuses what TDLib's send_message_group refuses,
+// in its order: an unknown chat; an empty album (400 "There are no
+// messages to send"); a chat the account cannot write to; any bad item,
+// each checked as sendMessage checks its document (one refuses the
+// request and nothing is sent); more than tg.MaxAlbum items (400 "Too many
+// messages to send as an album"); then a bad forum topic. A single item is sent as an ordinary
 // message (media_album_id 0). Otherwise the messages share a new
 // media_album_id. The album is one request to the server (Telegram's
 // messages.sendMultiMedia), so the chat's send limit judges it once, by
@@ -26,33 +27,37 @@ import (
 // carrying the album's id.
 func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessageAlbum, func() ([]tg.Message, error) {
-		switch {
-		case len(items) == 0:
-			return nil, errBadRequest("There are no messages to send")
-		case len(items) > tg.MaxAlbum:
-			return nil, errBadRequest("Too many messages to send as an album")
-		}
 		return c.sendDocs(chat, thread, items, opts)
 	})
 }
 
 // sendDocs makes the send of items (one message, or an album's) into
-// thread of chat as one request: every item is checked before any is
-// sent, the chat's send limit judges the request once by its messages,
-// and the messages settle together. w.mu is held.
+// thread of chat as one request: the request is checked in TDLib's order
+// (see SendDocumentAlbum), every item before any is sent, the chat's send
+// limit judges the request once by its messages, and the messages settle
+// together. w.mu is held.
 func (c *Client) sendDocs(chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
 	dest, err := c.chat(chat)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkDest(dest, thread); err != nil {
-		return nil, err
+	if len(items) == 0 {
+		return nil, errBadRequest("There are no messages to send")
+	}
+	if c.w.accounts[c.account].readOnly[dest.id] {
+		return nil, errBadRequest("Have no write access to the chat")
 	}
 	files := make([]*file, len(items))
 	for i, it := range items {
 		if files[i], err = c.checkItem(it.RemoteFileID, it.Caption); err != nil {
 			return nil, err
 		}
+	}
+	if len(items) > tg.MaxAlbum {
+		return nil, errBadRequest("Too many messages to send as an album")
+	}
+	if err := checkThread(dest, thread); err != nil {
+		return nil, err
 	}
 	var limitErr error
 	if dest.sendLimit != nil {

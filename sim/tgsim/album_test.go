@@ -79,16 +79,22 @@ func TestSendAlbumRefusedWholeAsTDLibDoes(t *testing.T) {
 	f := newSendFixture(t, Config{})
 	items := albumItems(t, f, 11)
 	for _, c := range []struct {
-		name  string
-		items []tg.AlbumItem
-		want  string
+		name   string
+		items  []tg.AlbumItem
+		thread int64
+		want   string
 	}{
-		{"empty", nil, "There are no messages to send"},
-		{"eleven", items, "Too many messages to send as an album"},
-		{"one bad remote id", []tg.AlbumItem{items[0], {RemoteFileID: "nope", Caption: "x"}, items[2]}, "Wrong remote file identifier"},
-		{"one caption too long", []tg.AlbumItem{items[0], {RemoteFileID: items[1].RemoteFileID, Caption: strings.Repeat("x", 5000)}}, "caption is too long"},
+		{"empty", nil, 0, "There are no messages to send"},
+		{"eleven", items, 0, "Too many messages to send as an album"},
+		{"one bad remote id", []tg.AlbumItem{items[0], {RemoteFileID: "nope", Caption: "x"}, items[2]}, 0, "Wrong remote file identifier"},
+		{"one caption too long", []tg.AlbumItem{items[0], {RemoteFileID: items[1].RemoteFileID, Caption: strings.Repeat("x", 5000)}}, 0, "caption is too long"},
+		// TDLib checks the items before their number, and their number
+		// before the topic.
+		{"eleven with a bad one", append([]tg.AlbumItem{{RemoteFileID: "nope", Caption: "x"}}, items[1:]...), 0, "Wrong remote file identifier"},
+		{"eleven into a topic of a channel", items, 1 << 20, "Too many messages to send as an album"},
+		{"two into a topic of a channel", items[:2], 1 << 20, "Chat doesn't have threads"},
 	} {
-		_, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, c.items, tg.SendOptions{})
+		_, err := f.c.SendDocumentAlbum(f.ctx, f.dest, c.thread, c.items, tg.SendOptions{})
 		if tg.Classify(err) != tg.ClassPermanent || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a 400 %q", c.name, err, c.want)
 		}

@@ -102,22 +102,20 @@ func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int6
 	})
 }
 
-// checkDest refuses a send into thread of dest as TDLib does: no write
-// access, or a thread that is not a topic of dest. w.mu is held.
-func (c *Client) checkDest(dest *chat, thread int64) error {
-	if c.w.accounts[c.account].readOnly[dest.id] {
-		return errBadRequest("Have no write access to the chat")
+// checkThread refuses a send into thread of dest as TDLib does: dest has
+// no topics, or thread is not one of them. w.mu is held.
+func checkThread(dest *chat, thread int64) error {
+	if thread == 0 {
+		return nil
 	}
-	if thread != 0 {
-		switch {
-		case dest.kind != tg.KindForum && dest.kind != tg.KindSupergroup:
-			return errBadRequest("Chat doesn't have threads")
-		case !tg.MessageID(thread).IsServer() || dest.topics[thread] == nil && !dest.deletedTopics[thread]:
-			// TDLib knows no such topic; one deleted since it was
-			// seen goes to the server, which refuses it
-			// (TOPIC_DELETED, see topicRefusal).
-			return errBadRequest("Invalid message thread ID specified")
-		}
+	switch {
+	case dest.kind != tg.KindForum && dest.kind != tg.KindSupergroup:
+		return errBadRequest("Chat doesn't have threads")
+	case !tg.MessageID(thread).IsServer() || dest.topics[thread] == nil && !dest.deletedTopics[thread]:
+		// TDLib knows no such topic; one deleted since it was seen goes
+		// to the server, which refuses it (TOPIC_DELETED, see
+		// topicRefusal).
+		return errBadRequest("Invalid message thread ID specified")
 	}
 	return nil
 }
