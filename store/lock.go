@@ -37,10 +37,17 @@ type Lock struct {
 	done  chan struct{}
 	once  sync.Once
 	gone  atomic.Bool
-	// releasing is set while a unit that deletes the lock's row is being
-	// committed (releaseStatement): a renewal that finds the row gone
-	// then finds it released, not lost.
-	releasing atomic.Bool
+	// loseOnce closes lost.
+	loseOnce sync.Once
+
+	// mu guards releasing and parked. releasing is set while a unit that
+	// deletes the lock's row is being committed (releaseStatement): a
+	// renewal that finds the row gone then stops renewing (parked), as
+	// the lock is most likely released. If that unit then fails, the row
+	// went another way (a failover that lost it) and the lock is lost.
+	mu        sync.Mutex
+	releasing bool
+	parked    bool
 }
 
 var lockSeq atomic.Int64
@@ -162,18 +169,24 @@ func (l *Lock) keep(ttl time.Duration) {
 		switch {
 		case err == nil && tag.RowsAffected() == 1:
 			deadline = sent.Add(ttl - ttl/6)
-		case err == nil && l.releasing.Load():
-			return // released by a commit: released() is on its way
 		case err == nil:
-			l.lose()
-			return
+			l.mu.Lock()
+			releasing := l.releasing
+			l.parked = releasing
+			l.mu.Unlock()
+			if !releasing {
+				l.lose()
+			}
+			return // when releasing: released() or UnlockWith decides
 		}
 	}
 }
 
 func (l *Lock) lose() {
-	l.gone.Store(true)
-	close(l.lost)
+	l.loseOnce.Do(func() {
+		l.gone.Store(true)
+		close(l.lost)
+	})
 }
 
 // Lost is closed when the lock was lost (not when it is unlocked).
@@ -208,7 +221,9 @@ func (l *Lock) Unlock() {
 // releaseStatement deletes the lock's row, for a unit of work that
 // releases the lock when it commits (CataloguePackage).
 func (l *Lock) releaseStatement() Statement {
-	l.releasing.Store(true)
+	l.mu.Lock()
+	l.releasing = true
+	l.mu.Unlock()
 	return Statement{SQL: unlockSQL, Args: []any{l.name, l.owner}}
 }
 
@@ -227,14 +242,28 @@ func deleteLockRow(ctx context.Context, s *Store, name, owner string) {
 // group commit: what the lock guarded is recorded and the lock let go in
 // one round trip, and nobody takes the lock before the record is visible.
 // When it fails nothing of it holds and the lock is still held (Unlock
-// releases it).
+// releases it), unless a renewal found its row gone meanwhile: then it is
+// lost (Lost is closed).
 func (l *Lock) UnlockWith(ctx context.Context, stmts ...Statement) error {
 	u := &unit{stmts: append(stmts, l.releaseStatement()), afterCommit: l.released}
 	if err := l.s.commit(ctx, u); err != nil {
-		l.releasing.Store(false)
+		l.notReleased()
 		return err
 	}
 	return nil
+}
+
+// notReleased is told that the unit that was to delete the lock's row
+// failed: the lock is still held, or lost if a renewal found its row gone
+// meanwhile (this unit did not delete it).
+func (l *Lock) notReleased() {
+	l.mu.Lock()
+	l.releasing = false
+	parked := l.parked
+	l.mu.Unlock()
+	if parked {
+		l.lose()
+	}
 }
 
 // released is Unlock for a lock whose row a committed unit deleted: it

@@ -158,3 +158,43 @@ func TestLockReadsAndUnlockWith(t *testing.T) {
 		t.Error("a finished reconciliation read as pending")
 	}
 }
+
+// A renewal that finds the lock's row gone while a unit that releases it
+// is on its way stops renewing. When that unit then fails, it did not
+// delete the row (a failover lost it): the lock is lost, not left looking
+// held with nobody renewing it.
+func TestRowGoneWhileAReleaseFailsLosesTheLock(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), GroupCommitFlushes: 1, LockTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	w := &groupCommitWorld{t: t, st: st}
+	ctx := t.Context()
+	l, err := st.Lock(ctx, "d:7:-100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	release := w.hold(71)
+	failed := make(chan error, 1)
+	go func() { failed <- l.UnlockWith(context.Background(), store.Statement{SQL: `SELECT 1/0`}) }()
+	w.waitQueued(1)
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM package_locks WHERE name = 'd:7:-100'`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * ttl / 3) // two renewals' time: the first finds the row gone
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-failed; err == nil {
+		t.Fatal("UnlockWith of a failing statement reported success")
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lock whose row vanished still looks held after its release failed")
+	}
+}

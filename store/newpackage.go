@@ -157,7 +157,7 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 	}}
 	if err := s.commit(ctx, u); err != nil {
 		for _, l := range n.Release {
-			l.releasing.Store(false)
+			l.notReleased()
 		}
 		return Catalogued{}, fmt.Errorf("catalogue package %q: %w", text(p.Name), err)
 	}
