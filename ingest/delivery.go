@@ -135,6 +135,9 @@ type DeliveryResult struct {
 func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 	var res DeliveryResult
 	routes := ws.p.cfg.Routes.Routes()
+	// Destinations found held in this run: their other deliveries wait
+	// without taking their locks.
+	held := map[tg.ChatID]bool{}
 	for {
 		ws.observe(routes) // windows that opened since the last look
 		due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch)
@@ -143,9 +146,14 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 		}
 		progressed := false
 		for _, w := range due {
+			if held[w.Destination] {
+				res.Held++
+				continue
+			}
 			ok, err := ws.one(ctx, w)
 			switch {
 			case errors.Is(err, errHeld):
+				held[w.Destination] = true
 				res.Held++
 				continue
 			case err == nil:
