@@ -9,16 +9,19 @@ import (
 )
 
 // DeletedAtSourceError says a source message went away before its package
-// was fetched: it was deleted, or an edit replaced its document (the new
-// document is ingested on its own, as a content change). TDLib cannot
-// download a file no message carries any more, and retrying cannot bring
-// it back, so the message is recorded as deleted at source: a terminal
-// dead letter, never retried. It wraps tg.ErrMessageNotFound, a permanent
-// error.
+// was fetched: it was deleted, or an edit replaced its document. TDLib
+// cannot download a file no message carries any more, and retrying cannot
+// bring it back. A message that carries another document now has that
+// one handled in its place (Process); otherwise the message is recorded
+// as deleted at source: a terminal dead letter, never retried. It wraps
+// tg.ErrMessageNotFound, a permanent error.
 type DeletedAtSourceError struct {
 	Key tg.MessageKey
-	// Replaced: the message is still there with another document.
+	// Replaced: the message is still there with another document, or
+	// with none.
 	Replaced bool
+	// Current is the message as it is now, when it carries a document.
+	Current *tg.Message
 }
 
 func (e *DeletedAtSourceError) Error() string {
@@ -56,8 +59,20 @@ func (p *Pipeline) sourceGone(ctx context.Context, m tg.Message) error {
 		return nil
 	case err != nil:
 		return nil
-	case cur.Document == nil || cur.Document.File.UniqueID != m.Document.File.UniqueID:
+	case cur.Document == nil:
 		return &DeletedAtSourceError{Key: m.Key(), Replaced: true}
+	case cur.Document.File.UniqueID != m.Document.File.UniqueID:
+		return &DeletedAtSourceError{Key: m.Key(), Replaced: true, Current: &cur}
 	}
 	return nil
+}
+
+// replacement is the message whose document replaced the one err failed
+// to fetch, if any.
+func replacement(err error) (tg.Message, bool) {
+	var gone *DeletedAtSourceError
+	if errors.As(err, &gone) && gone.Current != nil {
+		return *gone.Current, true
+	}
+	return tg.Message{}, false
 }

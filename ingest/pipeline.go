@@ -288,7 +288,9 @@ func (p *Pipeline) GetMessage(ctx context.Context, chat tg.ChatID, id tg.Message
 // Process handles msg with in-process retries by error class and, when they
 // are used up or the error is permanent, records a dead letter. It returns
 // the outcome; an error means the work was abandoned (ctx ended or the
-// dead letter could not be written) and the message is not handled.
+// dead letter could not be written) and the message is not handled. A
+// document an edit replaced before it was fetched gives way to the new
+// one, handled in its place.
 func (p *Pipeline) Process(ctx context.Context, msg tg.Message) (store.Outcome, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = p.cfg.RetryBase
@@ -303,6 +305,16 @@ func (p *Pipeline) Process(ctx context.Context, msg tg.Message) (store.Outcome, 
 		}
 		if ctx.Err() != nil {
 			return "", ctx.Err()
+		}
+		if cur, ok := replacement(err); ok && attempt < p.cfg.Attempts {
+			// An edit replaced the document while it was on its way: the
+			// new one is the message's now. Its own update may come
+			// later, or never (a gap), and meanwhile nothing may record
+			// the message for the old one.
+			p.log.Info("source document replaced by an edit before it was fetched; mirroring the new one",
+				"source", cur.ChatID, "message", cur.ID.ServerID(), "file", cur.Document.FileName)
+			msg = cur
+			continue
 		}
 		class := tg.Classify(err)
 		if class == tg.ClassPermanent || attempt >= p.cfg.Attempts {

@@ -50,6 +50,34 @@ func TestReplacedDocumentIsMirrored(t *testing.T) {
 	}
 }
 
+// A document an edit replaced while it was on its way to a worker (its
+// download finds the file gone) gives way to the new one at once: the new
+// document is mirrored, and nothing records the message for the old one,
+// whose record would keep the new document's record out. The new
+// document's own update may come later, or never.
+func TestDocumentReplacedBeforeFetchMirrorsTheNewOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "old.tar", Data: tarOf("a.txt", "old")})
+	seen := e.view(c, posted)
+	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "new.tar", Data: tarOf("a.txt", "new")})
+
+	if out, err := p.Process(e.ctx, seen); err != nil || out != store.OutcomePackage {
+		t.Fatalf("process the old view = %q, %v; want the new document catalogued", out, err)
+	}
+	d := e.delivered()
+	if len(d) != 1 || d[0].Document.File.UniqueID != edit.NewUniqueID {
+		t.Fatalf("destination holds %d documents; want the new one alone", len(d))
+	}
+	if counts, err := e.st.DeadLetterCounts(e.ctx); err != nil || counts[store.DeadDeleted] != 0 || counts[store.DeadPending] != 0 {
+		t.Fatalf("dead letters = %v, %v; want none", counts, err)
+	}
+	// The new document's own update finds it handled.
+	mustHandle(t, p, e.view(c, posted), store.OutcomeDuplicate)
+}
+
 // A source message deleted before its package was downloaded is recorded
 // as deleted at source at once: a terminal dead letter, not retried.
 func TestDeletedBeforeDownloadIsRecordedNotRetried(t *testing.T) {
