@@ -144,16 +144,25 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 }
 
 // sendScope is ctx, with its values (the send turn, the lease's fence),
-// ended by the account's SendScope instead of by ctx: a loop stopped
-// gracefully lets the send it is making finish and be recorded.
+// ended by the account's SendScope instead of by ctx's plain cancellation:
+// a loop stopped gracefully lets the send it is making finish and be
+// recorded. A lost delivery lock (ctx's cause store.ErrLockLost) still
+// ends it: another holder may be taking the delivery over.
 func (p *Pipeline) sendScope(ctx context.Context) (context.Context, func()) {
-	if p.cfg.SendScope == nil {
+	scope := p.cfg.SendScope
+	if scope == nil {
 		return ctx, func() {}
 	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(p.cfg.SendScope, cancel)
+	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopScope := context.AfterFunc(scope, func() { cancel(context.Cause(scope)) })
+	stopLock := context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); errors.Is(cause, store.ErrLockLost) {
+			cancel(cause)
+		}
+	})
 	return sctx, func() {
-		stop()
-		cancel()
+		stopScope()
+		stopLock()
+		cancel(context.Canceled)
 	}
 }

@@ -140,8 +140,8 @@ type Config struct {
 	// the account's own context, which a crash-like stop, a lost lease or
 	// the drain deadline cancels. The send, its wait for Telegram's answer
 	// and its record then outlive the loop that made it, so a graceful
-	// stop never leaves a message sent but unrecorded. Nil: the caller's
-	// context ends it.
+	// stop never leaves a message sent but unrecorded; a lost delivery
+	// lock still ends them. Nil: the caller's context ends it.
 	SendScope context.Context
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
