@@ -29,14 +29,32 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	// same round trip.
 	var doc store.Document
 	var known *store.Found
-	reads := []store.Statement{store.LookMessageDocument(msg.Key(), &doc)}
+	var pre *uniqueLock
 	uid := msg.Document.File.UniqueID
-	if classify(msg).archive {
-		known = &store.Found{}
-		reads = append(reads, store.LookPackageByUniqueIDs([]string{uid}, known))
+	if c := classify(msg); p.lockFirst(msg, c) {
+		// A lone archive, new as a rule: layer 3's lock is taken with the
+		// looks of layers 1 and 2, in their round trip.
+		var err error
+		if pre, err = p.lockUnique(ctx, []tg.Message{msg}, []string{uid}); err != nil {
+			return "", err
+		}
+		defer pre.lock.Unlock() // when nothing released it
+		doc, known = pre.handled, &pre.again
+	} else {
+		reads := []store.Statement{store.LookMessageDocument(msg.Key(), &doc)}
+		if c.archive {
+			known = &store.Found{}
+			reads = append(reads, store.LookPackageByUniqueIDs([]string{uid}, known))
+		}
+		if err := p.store.Look(ctx, reads...); err != nil {
+			return "", err
+		}
 	}
-	if err := p.store.Look(ctx, reads...); err != nil {
-		return "", err
+	if pre != nil && doc.OK {
+		// Handled before, maybe with another document: the lock is not
+		// needed, or not for the document the message carries now.
+		pre.lock.Unlock()
+		pre = nil
 	}
 	out, ok, err := p.sameDocument(ctx, &msg, doc)
 	if err != nil {
@@ -82,8 +100,19 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		// must not be left alone once its x.z01… are known duplicates.
 		return p.addKnownOrPart(ctx, msg, cls)
 	default:
+		if pre != nil {
+			return p.fetchLocked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known, pre)
+		}
 		return p.fetchLooked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known)
 	}
+}
+
+// lockFirst reports whether msg, classified as c, takes layer 3's lock in
+// its first round trip: a lone archive (no set, no album) to be mirrored.
+// A message handled before costs a lock it then lets go; the rescan and
+// catch-up hand over only messages not handled yet.
+func (p *Pipeline) lockFirst(msg tg.Message, c classification) bool {
+	return c.archive && c.setKey == "" && !msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg))
 }
 
 type classification struct {

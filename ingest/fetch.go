@@ -30,15 +30,54 @@ func (p *Pipeline) fetchLooked(ctx context.Context, parts []tg.Message, format a
 		uniq[i] = m.Document.File.UniqueID
 	}
 
-	// Layer 2: every part's unique id is known. Only a package whose
-	// deliveries are all sent or queued is settled without the lock;
-	// otherwise the locked path below queues what is missing.
+	// Layer 2: is every part's unique id known?
 	if known == nil {
 		known = &store.Found{}
 		if err := p.store.Look(ctx, store.LookPackageByUniqueIDs(uniq, known)); err != nil {
 			return "", fmt.Errorf("look up unique ids: %w", err)
 		}
 	}
+	// Layer 3: lock on the unique ids, then look again: another worker,
+	// account or instance may have finished this package meanwhile. The
+	// looks ride with the lock's round trip.
+	return p.fetchLocked(ctx, parts, format, name, known, nil)
+}
+
+// uniqueLock is dedup layer 3's lock on a package's unique ids, with what
+// was read in the round trip that took it: the record of the first part's
+// message, the package of all the unique ids, and a package holding some
+// of them.
+type uniqueLock struct {
+	lock           *store.Lock
+	handled        store.Document
+	again, holding store.Found
+}
+
+// lockUnique takes layer 3's lock for parts, whose unique ids are uniq.
+func (p *Pipeline) lockUnique(ctx context.Context, parts []tg.Message, uniq []string) (*uniqueLock, error) {
+	start := time.Now()
+	u := &uniqueLock{}
+	lock, err := p.store.LockThen(ctx, "u:"+strings.Join(uniq, ","), store.LookMessageDocument(parts[0].Key(), &u.handled),
+		store.LookPackageByUniqueIDs(uniq, &u.again), store.LookPackageHolding(uniq, &u.holding))
+	p.m.observeStage(StageLock, start)
+	if err != nil {
+		return nil, err
+	}
+	u.lock = lock
+	return u, nil
+}
+
+// fetchLocked is fetchLooked from layer 2 on, under pre when the caller
+// took layer 3's lock already (it stays the caller's to release), else
+// under a lock of its own.
+func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format archive.Format, name string, known *store.Found, pre *uniqueLock) (store.Outcome, error) {
+	uniq := make([]string, len(parts))
+	for i, m := range parts {
+		uniq[i] = m.Document.File.UniqueID
+	}
+	// Layer 2: every part's unique id is known. Only a package whose
+	// deliveries are all sent or queued is settled here; otherwise the
+	// locked path below queues what is missing.
 	if pkg := known.ID; known.OK {
 		done, err := p.store.DeliveryPromised(ctx, pkg, p.destinations(routeInput(parts)))
 		if err != nil {
@@ -48,34 +87,29 @@ func (p *Pipeline) fetchLooked(ctx context.Context, parts []tg.Message, format a
 			return store.OutcomeDuplicate, p.record(ctx, parts, store.OutcomeDuplicate, pkg)
 		}
 	}
-
-	// Layer 3: lock on the unique ids, then look again: another worker,
-	// account or instance may have finished this package meanwhile. The
-	// looks ride with the lock's round trip.
-	start := time.Now()
-	var handled store.Document
-	var again, holding store.Found
-	lock, err := p.store.LockThen(ctx, "u:"+strings.Join(uniq, ","), store.LookMessageDocument(parts[0].Key(), &handled),
-		store.LookPackageByUniqueIDs(uniq, &again), store.LookPackageHolding(uniq, &holding))
-	p.m.observeStage(StageLock, start)
-	if err != nil {
-		return "", err
+	u := pre
+	if u == nil {
+		var err error
+		if u, err = p.lockUnique(ctx, parts, uniq); err != nil {
+			return "", err
+		}
+		defer u.lock.Unlock()
 	}
-	defer lock.Unlock()
+	lock := u.lock
 	// The lock is a row renewed while held: the work under it stops if it
 	// is lost.
 	ctx, unbind := lock.Bind(ctx)
 	defer unbind()
-	if handled.OK && (handled.Outcome == store.OutcomePackage || handled.Outcome == store.OutcomeDuplicate) {
+	if u.handled.OK && (u.handled.Outcome == store.OutcomePackage || u.handled.Outcome == store.OutcomeDuplicate) {
 		return store.OutcomeDuplicate, nil
 	}
-	if again.OK {
-		return p.finishDuplicate(ctx, parts, again.ID, nil)
+	if u.again.OK {
+		return p.finishDuplicate(ctx, parts, u.again.ID, nil)
 	}
 	// Some, not all, of a known package's files: never a package of their
 	// own, which would deliver those files a second time.
-	if holding.OK {
-		return p.finishPartsOf(ctx, parts, holding.ID)
+	if u.holding.OK {
+		return p.finishPartsOf(ctx, parts, u.holding.ID)
 	}
 
 	// Layer 4: download and hash, within the account's disk budget, then
@@ -90,7 +124,7 @@ func (p *Pipeline) fetchLooked(ctx context.Context, parts []tg.Message, format a
 	if err != nil {
 		return "", err
 	}
-	start = time.Now()
+	start := time.Now()
 	var byHash store.Found
 	hlock, err := p.store.LockThen(ctx, "h:"+hex.EncodeToString(hashed.content), store.LookPackageByHash(hashed.content, &byHash))
 	p.m.observeStage(StageLock, start)
