@@ -57,12 +57,7 @@ func TestReplacedDocumentIsMirrored(t *testing.T) {
 // document's own update may come later, or never.
 func TestDocumentReplacedBeforeFetchMirrorsTheNewOne(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "a")
-	p, c := e.pipeline("a")
-	src := e.src["a"]
-	posted := e.world.Post(src, 0, tgsim.Post{FileName: "old.tar", Data: tarOf("a.txt", "old")})
-	seen := e.view(c, posted)
-	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "new.tar", Data: tarOf("a.txt", "new")})
+	e, p, c, seen, edit := replacedAfterSeen(t)
 
 	if out, err := p.Process(e.ctx, seen); err != nil || out != store.OutcomePackage {
 		t.Fatalf("process the old view = %q, %v; want the new document catalogued", out, err)
@@ -75,7 +70,20 @@ func TestDocumentReplacedBeforeFetchMirrorsTheNewOne(t *testing.T) {
 		t.Fatalf("dead letters = %v, %v; want none", counts, err)
 	}
 	// The new document's own update finds it handled.
-	mustHandle(t, p, e.view(c, posted), store.OutcomeDuplicate)
+	mustHandle(t, p, e.view(c, seen), store.OutcomeDuplicate)
+}
+
+// replacedAfterSeen is an env whose account "a" saw old.tar posted in its
+// source, with a's pipeline and session: it returns the message as a saw
+// it, and the edit that then replaced its document with new.tar.
+func replacedAfterSeen(t *testing.T) (*env, *ingest.Pipeline, *tgsim.Client, tg.Message, tgsim.MediaEdit) {
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "old.tar", Data: tarOf("a", "old")})
+	seen := e.view(c, posted)
+	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "new.tar", Data: tarOf("a", "new")})
+	return e, p, c, seen, edit
 }
 
 // A source message deleted before its package was downloaded is recorded
@@ -167,19 +175,14 @@ func TestStatusCountsSourceEvents(t *testing.T) {
 // dead letter of the old one.
 func TestOldDocumentRecordsDoNotOverwriteTheNew(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "a")
-	p, c := e.pipeline("a")
-	src := e.src["a"]
-	posted := e.world.Post(src, 0, tgsim.Post{FileName: "old.tar", Data: tarOf("a", "old")})
-	old := e.view(c, posted)
-	e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "new.tar", Data: tarOf("a", "new")})
+	e, p, c, old, _ := replacedAfterSeen(t)
 	// The new document is handled first (the content change overtook the
 	// old message in the queue), then the old one's download fails.
-	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	mustHandle(t, p, e.view(c, old), store.OutcomePackage)
 	if out, err := p.Process(e.ctx, old); err != nil {
 		t.Fatalf("process the old document: %q, %v", out, err)
 	}
-	if out, ok, err := e.st.MessageHandled(e.ctx, posted.Key()); err != nil || !ok || out != store.OutcomePackage {
+	if out, ok, err := e.st.MessageHandled(e.ctx, old.Key()); err != nil || !ok || out != store.OutcomePackage {
 		t.Fatalf("message record = %q, %v, %v; want the new document's package", out, ok, err)
 	}
 	if counts, err := e.st.DeadLetterCounts(e.ctx); err != nil || len(counts) != 0 {
