@@ -108,10 +108,6 @@ type Options struct {
 	// RestartEvery restarts the daemon this often, every other restart
 	// abruptly (a crash: no drain, no final write); zero never.
 	RestartEvery time.Duration
-	// LockTTL is the lifetime of the package and delivery locks between
-	// renewals (store.Config.LockTTL): how long a crashed daemon's locks
-	// hold up the next one. Zero: the store's default, 30 s.
-	LockTTL time.Duration
 	// StallDownloads is the probability that a download stops making
 	// progress and never completes; FailDownloads that it ends failed
 	// (TDLib's updateFile neither active nor complete).
@@ -215,7 +211,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.DatabaseURL == "" || o.FilesDir == "" {
 		return Report{}, errors.New("demo: DatabaseURL and FilesDir are required")
 	}
-	st, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: int32(o.Accounts*o.Workers*2 + 16), LockTTL: o.LockTTL})
+	st, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: int32(o.Accounts*o.Workers*2 + 16)})
 	if err != nil {
 		return Report{}, err
 	}

@@ -102,8 +102,6 @@ func TestNoLossUnderFaults(t *testing.T) {
 				QueueCapacity:   4,
 				DisconnectEvery: time.Duration(60+seed%5*20) * time.Millisecond,
 				RestartEvery:    time.Duration(90+seed%7*15) * time.Millisecond,
-				// A crash's locks hold the next start up for this long.
-				LockTTL: 3 * time.Second,
 			}
 			rep := run(t, o)
 			check(t, seed, rep)
