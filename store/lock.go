@@ -36,7 +36,6 @@ type Lock struct {
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
-	gone  atomic.Bool
 	// loseOnce closes lost.
 	loseOnce sync.Once
 
@@ -183,10 +182,7 @@ func (l *Lock) keep(ttl time.Duration) {
 }
 
 func (l *Lock) lose() {
-	l.loseOnce.Do(func() {
-		l.gone.Store(true)
-		close(l.lost)
-	})
+	l.loseOnce.Do(func() { close(l.lost) })
 }
 
 // Lost is closed when the lock was lost (not when it is unlocked).
@@ -211,8 +207,10 @@ func (l *Lock) Unlock() {
 	l.once.Do(func() {
 		close(l.stop)
 		<-l.done
-		if l.gone.Load() {
-			return
+		select {
+		case <-l.lost:
+			return // the row is another's, or gone
+		default:
 		}
 		deleteLockRow(context.Background(), l.s, l.name, l.owner)
 	})
