@@ -40,6 +40,7 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		}
 		defer pre.lock.Unlock() // when nothing released it
 		doc, known = pre.handled, &pre.again
+		start = time.Now() // the round trip counts as the lock stage
 	} else {
 		reads := []store.Statement{store.LookMessageDocument(msg.Key(), &doc)}
 		if c.archive {
