@@ -24,11 +24,7 @@ type groupCommitWorld struct {
 
 func newGroupCommitWorld(t *testing.T, table string) *groupCommitWorld {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), GroupCommitFlushes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openConfig(t, store.Config{GroupCommitFlushes: 1})
 	if _, err := st.Pool().Exec(t.Context(), table); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -17,11 +16,7 @@ import (
 func TestPackageLockIsRenewedWhileHeldAndHoldsNoConnection(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 1, LockTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openConfig(t, store.Config{MaxConns: 1, LockTTL: ttl})
 	held, err := st.Lock(t.Context(), "h:one")
 	if err != nil {
 		t.Fatal(err)
@@ -55,11 +50,7 @@ func TestPackageLockIsRenewedWhileHeldAndHoldsNoConnection(t *testing.T) {
 func TestExpiredPackageLockIsTakenOver(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), LockTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openConfig(t, store.Config{LockTTL: ttl})
 	if _, err := st.Pool().Exec(t.Context(), `INSERT INTO package_locks (name, owner, until) VALUES ('u:dead', 'gone:1', now() - interval '1 second')`); err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +87,7 @@ func TestExpiredPackageLockIsTakenOver(t *testing.T) {
 // fails neither holds: the lock stays held until Unlock.
 func TestLockReadsAndUnlockWith(t *testing.T) {
 	t.Parallel()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := open(t)
 	ctx := t.Context()
 	rows := func(sql string) int {
 		t.Helper()
@@ -166,11 +153,7 @@ func TestLockReadsAndUnlockWith(t *testing.T) {
 func TestRowGoneWhileAReleaseFailsLosesTheLock(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), GroupCommitFlushes: 1, LockTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openConfig(t, store.Config{GroupCommitFlushes: 1, LockTTL: ttl})
 	w := &groupCommitWorld{t: t, st: st}
 	ctx := t.Context()
 	l, err := st.Lock(ctx, "d:7:-100")

@@ -13,9 +13,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-func open(t *testing.T) *store.Store {
+func open(t *testing.T) *store.Store { return openConfig(t, store.Config{}) }
+
+// openConfig opens a store with cfg on a fresh database of its own, closed
+// when the test ends.
+func openConfig(t *testing.T, cfg store.Config) *store.Store {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	cfg.URL = pgtest.New(t)
+	st, err := store.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
