@@ -26,21 +26,17 @@ func TestAccountWithoutWriteAccessHandsDeliveriesOver(t *testing.T) {
 func handOverRun(t *testing.T, sendRate float64) {
 	ctx := t.Context()
 	st := openStore(t, 16)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
-	world.AddAccount("a", false)
-	world.AddAccount("b", false)
-	src := world.AddChat(tg.KindChannel, "news", "a", "b") // b sees the files
-	other := world.AddChat(tg.KindChannel, "b's source", "b")
-	dest := world.AddChat(tg.KindChannel, "mirror", "a", "b")
+	pr := newPair(t, 5, "a", "b") // b sees the files
+	world, src, dest := pr.world, pr.src, pr.dest
 	world.SetWriteAccess("a", dest, false)
 
 	cfg := daemon.Config{
-		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{other}}},
+		Accounts:     pr.accounts(),
 		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second, SendRate: sendRate,
 		Ingest:   ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
 		Delivery: ingest.DeliveryConfig{Interval: 100 * time.Millisecond},
 	}
-	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
+	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	var posted []tg.Message
 	for i := range 3 {

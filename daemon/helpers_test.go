@@ -173,3 +173,31 @@ func metricIn(mfs []*dto.MetricFamily, name, label string) (v float64, ok bool) 
 	}
 	return 0, false
 }
+
+// pair is a world of two accounts, a and b, that both read the source src;
+// b reads its own source other too, and dest is a destination whose
+// members newPair was given.
+type pair struct {
+	world            *tgsim.World
+	src, other, dest tg.ChatID
+}
+
+func newPair(t testing.TB, seed int64, destMembers ...string) pair {
+	p := pair{world: tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})}
+	p.world.AddAccount("a", false)
+	p.world.AddAccount("b", false)
+	p.src = p.world.AddChat(tg.KindChannel, "news", "a", "b")
+	p.other = p.world.AddChat(tg.KindChannel, "b's source", "b")
+	p.dest = p.world.AddChat(tg.KindChannel, "mirror", destMembers...)
+	return p
+}
+
+// accounts are the pair's accounts as a daemon runs them.
+func (p pair) accounts() []daemon.Account {
+	return []daemon.Account{{Name: "a", Sources: []tg.ChatID{p.src}}, {Name: "b", Sources: []tg.ChatID{p.other}}}
+}
+
+// dial dials the pair's accounts.
+func (p pair) dial(_ context.Context, account string) (tg.Client, error) {
+	return p.world.Client(account), nil
+}

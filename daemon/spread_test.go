@@ -165,18 +165,14 @@ func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
 // first account's is busy when the next set is ready.)
 func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 	st := openStore(t, 16)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 9, FilesDir: t.TempDir()})
-	world.AddAccount("a", false)
-	world.AddAccount("b", false)
-	src := world.AddChat(tg.KindChannel, "news", "a", "b")
-	other := world.AddChat(tg.KindChannel, "b's source", "b")
-	dest := world.AddChat(tg.KindChannel, "mirror", "a", "b")
+	pr := newPair(t, 9, "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
 	cfg := daemon.Config{
-		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{other}}},
+		Accounts:     pr.accounts(),
 		Destinations: []tg.ChatID{dest}, Workers: 4, DrainTimeout: 10 * time.Second, SendRate: 60, SendInFlight: 2,
 		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
 	}
-	d := daemon.New(cfg, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
+	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	for _, k := range postSets(world, src, 4) {
 		waitHandled(t, st, k)
@@ -216,18 +212,14 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 // paused by the chat's limit.
 func TestDestPauseLeavesOutAccountsThatCannotSendThere(t *testing.T) {
 	st := openStore(t, 16)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 13, FilesDir: t.TempDir()})
-	world.AddAccount("a", false)
-	world.AddAccount("b", false)
-	src := world.AddChat(tg.KindChannel, "news", "a", "b")
-	dest := world.AddChat(tg.KindChannel, "mirror", "a")
+	pr := newPair(t, 13, "a")
+	world, src, dest := pr.world, pr.src, pr.dest
 	world.LimitChatSends(dest, 1.0/600, 1)
-	bsrc := world.AddChat(tg.KindChannel, "b's source", "b")
 	d := daemon.New(daemon.Config{
-		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}, {Name: "b", Sources: []tg.ChatID{bsrc}}},
+		Accounts:     pr.accounts(),
 		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
 		Instance: "only",
-	}, st, func(_ context.Context, account string) (tg.Client, error) { return world.Client(account), nil })
+	}, st, pr.dial)
 	prepareAndRun(t, d)
 	defer d.Kill()
 
