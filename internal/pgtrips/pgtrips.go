@@ -8,13 +8,14 @@ package pgtrips
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // Tracer reports each round trip to Sent: a statement by its SQL, a batch
-// as "batch of N: " and its first statement's SQL, a COPY as "COPY " and
-// its table.
+// as "batch of N: " and the SQL of its first statement past the BEGIN and
+// SET LOCALs that open a transaction, a COPY as "COPY " and its table.
 type Tracer struct {
 	Sent func(what string)
 }
@@ -35,7 +36,14 @@ func (Tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {
 func (t Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	what := "batch"
 	if d.Batch != nil && len(d.Batch.QueuedQueries) > 0 {
-		what = fmt.Sprintf("batch of %d: %s", len(d.Batch.QueuedQueries), d.Batch.QueuedQueries[0].SQL)
+		qs := d.Batch.QueuedQueries
+		first := qs[0].SQL
+		for _, q := range qs {
+			if first = q.SQL; !strings.HasPrefix(first, "BEGIN") && !strings.HasPrefix(first, "SET LOCAL") {
+				break
+			}
+		}
+		what = fmt.Sprintf("batch of %d: %s", len(qs), first)
 	}
 	t.Sent(what)
 	return ctx
