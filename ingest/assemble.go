@@ -55,8 +55,12 @@ func (e *IncompleteSetError) Error() string {
 // back with it: this part may be the one that was missing (a late last
 // volume), and waiting for their retry times would split the set again.
 func (p *Pipeline) addPart(ctx context.Context, msg tg.Message, cls classification) (store.Outcome, error) {
-	if err := p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomePartPending, 0)); err != nil {
+	written, err := p.store.RecordMessage(ctx, sourceMessage(msg, store.OutcomePartPending, 0))
+	if err != nil {
 		return "", err
+	}
+	if !written {
+		return "", errRecordedMeanwhile
 	}
 	if _, err := p.store.ReviveSet(ctx, msg.ChatID, msg.TopicID(), cls.setKey); err != nil {
 		return "", err
@@ -66,6 +70,13 @@ func (p *Pipeline) addPart(ctx context.Context, msg tg.Message, cls classificati
 	p.mu.Unlock()
 	return store.OutcomePartPending, nil
 }
+
+// errRecordedMeanwhile says a part's record was kept out by one written
+// since the message was looked up: another handling moved it on, or it
+// was recorded for another document (an edit replaced it, and a failure
+// of the old document was recorded last). Process handles the message
+// again at once, and layer 1 then tells which document is current.
+var errRecordedMeanwhile = errors.New("the message was recorded meanwhile")
 
 func (p *Pipeline) forget(parts []tg.Message) {
 	p.mu.Lock()

@@ -36,6 +36,9 @@ type env struct {
 	// pipes are the pipelines made so far, whose delivery stages
 	// delivered runs.
 	pipes []*ingest.Pipeline
+	// wrapStore, when set, wraps the catalogue of pipelines made from
+	// then on.
+	wrapStore func(ingest.Store) ingest.Store
 }
 
 func newEnv(t *testing.T, accounts ...string) *env { return newEnvTB(t, accounts...) }
@@ -104,7 +107,11 @@ func (e *env) pipelineWith(account string, mod func(*ingest.Config), wrap func(*
 		t = wrap(sess)
 	}
 	m := ingest.NewMetrics(prometheus.NewRegistry())
-	p := ingest.NewPipeline(cfg, e.st, t, m)
+	var st ingest.Store = e.st
+	if e.wrapStore != nil {
+		st = e.wrapStore(st)
+	}
+	p := ingest.NewPipeline(cfg, st, t, m)
 	e.pipes = append(e.pipes, p)
 	return p, c, m
 }

@@ -25,6 +25,7 @@ type Store interface {
 	Look(ctx context.Context, reads ...store.Statement) error
 	ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error
+	RecordMessage(ctx context.Context, m store.SourceMessage) (bool, error)
 	RecordHandled(ctx context.Context, msgs ...store.SourceMessage) error
 	PackageByUniqueIDs(ctx context.Context, uniqueIDs []string) (int64, bool, error)
 	PackageOfPart(ctx context.Context, uniqueID string) (int64, bool, error)
@@ -290,7 +291,8 @@ func (p *Pipeline) GetMessage(ctx context.Context, chat tg.ChatID, id tg.Message
 // the outcome; an error means the work was abandoned (ctx ended or the
 // dead letter could not be written) and the message is not handled. A
 // document an edit replaced before it was fetched gives way to the new
-// one, handled in its place.
+// one, handled in its place; a message recorded by another handling while
+// this one ran is handled again at once.
 func (p *Pipeline) Process(ctx context.Context, msg tg.Message) (store.Outcome, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = p.cfg.RetryBase
@@ -314,6 +316,9 @@ func (p *Pipeline) Process(ctx context.Context, msg tg.Message) (store.Outcome, 
 			p.log.Info("source document replaced by an edit before it was fetched; mirroring the new one",
 				"source", cur.ChatID, "message", cur.ID.ServerID(), "file", cur.Document.FileName)
 			msg = cur
+			continue
+		}
+		if errors.Is(err, errRecordedMeanwhile) && attempt < p.cfg.Attempts {
 			continue
 		}
 		class := tg.Classify(err)

@@ -2,6 +2,8 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +73,53 @@ func TestDocumentReplacedBeforeFetchMirrorsTheNewOne(t *testing.T) {
 	}
 	// The new document's own update finds it handled.
 	mustHandle(t, p, e.view(c, seen), store.OutcomeDuplicate)
+}
+
+// A part's record kept out by a record of the document an edit replaced,
+// written after this handling looked the message up (another worker's
+// download of the old document failed, and its dead letter came first),
+// is noticed: the message is handled again, the old record retired and
+// the new part recorded. Before, the new part was lost for good.
+func TestPartKeptOutByTheReplacedDocumentsRecordIsHandledAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	raced := &racedStore{}
+	e.wrapStore = func(s ingest.Store) ingest.Store { raced.Store = s; return raced }
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "set.part1.rar", Data: []byte("old volume")})
+	old := e.view(c, posted)
+	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "set.part1.rar", Data: []byte("new volume")})
+	raced.before = func() {
+		if err := p.DeadLetter(e.ctx, old, errors.New("download stalled")); err != nil {
+			t.Error(err)
+		}
+	}
+
+	if out, err := p.Process(e.ctx, e.view(c, posted)); err != nil || out != store.OutcomePartPending {
+		t.Fatalf("process the new document = %q, %v; want a part pending", out, err)
+	}
+	out, uid, handled, err := e.st.MessageDocument(e.ctx, posted.Key())
+	if err != nil || !handled || out != store.OutcomePartPending || uid != edit.NewUniqueID {
+		t.Fatalf("record = %q of %q (handled %v), %v; want the new document's part pending", out, uid, handled, err)
+	}
+	if counts, err := e.st.DeadLetterCounts(e.ctx); err != nil || counts[store.DeadPending] != 0 {
+		t.Fatalf("dead letters = %v, %v; want the old document's resolved", counts, err)
+	}
+}
+
+// racedStore runs before once, just ahead of the first part record.
+type racedStore struct {
+	ingest.Store
+	once   sync.Once
+	before func()
+}
+
+func (s *racedStore) RecordMessage(ctx context.Context, m store.SourceMessage) (bool, error) {
+	if m.Outcome == store.OutcomePartPending {
+		s.once.Do(s.before)
+	}
+	return s.Store.RecordMessage(ctx, m)
 }
 
 // replacedAfterSeen is an env whose account "a" saw old.tar posted in its

@@ -58,6 +58,19 @@ func (s *Store) RecordMessages(ctx context.Context, msgs ...SourceMessage) error
 	return nil
 }
 
+// RecordMessage is RecordMessages for one message and reports whether the
+// record was written: false when the message's record stands as it is (it
+// moved on from a provisional outcome meanwhile, or it is the record of
+// another document, one an edit replaced or replaced with).
+func (s *Store) RecordMessage(ctx context.Context, m SourceMessage) (bool, error) {
+	st := recordStatement(m, nil)
+	tag, err := s.pool.Exec(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return false, fmt.Errorf("record message %s: %w", m.Key, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
 // recordSQL records one source message (RecordMessages); %s is its
 // package id.
 const recordSQL = `INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, date, file_name,
