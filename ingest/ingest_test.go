@@ -92,6 +92,11 @@ func (e *env) pipelineWith(account string, mod func(*ingest.Config), wrap func(*
 	if err := c.LoadChats(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
+	// The session follows its source, as the daemon's do: the edits made
+	// there reach its database.
+	if err := c.OpenChat(e.ctx, e.src[account]); err != nil {
+		e.t.Fatal(err)
+	}
 	sess := tg.NewSession(c, func(tg.Update) {})
 	e.t.Cleanup(func() { _ = c.Close() })
 	cfg := ingest.Config{

@@ -105,6 +105,10 @@ type Message struct {
 	ID     MessageID
 	ChatID ChatID
 	Date   time.Time
+	// EditDate is when the message was last edited (edit_date); zero
+	// when never. An edit that replaced its document (editMessageMedia)
+	// makes it later than any view of the old document.
+	EditDate time.Time
 	// ThreadID is the forum topic (message_thread_id) when IsTopicMessage.
 	ThreadID       int64
 	IsTopicMessage bool

@@ -187,9 +187,12 @@ func messageObject(m tg.Message, o messageOptions) object {
 	if o.sendingState != nil {
 		out = append(out, member{"sending_state", o.sendingState})
 	}
-	var date int64
+	var date, edited int64
 	if !m.Date.IsZero() {
 		date = m.Date.Unix()
+	}
+	if !m.EditDate.IsZero() {
+		edited = m.EditDate.Unix()
 	}
 	return append(out,
 		member{"is_outgoing", o.outgoing},
@@ -201,7 +204,7 @@ func messageObject(m tg.Message, o messageOptions) object {
 		member{"is_topic_message", m.IsTopicMessage},
 		member{"contains_unread_mention", false},
 		member{"date", date},
-		member{"edit_date", 0},
+		member{"edit_date", edited},
 		member{"unread_reactions", []any{}},
 		member{"message_thread_id", m.ThreadID},
 		member{"saved_messages_topic_id", 0},

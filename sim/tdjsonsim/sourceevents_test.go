@@ -37,6 +37,9 @@ func TestEditMessageMediaOnTheWire(t *testing.T) {
 	if m.str("content", "document", "file_name") != "v2.zip" {
 		t.Errorf("getMessage after the edit: %v", m.obj("content", "document"))
 	}
+	if m.int("edit_date") != edited.int("edit_date") {
+		t.Errorf("getMessage after the edit: edit_date %d, want the update's %d", m.int("edit_date"), edited.int("edit_date"))
+	}
 }
 
 // A public channel the account has not joined: searchPublicChat finds it

@@ -61,9 +61,12 @@ type topic struct {
 
 // message is a live message; deleted messages are removed from the chat.
 type message struct {
-	id      tg.MessageID
-	chat    tg.ChatID
-	date    time.Time
+	id   tg.MessageID
+	chat tg.ChatID
+	date time.Time
+	// edited is when an edit last replaced the document (editDate);
+	// zero when never.
+	edited  time.Time
 	thread  int64
 	isTopic bool
 	albumID int64
@@ -140,6 +143,7 @@ func baseView(m *message) tg.Message {
 		ID:             m.id,
 		ChatID:         m.chat,
 		Date:           m.date,
+		EditDate:       m.edited,
 		ThreadID:       m.thread,
 		IsTopicMessage: m.isTopic,
 		AlbumID:        m.albumID,

@@ -302,6 +302,9 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 			return err
 		}
 		c.opened[id] = true
+		if ch := c.w.chats[id]; ch != nil {
+			c.relearnChat(ch)
+		}
 		return nil
 	})
 }
@@ -312,6 +315,9 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 		ch, err := c.serverChat(chat)
 		if err != nil {
 			return tg.Message{}, err
+		}
+		if m, ok := c.stored(ch, id); ok {
+			return c.view(m), nil
 		}
 		m := ch.find(id)
 		if m == nil {

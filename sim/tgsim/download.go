@@ -72,8 +72,9 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		switch {
 		case !c.fileReachable(cf.uid):
 			// Deleted (or edited away) before it was fetched: TDLib's
-			// file reference repair finds no message, so the download
-			// stops at once.
+			// file reference repair reads the messages again and finds
+			// none carrying the file, so the download stops at once.
+			c.repairReference(cf.uid)
 			fault = downloadGone
 		case w.chance(w.cfg.StallDownloadRate):
 			fault = downloadStall

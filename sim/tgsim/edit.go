@@ -39,15 +39,16 @@ func (w *World) EditMessageMedia(chat tg.ChatID, id tg.MessageID, p Post) MediaE
 		panic("tgsim: EditMessageMedia: the post has no document")
 	}
 	e := MediaEdit{Chat: chat, Message: id, OldUniqueID: m.doc.uid, NewUniqueID: doc.uid}
+	at := w.now() // in seconds, as Telegram's edit_date: two edits may share one
 	c.setDoc(m, doc)
-	m.caption = p.Caption
+	m.caption, m.edited = p.Caption, at
 	w.mediaEdits = append(w.mediaEdits, e)
 	if c.private || c.lostAccess {
 		return e
 	}
-	at := w.now()
 	w.eachListener(c, func(cl *Client) {
 		if cl.receivesMessages(c) {
+			cl.relearn(m)
 			cl.enqueue(tg.MessageContentChanged{Chat: c.id, Message: id})
 			cl.enqueue(tg.MessageEdited{Chat: c.id, Message: id, EditDate: at})
 		}

@@ -8,13 +8,24 @@ import (
 )
 
 // A TDLib instance with a message database answers some requests from
-// that database instead of the server (TDLib's SearchChatMessagesRequest
-// and the local branch of MessagesManager::search_dialog_messages):
-// searchChatMessages with an empty query and a filter is answered locally
-// once the database holds the chat's index for that filter. The database
-// learns a message only when its session sees it: a message it sent, one
-// received by updateNewMessage, or one a server request returned
-// (getChatHistory, searchChatMessages, getMessage). A channel the session
+// that database instead of the server:
+//   - getMessage, for a message the database holds
+//     (MessagesManager::get_message_force_from_server asks the server only
+//     for a message it does not know), with the content the database
+//     stored: an edit it did not hear of leaves it stale;
+//   - searchChatMessages with an empty query and a filter, once the
+//     database holds the chat's index for that filter (TDLib's
+//     SearchChatMessagesRequest and the local branch of
+//     MessagesManager::search_dialog_messages).
+//
+// The database learns a message, as it is at that moment, only when its
+// session sees it: a message it sent, one received by updateNewMessage,
+// or one a server request returned (getChatHistory, searchChatMessages, a
+// getMessage of a message it did not hold). It learns an edit
+// (updateMessageContent) only in a chat whose updates reach it, when it
+// opens a chat (TDLib fetches the channel's difference, edits included),
+// and when a download finds its file gone (TDLib's file reference repair
+// reads the message from the server again). A channel the session
 // has not opened receives no updateNewMessage, so messages other sessions
 // post there (another account, another instance of the same account, a
 // database restored from a backup) never reach the local index, and a
@@ -30,8 +41,9 @@ import (
 
 // localDB is one database directory's message store.
 type localDB struct {
-	// known holds the messages the directory's sessions saw, by chat.
-	known map[tg.ChatID]map[tg.MessageID]*message
+	// known holds the messages the directory's sessions saw, by chat, as
+	// they were when last seen.
+	known map[tg.ChatID]map[tg.MessageID]message
 	// indexed holds, by chat, the lowest message id from which up the
 	// database believes its document index complete (indexedAll: the
 	// whole chat): server searchChatMessages pages with an empty query
@@ -51,7 +63,7 @@ func (a *account) localDB(dir string) *localDB {
 	}
 	db := a.local[dir]
 	if db == nil {
-		db = &localDB{known: make(map[tg.ChatID]map[tg.MessageID]*message), indexed: make(map[tg.ChatID]tg.MessageID)}
+		db = &localDB{known: make(map[tg.ChatID]map[tg.MessageID]message), indexed: make(map[tg.ChatID]tg.MessageID)}
 		a.local[dir] = db
 	}
 	return db
@@ -61,7 +73,8 @@ func (a *account) localDB(dir string) *localDB {
 // their own message database (Config.ServerView unset).
 func (w *World) LocalView() bool { return !w.cfg.ServerView }
 
-// remember stores messages the session saw in its database. w.mu is held.
+// remember stores messages the session saw in its database, as they are
+// now. w.mu is held.
 func (c *Client) remember(msgs ...*message) {
 	if c.db == nil || c.closed {
 		return
@@ -69,11 +82,67 @@ func (c *Client) remember(msgs ...*message) {
 	for _, m := range msgs {
 		byID := c.db.known[m.chat]
 		if byID == nil {
-			byID = make(map[tg.MessageID]*message)
+			byID = make(map[tg.MessageID]message)
 			c.db.known[m.chat] = byID
 		}
-		byID[m.id] = m
+		byID[m.id] = *m
 	}
+}
+
+// relearn brings the database's copy of m, if it holds one, up to date:
+// the session heard of an edit. w.mu is held.
+func (c *Client) relearn(m *message) {
+	if c.db == nil || c.closed {
+		return
+	}
+	if _, ok := c.db.known[m.chat][m.id]; ok {
+		c.db.known[m.chat][m.id] = *m
+	}
+}
+
+// relearnChat brings every message of ch the database holds up to date:
+// TDLib fetched the chat's difference (opening it). w.mu is held.
+func (c *Client) relearnChat(ch *chat) {
+	if c.db == nil || c.closed {
+		return
+	}
+	for id := range c.db.known[ch.id] {
+		if m := ch.find(id); m != nil {
+			c.db.known[ch.id][id] = *m
+		}
+	}
+}
+
+// repairReference reads again from the server every message the database
+// holds with file uid: TDLib's file reference repair, after a download
+// found the file gone. w.mu is held.
+func (c *Client) repairReference(uid string) {
+	if c.db == nil || c.closed {
+		return
+	}
+	for chat, byID := range c.db.known {
+		ch := c.w.chats[chat]
+		for id, m := range byID {
+			if m.doc == nil || m.doc.uid != uid || ch == nil {
+				continue
+			}
+			if cur := ch.find(id); cur != nil {
+				byID[id] = *cur
+			}
+		}
+	}
+}
+
+// stored returns the database's copy of message id of ch, when getMessage
+// is answered locally: the local view is on and the database holds it. A
+// message deleted since is not returned (the deletion is assumed to have
+// reached the database). w.mu is held.
+func (c *Client) stored(ch *chat, id tg.MessageID) (*message, bool) {
+	if c.w.cfg.ServerView || c.db == nil || ch.find(id) == nil {
+		return nil, false
+	}
+	m, ok := c.db.known[ch.id][id]
+	return &m, ok
 }
 
 // indexable reports whether q is a request TDLib may answer from its
@@ -103,15 +172,16 @@ func (c *Client) searchLocal(ch *chat, q tg.Search) (page []*message, ok bool) {
 }
 
 // localChat returns the part of ch the session's database holds, as a
-// chat to search: its known messages still in the chat, ascending. A
-// message deleted since stays out (the deletion is assumed to have
-// reached the database), so a local answer only ever lacks messages.
+// chat to search: its known messages still in the chat, ascending, as the
+// database stored them. A message deleted since stays out (the deletion
+// is assumed to have reached the database), so a local answer lacks
+// messages and may show stale content, never a deleted message.
 // w.mu is held.
 func (c *Client) localChat(ch *chat) *chat {
 	local := &chat{id: ch.id, kind: ch.kind, topics: ch.topics}
 	for id, m := range c.db.known[ch.id] {
-		if ch.find(id) == m {
-			local.msgs = append(local.msgs, m)
+		if ch.find(id) != nil {
+			local.msgs = append(local.msgs, &m)
 		}
 	}
 	slices.SortFunc(local.msgs, func(a, b *message) int { return cmp.Compare(a.id, b.id) })

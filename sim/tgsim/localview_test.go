@@ -69,3 +69,70 @@ func TestLocalViewLagsForAnotherSessionsSend(t *testing.T) {
 		}
 	}
 }
+
+// getMessage answers from the session's database when it holds the
+// message, with the content it stored: an edit the session did not hear
+// of (it does not follow the chat) leaves the answer stale, edit date
+// included. Opening the chat (TDLib fetches its difference) and a download
+// that finds the file gone (file reference repair) bring it up to date; a
+// session that follows the chat hears of the edit at once. Without the
+// local view (ServerView) every answer is the server's.
+func TestGetMessageAnswersFromTheDatabase(t *testing.T) {
+	t.Parallel()
+	for _, serverView := range []bool{false, true} {
+		w := NewWorld(Config{Seed: 1, ServerView: serverView, FilesDir: t.TempDir()})
+		w.AddAccount("a", false)
+		src := w.AddChat(tg.KindChannel, "src", "a")
+		ctx := t.Context()
+		c, listener := w.ClientIn("a", "one"), w.ClientIn("a", "two")
+		for _, cl := range []*Client{c, listener} {
+			t.Cleanup(func() { _ = cl.Close() })
+			if err := cl.LoadChats(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := listener.OpenChat(ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		get := func(cl *Client, id tg.MessageID) tg.Message {
+			t.Helper()
+			m, err := cl.GetMessage(ctx, src, id)
+			if err != nil || m.Document == nil {
+				t.Fatalf("getMessage = %+v, %v", m, err)
+			}
+			return m
+		}
+		first := w.Post(src, 0, Post{FileName: "one-old.zip", Data: []byte("1")})
+		second := w.Post(src, 0, Post{FileName: "two-old.zip", Data: []byte("2")})
+		old := get(c, first.ID)
+		get(c, second.ID)
+		get(listener, first.ID)
+		e1 := w.EditMessageMedia(src, first.ID, Post{FileName: "one-new.zip", Data: []byte("1'")})
+		w.EditMessageMedia(src, second.ID, Post{FileName: "two-new.zip", Data: []byte("2'")})
+
+		if m := get(listener, first.ID); m.Document.File.UniqueID != e1.NewUniqueID || m.EditDate.IsZero() {
+			t.Fatalf("server view %v: a following session reads %+v; want the edit", serverView, m)
+		}
+		m := get(c, first.ID)
+		if stale := m.Document.File.UniqueID == e1.OldUniqueID && m.EditDate.IsZero(); stale == serverView {
+			t.Fatalf("server view %v: a session not following the chat reads %q edited %v", serverView, m.Document.FileName, m.EditDate)
+		}
+		// The old file's download stops, and the repair reads the
+		// message again.
+		if _, err := c.DownloadFile(ctx, old.Document.File.ID); err != nil {
+			t.Fatal(err)
+		}
+		if m := get(c, first.ID); m.Document.File.UniqueID != e1.NewUniqueID {
+			t.Fatalf("server view %v: after the failed download, read %q; want the new document", serverView, m.Document.FileName)
+		}
+		if m := get(c, second.ID); (m.Document.FileName == "two-old.zip") == serverView {
+			t.Fatalf("server view %v: the other message read as %q", serverView, m.Document.FileName)
+		}
+		if err := c.OpenChat(ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		if m := get(c, second.ID); m.Document.FileName != "two-new.zip" {
+			t.Fatalf("server view %v: after opening the chat, read %q; want the new document", serverView, m.Document.FileName)
+		}
+	}
+}

@@ -468,12 +468,13 @@ func (w *World) EditIntoDocument(chat tg.ChatID, id tg.MessageID, p Post) {
 		panic(fmt.Sprintf("tgsim: EditIntoDocument: chat %d has no message %d", chat, id))
 	}
 	c.setDoc(m, w.docFor(p))
-	m.caption = p.Caption
+	m.caption, m.edited = p.Caption, w.now()
 	if c.private || c.lostAccess {
 		return
 	}
 	w.eachClient(c, func(cl *Client) {
 		if cl.receivesMessages(c) {
+			cl.relearn(m)
 			cl.enqueue(tg.MessageContentChanged{Chat: c.id, Message: id})
 		}
 	})

@@ -125,6 +125,7 @@ type tdMessage struct {
 	ID              tdInt `json:"id"`
 	ChatID          tdInt `json:"chat_id"`
 	Date            tdInt `json:"date"`
+	EditDate        tdInt `json:"edit_date"`
 	IsTopicMessage  bool  `json:"is_topic_message"`
 	MessageThreadID tdInt `json:"message_thread_id"`
 	MediaAlbumID    tdInt `json:"media_album_id"`
@@ -145,6 +146,9 @@ func (m tdMessage) port() tg.Message {
 		IsTopicMessage: m.IsTopicMessage,
 		AlbumID:        int64(m.MediaAlbumID),
 		Protected:      m.CanBeSaved != nil && !*m.CanBeSaved,
+	}
+	if m.EditDate != 0 {
+		out.EditDate = time.Unix(int64(m.EditDate), 0).UTC()
 	}
 	if m.Content.Caption != nil {
 		out.Caption = m.Content.Caption.Text

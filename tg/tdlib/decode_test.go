@@ -88,7 +88,8 @@ func TestDecodeMessage(t *testing.T) {
 			ID:             tg.MessageIDFromServer(46),
 			ChatID:         forum,
 			Date:           time.Date(2024, 11, 15, 17, 0, 0, 0, time.UTC),
-			ThreadID:       int64(tg.MessageIDFromServer(3)), // the topic's first message
+			EditDate:       time.Date(2024, 11, 15, 17, 0, 42, 0, time.UTC), // its caption was edited
+			ThreadID:       int64(tg.MessageIDFromServer(3)),                // the topic's first message
 			IsTopicMessage: true,
 			Caption:        "sources, part 1 of 3",
 			Document: &tg.Document{
