@@ -355,6 +355,9 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 		if err != nil {
 			return err
 		}
+		if pt.UniqueID != "" && m.Document.File.UniqueID != pt.UniqueID {
+			return p.partReplaced(ctx, pt, m)
+		}
 		msgs[i] = m
 	}
 	format := archive.ParseName(msgs[0].Document.FileName).Format
@@ -363,6 +366,32 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	}
 	_, err := p.fetchPackage(ctx, msgs, format, msgs[0].Document.FileName)
 	return err
+}
+
+// errPartReplaced says a set was not completed because one of its parts
+// carries another document than the one recorded; the sweep tries again.
+var errPartReplaced = errors.New("a part's document was replaced by an edit")
+
+// partReplaced handles part pt of a set whose message, as loaded (m),
+// carries another document than the one recorded: an edit replaced it
+// after the part was recorded, and its update was lost or is not handled
+// yet. The set is not completed with m, whose record the part's would
+// keep out (a set completed, its parts never recorded, at every sweep).
+// As sameDocument decides: when m is the newer view, the part's record is
+// retired and m handled at once, as the edit's update would have been (a
+// volume uploaded again rejoins the set); when m is older (a copy kept
+// since before the edit), it is forgotten, and the part loaded again at
+// the next sweep.
+func (p *Pipeline) partReplaced(ctx context.Context, pt store.SourceMessage, m tg.Message) error {
+	p.forget([]tg.Message{m})
+	doc := store.Document{Outcome: pt.Outcome, UniqueID: pt.UniqueID, EditDate: pt.EditDate, OK: true}
+	if _, stale, err := p.sameDocument(ctx, &m, doc); err != nil || stale {
+		return errors.Join(err, errPartReplaced)
+	}
+	if _, err := p.Process(ctx, m); err != nil {
+		return err
+	}
+	return errPartReplaced
 }
 
 // setGap looks up the ids around a set's parts, at most one getMessage

@@ -394,7 +394,7 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 
 func sourceMessage(msg tg.Message, out store.Outcome, pkg int64) store.SourceMessage {
 	sm := store.SourceMessage{
-		Key: msg.Key(), TopicID: msg.TopicID(), AlbumID: msg.AlbumID, Date: msg.Date,
+		Key: msg.Key(), TopicID: msg.TopicID(), AlbumID: msg.AlbumID, Date: msg.Date, EditDate: msg.EditDate,
 		Outcome: out, PackageID: pkg,
 	}
 	if d := msg.Document; d != nil {

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,12 +100,52 @@ func TestPartKeptOutByTheReplacedDocumentsRecordIsHandledAgain(t *testing.T) {
 	if out, err := p.Process(e.ctx, e.view(c, posted)); err != nil || out != store.OutcomePartPending {
 		t.Fatalf("process the new document = %q, %v; want a part pending", out, err)
 	}
-	out, uid, handled, err := e.st.MessageDocument(e.ctx, posted.Key())
-	if err != nil || !handled || out != store.OutcomePartPending || uid != edit.NewUniqueID {
-		t.Fatalf("record = %q of %q (handled %v), %v; want the new document's part pending", out, uid, handled, err)
+	doc, err := e.st.MessageDocument(e.ctx, posted.Key())
+	if err != nil || !doc.OK || doc.Outcome != store.OutcomePartPending || doc.UniqueID != edit.NewUniqueID {
+		t.Fatalf("record = %+v, %v; want the new document's part pending", doc, err)
 	}
 	if counts, err := e.st.DeadLetterCounts(e.ctx); err != nil || counts[store.DeadPending] != 0 {
 		t.Fatalf("dead letters = %v, %v; want the old document's resolved", counts, err)
+	}
+}
+
+// A session that did not hear of an edit (another instance's database,
+// or a chat it does not follow) answers getMessage with the document the
+// edit replaced. Its view, older than the record of the new document
+// (edit dates), is known stale at once: no call to Telegram, and the
+// record stands. Asking its own session would only get the stale answer
+// back, and retire the new document's record for the old one.
+func TestStaleViewOfAReplacedDocumentIsNotHandled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "v1.tar", Data: tarOf("a", "v1")})
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	other := e.world.ClientIn("a", "other instance")
+	t.Cleanup(func() { _ = other.Close() })
+	if err := other.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.view(other, posted)
+	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "v2.tar", Data: tarOf("a", "v2")})
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	stale := e.view(other, posted)
+	if stale.Document.File.UniqueID != edit.OldUniqueID {
+		t.Fatalf("the other instance reads %q; want the stale document", stale.Document.FileName)
+	}
+
+	calls := e.world.Calls("a")[tg.MethodGetMessage]
+	mustHandle(t, p, stale, store.OutcomeDuplicate)
+	if n := e.world.Calls("a")[tg.MethodGetMessage] - calls; n != 0 {
+		t.Errorf("getMessage called %d times for a stale view; want none", n)
+	}
+	doc, err := e.st.MessageDocument(e.ctx, posted.Key())
+	if err != nil || doc.Outcome != store.OutcomePackage || doc.UniqueID != edit.NewUniqueID || doc.EditDate.IsZero() {
+		t.Fatalf("record = %+v, %v; want the new document's, with its edit date", doc, err)
+	}
+	if n, err := e.st.ReplacedDocuments(e.ctx); err != nil || n != 1 {
+		t.Fatalf("replaced documents = %d, %v; want the one edit", n, err)
 	}
 }
 
@@ -280,5 +321,46 @@ func TestDeletedMidDownloadEndsDeletedAtSource(t *testing.T) {
 				t.Fatalf("dead letters by state = %v, %v; want one deleted at source, none pending", counts, err)
 			}
 		})
+	}
+}
+
+// A set part whose document an edit replaced, the edit's update lost, is
+// not completed as the new document under the part's old record (which
+// kept the new record out: a set "completed" at every sweep, its parts
+// never recorded, one getMessage each time). The part's record is retired
+// and the new document handled; a volume uploaded again rejoins its set,
+// which completes at the next sweep.
+func TestSetPartReplacedUnheardRejoinsItsSet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	src := e.src["a"]
+	vols := archivetest.RarVolumes([]archivetest.File{{Name: "set/data.bin", Data: []byte(strings.Repeat("s", 9000))}}, 2)
+	one := e.world.Post(src, 0, tgsim.Post{FileName: "s.part1.rar", Data: vols[0]})
+	two := e.world.Post(src, 0, tgsim.Post{FileName: "s.part2.rar", Data: vols[1]})
+	mustHandle(t, p, e.view(c, one), store.OutcomePartPending)
+	mustHandle(t, p, e.view(c, two), store.OutcomePartPending)
+	edit := e.world.EditMessageMedia(src, one.ID, tgsim.Post{FileName: "s.part1.rar", Data: vols[0]})
+
+	// A restart: the new session knows the parts by their records only.
+	p2, _ := e.pipeline("a")
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p2.Sweep(e.ctx); err != nil || res.Completed != 0 || res.Failed != 1 {
+		t.Fatalf("first sweep = %+v, %v; want the set put off by its replaced part", res, err)
+	}
+	doc, err := e.st.MessageDocument(e.ctx, one.Key())
+	if err != nil || doc.Outcome != store.OutcomePartPending || doc.UniqueID != edit.NewUniqueID {
+		t.Fatalf("part record = %+v, %v; want the new document's, pending", doc, err)
+	}
+	if res, err := p2.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("second sweep = %+v, %v; want the set completed", res, err)
+	}
+	for _, m := range []tg.Message{one, two} {
+		if out, ok, err := e.st.MessageHandled(e.ctx, m.Key()); err != nil || !ok || out != store.OutcomePackage {
+			t.Errorf("%s = %q, %v, %v; want recorded with the package", m.Key(), out, ok, err)
+		}
+	}
+	if d := e.delivered(); len(d) != 2 || d[0].Document.File.UniqueID != edit.NewUniqueID {
+		t.Errorf("delivered %d documents; want the set with the new first volume", len(d))
 	}
 }

@@ -28,7 +28,7 @@ type Store interface {
 	// MessageDocument is dedup layer 1 with the unique id of the document
 	// the message was handled with: a message whose document an edit
 	// replaced since is not handled.
-	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Outcome, string, bool, error)
+	MessageDocument(ctx context.Context, key tg.MessageKey) (store.Document, error)
 }
 
 // Ingest is the one ingest path.
@@ -217,12 +217,16 @@ func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (sca
 		}
 		for _, m := range page {
 			scanned++
-			_, recorded, ok, err := r.store.MessageDocument(ctx, m.Key())
+			doc, err := r.store.MessageDocument(ctx, m.Key())
 			if err != nil {
 				return scanned, found, err
 			}
-			replaced := ok && m.Document != nil && recorded != "" && recorded != m.Document.File.UniqueID
-			if ok && !replaced {
+			// A page the session answered from its database may show a
+			// document an edit has replaced since the catalogue recorded
+			// the new one: that view is older than the record (Stale).
+			replaced := doc.OK && m.Document != nil && doc.UniqueID != "" && doc.UniqueID != m.Document.File.UniqueID &&
+				!doc.Stale(m)
+			if doc.OK && !replaced {
 				continue
 			}
 			found++

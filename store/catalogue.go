@@ -30,10 +30,13 @@ const (
 
 // SourceMessage is one handled message of a source.
 type SourceMessage struct {
-	Key       tg.MessageKey
-	TopicID   int64
-	AlbumID   int64
-	Date      time.Time
+	Key     tg.MessageKey
+	TopicID int64
+	AlbumID int64
+	Date    time.Time
+	// EditDate is the message's edit date as the handling saw it (zero:
+	// never edited).
+	EditDate  time.Time
 	FileName  string
 	FileSize  int64
 	UniqueID  string
@@ -74,8 +77,8 @@ func (s *Store) RecordMessage(ctx context.Context, m SourceMessage) (bool, error
 // recordSQL records one source message (RecordMessages); %s is its
 // package id.
 const recordSQL = `INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, date, file_name,
-		file_size, unique_id, outcome, set_key, part_index, package_id, file_name_raw, file_name_cleaned)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, %s, $13, $14)
+		file_size, unique_id, outcome, set_key, part_index, package_id, file_name_raw, file_name_cleaned, edit_date)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, %s, $13, $14, $15)
 	ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
 		package_id = COALESCE(EXCLUDED.package_id, source_messages.package_id),
 		set_key = EXCLUDED.set_key, part_index = EXCLUDED.part_index, handled_at = now()
@@ -89,9 +92,9 @@ const recordSQL = `INSERT INTO source_messages (chat_id, message_id, topic_id, a
 var (
 	// recordSQLByID takes the package id as $12.
 	recordSQLByID = fmt.Sprintf(recordSQL, "$12::bigint")
-	// recordSQLByHash takes the package of content hash $15 when $12 is
+	// recordSQLByHash takes the package of content hash $16 when $12 is
 	// null.
-	recordSQLByHash = fmt.Sprintf(recordSQL, "COALESCE($12::bigint, (SELECT id FROM packages WHERE content_hash = $15))")
+	recordSQLByHash = fmt.Sprintf(recordSQL, "COALESCE($12::bigint, (SELECT id FROM packages WHERE content_hash = $16))")
 )
 
 // recordStatement records m. With hash set, a message of package 0 is
@@ -102,17 +105,21 @@ func recordStatement(m SourceMessage, hash []byte) Statement {
 	if m.PackageID != 0 {
 		pkg = &m.PackageID
 	}
-	var date *time.Time
-	if !m.Date.IsZero() {
-		date = &m.Date
-	}
 	name, raw := storableName(m.FileName)
-	st := Statement{SQL: recordSQLByID, Args: []any{int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, date, name,
-		m.FileSize, text(m.UniqueID), string(m.Outcome), text(m.SetKey), m.PartIndex, pkg, raw, raw != ""}}
+	st := Statement{SQL: recordSQLByID, Args: []any{int64(m.Key.Chat), int64(m.Key.Message), m.TopicID, m.AlbumID, timeOrNull(m.Date), name,
+		m.FileSize, text(m.UniqueID), string(m.Outcome), text(m.SetKey), m.PartIndex, pkg, raw, raw != "", timeOrNull(m.EditDate)}}
 	if hash != nil {
 		st.SQL, st.Args = recordSQLByHash, append(st.Args, hash)
 	}
 	return st
+}
+
+// timeOrNull is t, or NULL for the zero time.
+func timeOrNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // PendingSet names one incomplete set.
@@ -151,7 +158,7 @@ func (s *Store) PendingSets(ctx context.Context, account string) ([]PendingSet, 
 // SetParts returns the pending parts of one set, by message id.
 func (s *Store) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]SourceMessage, error) {
 	rows, err := s.pool.Query(ctx, `SELECT chat_id, message_id, topic_id, album_id, date, file_name, file_size,
-			unique_id, set_key, part_index
+			unique_id, set_key, part_index, edit_date
 		FROM source_messages WHERE chat_id = $1 AND topic_id = $2 AND set_key = $3 AND outcome = 'part_pending'
 		ORDER BY message_id`, int64(chat), topic, setKey)
 	if err != nil {
@@ -160,13 +167,16 @@ func (s *Store) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKe
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SourceMessage, error) {
 		var p SourceMessage
 		var c, m int64
-		var date *time.Time
+		var date, edited *time.Time
 		err := r.Scan(&c, &m, &p.TopicID, &p.AlbumID, &date, &p.FileName, &p.FileSize, &p.UniqueID,
-			&p.SetKey, &p.PartIndex)
+			&p.SetKey, &p.PartIndex, &edited)
 		p.Key = tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}
 		p.Outcome = OutcomePartPending
 		if date != nil {
 			p.Date = *date
+		}
+		if edited != nil {
+			p.EditDate = edited.UTC()
 		}
 		return p, err
 	})

@@ -88,12 +88,12 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, file_name,
-				file_size, unique_id, outcome, set_key, part_index, file_name_raw, file_name_cleaned)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'dead_letter', $8, $9, $10, $11)
+				file_size, unique_id, outcome, set_key, part_index, file_name_raw, file_name_cleaned, edit_date)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'dead_letter', $8, $9, $10, $11, $12)
 			ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = 'dead_letter', handled_at = now()
 			WHERE source_messages.outcome IN ('part_pending', 'dead_letter')`,
 			int64(d.Key.Chat), int64(d.Key.Message), msg.TopicID, msg.AlbumID, name, msg.FileSize,
-			text(msg.UniqueID), text(msg.SetKey), msg.PartIndex, raw, raw != "")
+			text(msg.UniqueID), text(msg.SetKey), msg.PartIndex, raw, raw != "", timeOrNull(msg.EditDate))
 		return err
 	})
 	if err != nil {

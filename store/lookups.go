@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,20 +28,38 @@ type Document struct {
 	// UniqueID is the file unique id of the document the message was
 	// handled with ("" for a message recorded without one).
 	UniqueID string
+	// EditDate is the message's edit date when it was handled with that
+	// document (zero: never edited, or not recorded).
+	EditDate time.Time
 	OK       bool
 }
+
+// Stale reports whether m, a view of the message carrying another
+// document than the recorded one, is older than the record: its session
+// had not heard of the edit the record saw. Edit dates are in seconds,
+// so two edits within one may look alike; then neither is Stale nor
+// Newer, and only Telegram can tell.
+func (d Document) Stale(m tg.Message) bool { return m.EditDate.Before(d.EditDate) }
+
+// Newer reports whether m, a view of the message, comes from a later
+// edit than the record.
+func (d Document) Newer(m tg.Message) bool { return m.EditDate.After(d.EditDate) }
 
 // LookMessageDocument reads whether the source key is in the catalogue
 // (dedup layer 1), with which outcome and for which document, into out.
 func LookMessageDocument(key tg.MessageKey, out *Document) Statement {
-	return Statement{SQL: `SELECT outcome, unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
+	return Statement{SQL: `SELECT outcome, unique_id, edit_date FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
 		Args: []any{int64(key.Chat), int64(key.Message)},
 		Read: func(rows pgx.Rows) error {
 			*out = Document{}
 			for rows.Next() {
 				var o string
-				if err := rows.Scan(&o, &out.UniqueID); err != nil {
+				var edited *time.Time
+				if err := rows.Scan(&o, &out.UniqueID, &edited); err != nil {
 					return err
+				}
+				if edited != nil {
+					out.EditDate = edited.UTC()
 				}
 				out.Outcome, out.OK = Outcome(o), true
 			}

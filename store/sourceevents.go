@@ -11,16 +11,16 @@ import (
 	"stashd/tg"
 )
 
-// MessageDocument is MessageHandled (dedup layer 1) with the unique id of
-// the document the message was handled with ("" when none was recorded).
-// A message edited since (editMessageMedia keeps the message id) carries
-// another document now: see ReplaceDocument.
-func (s *Store) MessageDocument(ctx context.Context, key tg.MessageKey) (out Outcome, uniqueID string, handled bool, err error) {
+// MessageDocument is MessageHandled (dedup layer 1) with the document the
+// message was handled with. A message edited since (editMessageMedia
+// keeps the message id) carries another document now: see
+// ReplaceDocument.
+func (s *Store) MessageDocument(ctx context.Context, key tg.MessageKey) (Document, error) {
 	var d Document
 	if err := s.look(ctx, LookMessageDocument(key, &d)); err != nil {
-		return "", "", false, fmt.Errorf("look up message %s: %w", key, err)
+		return Document{}, fmt.Errorf("look up message %s: %w", key, err)
 	}
-	return d.Outcome, d.UniqueID, d.OK, nil
+	return d, nil
 }
 
 // ReplaceDocument retires the record of key made for the document oldID
