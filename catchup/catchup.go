@@ -150,6 +150,23 @@ func (c *Catchup) AddSource(chat tg.ChatID) {
 	c.sources = append(slices.Clip(c.sources), chat)
 }
 
+// observe sets src's circuit and access gauges from its record.
+func (c *Catchup) observe(src store.Source) {
+	if c.m == nil {
+		return
+	}
+	label := strconv.FormatInt(int64(src.ChatID), 10)
+	c.m.circuit.WithLabelValues(label).Set(gauge(!src.CircuitUntil.IsZero()))
+	c.m.inaccessible.WithLabelValues(label).Set(gauge(src.Access == store.AccessLost))
+}
+
+func gauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Cycles returns how many cycles have completed.
 func (c *Catchup) Cycles() uint64 { return c.cycles.Load() }
 
@@ -260,6 +277,7 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		// TDLib reports a public chat the account never joined with the
 		// status "left", like one it lost: a scan that then reads it
 		// from the server tells the two apart.
+		c.observe(src) // as recorded, until the scan says more
 		doubt := c.lst.AccessInDoubt(src.ChatID)
 		sc := c.scan(ctx, src)
 		found, decision, scanErr := sc.found, sc.decision, sc.err
@@ -278,18 +296,8 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		after, err := c.store.FinishScan(ctx, src.ChatID, c.cfg.Owner, out, c.cfg.Policy)
 		if err != nil {
 			errs = append(errs, err)
-		} else if c.m != nil {
-			open := 0.0
-			if !after.CircuitUntil.IsZero() {
-				open = 1
-			}
-			label := strconv.FormatInt(int64(src.ChatID), 10)
-			c.m.circuit.WithLabelValues(label).Set(open)
-			lost := 0.0
-			if after.Access == store.AccessLost {
-				lost = 1
-			}
-			c.m.inaccessible.WithLabelValues(label).Set(lost)
+		} else {
+			c.observe(after)
 		}
 		c.decide(decision)
 		res.Messages += found

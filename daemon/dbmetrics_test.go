@@ -3,7 +3,10 @@ package daemon_test
 import (
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"stashd/daemon"
+	"stashd/store"
 )
 
 // The database metrics show the pool and the group commit: once packages
@@ -18,8 +21,17 @@ func TestDatabaseMetrics(t *testing.T) {
 
 	const packages = 3
 	waitHandled(t, st, m.postTars("db", packages).Key())
-
-	mfs := m.gather(t)
+	// Catalogued is not delivered: the deliveries' units commit after.
+	var mfs []*dto.MetricFamily
+	waitFor(t, "the packages' deliveries", func() bool {
+		counts, err := st.DeliveryCounts(t.Context())
+		if err != nil || counts[store.DeliverySent] < packages {
+			return false
+		}
+		mfs = m.gather(t)
+		units, _ := metricIn(mfs, "stashd_db_group_commit_units_total", "")
+		return units >= 4*packages
+	})
 	value := func(name, state string) float64 {
 		v, ok := metricIn(mfs, name, state)
 		if !ok {

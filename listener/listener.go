@@ -164,6 +164,7 @@ func (l *Listener) Watch(src store.Source) {
 		noContinuity: src.Kind == tg.KindBasicGroup,
 	}
 	l.sources[src.ChatID] = st
+	l.lagLocked(st)
 	l.markDirtyLocked(st, l.startReasonLocked(src.ChatID))
 }
 
