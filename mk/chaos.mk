@@ -11,9 +11,11 @@
 #                any seed's audit fails.
 #                Logs of each run in var/chaos/seed-N/ and the harness's
 #                own in var/chaos/seed-N.log.
-#   test-chaos   The short runs `make test` includes: one seed, 5 daemon
-#                kills and one postmaster kill; then the same with two
-#                daemons on one database and one owner paused.
+#   test-chaos   The short runs `make test` includes, at the same time:
+#                one seed, 5 daemon kills and one postmaster kill; and the
+#                same with two daemons on one database and one owner
+#                paused. Each run's output is printed whole when both end
+#                (kept in var/chaos/test.out, var/chaos/test-failover.out).
 #   soak         The in-process no-loss test (harness/demo
 #                TestNoLossUnderFaults) over SOAK_SEEDS seeds (default 50;
 #                `make test` runs 12).
@@ -55,8 +57,16 @@ chaos: build-standin postgres
 	echo "chaos: seeds $(CHAOS_SEEDS) in $$(( $$(date +%s) - start ))s"; exit $$rc
 
 test-chaos: build-standin postgres
-	$(STANDIN_BIN) chaos $(CHAOS_TEST_FLAGS) --dir var/chaos/test
-	$(STANDIN_BIN) chaos $(CHAOS_TEST_FAILOVER_FLAGS) --dir var/chaos/test-failover
+	@mkdir -p var/chaos; \
+	( $(STANDIN_BIN) chaos $(CHAOS_TEST_FLAGS) --dir var/chaos/test >var/chaos/test.out 2>&1; \
+	  echo $$? >var/chaos/test.rc ) & \
+	( $(STANDIN_BIN) chaos $(CHAOS_TEST_FAILOVER_FLAGS) --dir var/chaos/test-failover >var/chaos/test-failover.out 2>&1; \
+	  echo $$? >var/chaos/test-failover.rc ) & \
+	wait; rc=0; \
+	for run in test test-failover; do \
+		cat var/chaos/$$run.out; \
+		if [ "$$(cat var/chaos/$$run.rc)" != 0 ]; then echo "test-chaos $$run: FAILED (var/chaos/$$run/)"; rc=1; fi; \
+	done; exit $$rc
 
 chaos-failover: build-standin postgres
 	@mkdir -p var/chaos; \
