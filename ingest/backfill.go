@@ -191,11 +191,8 @@ func (b *Backfiller) redeliver(ctx context.Context, pkg store.Package) (int, err
 	}
 	parts := make([]tg.Message, len(keys))
 	for i, k := range keys {
-		m, err := b.p.tg.GetMessage(ctx, k.Chat, k.Message)
+		m, err := b.p.loadPart(ctx, pkg.ID, i, k)
 		if err != nil {
-			return 0, fmt.Errorf("fetch part %d (%s): %w", i, k, err)
-		}
-		if err := b.p.checkStillCarries(ctx, pkg.ID, i, m); err != nil {
 			return 0, err
 		}
 		parts[i] = m

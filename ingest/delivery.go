@@ -279,11 +279,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	for i, k := range w.Parts {
 		m, ok := p.queuedPart(w.PackageID, k)
 		if !ok {
-			m, err = p.tg.GetMessage(lctx, k.Chat, k.Message)
-			if err != nil {
-				return false, fmt.Errorf("fetch part %d of package %d (%s): %w", i, w.PackageID, k, err)
-			}
-			if err := p.checkStillCarries(lctx, w.PackageID, i, m); err != nil {
+			if m, err = p.loadPart(lctx, w.PackageID, i, k); err != nil {
 				return false, err
 			}
 		}

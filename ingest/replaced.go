@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"stashd/tg"
@@ -22,7 +23,35 @@ func (p *Pipeline) checkStillCarries(ctx context.Context, pkg int64, part int, m
 		return err
 	}
 	if !ok || holder != pkg {
-		return tg.Permanent(fmt.Errorf("part %d of package %d (%s) was replaced at source by another document", part, pkg, m.Key()))
+		return tg.Permanent(fmt.Errorf("part %d of package %d (%s): %w", part, pkg, m.Key(), errReplacedAtSource))
 	}
 	return nil
+}
+
+var errReplacedAtSource = errors.New("replaced at source by another document")
+
+// loadPart reads part i of package pkg, key, through this session and
+// checks it still carries one of pkg's files (checkStillCarries). A
+// session answers getMessage from its own database, which, in a chat it
+// does not follow (another account's source), may hold the message as it
+// was before an edit: when the answer carries another document, the chat
+// is opened (TDLib then fetches its difference, edits included) and the
+// message read once more before the part is taken as replaced.
+func (p *Pipeline) loadPart(ctx context.Context, pkg int64, i int, key tg.MessageKey) (tg.Message, error) {
+	m, err := p.tg.GetMessage(ctx, key.Chat, key.Message)
+	if err != nil {
+		return tg.Message{}, fmt.Errorf("fetch part %d of package %d (%s): %w", i, pkg, key, err)
+	}
+	err = p.checkStillCarries(ctx, pkg, i, m)
+	if !errors.Is(err, errReplacedAtSource) {
+		return m, err
+	}
+	if oerr := p.tg.OpenChat(ctx, key.Chat); oerr != nil {
+		return tg.Message{}, err
+	}
+	m, gerr := p.tg.GetMessage(ctx, key.Chat, key.Message)
+	if gerr != nil {
+		return tg.Message{}, errors.Join(err, gerr)
+	}
+	return m, p.checkStillCarries(ctx, pkg, i, m)
 }

@@ -364,3 +364,50 @@ func TestSetPartReplacedUnheardRejoinsItsSet(t *testing.T) {
 		t.Errorf("delivered %d documents; want the set with the new first volume", len(d))
 	}
 }
+
+// A delivery handed to another account loads its parts through that
+// account's session. The session answers from its own database: in a
+// chat it does not follow, a message it read before an edit is still the
+// old document there. The part is not taken as replaced on that answer
+// (the package would never be delivered): the chat is opened, its
+// difference fetched, and the message read again.
+func TestHandedDeliveryLoadsAPartTheSessionHoldsStale(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a", "b")
+	pa, ca := e.pipeline("a")
+	pb, cb := e.pipeline("b")
+	src := e.src["a"]
+	e.world.Join("b", src)
+	if err := cb.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	posted := e.world.Post(src, 0, tgsim.Post{FileName: "v1.tar", Data: tarOf("a", "v1")})
+	e.view(cb, posted) // b's database holds v1
+	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "v2.tar", Data: tarOf("a", "v2")})
+	if stale := e.view(cb, posted); stale.Document.File.UniqueID != edit.OldUniqueID {
+		t.Fatalf("b reads %q; want its stale copy", stale.Document.FileName)
+	}
+
+	// a catalogues v2; its delivery is handed to b (a lost write access).
+	mustHandle(t, pa, e.view(ca, posted), store.OutcomePackage)
+	pkg, ok, err := e.st.PackageByUniqueIDs(e.ctx, []string{edit.NewUniqueID})
+	if err != nil || !ok {
+		t.Fatalf("package of v2: %v, %v", ok, err)
+	}
+	if err := e.st.WaitDelivery(e.ctx, store.Waiting{PackageID: pkg, Destination: e.dest, Account: "b",
+		Route: ingest.HandOverRoute, OpensAt: e.now, Parts: []tg.MessageKey{posted.Key()}, PartCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, pb, e.st, nil).RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, m := range e.world.Messages(e.dest) {
+		if m.Document != nil {
+			sent = append(sent, m.Document.File.UniqueID)
+		}
+	}
+	if len(sent) != 1 || sent[0] != edit.NewUniqueID {
+		t.Fatalf("destination holds %v; want v2 (%s), sent by b", sent, edit.NewUniqueID)
+	}
+}
