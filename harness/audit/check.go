@@ -203,7 +203,15 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 			}
 		} else if !catalogued || !delivered {
 			rep.Missing += max(missingPairs, 1) // per required (package, destination) pair
-			rep.MissingNames = append(rep.MissingNames, fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0].Key(), catalogued, delivered))
+			what := fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0].Key(), catalogued, delivered)
+			if catalogued {
+				rows, err := c.describeDeliveries(ctx, pkg.ID)
+				if err != nil {
+					return rep, err
+				}
+				what += ": " + rows
+			}
+			rep.MissingNames = append(rep.MissingNames, what)
 		}
 		if p.Corrupt {
 			rep.Corrupt++
@@ -369,6 +377,31 @@ func (c *checker) describeCopies(ctx context.Context, docs []Doc) (string, error
 		}
 	}
 	return strings.Join(out, "; "), nil
+}
+
+// describeDeliveries says what the catalogue holds about the deliveries
+// of package pkg: each delivery row and each queued delivery, for a
+// package the destinations lack.
+func (c *checker) describeDeliveries(ctx context.Context, pkg int64) (string, error) {
+	rows, err := c.st.Pool().Query(ctx, `SELECT format('delivery to %s part %s: %s, message %s, by %s%s',
+			destination_chat_id, part_idx, state, coalesce(dest_message_id::text, 'none'), account,
+			CASE WHEN error <> '' THEN ', ' || error ELSE '' END)
+		FROM deliveries WHERE package_id = $1
+		UNION ALL
+		SELECT format('queued to %s for %s, route %L, opens %s, %s attempts%s', destination_chat_id, account, route,
+			opens_at, attempts, CASE WHEN last_error <> '' THEN ', ' || last_error ELSE '' END)
+		FROM waiting_deliveries WHERE package_id = $1`, pkg)
+	if err != nil {
+		return "", fmt.Errorf("describe the deliveries of package %d: %w", pkg, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("describe the deliveries of package %d: %w", pkg, err)
+	}
+	if len(lines) == 0 {
+		return "no delivery recorded or queued", nil
+	}
+	return strings.Join(lines, "; "), nil
 }
 
 // vanished checks the packages whose sends the world deleted instead of

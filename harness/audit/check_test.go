@@ -1,10 +1,12 @@
 package audit
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"stashd/internal/cataloguetest"
 	"stashd/internal/pgtest"
 	"stashd/sim/tgsim"
 	"stashd/store"
@@ -43,5 +45,47 @@ func TestCheckFailsOnSessionOverlaps(t *testing.T) {
 	}
 	if len(rep.SessionOverlapNames) != 1 || !strings.Contains(rep.SessionOverlapNames[0], "acct1") {
 		t.Errorf("overlap names = %q, want the example's account", rep.SessionOverlapNames)
+	}
+}
+
+// A catalogued package the destinations lack is named with what the
+// catalogue holds about its deliveries, so a failed audit says where the
+// delivery went.
+func TestMissingPackageNamesItsDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seeded, err := cataloguetest.Seed(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes, err := st.PackageHashes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dragon Hash
+	for h, p := range hashes {
+		if p.ID == seeded.Dragon {
+			dragon = h
+		}
+	}
+	truth := Truth{
+		Packages:     []Package{{Hash: dragon, Name: "dragon", Parts: []Part{{File: "f1"}, {File: "f2"}}}},
+		Destinations: []Destination{{Chat: cataloguetest.Destination, Docs: []Doc{}}},
+	}
+	rep, err := Check(ctx, st, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Missing != 1 || len(rep.MissingNames) != 1 {
+		t.Fatalf("missing %d %q; want the dragon package", rep.Missing, rep.MissingNames)
+	}
+	want := fmt.Sprintf("delivery to %d part 0: sent, message", cataloguetest.Destination)
+	if !strings.Contains(rep.MissingNames[0], "catalogued true, delivered false") || !strings.Contains(rep.MissingNames[0], want) {
+		t.Errorf("missing = %q; want the package's delivery rows (%q)", rep.MissingNames[0], want)
 	}
 }
