@@ -14,16 +14,23 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// openStore opens a store on a fresh catalogue, closed when t ends.
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
 // An account run by two sessions at once fails the audit, whatever else
 // holds.
 func TestCheckFailsOnSessionOverlaps(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 
 	clean, err := Check(ctx, st, Truth{})
 	if err != nil {
@@ -54,11 +61,7 @@ func TestCheckFailsOnSessionOverlaps(t *testing.T) {
 func TestMissingPackageNamesItsDeliveries(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t), MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	seeded, err := cataloguetest.Seed(ctx, st)
 	if err != nil {
 		t.Fatal(err)
