@@ -18,8 +18,9 @@ import (
 //     msg is not handled, so its new document is ingested as any other;
 //   - msg is older (stale): the record stands, msg is already handled.
 //
-// Only when the dates cannot tell (two edits within a second, a record
-// without a date) is the message read again (one getMessage), and then:
+// A record made before edit dates were kept counts as never edited. Only
+// when the dates are equal (two edits within one second, or neither side
+// edited) is the message read again (one getMessage), and then:
 //   - msg's document is current: as newer above;
 //   - the recorded one: as stale above;
 //   - a third: *msg becomes the current message, handled as newer;
