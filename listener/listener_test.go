@@ -2,6 +2,7 @@ package listener
 
 import (
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -314,5 +315,18 @@ func TestAccessLostMarksDirty(t *testing.T) {
 	}
 	if src := stored(t, l, st); src.DirtyReason != ReasonAccessLost {
 		t.Errorf("dirty reason = %q, want %q", src.DirtyReason, ReasonAccessLost)
+	}
+}
+
+// A watched source's lag is exported from the start, before any update,
+// so dashboards and alerts see every source at once.
+func TestLagExportedOnWatch(t *testing.T) {
+	t.Parallel()
+	_, _, m := setup(t, 4, 10)
+	if n := testutil.CollectAndCount(m.lag, "stashd_source_lag_messages"); n != 1 {
+		t.Fatalf("%d lag series after Watch, want the source's", n)
+	}
+	if got := testutil.ToFloat64(m.lag.WithLabelValues(strconv.FormatInt(int64(chat), 10))); got != 0 {
+		t.Errorf("lag = %v, want 0", got)
 	}
 }
