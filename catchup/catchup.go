@@ -323,7 +323,8 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
-// countUnclaimed records why dirty sources were not claimed.
+// countUnclaimed records why dirty sources were not claimed, and
+// exports their recorded circuit and access.
 func (c *Catchup) countUnclaimed(ctx context.Context, dirty []tg.ChatID, claimed []store.Source, res *Result) error {
 	all, err := c.store.Sources(ctx, c.cfg.Account)
 	if err != nil {
@@ -334,6 +335,7 @@ func (c *Catchup) countUnclaimed(ctx context.Context, dirty []tg.ChatID, claimed
 		if !slices.Contains(dirty, src.ChatID) || slices.ContainsFunc(claimed, func(s store.Source) bool { return s.ChatID == src.ChatID }) {
 			continue
 		}
+		c.observe(src) // a restarted daemon shows an open circuit at once
 		if src.CircuitUntil.After(now) {
 			res.Circuit++
 			c.decide(DecisionCircuit)

@@ -448,3 +448,20 @@ func TestAccessLostWithNothingNewIsVerified(t *testing.T) {
 		t.Errorf("access = %q, want %q", src.Access, store.AccessLost)
 	}
 }
+
+// A restarted daemon exports a source's open circuit from its record at
+// the first cycle, before the circuit lets the source be tried again.
+func TestOpenCircuitExportedAfterRestart(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	bad := w.sources[0]
+	w.w.SetPrivate(bad, true)
+	w.runOnce(w.start())
+
+	again := w.start()
+	w.runOnce(again)
+	label := strconv.FormatInt(int64(bad), 10)
+	if got := testutil.ToFloat64(again.m.CircuitOpen(label)); got != 1 {
+		t.Errorf("after a restart, stashd_source_circuit_open{source=%s} = %v, want 1", label, got)
+	}
+}
