@@ -38,20 +38,26 @@ var errReplacedAtSource = errors.New("replaced at source by another document")
 // is opened (TDLib then fetches its difference, edits included) and the
 // message read once more before the part is taken as replaced.
 func (p *Pipeline) loadPart(ctx context.Context, pkg int64, i int, key tg.MessageKey) (tg.Message, error) {
-	m, err := p.tg.GetMessage(ctx, key.Chat, key.Message)
-	if err != nil {
-		return tg.Message{}, fmt.Errorf("fetch part %d of package %d (%s): %w", i, pkg, key, err)
-	}
-	err = p.checkStillCarries(ctx, pkg, i, m)
+	m, err := p.readPart(ctx, pkg, i, key)
 	if !errors.Is(err, errReplacedAtSource) {
 		return m, err
 	}
 	if oerr := p.tg.OpenChat(ctx, key.Chat); oerr != nil {
 		return tg.Message{}, err
 	}
-	m, gerr := p.tg.GetMessage(ctx, key.Chat, key.Message)
-	if gerr != nil {
-		return tg.Message{}, errors.Join(err, gerr)
+	again, rerr := p.readPart(ctx, pkg, i, key)
+	if again.ID == 0 && rerr != nil {
+		return tg.Message{}, errors.Join(err, rerr) // the read itself failed
+	}
+	return again, rerr
+}
+
+// readPart reads part i of package pkg, key, through this session once
+// and checks it still carries one of pkg's files.
+func (p *Pipeline) readPart(ctx context.Context, pkg int64, i int, key tg.MessageKey) (tg.Message, error) {
+	m, err := p.tg.GetMessage(ctx, key.Chat, key.Message)
+	if err != nil {
+		return tg.Message{}, fmt.Errorf("fetch part %d of package %d (%s): %w", i, pkg, key, err)
 	}
 	return m, p.checkStillCarries(ctx, pkg, i, m)
 }

@@ -56,13 +56,10 @@ func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg
 func (p *Pipeline) deliverFor(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, bool, error) {
 	own := make([]tg.Message, len(parts))
 	for i, m := range parts {
-		got, err := p.tg.GetMessage(ctx, m.ChatID, m.ID)
-		if err == nil {
-			// The message as this account sees it now may carry another
-			// document (an edit): the picking account then sends the
-			// parts it holds.
-			err = p.checkStillCarries(ctx, pkg.ID, i, got)
-		}
+		// The message as this account sees it now may carry another
+		// document (an edit): the picking account then sends the parts
+		// it holds.
+		got, err := p.readPart(ctx, pkg.ID, i, m.Key())
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, false, ctx.Err()
