@@ -19,9 +19,12 @@ import (
 // locks the caller holds, in the same commit: one unit of the store's
 // group commit (store.CataloguePackage). All of it commits or none, so a
 // crash at any point leaves the messages unhandled and the next attempt
-// finds nothing of the package, or finds it all.
+// finds nothing of the package, or finds it all. Unless hashLocked (the
+// caller holds the content hash's lock among locks), it fails with
+// store.ErrHashTaken, having written nothing, if the hash is another
+// package's.
 func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format archive.Format, name string, uniq []string,
-	hashed fetched, listing archive.Listing, listErr error, locks ...*store.Lock) (store.Outcome, error) {
+	hashed fetched, listing archive.Listing, listErr error, hashLocked bool, locks ...*store.Lock) (store.Outcome, error) {
 	start := time.Now()
 	pkg := store.Package{
 		ContentHash: hashed.content, Name: name, Format: string(format), TotalSize: hashed.size,
@@ -36,7 +39,7 @@ func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format arc
 		// The name lied; the bytes were listed as what they are.
 		pkg.Format, pkg.DetectedFormat = string(listing.Format), string(listing.Format)
 	}
-	n := store.NewPackage{Package: pkg, Verification: verification(listing, listErr), Release: locks,
+	n := store.NewPackage{Package: pkg, Verification: verification(listing, listErr), Release: locks, HashUnlocked: !hashLocked,
 		Parts: make([]store.Part, len(parts)), Files: make([]store.FileEntry, len(listing.Entries))}
 	for i, m := range parts {
 		n.Parts[i] = store.Part{Index: i, FileName: m.Document.FileName, Size: hashed.sizes[i],

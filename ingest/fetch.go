@@ -112,9 +112,9 @@ func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format a
 		return p.finishPartsOf(ctx, parts, u.holding.ID)
 	}
 
-	// Layer 4: download and hash, within the account's disk budget, then
-	// lock on the content hash. The local copies are deleted once hashed
-	// and listed, whatever happens next: deliveries send by remote id.
+	// Layer 4: download and hash, within the account's disk budget. The
+	// local copies are deleted once hashed and listed, whatever happens
+	// next: deliveries send by remote id.
 	held, err := p.holdDisk(ctx, parts)
 	if err != nil {
 		return "", err
@@ -123,6 +123,34 @@ func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format a
 	hashed, err := p.fetch(ctx, parts, format, held)
 	if err != nil {
 		return "", err
+	}
+	// Layer 5: list, within bounds (most formats were listed in the pass
+	// that hashed them). A bad archive is still mirrored.
+	var listing archive.Listing
+	var listErr error
+	if hashed.listed != nil {
+		listing, listErr = hashed.listed.listing, hashed.listed.err
+	} else {
+		start := time.Now()
+		listing, listErr = p.list(ctx, format, parts, hashed.paths)
+		p.m.observeStage(StageList, start)
+	}
+	if listErr != nil && ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	held.release()
+
+	// A new package is catalogued without a lock on its content hash: the
+	// catalogue's unique hash refuses it, writing nothing, when the hash
+	// is catalogued already or is being catalogued meanwhile
+	// (store.ErrHashTaken). Only then, and for bytes that make no package
+	// of their own, is the hash locked and looked up: a package known by
+	// its bytes is a duplicate whatever its name.
+	if p.packageOfItsOwn(format, parts, listing, listErr) {
+		out, err := p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr, false, lock)
+		if !errors.Is(err, store.ErrHashTaken) {
+			return out, err
+		}
 	}
 	start := time.Now()
 	var byHash store.Found
@@ -135,24 +163,8 @@ func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format a
 	ctx, hunbind := hlock.Bind(ctx)
 	defer hunbind()
 	if byHash.OK {
-		held.release()
 		return p.finishDuplicate(ctx, parts, byHash.ID, uniq)
 	}
-
-	// Layer 5: list, within bounds. A bad archive is still mirrored.
-	var listing archive.Listing
-	var listErr error
-	if hashed.listed != nil {
-		listing, listErr = hashed.listed.listing, hashed.listed.err
-	} else {
-		start = time.Now()
-		listing, listErr = p.list(ctx, format, parts, hashed.paths)
-		p.m.observeStage(StageList, start)
-	}
-	if listErr != nil && ctx.Err() != nil {
-		return "", ctx.Err()
-	}
-	held.release()
 	if notArchive(format, listing) {
 		return store.OutcomeNotArchive, p.record(ctx, parts, store.OutcomeNotArchive, 0)
 	}
@@ -166,9 +178,15 @@ func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format a
 	if err := p.brokenArchive(listErr); err != nil {
 		return "", err
 	}
-
 	// The catalogue's commit releases both locks.
-	return p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr, lock, hlock)
+	return p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr, true, lock, hlock)
+}
+
+// packageOfItsOwn reports whether bytes listed as listing make a package:
+// an archive (whatever its name said), not a volume of a set that goes on,
+// not a broken archive that is dead-lettered.
+func (p *Pipeline) packageOfItsOwn(format archive.Format, parts []tg.Message, listing archive.Listing, listErr error) bool {
+	return !notArchive(format, listing) && volumeMissing(parts, listErr) == nil && p.brokenArchive(listErr) == nil
 }
 
 // list lists a package. An album's parts are independent archives, or the

@@ -325,6 +325,71 @@ func TestRaceTwoAccountsTwoWorkersOneDelivery(t *testing.T) {
 	}
 }
 
+// Identical bytes uploaded twice (two unique ids, so no lock on them is
+// shared) and handled at the same moment by several workers of two
+// accounts: one package, the other upload its duplicate, one delivery.
+// The catalogue's unique content hash decides between them.
+func TestRaceIdenticalUploadsOnePackage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a", "b")
+	pa, ca := e.pipeline("a")
+	pb, cb := e.pipeline("b")
+	for round := range 4 {
+		data := archivetest.Tar([]archivetest.File{{Name: "same.bin", Data: fmt.Appendf(nil, "identical %d", round)}})
+		va := e.view(ca, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "a.tar", Data: data}))
+		vb := e.view(cb, e.world.Post(e.src["b"], 0, tgsim.Post{FileName: "b.tar", Data: data}))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		outcomes := make(chan store.Outcome, 4)
+		for _, job := range []struct {
+			p *ingest.Pipeline
+			m tg.Message
+		}{{pa, va}, {pb, vb}, {pa, va}, {pb, vb}} {
+			wg.Go(func() {
+				<-start
+				out, err := job.p.Process(e.ctx, job.m)
+				if err != nil {
+					t.Errorf("round %d: process: %v", round, err)
+				}
+				outcomes <- out
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(outcomes)
+		packages := 0
+		for o := range outcomes {
+			if o == store.OutcomePackage {
+				packages++
+			}
+		}
+		if packages != 1 {
+			t.Errorf("round %d: %d workers brought the package in, want exactly 1", round, packages)
+		}
+		sum := sha256.Sum256(data)
+		var id int64
+		if err := e.st.Pool().QueryRow(e.ctx, `SELECT id FROM packages WHERE content_hash = $1`, sum[:]).Scan(&id); err != nil {
+			t.Fatalf("round %d: package not catalogued (%v)", round, err)
+		}
+		for _, u := range []string{va.Document.File.UniqueID, vb.Document.File.UniqueID} {
+			if got, ok, err := e.st.PackageOfPart(e.ctx, u); err != nil || !ok || got != id {
+				t.Errorf("round %d: unique id %s gives package %d (%v, %v), want %d", round, u, got, ok, err, id)
+			}
+		}
+	}
+	queued, err := e.st.DueWaiting(e.ctx, "a", e.now, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := e.st.DueWaiting(e.ctx, "b", e.now, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(queued) + len(more); n != 4 {
+		t.Errorf("%d deliveries queued, want one per package (4)", n)
+	}
+}
+
 func TestCorruptArchiveIsMirroredWithListingError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")

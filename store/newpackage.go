@@ -3,11 +3,13 @@ package store
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"stashd/tg"
 )
@@ -39,7 +41,19 @@ type NewPackage struct {
 	// Release are package locks released by the same commit: nobody can
 	// take one before the work it guarded is visible.
 	Release []*Lock
+	// HashUnlocked says the caller holds no lock on the content hash. The
+	// unit then fails with ErrHashTaken, having written nothing, when a
+	// package with the hash is catalogued already or is being catalogued
+	// by a unit in flight (whose commit it waits for): the catalogue's
+	// unique hash decides in place of a lock's round trip. Without it, a
+	// hash catalogued already is taken as the package (Created false).
+	HashUnlocked bool
 }
+
+// ErrHashTaken is the error of a CataloguePackage with HashUnlocked whose
+// content hash another package has: the caller locks the hash and looks
+// the package up.
+var ErrHashTaken = errors.New("content hash catalogued meanwhile")
 
 // Catalogued is what CataloguePackage did.
 type Catalogued struct {
@@ -65,7 +79,7 @@ const insertPackageSQL = `WITH pkg AS (
 		listing_error, origin_chat_id, origin_message_id, origin_topic_id, name_raw, encrypted, headers_encrypted,
 		detected_format, verified, broken, name_lied, suspicious, content_sig)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
-	ON CONFLICT (content_hash) DO NOTHING RETURNING id
+	` + onHashConflict + ` RETURNING id
 ), parts AS (
 	INSERT INTO package_parts (package_id, idx, file_name, size, sha256, source_chat_id, source_message_id, file_name_raw)
 	SELECT pkg.id, p.idx, p.name, p.size, p.sha, p.chat, p.msg, p.raw
@@ -91,6 +105,16 @@ const insertPackageSQL = `WITH pkg AS (
 	WHERE NOT f.dir GROUP BY pkg.id
 )
 SELECT count(*) > 0 FROM pkg`
+
+// onHashConflict makes insertPackageSQL write nothing when the content
+// hash is catalogued already; insertNewPackageSQL, without it, fails then
+// (unique_violation on packagesHashKey).
+const onHashConflict = `ON CONFLICT (content_hash) DO NOTHING`
+
+var insertNewPackageSQL = strings.Replace(insertPackageSQL, onHashConflict, "", 1)
+
+// packagesHashKey is the unique constraint on packages.content_hash.
+const packagesHashKey = "packages_content_hash_key"
 
 // queueSQL queues the deliveries of the package the condition names
 // ($1) to the destinations not queued already nor sent in full, and
@@ -124,8 +148,12 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 	if susp == nil {
 		susp = []string{}
 	}
+	insert := insertPackageSQL
+	if n.HashUnlocked {
+		insert = insertNewPackageSQL
+	}
 	stmts := []Statement{{
-		SQL: insertPackageSQL,
+		SQL: insert,
 		Args: append(append([]any{hash, name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
 			text(p.ListingError), int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic, nameRaw,
 			p.Encrypted, p.HeadersEncrypted, p.DetectedFormat, v.Verified, text(v.Broken), v.NameLied, susp, n.Signature},
@@ -159,10 +187,31 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 		for _, l := range n.Release {
 			l.notReleased()
 		}
+		if n.HashUnlocked && hashTaken(err) {
+			err = fmt.Errorf("%w: %w", ErrHashTaken, err)
+		}
 		return Catalogued{}, fmt.Errorf("catalogue package %q: %w", text(p.Name), err)
 	}
 	return out, nil
 }
+
+// hashTaken reports whether err is an unlocked package insert's failure
+// on another package's content hash: the unique violation, or the
+// deadlock two group commits meet when each inserts a hash the other
+// inserted first (PostgreSQL breaks it by failing one of them).
+func hashTaken(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgErr.Code == uniqueViolation && pgErr.ConstraintName == packagesHashKey || pgErr.Code == deadlockDetected
+}
+
+// SQLSTATE codes (PostgreSQL, Appendix A).
+const (
+	uniqueViolation  = "23505"
+	deadlockDetected = "40P01"
+)
 
 // queueStatement queues ws, the deliveries of one package (named by cond
 // on packages p with pkg as $1) that share its parts, to the

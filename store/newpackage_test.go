@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -270,5 +271,85 @@ func TestLockThenReadsUnderTheLock(t *testing.T) {
 	}
 	if !found.OK || found.ID != c.ID {
 		t.Errorf("look under the lock found %+v, want package %d", found, c.ID)
+	}
+}
+
+// A package catalogued without a lock on its content hash is refused,
+// with nothing of it written and its locks still held, when the hash is
+// another package's: catalogued already, or being catalogued by a unit
+// in flight at the same moment.
+func TestCataloguePackageWithoutHashLockRefusesATakenHash(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	newPackage := func(content string, msg int64, unique string, release ...*store.Lock) store.NewPackage {
+		sum := sha256.Sum256([]byte(content))
+		key := tg.MessageKey{Chat: -1, Message: tg.MessageIDFromServer(msg)}
+		return store.NewPackage{
+			Package:      store.Package{ContentHash: sum[:], Name: unique + ".zip", Format: "zip", PartCount: 1, Origin: key},
+			Parts:        []store.Part{{FileName: unique + ".zip", SHA256: sum[:], UniqueID: unique, Source: key}},
+			Sources:      []store.SourceMessage{{Key: key, Outcome: store.OutcomePackage}},
+			Release:      release,
+			HashUnlocked: true,
+		}
+	}
+	first, err := st.CataloguePackage(ctx, newPackage("taken", 1, "first"))
+	if err != nil || !first.Created {
+		t.Fatalf("first catalogue = %+v, %v; want the package created", first, err)
+	}
+	lock, err := st.Lock(ctx, "u:second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	_, err = st.CataloguePackage(ctx, newPackage("taken", 2, "second", lock))
+	if !errors.Is(err, store.ErrHashTaken) {
+		t.Fatalf("catalogue of a taken hash = %v, want ErrHashTaken", err)
+	}
+	if _, ok, err := st.PackageOfPart(ctx, "second"); err != nil || ok {
+		t.Errorf("the refused package's unique id is known (%v, %v)", ok, err)
+	}
+	var recorded int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM source_messages WHERE message_id = $1`,
+		int64(tg.MessageIDFromServer(2))).Scan(&recorded); err != nil || recorded != 0 {
+		t.Errorf("the refused package's message recorded %d times (%v), want never", recorded, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if l, err := st.Lock(short, "u:second"); err == nil {
+		l.Unlock()
+		t.Error("the refused catalogue released its lock")
+	}
+	select {
+	case <-lock.Lost():
+		t.Error("the refused catalogue's lock is lost")
+	default:
+	}
+
+	// Two units of one new hash at once, in one group commit or two: one
+	// package, the other refused.
+	for round := range 8 {
+		content := fmt.Sprintf("race %d", round)
+		errs := make(chan error, 2)
+		for i := range 2 {
+			go func() {
+				_, err := st.CataloguePackage(ctx, newPackage(content, int64(10+2*round+i), fmt.Sprintf("r%d-%d", round, i)))
+				errs <- err
+			}()
+		}
+		var created, refused int
+		for range 2 {
+			switch err := <-errs; {
+			case err == nil:
+				created++
+			case errors.Is(err, store.ErrHashTaken):
+				refused++
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if created != 1 || refused != 1 {
+			t.Errorf("round %d: %d created, %d refused; want one of each", round, created, refused)
+		}
 	}
 }
