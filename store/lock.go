@@ -114,8 +114,36 @@ const lockSQL = `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, 
 	ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until, taken_at = now()
 	WHERE package_locks.until < now()`
 
+// attemptTimeout bounds one attempt to take a lock (see tryLock).
+const attemptTimeout = 10 * time.Second
+
 // tryLock makes one attempt to take the lock and, when it did, reads.
+//
+// An attempt once sent is read to its end, whatever ctx (within
+// attemptTimeout): cut short by ctx, its answer would be lost while the
+// server still commits it, and the package would stay locked by nobody
+// until the row expires. Taken for a caller gone meanwhile, the lock is
+// let go at once. An attempt that fails otherwise (the connection broken)
+// may have taken the lock too: its row is this attempt's own (owner is
+// unique to one Lock call), so it is deleted.
 func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Duration, durable bool, reads []Statement) (bool, error) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+	defer cancel()
+	got, err := s.attemptLock(actx, name, owner, ttl, durable, reads)
+	switch {
+	case err != nil:
+		deleteLockRow(ctx, s, name, owner)
+		return false, err
+	case ctx.Err() != nil:
+		if got {
+			deleteLockRow(ctx, s, name, owner)
+		}
+		return false, ctx.Err()
+	}
+	return got, nil
+}
+
+func (s *Store) attemptLock(ctx context.Context, name, owner string, ttl time.Duration, durable bool, reads []Statement) (bool, error) {
 	if len(reads) == 0 {
 		tag, err := s.pool.Exec(ctx, lockSQL, name, owner, ttl.String())
 		return err == nil && tag.RowsAffected() == 1, err
@@ -134,10 +162,6 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 		return rows.Err()
 	}})
 	if err := s.Look(ctx, append(stmts, reads...)...); err != nil {
-		if got {
-			// Taken, but its answers not understood: let it go.
-			deleteLockRow(ctx, s, name, owner)
-		}
 		return false, err
 	}
 	return got, nil

@@ -3,8 +3,11 @@ package store_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"stashd/store"
 	"stashd/tg"
@@ -181,3 +184,74 @@ func TestRowGoneWhileAReleaseFailsLosesTheLock(t *testing.T) {
 		t.Fatal("the lock whose row vanished still looks held after its release failed")
 	}
 }
+
+// An attempt to take a lock whose caller gives up while it is on its way
+// (a worker stopped, a daemon shutting down) leaves no lock behind: the
+// server commits the attempt after the caller stopped reading its answer,
+// and the package must not then wait for the lock's expiry (30 s here).
+// The caller gives up as soon as the attempt's BEGIN is answered.
+func TestLockAttemptOfACallerGoneLeavesNoLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tr := &giveUpTracer{}
+	st := openConfig(t, store.Config{Tracer: tr})
+	for _, durable := range []bool{false, true} {
+		attempt, giveUp := context.WithCancel(ctx)
+		tr.arm(giveUp)
+		var err error
+		var l *store.Lock
+		read := store.Statement{SQL: "SELECT 1"}
+		if durable {
+			l, err = st.Lock(attempt, "u:gone", read)
+		} else {
+			l, err = st.LockThen(attempt, "u:gone", read)
+		}
+		if err == nil {
+			l.Unlock()
+			t.Fatalf("durable %v: the attempt took the lock for a caller gone", durable)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("durable %v: attempt of a caller gone: %v, want context.Canceled", durable, err)
+		}
+		short, cancel := context.WithTimeout(ctx, 3*time.Second)
+		l, err = st.Lock(short, "u:gone")
+		cancel()
+		if err != nil {
+			t.Fatalf("durable %v: the lock is held by nobody after its caller gave up: %v", durable, err)
+		}
+		l.Unlock()
+	}
+}
+
+// giveUpTracer cancels the context it is armed with once the answer to a
+// batch's BEGIN has been read.
+type giveUpTracer struct {
+	mu     sync.Mutex
+	giveUp context.CancelFunc
+}
+
+func (g *giveUpTracer) arm(cancel context.CancelFunc) {
+	g.mu.Lock()
+	g.giveUp = cancel
+	g.mu.Unlock()
+}
+
+func (g *giveUpTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (g *giveUpTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (g *giveUpTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (g *giveUpTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if d.SQL != "BEGIN" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.giveUp != nil {
+		g.giveUp()
+		g.giveUp = nil
+	}
+}
+func (g *giveUpTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
