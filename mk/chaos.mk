@@ -18,7 +18,7 @@
 #                (kept in var/chaos/test.out, var/chaos/test-failover.out).
 #   soak         The in-process no-loss test (harness/demo
 #                TestNoLossUnderFaults) over SOAK_SEEDS seeds (default 50;
-#                `make test` runs 12).
+#                `make test` runs 4).
 #   chaos-failover
 #                Failover: CHAOS_FAILOVER_FLAGS (default 2 daemons on one
 #                database, 20 SIGKILLs of an account's owner or a standby,
