@@ -53,8 +53,10 @@ func albums(n int, allowed bool) []span {
 // then stopped), are not sent again, and the rest go alone or as a smaller
 // album. It returns how many parts it sent; a part that failed fails the
 // call with its error after the others are recorded. Once the turn is
-// taken, the span is finished under the account's SendScope, not ctx.
-func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, a span, ms []tg.Message) (int, error) {
+// taken, the span is finished under the account's SendScope, not ctx. last
+// says the span ends the package: when all of it lands, its record ends
+// the delivery (deliveryEnd).
+func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.ChatID, thread int64, a span, ms []tg.Message, last bool) (int, error) {
 	ctx, done, err := p.sendTurn(ctx, pkg, dest, a.first)
 	if err != nil {
 		return 0, err
@@ -136,7 +138,7 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 		landed, msgs = append(landed, t.Delivery), append(msgs, r.Message.ID)
 	}
 	if len(landed) > 0 {
-		if err := p.sent(ctx, landed, msgs); err != nil {
+		if err := p.sent(ctx, landed, msgs, last && failed == nil); err != nil {
 			failed = errors.Join(failed, err)
 		}
 	}

@@ -76,13 +76,14 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 		return sent, false, err
 	}
 	for _, a := range albums(len(parts), p.albumsAllowed()) {
-		n, err := p.deliverSpan(ctx, pkg, dest, thread, a, parts[a.first:a.end])
+		last := a.end == len(parts)
+		n, err := p.deliverSpan(ctx, pkg, dest, thread, a, parts[a.first:a.end], last)
 		if err != nil && n == 0 {
 			// A closed or deleted topic: reopened or created again,
 			// the parts go once more.
 			var again bool
 			if thread, again, err = p.recoverTopic(ctx, in, dest, thread, err); again {
-				n, err = p.deliverSpan(ctx, pkg, dest, thread, a, parts[a.first:a.end])
+				n, err = p.deliverSpan(ctx, pkg, dest, thread, a, parts[a.first:a.end], last)
 			}
 		}
 		sent += n
@@ -161,12 +162,19 @@ func (p *Pipeline) refused(ctx context.Context, d store.Delivery, fresh bool, er
 // sent records ds as delivered by msgs (ds[i] by msgs[i]), which a send
 // of this session's just made (one message, or an album's), in one
 // commit.
-func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.MessageID) error {
+func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.MessageID, final bool) error {
 	// First write after the send: the destination ids (the stubs).
 	// Use a context that survives cancellation so a shutdown in
 	// this instant does not forget a message that exists.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	recorded, err := p.store.MarkSentAll(wctx, ds, msgs)
+	var recorded []tg.MessageID
+	var err error
+	if end, ok := ctx.Value(deliveryEndKey{}).(*deliveryEnd); ok && final && !end.done {
+		recorded, err = end.lock.MarkSentAndUnlock(wctx, ds, msgs, end.stmts...)
+		end.done = err == nil
+	} else {
+		recorded, err = p.store.MarkSentAll(wctx, ds, msgs)
+	}
 	cancel()
 	if err != nil {
 		return err
@@ -179,6 +187,23 @@ func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.Mess
 		p.keepOneCopy(ctx, d, recorded[i], []tg.MessageID{msgs[i]})
 	}
 	return nil
+}
+
+// deliveryEnd is what a delivery run under its own lock (Deliverer.one)
+// writes when it ends: stmts (its queue row cleared) and the lock's
+// release, which go with the record of its last send when that send ends
+// it (done then), in one round trip instead of two.
+type deliveryEnd struct {
+	lock  *store.Lock
+	stmts []store.Statement
+	done  bool
+}
+
+type deliveryEndKey struct{}
+
+// withDeliveryEnd returns ctx carrying end for the delivery's last send.
+func withDeliveryEnd(ctx context.Context, end *deliveryEnd) context.Context {
+	return context.WithValue(ctx, deliveryEndKey{}, end)
 }
 
 // sendTurn waits for the turn of a send to dest (of package pkg's part

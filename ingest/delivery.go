@@ -275,6 +275,10 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	}
 	lctx, unbind := lock.Bind(ctx)
 	defer unbind()
+	// The delivery's last send, when it lands, clears the queue row and
+	// lets the lock go in the commit that records it.
+	end := &deliveryEnd{lock: lock, stmts: []store.Statement{store.ClearWaitingStatement(w.PackageID, w.Destination)}}
+	lctx = withDeliveryEnd(lctx, end)
 	parts := make([]tg.Message, len(w.Parts))
 	for i, k := range w.Parts {
 		m, ok := p.queuedPart(w.PackageID, k)
@@ -298,8 +302,9 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if handed {
-		// The queue row is the other account's now.
+	if handed || end.done {
+		// The queue row is the other account's now, or was cleared with
+		// the last send's record.
 		p.dropParts(w.PackageID, w.Parts)
 		return true, nil
 	}

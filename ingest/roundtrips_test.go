@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
@@ -85,5 +86,57 @@ func TestNewArchiveRoundTrips(t *testing.T) {
 	queued, err := e.st.DueWaiting(e.ctx, "a", e.now, 10)
 	if err != nil || len(queued) != 2 {
 		t.Errorf("%d deliveries queued (%v), want the two packages'", len(queued), err)
+	}
+}
+
+// A queued delivery of a lone archive costs three round trips to the
+// database once due: the delivery lock with the looks of the package,
+// whether it is delivered there and whether the destination waits for a
+// reconciliation; the group commit of its intent; then, after the send,
+// one group commit that records the send, clears its queue row and lets
+// the lock go.
+func TestDeliveryRoundTrips(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	trips := &tripLog{}
+	st, err := store.Open(e.ctx, store.Config{URL: e.st.Pool().Config().ConnString(), Tracer: pgtrips.Tracer{Sent: trips.add}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c := e.world.Client("a")
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, st, tg.NewSession(c, func(tg.Update) {}), nil)
+	files := []archivetest.File{{Name: "a.txt", Data: []byte("delivered")}}
+	msg := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar(files)}))
+	mustHandle(t, p, msg, store.OutcomePackage)
+	due, err := st.DueWaiting(e.ctx, "a", time.Now().Add(time.Hour), 10)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("%d deliveries due (%v), want the package's", len(due), err)
+	}
+	trips.take()
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, st, nil).RunOnce(e.ctx)
+	if err != nil || res.Delivered != 1 {
+		t.Fatalf("deliver: %+v, %v; want one delivered", res, err)
+	}
+	var delivery []string
+	for _, s := range trips.take() {
+		// The deliverer's own reads of its queue, before and after.
+		if !strings.Contains(s, "FROM waiting_deliveries") {
+			delivery = append(delivery, s)
+		}
+	}
+	if len(delivery) != 3 {
+		t.Errorf("the delivery made %d round trips to the database, want 3:\n%s", len(delivery), strings.Join(delivery, "\n"))
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("destination holds %d copies, want 1", n)
+	}
+	var left int
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT (SELECT count(*) FROM package_locks) + (SELECT count(*) FROM waiting_deliveries)`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d lock and queue rows left after the delivery (%v), want none", left, err)
 	}
 }

@@ -112,9 +112,36 @@ func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) 
 // the group commit: ds[i] was sent as destMsgs[i]. It returns the message
 // recorded for each.
 func (s *Store) MarkSentAll(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error) {
+	stmts, out := markSentStatements(ctx, ds, destMsgs)
+	if err := s.Commit(ctx, stmts...); err != nil {
+		return nil, markSentError(ctx, ds, err)
+	}
+	return out, nil
+}
+
+// MarkSentAndUnlock is MarkSentAll with stmts (the end of the delivery the
+// lock guarded: its queue row) and the lock's release in the same unit
+// (UnlockWith): a delivery's last send is recorded, its queue row cleared
+// and its lock let go in one round trip.
+func (l *Lock) MarkSentAndUnlock(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID, stmts ...Statement) ([]tg.MessageID, error) {
+	marks, out := markSentStatements(ctx, ds, destMsgs)
+	if err := l.UnlockWith(ctx, append(marks, stmts...)...); err != nil {
+		return nil, markSentError(ctx, ds, err)
+	}
+	return out, nil
+}
+
+func markSentError(ctx context.Context, ds []Delivery, err error) error {
+	d := ds[0]
+	return fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, fenced(ctx, err))
+}
+
+// markSentStatements are MarkSentAll's statements; out holds the message
+// recorded for each once they have run.
+func markSentStatements(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) (stmts []Statement, out []tg.MessageID) {
 	fa, fe := fenceArgs(ctx)
-	out := make([]tg.MessageID, len(ds))
-	stmts := make([]Statement, len(ds))
+	out = make([]tg.MessageID, len(ds))
+	stmts = make([]Statement, len(ds))
 	for i, d := range ds {
 		// The statement's snapshot of the row, taken before the update,
 		// says which message was recorded already when the update found
@@ -141,11 +168,7 @@ func (s *Store) MarkSentAll(ctx context.Context, ds []Delivery, destMsgs []tg.Me
 				return nil
 			}}
 	}
-	if err := s.Commit(ctx, stmts...); err != nil {
-		d := ds[0]
-		return nil, fmt.Errorf("record delivery of package %d to %d: %w", d.PackageID, d.Destination, fenced(ctx, err))
-	}
-	return out, nil
+	return stmts, out
 }
 
 // DropIntent deletes d's intent while it is still one: its send was
