@@ -115,8 +115,10 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 		// Round trips count the deliveries too.
 		_, err = e.waitCount(ctx, countSent, n, 2*time.Minute)
 	}
-	cs := e.st.CommitStats()
-	r.progress("DEBUG commits %d units %d units/commit %.2f mean flush %.2f ms", cs.Commits, cs.Units, float64(cs.Units)/float64(cs.Commits), float64(cs.Flushing.Microseconds())/1000/float64(cs.Commits))
+	if cs := e.st.CommitStats(); cs.Commits > 0 {
+		r.progress("group commit: %d commits holding %d units (%.2f a commit), %.2f ms a commit", cs.Commits, cs.Units,
+			float64(cs.Units)/float64(cs.Commits), cs.Flushing.Seconds()*1000/float64(cs.Commits))
+	}
 	by := e.trips.snapshot()
 	for _, q := range []string{countPackages, countSent} {
 		by[statementName(q)] = by0[statementName(q)] // the bench's own polls
