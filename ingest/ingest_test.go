@@ -292,18 +292,33 @@ func TestRaceTwoAccountsTwoWorkersOneDelivery(t *testing.T) {
 	mb := e.world.Post(e.src["b"], 0, tgsim.Post{FileName: "shared.tar", SameFileAs: ma.Document.File.UniqueID})
 	va, vb := e.view(ca, ma), e.view(cb, mb)
 
+	if packages := packagesBroughtIn(t, e, []raceJob{{pa, va}, {pa, va}, {pb, vb}, {pb, vb}}); packages != 1 {
+		t.Errorf("%d workers brought the package in, want exactly 1", packages)
+	}
+	if n := len(e.delivered()); n != 1 {
+		t.Errorf("destination holds %d copies, want 1", n)
+	}
+}
+
+// raceJob is a message a pipeline processes in packagesBroughtIn.
+type raceJob struct {
+	p *ingest.Pipeline
+	m tg.Message
+}
+
+// packagesBroughtIn processes every job at the same moment, each on its
+// own goroutine, and returns how many ended as a new package.
+func packagesBroughtIn(t *testing.T, e *env, jobs []raceJob) int {
+	t.Helper()
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	outcomes := make(chan store.Outcome, 4)
-	for _, job := range []struct {
-		p *ingest.Pipeline
-		m tg.Message
-	}{{pa, va}, {pa, va}, {pb, vb}, {pb, vb}} {
+	outcomes := make(chan store.Outcome, len(jobs))
+	for _, job := range jobs {
 		wg.Go(func() {
 			<-start
 			out, err := job.p.Process(e.ctx, job.m)
 			if err != nil {
-				t.Errorf("process: %v", err)
+				t.Errorf("process %v: %v", job.m.Key(), err)
 			}
 			outcomes <- out
 		})
@@ -317,12 +332,7 @@ func TestRaceTwoAccountsTwoWorkersOneDelivery(t *testing.T) {
 			packages++
 		}
 	}
-	if packages != 1 {
-		t.Errorf("%d workers brought the package in, want exactly 1", packages)
-	}
-	if n := len(e.delivered()); n != 1 {
-		t.Errorf("destination holds %d copies, want 1", n)
-	}
+	return packages
 }
 
 // Identical bytes uploaded twice (two unique ids, so no lock on them is
@@ -338,32 +348,7 @@ func TestRaceIdenticalUploadsOnePackage(t *testing.T) {
 		data := archivetest.Tar([]archivetest.File{{Name: "same.bin", Data: fmt.Appendf(nil, "identical %d", round)}})
 		va := e.view(ca, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "a.tar", Data: data}))
 		vb := e.view(cb, e.world.Post(e.src["b"], 0, tgsim.Post{FileName: "b.tar", Data: data}))
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		outcomes := make(chan store.Outcome, 4)
-		for _, job := range []struct {
-			p *ingest.Pipeline
-			m tg.Message
-		}{{pa, va}, {pb, vb}, {pa, va}, {pb, vb}} {
-			wg.Go(func() {
-				<-start
-				out, err := job.p.Process(e.ctx, job.m)
-				if err != nil {
-					t.Errorf("round %d: process: %v", round, err)
-				}
-				outcomes <- out
-			})
-		}
-		close(start)
-		wg.Wait()
-		close(outcomes)
-		packages := 0
-		for o := range outcomes {
-			if o == store.OutcomePackage {
-				packages++
-			}
-		}
-		if packages != 1 {
+		if packages := packagesBroughtIn(t, e, []raceJob{{pa, va}, {pb, vb}, {pa, va}, {pb, vb}}); packages != 1 {
 			t.Errorf("round %d: %d workers brought the package in, want exactly 1", round, packages)
 		}
 		sum := sha256.Sum256(data)

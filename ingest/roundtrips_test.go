@@ -38,14 +38,9 @@ func (l *tripLog) take() []string {
 	return out
 }
 
-// A new archive costs two round trips to the catalogue, whatever its
-// listing: the unique-id lock with the looks up of its source key and
-// unique ids, and the one group commit that writes the package (the
-// catalogue's unique content hash stands in for a lock on it), queues its
-// delivery, records its message and releases the lock.
-func TestNewArchiveRoundTrips(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, "a")
+// tracedPipeline returns a pipeline of account "a" on a store of its own
+// whose round trips trips records, with the store and the account's client.
+func tracedPipeline(t *testing.T, e *env) (*ingest.Pipeline, *store.Store, *tgsim.Client, *tripLog) {
 	trips := &tripLog{}
 	st, err := store.Open(e.ctx, store.Config{URL: e.st.Pool().Config().ConnString(), Tracer: pgtrips.Tracer{Sent: trips.add}})
 	if err != nil {
@@ -58,6 +53,18 @@ func TestNewArchiveRoundTrips(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, st, tg.NewSession(c, func(tg.Update) {}), nil)
+	return p, st, c, trips
+}
+
+// A new archive costs two round trips to the catalogue, whatever its
+// listing: the unique-id lock with the looks up of its source key and
+// unique ids, and the one group commit that writes the package (the
+// catalogue's unique content hash stands in for a lock on it), queues its
+// delivery, records its message and releases the lock.
+func TestNewArchiveRoundTrips(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, _, c, trips := tracedPipeline(t, e)
 
 	files := []archivetest.File{{Name: "docs/a.txt", Data: []byte("first")}, {Name: "docs/b.txt", Data: []byte("second")}}
 	for _, post := range []tgsim.Post{
@@ -98,18 +105,7 @@ func TestNewArchiveRoundTrips(t *testing.T) {
 func TestDeliveryRoundTrips(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
-	trips := &tripLog{}
-	st, err := store.Open(e.ctx, store.Config{URL: e.st.Pool().Config().ConnString(), Tracer: pgtrips.Tracer{Sent: trips.add}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	c := e.world.Client("a")
-	if err := c.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, st, tg.NewSession(c, func(tg.Update) {}), nil)
+	p, st, c, trips := tracedPipeline(t, e)
 	files := []archivetest.File{{Name: "a.txt", Data: []byte("delivered")}}
 	msg := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar(files)}))
 	mustHandle(t, p, msg, store.OutcomePackage)

@@ -217,15 +217,22 @@ func TestCataloguePackageIsAllOrNothing(t *testing.T) {
 	if _, ok, err := st.PackageOfPart(ctx, "x"); err != nil || ok {
 		t.Errorf("unique id found %v (%v) after its catalogue failed", ok, err)
 	}
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	stillHeld(t, st, lock, "u:x", "a failed catalogue")
+}
+
+// stillHeld fails t unless lock, on name, is still held, neither released
+// nor lost, after the work of what.
+func stillHeld(t *testing.T, st *store.Store, lock *store.Lock, name, what string) {
+	t.Helper()
+	short, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	if l, err := st.Lock(short, "u:x"); err == nil {
+	if l, err := st.Lock(short, name); err == nil {
 		l.Unlock()
-		t.Error("the lock of a failed catalogue was released")
+		t.Errorf("the lock of %s was released", what)
 	}
 	select {
 	case <-lock.Lost():
-		t.Error("the lock of a failed catalogue is lost")
+		t.Errorf("the lock of %s is lost", what)
 	default:
 	}
 }
@@ -314,17 +321,7 @@ func TestCataloguePackageWithoutHashLockRefusesATakenHash(t *testing.T) {
 		int64(tg.MessageIDFromServer(2))).Scan(&recorded); err != nil || recorded != 0 {
 		t.Errorf("the refused package's message recorded %d times (%v), want never", recorded, err)
 	}
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	if l, err := st.Lock(short, "u:second"); err == nil {
-		l.Unlock()
-		t.Error("the refused catalogue released its lock")
-	}
-	select {
-	case <-lock.Lost():
-		t.Error("the refused catalogue's lock is lost")
-	default:
-	}
+	stillHeld(t, st, lock, "u:second", "a refused catalogue")
 
 	// Two units of one new hash at once, in one group commit or two: one
 	// package, the other refused.
