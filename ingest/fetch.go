@@ -144,9 +144,10 @@ func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format a
 	// catalogue's unique hash refuses it, writing nothing, when the hash
 	// is catalogued already or is being catalogued meanwhile
 	// (store.ErrHashTaken). Only then, and for bytes that make no package
-	// of their own, is the hash locked and looked up: a package known by
-	// its bytes is a duplicate whatever its name.
-	if p.packageOfItsOwn(format, parts, listing, listErr) {
+	// of their own (why), is the hash locked and looked up: a package known
+	// by its bytes is a duplicate whatever its name.
+	why := p.notAPackage(format, parts, listing, listErr)
+	if why == nil {
 		out, err := p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr, false, lock)
 		if !errors.Is(err, store.ErrHashTaken) {
 			return out, err
@@ -165,28 +166,34 @@ func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format a
 	if byHash.OK {
 		return p.finishDuplicate(ctx, parts, byHash.ID, uniq)
 	}
-	if notArchive(format, listing) {
+	switch {
+	case errors.Is(why, errNotArchive):
 		return store.OutcomeNotArchive, p.record(ctx, parts, store.OutcomeNotArchive, 0)
-	}
-	if missing := volumeMissing(parts, listErr); missing != nil {
-		// Part names have no end marker (x.part2.rar, x.r00 may be the
-		// last or not): the archive itself says the set goes on. Never
-		// deliver it as whole; the sweeper dead-letters it, and a late
-		// part completes it.
-		return "", missing
-	}
-	if err := p.brokenArchive(listErr); err != nil {
-		return "", err
+	case why != nil:
+		return "", why
 	}
 	// The catalogue's commit releases both locks.
 	return p.catalogue(ctx, parts, format, name, uniq, hashed, listing, listErr, true, lock, hlock)
 }
 
-// packageOfItsOwn reports whether bytes listed as listing make a package:
-// an archive (whatever its name said), not a volume of a set that goes on,
-// not a broken archive that is dead-lettered.
-func (p *Pipeline) packageOfItsOwn(format archive.Format, parts []tg.Message, listing archive.Listing, listErr error) bool {
-	return !notArchive(format, listing) && volumeMissing(parts, listErr) == nil && p.brokenArchive(listErr) == nil
+// errNotArchive is notAPackage's answer for bytes that are no archive.
+var errNotArchive = errors.New("not an archive")
+
+// notAPackage says why bytes listed as listing make no package of their
+// own, nil when they make one: they are no archive (whatever their name
+// said, errNotArchive), a volume of a set that goes on (an
+// *IncompleteSetError: part names have no end marker, x.part2.rar or x.r00
+// may be the last or not, so the archive itself says the set goes on; the
+// sweeper dead-letters it and a late part completes it), or a broken
+// archive that is dead-lettered (a *BrokenArchiveError).
+func (p *Pipeline) notAPackage(format archive.Format, parts []tg.Message, listing archive.Listing, listErr error) error {
+	if notArchive(format, listing) {
+		return errNotArchive
+	}
+	if missing := volumeMissing(parts, listErr); missing != nil {
+		return missing
+	}
+	return p.brokenArchive(listErr)
 }
 
 // list lists a package. An album's parts are independent archives, or the

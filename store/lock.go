@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultLockTTL is a package lock's lifetime between renewals when
@@ -119,17 +120,23 @@ const attemptTimeout = 10 * time.Second
 
 // tryLock makes one attempt to take the lock and, when it did, reads.
 //
-// An attempt once sent is read to its end, whatever ctx (within
-// attemptTimeout): cut short by ctx, its answer would be lost while the
-// server still commits it, and the package would stay locked by nobody
-// until the row expires. Taken for a caller gone meanwhile, the lock is
-// let go at once. An attempt that fails otherwise (the connection broken)
-// may have taken the lock too: its row is this attempt's own (owner is
-// unique to one Lock call), so it is deleted.
+// The wait for a connection ends with ctx, but an attempt once sent is
+// read to its end, whatever ctx (within attemptTimeout): cut short by ctx,
+// its answer would be lost while the server still commits it, and the
+// package would stay locked by nobody until the row expires. Taken for a
+// caller gone meanwhile, the lock is let go at once. An attempt that fails
+// otherwise (the connection broken) may have taken the lock too: its row
+// is this attempt's own (owner is unique to one Lock call), so it is
+// deleted.
 func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Duration, durable bool, reads []Statement) (bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
-	defer cancel()
-	got, err := s.attemptLock(actx, name, owner, ttl, durable, reads)
+	got, err := attemptLock(actx, conn, name, owner, ttl, durable, reads)
+	cancel()
+	conn.Release() // before a delete below, which takes a connection of its own
 	switch {
 	case err != nil:
 		deleteLockRow(ctx, s, name, owner)
@@ -143,9 +150,9 @@ func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Durati
 	return got, nil
 }
 
-func (s *Store) attemptLock(ctx context.Context, name, owner string, ttl time.Duration, durable bool, reads []Statement) (bool, error) {
+func attemptLock(ctx context.Context, conn *pgxpool.Conn, name, owner string, ttl time.Duration, durable bool, reads []Statement) (bool, error) {
 	if len(reads) == 0 {
-		tag, err := s.pool.Exec(ctx, lockSQL, name, owner, ttl.String())
+		tag, err := conn.Exec(ctx, lockSQL, name, owner, ttl.String())
 		return err == nil && tag.RowsAffected() == 1, err
 	}
 	// One transaction, in one round trip (Look): a read that fails undoes
@@ -161,7 +168,7 @@ func (s *Store) attemptLock(ctx context.Context, name, owner string, ttl time.Du
 		got = rows.CommandTag().RowsAffected() == 1
 		return rows.Err()
 	}})
-	if err := s.Look(ctx, append(stmts, reads...)...); err != nil {
+	if err := look(ctx, conn, append(stmts, reads...)); err != nil {
 		return false, err
 	}
 	return got, nil

@@ -173,6 +173,16 @@ const genericPlansSQL = "SET LOCAL plan_cache_mode TO force_generic_plan"
 // the others and its error is returned; else the first failure of a Read
 // is.
 func (s *Store) Look(ctx context.Context, stmts ...Statement) error {
+	return look(ctx, s.pool, stmts)
+}
+
+// batchSender is a pool or one of its connections.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// look is Look on q.
+func look(ctx context.Context, q batchSender, stmts []Statement) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(genericPlansSQL)
@@ -180,7 +190,7 @@ func (s *Store) Look(ctx context.Context, stmts ...Statement) error {
 		b.Queue(st.SQL, st.Args...)
 	}
 	b.Queue("COMMIT")
-	br := s.pool.SendBatch(ctx, b)
+	br := q.SendBatch(ctx, b)
 	defer br.Close()
 	for range 2 {
 		if _, err := br.Exec(); err != nil {
