@@ -24,6 +24,7 @@ import (
 //
 //	BEGIN; SET LOCAL plan_cache_mode …; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
 //
+// (a batch of one unit goes without the savepoint).
 // A statement that fails aborts the rest of the batch: its unit is told
 // its error, the transaction is rolled back to that unit's savepoint (one
 // more round trip; the units before it keep their work) and the units
@@ -283,20 +284,27 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 	var ok []*unit
 	begin := true
 	for {
+		// A transaction of one unit needs no savepoint: its failure
+		// undoes nothing another unit did.
+		savepoints := !begin || len(units) > 1
 		b := &pgx.Batch{}
 		if begin {
 			b.Queue("BEGIN")
 			b.Queue(genericPlansSQL)
 		}
 		for _, u := range units {
-			b.Queue("SAVEPOINT u")
+			if savepoints {
+				b.Queue("SAVEPOINT u")
+			}
 			for _, st := range u.stmts {
 				b.Queue(st.SQL, st.Args...)
 			}
-			b.Queue("RELEASE SAVEPOINT u")
+			if savepoints {
+				b.Queue("RELEASE SAVEPOINT u")
+			}
 		}
 		b.Queue("COMMIT")
-		failed, ferr, err := readBatch(ctx, conn, b, begin, units)
+		failed, ferr, err := readBatch(ctx, conn, b, begin, savepoints, units)
 		switch {
 		case err != nil:
 			// Not a unit's own failure: the connection, or the
@@ -306,6 +314,13 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 			return append(ok, units...), nil
 		}
 		units[failed].done <- ferr
+		if !savepoints {
+			// The lone unit's transaction is undone as a whole. A
+			// ROLLBACK that fails leaves the connection in its
+			// transaction, and the pool closes it on release.
+			_, _ = conn.Exec(ctx, "ROLLBACK", pgx.QueryExecModeSimpleProtocol)
+			return nil, nil
+		}
 		ok = append(ok, units[:failed]...)
 		units = units[failed+1:]
 		begin = false
@@ -325,7 +340,7 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 // a statement failing is not the server's failure: the batch goes on and
 // commits (the unit's statements must be safe to run again anyway), and
 // the unit is told the reader's error.
-func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin bool, units []*unit) (failed int, ferr, err error) {
+func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, savepoints bool, units []*unit) (failed int, ferr, err error) {
 	br := conn.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); err == nil && failed < 0 && cerr != nil {
@@ -345,8 +360,10 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin bool, un
 	}
 	readErrs := map[*unit]error{}
 	for i, u := range units {
-		if err := exec(); err != nil { // SAVEPOINT
-			return -1, nil, err
+		if savepoints {
+			if err := exec(); err != nil { // SAVEPOINT
+				return -1, nil, err
+			}
 		}
 		for _, st := range u.stmts {
 			rerr, err := readStatement(br, st)
@@ -361,8 +378,10 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin bool, un
 				readErrs[u] = rerr
 			}
 		}
-		if err := exec(); err != nil { // RELEASE
-			return -1, nil, err
+		if savepoints {
+			if err := exec(); err != nil { // RELEASE
+				return -1, nil, err
+			}
 		}
 	}
 	if err := exec(); err != nil { // COMMIT

@@ -362,3 +362,76 @@ func TestGroupCommitSettingsChecked(t *testing.T) {
 		}
 	}
 }
+
+// A unit alone in its transaction goes without a savepoint: when one of
+// its statements fails, the whole transaction is undone, the unit is told
+// the error, and the committer goes on.
+func TestGroupCommitLoneUnitWithoutSavepoint(t *testing.T) {
+	t.Parallel()
+	tr := &statementTracer{}
+	st := openConfig(t, store.Config{GroupCommitFlushes: 1, Tracer: tr})
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL);
+		INSERT INTO gc VALUES (1000, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	w := &groupCommitWorld{t: t, st: st}
+	tr.reset()
+	var pgErr *pgconn.PgError
+	if err := st.Commit(ctx, insert(1), insert(1000)); !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		t.Fatalf("lone unit whose second statement fails: %v, want its unique violation", err)
+	}
+	if err := st.Commit(ctx, insert(2)); err != nil {
+		t.Fatalf("the unit after a failed one: %v", err)
+	}
+	if got := w.rows(); len(got) != 2 || got[2] == 0 {
+		t.Errorf("rows %v, want keys 1000 and 2 only (the failed unit's first row undone)", got)
+	}
+	if n := tr.count("SAVEPOINT u"); n != 0 {
+		t.Errorf("two lone units sent %d savepoints, want none", n)
+	}
+	// Units sharing a transaction still get one each.
+	tr.reset()
+	w.commitAll([][]store.Statement{{insert(3)}, {insert(4)}})
+	if n := tr.count("SAVEPOINT u"); n != 2 {
+		t.Errorf("two units in one transaction sent %d savepoints, want 2", n)
+	}
+}
+
+// statementTracer records the statements of the batches sent.
+type statementTracer struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (s *statementTracer) reset() {
+	s.mu.Lock()
+	s.sql = nil
+	s.mu.Unlock()
+}
+
+func (s *statementTracer) count(sql string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, q := range s.sql {
+		if q == sql {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *statementTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (s *statementTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (s *statementTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (s *statementTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	s.mu.Lock()
+	s.sql = append(s.sql, d.SQL)
+	s.mu.Unlock()
+}
+func (s *statementTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
