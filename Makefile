@@ -67,7 +67,15 @@ unit: deps postgres
 	$(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
 
 test: UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/sim/tdjsonsim$$')
-test: vet unit test-fuzz test-tdlib test-standin test-dashboards test-browser test-chaos
+test: vet unit test-fuzz test-tdlib test-together
+
+# test-together runs the checks that spend much of their time waiting (on
+# the simulator's clocks, a headless browser, the chaos runs' kill
+# schedule) side by side; each one's output is printed whole when it ends.
+# The CPU-bound phases before it run one after another.
+.PHONY: test-together
+test-together:
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-standin test-dashboards test-browser test-chaos
 
 clean:
 	rm -rf bin var

@@ -59,9 +59,10 @@ type Config struct {
 	// FindBinDir: PATH, then /usr/lib/postgresql/<highest version>/bin.
 	BinDir string
 	// Fast trades durability for speed, for tests only: fsync=off,
-	// synchronous_commit=off and full_page_writes=off, and initdb skips its
-	// final sync. A crash of the machine (not of the server) can then
-	// corrupt the cluster. False means PostgreSQL's durable defaults.
+	// synchronous_commit=off and full_page_writes=off, a checkpoint at
+	// least every 128 MB of WAL, and initdb skips its final sync. A crash
+	// of the machine (not of the server) can then corrupt the cluster.
+	// False means PostgreSQL's durable defaults.
 	Fast bool
 	// StandbyOf, when set, makes the cluster a streaming-replication
 	// standby of the server at that connection string (a Cluster's URL):
@@ -338,6 +339,10 @@ func (c *Cluster) launch(binDir string, owner *runAs, fast, synchronous bool) er
 		// query would crash the server under the shipped unit. stashd's
 		// queries are small; they gain nothing from it.
 		"-c", "jit=off",
+		// Dynamic shared memory in files of the data directory, not
+		// /dev/shm: a server killed outright (SIGKILL, an OOM kill)
+		// leaves its segments behind, and they go with the directory.
+		"-c", "dynamic_shared_memory_type=mmap",
 	}
 	if synchronous {
 		args = append(args, "-c", "synchronous_standby_names=*")
@@ -347,6 +352,11 @@ func (c *Cluster) launch(binDir string, owner *runAs, fast, synchronous bool) er
 			"-c", "fsync=off",
 			"-c", "synchronous_commit=off",
 			"-c", "full_page_writes=off",
+			// A test binary creates a database (8 MB of WAL) for
+			// almost every test; a checkpoint every 128 MB keeps the
+			// WAL small on a memory file system (see pgtest).
+			"-c", "max_wal_size=128MB",
+			"-c", "min_wal_size=32MB",
 		)
 	}
 	cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)

@@ -122,6 +122,10 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 	if v := queryString(t, conn2, "SHOW jit"); v != "off" {
 		t.Fatalf("jit = %q, want off", v)
 	}
+	// Segments in the data directory go with it, even after a SIGKILL.
+	if v := queryString(t, conn2, "SHOW dynamic_shared_memory_type"); v != "mmap" {
+		t.Fatalf("dynamic_shared_memory_type = %q, want mmap", v)
+	}
 }
 
 func TestStartAfterKilledServer(t *testing.T) {

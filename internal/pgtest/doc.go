@@ -9,7 +9,8 @@
 // STASHD_TEST_DATABASE_URL set, the databases are created on that server
 // (PostgreSQL 13 or later, for DROP DATABASE ... WITH (FORCE); the
 // role needs CREATEDB); otherwise Main's binary runs one private
-// cluster (internal/pgembed, Fast settings) under the temporary directory,
+// cluster (internal/pgembed, Fast settings) under /dev/shm when that is a
+// memory file system with 2 GB free, else under the temporary directory,
 // started at the first New and stopped when the tests end. The PostgreSQL
 // server binaries must be installed: the Makefile installs the postgresql
 // package when they are missing.

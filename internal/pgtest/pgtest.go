@@ -116,7 +116,7 @@ func newHarness(serverURL string) (*harness, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("make database name suffix: %w", err)
 	}
-	return &harness{serverURL: serverURL, tmpDir: os.TempDir(), suffix: hex.EncodeToString(b)}, nil
+	return &harness{serverURL: serverURL, tmpDir: clusterParent(), suffix: hex.EncodeToString(b)}, nil
 }
 
 func (h *harness) newDatabase(t testing.TB) string {
@@ -189,6 +189,9 @@ func (h *harness) start(ctx context.Context) error {
 	h.adminURL = h.serverURL
 	if h.serverURL == "" {
 		sweep(h.tmpDir)
+		if tmp := os.TempDir(); tmp != h.tmpDir {
+			sweep(tmp) // left by a binary that found no memory file system
+		}
 		dir, err := os.MkdirTemp(h.tmpDir, dirPrefix)
 		if err != nil {
 			return fmt.Errorf("create cluster directory: %w", err)
@@ -333,6 +336,33 @@ func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 // when they died before Main's cleanup. A directory stays while its owner
 // binary or its server is alive, or when it has no owner mark (it may be
 // being created right now).
+// memoryDir is a memory file system (tmpfs) most Linux systems mount.
+const memoryDir = "/dev/shm"
+
+// minMemoryRoom is the room memoryDir must have for the cluster to go
+// there: a container's /dev/shm is often 64 MB, too small for a cluster.
+const minMemoryRoom = 2 << 30
+
+// wOK asks access(2) whether a directory is writable.
+const wOK = 2
+
+// tmpfsMagic is the f_type statfs reports for a tmpfs (linux/magic.h).
+const tmpfsMagic = 0x01021994
+
+// clusterParent is the directory the private cluster's directory goes
+// in: memoryDir when it is a tmpfs with minMemoryRoom free, else the
+// temporary directory. Creating a test's database from the template and
+// dropping it create and unlink hundreds of files, which costs a disk
+// file system's journal several times what it costs in memory.
+func clusterParent() string {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(memoryDir, &fs); err == nil && int64(fs.Type) == tmpfsMagic &&
+		fs.Bavail*uint64(fs.Bsize) >= minMemoryRoom && syscall.Access(memoryDir, wOK) == nil {
+		return memoryDir
+	}
+	return os.TempDir()
+}
+
 func sweep(tmpDir string) {
 	dirs, _ := filepath.Glob(filepath.Join(tmpDir, dirPrefix+"*"))
 	for _, dir := range dirs {
