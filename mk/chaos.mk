@@ -14,8 +14,10 @@
 #   test-chaos   The short runs `make test` includes, at the same time:
 #                one seed, 5 daemon kills and one postmaster kill; and the
 #                same with two daemons on one database and one owner
-#                paused. Each run's output is printed whole when both end
-#                (kept in var/chaos/test.out, var/chaos/test-failover.out).
+#                paused; both with 5 s package locks (--lock-ttl), so the
+#                locks the kills leave lapse sooner. Each run's output is
+#                printed whole when both end (kept in var/chaos/test.out,
+#                var/chaos/test-failover.out).
 #   soak         The in-process no-loss test (harness/demo
 #                TestNoLossUnderFaults) over SOAK_SEEDS seeds (default 50;
 #                `make test` runs 4).
@@ -37,8 +39,8 @@
 CHAOS_SEEDS      ?= 1 2 3 4 5
 SOAK_SEEDS       ?= 50
 CHAOS_FLAGS      ?= --kills 50 --pg-kills 5
-CHAOS_TEST_FLAGS ?= --kills 5 --pg-kills 1 --duration 12s --seed 3
-CHAOS_TEST_FAILOVER_FLAGS ?= --instances 2 --kills 5 --pauses 1 --pg-kills 1 --duration 12s --lease-ttl 3s --seed 3
+CHAOS_TEST_FLAGS ?= --kills 5 --pg-kills 1 --duration 12s --lock-ttl 5s --seed 3
+CHAOS_TEST_FAILOVER_FLAGS ?= --instances 2 --kills 5 --pauses 1 --pg-kills 1 --duration 12s --lease-ttl 3s --lock-ttl 5s --seed 3
 CHAOS_FAILOVER_FLAGS ?= --instances 2 --kills 20 --pauses 5 --lease-ttl 3s --seed 1
 
 .PHONY: chaos test-chaos chaos-failover soak

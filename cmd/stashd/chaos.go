@@ -78,6 +78,7 @@ func runChaos(args []string) int {
 	fs.IntVar(&o.Kills, "kills", 50, "how many times to SIGKILL a daemon (with --instances > 1: an account's owner, every fifth a standby; 0: never)")
 	fs.IntVar(&o.Instances, "instances", 1, "how many daemons run on the one database and world")
 	fs.IntVar(&o.Pauses, "pauses", 0, "how many times to SIGSTOP an account's owner for 1.5-2.5 lease TTLs, then SIGCONT it (default 5 with --instances > 1, else 0)")
+	fs.DurationVar(&o.LockTTL, "lock-ttl", 0, "package lock TTL of the daemons, STASHD_LOCK_TTL, 3s..10m (default the daemon's own, 30s): a killed daemon's locks hold their packages that long")
 	fs.DurationVar(&o.LeaseTTL, "lease-ttl", 0, "account lease TTL of the daemons, STASHD_LEASE_TTL (default 3s with --instances > 1, else the daemon's own)")
 	fs.IntVar(&o.PGKills, "pg-kills", 5, "how many times to SIGKILL the PostgreSQL postmaster (0: never)")
 	fs.StringVar(&o.PGStandby, "pg-standby", "", `run the database as a primary and a streaming standby (pg_basebackup): "sync" (synchronous_standby_names = '*') or "async"; the daemons' connection string names both servers`)
@@ -232,6 +233,8 @@ func chaosFlagError(o chaos.Options) string {
 		return fmt.Sprintf("--pauses %d: not a count", o.Pauses)
 	case o.LeaseTTL < 0 || o.LeaseTTL > 0 && o.LeaseTTL < time.Second:
 		return fmt.Sprintf("--lease-ttl %v: at least 1s", o.LeaseTTL)
+	case o.LockTTL < 0 || o.LockTTL > 0 && (o.LockTTL < 3*time.Second || o.LockTTL > 10*time.Minute):
+		return fmt.Sprintf("--lock-ttl %v: 3s..10m, as the daemon's lock_ttl", o.LockTTL)
 	}
 	return ""
 }

@@ -14,7 +14,7 @@ import (
 func TestChaosFailoverFlags(t *testing.T) {
 	t.Parallel()
 	good := chaos.Options{Kills: 20, Duration: 45 * time.Second, Rate: 8, Instances: 2, Pauses: 5, LeaseTTL: 3 * time.Second,
-		SendRate: 6000, Audit: chaos.AuditFull}
+		LockTTL: 5 * time.Second, SendRate: 6000, Audit: chaos.AuditFull}
 	if msg := chaosFlagError(good); msg != "" {
 		t.Errorf("the acceptance run's flags refused: %s", msg)
 	}
@@ -22,6 +22,7 @@ func TestChaosFailoverFlags(t *testing.T) {
 		"--instances":    func(o *chaos.Options) { o.Instances = 0 },
 		"--pauses":       func(o *chaos.Options) { o.Pauses = -1 },
 		"--lease-ttl":    func(o *chaos.Options) { o.LeaseTTL = 10 * time.Millisecond },
+		"--lock-ttl":     func(o *chaos.Options) { o.LockTTL = time.Second },
 		"--kills":        func(o *chaos.Options) { o.Kills = -1 },
 		"--pg-kills":     func(o *chaos.Options) { o.PGKills = -1 },
 		"--send-rate":    func(o *chaos.Options) { o.SendRate = math.NaN() },

@@ -58,6 +58,10 @@ type Options struct {
 	// LeaseTTL is the daemons' account lease TTL (STASHD_LEASE_TTL)
 	// [3 s with several instances; with one, the daemon's own default].
 	LeaseTTL time.Duration
+	// LockTTL is the daemons' package lock TTL (STASHD_LOCK_TTL) [the
+	// daemon's own default]: a killed daemon's locks hold their packages
+	// that long, which bounds how soon a run can settle.
+	LockTTL time.Duration
 	// PGKills is how many times the PostgreSQL postmaster is SIGKILLed,
 	// spread over the daemon kills; zero never.
 	PGKills int
@@ -539,6 +543,9 @@ func (h *harness) daemonEnv(in *instance) []string {
 	}
 	if h.o.LeaseTTL > 0 {
 		env = append(env, "STASHD_LEASE_TTL="+h.o.LeaseTTL.String())
+	}
+	if h.o.LockTTL > 0 {
+		env = append(env, "STASHD_LOCK_TTL="+h.o.LockTTL.String())
 	}
 	if h.o.LibDir != "" {
 		env = append(env, "LD_LIBRARY_PATH="+h.o.LibDir)

@@ -82,6 +82,12 @@ type Config struct {
 	// instance that cannot renew stops the account before it lapses, and a
 	// standby takes a lapsed lease over. Default 30s; 3s..10m.
 	LeaseTTL Duration `toml:"lease_ttl"`
+	// LockTTL is how long a package lock (a worker's hold on a file it
+	// downloads, a deliverer's on a delivery) lasts without renewal:
+	// renewed every third of it; the lock of an instance that died
+	// without letting it go blocks its package that long. Default 30s;
+	// 3s..10m.
+	LockTTL Duration `toml:"lock_ttl"`
 	// DeliveryDrainAlert is the delivery backlog's drain time (at the send
 	// budgets) past which the alert StashdDeliveryBacklogDrainingSlowly
 	// fires; exported as stashd_delivery_drain_alert_seconds. Default 1h;
@@ -413,6 +419,7 @@ func defaults(mode Mode) Config {
 		DataDir: DefaultDataDir, MetricsAddr: "127.0.0.1:9464", LogLevel: "info", LogFormat: "auto",
 		Workers: 4, QueueCapacity: 1024, Rate: 20, BackfillRate: 30, SendRate: 20, SendInFlight: 3,
 		DrainTimeout: Duration{20 * time.Second}, SendTimeout: Duration{5 * time.Minute}, LeaseTTL: Duration{30 * time.Second},
+		LockTTL:              Duration{30 * time.Second},
 		DeliveryDrainAlert:   Duration{time.Hour},
 		DownloadStallTimeout: Duration{2 * time.Minute}, DownloadBudget: 4 << 30, RescanInterval: Duration{6 * time.Hour},
 		RescanWindow: Duration{72 * time.Hour}, SetSettle: Duration{10 * time.Second}, SetMaxWait: Duration{time.Hour}, Repacks: RepacksSkip,

@@ -272,6 +272,34 @@ func TestConsoleRemoteNeedsToken(t *testing.T) {
 	}
 }
 
+// lock_ttl defaults to 30s, is read from the environment and refused
+// outside 3s..10m, naming the setting.
+func TestLockTTL(t *testing.T) {
+	c, err := LoadMode("", func(string) string { return "" }, nil, Simulate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LockTTL.Duration != 30*time.Second {
+		t.Errorf("default lock_ttl = %v, want 30s", c.LockTTL.Duration)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "STASHD_LOCK_TTL" {
+				return v
+			}
+			return ""
+		}
+	}
+	if c, err = LoadMode("", env("5s"), nil, Simulate); err != nil || c.LockTTL.Duration != 5*time.Second {
+		t.Errorf("STASHD_LOCK_TTL=5s: %v, %v", c.LockTTL.Duration, err)
+	}
+	for _, v := range []string{"2s", "11m"} {
+		if _, err := LoadMode("", env(v), nil, Simulate); err == nil || !strings.Contains(err.Error(), "STASHD_LOCK_TTL") {
+			t.Errorf("STASHD_LOCK_TTL=%s: %v, want an error naming the variable", v, err)
+		}
+	}
+}
+
 // lease_ttl defaults to 30s, is read from the environment and refused
 // outside 3s..10m, naming the setting.
 func TestLeaseTTL(t *testing.T) {

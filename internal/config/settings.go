@@ -43,6 +43,7 @@ var Settings = []struct{ Name, Usage string }{
 	{"drain_timeout", "graceful drain limit on SIGTERM (default 20s)"},
 	{"send_timeout", "longest wait for one send's outcome before reconciling by token (default 5m)"},
 	{"lease_ttl", "account lease lifetime when instances share the database; renewed every third of it (default 30s)"},
+	{"lock_ttl", "package lock lifetime: renewed every third of it; a crashed instance's locks block their packages that long (default 30s)"},
 	{"delivery_drain_alert", "delivery backlog drain time (at the send budgets) past which the backlog alert fires (default 1h)"},
 	{"rescan_interval", "time between rescans (default 6h)"},
 	{"rescan_window", "how far back a rescan walks (default 72h)"},
@@ -93,7 +94,7 @@ func (v *settingValue) Type() string {
 	case "rate", "send_rate", "backfill_rate":
 		return "float"
 	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait",
-		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout", "lease_ttl",
+		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout", "lease_ttl", "lock_ttl",
 		"delivery_drain_alert":
 		return "duration"
 	case "destinations":
@@ -266,6 +267,8 @@ func set(c *Config, name, v string) error {
 		return dur(&c.SendTimeout)
 	case "lease_ttl":
 		return dur(&c.LeaseTTL)
+	case "lock_ttl":
+		return dur(&c.LockTTL)
 	case "delivery_drain_alert":
 		return dur(&c.DeliveryDrainAlert)
 	case "rescan_interval":

@@ -271,6 +271,11 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if d := c.LeaseTTL.Duration; d < 3*time.Second || d > 10*time.Minute {
 		return bad("lease_ttl", "%s is outside 3s..10m", d)
 	}
+	// Below 3s a renewal every second competes with the work; beyond
+	// minutes a crashed instance's packages wait that long.
+	if d := c.LockTTL.Duration; d < 3*time.Second || d > 10*time.Minute {
+		return bad("lock_ttl", "%s is outside 3s..10m", d)
+	}
 	// Below a minute the alert fires on every burst; beyond a month it
 	// never does.
 	if d := c.DeliveryDrainAlert.Duration; d < time.Minute || d > 30*24*time.Hour {
