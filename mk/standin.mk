@@ -19,6 +19,8 @@
 #   standin        Build $(STANDIN_DIR)/libtdjson.so (SONAME libtdjson.so.1.8.40,
 #                  like the real one) and its libtdjson.so.1.8.40 symlink.
 #   test-standin   go test -race -tags libtdjson ./sim/tdjsonsim/...
+#                  (in two processes side by side: the tests named by
+#                  STANDIN_SLOW, and the rest; outputs in var/standin/)
 #                  linked against the stand-in: the pipeline end-to-end
 #                  test through go-tdlib, the real adapter, the stand-in
 #                  library and the TDLib-JSON server (needs the PostgreSQL
@@ -82,8 +84,26 @@ $(STANDIN_DIR)/libtdjson.so.$(TDLIB_VERSION): $(STANDIN_DIR)/libtdjson.so
 # go-tdlib's #cgo line also names -lstdc++ -lssl -lcrypto -lz, which the
 # linker must resolve even though nothing uses them: tdlib-link-deps
 # installs them when missing.
+# The stand-in library keeps one connection per process, so the package's
+# tests that go through it run one after another. test-standin builds the
+# test binary once, then runs the end-to-end tests (STANDIN_SLOW) in one
+# process and every other test in a second one beside it (-skip: together
+# they are every test), and prints each one's output whole.
+STANDIN_SLOW ?= ThroughStandIn$$
+STANDIN_OUT  ?= $(STANDIN_MK_ROOT)/var/standin
+
 test-standin: standin tdlib-link-deps
-	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) ./sim/tdjsonsim/...
+	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) -count=1 -run '^$$' ./sim/tdjsonsim/... >/dev/null
+	@mkdir -p $(STANDIN_OUT); cd $(STANDIN_MK_ROOT) && \
+	( $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) -run '$(STANDIN_SLOW)' ./sim/tdjsonsim/... \
+		>$(STANDIN_OUT)/slow.out 2>&1; echo $$? >$(STANDIN_OUT)/slow.rc ) & \
+	( $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) -skip '$(STANDIN_SLOW)' ./sim/tdjsonsim/... \
+		>$(STANDIN_OUT)/rest.out 2>&1; echo $$? >$(STANDIN_OUT)/rest.rc ) & \
+	wait; rc=0; \
+	for part in slow rest; do \
+		echo "test-standin ($$part):"; cat $(STANDIN_OUT)/$$part.out; \
+		if [ "$$(cat $(STANDIN_OUT)/$$part.rc)" != 0 ]; then echo "test-standin $$part: FAILED"; rc=1; fi; \
+	done; exit $$rc
 
 vet-standin: standin tdlib-link-deps
 	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) vet -tags $(GO_TDLIB_TAGS) ./sim/tdjsonsim/...
