@@ -400,6 +400,7 @@ func TestGroupCommitLoneUnitWithoutSavepoint(t *testing.T) {
 
 // statementTracer records the statements of the batches sent.
 type statementTracer struct {
+	batchTracer
 	mu  sync.Mutex
 	sql []string
 }
@@ -422,16 +423,8 @@ func (s *statementTracer) count(sql string) int {
 	return n
 }
 
-func (s *statementTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-func (s *statementTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (s *statementTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
 func (s *statementTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
 	s.mu.Lock()
 	s.sql = append(s.sql, d.SQL)
 	s.mu.Unlock()
 }
-func (s *statementTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

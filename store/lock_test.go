@@ -226,6 +226,7 @@ func TestLockAttemptOfACallerGoneLeavesNoLock(t *testing.T) {
 // giveUpTracer cancels the context it is armed with once the answer to a
 // batch's BEGIN has been read.
 type giveUpTracer struct {
+	batchTracer
 	mu     sync.Mutex
 	giveUp context.CancelFunc
 }
@@ -236,13 +237,6 @@ func (g *giveUpTracer) arm(cancel context.CancelFunc) {
 	g.mu.Unlock()
 }
 
-func (g *giveUpTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-func (g *giveUpTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (g *giveUpTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
 func (g *giveUpTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
 	if d.SQL != "BEGIN" {
 		return
@@ -254,4 +248,16 @@ func (g *giveUpTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.Tra
 		g.giveUp = nil
 	}
 }
-func (g *giveUpTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// batchTracer is a pgx tracer that does nothing but what its TraceBatchQuery
+// does with each statement of a batch.
+type batchTracer struct{}
+
+func (batchTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (batchTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (batchTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (batchTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

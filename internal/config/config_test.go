@@ -272,57 +272,39 @@ func TestConsoleRemoteNeedsToken(t *testing.T) {
 	}
 }
 
-// lock_ttl defaults to 30s, is read from the environment and refused
-// outside 3s..10m, naming the setting.
-func TestLockTTL(t *testing.T) {
-	c, err := LoadMode("", func(string) string { return "" }, nil, Simulate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.LockTTL.Duration != 30*time.Second {
-		t.Errorf("default lock_ttl = %v, want 30s", c.LockTTL.Duration)
-	}
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == "STASHD_LOCK_TTL" {
-				return v
+// lease_ttl and lock_ttl default to 30s, are read from the environment
+// and refused outside 3s..10m, naming the variable.
+func TestLeaseAndLockTTL(t *testing.T) {
+	for _, tc := range []struct {
+		env string
+		get func(Config) time.Duration
+	}{
+		{"STASHD_LEASE_TTL", func(c Config) time.Duration { return c.LeaseTTL.Duration }},
+		{"STASHD_LOCK_TTL", func(c Config) time.Duration { return c.LockTTL.Duration }},
+	} {
+		env := func(v string) func(string) string {
+			return func(k string) string {
+				if k == tc.env {
+					return v
+				}
+				return ""
 			}
-			return ""
 		}
-	}
-	if c, err = LoadMode("", env("5s"), nil, Simulate); err != nil || c.LockTTL.Duration != 5*time.Second {
-		t.Errorf("STASHD_LOCK_TTL=5s: %v, %v", c.LockTTL.Duration, err)
-	}
-	for _, v := range []string{"2s", "11m"} {
-		if _, err := LoadMode("", env(v), nil, Simulate); err == nil || !strings.Contains(err.Error(), "STASHD_LOCK_TTL") {
-			t.Errorf("STASHD_LOCK_TTL=%s: %v, want an error naming the variable", v, err)
+		c, err := LoadMode("", env(""), nil, Simulate)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-}
-
-// lease_ttl defaults to 30s, is read from the environment and refused
-// outside 3s..10m, naming the setting.
-func TestLeaseTTL(t *testing.T) {
-	c, err := LoadMode("", func(string) string { return "" }, nil, Simulate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.LeaseTTL.Duration != 30*time.Second {
-		t.Errorf("default lease_ttl = %v, want 30s", c.LeaseTTL.Duration)
-	}
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == "STASHD_LEASE_TTL" {
-				return v
+		if got := tc.get(c); got != 30*time.Second {
+			t.Errorf("%s unset: %v, want 30s", tc.env, got)
+		}
+		if c, err = LoadMode("", env("5s"), nil, Simulate); err != nil || tc.get(c) != 5*time.Second {
+			t.Errorf("%s=5s: %v, %v", tc.env, tc.get(c), err)
+		}
+		for _, v := range []string{"2s", "11m"} {
+			if _, err := LoadMode("", env(v), nil, Simulate); err == nil || !strings.Contains(err.Error(), tc.env) {
+				t.Errorf("%s=%s: %v, want an error naming the variable", tc.env, v, err)
 			}
-			return ""
 		}
-	}
-	if c, err = LoadMode("", env("12s"), nil, Simulate); err != nil || c.LeaseTTL.Duration != 12*time.Second {
-		t.Errorf("STASHD_LEASE_TTL=12s: %v, %v", c.LeaseTTL.Duration, err)
-	}
-	if _, err := LoadMode("", env("1s"), nil, Simulate); err == nil || !strings.Contains(err.Error(), "STASHD_LEASE_TTL") {
-		t.Errorf("STASHD_LEASE_TTL=1s: %v, want an error naming the variable", err)
 	}
 }
 
