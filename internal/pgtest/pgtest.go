@@ -332,10 +332,6 @@ func withDatabase(connString, database string) (string, error) {
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
-// sweep removes private-cluster directories that earlier test binaries left
-// when they died before Main's cleanup. A directory stays while its owner
-// binary or its server is alive, or when it has no owner mark (it may be
-// being created right now).
 // memoryDir is a memory file system (tmpfs) most Linux systems mount.
 const memoryDir = "/dev/shm"
 
@@ -363,6 +359,10 @@ func clusterParent() string {
 	return os.TempDir()
 }
 
+// sweep removes private-cluster directories that earlier test binaries left
+// when they died before Main's cleanup. A directory stays while its owner
+// binary or its server is alive, or when it has no owner mark (it may be
+// being created right now).
 func sweep(tmpDir string) {
 	dirs, _ := filepath.Glob(filepath.Join(tmpDir, dirPrefix+"*"))
 	for _, dir := range dirs {
