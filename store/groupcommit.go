@@ -24,7 +24,9 @@ import (
 //
 //	BEGIN; SET LOCAL plan_cache_mode …; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
 //
-// A batch of one unit goes without its savepoint: BEGIN; <unit>; COMMIT.
+// A batch of one unit goes without its savepoint (BEGIN; <unit>; COMMIT):
+// its failure rolls back the whole transaction, which held nothing else.
+//
 // A statement that fails aborts the rest of the batch: its unit is told
 // its error, the transaction is rolled back to that unit's savepoint (one
 // more round trip; the units before it keep their work) and the units
