@@ -129,9 +129,15 @@ func LocalMethod(method string) bool {
 // token bucket (a flood-wait pause still holds them): spending it on them
 // would leave the account below the rate Telegram allows for server
 // requests.
-func do[T any](ctx context.Context, p *Paced, method string, call func() (T, error)) (T, error) {
+func do[T any](ctx context.Context, p *Paced, method string, call func(context.Context) (T, error)) (T, error) {
 	var zero T
 	local := LocalMethod(method)
+	gctx := ctx
+	if p.cfg.Gate != nil && !local {
+		// The client's method asks the gate again before each further
+		// request it makes.
+		gctx = WithGate(ctx, p.cfg.Gate)
+	}
 	for attempt := 1; ; attempt++ {
 		if err := p.wait(ctx, local); err != nil {
 			return zero, err
@@ -145,7 +151,7 @@ func do[T any](ctx context.Context, p *Paced, method string, call func() (T, err
 				return zero, fmt.Errorf("%s: %w", method, err)
 			}
 		}
-		v, err := call()
+		v, err := call(gctx)
 		if d, ok := FloodWait(err); ok {
 			p.Pause(method, d)
 			if attempt >= p.cfg.MaxFloodWaits {
@@ -153,7 +159,9 @@ func do[T any](ctx context.Context, p *Paced, method string, call func() (T, err
 			}
 			continue
 		}
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if errors.Is(err, ErrLeaseLost) {
+			p.count(method, "gated") // a later request of the method was refused
+		} else if err != nil && !errors.Is(err, context.Canceled) {
 			p.count(method, "error")
 		} else if err == nil {
 			p.count(method, "ok")
@@ -194,115 +202,117 @@ func (p *Paced) count(method, result string) {
 
 type none struct{}
 
-func do0(ctx context.Context, p *Paced, method string, call func() error) error {
-	_, err := do(ctx, p, method, func() (none, error) { return none{}, call() })
+func do0(ctx context.Context, p *Paced, method string, call func(context.Context) error) error {
+	_, err := do(ctx, p, method, func(ctx context.Context) (none, error) { return none{}, call(ctx) })
 	return err
 }
 
 // LoadChats implements Client.
 func (p *Paced) LoadChats(ctx context.Context) error {
-	return do0(ctx, p, MethodLoadChats, func() error { return p.Client.LoadChats(ctx) })
+	return do0(ctx, p, MethodLoadChats, func(ctx context.Context) error { return p.Client.LoadChats(ctx) })
 }
 
 // GetMe implements Client.
 func (p *Paced) GetMe(ctx context.Context) (User, error) {
-	return do(ctx, p, MethodGetMe, func() (User, error) { return p.Client.GetMe(ctx) })
+	return do(ctx, p, MethodGetMe, func(ctx context.Context) (User, error) { return p.Client.GetMe(ctx) })
 }
 
 // GetChat implements Client.
 func (p *Paced) GetChat(ctx context.Context, chat ChatID) (Chat, error) {
-	return do(ctx, p, MethodGetChat, func() (Chat, error) { return p.Client.GetChat(ctx, chat) })
+	return do(ctx, p, MethodGetChat, func(ctx context.Context) (Chat, error) { return p.Client.GetChat(ctx, chat) })
 }
 
 // SearchPublicChat implements Client.
 func (p *Paced) SearchPublicChat(ctx context.Context, username string) (Chat, error) {
-	return do(ctx, p, MethodSearchPublicChat, func() (Chat, error) { return p.Client.SearchPublicChat(ctx, username) })
+	return do(ctx, p, MethodSearchPublicChat, func(ctx context.Context) (Chat, error) { return p.Client.SearchPublicChat(ctx, username) })
 }
 
 // OpenChat implements Client.
 func (p *Paced) OpenChat(ctx context.Context, chat ChatID) error {
-	return do0(ctx, p, MethodOpenChat, func() error { return p.Client.OpenChat(ctx, chat) })
+	return do0(ctx, p, MethodOpenChat, func(ctx context.Context) error { return p.Client.OpenChat(ctx, chat) })
 }
 
 // GetChatHistory implements Client.
 func (p *Paced) GetChatHistory(ctx context.Context, chat ChatID, from MessageID, limit int) ([]Message, error) {
-	return do(ctx, p, MethodGetChatHistory, func() ([]Message, error) { return p.Client.GetChatHistory(ctx, chat, from, limit) })
+	return do(ctx, p, MethodGetChatHistory, func(ctx context.Context) ([]Message, error) { return p.Client.GetChatHistory(ctx, chat, from, limit) })
 }
 
 // SearchChatMessages implements Client.
 func (p *Paced) SearchChatMessages(ctx context.Context, q Search) ([]Message, error) {
-	return do(ctx, p, MethodSearchChatMessages, func() ([]Message, error) { return p.Client.SearchChatMessages(ctx, q) })
+	return do(ctx, p, MethodSearchChatMessages, func(ctx context.Context) ([]Message, error) { return p.Client.SearchChatMessages(ctx, q) })
 }
 
 // GetMessage implements Client.
 func (p *Paced) GetMessage(ctx context.Context, chat ChatID, id MessageID) (Message, error) {
-	return do(ctx, p, MethodGetMessage, func() (Message, error) { return p.Client.GetMessage(ctx, chat, id) })
+	return do(ctx, p, MethodGetMessage, func(ctx context.Context) (Message, error) { return p.Client.GetMessage(ctx, chat, id) })
 }
 
 // GetChatMessageByDate implements Client.
 func (p *Paced) GetChatMessageByDate(ctx context.Context, chat ChatID, date time.Time) (Message, error) {
-	return do(ctx, p, MethodGetChatMessageByDate, func() (Message, error) { return p.Client.GetChatMessageByDate(ctx, chat, date) })
+	return do(ctx, p, MethodGetChatMessageByDate, func(ctx context.Context) (Message, error) { return p.Client.GetChatMessageByDate(ctx, chat, date) })
 }
 
 // GetForumTopic implements Client.
 func (p *Paced) GetForumTopic(ctx context.Context, chat ChatID, threadID int64) (Topic, error) {
-	return do(ctx, p, MethodGetForumTopic, func() (Topic, error) { return p.Client.GetForumTopic(ctx, chat, threadID) })
+	return do(ctx, p, MethodGetForumTopic, func(ctx context.Context) (Topic, error) { return p.Client.GetForumTopic(ctx, chat, threadID) })
 }
 
 // DownloadFile implements Client.
 func (p *Paced) DownloadFile(ctx context.Context, file int32) (File, error) {
-	return do(ctx, p, MethodDownloadFile, func() (File, error) { return p.Client.DownloadFile(ctx, file) })
+	return do(ctx, p, MethodDownloadFile, func(ctx context.Context) (File, error) { return p.Client.DownloadFile(ctx, file) })
 }
 
 // CancelDownloadFile implements Client.
 func (p *Paced) CancelDownloadFile(ctx context.Context, file int32) error {
-	return do0(ctx, p, MethodCancelDownloadFile, func() error { return p.Client.CancelDownloadFile(ctx, file) })
+	return do0(ctx, p, MethodCancelDownloadFile, func(ctx context.Context) error { return p.Client.CancelDownloadFile(ctx, file) })
 }
 
 // DeleteFile implements Client.
 func (p *Paced) DeleteFile(ctx context.Context, file int32) error {
-	return do0(ctx, p, MethodDeleteFile, func() error { return p.Client.DeleteFile(ctx, file) })
+	return do0(ctx, p, MethodDeleteFile, func(ctx context.Context) error { return p.Client.DeleteFile(ctx, file) })
 }
 
 // SendDocument implements Client.
 func (p *Paced) SendDocument(ctx context.Context, chat ChatID, remoteFileID, caption string) (Message, error) {
-	return do(ctx, p, MethodSendMessage, func() (Message, error) { return p.Client.SendDocument(ctx, chat, remoteFileID, caption) })
+	return do(ctx, p, MethodSendMessage, func(ctx context.Context) (Message, error) {
+		return p.Client.SendDocument(ctx, chat, remoteFileID, caption)
+	})
 }
 
 // SendDocumentTo implements Client.
 func (p *Paced) SendDocumentTo(ctx context.Context, chat ChatID, thread int64, remoteFileID, caption string, opts SendOptions) (Message, error) {
-	return do(ctx, p, MethodSendMessage, func() (Message, error) {
+	return do(ctx, p, MethodSendMessage, func(ctx context.Context) (Message, error) {
 		return p.Client.SendDocumentTo(ctx, chat, thread, remoteFileID, caption, opts)
 	})
 }
 
 // SendDocumentAlbum implements Client: the album is one request.
 func (p *Paced) SendDocumentAlbum(ctx context.Context, chat ChatID, thread int64, items []AlbumItem, opts SendOptions) ([]Message, error) {
-	return do(ctx, p, MethodSendMessageAlbum, func() ([]Message, error) {
+	return do(ctx, p, MethodSendMessageAlbum, func(ctx context.Context) ([]Message, error) {
 		return p.Client.SendDocumentAlbum(ctx, chat, thread, items, opts)
 	})
 }
 
 // CreateForumTopic implements Client.
 func (p *Paced) CreateForumTopic(ctx context.Context, chat ChatID, name string) (int64, error) {
-	return do(ctx, p, MethodCreateForumTopic, func() (int64, error) { return p.Client.CreateForumTopic(ctx, chat, name) })
+	return do(ctx, p, MethodCreateForumTopic, func(ctx context.Context) (int64, error) { return p.Client.CreateForumTopic(ctx, chat, name) })
 }
 
 // SearchForumTopics implements Client.
 func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error) {
-	return do(ctx, p, MethodGetForumTopics, func() ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
+	return do(ctx, p, MethodGetForumTopics, func(ctx context.Context) ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
 }
 
 // ToggleForumTopicIsClosed implements Client.
 func (p *Paced) ToggleForumTopicIsClosed(ctx context.Context, chat ChatID, thread int64, closed bool) error {
-	return do0(ctx, p, MethodToggleForumTopicIsClosed, func() error {
+	return do0(ctx, p, MethodToggleForumTopicIsClosed, func(ctx context.Context) error {
 		return p.Client.ToggleForumTopicIsClosed(ctx, chat, thread, closed)
 	})
 }
 
 // DeleteMessages implements Client.
 func (p *Paced) DeleteMessages(ctx context.Context, chat ChatID, ids []MessageID, revoke bool) error {
-	return do0(ctx, p, MethodDeleteMessages, func() error { return p.Client.DeleteMessages(ctx, chat, ids, revoke) })
+	return do0(ctx, p, MethodDeleteMessages, func(ctx context.Context) error { return p.Client.DeleteMessages(ctx, chat, ids, revoke) })
 }
 
 // FloodWaitSeconds returns the flood-wait counter of account (for tests and

@@ -160,7 +160,45 @@ func TestGateStopsRequests(t *testing.T) {
 	if got := testutil.ToFloat64(m.Requests("a", tg.MethodSearchChatMessages, "gated")); got != 1 {
 		t.Errorf("gated searchChatMessages counted %v times, want 1", got)
 	}
+}
 
+// A client's method gets the account's gate in its context (tg.Gated), so
+// that a method of several requests asks it before each of them, not only
+// Paced before the first.
+func TestGateReachesTheClientsMethod(t *testing.T) {
+	t.Parallel()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	w.AddAccount("a", false)
+	c := w.Client("a")
+	defer c.Close()
+	var asked atomic.Int32
+	probe := &gateProbe{Client: c}
+	p := tg.NewPaced(probe, tg.PacedConfig{Account: "a", Gate: func() error {
+		if asked.Add(1) > 1 {
+			return tg.ErrLeaseLost
+		}
+		return nil
+	}}, nil)
+	if err := p.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(probe.seen, tg.ErrLeaseLost) {
+		t.Errorf("the gate as the client's LoadChats saw it: %v, want ErrLeaseLost (asked %d times)", probe.seen, asked.Load())
+	}
+	if err := tg.Gated(t.Context()); err != nil {
+		t.Errorf("a context without a gate: %v, want nil", err)
+	}
+}
+
+// gateProbe records what the gate in its LoadChats's context answers.
+type gateProbe struct {
+	tg.Client
+	seen error
+}
+
+func (g *gateProbe) LoadChats(ctx context.Context) error {
+	g.seen = tg.Gated(ctx)
+	return nil
 }
 
 // deleteMessages is paced like every server request: a 429 answering it

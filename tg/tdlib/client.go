@@ -275,6 +275,13 @@ func (c *Client) pump(l *client.Listener) {
 // panic, when it lands at go-tdlib's own 60-second timeout, so no caller
 // waits that long.
 func (c *Client) call(ctx context.Context, req request) (json.RawMessage, error) {
+	if !tg.LocalMethod(req.Method) {
+		// A method of several requests asks its account's gate before
+		// each (tg.WithGate).
+		if err := tg.Gated(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.Method, err)
+		}
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, tg.ErrRequestTimeout)
 	defer cancel()
 	pending, err := c.send(req)
