@@ -10,7 +10,6 @@ import (
 
 	"stashd/sim/tgsim"
 	"stashd/tg"
-	"stashd/tg/tdlib"
 )
 
 // A reply TDLib writes after its caller stopped waiting (the caller's own
@@ -22,18 +21,10 @@ func TestLateReplyAfterTheCallersDeadline(t *testing.T) {
 	// Every simulated call takes a second.
 	world := tgsim.NewWorld(tgsim.Config{Seed: 1, Latency: time.Second})
 	world.AddAccount("acct1", false)
-	dir, _ := serveWorld(t, world)
-
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := standinClient(t, world)
 
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, err = c.GetChat(short, -1001)
+	_, err := c.GetChat(short, -1001)
 	cancelShort()
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, tg.ErrRequestTimeout) {
 		t.Fatalf("request past the caller's deadline: %v, want context.DeadlineExceeded", err)

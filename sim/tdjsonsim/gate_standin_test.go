@@ -21,14 +21,7 @@ import (
 func TestLoadChatsAsksTheGateBeforeEachRequest(t *testing.T) {
 	world := tgsim.NewWorld(tgsim.Config{Seed: 1})
 	world.AddAccount("acct1", false)
-	dir, _ := serveWorld(t, world)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := standinClient(t, world)
 
 	world.ResetCalls()
 	if err := c.LoadChats(ctx); err != nil {
@@ -47,11 +40,27 @@ func TestLoadChatsAsksTheGateBeforeEachRequest(t *testing.T) {
 		}
 		return nil
 	}
-	err = c.LoadChats(tg.WithGate(ctx, gate))
+	err := c.LoadChats(tg.WithGate(ctx, gate))
 	if !errors.Is(err, tg.ErrLeaseLost) {
 		t.Fatalf("LoadChats with the lease lost after its first request: %v, want tg.ErrLeaseLost", err)
 	}
 	if got := world.Calls("acct1")[tg.MethodLoadChats]; got != 1 {
 		t.Errorf("%d loadChats requests reached the server with the lease lost after the first; want 1 (of %d)", got, whole)
 	}
+}
+
+// standinClient serves world through the stand-in library and returns a
+// client of its account acct1, closed when t ends, with a context that
+// ends within 30 s.
+func standinClient(t *testing.T, world *tgsim.World) (context.Context, *tdlib.Client) {
+	t.Helper()
+	dir, _ := serveWorld(t, world)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return ctx, c
 }
