@@ -173,17 +173,25 @@ func TestGateReachesTheClientsMethod(t *testing.T) {
 	defer c.Close()
 	var asked atomic.Int32
 	probe := &gateProbe{Client: c}
+	m := tg.NewMetrics(prometheus.NewRegistry())
 	p := tg.NewPaced(probe, tg.PacedConfig{Account: "a", Gate: func() error {
 		if asked.Add(1) > 1 {
 			return tg.ErrLeaseLost
 		}
 		return nil
-	}}, nil)
-	if err := p.LoadChats(t.Context()); err != nil {
-		t.Fatal(err)
+	}}, m)
+	// The probe fails as the adapter does when the gate refuses one of
+	// its requests; the method's refusal counts as gated, not as an error.
+	if err := p.LoadChats(t.Context()); !errors.Is(err, tg.ErrLeaseLost) {
+		t.Fatalf("LoadChats refused inside: %v, want ErrLeaseLost", err)
 	}
 	if !errors.Is(probe.seen, tg.ErrLeaseLost) {
 		t.Errorf("the gate as the client's LoadChats saw it: %v, want ErrLeaseLost (asked %d times)", probe.seen, asked.Load())
+	}
+	for result, want := range map[string]float64{"gated": 1, "error": 0, "ok": 0} {
+		if got := testutil.ToFloat64(m.Requests("a", tg.MethodLoadChats, result)); got != want {
+			t.Errorf("loadChats counted %v times as %s, want %v", got, result, want)
+		}
 	}
 	if err := tg.Gated(t.Context()); err != nil {
 		t.Errorf("a context without a gate: %v, want nil", err)
@@ -198,7 +206,7 @@ type gateProbe struct {
 
 func (g *gateProbe) LoadChats(ctx context.Context) error {
 	g.seen = tg.Gated(ctx)
-	return nil
+	return g.seen
 }
 
 // deleteMessages is paced like every server request: a 429 answering it
