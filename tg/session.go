@@ -460,9 +460,17 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 	for {
 		select {
 		case got, ok := <-ch:
-			switch {
-			case !ok:
+			if !ok {
 				return File{}, ErrClosed
+			}
+			if got.Downloaded != progress {
+				// Progress, also when a stop brings it: the channel keeps
+				// the latest state only, so a stop may replace the report
+				// of the progress made before it.
+				progress, progressed = got.Downloaded, true
+				timer.Reset(stall)
+			}
+			switch {
 			case got.DownloadDone && got.LocalPath != "":
 				return got, nil
 			case !got.DownloadActive && !progressed && !rechecked:
@@ -476,9 +484,6 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 				}
 			case !got.DownloadActive:
 				return File{}, fmt.Errorf("download file %d: %w", f.ID, ErrDownloadStopped)
-			case got.Downloaded != progress:
-				progress, progressed = got.Downloaded, true
-				timer.Reset(stall)
 			}
 		case <-timer.C:
 			giveUp(true)

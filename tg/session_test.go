@@ -88,27 +88,38 @@ func (c *downloadClient) CancelDownloadFile(_ context.Context, id int32) error {
 
 // A download that TDLib ends neither active nor complete (failed or
 // cancelled) fails at once with ErrDownloadStopped instead of waiting for a
-// completion that will never come.
+// completion that will never come. The stop may come alone with the
+// progress before it: the session keeps a waiter's latest state only, so
+// a progress report still unread when the stop arrives is replaced by it.
 func TestSessionDownloadStoppedByTDLibFails(t *testing.T) {
 	t.Parallel()
-	c := newDownloadClient()
-	s := tg.NewSession(c, func(tg.Update) {})
-	defer func() { close(c.updates); <-s.Done() }()
+	for name, updates := range map[string][]tg.File{
+		"after progress":    {{ID: 7, Size: 100, Downloaded: 25, DownloadActive: true}, {ID: 7, Size: 100, Downloaded: 25}},
+		"with its progress": {{ID: 7, Size: 100, Downloaded: 25}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newDownloadClient()
+			s := tg.NewSession(c, func(tg.Update) {})
+			defer func() { close(c.updates); <-s.Done() }()
 
-	errc := make(chan error, 1)
-	go func() {
-		// The deadline is a safety net: a download that waits for ever
-		// fails the test with it.
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		_, err := s.Download(ctx, tg.File{ID: 7}, time.Hour)
-		errc <- err
-	}()
-	<-c.started
-	c.updates <- tg.FileUpdated{File: tg.File{ID: 7, Size: 100, Downloaded: 25, DownloadActive: true}}
-	c.updates <- tg.FileUpdated{File: tg.File{ID: 7, Size: 100, Downloaded: 25}}
-	if err := <-errc; !errors.Is(err, tg.ErrDownloadStopped) {
-		t.Fatalf("download = %v, want ErrDownloadStopped", err)
+			errc := make(chan error, 1)
+			go func() {
+				// The deadline is a safety net: a download that waits for
+				// ever fails the test with it.
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				_, err := s.Download(ctx, tg.File{ID: 7}, time.Hour)
+				errc <- err
+			}()
+			<-c.started
+			for _, f := range updates {
+				c.updates <- tg.FileUpdated{File: f}
+			}
+			if err := <-errc; !errors.Is(err, tg.ErrDownloadStopped) {
+				t.Fatalf("download = %v, want ErrDownloadStopped", err)
+			}
+		})
 	}
 	if tg.Classify(tg.ErrDownloadStopped) != tg.ClassRetryable || tg.Classify(tg.ErrDownloadStalled) != tg.ClassRetryable {
 		t.Error("a stopped or stalled download must be retryable")
