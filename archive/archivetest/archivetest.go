@@ -24,6 +24,7 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -65,12 +66,37 @@ func must(err error) {
 	}
 }
 
+// deflaters and gzippers keep compressors for reuse: a new one allocates
+// and clears about a megabyte of state, which was most of the cost of
+// building the simulators' archives. Reset makes a reused one write what a
+// new one would.
+var deflaters, gzippers sync.Pool
+
+// deflater is a pooled flate writer that goes back to the pool on Close.
+type deflater struct{ *flate.Writer }
+
+func (d deflater) Close() error {
+	err := d.Writer.Close()
+	deflaters.Put(d.Writer)
+	return err
+}
+
+func newDeflater(w io.Writer) io.WriteCloser {
+	if fw, ok := deflaters.Get().(*flate.Writer); ok {
+		fw.Reset(w)
+		return deflater{fw}
+	}
+	fw, err := flate.NewWriter(w, flate.BestSpeed)
+	must(err)
+	return deflater{fw}
+}
+
 // Zip returns a zip archive of files, deflated at the fastest level.
 func Zip(files []File) []byte {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(w, flate.BestSpeed)
+		return newDeflater(w), nil
 	})
 	for _, f := range files {
 		h := &zip.FileHeader{Name: f.dirName(), Method: zip.Deflate, Modified: f.modTime()}
@@ -113,11 +139,18 @@ func Tar(files []File) []byte {
 // TarGz returns a gzip-compressed tar of files.
 func TarGz(files []File) []byte {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	must(err)
-	_, err = zw.Write(Tar(files))
+	zw, _ := gzippers.Get().(*gzip.Writer)
+	if zw == nil {
+		var err error
+		zw, err = gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		must(err)
+	} else {
+		zw.Reset(&buf)
+	}
+	_, err := zw.Write(Tar(files))
 	must(err)
 	must(zw.Close())
+	gzippers.Put(zw)
 	return buf.Bytes()
 }
 
