@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -283,6 +284,9 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	r.sweep = ingest.NewSetSweeper(r.pipe, 0)
 	ccfg := d.cfg.Catchup
 	ccfg.Account, ccfg.Owner, ccfg.Sources, ccfg.Logger = a.Name, d.cfg.Instance, a.Sources, d.log
+	// A backlog found by catch-up is ingested as many at once as the live
+	// queue's workers: `workers` bounds both.
+	ccfg.Parallel = cmp.Or(ccfg.Parallel, d.cfg.Workers)
 	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe, d.cm)
 	rcfg := d.cfg.Rescan
 	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log

@@ -69,7 +69,8 @@ type Config struct {
 	// forum, or a destination that is also a source stop the start, with
 	// one line per problem.
 	Routes []route.Spec
-	// Workers per account; zero means 4.
+	// Workers per account: how many messages its live queue, and each page
+	// catch-up reads, are ingested at once; zero means 4.
 	Workers int
 	// QueueCapacity per account; zero means 1024.
 	QueueCapacity int
