@@ -17,7 +17,7 @@ func TestTopicAndChatFloodFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := run(t, demo.Options{Seed: 7, Duration: 6 * time.Second, Rate: 40, Sources: 2, ForumTopics: 3, Accounts: 2,
+	rep := run(t, demo.Options{Seed: 7, Duration: 6 * time.Second, Rate: 20, Sources: 2, ForumTopics: 3, Accounts: 2,
 		Destinations: 1, ForumDestination: true, Routes: specs, CloseTopics: 0.4, DeleteTopics: 0.4, ChatFlood: 0.5})
 	check(t, 7, rep)
 	if rep.ClosedTopics == 0 || rep.DeletedTopics == 0 || rep.ChatFloodedSends == 0 {
