@@ -90,7 +90,8 @@ type Options struct {
 	// CloseTopics and DeleteTopics are the probabilities that each topic
 	// of the destination forum is closed (and reopened 1.5 s later), or
 	// deleted with its messages, at each of eight moments of the run
-	// (ForumDestination; see topicFaults). Zero never.
+	// (ForumDestination; see topicFaults); above zero, the first topic
+	// there is to hit is hit for certain. Zero never.
 	CloseTopics  float64
 	DeleteTopics float64
 	// ChatFlood is the share of destinations (0..1, rounded up: any share
