@@ -86,6 +86,26 @@ func (c *downloadClient) CancelDownloadFile(_ context.Context, id int32) error {
 	return nil
 }
 
+// downloadResult is what a Download returned.
+type downloadResult struct {
+	f   tg.File
+	err error
+}
+
+// startDownload runs s.Download of file id in the background and returns
+// where its result arrives. Its 10 s deadline is a safety net: a download
+// that waits for ever fails the test with it.
+func startDownload(t *testing.T, s *tg.Session, id int32, stall time.Duration) <-chan downloadResult {
+	res := make(chan downloadResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		f, err := s.Download(ctx, tg.File{ID: id}, stall)
+		res <- downloadResult{f, err}
+	}()
+	return res
+}
+
 // A download that TDLib ends neither active nor complete (failed or
 // cancelled) fails at once with ErrDownloadStopped instead of waiting for a
 // completion that will never come. The stop may come alone with the
@@ -103,20 +123,12 @@ func TestSessionDownloadStoppedByTDLibFails(t *testing.T) {
 			s := tg.NewSession(c, func(tg.Update) {})
 			defer func() { close(c.updates); <-s.Done() }()
 
-			errc := make(chan error, 1)
-			go func() {
-				// The deadline is a safety net: a download that waits for
-				// ever fails the test with it.
-				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-				defer cancel()
-				_, err := s.Download(ctx, tg.File{ID: 7}, time.Hour)
-				errc <- err
-			}()
+			res := startDownload(t, s, 7, time.Hour)
 			<-c.started
 			for _, f := range updates {
 				c.updates <- tg.FileUpdated{File: f}
 			}
-			if err := <-errc; !errors.Is(err, tg.ErrDownloadStopped) {
+			if err := (<-res).err; !errors.Is(err, tg.ErrDownloadStopped) {
 				t.Fatalf("download = %v, want ErrDownloadStopped", err)
 			}
 		})
@@ -134,13 +146,7 @@ func TestSessionDownloadStallIsCancelled(t *testing.T) {
 	s := tg.NewSession(c, func(tg.Update) {})
 	defer func() { close(c.updates); <-s.Done() }()
 
-	errc := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		_, err := s.Download(ctx, tg.File{ID: 9}, 20*time.Millisecond)
-		errc <- err
-	}()
+	res := startDownload(t, s, 9, 20*time.Millisecond)
 	<-c.started
 	select {
 	case id := <-c.cancelled:
@@ -152,7 +158,7 @@ func TestSessionDownloadStallIsCancelled(t *testing.T) {
 	}
 	// TDLib reports the cancelled download as stopped.
 	c.updates <- tg.FileUpdated{File: tg.File{ID: 9, Size: 100}}
-	if err := <-errc; !errors.Is(err, tg.ErrDownloadStalled) {
+	if err := (<-res).err; !errors.Is(err, tg.ErrDownloadStalled) {
 		t.Fatalf("download = %v, want ErrDownloadStalled", err)
 	}
 }
@@ -165,17 +171,7 @@ func TestSessionDownloadFollowsProgressToCompletion(t *testing.T) {
 	s := tg.NewSession(c, func(tg.Update) {})
 	defer func() { close(c.updates); <-s.Done() }()
 
-	type result struct {
-		f   tg.File
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		f, err := s.Download(ctx, tg.File{ID: 3}, time.Hour)
-		res <- result{f, err}
-	}()
+	res := startDownload(t, s, 3, time.Hour)
 	<-c.started
 	for _, n := range []int64{10, 50, 90} {
 		c.updates <- tg.FileUpdated{File: tg.File{ID: 3, Size: 100, Downloaded: n, DownloadActive: true}}
