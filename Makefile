@@ -56,7 +56,7 @@ demo: build postgres
 vet: deps
 	sh mk/layers.sh
 	python3 mk/links.py
-	$(GO) vet ./...
+	$(VET_GO_ENV) $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 # unit: every package's tests (UNIT_PKGS). Within `make test` the
@@ -64,10 +64,20 @@ vet: deps
 # which runs all of its tests too, through the stand-in library.
 UNIT_PKGS ?= ./...
 unit: deps postgres
-	$(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
+	$(UNIT_GO_ENV) $(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
 
+# Within `make test` the race-built tests (unit, test-tdlib, test-standin,
+# test-browser) are all compiled with the real adapter's cgo flags
+# (TDLIB_GO_ENV), and go vet with the stand-in's (STANDIN_GO_ENV), as
+# build-standin is: cgo flags are part of the build key of the standard
+# library's cgo packages and so of every package above them, and with
+# flags that differ the module is compiled once more for each. Untagged
+# code calls no TDLib function, so the unit test binaries do not load the
+# library.
 test: UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/sim/tdjsonsim$$')
-test: vet unit test-fuzz test-tdlib test-together test-chaos
+test: UNIT_GO_ENV = $(TDLIB_GO_ENV)
+test: VET_GO_ENV = $(STANDIN_GO_ENV)
+test: vet tdlib unit test-fuzz test-tdlib test-together test-chaos
 
 # test-together runs the checks that spend much of their time waiting (on
 # the simulator's clocks, a headless browser) side by side with the build
@@ -77,7 +87,8 @@ test: vet unit test-fuzz test-tdlib test-together test-chaos
 # busy compiling would distort.
 .PHONY: test-together
 test-together:
-	$(MAKE) --no-print-directory -j4 --output-sync=target test-standin test-dashboards test-browser build-standin
+	$(MAKE) --no-print-directory -j4 --output-sync=target UNIT_GO_ENV='$(UNIT_GO_ENV)' \
+		test-standin test-dashboards test-browser build-standin
 
 clean:
 	rm -rf bin var

@@ -21,6 +21,9 @@
 # Variables
 #   CHROMIUM            the browser. Default: chromium on PATH, else /usr/bin/chromium.
 #   CONSOLE_SCREENSHOT  where to copy the search page's screenshot. Default: none.
+#   UNIT_GO_ENV         environment prefix of the go test command; `make test`
+#                       sets it to the cgo flags its other race builds use, so
+#                       that the test reuses their compiled packages. Default: none.
 
 BROWSER_MK_ALONE := $(if $(filter 1,$(words $(MAKEFILE_LIST))),yes,)
 BROWSER_MK_SAVED_GOAL := $(.DEFAULT_GOAL)
@@ -41,7 +44,7 @@ chromium:
 
 test-browser: chromium
 	STASHD_CHROMIUM='$(CHROMIUM)' STASHD_CONSOLE_SCREENSHOT='$(CONSOLE_SCREENSHOT)' \
-	  $(GO) test -race -count=1 -run '^TestBrowserConsole$$' -v ./web/
+	  $(UNIT_GO_ENV) $(GO) test -race -count=1 -run '^TestBrowserConsole$$' -v ./web/
 
 ifeq ($(BROWSER_MK_ALONE),yes)
 .DEFAULT_GOAL := test-browser

@@ -21,7 +21,8 @@
 #   test-standin   go test -race -tags libtdjson ./sim/tdjsonsim/...
 #                  (in two processes side by side: the tests named by
 #                  STANDIN_SLOW, and the rest; outputs in var/standin/)
-#                  linked against the stand-in: the pipeline end-to-end
+#                  run on the stand-in (compiled like test-tdlib, so it
+#                  fetches TDLib too; see below): the pipeline end-to-end
 #                  test through go-tdlib, the real adapter, the stand-in
 #                  library and the TDLib-JSON server (needs the PostgreSQL
 #                  server binaries, like `make unit`). STANDIN_TEST_FLAGS
@@ -92,12 +93,22 @@ $(STANDIN_DIR)/libtdjson.so.$(TDLIB_VERSION): $(STANDIN_DIR)/libtdjson.so
 STANDIN_SLOW ?= ThroughStandIn$$
 STANDIN_OUT  ?= $(STANDIN_MK_ROOT)/var/standin
 
-test-standin: standin tdlib-link-deps
-	cd $(STANDIN_MK_ROOT) && $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) -count=1 -run '^$$' ./sim/tdjsonsim/... >/dev/null
+#
+# The tests are compiled with the real TDLib's flags (TDLIB_GO_ENV) and
+# load the stand-in through LD_LIBRARY_PATH, which the binary's RUNPATH
+# gives way to (both libraries carry the same SONAME): so they reuse the
+# race build that `make test` compiled with those flags for its unit and
+# test-tdlib phases instead of compiling most of the module once more.
+# Had the real library been loaded instead, the tests would fail: it
+# knows no simulator.
+STANDIN_TEST_ENV = $(TDLIB_GO_ENV) LD_LIBRARY_PATH=$(STANDIN_DIR)
+
+test-standin: standin tdlib
+	cd $(STANDIN_MK_ROOT) && $(STANDIN_TEST_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) -count=1 -run '^$$' ./sim/tdjsonsim/... >/dev/null
 	@mkdir -p $(STANDIN_OUT); cd $(STANDIN_MK_ROOT) && \
-	( $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) -run '$(STANDIN_SLOW)' ./sim/tdjsonsim/... \
+	( $(STANDIN_TEST_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) -run '$(STANDIN_SLOW)' ./sim/tdjsonsim/... \
 		>$(STANDIN_OUT)/slow.out 2>&1; echo $$? >$(STANDIN_OUT)/slow.rc ) & \
-	( $(STANDIN_GO_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) -skip '$(STANDIN_SLOW)' ./sim/tdjsonsim/... \
+	( $(STANDIN_TEST_ENV) $(GO) test -race -tags $(GO_TDLIB_TAGS) $(STANDIN_TEST_FLAGS) -skip '$(STANDIN_SLOW)' ./sim/tdjsonsim/... \
 		>$(STANDIN_OUT)/rest.out 2>&1; echo $$? >$(STANDIN_OUT)/rest.rc ) & \
 	wait; rc=0; \
 	for part in slow rest; do \
