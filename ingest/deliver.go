@@ -87,6 +87,7 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 			}
 		}
 		sent += n
+		err = p.topicRefusal(in, dest, thread, err)
 		if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
 			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)
 			if handed {

@@ -71,6 +71,26 @@ func (p *Pipeline) recoverTopic(ctx context.Context, in route.Package, dest tg.C
 	return thread, false, err
 }
 
+// topicRefusal returns err, unless it is a destination topic's refusal
+// that a later attempt gets past: the topic was closed, or deleted, again
+// after recoverTopic had made it usable (or while an album was partly
+// sent). Such a refusal is a 400, which would give the delivery up and
+// lose the package for that destination; it is returned as retryable
+// instead, so the delivery stays queued and its next attempt recovers the
+// topic once more. A deleted topic the route names by id stays permanent:
+// nothing brings it back.
+func (p *Pipeline) topicRefusal(in route.Package, dest tg.ChatID, thread int64, err error) error {
+	switch {
+	case thread == 0 || err == nil:
+		return err
+	case tg.TopicClosed(err):
+		return fmt.Errorf("topic %d of %d: %w (%v)", thread, dest, tg.ErrTopicClosed, err)
+	case tg.TopicDeleted(err) && p.cfg.Routes.Topic(in, dest).Same && in.Topic != 0:
+		return fmt.Errorf("topic %d of %d: %w (%v)", thread, dest, tg.ErrTopicDeleted, err)
+	}
+	return err
+}
+
 // Destination topic events, as stashd_destination_topic_events_total
 // labels them.
 const (

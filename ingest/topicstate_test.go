@@ -105,6 +105,105 @@ func TestDeletedDestinationTopicIsCreatedAgain(t *testing.T) {
 	}
 }
 
+// deletingCreator is an account's session whose first `deletions` topic
+// creations in dest are each followed at once by an administrator deleting
+// the new topic.
+type deletingCreator struct {
+	*tg.Session
+	world     *tgsim.World
+	dest      tg.ChatID
+	deletions int
+}
+
+func (s *deletingCreator) CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error) {
+	thread, err := s.Session.CreateForumTopic(ctx, chat, name)
+	if err == nil && chat == s.dest && s.deletions > 0 {
+		s.deletions--
+		s.world.DeleteTopic(chat, thread)
+	}
+	return thread, err
+}
+
+// A destination topic deleted again right after stashd created it anew
+// leaves the delivery queued, not given up: its next attempt creates the
+// topic once more and the package lands there.
+func TestDestinationTopicDeletedAgainKeepsItsDelivery(t *testing.T) {
+	t.Parallel()
+	te := newTopicEnv(t, "Dragons")
+	p, c, _ := te.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = te.routes }, func(s *tg.Session) ingest.Telegram {
+		// The topic's first creation and its creation again after the
+		// refused send are both deleted at once.
+		return &deletingCreator{Session: s, world: te.world, dest: te.dest, deletions: 2}
+	})
+	name := te.post(p, c)
+	d := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, te.st, nil)
+	res, err := d.RunOnce(te.ctx)
+	if err != nil || res.Failed != 0 || res.Delivered != 0 {
+		t.Fatalf("delivery into a topic deleted twice = %+v, %v; want it put off, not failed", res, err)
+	}
+	if n, err := te.st.QueuedDeliveries(te.ctx, ""); err != nil || n != 1 {
+		t.Fatalf("%d deliveries queued (%v), want the one put off", n, err)
+	}
+	te.now = te.now.Add(time.Hour)
+	if res, err = d.RunOnce(te.ctx); err != nil || res.Delivered != 1 {
+		t.Fatalf("delivery once the topic stays = %+v, %v; want it delivered", res, err)
+	}
+	if thread := te.threadNamed("Dragons"); thread == 0 || te.docs()[name] != thread {
+		t.Errorf("package in topic %d, want the Dragons topic %d", te.docs()[name], thread)
+	}
+	if n := te.world.Calls("a")[tg.MethodCreateForumTopic]; n != 3 {
+		t.Errorf("createForumTopic called %d times, want 3", n)
+	}
+}
+
+// closingReopener is an account's session whose first `closings`
+// reopenings of a topic in dest are each undone at once by an
+// administrator closing the topic again.
+type closingReopener struct {
+	*tg.Session
+	world    *tgsim.World
+	dest     tg.ChatID
+	closings int
+}
+
+func (s *closingReopener) ToggleForumTopicIsClosed(ctx context.Context, chat tg.ChatID, thread int64, closed bool) error {
+	err := s.Session.ToggleForumTopicIsClosed(ctx, chat, thread, closed)
+	if err == nil && chat == s.dest && !closed && s.closings > 0 {
+		s.closings--
+		s.world.CloseTopic(chat, thread, true)
+	}
+	return err
+}
+
+// A destination topic closed again right after stashd reopened it leaves
+// the delivery queued, not given up: its next attempt reopens the topic
+// once more and the package lands there.
+func TestDestinationTopicClosedAgainKeepsItsDelivery(t *testing.T) {
+	t.Parallel()
+	te := newTopicEnv(t, "Dragons")
+	p, c, _ := te.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = te.routes }, func(s *tg.Session) ingest.Telegram {
+		return &closingReopener{Session: s, world: te.world, dest: te.dest, closings: 1}
+	})
+	te.post(p, c)
+	te.deliver()
+	thread := te.threadNamed("Dragons")
+	te.world.CloseTopic(te.dest, thread, true)
+
+	name := te.post(p, c)
+	d := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, te.st, nil)
+	res, err := d.RunOnce(te.ctx)
+	if err != nil || res.Failed != 0 || res.Delivered != 0 {
+		t.Fatalf("delivery into a topic closed again = %+v, %v; want it put off, not failed", res, err)
+	}
+	te.now = te.now.Add(time.Hour)
+	if res, err = d.RunOnce(te.ctx); err != nil || res.Delivered != 1 {
+		t.Fatalf("delivery once the topic stays open = %+v, %v; want it delivered", res, err)
+	}
+	if got := te.docs()[name]; got != thread {
+		t.Errorf("package in topic %d, want %d", got, thread)
+	}
+}
+
 // A closed destination topic the account created is reopened
 // (toggleForumTopicIsClosed) and the package lands in it.
 func TestClosedDestinationTopicIsReopened(t *testing.T) {

@@ -160,6 +160,12 @@ var ErrChatFloodWait = errors.New("sends to the chat are paused by a flood wait"
 // topic may be reopened, and the delivery then resumes.
 var ErrTopicClosed = errors.New("destination forum topic is closed")
 
+// ErrTopicDeleted: a send into a destination forum topic that stashd
+// creates by name was refused (400 TOPIC_DELETED) even after the topic was
+// created again: someone deleted it once more. Not permanent: the next
+// attempt creates it again.
+var ErrTopicDeleted = errors.New("destination forum topic was deleted again")
+
 // TopicClosed reports whether err is Telegram's refusal to post into a
 // closed forum topic (400 TOPIC_CLOSED).
 func TopicClosed(err error) bool {
