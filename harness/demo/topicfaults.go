@@ -59,9 +59,10 @@ func (r *runner) topicFaults(ctx context.Context) {
 
 // hitTopics closes or deletes each topic of forum by the fault knobs, in
 // thread order so that a seed gives the same choices. A knob above zero
-// hits a topic for certain the first time one is there to hit, so that a
-// short run on a slow machine, which makes few topics, still has each
-// fault it asked for.
+// hits a topic for certain the first time one is there to hit (a close
+// first: the closed topic is still there for a deletion at the next
+// moment), so that a short run on a slow machine, which makes few topics,
+// still has each fault it asked for.
 func (r *runner) hitTopics(forum tg.ChatID, closedAt map[int64]time.Time, now time.Time) {
 	topics := r.world.Topics(forum)
 	threads := make([]int64, 0, len(topics))
@@ -71,11 +72,15 @@ func (r *runner) hitTopics(forum tg.ChatID, closedAt map[int64]time.Time, now ti
 	slices.Sort(threads)
 	for _, thread := range threads {
 		closed, deleted := r.world.TopicEvents()
+		isClosed := r.world.TopicClosed(forum, thread)
 		switch {
+		case r.o.CloseTopics > 0 && closed == 0 && !isClosed:
+			r.world.CloseTopic(forum, thread, true)
+			closedAt[thread] = now
 		case r.o.DeleteTopics > 0 && deleted == 0 || r.chance(r.o.DeleteTopics):
 			r.world.DeleteTopic(forum, thread)
 			delete(closedAt, thread)
-		case (r.o.CloseTopics > 0 && closed == 0 || r.chance(r.o.CloseTopics)) && !r.world.TopicClosed(forum, thread):
+		case r.chance(r.o.CloseTopics) && !isClosed:
 			r.world.CloseTopic(forum, thread, true)
 			closedAt[thread] = now
 		}

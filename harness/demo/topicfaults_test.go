@@ -2,7 +2,6 @@ package demo_test
 
 import (
 	"testing"
-	"time"
 
 	"stashd/harness/demo"
 	"stashd/internal/config"
@@ -17,7 +16,7 @@ func TestTopicAndChatFloodFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := run(t, demo.Options{Seed: 7, Duration: 6 * time.Second, Rate: 20, Sources: 2, ForumTopics: 3, Accounts: 2,
+	rep := run(t, demo.Options{Seed: 7, Steps: 120, Rate: 20, Sources: 2, ForumTopics: 3, Accounts: 2,
 		Destinations: 1, ForumDestination: true, Routes: specs, CloseTopics: 0.4, DeleteTopics: 0.4, ChatFlood: 0.5})
 	check(t, 7, rep)
 	if rep.ClosedTopics == 0 || rep.DeletedTopics == 0 || rep.ChatFloodedSends == 0 {
