@@ -56,7 +56,7 @@ demo: build postgres
 vet: deps
 	sh mk/layers.sh
 	python3 mk/links.py
-	$(VET_GO_ENV) $(GO) vet ./...
+	$(UNIT_GO_ENV) $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 # unit: every package's tests (UNIT_PKGS). Within `make test` the
@@ -66,17 +66,15 @@ UNIT_PKGS ?= ./...
 unit: deps postgres
 	$(UNIT_GO_ENV) $(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
 
-# Within `make test` the race-built tests (unit, test-tdlib, test-standin,
-# test-browser) are all compiled with the real adapter's cgo flags
-# (TDLIB_GO_ENV), and go vet with the stand-in's (STANDIN_GO_ENV), as
-# build-standin is: cgo flags are part of the build key of the standard
-# library's cgo packages and so of every package above them, and with
-# flags that differ the module is compiled once more for each. Untagged
-# code calls no TDLib function, so the unit test binaries do not load the
-# library.
+# Within `make test` go vet and every test (unit, test-tdlib, test-standin,
+# test-browser, and the stashd binaries cmd/stashd's tests build) are
+# compiled with the real adapter's cgo flags (TDLIB_GO_ENV): cgo flags are
+# part of the build key of the standard library's cgo packages and so of
+# every package above them, and with flags that differ the module is
+# compiled once more for each. Untagged code calls no TDLib function, so
+# the unit test binaries do not load the library.
 test: UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/sim/tdjsonsim$$')
 test: UNIT_GO_ENV = $(TDLIB_GO_ENV)
-test: VET_GO_ENV = $(STANDIN_GO_ENV)
 test: vet tdlib unit test-fuzz test-tdlib test-together test-chaos
 
 # test-together runs the checks that spend much of their time waiting (on
