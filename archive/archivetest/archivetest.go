@@ -66,11 +66,22 @@ func must(err error) {
 	}
 }
 
-// deflaters and gzippers keep compressors for reuse: a new one allocates
-// and clears about a megabyte of state, which was most of the cost of
-// building the simulators' archives. Reset makes a reused one write what a
-// new one would.
-var deflaters, gzippers sync.Pool
+// deflaters and gzippers keep compressors at the fastest level for reuse:
+// a new one allocates and clears about a megabyte of state, which was most
+// of the cost of building the simulators' archives. Reset makes a reused
+// one write what a new one would.
+var (
+	deflaters = sync.Pool{New: func() any {
+		fw, err := flate.NewWriter(nil, flate.BestSpeed)
+		must(err)
+		return fw
+	}}
+	gzippers = sync.Pool{New: func() any {
+		zw, err := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+		must(err)
+		return zw
+	}}
+)
 
 // deflater is a pooled flate writer that goes back to the pool on Close.
 type deflater struct{ *flate.Writer }
@@ -81,22 +92,14 @@ func (d deflater) Close() error {
 	return err
 }
 
-func newDeflater(w io.Writer) io.WriteCloser {
-	if fw, ok := deflaters.Get().(*flate.Writer); ok {
-		fw.Reset(w)
-		return deflater{fw}
-	}
-	fw, err := flate.NewWriter(w, flate.BestSpeed)
-	must(err)
-	return deflater{fw}
-}
-
 // Zip returns a zip archive of files, deflated at the fastest level.
 func Zip(files []File) []byte {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
-		return newDeflater(w), nil
+		fw := deflaters.Get().(*flate.Writer)
+		fw.Reset(w)
+		return deflater{fw}, nil
 	})
 	for _, f := range files {
 		h := &zip.FileHeader{Name: f.dirName(), Method: zip.Deflate, Modified: f.modTime()}
@@ -139,14 +142,8 @@ func Tar(files []File) []byte {
 // TarGz returns a gzip-compressed tar of files.
 func TarGz(files []File) []byte {
 	var buf bytes.Buffer
-	zw, _ := gzippers.Get().(*gzip.Writer)
-	if zw == nil {
-		var err error
-		zw, err = gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-		must(err)
-	} else {
-		zw.Reset(&buf)
-	}
+	zw := gzippers.Get().(*gzip.Writer)
+	zw.Reset(&buf)
 	_, err := zw.Write(Tar(files))
 	must(err)
 	must(zw.Close())

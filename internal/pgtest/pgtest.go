@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"stashd/internal/pgembed"
 	"stashd/store"
@@ -339,21 +340,15 @@ const memoryDir = "/dev/shm"
 // there: a container's /dev/shm is often 64 MB, too small for a cluster.
 const minMemoryRoom = 2 << 30
 
-// wOK asks access(2) whether a directory is writable.
-const wOK = 2
-
-// tmpfsMagic is the f_type statfs reports for a tmpfs (linux/magic.h).
-const tmpfsMagic = 0x01021994
-
 // clusterParent is the directory the private cluster's directory goes
 // in: memoryDir when it is a tmpfs with minMemoryRoom free, else the
 // temporary directory. Creating a test's database from the template and
 // dropping it create and unlink hundreds of files, which costs a disk
 // file system's journal several times what it costs in memory.
 func clusterParent() string {
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(memoryDir, &fs); err == nil && int64(fs.Type) == tmpfsMagic &&
-		fs.Bavail*uint64(fs.Bsize) >= minMemoryRoom && syscall.Access(memoryDir, wOK) == nil {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(memoryDir, &fs); err == nil && fs.Type == unix.TMPFS_MAGIC &&
+		fs.Bavail*uint64(fs.Bsize) >= minMemoryRoom && unix.Access(memoryDir, unix.W_OK) == nil {
 		return memoryDir
 	}
 	return os.TempDir()
