@@ -263,6 +263,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	icfg.Routes = r.routes
 	if len(d.cfg.Accounts) > 1 {
 		icfg.HandOver = func(dest tg.ChatID) (string, bool) { return d.handOver(a.Name, dest) }
+		icfg.Wrote = func(dest tg.ChatID) { d.wrote(a.Name, dest) }
 		if d.cfg.SendRate > 0 {
 			// With send budgets, any account that can write to a
 			// destination sends there, the one with most room first.

@@ -181,10 +181,11 @@ type Daemon struct {
 	// loss and its stop.
 	beforeLostStop func(account string)
 
-	// noWrite records, per account, the destinations it was refused
-	// write access to in this run; deliveries there go to another account.
+	// noWrite records, per account, when it was last refused write
+	// access to each destination; for noWriteRecheck after that,
+	// deliveries there go to another account (refusedWrite).
 	writeMu sync.Mutex
-	noWrite map[string]map[tg.ChatID]bool
+	noWrite map[string]map[tg.ChatID]time.Time
 
 	// spread picks the account that sends each delivery (spread.go).
 	spread *spreader

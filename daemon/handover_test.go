@@ -90,3 +90,100 @@ func handOverRun(t *testing.T, sendRate float64) {
 		t.Errorf("%d deliveries not recorded as sent", intents)
 	}
 }
+
+// When no account may post in a destination (each refused with 400 "Have
+// no write access to the chat"), its deliveries stay queued: the whole
+// backlog there is held at one refused send per hold, not tried delivery
+// by delivery, and goes once one account's rights come back. None is
+// given up.
+func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	pr := newPair(t, 7, "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.SetWriteAccess("a", dest, false)
+	world.SetWriteAccess("b", dest, false)
+
+	cfg := daemon.Config{
+		Accounts:     pr.accounts(),
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second,
+		Ingest:   ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+		Delivery: ingest.DeliveryConfig{Interval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond},
+	}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	const n = 20
+	var posted []tg.Message
+	for i := range n {
+		name := fmt.Sprintf("w%d.tar", i)
+		posted = append(posted, world.Post(src, 0, tgsim.Post{FileName: name,
+			Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
+	}
+	// Every package is catalogued and its delivery queued, held.
+	held := func() int {
+		var k int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE strpos(last_error, $1) > 0`,
+			tg.ErrNoWriteAccess.Error()).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for held() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries held for write access", held(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	world.ResetCalls()
+	time.Sleep(time.Second)
+	sends := world.Calls("a")["sendMessage"] + world.Calls("b")["sendMessage"]
+	if sends >= n {
+		t.Errorf("%d sends to a destination no account may post in, in a second, for %d deliveries: want fewer than one each", sends, n)
+	}
+	if k := held(); k != n {
+		t.Errorf("%d of %d deliveries still queued while no account may post", k, n)
+	}
+	if len(world.Sends()) != 0 {
+		t.Fatalf("%d sends accepted while no account may post", len(world.Sends()))
+	}
+
+	world.SetWriteAccess("b", dest, true)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		k := 0
+		for _, m := range world.Messages(dest) {
+			if m.Document != nil {
+				k++
+			}
+		}
+		if k >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d packages reached the destination after b's rights came back", k, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.Shutdown(context.Background())
+
+	count := map[string]int{}
+	for _, m := range world.Messages(dest) {
+		if m.Document != nil {
+			count[m.Document.File.UniqueID]++
+		}
+	}
+	for _, m := range posted {
+		if count[m.Document.File.UniqueID] != 1 {
+			t.Errorf("%s is in the destination %d times, want once", m.Document.FileName, count[m.Document.File.UniqueID])
+		}
+	}
+	var open int
+	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries WHERE state <> 'sent') +
+		(SELECT count(*) FROM waiting_deliveries)`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 {
+		t.Errorf("%d deliveries not recorded as sent or still queued", open)
+	}
+}

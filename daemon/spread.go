@@ -60,8 +60,8 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, sends int) (*ingest
 	s.d.mu.Unlock()
 	s.d.writeMu.Lock()
 	refused := map[string]bool{}
-	for name, dests := range s.d.noWrite {
-		refused[name] = dests[dest]
+	for name := range s.d.noWrite {
+		refused[name] = s.d.refusedWrite(name, dest)
 	}
 	s.d.writeMu.Unlock()
 
@@ -132,7 +132,7 @@ func (s *spreader) pause(from string, dest tg.ChatID) time.Duration {
 	defer s.d.writeMu.Unlock()
 	wait := time.Duration(-1)
 	for _, r := range runs {
-		if r.sess.Budget == nil || r.pipe == nil || r.name != from && (s.d.noWrite[r.name][dest] || s.stranger(r, dest)) {
+		if r.sess.Budget == nil || r.pipe == nil || r.name != from && (s.d.refusedWrite(r.name, dest) || s.stranger(r, dest)) {
 			continue
 		}
 		if w := r.sess.ChatPause(dest); wait < 0 || w < wait {
@@ -173,24 +173,45 @@ func (s *spreader) stranger(r *accountRun, chat tg.ChatID) bool {
 	return cached && !ok
 }
 
+// noWriteRecheck is how long an account refused write access to a
+// destination is passed over for it. Rights come back without an update
+// stashd waits for; after this the account is tried again (TDLib refuses
+// locally, from the rights it knows, while they are still missing).
+const noWriteRecheck = 10 * time.Minute
+
+// refusedWrite reports whether account was refused write access to dest
+// within noWriteRecheck. The caller holds writeMu.
+func (d *Daemon) refusedWrite(account string, dest tg.ChatID) bool {
+	at, ok := d.noWrite[account][dest]
+	return ok && time.Since(at) < noWriteRecheck
+}
+
+// wrote forgets a refusal of write access to dest recorded for account:
+// its send there just landed.
+func (d *Daemon) wrote(account string, dest tg.ChatID) {
+	d.writeMu.Lock()
+	delete(d.noWrite[account], dest)
+	d.writeMu.Unlock()
+}
+
 // handOver records that account from may not write to dest and picks
-// another running account that has not been refused there, in
+// another running account that has not been refused there lately, in
 // configuration order.
 func (d *Daemon) handOver(from string, dest tg.ChatID) (string, bool) {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	if d.noWrite == nil {
-		d.noWrite = map[string]map[tg.ChatID]bool{}
+		d.noWrite = map[string]map[tg.ChatID]time.Time{}
 	}
 	if d.noWrite[from] == nil {
-		d.noWrite[from] = map[tg.ChatID]bool{}
+		d.noWrite[from] = map[tg.ChatID]time.Time{}
 	}
-	d.noWrite[from][dest] = true
+	d.noWrite[from][dest] = time.Now()
 	d.mu.Lock()
 	runs := d.accounts
 	d.mu.Unlock()
 	for _, r := range runs {
-		if r.name != from && !d.noWrite[r.name][dest] {
+		if r.name != from && !d.refusedWrite(r.name, dest) {
 			return r.name, true
 		}
 	}

@@ -138,6 +138,9 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 		landed, msgs = append(landed, t.Delivery), append(msgs, r.Message.ID)
 	}
 	if len(landed) > 0 {
+		if p.cfg.Wrote != nil {
+			p.cfg.Wrote(dest)
+		}
 		if err := p.sent(ctx, landed, msgs, last && failed == nil); err != nil {
 			failed = errors.Join(failed, err)
 		}

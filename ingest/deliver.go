@@ -88,7 +88,7 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 		}
 		sent += n
 		err = p.topicRefusal(in, dest, thread, err)
-		if err != nil && tg.NoWriteAccess(err) && p.cfg.HandOver != nil {
+		if err != nil && tg.NoWriteAccess(err) {
 			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)
 			if handed {
 				return sent, true, nil
@@ -227,13 +227,20 @@ func (p *Pipeline) sendTurn(ctx context.Context, pkg store.Package, dest tg.Chat
 // HandOverRoute is the route name of deliveries handed to another account.
 const HandOverRoute = "(handed over)"
 
-// handOver gives the delivery of pkg to dest to another account with
-// write access there: it waits for that account's window loop, which sends
-// it at once. It reports false (and cause) when no account is left.
+// handOver gives the delivery of pkg to dest, refused with cause, to
+// another account with write access there: it waits for that account's
+// window loop, which sends it at once. When no account is left it reports
+// false and tg.ErrNoWriteAccess: the delivery waits for rights to return
+// (Deliverer holds the destination), it is not given up.
 func (p *Pipeline) handOver(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID, cause error) (bool, error) {
-	to, ok := p.cfg.HandOver(dest)
+	var to string
+	ok := false
+	if p.cfg.HandOver != nil {
+		to, ok = p.cfg.HandOver(dest)
+	}
 	if !ok {
-		return false, fmt.Errorf("no account can write to %d: %w", dest, cause)
+		// cause with %v: a 400 would make the whole error permanent.
+		return false, fmt.Errorf("deliver package %d to %d: %w (%v)", pkg.ID, dest, tg.ErrNoWriteAccess, cause)
 	}
 	keys := make([]tg.MessageKey, len(parts))
 	for i, m := range parts {

@@ -20,6 +20,7 @@ type DeliveryStore interface {
 	QueuedByRoute(ctx context.Context, account string) ([]store.RouteBacklog, error)
 	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
+	HoldDestination(ctx context.Context, account string, dest tg.ChatID, at time.Time, cause string) (int, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
 }
@@ -57,9 +58,10 @@ type DeliveryConfig struct {
 //
 // A delivery that fails is deferred with backoff and the rest of the queue
 // goes on; one that can never be sent (its source message gone, the source
-// lost) leaves the queue with its reason logged. A window that closes with
-// deliveries still waiting is recorded as partial (status shows it); they
-// go in the next window, never dropped.
+// lost) leaves the queue with its reason logged; a destination no account
+// may post in holds its deliveries until one may (holdUnwritable). A
+// window that closes with deliveries still waiting is recorded as partial
+// (status shows it); they go in the next window, never dropped.
 type Deliverer struct {
 	cfg   DeliveryConfig
 	p     *Pipeline
@@ -68,9 +70,12 @@ type Deliverer struct {
 	run   service.Runner
 
 	// open and sent are per route: the window state last seen and the
-	// deliveries sent since it opened. Only RunOnce touches them.
-	open map[string]bool
-	sent map[string]int
+	// deliveries sent since it opened. unwritable is the last hold of each
+	// destination no account may post in (holdUnwritable). Only RunOnce
+	// touches them.
+	open       map[string]bool
+	sent       map[string]int
+	unwritable map[tg.ChatID]time.Duration
 }
 
 // NewDeliverer returns the delivery stage of p's account. m may be nil.
@@ -79,7 +84,8 @@ func NewDeliverer(cfg DeliveryConfig, p *Pipeline, st DeliveryStore, m *WindowMe
 	cfg.Batch = cmp.Or(cfg.Batch, 100)
 	cfg.SendSpacing = cmp.Or(cfg.SendSpacing, 3*time.Second)
 	cfg.RetryDelay = cmp.Or(cfg.RetryDelay, 10*time.Second)
-	return &Deliverer{cfg: cfg, p: p, store: st, m: m, open: map[string]bool{}, sent: map[string]int{}}
+	return &Deliverer{cfg: cfg, p: p, store: st, m: m, open: map[string]bool{}, sent: map[string]int{},
+		unwritable: map[tg.ChatID]time.Duration{}}
 }
 
 // Start starts the stage's goroutine: it runs at once, then whenever
@@ -121,7 +127,8 @@ type DeliveryResult struct {
 	// Delivered counts queued deliveries sent; Waiting those left;
 	// Failed those given up because their source message is gone;
 	// Deferred those that failed and wait to be tried again; Held those
-	// left queued because their destination waits for a reconciliation.
+	// left queued because their destination waits for a reconciliation,
+	// or for write access no account has there.
 	Delivered, Waiting, Failed, Deferred, Held int
 	// Partial counts windows found closed with deliveries still waiting.
 	Partial int
@@ -156,6 +163,16 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				held[w.Destination] = true
 				res.Held++
 				continue
+			case errors.Is(err, tg.ErrNoWriteAccess):
+				// Its other deliveries are put off with it, without a
+				// try each.
+				held[w.Destination] = true
+				res.Held++
+				if err := ws.holdUnwritable(ctx, w, err); err != nil {
+					return res, err
+				}
+				progressed = true
+				continue
 			case err == nil:
 			case ctx.Err() != nil || errors.Is(err, tg.ErrLeaseLost) || errors.Is(err, store.ErrStaleEpoch):
 				// The account is stopping or no longer ours: the row stays
@@ -186,6 +203,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				progressed = true
 				res.Delivered++
 				ws.sent[w.Route]++
+				delete(ws.unwritable, w.Destination)
 			}
 		}
 		partial, waiting, err := ws.report(ctx, routes)
@@ -201,7 +219,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 // length when Telegram asked for one, else by RetryDelay doubled per
 // attempt (at most 30 min). The first failure of a delivery is logged.
 func (ws *Deliverer) deferDelivery(ctx context.Context, w store.Waiting, cause error) error {
-	wait := min(ws.cfg.RetryDelay<<min(w.Attempts, 16), 30*time.Minute)
+	wait := min(ws.cfg.RetryDelay<<min(w.Attempts, 16), maxRetryDelay)
 	if d, ok := tg.FloodWait(cause); ok {
 		wait = d
 	}
@@ -210,6 +228,35 @@ func (ws *Deliverer) deferDelivery(ctx context.Context, w store.Waiting, cause e
 			"in", wait, "err", cause)
 	}
 	return ws.store.DeferDelivery(ctx, w.PackageID, w.Destination, ws.p.cfg.Now().Add(wait), cause.Error())
+}
+
+// maxRetryDelay bounds the wait before a failed delivery, or a
+// destination no account may post in, is tried again.
+const maxRetryDelay = 30 * time.Minute
+
+// holdUnwritable puts off w and the rest of the account's deliveries to
+// its destination, which no account of the daemon may post in (cause
+// wraps tg.ErrNoWriteAccess): by RetryDelay at first, doubled for each
+// refusal in a row, at most maxRetryDelay. Rights come back (an
+// administrator restores them) without an update stashd could wait for,
+// so the first delivery due after the hold tries again: while the rights
+// are missing, the destination costs one refused send per hold, whatever
+// its backlog, and nothing leaves the queue.
+func (ws *Deliverer) holdUnwritable(ctx context.Context, w store.Waiting, cause error) error {
+	last := ws.unwritable[w.Destination]
+	wait := min(cmp.Or(2*last, ws.cfg.RetryDelay), maxRetryDelay)
+	ws.unwritable[w.Destination] = wait
+	n, err := ws.store.HoldDestination(ctx, ws.p.cfg.Account, w.Destination, ws.p.cfg.Now().Add(wait), cause.Error())
+	if err != nil {
+		return err
+	}
+	if last == 0 {
+		ws.p.log.Warn("no account may post in the destination; its deliveries wait for write access", "destination", w.Destination,
+			"deliveries", n, "retry_in", wait, "err", cause)
+	} else {
+		ws.p.log.Debug("destination still refuses posts; deliveries held", "destination", w.Destination, "deliveries", n, "retry_in", wait)
+	}
+	return nil
 }
 
 // one delivers w if its window is open now; otherwise it records the next

@@ -90,9 +90,12 @@ type Config struct {
 	// HandOver, when set, is asked for another account to deliver to dest
 	// when this account has no write access there (TDLib's 400 "Have no
 	// write access to the chat"); the delivery waits for that account's
-	// window loop. It reports false when no account is left. Nil: the
-	// send fails like any other.
+	// window loop. It reports false when no account is left, as nil does:
+	// the delivery then waits for write access (tg.ErrNoWriteAccess).
 	HandOver func(dest tg.ChatID) (account string, ok bool)
+	// Wrote, when set, is told that this account's send to dest landed: a
+	// refusal of write access there recorded for it no longer holds.
+	Wrote func(dest tg.ChatID)
 	// Spread, when set, picks the account of the daemon that sends each
 	// package to each destination, so that one route's sends spread over
 	// the accounts' send budgets (see Spread). Nil: this account sends

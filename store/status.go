@@ -108,6 +108,9 @@ type Status struct {
 	Backfills []BackfillStatus `json:"backfills,omitempty"`
 	// Waiting counts deliveries held by delivery windows.
 	Waiting []WaitingStatus `json:"waiting,omitempty"`
+	// Deferred are the deliveries a failure put off (a destination no
+	// account may post in, a failed send), by account and destination.
+	Deferred []DeferredStatus `json:"deferred,omitempty"`
 	// Partial are windows that closed with deliveries still waiting.
 	Partial []WindowReport `json:"partial_windows,omitempty"`
 	// Backlog is the delivery backlog due now, by destination, with the
@@ -211,6 +214,9 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		return st, fmt.Errorf("count packages: %w", err)
 	}
 	if err := s.sourceEventStatus(ctx, &st); err != nil {
+		return st, err
+	}
+	if err := s.deferredStatus(ctx, &st); err != nil {
 		return st, err
 	}
 	if err := s.windowStatus(ctx, &st); err != nil {

@@ -227,6 +227,37 @@ func (s *Store) windowStatus(ctx context.Context, st *Status) error {
 	return nil
 }
 
+// DeferredStatus counts the queued deliveries of one account to one
+// destination that a failure put off: they wait until OpensAt (the
+// earliest of them), and LastError is why.
+type DeferredStatus struct {
+	Account     string    `json:"account"`
+	Destination int64     `json:"destination"`
+	Deliveries  int       `json:"deliveries"`
+	OpensAt     time.Time `json:"opens_at"`
+	LastError   string    `json:"last_error"`
+}
+
+// deferredStatus reads the deliveries put off after a failure, by
+// account and destination.
+func (s *Store) deferredStatus(ctx context.Context, st *Status) error {
+	rows, err := s.pool.Query(ctx, `SELECT account, destination_chat_id, count(*), min(opens_at), max(last_error)
+		FROM waiting_deliveries WHERE last_error <> '' AND opens_at > now()
+		GROUP BY account, destination_chat_id ORDER BY destination_chat_id, account`)
+	if err != nil {
+		return fmt.Errorf("read deferred deliveries: %w", err)
+	}
+	st.Deferred, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeferredStatus, error) {
+		var d DeferredStatus
+		err := r.Scan(&d.Account, &d.Destination, &d.Deliveries, &d.OpensAt, &d.LastError)
+		return d, err
+	})
+	if err != nil {
+		return fmt.Errorf("read deferred deliveries: %w", err)
+	}
+	return nil
+}
+
 // RouteBacklog counts the queued deliveries of one account and route
 // (route "" for those waiting only for the send budget).
 type RouteBacklog struct {
@@ -252,6 +283,20 @@ func (s *Store) QueuedByRoute(ctx context.Context, account string) ([]RouteBackl
 		return nil, fmt.Errorf("count queued deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// HoldDestination puts off until at every delivery of account's queue to
+// dest due sooner, recording cause as their last error (status shows it):
+// the destination refuses them all alike (no account may post there), so
+// one refused send holds the whole backlog instead of each delivery being
+// tried. It returns how many it put off.
+func (s *Store) HoldDestination(ctx context.Context, account string, dest tg.ChatID, at time.Time, cause string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET opens_at = $3, last_error = $4
+		WHERE account = $1 AND destination_chat_id = $2 AND opens_at < $3`, account, int64(dest), at, cause)
+	if err != nil {
+		return 0, fmt.Errorf("hold deliveries to %d: %w", dest, err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // ResumeDeliveries makes the queued deliveries to dest that were put off

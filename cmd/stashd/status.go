@@ -121,6 +121,10 @@ func printStatus(rep store.Status) {
 		fmt.Printf("route %s (account %s): %d deliveries (%d parts) to %d wait for the delivery window, which opens %s\n",
 			w.Route, w.Account, w.Deliveries, w.Parts, w.Destination, w.OpensAt.Local().Format("Mon Jan 2 15:04 MST"))
 	}
+	for _, d := range rep.Deferred {
+		fmt.Printf("destination %d (account %s): %d deliveries put off until %s after: %s\n", d.Destination, d.Account,
+			d.Deliveries, d.OpensAt.Local().Format("Mon Jan 2 15:04:05 MST"), web.Printable(d.LastError))
+	}
 	for _, p := range rep.Partial {
 		var opens time.Time
 		for _, w := range rep.Waiting {

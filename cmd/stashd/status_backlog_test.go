@@ -17,37 +17,7 @@ import (
 // --json, and a source whose catalogue is current but whose deliveries
 // wait is not reported as a bare "synced".
 func TestStatusShowsDeliveryBacklog(t *testing.T) {
-	dbURL := pgtest.New(t)
-	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: dbURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	src, dest := tg.ChatID(-1001000000007), tg.ChatID(-1001000000500)
-	if err := st.EnsureSource(ctx, store.Source{ChatID: src, Account: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SaveSourceState(ctx, src, false, "", 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.RecordSendRate(ctx, "a", 20); err != nil {
-		t.Fatal(err)
-	}
-	hash := make([]byte, 32)
-	hash[0] = 9
-	k1, k2 := tg.MessageKey{Chat: src, Message: 1 << 20}, tg.MessageKey{Chat: src, Message: 2 << 20}
-	id, _, err := st.CreatePackage(ctx, store.Package{ContentHash: hash, Name: "x.7z", Format: "7z", TotalSize: 2, PartCount: 2, Origin: k1},
-		[]store.Part{{Index: 0, FileName: "x.7z.001", Size: 1, SHA256: hash, UniqueID: "x1", Source: k1},
-			{Index: 1, FileName: "x.7z.002", Size: 1, SHA256: hash, UniqueID: "x2", Source: k2}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.QueueDelivery(ctx, store.Waiting{PackageID: id, Destination: dest, Account: "a", Parts: []tg.MessageKey{k1, k2},
-		PartCount: 2, OpensAt: time.Now().Add(-time.Second)}); err != nil {
-		t.Fatal(err)
-	}
-
+	dbURL, _, dest := queuedSet(t)
 	dir := t.TempDir()
 	code, out, stderr := run(t, dir, nil, "status", "--database-url", dbURL)
 	if code != 0 {
@@ -74,5 +44,75 @@ func TestStatusShowsDeliveryBacklog(t *testing.T) {
 	}
 	if len(rep.Sources) != 1 || rep.Sources[0].State != store.SourceDelivering || rep.Sources[0].DeliveriesDue != 1 {
 		t.Errorf("status --json sources %+v, want the source delivering with 1 delivery due", rep.Sources)
+	}
+}
+
+// queuedSet opens a fresh catalogue holding a source of account a (send
+// budget 20 a minute) with one two-part package queued for destination
+// dest, due now.
+func queuedSet(t *testing.T) (dbURL string, st *store.Store, dest tg.ChatID) {
+	dbURL = pgtest.New(t)
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: dbURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	src := tg.ChatID(-1001000000007)
+	dest = tg.ChatID(-1001000000500)
+	if err := st.EnsureSource(ctx, store.Source{ChatID: src, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveSourceState(ctx, src, false, "", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordSendRate(ctx, "a", 20); err != nil {
+		t.Fatal(err)
+	}
+	hash := make([]byte, 32)
+	hash[0] = 9
+	k1, k2 := tg.MessageKey{Chat: src, Message: 1 << 20}, tg.MessageKey{Chat: src, Message: 2 << 20}
+	id, _, err := st.CreatePackage(ctx, store.Package{ContentHash: hash, Name: "x.7z", Format: "7z", TotalSize: 2, PartCount: 2, Origin: k1},
+		[]store.Part{{Index: 0, FileName: "x.7z.001", Size: 1, SHA256: hash, UniqueID: "x1", Source: k1},
+			{Index: 1, FileName: "x.7z.002", Size: 1, SHA256: hash, UniqueID: "x2", Source: k2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.QueueDelivery(ctx, store.Waiting{PackageID: id, Destination: dest, Account: "a", Parts: []tg.MessageKey{k1, k2},
+		PartCount: 2, OpensAt: time.Now().Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+
+	return dbURL, st, dest
+}
+
+// stashd status shows the deliveries a failure put off, with when they
+// are tried again and why: a destination no account may post in holds
+// its whole backlog.
+func TestStatusShowsDeliveriesPutOff(t *testing.T) {
+	dbURL, st, dest := queuedSet(t)
+	cause := "deliver package 1 to -1001000000500: " + tg.ErrNoWriteAccess.Error() + " (400 Have no write access to the chat)"
+	if n, err := st.HoldDestination(t.Context(), "a", dest, time.Now().Add(10*time.Minute), cause); err != nil || n != 1 {
+		t.Fatalf("hold destination: %d deliveries, %v; want 1", n, err)
+	}
+	dir := t.TempDir()
+	code, out, stderr := run(t, dir, nil, "status", "--database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^destination -1001000000500 \(account a\): 1 deliveries put off until .+ after: .*no account may post in the destination`).MatchString(out) {
+		t.Errorf("status does not show the deliveries put off and why:\n%s", out)
+	}
+	code, out, stderr = run(t, dir, nil, "status", "--json", "--database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, stderr)
+	}
+	var rep store.Status
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(rep.Deferred) != 1 || rep.Deferred[0].Destination != int64(dest) || rep.Deferred[0].Deliveries != 1 ||
+		rep.Deferred[0].LastError != cause || time.Until(rep.Deferred[0].OpensAt) < 9*time.Minute {
+		t.Errorf("status --json deferred %+v, want 1 delivery to %d put off 10 minutes with its cause", rep.Deferred, dest)
 	}
 }
