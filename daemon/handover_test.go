@@ -2,14 +2,11 @@ package daemon_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
-	"stashd/sim/tgsim"
 	"stashd/tg"
 )
 
@@ -38,45 +35,14 @@ func handOverRun(t *testing.T, sendRate float64) {
 	}
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
-	var posted []tg.Message
-	for i := range 3 {
-		name := fmt.Sprintf("p%d.tar", i)
-		m := world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
-		posted = append(posted, m)
-	}
+	posted := postTars(world, src, "p", 3)
 	for _, m := range posted {
 		waitHandled(t, st, m.Key())
 	}
-	// b's window loop sends what was handed to it; bounded poll.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n := 0
-		for _, m := range world.Messages(dest) {
-			if m.Document != nil {
-				n++
-			}
-		}
-		if n >= len(posted) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d packages reached the destination", n, len(posted))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// b's window loop sends what was handed to it.
+	waitDocuments(t, world, dest, len(posted))
 	d.Shutdown(context.Background())
-
-	count := map[string]int{}
-	for _, m := range world.Messages(dest) {
-		if m.Document != nil {
-			count[m.Document.File.UniqueID]++
-		}
-	}
-	for _, m := range posted {
-		if count[m.Document.File.UniqueID] != 1 {
-			t.Errorf("%s is in the destination %d times, want once", m.Document.FileName, count[m.Document.File.UniqueID])
-		}
-	}
+	checkOnce(t, world, dest, posted)
 	for _, s := range world.Sends() {
 		if s.Chat == dest && s.Account != "b" {
 			t.Errorf("account %s's send to the destination was accepted; only b may write there", s.Account)
@@ -113,12 +79,7 @@ func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	const n = 20
-	var posted []tg.Message
-	for i := range n {
-		name := fmt.Sprintf("w%d.tar", i)
-		posted = append(posted, world.Post(src, 0, tgsim.Post{FileName: name,
-			Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
-	}
+	posted := postTars(world, src, "w", n)
 	// Every package is catalogued and its delivery queued, held.
 	held := func() int {
 		var k int
@@ -149,35 +110,9 @@ func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
 	}
 
 	world.SetWriteAccess("b", dest, true)
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		k := 0
-		for _, m := range world.Messages(dest) {
-			if m.Document != nil {
-				k++
-			}
-		}
-		if k >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d packages reached the destination after b's rights came back", k, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDocuments(t, world, dest, n)
 	d.Shutdown(context.Background())
-
-	count := map[string]int{}
-	for _, m := range world.Messages(dest) {
-		if m.Document != nil {
-			count[m.Document.File.UniqueID]++
-		}
-	}
-	for _, m := range posted {
-		if count[m.Document.File.UniqueID] != 1 {
-			t.Errorf("%s is in the destination %d times, want once", m.Document.FileName, count[m.Document.File.UniqueID])
-		}
-	}
+	checkOnce(t, world, dest, posted)
 	var open int
 	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries WHERE state <> 'sent') +
 		(SELECT count(*) FROM waiting_deliveries)`).Scan(&open); err != nil {

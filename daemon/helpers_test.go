@@ -201,3 +201,51 @@ func (p pair) accounts() []daemon.Account {
 func (p pair) dial(_ context.Context, account string) (tg.Client, error) {
 	return p.world.Client(account), nil
 }
+
+// postTars posts n one-file tars named prefix0.tar… in src.
+func postTars(world *tgsim.World, src tg.ChatID, prefix string, n int) []tg.Message {
+	var posted []tg.Message
+	for i := range n {
+		name := fmt.Sprintf("%s%02d.tar", prefix, i)
+		posted = append(posted, world.Post(src, 0, tgsim.Post{FileName: name,
+			Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
+	}
+	return posted
+}
+
+// waitDocuments waits, bounded, until dest holds at least n documents.
+func waitDocuments(t testing.TB, world *tgsim.World, dest tg.ChatID, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		k := 0
+		for _, m := range world.Messages(dest) {
+			if m.Document != nil {
+				k++
+			}
+		}
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d packages reached the destination", k, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkOnce checks that dest holds each of posted's documents exactly once.
+func checkOnce(t testing.TB, world *tgsim.World, dest tg.ChatID, posted []tg.Message) {
+	t.Helper()
+	count := map[string]int{}
+	for _, m := range world.Messages(dest) {
+		if m.Document != nil {
+			count[m.Document.File.UniqueID]++
+		}
+	}
+	for _, m := range posted {
+		if c := count[m.Document.File.UniqueID]; c != 1 {
+			t.Errorf("%s is in the destination %d times, want once", m.Document.FileName, c)
+		}
+	}
+}

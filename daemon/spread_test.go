@@ -58,17 +58,7 @@ func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgs
 	}
 	d.Shutdown(context.Background())
 
-	count := map[string]int{}
-	for _, m := range world.Messages(dest) {
-		if m.Document != nil {
-			count[m.Document.File.UniqueID]++
-		}
-	}
-	for _, m := range posted {
-		if c := count[m.Document.File.UniqueID]; c != 1 {
-			t.Errorf("%s is in the destination %d times, want once", m.Document.FileName, c)
-		}
-	}
+	checkOnce(t, world, dest, posted)
 	var sends []tgsim.SendRecord
 	for _, s := range world.Sends() {
 		if s.Chat == dest {

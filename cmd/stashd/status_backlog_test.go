@@ -18,26 +18,13 @@ import (
 // wait is not reported as a bare "synced".
 func TestStatusShowsDeliveryBacklog(t *testing.T) {
 	dbURL, _, dest := queuedSet(t)
-	dir := t.TempDir()
-	code, out, stderr := run(t, dir, nil, "status", "--database-url", dbURL)
-	if code != 0 {
-		t.Fatalf("status: exit %d: %s", code, stderr)
-	}
+	out, rep := statusOf(t, dbURL)
 	if !strings.Contains(out, "catalogue synced, 1 deliveries waiting") {
 		t.Errorf("status does not say the source's deliveries wait:\n%s", out)
 	}
 	// The set's two parts go as one album: one send at 20 a minute.
 	if !regexp.MustCompile(`(?m)^-1001000000500\s+1\s+2\s+a\s+20/min\s+~3s$`).MatchString(out) {
 		t.Errorf("status has no backlog row for the destination (1 delivery, 2 parts, a, 20/min, ~3s):\n%s", out)
-	}
-
-	code, out, stderr = run(t, dir, nil, "status", "--json", "--database-url", dbURL)
-	if code != 0 {
-		t.Fatalf("status --json: exit %d: %s", code, stderr)
-	}
-	var rep store.Status
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
 	}
 	if len(rep.Backlog) != 1 || rep.Backlog[0].Destination != int64(dest) || rep.Backlog[0].Parts != 2 || rep.Backlog[0].Sends != 1 || rep.Backlog[0].DrainSeconds != 3 {
 		t.Errorf("status --json backlog %+v, want destination %d with 2 parts in 1 send draining in 3 s", rep.Backlog, dest)
@@ -95,24 +82,31 @@ func TestStatusShowsDeliveriesPutOff(t *testing.T) {
 	if n, err := st.HoldDestination(t.Context(), "a", dest, time.Now().Add(10*time.Minute), cause); err != nil || n != 1 {
 		t.Fatalf("hold destination: %d deliveries, %v; want 1", n, err)
 	}
-	dir := t.TempDir()
-	code, out, stderr := run(t, dir, nil, "status", "--database-url", dbURL)
-	if code != 0 {
-		t.Fatalf("status: exit %d: %s", code, stderr)
-	}
+	out, rep := statusOf(t, dbURL)
 	if !regexp.MustCompile(`(?m)^destination -1001000000500 \(account a\): 1 deliveries put off until .+ after: .*no account may post in the destination`).MatchString(out) {
 		t.Errorf("status does not show the deliveries put off and why:\n%s", out)
-	}
-	code, out, stderr = run(t, dir, nil, "status", "--json", "--database-url", dbURL)
-	if code != 0 {
-		t.Fatalf("status --json: exit %d: %s", code, stderr)
-	}
-	var rep store.Status
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
 	}
 	if len(rep.Deferred) != 1 || rep.Deferred[0].Destination != int64(dest) || rep.Deferred[0].Deliveries != 1 ||
 		rep.Deferred[0].LastError != cause || time.Until(rep.Deferred[0].OpensAt) < 9*time.Minute {
 		t.Errorf("status --json deferred %+v, want 1 delivery to %d put off 10 minutes with its cause", rep.Deferred, dest)
 	}
+}
+
+// statusOf runs stashd status on dbURL, as text and with --json.
+func statusOf(t *testing.T, dbURL string) (string, store.Status) {
+	t.Helper()
+	dir := t.TempDir()
+	code, out, stderr := run(t, dir, nil, "status", "--database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	code, js, stderr := run(t, dir, nil, "status", "--json", "--database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, stderr)
+	}
+	var rep store.Status
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, js)
+	}
+	return out, rep
 }
