@@ -268,6 +268,38 @@ func TestLostServerClosesTheClient(t *testing.T) {
 	}
 }
 
+// The stand-in keeps one connection per server socket: an instance
+// created once the environment names another server talks to that one,
+// while the instances of the first keep theirs. (The same rule never
+// starts an instance on a connection its server closed: a test that began
+// right after another's server went away once started on that dead
+// connection and failed with 500 "Request aborted".)
+func TestEachServerItsOwnConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var clients [2]*tdlib.Client
+	for i, premium := range []bool{false, true} {
+		world := tgsim.NewWorld(tgsim.Config{Seed: int64(i + 1)})
+		world.AddAccount("acct1", premium)
+		dir, _ := serveWorld(t, world)
+		c, err := tdlib.New(ctx, standinConfig(dir, "acct1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	for i, c := range clients {
+		me, err := c.GetMe(ctx)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		if me.IsPremium != (i == 1) {
+			t.Errorf("client %d got the account of the other server (premium %v)", i, me.IsPremium)
+		}
+	}
+}
+
 // Without a server, starting a client fails at once with the reason,
 // instead of waiting for go-tdlib's 60-second timeout.
 func TestNoServerFailsTheStart(t *testing.T) {

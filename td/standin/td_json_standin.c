@@ -9,7 +9,8 @@
  * `stashd sim` (sim/tdjsonsim), which answers them from the Telegram
  * simulator as TDLib 1.8.40 would. mk/standin.mk builds it.
  *
- * Protocol (one connection per process, opened at the first td_send):
+ * Protocol (one connection per process and socket path, opened by the
+ * first request of an instance that finds none live):
  *   - the socket is the path in the environment variable STASHD_TDJSON_SOCKET;
  *   - each td_send writes one line: the request's JSON object with
  *     "@client_id":N added as its last member (raw newlines, which JSON
@@ -48,6 +49,7 @@
 #include "td/telegram/td_json_client.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,7 +85,8 @@ enum client_state {
 
 struct client {
 	enum client_state state;
-	unsigned conn;
+	unsigned conn; /* its connection's number, */
+	int fd;        /* and descriptor (open while the state is CLIENT_OPEN) */
 	struct pending *pending;
 };
 
@@ -102,8 +105,9 @@ static struct item *queue_head, *queue_tail;
 static struct client *clients; /* indexed by client id; 0 is unused */
 static int nclients;           /* allocated entries */
 static int last_client_id;
-static int sock = -1;      /* the live connection, -1 when none */
-static unsigned conn_seq;  /* connections opened so far; names the live one */
+static int sock = -1;      /* the newest connection, -1 when it ended */
+static unsigned conn_seq;  /* connections opened so far; names the newest */
+static char sock_path[sizeof ((struct sockaddr_un *)0)->sun_path]; /* its socket */
 static int log_verbosity = 1;
 
 /* The last strings handed to this thread by td_receive and by td_execute.
@@ -477,13 +481,23 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* dial connects to the server when there is no live connection; on failure
- * it writes the reason into why. Runs with mu held. */
+/* hung_up reports whether the server closed connection fd: its reader has
+ * not seen the end yet, but an instance must not start on it. */
+static int hung_up(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/* dial makes sure the newest connection is a live one to the socket the
+ * environment names now, connecting when it is not (the instances of an
+ * older connection keep theirs); on failure it writes the reason into why.
+ * Runs with mu held. */
 static int dial(char *why, size_t whylen)
 {
-	if (sock >= 0)
-		return 0;
 	const char *path = getenv(SOCKET_ENV);
+	if (sock >= 0 && path != NULL && strcmp(path, sock_path) == 0 && !hung_up(sock))
+		return 0;
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	if (path == NULL || *path == '\0') {
 		snprintf(why, whylen, "stand-in libtdjson: %s is not set", SOCKET_ENV);
@@ -518,6 +532,7 @@ static int dial(char *why, size_t whylen)
 	}
 	sock = fd;
 	conn_seq++;
+	strcpy(sock_path, path);
 	return 0;
 }
 
@@ -599,6 +614,7 @@ void td_send(int client_id, const char *request)
 		}
 		c->state = CLIENT_OPEN;
 		c->conn = conn_seq;
+		c->fd = sock;
 	}
 	if (extra != NULL) {
 		/* Recorded before the write, so a loss from now on answers it. */
@@ -612,7 +628,9 @@ void td_send(int client_id, const char *request)
 
 	pthread_mutex_lock(&wmu);
 	pthread_mutex_lock(&mu);
-	int fd = conn == conn_seq ? sock : -1;
+	/* Open under both locks: its reader, which closes it, waits for wmu. */
+	c = client(client_id);
+	int fd = c->state == CLIENT_OPEN && c->conn == conn ? c->fd : -1;
 	pthread_mutex_unlock(&mu);
 	if (fd >= 0 && write_all(fd, line, strlen(line)) != 0) {
 		/* The reader sees the end of the connection and reports it. */
