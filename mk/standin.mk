@@ -85,8 +85,9 @@ $(STANDIN_DIR)/libtdjson.so.$(TDLIB_VERSION): $(STANDIN_DIR)/libtdjson.so
 # go-tdlib's #cgo line also names -lstdc++ -lssl -lcrypto -lz, which the
 # linker must resolve even though nothing uses them: tdlib-link-deps
 # installs them when missing.
-# The stand-in library keeps one connection per process, so the package's
-# tests that go through it run one after another. test-standin builds the
+# The stand-in library keeps one connection per process and server socket
+# (and go-tdlib one receiver per process), so the package's tests that go
+# through it run one after another. test-standin builds the
 # test binary once, then runs the end-to-end tests (STANDIN_SLOW) in one
 # process and every other test in a second one beside it (-skip: together
 # they are every test), and prints each one's output whole.

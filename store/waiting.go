@@ -40,7 +40,8 @@ func (s *Store) QueueDelivery(ctx context.Context, w Waiting) (bool, error) {
 // WaitDelivery records that w waits until w.OpensAt for w.Account to send
 // it (a route's window, or another account taking the delivery over); a
 // delivery already queued keeps its parts and place in the queue and takes
-// the new account, route and time.
+// the new account, route and time (and forgets its last error: what it
+// waits for now is the window, or the other account).
 func (s *Store) WaitDelivery(ctx context.Context, w Waiting) error {
 	st := WaitDeliveryStatement(w)
 	if _, err := s.pool.Exec(ctx, st.SQL, st.Args...); err != nil {
@@ -57,7 +58,7 @@ func WaitDeliveryStatement(w Waiting) Statement {
 			source_chat_id, source_topic_id, message_ids, part_count)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (package_id, destination_chat_id) DO UPDATE SET account = excluded.account, route = excluded.route,
-			opens_at = excluded.opens_at`,
+			opens_at = excluded.opens_at, last_error = ''`,
 		Args: []any{w.PackageID, int64(w.Destination), w.Account, w.Route, w.OpensAt, chat, w.Topic, ids, w.PartCount}}
 }
 
@@ -194,11 +195,13 @@ type WaitingStatus struct {
 	OpensAt     time.Time `json:"opens_at"`
 }
 
-// windowStatus reads the waiting deliveries by route and destination, and
-// the latest report of each route whose deliveries still wait.
+// windowStatus reads the waiting deliveries by route and destination
+// (those a failure put off are deferredStatus's), and the latest report
+// of each route whose deliveries still wait.
 func (s *Store) windowStatus(ctx context.Context, st *Status) error {
 	rows, err := s.pool.Query(ctx, `SELECT route, account, destination_chat_id, count(*), sum(part_count), min(opens_at)
-		FROM waiting_deliveries WHERE route <> '' GROUP BY route, account, destination_chat_id ORDER BY route, account, destination_chat_id`)
+		FROM waiting_deliveries WHERE route <> '' AND NOT (last_error <> '' AND opens_at > now())
+		GROUP BY route, account, destination_chat_id ORDER BY route, account, destination_chat_id`)
 	if err != nil {
 		return fmt.Errorf("read waiting deliveries: %w", err)
 	}

@@ -17,7 +17,8 @@ import (
 // --json, and a source whose catalogue is current but whose deliveries
 // wait is not reported as a bare "synced".
 func TestStatusShowsDeliveryBacklog(t *testing.T) {
-	dbURL, _, dest := queuedSet(t)
+	dbURL, _, w := queuedSet(t)
+	dest := w.Destination
 	out, rep := statusOf(t, dbURL)
 	if !strings.Contains(out, "catalogue synced, 1 deliveries waiting") {
 		t.Errorf("status does not say the source's deliveries wait:\n%s", out)
@@ -35,9 +36,9 @@ func TestStatusShowsDeliveryBacklog(t *testing.T) {
 }
 
 // queuedSet opens a fresh catalogue holding a source of account a (send
-// budget 20 a minute) with one two-part package queued for destination
-// dest, due now.
-func queuedSet(t *testing.T) (dbURL string, st *store.Store, dest tg.ChatID) {
+// budget 20 a minute) with one two-part package queued for a destination,
+// due now: w.
+func queuedSet(t *testing.T) (dbURL string, st *store.Store, w store.Waiting) {
 	dbURL = pgtest.New(t)
 	ctx := t.Context()
 	st, err := store.Open(ctx, store.Config{URL: dbURL})
@@ -46,7 +47,7 @@ func queuedSet(t *testing.T) (dbURL string, st *store.Store, dest tg.ChatID) {
 	}
 	t.Cleanup(st.Close)
 	src := tg.ChatID(-1001000000007)
-	dest = tg.ChatID(-1001000000500)
+	dest := tg.ChatID(-1001000000500)
 	if err := st.EnsureSource(ctx, store.Source{ChatID: src, Account: "a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,19 +66,21 @@ func queuedSet(t *testing.T) (dbURL string, st *store.Store, dest tg.ChatID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.QueueDelivery(ctx, store.Waiting{PackageID: id, Destination: dest, Account: "a", Parts: []tg.MessageKey{k1, k2},
-		PartCount: 2, OpensAt: time.Now().Add(-time.Second)}); err != nil {
+	w = store.Waiting{PackageID: id, Destination: dest, Account: "a", Parts: []tg.MessageKey{k1, k2},
+		PartCount: 2, OpensAt: time.Now().Add(-time.Second)}
+	if _, err := st.QueueDelivery(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-
-	return dbURL, st, dest
+	return dbURL, st, w
 }
 
 // stashd status shows the deliveries a failure put off, with when they
 // are tried again and why: a destination no account may post in holds
-// its whole backlog.
+// its whole backlog. One that waits for its route's window afterwards is
+// shown waiting for the window, not for the failure.
 func TestStatusShowsDeliveriesPutOff(t *testing.T) {
-	dbURL, st, dest := queuedSet(t)
+	dbURL, st, w := queuedSet(t)
+	dest := w.Destination
 	cause := "deliver package 1 to -1001000000500: " + tg.ErrNoWriteAccess.Error() + " (400 Have no write access to the chat)"
 	if n, err := st.HoldDestination(t.Context(), "a", dest, time.Now().Add(10*time.Minute), cause); err != nil || n != 1 {
 		t.Fatalf("hold destination: %d deliveries, %v; want 1", n, err)
@@ -89,6 +92,15 @@ func TestStatusShowsDeliveriesPutOff(t *testing.T) {
 	if len(rep.Deferred) != 1 || rep.Deferred[0].Destination != int64(dest) || rep.Deferred[0].Deliveries != 1 ||
 		rep.Deferred[0].LastError != cause || time.Until(rep.Deferred[0].OpensAt) < 9*time.Minute {
 		t.Errorf("status --json deferred %+v, want 1 delivery to %d put off 10 minutes with its cause", rep.Deferred, dest)
+	}
+
+	w.Route, w.OpensAt = "nights", time.Now().Add(time.Hour)
+	if err := st.WaitDelivery(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	_, rep = statusOf(t, dbURL)
+	if len(rep.Deferred) != 0 || len(rep.Waiting) != 1 || rep.Waiting[0].Route != "nights" {
+		t.Errorf("status --json deferred %+v, waiting %+v; want the delivery waiting for route nights' window only", rep.Deferred, rep.Waiting)
 	}
 }
 
