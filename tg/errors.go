@@ -141,14 +141,29 @@ func NotSent(err error) bool {
 	return errors.As(err, &te) && te.Code == 400 && te.Message == "Message was not sent"
 }
 
-// NoWriteAccess reports whether err is TDLib's refusal to send into a chat
-// the account may not post in (400 "Have no write access to the chat"):
-// another account may still deliver there.
+// NoWriteAccess reports whether err is TDLib's refusal to send a document
+// into a chat the account may not post in: another account may still
+// deliver there, and the rights may come back. TDLib refuses from the
+// rights it knows: 400 "Have no write access to the chat" (no member),
+// "Need administrator rights in the channel chat" (a channel's member
+// without the right to post), "Not enough rights to send documents to the
+// chat" (a group member restricted from documents); the server's
+// CHAT_WRITE_FORBIDDEN passes through.
 func NoWriteAccess(err error) bool {
 	var te *Error
-	return errors.As(err, &te) && te.Code == 400 &&
-		(strings.Contains(te.Message, "Have no write access") || strings.Contains(te.Message, "CHAT_WRITE_FORBIDDEN"))
+	if !errors.As(err, &te) || te.Code != 400 && te.Code != 403 {
+		return false
+	}
+	for _, m := range noWriteMessages {
+		if strings.Contains(te.Message, m) {
+			return true
+		}
+	}
+	return false
 }
+
+var noWriteMessages = []string{"Have no write access", "Need administrator rights in the channel chat",
+	"Not enough rights to send documents", "CHAT_WRITE_FORBIDDEN"}
 
 // ErrChatFloodWait: sends to a chat are paused because Telegram refused
 // one there with 429 (its per-chat limit); it comes inside a

@@ -45,7 +45,7 @@ func (c *Client) sendDocs(chat tg.ChatID, thread int64, items []tg.AlbumItem, op
 		return nil, errBadRequest("There are no messages to send")
 	}
 	if c.w.accounts[c.account].readOnly[dest.id] {
-		return nil, errBadRequest("Have no write access to the chat")
+		return nil, errBadRequest("%s", readOnlyRefusal(dest.kind))
 	}
 	files := make([]*file, len(items))
 	for i, it := range items {

@@ -403,3 +403,33 @@ func TestSendFromProtectedChatIsRefused(t *testing.T) {
 		t.Errorf("send once protection is lifted: %v", err)
 	}
 }
+
+// A member without write access is refused as TDLib refuses it, from the
+// rights it knows: in a channel, as a member who is no administrator; in
+// a supergroup or forum, as a member restricted from sending documents.
+// stashd takes each for a lost right to post (tg.NoWriteAccess), nothing
+// else.
+func TestSendWithoutWriteAccessIsRefusedAsTDLibDoes(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	for _, c := range []struct {
+		kind tg.ChatKind
+		want string
+	}{
+		{tg.KindChannel, "Need administrator rights in the channel chat"},
+		{tg.KindSupergroup, "Not enough rights to send documents to the chat"},
+		{tg.KindForum, "Not enough rights to send documents to the chat"},
+	} {
+		dest := f.w.AddChat(c.kind, "dest "+string(c.kind), "alice")
+		f.w.SetWriteAccess("alice", dest, false)
+		_, err := f.c.SendDocument(f.ctx, dest, f.src.Document.File.RemoteID, "token")
+		var te *tg.Error
+		if !errors.As(err, &te) || te.Code != 400 || te.Message != c.want || !tg.NoWriteAccess(err) {
+			t.Errorf("send to a %s without write access: %v; want 400 %q, taken for no write access", c.kind, err, c.want)
+		}
+		f.w.SetWriteAccess("alice", dest, true)
+		if _, err := f.c.SendDocument(f.ctx, dest, f.src.Document.File.RemoteID, "token"); err != nil {
+			t.Errorf("send to a %s once write access is back: %v", c.kind, err)
+		}
+	}
+}

@@ -172,12 +172,25 @@ type SendRecord struct {
 
 // SetWriteAccess gives account write access to chat or takes it away (a
 // member that may read but not post, as after its rights in a channel were
-// revoked): its sendMessage there fails with 400 "Have no write access to
-// the chat", as TDLib's can_send_message answers.
+// revoked): its sends there fail as TDLib refuses them from the rights it
+// knows (readOnlyRefusal).
 func (w *World) SetWriteAccess(account string, chat tg.ChatID, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.mustAccount(account).readOnly[chat] = !ok
+}
+
+// readOnlyRefusal is TDLib's 400 to a document sent by a member without
+// write access into a chat of kind: a channel's plain member may not post
+// at all (can_send_message_to_dialog), a supergroup's or forum's member
+// restricted from documents may not send one (can_send_message_content).
+// TDLib's "Have no write access to the chat" is for a chat the account is
+// no member of.
+func readOnlyRefusal(kind tg.ChatKind) string {
+	if kind == tg.KindChannel {
+		return "Need administrator rights in the channel chat"
+	}
+	return "Not enough rights to send documents to the chat"
 }
 
 // Sends returns every send the world accepted, in order.

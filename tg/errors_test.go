@@ -1,0 +1,30 @@
+package tg
+
+import (
+	"fmt"
+	"testing"
+)
+
+// NoWriteAccess knows TDLib's refusals of a document send for want of
+// rights, and only those.
+func TestNoWriteAccess(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&Error{Code: 400, Message: "Have no write access to the chat"}, true},
+		{&Error{Code: 400, Message: "Need administrator rights in the channel chat"}, true},
+		{&Error{Code: 400, Message: "Not enough rights to send documents to the chat"}, true},
+		{&Error{Code: 403, Message: "CHAT_WRITE_FORBIDDEN"}, true},
+		{fmt.Errorf("send: %w: %w", ErrSendRefused, &Error{Code: 400, Message: "CHAT_WRITE_FORBIDDEN"}), true},
+		{&Error{Code: 400, Message: "Chat not found"}, false},
+		{&Error{Code: 400, Message: "TOPIC_CLOSED"}, false},
+		{&Error{Code: 400, Message: "Not enough rights to create a topic"}, false},
+		{&Error{Code: 500, Message: "Have no write access to the chat"}, false},
+		{ErrNoWriteAccess, false},
+	} {
+		if got := NoWriteAccess(c.err); got != c.want {
+			t.Errorf("NoWriteAccess(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
