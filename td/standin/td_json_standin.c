@@ -630,7 +630,7 @@ void td_send(int client_id, const char *request)
 	pthread_mutex_lock(&mu);
 	/* Open under both locks: its reader, which closes it, waits for wmu. */
 	c = client(client_id);
-	int fd = c->state == CLIENT_OPEN && c->conn == conn ? c->fd : -1;
+	int fd = c != NULL && c->state == CLIENT_OPEN && c->conn == conn ? c->fd : -1;
 	pthread_mutex_unlock(&mu);
 	if (fd >= 0 && write_all(fd, line, strlen(line)) != 0) {
 		/* The reader sees the end of the connection and reports it. */
