@@ -174,9 +174,10 @@ func (s *spreader) stranger(r *accountRun, chat tg.ChatID) bool {
 }
 
 // noWriteRecheck is how long an account refused write access to a
-// destination is passed over for it. Rights come back without an update
-// stashd waits for; after this the account is tried again (TDLib refuses
-// locally, from the rights it knows, while they are still missing).
+// destination is passed over for it. stashd does not follow the accounts'
+// rights through TDLib's updates: after this the account is tried again
+// (TDLib refuses locally, from the rights it knows, while they are still
+// missing).
 const noWriteRecheck = 10 * time.Minute
 
 // refusedWrite reports whether account was refused write access to dest

@@ -237,11 +237,11 @@ const maxRetryDelay = 30 * time.Minute
 // holdUnwritable puts off w and the rest of the account's deliveries to
 // its destination, which no account of the daemon may post in (cause
 // wraps tg.ErrNoWriteAccess): by RetryDelay at first, doubled for each
-// refusal in a row, at most maxRetryDelay. Rights come back (an
-// administrator restores them) without an update stashd could wait for,
-// so the first delivery due after the hold tries again: while the rights
-// are missing, the destination costs one refused send per hold, whatever
-// its backlog, and nothing leaves the queue.
+// refusal in a row, at most maxRetryDelay. stashd does not follow the
+// accounts' rights through TDLib's updates: the first delivery due after
+// the hold tries again, so while the rights are missing the destination
+// costs one refused send per hold, whatever its backlog, and nothing
+// leaves the queue.
 func (ws *Deliverer) holdUnwritable(ctx context.Context, w store.Waiting, cause error) error {
 	last := ws.unwritable[w.Destination]
 	wait := min(cmp.Or(2*last, ws.cfg.RetryDelay), maxRetryDelay)
