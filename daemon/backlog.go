@@ -20,12 +20,15 @@ const DefaultDrainAlert = time.Hour
 
 // backlogMetrics are the delivery backlog's gauges: per destination (the
 // configured ones: a label is never made from data) the deliveries due and
-// the time to send them at the send budgets, and the bound the alert
-// StashdDeliveryBacklogDrainingSlowly compares that time with.
+// the time to send them at the send budgets, the bound the alert
+// StashdDeliveryBacklogDrainingSlowly compares that time with, and the
+// deliveries held because no account may post there
+// (StashdDestinationUnwritable).
 type backlogMetrics struct {
-	due   *prometheus.GaugeVec
-	drain *prometheus.GaugeVec
-	alert prometheus.Gauge
+	due        *prometheus.GaugeVec
+	drain      *prometheus.GaugeVec
+	alert      prometheus.Gauge
+	unwritable *prometheus.GaugeVec
 }
 
 func newBacklogMetrics(reg prometheus.Registerer) *backlogMetrics {
@@ -42,8 +45,12 @@ func newBacklogMetrics(reg prometheus.Registerer) *backlogMetrics {
 			Name: "stashd_delivery_drain_alert_seconds",
 			Help: "The delivery_drain_alert setting: the drain time past which StashdDeliveryBacklogDrainingSlowly fires.",
 		}),
+		unwritable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_delivery_unwritable",
+			Help: "Queued deliveries held because no account may post in the destination (every account refused write access), by destination, as the database shows them.",
+		}, []string{"destination"}),
 	}
-	reg.MustRegister(m.due, m.drain, m.alert)
+	reg.MustRegister(m.due, m.drain, m.alert, m.unwritable)
 	return m
 }
 
@@ -80,6 +87,13 @@ func (b *backlogGauges) update(ctx context.Context) {
 		}
 		return
 	}
+	unwritable, err := b.d.store.UnwritableDeliveries(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.r.log.Warn("count deliveries held for write access", "err", err)
+		}
+		return
+	}
 	for _, dest := range b.dests {
 		var due, drain float64
 		for _, x := range backlog {
@@ -90,5 +104,6 @@ func (b *backlogGauges) update(ctx context.Context) {
 		label := strconv.FormatInt(int64(dest), 10)
 		b.d.backlogM.due.WithLabelValues(label).Set(due)
 		b.d.backlogM.drain.WithLabelValues(label).Set(drain)
+		b.d.backlogM.unwritable.WithLabelValues(label).Set(float64(unwritable[int64(dest)]))
 	}
 }

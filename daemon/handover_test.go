@@ -2,12 +2,15 @@ package daemon_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/tg"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // An account that may not write to a destination (TDLib: 400 "Have no
@@ -57,11 +60,11 @@ func handOverRun(t *testing.T, sendRate float64) {
 	}
 }
 
-// When no account may post in a destination (each refused with 400 "Have
-// no write access to the chat"), its deliveries stay queued: the whole
-// backlog there is held at one refused send per hold, not tried delivery
-// by delivery, and goes once one account's rights come back. None is
-// given up.
+// When no account may post in a destination (each refused as TDLib
+// refuses it), its deliveries stay queued: the whole backlog there is held
+// at one refused send per hold, not tried delivery by delivery, and goes
+// once one account's rights come back. None is given up, and
+// stashd_delivery_unwritable counts them while they wait.
 func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t, 16)
@@ -75,9 +78,19 @@ func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
 		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second,
 		Ingest:   ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
 		Delivery: ingest.DeliveryConfig{Interval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond},
+		Registry: prometheus.NewRegistry(),
 	}
 	d := daemon.New(cfg, st, pr.dial)
+	daemon.SetBacklogInterval(d, 50*time.Millisecond)
 	prepareAndRun(t, d)
+	unwritable := func() float64 {
+		mfs, err := cfg.Registry.(prometheus.Gatherer).Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := metricIn(mfs, "stashd_delivery_unwritable", strconv.FormatInt(int64(dest), 10))
+		return v
+	}
 	const n = 20
 	posted := postTars(world, src, "w", n)
 	// Every package is catalogued and its delivery queued, held.
@@ -108,9 +121,17 @@ func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
 	if len(world.Sends()) != 0 {
 		t.Fatalf("%d sends accepted while no account may post", len(world.Sends()))
 	}
+	if v := unwritable(); v != n {
+		t.Errorf("stashd_delivery_unwritable = %v while %d deliveries are held, want %d", v, n, n)
+	}
 
 	world.SetWriteAccess("b", dest, true)
 	waitDocuments(t, world, dest, n)
+	for deadline := time.Now().Add(10 * time.Second); unwritable() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stashd_delivery_unwritable = %v once every delivery went, want 0", unwritable())
+		}
+	}
 	d.Shutdown(context.Background())
 	checkOnce(t, world, dest, posted)
 	var open int

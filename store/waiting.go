@@ -302,6 +302,28 @@ func (s *Store) HoldDestination(ctx context.Context, account string, dest tg.Cha
 	return int(tag.RowsAffected()), nil
 }
 
+// UnwritableDeliveries counts, by destination, the queued deliveries held
+// because no account may post there (put off with tg.ErrNoWriteAccess as
+// their last error).
+func (s *Store) UnwritableDeliveries(ctx context.Context) (map[int64]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT destination_chat_id, count(*)::int FROM waiting_deliveries
+		WHERE opens_at > now() AND strpos(last_error, $1) > 0 GROUP BY destination_chat_id`, tg.ErrNoWriteAccess.Error())
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries held for write access: %w", err)
+	}
+	out := map[int64]int{}
+	var dest int64
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&dest, &n}, func() error {
+		out[dest] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries held for write access: %w", err)
+	}
+	return out, nil
+}
+
 // ResumeDeliveries makes the queued deliveries to dest that were put off
 // for cause (an error text, such as tg.ErrTopicClosed's) due at now: what
 // held them has gone (the topic was reopened). It returns how many.
