@@ -303,11 +303,12 @@ func (s *Store) HoldDestination(ctx context.Context, account string, dest tg.Cha
 }
 
 // UnwritableDeliveries counts, by destination, the queued deliveries held
-// because no account may post there (put off with tg.ErrNoWriteAccess as
-// their last error).
+// because no account may post there: their last attempt was refused with
+// tg.ErrNoWriteAccess. A hold that ran out and waits for its next try
+// counts too, so the count stays steady until the deliveries go.
 func (s *Store) UnwritableDeliveries(ctx context.Context) (map[int64]int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT destination_chat_id, count(*)::int FROM waiting_deliveries
-		WHERE opens_at > now() AND strpos(last_error, $1) > 0 GROUP BY destination_chat_id`, tg.ErrNoWriteAccess.Error())
+		WHERE strpos(last_error, $1) > 0 GROUP BY destination_chat_id`, tg.ErrNoWriteAccess.Error())
 	if err != nil {
 		return nil, fmt.Errorf("count deliveries held for write access: %w", err)
 	}
