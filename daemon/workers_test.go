@@ -2,11 +2,9 @@ package daemon_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/sim/tgsim"
 	"stashd/tg"
@@ -40,11 +38,8 @@ func TestCatchupIngestsAsManyAtOnceAsWorkers(t *testing.T) {
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "backlog", "a")
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")
-	var last tg.Message
-	for i := range 6 {
-		name := fmt.Sprintf("held%02d.tar", i)
-		last = world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
-	}
+	posted := postTars(world, src, "held", 6)
+	last := posted[len(posted)-1]
 	client := heldDownloads{Client: world.Client("a"), entered: make(chan int32, 16), release: make(chan struct{})}
 	d := daemon.New(daemon.Config{
 		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest},

@@ -182,8 +182,8 @@ var ErrTopicClosed = errors.New("destination forum topic is closed")
 var ErrTopicDeleted = errors.New("destination forum topic was deleted again")
 
 // ErrNoWriteAccess: no account of the daemon may post in a destination
-// (each was refused with 400 "Have no write access to the chat"). Not
-// permanent: rights come back, and the deliveries there wait for them.
+// (each was refused for want of rights: NoWriteAccess). Not permanent:
+// rights come back, and the deliveries there wait for them.
 var ErrNoWriteAccess = errors.New("no account may post in the destination")
 
 // TopicClosed reports whether err is Telegram's refusal to post into a
