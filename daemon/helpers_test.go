@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -46,24 +47,25 @@ func prepareAndRun(t testing.TB, d *daemon.Daemon) {
 // its set) and the delivery queue is empty: ingest queues deliveries, the
 // delivery stages send them. The daemon runs on its own goroutines and
 // offers no signal per message; the poll is bounded and a passing run
-// never waits out the deadline.
+// never waits out the deadline. A look that fails is tried again: the
+// failover tests look while the server changes.
 func waitHandled(t testing.TB, st *store.Store, key tg.MessageKey) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	var last error // a failed look: the server may be failing over
 	for {
-		if out, ok, err := st.MessageHandled(t.Context(), key); err != nil {
-			t.Fatal(err)
-		} else if ok && out != store.OutcomePartPending {
-			if n, err := st.QueuedDeliveries(t.Context(), ""); err != nil {
-				t.Fatal(err)
-			} else if n == 0 {
+		out, ok, err := st.MessageHandled(t.Context(), key)
+		if err == nil && ok && out != store.OutcomePartPending {
+			var n int
+			if n, err = st.QueuedDeliveries(t.Context(), ""); err == nil && n == 0 {
 				return
 			}
 		}
+		last = cmp.Or(err, last)
 		if time.Now().After(deadline) {
-			t.Fatalf("message %s never handled and delivered", key)
+			t.Fatalf("message %s never handled and delivered (last failed look: %v)", key, last)
 		}
 		<-tick.C
 	}
