@@ -147,8 +147,10 @@ func NotSent(err error) bool {
 // rights it knows: 400 "Have no write access to the chat" (no member),
 // "Need administrator rights in the channel chat" (a channel's member
 // without the right to post), "Not enough rights to send documents to the
-// chat" (a group member restricted from documents); the server's
-// CHAT_WRITE_FORBIDDEN passes through.
+// chat" (a group member restricted from documents). When its rights lag
+// the server's, the server refuses instead, and TDLib passes the refusal
+// on in updateMessageSendFailed with the server's message: 403 made 400,
+// CHAT_WRITE_FORBIDDEN (a channel) or CHAT_SEND_DOCS_FORBIDDEN (a group).
 func NoWriteAccess(err error) bool {
 	var te *Error
 	if !errors.As(err, &te) || te.Code != 400 && te.Code != 403 {
@@ -163,7 +165,7 @@ func NoWriteAccess(err error) bool {
 }
 
 var noWriteMessages = []string{"Have no write access", "Need administrator rights in the channel chat",
-	"Not enough rights to send documents", "CHAT_WRITE_FORBIDDEN"}
+	"Not enough rights to send documents", "CHAT_WRITE_FORBIDDEN", "CHAT_SEND_DOCS_FORBIDDEN"}
 
 // ErrChatFloodWait: sends to a chat are paused because Telegram refused
 // one there with 429 (its per-chat limit); it comes inside a

@@ -17,6 +17,7 @@ func TestNoWriteAccess(t *testing.T) {
 		{&Error{Code: 400, Message: "Not enough rights to send documents to the chat"}, true},
 		{&Error{Code: 403, Message: "CHAT_WRITE_FORBIDDEN"}, true},
 		{fmt.Errorf("send: %w: %w", ErrSendRefused, &Error{Code: 400, Message: "CHAT_WRITE_FORBIDDEN"}), true},
+		{fmt.Errorf("send: %w: %w", ErrSendRefused, &Error{Code: 400, Message: "CHAT_SEND_DOCS_FORBIDDEN"}), true},
 		{&Error{Code: 400, Message: "Chat not found"}, false},
 		{&Error{Code: 400, Message: "TOPIC_CLOSED"}, false},
 		{&Error{Code: 400, Message: "Not enough rights to create a topic"}, false},

@@ -119,3 +119,42 @@ func TestChatSendLimitOnTheWire(t *testing.T) {
 		t.Errorf("send to another chat: %v", other)
 	}
 }
+
+// Rights on the wire: while the account's TDLib still holds posting rights
+// the server revoked, sendMessage answers with the temporary message and
+// the server's refusal follows in updateMessageSendFailed (400
+// CHAT_WRITE_FORBIDDEN, as TDLib passes the server's 403 on); once TDLib
+// knows, sendMessage itself answers 400 "Need administrator rights in the
+// channel chat".
+func TestLaggingRightsOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 31})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
+	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	send := func(answer string) tdObject {
+		return c.ok(1, "sendMessage", map[string]any{
+			"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
+			"input_message_content": map[string]any{
+				"@type":    "inputMessageDocument",
+				"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+				"caption":  map[string]any{"@type": "formattedText", "text": "d", "entities": []any{}},
+			},
+		}, answer)
+	}
+	w.SetServerWriteAccess("acct1", w.dest, false)
+	tmp := send("message")
+	failed, _ := c.until("send outcome", func(o tdObject) bool {
+		return (o.typ() == "updateMessageSendFailed" || o.typ() == "updateMessageSendSucceeded") && o.int("old_message_id") == tmp.int("id")
+	})
+	if failed.typ() != "updateMessageSendFailed" || failed.int("error", "code") != 400 || failed.str("error", "message") != "CHAT_WRITE_FORBIDDEN" {
+		t.Errorf("send the server refuses: %v", failed)
+	}
+	w.SetWriteAccess("acct1", w.dest, false)
+	if res := send("error"); res.int("code") != 400 || res.str("message") != "Need administrator rights in the channel chat" {
+		t.Errorf("send TDLib refuses: %v", res)
+	}
+}

@@ -16,8 +16,12 @@ type account struct {
 	premium bool
 	member  map[tg.ChatID]bool
 	// readOnly holds chats the account is a member of without write
-	// access (SetWriteAccess).
+	// access, as its sessions' TDLib knows it (SetWriteAccess).
 	readOnly map[tg.ChatID]bool
+	// serverReadOnly holds the same as the server knows it: it differs
+	// from readOnly while an update that would tell the sessions is lost
+	// (SetServerWriteAccess).
+	serverReadOnly map[tg.ChatID]bool
 	// canDelete holds chats where the account may delete others'
 	// messages (SetDeleteRights); nil until set.
 	canDelete map[tg.ChatID]bool

@@ -278,6 +278,13 @@ func (w *World) settleSend(ps *pendingSend) {
 		w.failSend(ps, ps.limitErr)
 		return
 	}
+	if ps.outcome != sendVanishes && w.accounts[c.account].serverReadOnly[ps.dest.id] {
+		// The server judges the sender's rights when the send reaches
+		// it, whatever its TDLib believed.
+		w.sendStats.WriteRefused++
+		w.failSend(ps, serverWriteRefusal(ps.dest.kind))
+		return
+	}
 	if ps.outcome != sendVanishes {
 		// The server judges the topic when the send reaches it.
 		if err := w.topicRefusal(c.account, ps.dest, ps.thread); err != nil {

@@ -433,3 +433,45 @@ func TestSendWithoutWriteAccessIsRefusedAsTDLibDoes(t *testing.T) {
 		}
 	}
 }
+
+// An account whose rights the server revoked while its TDLib did not hear
+// of it (the update lost in a gap) gets its send past TDLib's own check:
+// the temporary message comes back, then the server's refusal, as TDLib
+// passes it on (403 made 400, the server's message kept), which stashd
+// takes for no write access. Once the sessions are told, TDLib refuses
+// the send itself.
+func TestServerRefusesWhatLaggingRightsAllow(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	for _, c := range []struct {
+		kind        tg.ChatKind
+		server, tdl string
+	}{
+		{tg.KindChannel, "CHAT_WRITE_FORBIDDEN", "Need administrator rights in the channel chat"},
+		{tg.KindSupergroup, "CHAT_SEND_DOCS_FORBIDDEN", "Not enough rights to send documents to the chat"},
+	} {
+		dest := f.w.AddChat(c.kind, "dest "+string(c.kind), "alice")
+		f.w.SetServerWriteAccess("alice", dest, false)
+		tmp, err := f.c.SendDocument(f.ctx, dest, f.src.Document.File.RemoteID, "token")
+		if err != nil {
+			t.Fatalf("send to a %s whose rights TDLib still holds: %v; want it accepted", c.kind, err)
+		}
+		failed := next[tg.SendFailed](t, f.c, nil)
+		var te *tg.Error
+		if failed.OldMessageID != tmp.ID || !errors.As(failed.Err, &te) || te.Code != 400 || te.Message != c.server ||
+			!tg.NoWriteAccess(failed.Err) {
+			t.Errorf("send to a %s the server refuses: %+v; want message %d failed with 400 %s, taken for no write access",
+				c.kind, failed, tmp.ID, c.server)
+		}
+		if n := len(f.w.Messages(dest)); n != 0 {
+			t.Errorf("%d messages landed in a %s the account may not post in", n, c.kind)
+		}
+		f.w.SetWriteAccess("alice", dest, false)
+		if _, err := f.c.SendDocument(f.ctx, dest, f.src.Document.File.RemoteID, "token"); !errors.As(err, &te) || te.Message != c.tdl {
+			t.Errorf("send to a %s once TDLib knows: %v; want its own refusal %q", c.kind, err, c.tdl)
+		}
+	}
+	if got := f.w.SendStats().WriteRefused; got != 2 {
+		t.Errorf("SendStats().WriteRefused = %d, want 2", got)
+	}
+}

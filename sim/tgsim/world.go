@@ -146,6 +146,10 @@ type SendStats struct {
 	// TopicRefused counts sends the server refused because their forum
 	// topic was closed or deleted (400 TOPIC_CLOSED, TOPIC_DELETED).
 	TopicRefused int
+	// WriteRefused counts sends the server refused because the account
+	// may not post there, which its TDLib did not know
+	// (SetServerWriteAccess).
+	WriteRefused int
 	// ChatFlooded counts sends a chat's send limit refused with 429
 	// (LimitChatSends).
 	ChatFlooded int
@@ -177,7 +181,32 @@ type SendRecord struct {
 func (w *World) SetWriteAccess(account string, chat tg.ChatID, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.mustAccount(account).readOnly[chat] = !ok
+	a := w.mustAccount(account)
+	a.readOnly[chat], a.serverReadOnly[chat] = !ok, !ok
+}
+
+// SetServerWriteAccess changes account's write access to chat on the
+// server alone, as when the update that would tell its sessions (an
+// updateChatMember for the revoked rights) was lost in a gap: TDLib still
+// holds the rights it knew, so a send passes its own check, and the
+// server refuses it when it arrives (updateMessageSendFailed with the
+// server's serverWriteRefusal). SetWriteAccess tells the sessions.
+func (w *World) SetServerWriteAccess(account string, chat tg.ChatID, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mustAccount(account).serverReadOnly[chat] = !ok
+}
+
+// serverWriteRefusal is the server's refusal of a document sent into a
+// chat of kind by a member without the right, as TDLib passes it on: the
+// server answers 403, which TDLib's process_send_message_fail_error turns
+// into 400, keeping the message (CHAT_WRITE_FORBIDDEN in a channel,
+// CHAT_SEND_DOCS_FORBIDDEN in a group restricted from documents).
+func serverWriteRefusal(kind tg.ChatKind) error {
+	if kind == tg.KindChannel {
+		return errBadRequest("CHAT_WRITE_FORBIDDEN")
+	}
+	return errBadRequest("CHAT_SEND_DOCS_FORBIDDEN")
 }
 
 // readOnlyRefusal is TDLib's 400 to a document sent by a member without
@@ -256,11 +285,11 @@ func (w *World) AddAccount(name string, premium bool) {
 		userID:   7_000_000_000 + w.nextUser,
 		premium:  premium,
 		member:   make(map[tg.ChatID]bool),
-		readOnly: make(map[tg.ChatID]bool),
-		calls:    make(map[string]int),
-		flood:    make(map[string]floodInjection),
-		errs:     make(map[string]errInjection),
-		missed:   make(map[tg.ChatID]bool),
+		readOnly: make(map[tg.ChatID]bool), serverReadOnly: make(map[tg.ChatID]bool),
+		calls:  make(map[string]int),
+		flood:  make(map[string]floodInjection),
+		errs:   make(map[string]errInjection),
+		missed: make(map[tg.ChatID]bool),
 	}
 }
 
