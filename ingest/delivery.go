@@ -22,6 +22,7 @@ type DeliveryStore interface {
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
 	HoldDestination(ctx context.Context, account string, dest tg.ChatID, at time.Time, cause string) (int, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
+	LockAhead(name string, reads ...store.Statement) *store.LockAhead
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
 }
 
@@ -76,6 +77,30 @@ type Deliverer struct {
 	open       map[string]bool
 	sent       map[string]int
 	unwritable map[tg.ChatID]time.Duration
+	// ahead is the lock of the next delivery, with its looks, taken in
+	// the round trip that ended the last one (one); nil when none was.
+	ahead *deliveryLook
+}
+
+// deliveryLook is what a delivery reads in the round trip that takes its
+// lock: its package, whether it is sent in full to its destination, and
+// whether the destination waits for a reconciliation.
+type deliveryLook struct {
+	name    string
+	pkg     store.Package
+	done    bool
+	pending bool
+	attempt *store.LockAhead // when taken ahead
+}
+
+func newDeliveryLook(w store.Waiting) *deliveryLook {
+	return &deliveryLook{name: "d:" + strconv.FormatInt(w.PackageID, 10) + ":" + strconv.FormatInt(int64(w.Destination), 10)}
+}
+
+func (l *deliveryLook) reads(w store.Waiting) []store.Statement {
+	return []store.Statement{store.LookPackage(w.PackageID, &l.pkg),
+		store.LookDeliveryComplete(w.PackageID, []tg.ChatID{w.Destination}, &l.done),
+		store.LookReconcilePending(w.Destination, &l.pending)}
 }
 
 // NewDeliverer returns the delivery stage of p's account. m may be nil.
@@ -145,6 +170,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 	// Destinations found held in this run: their other deliveries wait
 	// without taking their locks.
 	held := map[tg.ChatID]bool{}
+	defer ws.claimAhead("") // a lock taken ahead for a delivery not run
 	for {
 		ws.observe(routes) // windows that opened since the last look
 		due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch)
@@ -152,12 +178,16 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 			return res, err
 		}
 		progressed := false
-		for _, w := range due {
+		for i, w := range due {
 			if held[w.Destination] {
 				res.Held++
 				continue
 			}
-			ok, err := ws.one(ctx, w)
+			var next *store.Waiting
+			if i+1 < len(due) && !held[due[i+1].Destination] {
+				next = &due[i+1]
+			}
+			ok, err := ws.one(ctx, w, next)
 			switch {
 			case errors.Is(err, errHeld):
 				held[w.Destination] = true
@@ -267,25 +297,45 @@ func (ws *Deliverer) holdUnwritable(ctx context.Context, w store.Waiting, cause 
 // connection, and a second instance that runs the account after a
 // takeover cannot send the same part at the same moment. The package and
 // whether it is sent there in full are read in the lock's round trip, and
-// the queue row goes in the commit that releases it.
-func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
+// the queue row goes in the commit that releases it. That commit also
+// tries to take the lock of next, the delivery after it (with its looks),
+// so that a backlog costs two round trips a delivery, not three.
+func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiting) (bool, error) {
 	p := ws.p
+	look := newDeliveryLook(w)
+	lock, ahead := ws.claimAhead(look.name)
+	if ahead != nil {
+		look = ahead
+	}
 	if wait := p.destPause(w.Destination); wait > 0 {
 		// Nothing may be sent there before the wait ends: the delivery is
 		// put off by it without loading its parts, which a delivery a
 		// flood wait puts off again and again would load each time.
+		if lock != nil {
+			lock.Unlock()
+		}
 		return false, &tg.FloodWaitError{RetryAfter: wait,
 			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
 	}
-	var pkg store.Package
-	var done, pending bool
-	lock, err := ws.store.Lock(ctx, "d:"+strconv.FormatInt(w.PackageID, 10)+":"+strconv.FormatInt(int64(w.Destination), 10),
-		store.LookPackage(w.PackageID, &pkg), store.LookDeliveryComplete(w.PackageID, []tg.ChatID{w.Destination}, &done),
-		store.LookReconcilePending(w.Destination, &pending))
-	if err != nil {
-		return false, err
+	if lock == nil {
+		var err error
+		if lock, err = ws.store.Lock(ctx, look.name, look.reads(w)...); err != nil {
+			return false, err
+		}
 	}
 	defer lock.Unlock()
+	pkg, done, pending := look.pkg, look.done, look.pending
+	// The statements that end the delivery, with the attempt on next's
+	// lock when there is one.
+	ending := func(stmts ...store.Statement) []store.Statement {
+		if next == nil {
+			return stmts
+		}
+		nl := newDeliveryLook(*next)
+		nl.attempt = ws.store.LockAhead(nl.name, nl.reads(*next)...)
+		ws.ahead = nl
+		return append(stmts, nl.attempt.Statements()...)
+	}
 	if ws.cfg.Hold != nil {
 		// Asked before every delivery: a failover may come between two
 		// of them.
@@ -299,7 +349,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 	}
 	leave := func() (bool, error) {
 		p.dropParts(w.PackageID, w.Parts)
-		return true, lock.UnlockWith(ctx, store.ClearWaitingStatement(w.PackageID, w.Destination))
+		return true, lock.UnlockWith(ctx, ending(store.ClearWaitingStatement(w.PackageID, w.Destination))...)
 	}
 	if done {
 		// Sent meanwhile (reconciled, recorded from an earlier session's
@@ -317,19 +367,20 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 		open, opensAt, rt := p.cfg.Routes.Gate(in, w.Destination, p.cfg.Now())
 		if !open {
 			w.Route, w.OpensAt = rt, opensAt
-			return false, lock.UnlockWith(ctx, store.WaitDeliveryStatement(w))
+			return false, lock.UnlockWith(ctx, ending(store.WaitDeliveryStatement(w))...)
 		}
 	}
 	lctx, unbind := lock.Bind(ctx)
 	defer unbind()
 	// The delivery's last send, when it lands, clears the queue row and
 	// lets the lock go in the commit that records it.
-	end := &deliveryEnd{lock: lock, stmts: []store.Statement{store.ClearWaitingStatement(w.PackageID, w.Destination)}}
+	end := &deliveryEnd{lock: lock, stmts: ending(store.ClearWaitingStatement(w.PackageID, w.Destination))}
 	lctx = withDeliveryEnd(lctx, end)
 	parts := make([]tg.Message, len(w.Parts))
 	for i, k := range w.Parts {
 		m, ok := p.queuedPart(w.PackageID, k)
 		if !ok {
+			var err error
 			if m, err = p.loadPart(lctx, w.PackageID, i, k); err != nil {
 				return false, err
 			}
@@ -356,6 +407,25 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting) (bool, error) {
 		return true, nil
 	}
 	return leave()
+}
+
+// claimAhead returns the lock taken ahead for the delivery of lock name,
+// with its looks, or nils when none was; a lock taken ahead for another
+// delivery (one skipped since) is let go.
+func (ws *Deliverer) claimAhead(name string) (*store.Lock, *deliveryLook) {
+	a := ws.ahead
+	ws.ahead = nil
+	if a == nil {
+		return nil, nil
+	}
+	l := a.attempt.Take()
+	if l == nil || a.name != name {
+		if l != nil {
+			l.Unlock()
+		}
+		return nil, nil
+	}
+	return l, a
 }
 
 // errHeld is one's answer for a delivery whose destination Hold holds: it

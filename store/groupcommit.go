@@ -68,6 +68,9 @@ type Statement struct {
 	// commits: what it saw holds only if the unit's Commit returns nil.
 	// Nil discards the result.
 	Read func(pgx.Rows) error
+	// Committed, when set, runs in the committer once the statement's
+	// unit committed, before its caller is told (LockAhead).
+	Committed func()
 }
 
 // unit is one caller's statements and where its result goes.
@@ -264,6 +267,11 @@ func (c *committer) flush(units []*unit) {
 	for _, u := range ok {
 		if u.afterCommit != nil {
 			u.afterCommit()
+		}
+		for _, st := range u.stmts {
+			if st.Committed != nil {
+				st.Committed()
+			}
 		}
 		if u.readErr != nil {
 			c.failed.Add(1)

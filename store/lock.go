@@ -174,6 +174,70 @@ func attemptLock(ctx context.Context, conn *pgxpool.Conn, name, owner string, tt
 	return got, nil
 }
 
+// LockAhead is an attempt to take the durable package lock on name (as
+// Lock) in the unit of work that releases another lock (UnlockWith,
+// MarkSentAndUnlock), with reads after it: the delivery stage takes the
+// next delivery's lock in the round trip that records the last one. Its
+// Statements go into that unit; Take, once the unit's commit returned,
+// gives the lock when the unit committed and took it.
+type LockAhead struct {
+	s     *Store
+	name  string
+	owner string
+	reads []Statement
+	// mu guards got and committed, set in the committer: a caller that
+	// stopped waiting for its unit may Take while the unit still runs.
+	mu             sync.Mutex
+	got, committed bool
+}
+
+// LockAhead returns an attempt to take the lock on name, to be sent with
+// another unit (LockAhead.Statements).
+func (s *Store) LockAhead(name string, reads ...Statement) *LockAhead {
+	return &LockAhead{s: s, name: name, owner: fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1)), reads: reads}
+}
+
+// Name is the name of the lock the attempt takes.
+func (a *LockAhead) Name() string { return a.name }
+
+// Statements are the attempt and its reads, for the unit that carries
+// them; its reads see the lock held only if Take returns it.
+func (a *LockAhead) Statements() []Statement {
+	try := Statement{SQL: lockSQL, Args: []any{a.name, a.owner, a.s.lockTTL.String()},
+		Read: func(rows pgx.Rows) error {
+			rows.Close()
+			a.mu.Lock()
+			a.got = rows.CommandTag().RowsAffected() == 1
+			a.mu.Unlock()
+			return rows.Err()
+		},
+		Committed: func() {
+			a.mu.Lock()
+			a.committed = true
+			a.mu.Unlock()
+		}}
+	return append([]Statement{try}, a.reads...)
+}
+
+// Take returns the lock the attempt took, renewed from now on like one
+// Lock returned, or nil: another holder has it, or the unit that carried
+// the attempt failed or never ran. A unit whose fate is unknown (its
+// commit cut off) may have taken it: that row is deleted.
+func (a *LockAhead) Take() *Lock {
+	a.mu.Lock()
+	got, committed := a.got, a.committed
+	a.mu.Unlock()
+	switch {
+	case got && committed:
+		l := &Lock{s: a.s, name: a.name, owner: a.owner, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+		go l.keep(a.s.lockTTL)
+		return l
+	case got:
+		deleteLockRow(context.Background(), a.s, a.name, a.owner)
+	}
+	return nil
+}
+
 // keep renews the lock every ttl/3 until Unlock. A renewal that finds the
 // row gone or another owner's, or no renewal before the expiry, loses it.
 func (l *Lock) keep(ttl time.Duration) {

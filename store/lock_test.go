@@ -261,3 +261,83 @@ func (batchTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 	return ctx
 }
 func (batchTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// A lock taken ahead rides in the unit that releases another lock: it is
+// the caller's once that unit committed, with its reads read while it was
+// held, and renewed like any lock; taken by another holder, or carried by
+// a unit that failed, it is nobody's and leaves no row.
+func TestLockAheadRidesInAnotherLocksRelease(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	st := openConfig(t, store.Config{LockTTL: ttl})
+	ctx := t.Context()
+	names := func() []string {
+		t.Helper()
+		var out []string
+		rows, err := st.Pool().Query(ctx, `SELECT name FROM package_locks ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	first, err := st.Lock(ctx, "d:1:-100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RequestReconcile(ctx, []tg.ChatID{-100}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var pending bool
+	ahead := st.LockAhead("d:2:-100", store.LookReconcilePending(-100, &pending))
+	if err := first.UnlockWith(ctx, ahead.Statements()...); err != nil {
+		t.Fatal(err)
+	}
+	second := ahead.Take()
+	if second == nil || !pending {
+		t.Fatalf("lock taken ahead: %v, its read saw the pending reconciliation: %v; want both", second, pending)
+	}
+	if got := names(); len(got) != 1 || got[0] != "d:2:-100" {
+		t.Fatalf("lock rows %v, want the one taken ahead alone", got)
+	}
+	time.Sleep(2 * ttl) // renewed past its TTL
+	other, err := st.Lock(ctx, "d:3:-100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Unlock()
+	select {
+	case <-second.Lost():
+		t.Fatal("the lock taken ahead was lost: not renewed")
+	default:
+	}
+	taken := st.LockAhead("d:3:-100")
+	if err := second.UnlockWith(ctx, taken.Statements()...); err != nil {
+		t.Fatal(err)
+	}
+	if l := taken.Take(); l != nil {
+		t.Fatal("a lock another holder has was taken ahead")
+	}
+	failing := st.LockAhead("d:4:-100")
+	held, err := st.Lock(ctx, "d:5:-100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	if err := held.UnlockWith(ctx, append(failing.Statements(), store.Statement{SQL: `SELECT 1/0`})...); err == nil {
+		t.Fatal("a unit with a failing statement reported success")
+	}
+	if l := failing.Take(); l != nil {
+		t.Fatal("a lock taken ahead by a unit that failed was handed out")
+	}
+	if got := names(); len(got) != 2 || got[0] != "d:3:-100" || got[1] != "d:5:-100" {
+		t.Fatalf("lock rows %v, want d:3:-100 and d:5:-100 alone", got)
+	}
+}
