@@ -434,12 +434,30 @@ func (c *Catchup) page(ctx context.Context, chat tg.ChatID, w int64) ([]tg.Messa
 	return tg.DocumentsAfter(ctx, c.tg, chat, w, c.cfg.PageSize)
 }
 
-// ingest hands a page to the ingest path, a few messages at a time, and
-// fails if any message was abandoned (it was not handled).
+// Prelocker is an Ingest that can lock messages ahead of processing them,
+// several in one round trip (ingest.Pipeline.Prelock).
+type Prelocker interface {
+	Prelock(ctx context.Context, msgs []tg.Message) (release func())
+}
+
+// ingest hands a page to the ingest path, Parallel messages at a time, and
+// fails if any message was abandoned (it was not handled). With a
+// Prelocker, the next Parallel messages are locked in one round trip as
+// soon as the ones before them have all started.
 func (c *Catchup) ingest(ctx context.Context, page []tg.Message) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.cfg.Parallel)
-	for _, m := range page {
+	pl, _ := c.ing.(Prelocker)
+	var releases []func()
+	defer func() {
+		for _, release := range releases {
+			release()
+		}
+	}()
+	for i, m := range page {
+		if pl != nil && i%c.cfg.Parallel == 0 {
+			releases = append(releases, pl.Prelock(gctx, page[i:min(i+c.cfg.Parallel, len(page))]))
+		}
 		g.Go(func() error {
 			_, err := c.ing.Process(gctx, m)
 			return err

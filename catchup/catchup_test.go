@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +75,8 @@ type instance struct {
 	m     *catchup.Metrics
 	// deliver is the account's delivery stage: ingest queues deliveries.
 	deliver *ingest.Deliverer
+	sess    *tg.Session
+	pipe    *ingest.Pipeline
 }
 
 func (w *world) start() *instance {
@@ -98,7 +101,7 @@ func (w *world) start() *instance {
 	m := catchup.NewMetrics(prometheus.NewRegistry())
 	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources,
 		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, sess, lst, p, m)
-	return &instance{c: c, lst: lst, catch: cu, m: m, deliver: ingest.NewDeliverer(ingest.DeliveryConfig{}, p, w.st, nil)}
+	return &instance{c: c, lst: lst, catch: cu, m: m, deliver: ingest.NewDeliverer(ingest.DeliveryConfig{}, p, w.st, nil), sess: sess, pipe: p}
 }
 
 func (w *world) runOnce(in *instance) (catchup.Result, map[string]int) {
@@ -463,5 +466,71 @@ func TestOpenCircuitExportedAfterRestart(t *testing.T) {
 	label := strconv.FormatInt(int64(bad), 10)
 	if got := testutil.ToFloat64(again.m.CircuitOpen(label)); got != 1 {
 		t.Errorf("after a restart, stashd_source_circuit_open{source=%s} = %v, want 1", label, got)
+	}
+}
+
+// prelockCounter is the pipeline, counting its Prelock calls and the
+// messages they lock, and the releases.
+type prelockCounter struct {
+	*ingest.Pipeline
+	mu                        sync.Mutex
+	calls, locked, biggest    int
+	released                  int
+	startedBeyondLockedAheads int
+	started                   int
+}
+
+func (p *prelockCounter) Prelock(ctx context.Context, msgs []tg.Message) func() {
+	p.mu.Lock()
+	p.calls++
+	p.locked += len(msgs)
+	p.biggest = max(p.biggest, len(msgs))
+	if p.started > p.locked-len(msgs) {
+		// A message started before the one locked ahead of it.
+		p.startedBeyondLockedAheads++
+	}
+	p.mu.Unlock()
+	release := p.Pipeline.Prelock(ctx, msgs)
+	return func() {
+		p.mu.Lock()
+		p.released++
+		p.mu.Unlock()
+		release()
+	}
+}
+
+func (p *prelockCounter) Process(ctx context.Context, msg tg.Message) (store.Outcome, error) {
+	p.mu.Lock()
+	p.started++
+	p.mu.Unlock()
+	return p.Pipeline.Process(ctx, msg)
+}
+
+// A page's messages are locked ahead of the workers, Parallel at a time in
+// one round trip, each group once the messages before it have started; the
+// locks go once the page is done.
+func TestPageLockedAheadInGroups(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.post(w.sources[0], 0, 30) // 60 messages: 30 documents and chatter
+	in := w.start()
+	counted := &prelockCounter{Pipeline: in.pipe}
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, Parallel: 4}, w.st, in.sess, in.lst, counted, nil)
+	res, err := cu.RunOnce(t.Context())
+	if err != nil || res.Messages != 30 {
+		t.Fatalf("catch-up: %+v, %v; want 30 documents handed to ingest", res, err)
+	}
+	if counted.locked != 30 || counted.biggest > 4 || counted.calls < 8 {
+		t.Errorf("Prelock: %d calls locking %d messages, at most %d at once; want every document, 4 at a time", counted.calls, counted.locked, counted.biggest)
+	}
+	if counted.startedBeyondLockedAheads != 0 {
+		t.Errorf("%d groups locked after a message of theirs started, want none", counted.startedBeyondLockedAheads)
+	}
+	if counted.released != counted.calls {
+		t.Errorf("%d of %d groups' locks released after the page", counted.released, counted.calls)
+	}
+	var locks int
+	if err := w.st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM package_locks`).Scan(&locks); err != nil || locks != 0 {
+		t.Errorf("%d package locks left after catch-up (%v), want none", locks, err)
 	}
 }

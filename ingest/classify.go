@@ -33,10 +33,13 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	uid := msg.Document.File.UniqueID
 	if c := classify(msg); p.lockFirst(msg, c) {
 		// A lone archive, new as a rule: layer 3's lock is taken with the
-		// looks of layers 1 and 2, in their round trip.
-		var err error
-		if pre, err = p.lockUnique(ctx, []tg.Message{msg}, []string{uid}); err != nil {
-			return "", err
+		// looks of layers 1 and 2, in their round trip, unless it was
+		// taken ahead (Prelock).
+		if pre = p.claimPrelocked(msg.Key(), uid); pre == nil {
+			var err error
+			if pre, err = p.lockUnique(ctx, []tg.Message{msg}, []string{uid}); err != nil {
+				return "", err
+			}
 		}
 		defer pre.lock.Unlock() // when nothing released it
 		doc, known = pre.handled, &pre.again

@@ -49,16 +49,25 @@ func (p *Pipeline) fetchLooked(ctx context.Context, parts []tg.Message, format a
 // of them.
 type uniqueLock struct {
 	lock           *store.Lock
+	uid            string // the unique id of a lone archive's lock (Prelock)
 	handled        store.Document
 	again, holding store.Found
+}
+
+// uniqueLockName is the name of layer 3's lock on unique ids uniq.
+func uniqueLockName(uniq []string) string { return "u:" + strings.Join(uniq, ",") }
+
+// reads are the looks that ride with layer 3's lock for parts.
+func (u *uniqueLock) reads(parts []tg.Message, uniq []string) []store.Statement {
+	return []store.Statement{store.LookMessageDocument(parts[0].Key(), &u.handled),
+		store.LookPackageByUniqueIDs(uniq, &u.again), store.LookPackageHolding(uniq, &u.holding)}
 }
 
 // lockUnique takes layer 3's lock for parts, whose unique ids are uniq.
 func (p *Pipeline) lockUnique(ctx context.Context, parts []tg.Message, uniq []string) (*uniqueLock, error) {
 	start := time.Now()
 	u := &uniqueLock{}
-	lock, err := p.store.LockThen(ctx, "u:"+strings.Join(uniq, ","), store.LookMessageDocument(parts[0].Key(), &u.handled),
-		store.LookPackageByUniqueIDs(uniq, &u.again), store.LookPackageHolding(uniq, &u.holding))
+	lock, err := p.store.LockThen(ctx, uniqueLockName(uniq), u.reads(parts, uniq)...)
 	p.m.observeStage(StageLock, start)
 	if err != nil {
 		return nil, err

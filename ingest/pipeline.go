@@ -34,6 +34,7 @@ type Store interface {
 	GetPackage(ctx context.Context, id int64) (store.Package, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	LockThen(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
+	TryLocksThen(ctx context.Context, reqs []store.LockRequest) ([]*store.Lock, error)
 	EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]store.Intent, error)
 	DropIntent(ctx context.Context, d store.Delivery) error
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) (tg.MessageID, error)
@@ -217,6 +218,11 @@ type Pipeline struct {
 	// deliveries were queued.
 	queuedParts map[keptKey]keptPart
 	wake        chan struct{}
+
+	// prelocked holds layer 3's locks taken ahead for messages about to
+	// be handled (Prelock), until Handle claims them; preMu guards it.
+	preMu     sync.Mutex
+	prelocked map[tg.MessageKey]*uniqueLock
 }
 
 // DefaultDownloadBudget is the download budget of an account when the

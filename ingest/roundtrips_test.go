@@ -97,6 +97,50 @@ func TestNewArchiveRoundTrips(t *testing.T) {
 	}
 }
 
+// Locked ahead, new archives cost one round trip for all their locks and
+// looks, then their group commits: Handle claims the lock taken for its
+// message. A message whose lock another holder has is locked when handled
+// (it waits for the holder), and the locks no Handle claimed are let go.
+func TestPrelockedArchivesRoundTrips(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, _, c, trips := tracedPipeline(t, e)
+	var msgs []tg.Message
+	for i := range 4 {
+		files := []archivetest.File{{Name: "a.txt", Data: fmt.Appendf(nil, "locked ahead %d", i)}}
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("p%d.tar", i), Data: archivetest.Tar(files)})))
+	}
+	// Another holder has the last message's lock for a moment.
+	other, err := e.st.Lock(e.ctx, "u:"+msgs[3].Document.File.UniqueID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips.take()
+	release := p.Prelock(e.ctx, msgs)
+	if sent := trips.take(); len(sent) != 1 {
+		t.Fatalf("locking 4 messages ahead took %d round trips, want 1:\n%s", len(sent), strings.Join(sent, "\n"))
+	}
+	for _, m := range msgs[:2] {
+		mustHandle(t, p, m, store.OutcomePackage)
+	}
+	for _, s := range trips.take() {
+		if strings.Contains(s, "package_locks (name") {
+			t.Errorf("a message locked ahead took its lock again: %s", s)
+		}
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		other.Unlock()
+	}()
+	mustHandle(t, p, msgs[3], store.OutcomePackage)
+	release() // msgs[2] was locked ahead and never handled
+	var locks int
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT count(*) FROM package_locks`).Scan(&locks); err != nil || locks != 0 {
+		t.Errorf("%d package locks left after the release (%v), want none", locks, err)
+	}
+	mustHandle(t, p, msgs[2], store.OutcomePackage)
+}
+
 // A queued delivery of a lone archive costs three round trips to the
 // database once due: the delivery lock with the looks of the package,
 // whether it is delivered there and whether the destination waits for a

@@ -106,9 +106,14 @@ func (s *Store) lock(ctx context.Context, name string, durable bool, reads []Sta
 		}
 		wait = min(wait*2, 250*time.Millisecond)
 	}
+	return s.held(name, owner), nil
+}
+
+// held returns the Lock of a row just taken, renewed from now on.
+func (s *Store) held(name, owner string) *Lock {
 	l := &Lock{s: s, name: name, owner: owner, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go l.keep(ttl)
-	return l, nil
+	go l.keep(s.lockTTL)
+	return l
 }
 
 const lockSQL = `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, now() + $3::interval)
@@ -174,6 +179,60 @@ func attemptLock(ctx context.Context, conn *pgxpool.Conn, name, owner string, tt
 	return got, nil
 }
 
+// LockRequest is one lock of TryLocksThen: its name and the reads that
+// follow the attempt to take it.
+type LockRequest struct {
+	Name  string
+	Reads []Statement
+}
+
+// TryLocksThen makes one attempt at each lock of reqs, each followed by
+// its reads, all in one round trip and one transaction that, as LockThen's,
+// does not wait for the WAL flush: ingest locks the messages of a page
+// ahead of its workers. It returns the locks in the order of reqs, nil
+// where another holder has one (its reads are to be ignored); it does not
+// wait for those. On error, no lock is held.
+func (s *Store) TryLocksThen(ctx context.Context, reqs []LockRequest) ([]*Lock, error) {
+	owners := make([]string, len(reqs))
+	got := make([]bool, len(reqs))
+	stmts := []Statement{{SQL: "SET LOCAL synchronous_commit TO off"}}
+	for i, r := range reqs {
+		owners[i] = fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1))
+		stmts = append(stmts, Statement{SQL: lockSQL, Args: []any{r.Name, owners[i], s.lockTTL.String()},
+			Read: func(rows pgx.Rows) error {
+				rows.Close()
+				got[i] = rows.CommandTag().RowsAffected() == 1
+				return rows.Err()
+			}})
+		stmts = append(stmts, r.Reads...)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lock %d packages: %w", len(reqs), err)
+	}
+	// As tryLock: once sent, the attempt is read to its end whatever ctx.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+	err = look(actx, conn, stmts)
+	cancel()
+	conn.Release()
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, _ = s.pool.Exec(dctx, `DELETE FROM package_locks WHERE owner = ANY($1)`, owners)
+		cancel()
+		return nil, fmt.Errorf("lock %d packages: %w", len(reqs), err)
+	}
+	locks := make([]*Lock, len(reqs))
+	for i, r := range reqs {
+		if got[i] {
+			locks[i] = s.held(r.Name, owners[i])
+		}
+	}
+	return locks, nil
+}
+
 // LockAhead is an attempt to take the durable package lock on name (as
 // Lock) in the unit of work that releases another lock (UnlockWith,
 // MarkSentAndUnlock), with reads after it: the delivery stage takes the
@@ -229,9 +288,7 @@ func (a *LockAhead) Take() *Lock {
 	a.mu.Unlock()
 	switch {
 	case got && committed:
-		l := &Lock{s: a.s, name: a.name, owner: a.owner, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-		go l.keep(a.s.lockTTL)
-		return l
+		return a.s.held(a.name, a.owner)
 	case got:
 		deleteLockRow(context.Background(), a.s, a.name, a.owner)
 	}

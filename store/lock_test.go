@@ -341,3 +341,36 @@ func TestLockAheadRidesInAnotherLocksRelease(t *testing.T) {
 		t.Fatalf("lock rows %v, want d:3:-100 and d:5:-100 alone", got)
 	}
 }
+
+// TryLocksThen takes in one round trip the locks no other holder has,
+// reads after each, and waits for none; when any statement fails it holds
+// nothing.
+func TestTryLocksThen(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	held, err := st.Lock(ctx, "u:b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	var pending bool
+	if err := st.RequestReconcile(ctx, []tg.ChatID{-100}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	locks, err := st.TryLocksThen(ctx, []store.LockRequest{{Name: "u:a", Reads: []store.Statement{store.LookReconcilePending(-100, &pending)}}, {Name: "u:b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(locks) != 2 || locks[0] == nil || locks[1] != nil || !pending {
+		t.Fatalf("locks %v, read %v; want u:a taken with its read, u:b left to its holder", locks, pending)
+	}
+	locks[0].Unlock()
+	if _, err := st.TryLocksThen(ctx, []store.LockRequest{{Name: "u:c"}, {Name: "u:d", Reads: []store.Statement{{SQL: `SELECT 1/0`}}}}); err == nil {
+		t.Fatal("TryLocksThen with a failing read reported success")
+	}
+	var n int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM package_locks WHERE name <> 'u:b'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d lock rows besides the holder's (%v), want none", n, err)
+	}
+}
