@@ -311,7 +311,8 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	if r.routes.Routed() {
 		backlogDests = r.routes.AllDestinations()
 	}
-	r.backlog = &backlogGauges{d: d, r: r, dests: backlogDests}
+	d.backlog.watch(backlogDests)
+	r.backlog = &backlogGauges{d: d, r: r}
 
 	return r, nil
 }

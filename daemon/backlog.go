@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,8 +14,8 @@ import (
 	"stashd/tg"
 )
 
-// backlogInterval is how often each account refreshes the delivery
-// backlog gauges of its destinations.
+// backlogInterval is how often an instance refreshes the delivery
+// backlog gauges of its accounts' destinations.
 const backlogInterval = 15 * time.Second
 
 // DefaultDrainAlert is the default of Config.DrainAlert.
@@ -55,14 +58,14 @@ func newBacklogMetrics(reg prometheus.Registerer) *backlogMetrics {
 }
 
 // backlogGauges refreshes, every backlogInterval, the backlog gauges of
-// the destinations one account sends to. Every account of every instance
-// reads the same figures from the database, so two accounts sharing a
-// destination set the same values.
+// the destinations one account sends to. The figures come from the
+// database and cover every destination, so an instance reads them once an
+// interval, whichever of its accounts comes first (backlogTurn), and sets
+// them for the destinations of all its accounts.
 type backlogGauges struct {
-	d     *Daemon
-	r     *accountRun
-	dests []tg.ChatID
-	run   service.Runner
+	d   *Daemon
+	r   *accountRun
+	run service.Runner
 }
 
 func (b *backlogGauges) Start(ctx context.Context) error {
@@ -79,7 +82,45 @@ func (b *backlogGauges) Stop() {
 	}
 }
 
+// backlogShared is the instance's part of the backlog gauges: the
+// destinations its accounts send to and when the figures were last read.
+type backlogShared struct {
+	mu    sync.Mutex
+	dests map[tg.ChatID]bool
+	last  time.Time
+}
+
+// watch adds dests to the destinations the instance's gauges cover.
+func (s *backlogShared) watch(dests []tg.ChatID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dests == nil {
+		s.dests = make(map[tg.ChatID]bool)
+	}
+	for _, d := range dests {
+		s.dests[d] = true
+	}
+}
+
+// turn reports whether the figures are to be read now: not when an
+// account of the instance read them less than most of an interval ago
+// (its ticks and the others' fall at different moments of the interval).
+// It returns the destinations to set.
+func (s *backlogShared) turn(now time.Time, every time.Duration) ([]tg.ChatID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.last.IsZero() && now.Sub(s.last) < every*9/10 {
+		return nil, false
+	}
+	s.last = now
+	return slices.Collect(maps.Keys(s.dests)), true
+}
+
 func (b *backlogGauges) update(ctx context.Context) {
+	dests, ok := b.d.backlog.turn(time.Now(), b.d.backlogEvery)
+	if !ok {
+		return
+	}
 	backlog, err := b.d.store.DeliveryBacklog(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -94,7 +135,7 @@ func (b *backlogGauges) update(ctx context.Context) {
 		}
 		return
 	}
-	for _, dest := range b.dests {
+	for _, dest := range dests {
 		var due, drain float64
 		for _, x := range backlog {
 			if x.Destination == int64(dest) {

@@ -2,12 +2,19 @@ package daemon_test
 
 import (
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"stashd/daemon"
+	"stashd/internal/pgtest"
+	"stashd/internal/pgtrips"
+	"stashd/store"
+	"stashd/tg"
 )
 
 // While deliveries wait for the send budget, stashd_delivery_backlog shows
@@ -55,5 +62,37 @@ func TestDeliveryBacklogMetrics(t *testing.T) {
 	}
 	if got := gaugeIn(m.gather(t), "stashd_delivery_drain_alert_seconds"); got != 300 {
 		t.Errorf("stashd_delivery_drain_alert_seconds = %v, want 300 (delivery_drain_alert 5m)", got)
+	}
+}
+
+// The backlog gauges' figures cover every destination, so an instance
+// reads them once an interval, not once per account: two accounts read
+// them about as often as one would.
+func TestBacklogReadOncePerInstance(t *testing.T) {
+	var reads atomic.Int64
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 16, Tracer: pgtrips.Tracer{Sent: func(what string) {
+		if strings.Contains(what, "WITH due AS") {
+			reads.Add(1)
+		}
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	pr := newPair(t, 29, "a", "b")
+	const every = 50 * time.Millisecond
+	d := daemon.New(daemon.Config{Accounts: pr.accounts(), Destinations: []tg.ChatID{pr.dest}, Workers: 1,
+		DrainTimeout: 5 * time.Second, Registry: prometheus.NewRegistry()}, st, pr.dial)
+	daemon.SetBacklogInterval(d, every)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	start, from := time.Now(), reads.Load()
+	time.Sleep(40 * every)
+	n, intervals := reads.Load()-from, int64(time.Since(start)/every)
+	if n > intervals*13/10+2 {
+		t.Errorf("two accounts read the backlog %d times in %d intervals, want about once an interval", n, intervals)
+	}
+	if n == 0 {
+		t.Error("the backlog was never read")
 	}
 }

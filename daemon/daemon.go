@@ -166,6 +166,7 @@ type Daemon struct {
 	// backlogEvery (backlogInterval; shorter in tests).
 	backlogM     *backlogMetrics
 	backlogEvery time.Duration
+	backlog      backlogShared
 	fatal        chan error
 	// authM and auth track each account's login state (auth.go).
 	authM *authMetrics
