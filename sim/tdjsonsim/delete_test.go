@@ -14,12 +14,7 @@ import (
 func TestDeleteMessagesOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 17})
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	c.login(1, w.dir, "acct1")
-	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
-	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
-	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	c, m := wireWithDocument(t, w)
 	tmp := c.ok(1, "sendMessage", map[string]any{
 		"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
 		"input_message_content": map[string]any{
@@ -33,7 +28,7 @@ func TestDeleteMessagesOnTheWire(t *testing.T) {
 	})
 	sent := ok.int("message", "id")
 
-	if res := c.ok(1, "deleteMessages", map[string]any{"chat_id": w.channel, "message_ids": []int64{int64(posted.ID)}, "revoke": true}, "error"); res.int("code") != 400 || res.str("message") != "Message can't be deleted" {
+	if res := c.ok(1, "deleteMessages", map[string]any{"chat_id": w.channel, "message_ids": []int64{m.int("id")}, "revoke": true}, "error"); res.int("code") != 400 || res.str("message") != "Message can't be deleted" {
 		t.Errorf("deleteMessages of another sender's message: %v", res)
 	}
 	if got := len(w.Messages(w.channel)); got != 1 {

@@ -17,10 +17,7 @@ import (
 func TestTopicStatesOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 23})
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	c.login(1, w.dir, "acct1")
-	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c, m := wireWithDocument(t, w)
 	icon := map[string]any{"@type": "forumTopicIcon", "color": 0x6FB9F0, "custom_emoji_id": "0"}
 	raw := "  Dragons   of\u2003the North " + strings.Repeat("é", 130)
 	info := c.ok(1, "createForumTopic", map[string]any{"chat_id": w.forum, "name": raw, "icon": icon}, "forumTopicInfo")
@@ -29,22 +26,7 @@ func TestTopicStatesOnTheWire(t *testing.T) {
 		t.Errorf("createForumTopic named the topic %q (world: %q), want %q", info.str("name"), w.Topics(w.forum)[thread], want)
 	}
 
-	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
-	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
-	send := func(thread int64) tdObject {
-		tmp := c.ok(1, "sendMessage", map[string]any{
-			"chat_id": w.forum, "message_thread_id": thread, "reply_to": nil, "options": nil, "reply_markup": nil,
-			"input_message_content": map[string]any{
-				"@type":    "inputMessageDocument",
-				"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
-				"caption":  map[string]any{"@type": "formattedText", "text": "d", "entities": []any{}},
-			},
-		}, "message")
-		out, _ := c.until("send outcome", func(o tdObject) bool {
-			return (o.typ() == "updateMessageSendFailed" || o.typ() == "updateMessageSendSucceeded") && o.int("old_message_id") == tmp.int("id")
-		})
-		return out
-	}
+	send := func(thread int64) tdObject { return sendOutcome(c, w.forum, thread, m) }
 
 	w.CloseTopic(w.forum, thread, true)
 	failed := send(thread)
@@ -87,26 +69,8 @@ func TestChatSendLimitOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 29})
 	w.LimitChatSends(w.dest, 1.0/30, 1)
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	c.login(1, w.dir, "acct1")
-	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
-	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
-	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
-	send := func(chat tg.ChatID) tdObject {
-		tmp := c.ok(1, "sendMessage", map[string]any{
-			"chat_id": chat, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
-			"input_message_content": map[string]any{
-				"@type":    "inputMessageDocument",
-				"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
-				"caption":  map[string]any{"@type": "formattedText", "text": "d", "entities": []any{}},
-			},
-		}, "message")
-		out, _ := c.until("send outcome", func(o tdObject) bool {
-			return (o.typ() == "updateMessageSendFailed" || o.typ() == "updateMessageSendSucceeded") && o.int("old_message_id") == tmp.int("id")
-		})
-		return out
-	}
+	c, m := wireWithDocument(t, w)
+	send := func(chat tg.ChatID) tdObject { return sendOutcome(c, chat, 0, m) }
 	if first := send(w.dest); first.typ() != "updateMessageSendSucceeded" {
 		t.Fatalf("first send: %v", first)
 	}
@@ -129,32 +93,50 @@ func TestChatSendLimitOnTheWire(t *testing.T) {
 func TestLaggingRightsOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 31})
+	c, m := wireWithDocument(t, w)
+	w.SetServerWriteAccess("acct1", w.dest, false)
+	if failed := sendOutcome(c, w.dest, 0, m); failed.typ() != "updateMessageSendFailed" || failed.int("error", "code") != 400 ||
+		failed.str("error", "message") != "CHAT_WRITE_FORBIDDEN" {
+		t.Errorf("send the server refuses: %v", failed)
+	}
+	w.SetWriteAccess("acct1", w.dest, false)
+	if res := sendDoc(c, w.dest, 0, m, "error"); res.int("code") != 400 || res.str("message") != "Need administrator rights in the channel chat" {
+		t.Errorf("send TDLib refuses: %v", res)
+	}
+}
+
+// wireWithDocument serves w, logs acct1 in over the wire, loads its chats
+// and posts a document in w.channel; it returns the client and the
+// message as the client read it.
+func wireWithDocument(t *testing.T, w *world) (*wire, tdObject) {
+	t.Helper()
 	_, path := startServer(t, w.World)
 	c := dialWire(t, path)
 	c.login(1, w.dir, "acct1")
 	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
 	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
-	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
-	send := func(answer string) tdObject {
-		return c.ok(1, "sendMessage", map[string]any{
-			"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
-			"input_message_content": map[string]any{
-				"@type":    "inputMessageDocument",
-				"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
-				"caption":  map[string]any{"@type": "formattedText", "text": "d", "entities": []any{}},
-			},
-		}, answer)
-	}
-	w.SetServerWriteAccess("acct1", w.dest, false)
-	tmp := send("message")
-	failed, _ := c.until("send outcome", func(o tdObject) bool {
+	return c, c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+}
+
+// sendDoc sends m's document into thread of chat over c, captioned
+// "d", and returns the answer, of type answer ("message", or "error").
+func sendDoc(c *wire, chat tg.ChatID, thread int64, m tdObject, answer string) tdObject {
+	return c.ok(1, "sendMessage", map[string]any{
+		"chat_id": chat, "message_thread_id": thread, "reply_to": nil, "options": nil, "reply_markup": nil,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+			"caption":  map[string]any{"@type": "formattedText", "text": "d", "entities": []any{}},
+		},
+	}, answer)
+}
+
+// sendOutcome sends m's document into thread of chat over c and returns
+// the update that settles the send (updateMessageSendSucceeded or Failed).
+func sendOutcome(c *wire, chat tg.ChatID, thread int64, m tdObject) tdObject {
+	tmp := sendDoc(c, chat, thread, m, "message")
+	out, _ := c.until("send outcome", func(o tdObject) bool {
 		return (o.typ() == "updateMessageSendFailed" || o.typ() == "updateMessageSendSucceeded") && o.int("old_message_id") == tmp.int("id")
 	})
-	if failed.typ() != "updateMessageSendFailed" || failed.int("error", "code") != 400 || failed.str("error", "message") != "CHAT_WRITE_FORBIDDEN" {
-		t.Errorf("send the server refuses: %v", failed)
-	}
-	w.SetWriteAccess("acct1", w.dest, false)
-	if res := send("error"); res.int("code") != 400 || res.str("message") != "Need administrator rights in the channel chat" {
-		t.Errorf("send TDLib refuses: %v", res)
-	}
+	return out
 }
