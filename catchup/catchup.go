@@ -32,6 +32,8 @@ type Store interface {
 type Listener interface {
 	IsDirty(chat tg.ChatID) bool
 	AccessInDoubt(chat tg.ChatID) bool
+	AccessMark(chat tg.ChatID) uint64
+	AccessRead(chat tg.ChatID, mark uint64)
 	CaughtUp(chat tg.ChatID, w int64) bool
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
 	Wake() <-chan struct{}
@@ -387,6 +389,9 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) 
 	known := last > 0
 	// After a lost access getChat still answers from local state: only a
 	// server call tells whether the source can be read.
+	// A loss reported while the scan runs stays in doubt: only the losses
+	// reported before its first server call are disproved by it.
+	mark := c.lst.AccessMark(src.ChatID)
 	verify := c.lst.AccessInDoubt(src.ChatID)
 	if (known || w == 0) && last <= w && !verify {
 		c.lst.CaughtUp(src.ChatID, max(w, seen))
@@ -398,6 +403,7 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) 
 		if err != nil {
 			return found, DecisionError, err
 		}
+		c.lst.AccessRead(src.ChatID, mark)
 		if len(page) == 0 {
 			break
 		}

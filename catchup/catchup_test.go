@@ -452,6 +452,61 @@ func TestAccessLostWithNothingNewIsVerified(t *testing.T) {
 	}
 }
 
+// lossDuringSearch is the session, which loses the access to chat right
+// after its first search there answered, the update about it arriving at
+// once, while catch-up still works on the page.
+type lossDuringSearch struct {
+	*tg.Session
+	w    *tgsim.World
+	lst  *listener.Listener
+	chat tg.ChatID
+	once sync.Once
+}
+
+func (s *lossDuringSearch) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error) {
+	msgs, err := s.Session.SearchChatMessages(ctx, q)
+	if q.Chat == s.chat {
+		s.once.Do(func() {
+			s.w.LoseAccess(s.chat, true)
+			s.lst.HandleUpdate(tg.ChatAccessLost{Chat: s.chat})
+		})
+	}
+	return msgs, err
+}
+
+// A lost access TDLib reports while a catch-up pages the source is not
+// covered by that scan, whose server calls came before it: the source
+// stays dirty, and the next cycle's server call finds the loss and
+// records the source inaccessible.
+func TestAccessLostDuringAScanIsRecorded(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	for i := range 3 { // documents only: the page that reads them is the scan's last server call
+		w.w.Post(chat, 0, tgsim.Post{FileName: fmt.Sprintf("doc-%d.tar", i), Data: archivetest.Tar([]archivetest.File{{Name: "f", Data: []byte{byte(i)}}})})
+	}
+	in := w.start()
+	sess := &lossDuringSearch{Session: in.sess, w: w.w, lst: in.lst, chat: chat}
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources,
+		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, sess, in.lst, in.pipe, nil)
+	if res, err := cu.RunOnce(t.Context()); err != nil || res.Paged != 1 {
+		t.Fatalf("first cycle: %+v, %v; want the source paged", res, err)
+	}
+	if !in.lst.IsDirty(chat) || !in.lst.AccessInDoubt(chat) {
+		t.Fatal("the loss reported during the scan was forgotten: the source is synced")
+	}
+	if _, err := cu.RunOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	src, err := w.st.GetSource(t.Context(), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Access != store.AccessLost {
+		t.Errorf("access after the next cycle = %q, want %q", src.Access, store.AccessLost)
+	}
+}
+
 // A restarted daemon exports a source's open circuit from its record at
 // the first cycle, before the circuit lets the source be tried again.
 func TestOpenCircuitExportedAfterRestart(t *testing.T) {

@@ -79,6 +79,13 @@ type source struct {
 	// group takes ids from the account's message box), so a jump is no gap
 	// and the watermark moves over handled ids below everything in flight.
 	noContinuity bool
+	// lostMarks counts the times the account was said to have lost the
+	// chat (ChatAccessLost, a download refused for it); readMark is the
+	// last of them a server call made afterwards disproved (AccessRead).
+	// While lostMarks is ahead the access is in doubt, and catch-up's
+	// progress does not make the source synced: a loss reported while a
+	// scan was under way is not covered by that scan's success.
+	lostMarks, readMark uint64
 }
 
 // Listener is one account's realtime intake. See the package doc.
@@ -392,6 +399,9 @@ func (l *Listener) markDirtyLocked(st *source, reason string) {
 	}
 	st.dirty = true
 	st.reason = reason
+	if reason == ReasonAccessLost {
+		st.lostMarks++
+	}
 	// Any new doubt moves the hand-off point: only live events accepted
 	// after it are known to be contiguous.
 	st.firstLive = 0
@@ -522,14 +532,36 @@ func (l *Listener) IsDirty(chat tg.ChatID) bool {
 	return st == nil || st.dirty
 }
 
-// AccessInDoubt reports whether chat is dirty because TDLib said the
-// account lost it: getChat still answers from local state, so only a server
-// call can tell.
+// AccessInDoubt reports whether the account was said to have lost chat
+// since a server call last read it: getChat still answers from local
+// state, so only a server call can tell.
 func (l *Listener) AccessInDoubt(chat tg.ChatID) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.sources[chat]
-	return st != nil && st.dirty && st.reason == ReasonAccessLost
+	return st != nil && st.lostMarks > st.readMark
+}
+
+// AccessMark returns the count of losses of chat reported so far, for
+// AccessRead.
+func (l *Listener) AccessMark(chat tg.ChatID) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sources[chat]; st != nil {
+		return st.lostMarks
+	}
+	return 0
+}
+
+// AccessRead records that a server call made after AccessMark returned
+// mark read chat: the losses reported up to mark are disproved. Those
+// reported since stay in doubt.
+func (l *Listener) AccessRead(chat tg.ChatID, mark uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sources[chat]; st != nil {
+		st.readMark = max(st.readMark, mark)
+	}
 }
 
 // MarkDirty marks chat dirty from outside the update stream (e.g. a failed
@@ -592,6 +624,11 @@ func (l *Listener) CaughtUp(chat tg.ChatID, w int64) bool {
 	if !st.dirty {
 		l.advanceLocked(st)
 		return true
+	}
+	if st.lostMarks > st.readMark {
+		// A loss no server call has disproved: the next scan checks.
+		l.lagLocked(st)
+		return false
 	}
 	if (st.firstLive != 0 && w >= st.firstLive-1) || (st.firstLive == 0 && w >= st.lastSeen) {
 		st.dirty = false

@@ -318,6 +318,24 @@ func TestAccessLostMarksDirty(t *testing.T) {
 	}
 }
 
+// A lost access reported while catch-up scans the source (dirty from its
+// start) is not covered by that scan: catch-up's progress leaves it dirty
+// and in doubt until a server call made after the report reads the chat.
+func TestAccessLostDuringAScanStaysInDoubt(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 8, 10)
+	before := l.AccessMark(chat) // the scan begins
+	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
+	l.AccessRead(chat, before) // its server call succeeded, made before the report
+	if l.CaughtUp(chat, 10) || !l.IsDirty(chat) || !l.AccessInDoubt(chat) {
+		t.Fatal("the scan that began before the lost access made the source synced")
+	}
+	l.AccessRead(chat, l.AccessMark(chat)) // the next scan reads the chat
+	if !l.CaughtUp(chat, 10) || l.IsDirty(chat) || l.AccessInDoubt(chat) {
+		t.Error("a scan after the lost access read the chat, and the source is not synced")
+	}
+}
+
 // A watched source's lag is exported from the start, before any update,
 // so dashboards and alerts see every source at once.
 func TestLagExportedOnWatch(t *testing.T) {
