@@ -26,3 +26,37 @@ func (l *Listener) startReasonLocked(chat tg.ChatID) string {
 	}
 	return ReasonStart
 }
+
+// AccessInDoubt reports whether the account was said to have lost chat
+// (ChatAccessLost, a download refused for it) since a server call last
+// read it: getChat still answers from local state, so only a server call
+// can tell. A loss reported while a scan was under way is not covered by
+// that scan's success: the source stays dirty until the next one.
+func (l *Listener) AccessInDoubt(chat tg.ChatID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	return st != nil && st.lostMarks > st.readMark
+}
+
+// AccessMark returns the count of losses of chat reported so far, for
+// AccessRead.
+func (l *Listener) AccessMark(chat tg.ChatID) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sources[chat]; st != nil {
+		return st.lostMarks
+	}
+	return 0
+}
+
+// AccessRead records that a server call made after AccessMark returned
+// mark read chat: the losses reported up to mark are disproved. Those
+// reported since stay in doubt.
+func (l *Listener) AccessRead(chat tg.ChatID, mark uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sources[chat]; st != nil {
+		st.readMark = max(st.readMark, mark)
+	}
+}

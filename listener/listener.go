@@ -79,12 +79,9 @@ type source struct {
 	// group takes ids from the account's message box), so a jump is no gap
 	// and the watermark moves over handled ids below everything in flight.
 	noContinuity bool
-	// lostMarks counts the times the account was said to have lost the
-	// chat (ChatAccessLost, a download refused for it); readMark is the
-	// last of them a server call made afterwards disproved (AccessRead).
-	// While lostMarks is ahead the access is in doubt, and catch-up's
-	// progress does not make the source synced: a loss reported while a
-	// scan was under way is not covered by that scan's success.
+	// lostMarks counts reports that the account lost the chat, readMark the
+	// last one a later server call disproved (AccessRead); while one is not,
+	// catch-up's progress leaves the source dirty (left.go).
 	lostMarks, readMark uint64
 }
 
@@ -532,38 +529,6 @@ func (l *Listener) IsDirty(chat tg.ChatID) bool {
 	return st == nil || st.dirty
 }
 
-// AccessInDoubt reports whether the account was said to have lost chat
-// since a server call last read it: getChat still answers from local
-// state, so only a server call can tell.
-func (l *Listener) AccessInDoubt(chat tg.ChatID) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.sources[chat]
-	return st != nil && st.lostMarks > st.readMark
-}
-
-// AccessMark returns the count of losses of chat reported so far, for
-// AccessRead.
-func (l *Listener) AccessMark(chat tg.ChatID) uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st := l.sources[chat]; st != nil {
-		return st.lostMarks
-	}
-	return 0
-}
-
-// AccessRead records that a server call made after AccessMark returned
-// mark read chat: the losses reported up to mark are disproved. Those
-// reported since stay in doubt.
-func (l *Listener) AccessRead(chat tg.ChatID, mark uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st := l.sources[chat]; st != nil {
-		st.readMark = max(st.readMark, mark)
-	}
-}
-
 // MarkDirty marks chat dirty from outside the update stream (e.g. a failed
 // openChat).
 func (l *Listener) MarkDirty(chat tg.ChatID, reason string) {
@@ -625,8 +590,7 @@ func (l *Listener) CaughtUp(chat tg.ChatID, w int64) bool {
 		l.advanceLocked(st)
 		return true
 	}
-	if st.lostMarks > st.readMark {
-		// A loss no server call has disproved: the next scan checks.
+	if st.lostMarks > st.readMark { // a loss not disproved: the next scan checks
 		l.lagLocked(st)
 		return false
 	}
