@@ -388,9 +388,9 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) 
 	// chat.
 	known := last > 0
 	// After a lost access getChat still answers from local state: only a
-	// server call tells whether the source can be read.
-	// A loss reported while the scan runs stays in doubt: only the losses
-	// reported before its first server call are disproved by it.
+	// server call tells whether the source can be read, and it disproves
+	// only the losses reported before it (mark): one reported while the
+	// scan runs stays in doubt.
 	mark := c.lst.AccessMark(src.ChatID)
 	verify := c.lst.AccessInDoubt(src.ChatID)
 	if (known || w == 0) && last <= w && !verify {

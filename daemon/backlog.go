@@ -57,10 +57,10 @@ func newBacklogMetrics(reg prometheus.Registerer) *backlogMetrics {
 	return m
 }
 
-// backlogGauges refreshes, every backlogInterval, the backlog gauges of
-// the destinations one account sends to. The figures come from the
-// database and cover every destination, so an instance reads them once an
-// interval, whichever of its accounts comes first (backlogTurn), and sets
+// backlogGauges is one account's tick of the backlog gauges, every
+// backlogInterval. The figures come from the database and cover every
+// destination, so an instance reads them once an interval, at the tick of
+// whichever of its accounts comes first (backlogShared.turn), and sets
 // them for the destinations of all its accounts.
 type backlogGauges struct {
 	d   *Daemon

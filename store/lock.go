@@ -52,6 +52,9 @@ type Lock struct {
 
 var lockSeq atomic.Int64
 
+// newOwner returns an owner unique to one lock attempt of this store.
+func (s *Store) newOwner() string { return fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1)) }
+
 // Lock waits for the package lock on name (e.g. "u:" + unique ids, "h:" +
 // content hash). It polls while another holder has it; the row of a
 // holder that stopped renewing is taken once expired. The caller must
@@ -86,7 +89,7 @@ func (s *Store) LockThen(ctx context.Context, name string, reads ...Statement) (
 }
 
 func (s *Store) lock(ctx context.Context, name string, durable bool, reads []Statement) (*Lock, error) {
-	owner := fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1))
+	owner := s.newOwner()
 	ttl := s.lockTTL
 	wait := 5 * time.Millisecond
 	for {
@@ -120,6 +123,32 @@ const lockSQL = `INSERT INTO package_locks (name, owner, until) VALUES ($1, $2, 
 	ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until, taken_at = now()
 	WHERE package_locks.until < now()`
 
+// lockStatement is one attempt to take the lock on name for owner, which
+// tells took whether it did.
+func lockStatement(name, owner string, ttl time.Duration, took func(bool)) Statement {
+	return Statement{SQL: lockSQL, Args: []any{name, owner, ttl.String()}, Read: func(rows pgx.Rows) error {
+		rows.Close()
+		took(rows.CommandTag().RowsAffected() == 1)
+		return rows.Err()
+	}}
+}
+
+// sendAttempt runs an attempt to take locks (run, on a connection of its
+// own) as tryLock describes: the wait for the connection ends with ctx,
+// but the attempt once sent is read to its end whatever ctx, within
+// attemptTimeout. sent is false when it failed before anything was sent.
+func (s *Store) sendAttempt(ctx context.Context, run func(context.Context, *pgxpool.Conn) error) (sent bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+	err = run(actx, conn)
+	cancel()
+	conn.Release() // before the caller's deletes, which take a connection of their own
+	return true, err
+}
+
 // attemptTimeout bounds one attempt to take a lock (see tryLock).
 const attemptTimeout = 10 * time.Second
 
@@ -134,15 +163,14 @@ const attemptTimeout = 10 * time.Second
 // is this attempt's own (owner is unique to one Lock call), so it is
 // deleted.
 func (s *Store) tryLock(ctx context.Context, name, owner string, ttl time.Duration, durable bool, reads []Statement) (bool, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return false, err
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
-	got, err := attemptLock(actx, conn, name, owner, ttl, durable, reads)
-	cancel()
-	conn.Release() // before a delete below, which takes a connection of its own
+	var got bool
+	sent, err := s.sendAttempt(ctx, func(actx context.Context, conn *pgxpool.Conn) (err error) {
+		got, err = attemptLock(actx, conn, name, owner, ttl, durable, reads)
+		return err
+	})
 	switch {
+	case !sent:
+		return false, err
 	case err != nil:
 		deleteLockRow(ctx, s, name, owner)
 		return false, err
@@ -168,11 +196,7 @@ func attemptLock(ctx context.Context, conn *pgxpool.Conn, name, owner string, tt
 	if !durable {
 		stmts = append(stmts, Statement{SQL: "SET LOCAL synchronous_commit TO off"})
 	}
-	stmts = append(stmts, Statement{SQL: lockSQL, Args: []any{name, owner, ttl.String()}, Read: func(rows pgx.Rows) error {
-		rows.Close()
-		got = rows.CommandTag().RowsAffected() == 1
-		return rows.Err()
-	}})
+	stmts = append(stmts, lockStatement(name, owner, ttl, func(took bool) { got = took }))
 	if err := look(ctx, conn, append(stmts, reads...)); err != nil {
 		return false, err
 	}
@@ -197,31 +221,20 @@ func (s *Store) TryLocksThen(ctx context.Context, reqs []LockRequest) ([]*Lock, 
 	got := make([]bool, len(reqs))
 	stmts := []Statement{{SQL: "SET LOCAL synchronous_commit TO off"}}
 	for i, r := range reqs {
-		owners[i] = fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1))
-		stmts = append(stmts, Statement{SQL: lockSQL, Args: []any{r.Name, owners[i], s.lockTTL.String()},
-			Read: func(rows pgx.Rows) error {
-				rows.Close()
-				got[i] = rows.CommandTag().RowsAffected() == 1
-				return rows.Err()
-			}})
+		owners[i] = s.newOwner()
+		stmts = append(stmts, lockStatement(r.Name, owners[i], s.lockTTL, func(took bool) { got[i] = took }))
 		stmts = append(stmts, r.Reads...)
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lock %d packages: %w", len(reqs), err)
-	}
-	// As tryLock: once sent, the attempt is read to its end whatever ctx.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
-	err = look(actx, conn, stmts)
-	cancel()
-	conn.Release()
-	if err == nil && ctx.Err() != nil {
+	sent, err := s.sendAttempt(ctx, func(actx context.Context, conn *pgxpool.Conn) error { return look(actx, conn, stmts) })
+	if sent && err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	if err != nil {
+	if sent && err != nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_, _ = s.pool.Exec(dctx, `DELETE FROM package_locks WHERE owner = ANY($1)`, owners)
 		cancel()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("lock %d packages: %w", len(reqs), err)
 	}
 	locks := make([]*Lock, len(reqs))
@@ -253,7 +266,7 @@ type LockAhead struct {
 // LockAhead returns an attempt to take the lock on name, to be sent with
 // another unit (LockAhead.Statements).
 func (s *Store) LockAhead(name string, reads ...Statement) *LockAhead {
-	return &LockAhead{s: s, name: name, owner: fmt.Sprintf("%s:%d", s.id, lockSeq.Add(1)), reads: reads}
+	return &LockAhead{s: s, name: name, owner: s.newOwner(), reads: reads}
 }
 
 // Name is the name of the lock the attempt takes.
@@ -262,19 +275,16 @@ func (a *LockAhead) Name() string { return a.name }
 // Statements are the attempt and its reads, for the unit that carries
 // them; its reads see the lock held only if Take returns it.
 func (a *LockAhead) Statements() []Statement {
-	try := Statement{SQL: lockSQL, Args: []any{a.name, a.owner, a.s.lockTTL.String()},
-		Read: func(rows pgx.Rows) error {
-			rows.Close()
-			a.mu.Lock()
-			a.got = rows.CommandTag().RowsAffected() == 1
-			a.mu.Unlock()
-			return rows.Err()
-		},
-		Committed: func() {
-			a.mu.Lock()
-			a.committed = true
-			a.mu.Unlock()
-		}}
+	try := lockStatement(a.name, a.owner, a.s.lockTTL, func(took bool) {
+		a.mu.Lock()
+		a.got = took
+		a.mu.Unlock()
+	})
+	try.Committed = func() {
+		a.mu.Lock()
+		a.committed = true
+		a.mu.Unlock()
+	}
 	return append([]Statement{try}, a.reads...)
 }
 

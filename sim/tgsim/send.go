@@ -278,15 +278,14 @@ func (w *World) settleSend(ps *pendingSend) {
 		w.failSend(ps, ps.limitErr)
 		return
 	}
-	if ps.outcome != sendVanishes && w.accounts[c.account].serverReadOnly[ps.dest.id] {
-		// The server judges the sender's rights when the send reaches
-		// it, whatever its TDLib believed.
-		w.sendStats.WriteRefused++
-		w.failSend(ps, serverWriteRefusal(ps.dest.kind))
-		return
-	}
 	if ps.outcome != sendVanishes {
-		// The server judges the topic when the send reaches it.
+		// The server judges the sender's rights and the topic when the
+		// send reaches it.
+		if err := w.writeRefusal(c.account, ps.dest); err != nil {
+			w.sendStats.WriteRefused++
+			w.failSend(ps, err)
+			return
+		}
 		if err := w.topicRefusal(c.account, ps.dest, ps.thread); err != nil {
 			w.sendStats.TopicRefused++
 			w.failSend(ps, err)
