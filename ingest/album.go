@@ -26,6 +26,15 @@ func (p *Pipeline) albumsAllowed() bool {
 // or one part alone.
 type span struct{ first, end int }
 
+// parts are the indexes of the span's parts.
+func (a span) parts() []int {
+	idx := make([]int, 0, a.end-a.first)
+	for i := a.first; i < a.end; i++ {
+		idx = append(idx, i)
+	}
+	return idx
+}
+
 // albums cuts a package of n parts into the sends that deliver it: albums
 // of at most tg.MaxAlbum parts, as even as can be (11 parts go as 6 and
 // 5, not 10 and a lone part), or, without albums, one send per part.
@@ -45,8 +54,10 @@ func albums(n int, allowed bool) []span {
 // deliverSpan sends the parts a of pkg (ms, their messages) to dest,
 // into forum topic thread when not 0: alone, or as one album, under one
 // turn of the send budget. With a budget the parts first wait for the
-// turn, so their intents are written only when the send can go at once: a
-// stop while it waits leaves nothing to reconcile. Exactly once holds per
+// turn; their intents are written once it comes, unless the delivery's
+// lock was taken ahead with them (deliveryEnd): those a stop or a skipped
+// delivery leaves unsent are dropped when the delivery lets its lock go,
+// so only a crash leaves them to reconcile. Exactly once holds per
 // part: each has its intent and token, written together before the send;
 // parts recorded sent, or whose earlier intents one pass over the
 // destination's history finds (an attempt that sent in full or in part,
@@ -64,11 +75,7 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 	defer done()
 	ctx, stop := p.sendScope(ctx)
 	defer stop()
-	idx := make([]int, len(ms))
-	for k := range ms {
-		idx[k] = a.first + k
-	}
-	ins, err := p.store.EnsureIntents(ctx, pkg.ID, dest, idx, p.cfg.Account)
+	ins, err := p.intents(ctx, pkg.ID, dest, a.parts())
 	if err != nil {
 		return 0, err
 	}
@@ -135,6 +142,7 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 			failed = errors.Join(failed, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, t.PartIndex, dest, r.Err))
 			continue
 		}
+		t.Account = p.cfg.Account // the account that sent it
 		landed, msgs = append(landed, t.Delivery), append(msgs, r.Message.ID)
 	}
 	if len(landed) > 0 {
@@ -146,6 +154,36 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 		}
 	}
 	return len(landed), failed
+}
+
+// intents returns the intents of parts idx of pkg to dest, in order: those
+// written ahead with the delivery's lock (deliveryEnd), the others written
+// now (EnsureIntents), in one round trip.
+func (p *Pipeline) intents(ctx context.Context, pkg int64, dest tg.ChatID, idx []int) ([]store.Intent, error) {
+	end, _ := ctx.Value(deliveryEndKey{}).(*deliveryEnd)
+	ahead := end.takeAhead(pkg, dest, idx)
+	var rest []int
+	for _, i := range idx {
+		if _, ok := ahead[i]; !ok {
+			rest = append(rest, i)
+		}
+	}
+	var now []store.Intent
+	if len(rest) > 0 {
+		var err error
+		if now, err = p.store.EnsureIntents(ctx, pkg, dest, rest, p.cfg.Account); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]store.Intent, 0, len(idx))
+	for _, i := range idx {
+		if in, ok := ahead[i]; ok {
+			out = append(out, in)
+			continue
+		}
+		out, now = append(out, now[0]), now[1:]
+	}
+	return out, nil
 }
 
 // sendScope is ctx, with its values (the send turn, the lease's fence),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"stashd/internal/caption"
@@ -171,8 +172,10 @@ func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.Mess
 	var recorded []tg.MessageID
 	var err error
 	if end, ok := ctx.Value(deliveryEndKey{}).(*deliveryEnd); ok && final && !end.done {
-		recorded, err = end.lock.MarkSentAndUnlock(wctx, ds, msgs, end.stmts...)
-		end.done = err == nil
+		recorded, err = end.lock.MarkSentAndUnlock(wctx, ds, msgs, end.unusedDropped(end.stmts)...)
+		if err == nil {
+			end.done, end.ahead = true, nil
+		}
 	} else {
 		recorded, err = p.store.MarkSentAll(wctx, ds, msgs)
 	}
@@ -193,11 +196,83 @@ func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.Mess
 // deliveryEnd is what a delivery run under its own lock (Deliverer.one)
 // writes when it ends: stmts (its queue row cleared) and the lock's
 // release, which go with the record of its last send when that send ends
-// it (done then), in one round trip instead of two.
+// it (done then), in one round trip instead of two. ahead are the intents
+// of its first send written with its lock, in the round trip that ended
+// the delivery before it, by part index, until a send takes them.
 type deliveryEnd struct {
 	lock  *store.Lock
 	stmts []store.Statement
 	done  bool
+	ahead map[int]store.Intent
+}
+
+// setAhead keeps the intents written ahead with the delivery's lock.
+func (e *deliveryEnd) setAhead(ia *store.IntentsAhead) {
+	if ia == nil {
+		return
+	}
+	for _, in := range ia.Intents() {
+		if e.ahead == nil {
+			e.ahead = map[int]store.Intent{}
+		}
+		e.ahead[in.PartIndex] = in
+	}
+}
+
+// takeAhead returns the intents written ahead for parts idx of pkg to
+// dest, by part index, and forgets them: the send that takes them owns
+// them from then on.
+func (e *deliveryEnd) takeAhead(pkg int64, dest tg.ChatID, idx []int) map[int]store.Intent {
+	if e == nil || len(e.ahead) == 0 {
+		return nil
+	}
+	got := map[int]store.Intent{}
+	for _, i := range idx {
+		if in, ok := e.ahead[i]; ok && in.PackageID == pkg && in.Destination == dest {
+			got[i] = in
+			delete(e.ahead, i)
+		}
+	}
+	return got
+}
+
+// unusedDropped returns stmts with the deletion of the intents written
+// ahead that no send took, when there are any: the delivery ends without
+// sending them, and kept they would make the next attempt search the
+// destination for tokens no message carries.
+func (e *deliveryEnd) unusedDropped(stmts []store.Statement) []store.Statement {
+	var tokens []string
+	for _, in := range e.ahead {
+		if in.Fresh {
+			tokens = append(tokens, in.Token)
+		}
+	}
+	if len(tokens) == 0 {
+		return stmts
+	}
+	return append(slices.Clip(stmts), store.DropIntents(tokens))
+}
+
+// unlockWith ends the delivery without a send: stmts, the drop of its
+// unused intents and the lock's release in one unit (Lock.UnlockWith).
+func (e *deliveryEnd) unlockWith(ctx context.Context, stmts ...store.Statement) error {
+	if err := e.lock.UnlockWith(ctx, e.unusedDropped(stmts)...); err != nil {
+		return err
+	}
+	e.ahead = nil
+	return nil
+}
+
+// release lets the delivery's lock go (a no-op once a unit did), with
+// the drop of its unused intents when there are any.
+func (e *deliveryEnd) release(ctx context.Context) {
+	if len(e.ahead) > 0 {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		// On failure the intents stay: the next attempt reconciles them.
+		_ = e.unlockWith(wctx)
+		cancel()
+	}
+	e.lock.Unlock()
 }
 
 type deliveryEndKey struct{}

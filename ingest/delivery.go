@@ -91,6 +91,9 @@ type deliveryLook struct {
 	done    bool
 	pending bool
 	attempt *store.LockAhead // when taken ahead
+	// intents are the intents of the delivery's first send, written with
+	// the lock taken ahead (nil when none were).
+	intents *store.IntentsAhead
 }
 
 func newDeliveryLook(w store.Waiting) *deliveryLook {
@@ -299,20 +302,24 @@ func (ws *Deliverer) holdUnwritable(ctx context.Context, w store.Waiting, cause 
 // whether it is sent there in full are read in the lock's round trip, and
 // the queue row goes in the commit that releases it. That commit also
 // tries to take the lock of next, the delivery after it (with its looks),
-// so that a backlog costs two round trips a delivery, not three.
+// and, unless next's destination waits out a flood wait, writes the
+// intents of next's first send under that lock: a backlog costs one round
+// trip a delivery (its record, which prepares the next), not three.
 func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiting) (bool, error) {
 	p := ws.p
 	look := newDeliveryLook(w)
 	lock, ahead := ws.claimAhead(look.name)
+	end := &deliveryEnd{lock: lock}
 	if ahead != nil {
 		look = ahead
+		end.setAhead(ahead.intents)
 	}
 	if wait := p.destPause(w.Destination); wait > 0 {
 		// Nothing may be sent there before the wait ends: the delivery is
 		// put off by it without loading its parts, which a delivery a
 		// flood wait puts off again and again would load each time.
 		if lock != nil {
-			lock.Unlock()
+			end.release(ctx)
 		}
 		return false, &tg.FloodWaitError{RetryAfter: wait,
 			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
@@ -322,17 +329,22 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 		if lock, err = ws.store.Lock(ctx, look.name, look.reads(w)...); err != nil {
 			return false, err
 		}
+		end.lock = lock
 	}
-	defer lock.Unlock()
+	defer end.release(ctx)
 	pkg, done, pending := look.pkg, look.done, look.pending
 	// The statements that end the delivery, with the attempt on next's
-	// lock when there is one.
+	// lock and the intents of next's first send when there is a next.
 	ending := func(stmts ...store.Statement) []store.Statement {
-		if next == nil {
+		if next == nil || len(next.Parts) == 0 {
 			return stmts
 		}
 		nl := newDeliveryLook(*next)
 		nl.attempt = ws.store.LockAhead(nl.name, nl.reads(*next)...)
+		if p.destPause(next.Destination) == 0 {
+			first := albums(len(next.Parts), p.albumsAllowed())[0]
+			nl.intents = nl.attempt.WithIntents(ctx, next.PackageID, next.Destination, first.parts(), p.cfg.Account)
+		}
 		ws.ahead = nl
 		return append(stmts, nl.attempt.Statements()...)
 	}
@@ -349,7 +361,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 	}
 	leave := func() (bool, error) {
 		p.dropParts(w.PackageID, w.Parts)
-		return true, lock.UnlockWith(ctx, ending(store.ClearWaitingStatement(w.PackageID, w.Destination))...)
+		return true, end.unlockWith(ctx, ending(store.ClearWaitingStatement(w.PackageID, w.Destination))...)
 	}
 	if done {
 		// Sent meanwhile (reconciled, recorded from an earlier session's
@@ -367,14 +379,14 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 		open, opensAt, rt := p.cfg.Routes.Gate(in, w.Destination, p.cfg.Now())
 		if !open {
 			w.Route, w.OpensAt = rt, opensAt
-			return false, lock.UnlockWith(ctx, ending(store.WaitDeliveryStatement(w))...)
+			return false, end.unlockWith(ctx, ending(store.WaitDeliveryStatement(w))...)
 		}
 	}
 	lctx, unbind := lock.Bind(ctx)
 	defer unbind()
 	// The delivery's last send, when it lands, clears the queue row and
 	// lets the lock go in the commit that records it.
-	end := &deliveryEnd{lock: lock, stmts: ending(store.ClearWaitingStatement(w.PackageID, w.Destination))}
+	end.stmts = ending(store.ClearWaitingStatement(w.PackageID, w.Destination))
 	lctx = withDeliveryEnd(lctx, end)
 	parts := make([]tg.Message, len(w.Parts))
 	for i, k := range w.Parts {
@@ -411,7 +423,8 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 
 // claimAhead returns the lock taken ahead for the delivery of lock name,
 // with its looks, or nils when none was; a lock taken ahead for another
-// delivery (one skipped since) is let go.
+// delivery (one skipped since) is let go, with the intents written with
+// it.
 func (ws *Deliverer) claimAhead(name string) (*store.Lock, *deliveryLook) {
 	a := ws.ahead
 	ws.ahead = nil
@@ -421,7 +434,9 @@ func (ws *Deliverer) claimAhead(name string) (*store.Lock, *deliveryLook) {
 	l := a.attempt.Take()
 	if l == nil || a.name != name {
 		if l != nil {
-			l.Unlock()
+			end := &deliveryEnd{lock: l}
+			end.setAhead(a.intents)
+			end.release(context.Background())
 		}
 		return nil, nil
 	}

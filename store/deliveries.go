@@ -145,17 +145,18 @@ func markSentStatements(ctx context.Context, ds []Delivery, destMsgs []tg.Messag
 	for i, d := range ds {
 		// The statement's snapshot of the row, taken before the update,
 		// says which message was recorded already when the update found
-		// it sent.
+		// it sent. The account is the one that sent (an intent written
+		// ahead names the account that wrote it).
 		stmts[i] = Statement{SQL: `WITH upd AS (
 				UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = '',
-					fence_account = $5, fence_epoch = $6
+					fence_account = $5, fence_epoch = $6, account = coalesce(nullif($7, ''), account)
 				WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'
 				RETURNING dest_message_id)
 			SELECT dest_message_id FROM upd
 			UNION ALL
 			SELECT dest_message_id FROM deliveries
 			WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND NOT EXISTS (SELECT FROM upd)`,
-			Args: []any{d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsgs[i]), fa, fe},
+			Args: []any{d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsgs[i]), fa, fe, d.Account},
 			Read: func(rows pgx.Rows) error {
 				var recorded *int64
 				if err := scanOne(rows, &recorded); err != nil {
@@ -271,62 +272,16 @@ type Intent struct {
 // trip, and also answers FoundCopy for each part not sent yet. It returns
 // the intents in parts' order.
 func (s *Store) EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]Intent, error) {
-	fa, fe := fenceArgs(ctx)
-	idx := make([]int32, len(parts))
-	tokens := make([]string, len(parts))
-	for i, p := range parts {
-		idx[i], tokens[i] = int32(p), newToken()
-	}
-	// The statement's snapshot does not hold the rows its INSERT writes:
-	// those come from RETURNING, the others from the table. It is a unit
-	// of the group commit, which shares its round trip and commit with
-	// the other writes of the moment.
-	byPart := make(map[int]Intent, len(parts))
-	err := s.Commit(ctx, Statement{SQL: `WITH ins AS (
-			INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, account, fence_account, fence_epoch)
-			SELECT $1, $2, u.p, u.t, $5, $6, $7 FROM unnest($3::int[], $4::text[]) AS u(p, t)
-			ON CONFLICT (package_id, destination_chat_id, part_idx) DO NOTHING
-			RETURNING package_id, destination_chat_id, part_idx, token, state, dest_message_id, account, created_at),
-		rows AS (
-			SELECT i.*, true AS fresh FROM ins i
-			UNION ALL
-			SELECT d.package_id, d.destination_chat_id, d.part_idx, d.token, d.state, d.dest_message_id, d.account, d.created_at, false
-			FROM deliveries d
-			WHERE d.package_id = $1 AND d.destination_chat_id = $2 AND d.part_idx = ANY($3::int[])
-				AND NOT EXISTS (SELECT FROM ins WHERE ins.part_idx = d.part_idx))
-		SELECT r.package_id, r.destination_chat_id, r.part_idx, r.token, r.state, r.dest_message_id, r.account, r.created_at,
-			r.fresh, c.dest_message_id
-		FROM rows r LEFT JOIN LATERAL (
-			SELECT c.dest_message_id FROM destination_copies c JOIN remote_files f ON f.unique_id = c.unique_id
-			WHERE r.state <> 'sent' AND c.destination_chat_id = $2 AND f.package_id = $1 AND f.idx = r.part_idx
-			ORDER BY c.dest_message_id LIMIT 1) c ON true`,
-		Args: []any{pkg, int64(dest), idx, tokens, account, fa, fe},
-		Read: func(rows pgx.Rows) error {
-			for rows.Next() {
-				var in Intent
-				var d, copyMsg *int64
-				var state string
-				var destChat int64
-				if err := rows.Scan(&in.PackageID, &destChat, &in.PartIndex, &in.Token, &state, &d, &in.Account, &in.CreatedAt, &in.Fresh, &copyMsg); err != nil {
-					return err
-				}
-				in.Destination, in.State = tg.ChatID(destChat), DeliveryState(state)
-				if d != nil {
-					in.DestMessageID = tg.MessageID(*d)
-				}
-				if copyMsg != nil {
-					in.Copy = tg.MessageID(*copyMsg)
-				}
-				byPart[in.PartIndex] = in
-			}
-			return rows.Err()
-		}})
+	// A unit of the group commit, which shares its round trip and commit
+	// with the other writes of the moment.
+	w := newIntentWrite(ctx, pkg, dest, parts, account, nil)
+	err := s.Commit(ctx, w.stmt)
 	if err != nil {
 		return nil, fmt.Errorf("write delivery intents: %w", fenced(ctx, err))
 	}
 	out := make([]Intent, len(parts))
 	for i, p := range parts {
-		in, ok := byPart[p]
+		in, ok := w.byPart[p]
 		if !ok {
 			// Written by a transaction that committed after this
 			// statement's snapshot: read it now.

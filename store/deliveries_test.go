@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 
 	"stashd/store"
@@ -45,5 +46,103 @@ func TestDeliveryByToken(t *testing.T) {
 	}
 	if _, ok, err := st.DeliveryByToken(ctx, "nope", -9); err != nil || ok {
 		t.Errorf("unknown token = %v, %v; want none", ok, err)
+	}
+}
+
+// Intents written with a lock taken ahead are written only when the
+// attempt takes the lock, come back fresh with their tokens once it did,
+// and DropIntents deletes them while they are intents, never a record of
+// a send.
+func TestIntentsAheadOnlyUnderTheLock(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	hash := make([]byte, 32)
+	hash[0] = 8
+	pkg := store.Package{ContentHash: hash, Name: "s.rar", Format: "rar", TotalSize: 3, PartCount: 3,
+		Origin: tg.MessageKey{Chat: -1, Message: 2 << 20}}
+	var parts []store.Part
+	for i := range 3 {
+		parts = append(parts, store.Part{Index: i, FileName: fmt.Sprintf("s.part%d.rar", i+1), Size: 1, SHA256: hash,
+			UniqueID: fmt.Sprintf("s%d", i), Source: tg.MessageKey{Chat: -1, Message: tg.MessageID(2<<20 + i)}})
+	}
+	id, _, err := st.CreatePackage(ctx, pkg, parts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func() (n int) {
+		t.Helper()
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE package_id = $1`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Part 2 was sent by an earlier delivery.
+	d2, _, err := st.EnsureIntent(ctx, id, -9, 2, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.MarkSent(ctx, d2, tg.MessageIDFromServer(7)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another holder has the lock: nothing is written.
+	other, err := st.Lock(ctx, "d:held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	carrier, err := st.Lock(ctx, "d:carrier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := st.LockAhead("d:held")
+	refused.WithIntents(ctx, id, -9, []int{0, 1}, "a")
+	if err := carrier.UnlockWith(ctx, refused.Statements()...); err != nil {
+		t.Fatal(err)
+	}
+	if l := refused.Take(); l != nil {
+		t.Fatal("a lock another holder has was taken ahead")
+	}
+	if n := rows(); n != 1 {
+		t.Fatalf("%d delivery rows after an attempt that did not take the lock, want 1 (the sent part)", n)
+	}
+	other.Unlock()
+
+	carrier, err = st.Lock(ctx, "d:carrier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := st.LockAhead("d:free")
+	ia := ahead.WithIntents(ctx, id, -9, []int{0, 1, 2}, "a")
+	if err := carrier.UnlockWith(ctx, ahead.Statements()...); err != nil {
+		t.Fatal(err)
+	}
+	l := ahead.Take()
+	if l == nil {
+		t.Fatal("a free lock was not taken ahead")
+	}
+	defer l.Unlock()
+	ins := ia.Intents()
+	if len(ins) != 3 {
+		t.Fatalf("%d intents read, want 3: %+v", len(ins), ins)
+	}
+	var tokens []string
+	for i, in := range ins {
+		if in.PartIndex != i || in.Destination != -9 {
+			t.Fatalf("intent %d is %+v", i, in)
+		}
+		if fresh := i < 2; in.Fresh != fresh || in.Token == "" {
+			t.Errorf("part %d: fresh %v token %q, want fresh %v and a token", i, in.Fresh, in.Token, fresh)
+		}
+		if i == 2 && (in.State != store.DeliverySent || in.DestMessageID != tg.MessageIDFromServer(7)) {
+			t.Errorf("the sent part read as %+v", in)
+		}
+		tokens = append(tokens, in.Token)
+	}
+	if err := st.Commit(ctx, store.DropIntents(tokens)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 1 {
+		t.Fatalf("%d delivery rows after the drop, want the sent part's alone", n)
 	}
 }

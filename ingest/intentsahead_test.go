@@ -1,0 +1,123 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// queueArchives posts n lone archives in account a's source and hands
+// them to p, which queues their deliveries.
+func queueArchives(t *testing.T, e *env, p *ingest.Pipeline, c *tgsim.Client, n int, tag string) {
+	t.Helper()
+	for i := range n {
+		files := []archivetest.File{{Name: "a.txt", Data: fmt.Appendf(nil, "%s %d", tag, i)}}
+		posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("%s%d.tar", tag, i), Data: archivetest.Tar(files)})
+		mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	}
+}
+
+// intentsAndLocks counts the delivery rows still intents and the package
+// locks held.
+func intentsAndLocks(t *testing.T, e *env) (intents, locks int) {
+	t.Helper()
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT (SELECT count(*) FROM deliveries WHERE state = 'intent'),
+		(SELECT count(*) FROM package_locks)`).Scan(&intents, &locks); err != nil {
+		t.Fatal(err)
+	}
+	return intents, locks
+}
+
+// A delivery whose intent was written ahead, with its lock, in the round
+// trip that recorded the delivery before it, and which then sends nothing
+// (its destination held by the time its turn comes) drops that intent
+// when it lets its lock go: kept, it would make the next attempt search
+// the destination for a token no message carries.
+func TestSkippedDeliveryDropsItsIntentWrittenAhead(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 43}, "a")
+	p, c := e.pipeline("a")
+	queueArchives(t, e, p, c, 3, "skip")
+	asked := 0
+	var aheadSeen int
+	hold := func(_ context.Context, dest tg.ChatID, _ bool) (bool, error) {
+		asked++
+		if asked == 2 {
+			// The first delivery's record wrote this one's intent.
+			aheadSeen, _ = intentsAndLocks(t, e)
+			return true, nil
+		}
+		return false, nil
+	}
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{Hold: hold}, p, e.st, nil).RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered != 1 || res.Held != 2 {
+		t.Fatalf("run: %+v; want one delivered, then the destination held", res)
+	}
+	if aheadSeen != 1 {
+		t.Fatalf("%d intents before the second delivery's send, want its own, written ahead", aheadSeen)
+	}
+	if intents, locks := intentsAndLocks(t, e); intents != 0 || locks != 0 {
+		t.Fatalf("%d intents and %d locks left after the held delivery, want none", intents, locks)
+	}
+	if got := len(e.world.Messages(e.dest)); got != 1 {
+		t.Fatalf("destination holds %d messages, want 1", got)
+	}
+}
+
+// A stop while a delivery waits for its send turn, its intent written
+// ahead, leaves no intent: the next run sends it without searching the
+// destination.
+func TestStopWaitingForTheTurnDropsTheIntentWrittenAhead(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 44}, "a")
+	// One send a minute: the second delivery waits for its turn.
+	p, c, _ := e.pipelineWith("a", nil, func(s *tg.Session) ingest.Telegram {
+		s.Budget = tg.NewSendBudget(tg.SendBudgetConfig{Account: "a", PerMinute: 1, Jitter: -1}, nil)
+		return s
+	})
+	queueArchives(t, e, p, c, 2, "stop")
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(ctx)
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var sent, intents int
+		if err := e.st.Pool().QueryRow(e.ctx, `SELECT count(*) FILTER (WHERE state = 'sent'), count(*) FILTER (WHERE state = 'intent')
+			FROM deliveries`).Scan(&sent, &intents); err != nil {
+			t.Fatal(err)
+		}
+		if sent == 1 && intents == 1 {
+			break // the second delivery waits for its turn, its intent written
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sent and %d intents: the second delivery's intent was not written ahead", sent, intents)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the delivery stage did not stop")
+	}
+	if intents, locks := intentsAndLocks(t, e); intents != 0 || locks != 0 {
+		t.Fatalf("%d intents and %d locks left after the stop, want none", intents, locks)
+	}
+	if got := len(e.world.Messages(e.dest)); got != 1 {
+		t.Fatalf("destination holds %d messages, want 1", got)
+	}
+}
