@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,8 +62,20 @@ func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgs
 	checkOnce(t, world, dest, posted)
 	var sends []tgsim.SendRecord
 	for _, s := range world.Sends() {
-		if s.Chat == dest {
-			sends = append(sends, s)
+		if s.Chat != dest {
+			continue
+		}
+		sends = append(sends, s)
+		// The delivery names the account that sent it, whichever
+		// account's stage wrote its intent.
+		lines := strings.Split(s.Caption, "\n")
+		token, _ := strings.CutPrefix(lines[len(lines)-1], ingest.TokenPrefix)
+		var account string
+		if err := st.Pool().QueryRow(context.Background(), `SELECT account FROM deliveries WHERE token = $1`, token).Scan(&account); err != nil {
+			t.Fatalf("delivery of token %q: %v", token, err)
+		}
+		if account != s.Account {
+			t.Errorf("delivery sent by account %s names account %s", s.Account, account)
 		}
 	}
 	return sends, start
