@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"stashd/store"
 	"stashd/tg"
@@ -144,5 +147,48 @@ func TestIntentsAheadOnlyUnderTheLock(t *testing.T) {
 	}
 	if n := rows(); n != 1 {
 		t.Fatalf("%d delivery rows after the drop, want the sent part's alone", n)
+	}
+}
+
+// The intents' statement looks up a part's file by package and index
+// (the group commit's generic plan), then its copy in the destination: not
+// by reading remote_files whole, nor every copy in the destination, each
+// of which would make every delivery slower as the catalogue grows.
+func TestIntentFindsPartFilesByIndex(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `
+		INSERT INTO packages (content_hash, name, format, total_size, part_count, origin_chat_id, origin_message_id)
+		SELECT sha256(i::text::bytea), 'p' || i, 'tar', 1, 1, -1, i FROM generate_series(1, 20000) i;
+		INSERT INTO remote_files SELECT 'u' || id, id, 0 FROM packages;
+		INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
+			SELECT -7, unique_id, package_id, 't' || package_id FROM remote_files WHERE package_id % 4 = 0;
+		ANALYZE packages, remote_files, destination_copies`); err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		for _, q := range []string{"SET LOCAL plan_cache_mode TO force_generic_plan", "PREPARE intent AS " + store.IntentSQL()} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN EXECUTE intent(10000, -7, '{0}', '{t}', 'a', NULL, NULL, NULL, NULL)`)
+		if err != nil {
+			return err
+		}
+		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "DEALLOCATE intent")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(plan, "\n"); !strings.Contains(text, "Index Scan using remote_files_package on remote_files") {
+		t.Errorf("the intents' statement does not look its part's file up by package:\n%s", text)
 	}
 }

@@ -64,3 +64,9 @@ func SearchFileRows(ctx context.Context, s *Store, q SearchQuery) (SearchPage, e
 // GroupCommitQueued returns how many callers wait for the group committer
 // to take their unit.
 func GroupCommitQueued(s *Store) int { return int(s.commits.queued.Load()) }
+
+// IntentSQL is the statement that writes a delivery's intents, for its
+// plan check.
+func IntentSQL() string {
+	return newIntentWrite(context.Background(), 0, 0, []int{0}, "", nil).stmt.SQL
+}

@@ -33,15 +33,17 @@ func (r *runner) ingest(ctx context.Context) error {
 	if r.o.Quick {
 		n, zips = 40, 10
 	}
-	ours, rows, stages, trips, err := r.pipelineRate(ctx, n, false)
+	cpu := r.newCPUMeter(ctx)
+	run, err := r.pipelineRate(ctx, cpu, n, false)
 	if err != nil {
 		return err
 	}
+	ours, rows, stages, trips := run.rate, run.rows, run.stages, run.trips
 	copyRate, err := r.rawCopy(ctx, rows, n)
 	if err != nil {
 		return err
 	}
-	txRate, err := r.rawPerPackage(ctx, rows, n)
+	txRate, txCPU, err := r.rawPerPackage(ctx, cpu, rows, n)
 	if err != nil {
 		return err
 	}
@@ -53,10 +55,16 @@ func (r *runner) ingest(ctx context.Context) error {
 	r.add(Line{Item: ItemIngest, What: "ingest vs per-package raw transactions", Unit: "pkg/s",
 		Stashd: ours, Baseline: txRate, Ratio: ours / txRate,
 		Note: "same durability unit as the pipeline (one commit per package); no goal"})
-	zipRate, _, _, _, err := r.pipelineRate(ctx, zips, true)
+	r.add(Line{Item: ItemIngest, What: "CPU per package while catalogued: pipeline vs per-package raw transactions", Unit: "ms",
+		Stashd: run.cpu, Baseline: txCPU.total, Ratio: nanRatio,
+		Note: fmt.Sprintf("pipeline (catch-up, ingest, deliveries; the simulator shares the bench's process): %s. Raw transactions: %s. "+
+			"CPU time read from /proc (the server's backends and the bench process) from the start to the last package catalogued",
+			run.cpuText, txCPU.text)})
+	zipRun, err := r.pipelineRate(ctx, cpu, zips, true)
 	if err != nil {
 		return err
 	}
+	zipRate := zipRun.rate
 	r.add(Line{Item: ItemIngest, What: fmt.Sprintf("ingest %d lone .zip packages", zips), Unit: "pkg/s",
 		Stashd: zipRate, Baseline: ours, Ratio: zipRate / ours,
 		Note: "baseline: the tar.gz figure above. A lone .zip may be the last volume of a split zip (.z01…): it waits SetSettle " +
@@ -82,14 +90,25 @@ func (r *runner) ingest(ctx context.Context) error {
 	return nil
 }
 
+// pipelineRun is what pipelineRate measured.
+type pipelineRun struct {
+	rate   float64     // packages catalogued per second from the daemon's start
+	rows   []tableRows // the catalogue rows it wrote
+	stages string      // its mean stage times
+	trips  float64     // round trips per package, deliveries included
+	cpu    float64     // CPU ms per package until the last was catalogued
+	// cpuText says where that CPU went.
+	cpuText string
+}
+
 // pipelineRate posts n new packages (tar.gz, or zip when zips is set) in
 // four channels of one account, starts the daemon (4 workers, no rate
-// limit) and returns the packages catalogued per second from its start,
-// the catalogue rows it wrote and its mean stage times.
-func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, []tableRows, string, float64, error) {
+// limit) and measures it (pipelineRun).
+func (r *runner) pipelineRate(ctx context.Context, cpu *cpuMeter, n int, zips bool) (pipelineRun, error) {
+	var run pipelineRun
 	e, err := r.newEnv(ctx, "ingest", 1, tgsim.Config{Seed: 2})
 	if err != nil {
-		return 0, nil, "", 0, err
+		return run, err
 	}
 	defer e.close(ctx)
 	var srcs []tg.ChatID
@@ -103,14 +122,15 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 			e.postTarGz(srcs[i%len(srcs)], 0, i)
 		}
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpu.sample()
 	by0 := e.trips.snapshot()
 	d, err := e.start(ctx, e.daemonConfig(4, 0), nil)
 	if err != nil {
-		return 0, nil, "", 0, err
+		return run, err
 	}
 	got, err := e.waitCount(ctx, countPackages, n, 5*time.Minute)
-	elapsed := time.Since(start)
+	elapsed, cpu1 := time.Since(start), cpu.sample()
+	run.cpu, run.cpuText = cpu.cpuPerPackage(cpu0, cpu1, n, elapsed, "bench process")
 	if err == nil && got == n {
 		// Round trips count the deliveries too.
 		_, err = e.waitCount(ctx, countSent, n, 2*time.Minute)
@@ -127,20 +147,20 @@ func (r *runner) pipelineRate(ctx context.Context, n int, zips bool) (float64, [
 	for k, v := range by {
 		sent += v - by0[k]
 	}
-	trips := float64(sent) / float64(n)
+	run.trips = float64(sent) / float64(n)
 	r.progress("round trips per package by statement (%d packages):\n%s", n, tripTable(by0, by, float64(n), 0.01))
 	d.Shutdown(context.Background())
 	if err != nil {
-		return 0, nil, "", 0, err
+		return run, err
 	}
 	if got < n {
-		return 0, nil, "", 0, fmt.Errorf("pipeline catalogued %d of %d packages in %s", got, n, elapsed)
+		return run, fmt.Errorf("pipeline catalogued %d of %d packages in %s", got, n, elapsed)
 	}
-	rows, err := readCatalogue(ctx, e.pool)
-	if err != nil {
-		return 0, nil, "", 0, err
+	if run.rows, err = readCatalogue(ctx, e.pool); err != nil {
+		return run, err
 	}
-	return float64(n) / elapsed.Seconds(), rows, e.stageTimes(), trips, nil
+	run.rate, run.stages = float64(n)/elapsed.Seconds(), e.stageTimes()
+	return run, nil
 }
 
 const countSent = `SELECT count(*) FROM deliveries WHERE state = 'sent'`
@@ -219,10 +239,17 @@ func (r *runner) rawCopy(ctx context.Context, tables []tableRows, n int) (float6
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-func (r *runner) rawPerPackage(ctx context.Context, tables []tableRows, n int) (float64, error) {
+// rawCPU is the CPU a raw baseline spent per package (cpuPerPackage).
+type rawCPU struct {
+	total float64
+	text  string
+}
+
+func (r *runner) rawPerPackage(ctx context.Context, cpu *cpuMeter, tables []tableRows, n int) (float64, rawCPU, error) {
+	var used rawCPU
 	st, err := r.rawDatabase(ctx, "raw_tx")
 	if err != nil {
-		return 0, err
+		return 0, used, err
 	}
 	defer r.dropDatabase(ctx, "raw_tx")
 	defer st.Close()
@@ -236,7 +263,7 @@ func (r *runner) rawPerPackage(ctx context.Context, tables []tableRows, n int) (
 		mu      sync.Mutex
 		failure error
 	)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpu.sample()
 	for range 4 {
 		wg.Go(func() {
 			for id := range ids {
@@ -262,10 +289,12 @@ func (r *runner) rawPerPackage(ctx context.Context, tables []tableRows, n int) (
 	}
 	close(ids)
 	wg.Wait()
+	elapsed := time.Since(start)
+	used.total, used.text = cpu.cpuPerPackage(cpu0, cpu.sample(), n, elapsed, "client")
 	if failure != nil {
-		return 0, failure
+		return 0, used, failure
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return float64(n) / elapsed.Seconds(), used, nil
 }
 
 func insertSQL(table string, cols []string) string {
