@@ -250,7 +250,7 @@ func (e *deliveryEnd) unusedDropped(stmts []store.Statement) []store.Statement {
 	if len(tokens) == 0 {
 		return stmts
 	}
-	return append(slices.Clip(stmts), store.DropIntents(tokens))
+	return append(slices.Clip(stmts), e.lock.DropIntents(tokens))
 }
 
 // unlockWith ends the delivery without a send: stmts, the drop of its

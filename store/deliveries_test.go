@@ -55,7 +55,7 @@ func TestDeliveryByToken(t *testing.T) {
 // Intents written with a lock taken ahead are written only when the
 // attempt takes the lock, come back fresh with their tokens once it did,
 // and DropIntents deletes them while they are intents, never a record of
-// a send.
+// a send, and only while the lock is still its holder's.
 func TestIntentsAheadOnlyUnderTheLock(t *testing.T) {
 	t.Parallel()
 	st := open(t)
@@ -124,7 +124,6 @@ func TestIntentsAheadOnlyUnderTheLock(t *testing.T) {
 	if l == nil {
 		t.Fatal("a free lock was not taken ahead")
 	}
-	defer l.Unlock()
 	ins := ia.Intents()
 	if len(ins) != 3 {
 		t.Fatalf("%d intents read, want 3: %+v", len(ins), ins)
@@ -142,9 +141,23 @@ func TestIntentsAheadOnlyUnderTheLock(t *testing.T) {
 		}
 		tokens = append(tokens, in.Token)
 	}
-	if err := st.Commit(ctx, store.DropIntents(tokens)); err != nil {
+	// Dropped only while the lock is still this holder's.
+	drop := l.DropIntents(tokens)
+	l.Unlock()
+	taker, err := st.Lock(ctx, "d:free")
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := st.Commit(ctx, drop); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 3 {
+		t.Fatalf("%d delivery rows after a drop under a lock another holder took, want 3", n)
+	}
+	if err := st.Commit(ctx, taker.DropIntents(tokens)); err != nil {
+		t.Fatal(err)
+	}
+	taker.Unlock()
 	if n := rows(); n != 1 {
 		t.Fatalf("%d delivery rows after the drop, want the sent part's alone", n)
 	}

@@ -126,8 +126,11 @@ func (ia *IntentsAhead) Intents() []Intent {
 	return out
 }
 
-// DropIntents deletes the intents holding tokens while they are still
-// intents: their delivery wrote them and sent nothing with them.
-func DropIntents(tokens []string) Statement {
-	return Statement{SQL: `DELETE FROM deliveries WHERE token = ANY($1) AND state = 'intent'`, Args: []any{tokens}}
+// DropIntents deletes the intents holding tokens, written under this lock
+// and sent with none, while they are still intents and the lock is still
+// this holder's: after a takeover (the lock lost) the new holder may be
+// sending them, and the record of that send needs their rows.
+func (l *Lock) DropIntents(tokens []string) Statement {
+	return Statement{SQL: `DELETE FROM deliveries WHERE token = ANY($1) AND state = 'intent'
+		AND EXISTS (SELECT FROM package_locks WHERE name = $2 AND owner = $3)`, Args: []any{tokens, l.name, l.owner}}
 }
