@@ -182,7 +182,7 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	if tok == "" || !m.ID.IsServer() {
 		return false, nil
 	}
-	ok, err := p.store.MarkSentByToken(ctx, tok, m.ChatID, m.ID)
+	ok, err := p.store.MarkSentByToken(ctx, tok, m.ChatID, m.ID, p.cfg.Account)
 	if err != nil {
 		return false, err
 	}

@@ -188,13 +188,15 @@ func (s *Store) DropIntent(ctx context.Context, d Delivery) error {
 // holds token, unless that delivery is recorded already; it reports whether
 // it recorded one. It serves sends whose outcome reaches a later session
 // (TDLib re-sends pending messages after a restart) and carries only the
-// caption to tell which delivery it is.
-func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID) (bool, error) {
+// caption to tell which delivery it is. account, when not empty, is the
+// account whose session reported the send (the one that sent it); empty
+// keeps the account the row names.
+func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string) (bool, error) {
 	fa, fe := fenceArgs(ctx)
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $3, sent_at = now(), error = '',
-			fence_account = $4, fence_epoch = $5
+			fence_account = $4, fence_epoch = $5, account = coalesce(nullif($6, ''), account)
 		WHERE token = $1 AND destination_chat_id = $2 AND state <> 'sent'`,
-		token, int64(dest), int64(destMsg), fa, fe)
+		token, int64(dest), int64(destMsg), fa, fe, account)
 	if err != nil {
 		return false, fmt.Errorf("record delivery of token %s to %d: %w", token, dest, fenced(ctx, err))
 	}

@@ -133,7 +133,7 @@ func TestFencedWritesRefuseAStaleEpoch(t *testing.T) {
 	check("EnsureIntent", err)
 	_, err = st.MarkSent(stale, part0, tg.MessageIDFromServer(7))
 	check("MarkSent", err)
-	_, err = st.MarkSentByToken(stale, part0.Token, dest, tg.MessageIDFromServer(7))
+	_, err = st.MarkSentByToken(stale, part0.Token, dest, tg.MessageIDFromServer(7), "")
 	check("MarkSentByToken", err)
 	if staleF.refused != 5 {
 		t.Errorf("the fence's owner was told of %d refusals, want 5", staleF.refused)

@@ -337,7 +337,7 @@ func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (CopyOutcome, error
 	}
 	switch out {
 	case CopyMarked:
-		marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message)
+		marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message, "")
 		if err != nil {
 			return 0, err
 		}
