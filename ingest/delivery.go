@@ -77,8 +77,9 @@ type Deliverer struct {
 	open       map[string]bool
 	sent       map[string]int
 	unwritable map[tg.ChatID]time.Duration
-	// ahead is the lock of the next delivery, with its looks, taken in
-	// the round trip that ended the last one (one); nil when none was.
+	// ahead is the lock of the next delivery, with its looks and the
+	// intents of its first send, taken in the round trip that ended the
+	// last one (one); nil when none was.
 	ahead *deliveryLook
 }
 
