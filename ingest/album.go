@@ -157,11 +157,12 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 }
 
 // intents returns the intents of parts idx of pkg to dest, in order: those
-// written ahead with the delivery's lock (deliveryEnd), the others written
-// now (EnsureIntents), in one round trip.
+// written ahead with the delivery's lock (deliveryEnd, which is the
+// delivery of pkg to dest), the others written now (EnsureIntents), in one
+// round trip.
 func (p *Pipeline) intents(ctx context.Context, pkg int64, dest tg.ChatID, idx []int) ([]store.Intent, error) {
 	end, _ := ctx.Value(deliveryEndKey{}).(*deliveryEnd)
-	ahead := end.takeAhead(pkg, dest, idx)
+	ahead := end.takeAhead(idx)
 	var rest []int
 	for _, i := range idx {
 		if _, ok := ahead[i]; !ok {

@@ -219,16 +219,16 @@ func (e *deliveryEnd) setAhead(ia *store.IntentsAhead) {
 	}
 }
 
-// takeAhead returns the intents written ahead for parts idx of pkg to
-// dest, by part index, and forgets them: the send that takes them owns
-// them from then on.
-func (e *deliveryEnd) takeAhead(pkg int64, dest tg.ChatID, idx []int) map[int]store.Intent {
+// takeAhead returns the intents written ahead for parts idx of the
+// delivery, by part index, and forgets them: the send that takes them
+// owns them from then on.
+func (e *deliveryEnd) takeAhead(idx []int) map[int]store.Intent {
 	if e == nil || len(e.ahead) == 0 {
 		return nil
 	}
 	got := map[int]store.Intent{}
 	for _, i := range idx {
-		if in, ok := e.ahead[i]; ok && in.PackageID == pkg && in.Destination == dest {
+		if in, ok := e.ahead[i]; ok {
 			got[i] = in
 			delete(e.ahead, i)
 		}

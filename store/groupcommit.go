@@ -69,7 +69,8 @@ type Statement struct {
 	// Nil discards the result.
 	Read func(pgx.Rows) error
 	// Committed, when set, runs in the committer once the statement's
-	// unit committed, before its caller is told (LockAhead).
+	// unit committed, before its caller is told (a lock's release, a lock
+	// taken ahead).
 	Committed func()
 }
 
@@ -82,9 +83,6 @@ type unit struct {
 	done chan error
 	// readErr is the failure of one of its statements' Read.
 	readErr error
-	// afterCommit, when set, runs in the committer once the unit's
-	// transaction committed, before the caller is told.
-	afterCommit func()
 }
 
 // committer runs group commits on its flushers' goroutines.
@@ -149,14 +147,10 @@ func (c *committer) close() {
 // a connection lost at COMMIT, so the statements must be safe to run
 // again).
 func (s *Store) Commit(ctx context.Context, stmts ...Statement) error {
-	return s.commit(ctx, &unit{stmts: stmts})
-}
-
-func (s *Store) commit(ctx context.Context, u *unit) error {
 	if s.commits == nil {
 		return errors.New("group commit on a read-only store")
 	}
-	u.ctx, u.done = ctx, make(chan error, 1)
+	u := &unit{ctx: ctx, stmts: stmts, done: make(chan error, 1)}
 	s.commits.queued.Add(1)
 	select {
 	case s.commits.in <- u:
@@ -265,9 +259,6 @@ func (c *committer) flush(units []*unit) {
 		return
 	}
 	for _, u := range ok {
-		if u.afterCommit != nil {
-			u.afterCommit()
-		}
 		for _, st := range u.stmts {
 			if st.Committed != nil {
 				st.Committed()

@@ -379,12 +379,14 @@ func (l *Lock) Unlock() {
 }
 
 // releaseStatement deletes the lock's row, for a unit of work that
-// releases the lock when it commits (CataloguePackage).
+// releases the lock when it commits (UnlockWith, CataloguePackage); once
+// the unit committed the lock is released. A unit that fails must tell
+// notReleased.
 func (l *Lock) releaseStatement() Statement {
 	l.mu.Lock()
 	l.releasing = true
 	l.mu.Unlock()
-	return Statement{SQL: unlockSQL, Args: []any{l.name, l.owner}}
+	return Statement{SQL: unlockSQL, Args: []any{l.name, l.owner}, Committed: l.released}
 }
 
 const unlockSQL = `DELETE FROM package_locks WHERE name = $1 AND owner = $2`
@@ -405,8 +407,7 @@ func deleteLockRow(ctx context.Context, s *Store, name, owner string) {
 // releases it), unless a renewal found its row gone meanwhile: then it is
 // lost (Lost is closed).
 func (l *Lock) UnlockWith(ctx context.Context, stmts ...Statement) error {
-	u := &unit{stmts: append(stmts, l.releaseStatement()), afterCommit: l.released}
-	if err := l.s.commit(ctx, u); err != nil {
+	if err := l.s.Commit(ctx, append(stmts, l.releaseStatement())...); err != nil {
 		l.notReleased()
 		return err
 	}

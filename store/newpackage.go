@@ -178,12 +178,7 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 	for _, l := range n.Release {
 		stmts = append(stmts, l.releaseStatement())
 	}
-	u := &unit{stmts: stmts, afterCommit: func() {
-		for _, l := range n.Release {
-			l.released()
-		}
-	}}
-	if err := s.commit(ctx, u); err != nil {
+	if err := s.Commit(ctx, stmts...); err != nil {
 		for _, l := range n.Release {
 			l.notReleased()
 		}

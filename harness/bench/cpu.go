@@ -126,17 +126,24 @@ func procTimes(pid int) (procStat, error) {
 	return procStat{ppid: int(n[0]), own: time.Duration(n[1]+n[2]) * clockTick, children: time.Duration(n[3]+n[4]) * clockTick}, nil
 }
 
+// cpuUse is the CPU a run spent per package: total milliseconds, and
+// text saying where they went.
+type cpuUse struct {
+	total float64
+	text  string
+}
+
 // cpuPerPackage describes the CPU spent between two samples over n
 // packages, in milliseconds a package, with the share of the machine's
 // cores it used over wall.
-func (m *cpuMeter) cpuPerPackage(from, to cpuSample, n int, wall time.Duration, selfName string) (total float64, text string) {
+func (m *cpuMeter) cpuPerPackage(from, to cpuSample, n int, wall time.Duration, selfName string) cpuUse {
 	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
 	self := per(to.self - from.self)
 	if m.postmaster == 0 {
-		return self, fmt.Sprintf("%s %.2f ms (the server's CPU is not readable here)", selfName, self)
+		return cpuUse{self, fmt.Sprintf("%s %.2f ms (the server's CPU is not readable here)", selfName, self)}
 	}
 	server := per(to.server - from.server)
 	busy := (to.self - from.self + to.server - from.server).Seconds() / wall.Seconds()
-	return self + server, fmt.Sprintf("PostgreSQL %.2f ms + %s %.2f ms = %.2f ms a package; %.2f of %d cores busy",
-		server, selfName, self, server+self, busy, runtime.NumCPU())
+	return cpuUse{self + server, fmt.Sprintf("PostgreSQL %.2f ms + %s %.2f ms = %.2f ms a package; %.2f of %d cores busy",
+		server, selfName, self, server+self, busy, runtime.NumCPU())}
 }

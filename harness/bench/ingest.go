@@ -56,10 +56,10 @@ func (r *runner) ingest(ctx context.Context) error {
 		Stashd: ours, Baseline: txRate, Ratio: ours / txRate,
 		Note: "same durability unit as the pipeline (one commit per package); no goal"})
 	r.add(Line{Item: ItemIngest, What: "CPU per package while catalogued: pipeline vs per-package raw transactions", Unit: "ms",
-		Stashd: run.cpu, Baseline: txCPU.total, Ratio: nanRatio,
+		Stashd: run.cpu.total, Baseline: txCPU.total, Ratio: nanRatio,
 		Note: fmt.Sprintf("pipeline (catch-up, ingest, deliveries; the simulator shares the bench's process): %s. Raw transactions: %s. "+
 			"CPU time read from /proc (the server's backends and the bench process) from the start to the last package catalogued",
-			run.cpuText, txCPU.text)})
+			run.cpu.text, txCPU.text)})
 	zipRun, err := r.pipelineRate(ctx, cpu, zips, true)
 	if err != nil {
 		return err
@@ -96,9 +96,7 @@ type pipelineRun struct {
 	rows   []tableRows // the catalogue rows it wrote
 	stages string      // its mean stage times
 	trips  float64     // round trips per package, deliveries included
-	cpu    float64     // CPU ms per package until the last was catalogued
-	// cpuText says where that CPU went.
-	cpuText string
+	cpu    cpuUse      // CPU per package until the last was catalogued
 }
 
 // pipelineRate posts n new packages (tar.gz, or zip when zips is set) in
@@ -130,7 +128,7 @@ func (r *runner) pipelineRate(ctx context.Context, cpu *cpuMeter, n int, zips bo
 	}
 	got, err := e.waitCount(ctx, countPackages, n, 5*time.Minute)
 	elapsed, cpu1 := time.Since(start), cpu.sample()
-	run.cpu, run.cpuText = cpu.cpuPerPackage(cpu0, cpu1, n, elapsed, "bench process")
+	run.cpu = cpu.cpuPerPackage(cpu0, cpu1, n, elapsed, "bench process")
 	if err == nil && got == n {
 		// Round trips count the deliveries too.
 		_, err = e.waitCount(ctx, countSent, n, 2*time.Minute)
@@ -239,14 +237,8 @@ func (r *runner) rawCopy(ctx context.Context, tables []tableRows, n int) (float6
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// rawCPU is the CPU a raw baseline spent per package (cpuPerPackage).
-type rawCPU struct {
-	total float64
-	text  string
-}
-
-func (r *runner) rawPerPackage(ctx context.Context, cpu *cpuMeter, tables []tableRows, n int) (float64, rawCPU, error) {
-	var used rawCPU
+func (r *runner) rawPerPackage(ctx context.Context, cpu *cpuMeter, tables []tableRows, n int) (float64, cpuUse, error) {
+	var used cpuUse
 	st, err := r.rawDatabase(ctx, "raw_tx")
 	if err != nil {
 		return 0, used, err
@@ -290,7 +282,7 @@ func (r *runner) rawPerPackage(ctx context.Context, cpu *cpuMeter, tables []tabl
 	close(ids)
 	wg.Wait()
 	elapsed := time.Since(start)
-	used.total, used.text = cpu.cpuPerPackage(cpu0, cpu.sample(), n, elapsed, "client")
+	used = cpu.cpuPerPackage(cpu0, cpu.sample(), n, elapsed, "client")
 	if failure != nil {
 		return 0, used, failure
 	}
