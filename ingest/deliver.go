@@ -149,14 +149,21 @@ func (p *Pipeline) reconciled(ctx context.Context, d store.Delivery, m tokenMatc
 // refused handles a send of d that failed with err: one Telegram refused
 // (a 429 from the chat's limit, a closed topic) made no message carrying
 // a fresh intent's token, and no earlier attempt used it, so the intent is
-// dropped and the next attempt starts afresh instead of reading the
-// destination for it.
+// dropped under the delivery's lock and the next attempt starts afresh
+// instead of reading the destination for it. Without the lock (taken over
+// meanwhile: its new holder may be sending the intent) it stays.
 func (p *Pipeline) refused(ctx context.Context, d store.Delivery, fresh bool, err error) {
 	if !fresh || !errors.Is(err, tg.ErrSendRefused) && !errors.Is(err, tg.ErrChatFloodWait) {
 		return
 	}
-	if derr := p.store.DropIntent(context.WithoutCancel(ctx), d); derr != nil {
-		p.log.Warn("drop the intent of a refused send; the next attempt reconciles it", "package", d.PackageID,
+	end, ok := ctx.Value(deliveryEndKey{}).(*deliveryEnd)
+	if !ok {
+		return // no delivery lock to drop it under: the next attempt reconciles it
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if derr := end.lock.DropUnsent(wctx, d.Token); derr != nil {
+		p.log.Warn("the next attempt reconciles the intent of a refused send", "package", d.PackageID,
 			"destination", d.Destination, "part", d.PartIndex, "err", derr)
 	}
 }

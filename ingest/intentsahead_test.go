@@ -121,3 +121,63 @@ func TestStopWaitingForTheTurnDropsTheIntentWrittenAhead(t *testing.T) {
 		t.Fatalf("destination holds %d messages, want 1", got)
 	}
 }
+
+// lockTakenMidSend is a session whose sends find the delivery's lock taken
+// over by another holder (its lease lapsed while the send was on its way).
+type lockTakenMidSend struct {
+	*tg.Session
+	take func()
+}
+
+func (s lockTakenMidSend) SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error) {
+	s.take()
+	return s.Session.SendTo(ctx, chat, thread, remoteFileID, caption)
+}
+
+// A refused send drops its fresh intent only while the delivery's lock is
+// still its own: a holder that took the lock over meanwhile may be sending
+// that intent, and the record of its send needs the row (without it, the
+// part would be sent again, a second copy).
+func TestRefusedSendKeepsTheIntentOfALockTakenOver(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 45}, "a")
+	p, c, _ := e.pipelineWith("a", nil, func(s *tg.Session) ingest.Telegram {
+		return lockTakenMidSend{Session: s, take: func() {
+			if _, err := e.st.Pool().Exec(e.ctx, `UPDATE package_locks SET owner = 'another instance'`); err != nil {
+				t.Error(err)
+			}
+		}}
+	})
+	queueArchives(t, e, p, c, 1, "taken")
+	e.world.InjectSendFailures("a", true)
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deferred != 1 || res.Delivered != 0 {
+		t.Fatalf("run: %+v; want the refused delivery deferred", res)
+	}
+	if intents, locks := intentsAndLocks(t, e); intents != 1 || locks != 1 {
+		t.Fatalf("%d intents and %d locks after the refusal under a lock taken over, want the new holder's intent and lock", intents, locks)
+	}
+}
+
+// The same refusal under the delivery's own lock drops the intent: the
+// next attempt sends afresh, without searching the destination.
+func TestRefusedSendDropsItsIntent(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 46}, "a")
+	p, c := e.pipeline("a")
+	queueArchives(t, e, p, c, 1, "refused")
+	e.world.InjectSendFailures("a", true)
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deferred != 1 {
+		t.Fatalf("run: %+v; want the refused delivery deferred", res)
+	}
+	if intents, locks := intentsAndLocks(t, e); intents != 0 || locks != 0 {
+		t.Fatalf("%d intents and %d locks after the refusal, want none", intents, locks)
+	}
+}

@@ -36,7 +36,6 @@ type Store interface {
 	LockThen(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	TryLocksThen(ctx context.Context, reqs []store.LockRequest) ([]*store.Lock, error)
 	EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]store.Intent, error)
-	DropIntent(ctx context.Context, d store.Delivery) error
 	MarkSent(ctx context.Context, d store.Delivery, destMsg tg.MessageID) (tg.MessageID, error)
 	MarkSentAll(ctx context.Context, ds []store.Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string) (bool, error)

@@ -172,18 +172,6 @@ func markSentStatements(ctx context.Context, ds []Delivery, destMsgs []tg.Messag
 	return stmts, out
 }
 
-// DropIntent deletes d's intent while it is still one: its send was
-// refused, so no message carries its token, and the next attempt writes a
-// fresh intent that needs no reconciliation. Only the attempt that wrote
-// the intent may drop it (an older attempt's send may still land).
-func (s *Store) DropIntent(ctx context.Context, d Delivery) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM deliveries WHERE token = $1 AND state = 'intent'`, d.Token)
-	if err != nil {
-		return fmt.Errorf("drop the intent of package %d part %d to %d: %w", d.PackageID, d.PartIndex, d.Destination, err)
-	}
-	return nil
-}
-
 // MarkSentByToken records destMsg in dest as the delivery whose intent
 // holds token, unless that delivery is recorded already; it reports whether
 // it recorded one. It serves sends whose outcome reaches a later session

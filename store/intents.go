@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -133,4 +134,16 @@ func (ia *IntentsAhead) Intents() []Intent {
 func (l *Lock) DropIntents(tokens []string) Statement {
 	return Statement{SQL: `DELETE FROM deliveries WHERE token = ANY($1) AND state = 'intent'
 		AND EXISTS (SELECT FROM package_locks WHERE name = $2 AND owner = $3)`, Args: []any{tokens, l.name, l.owner}}
+}
+
+// DropUnsent commits DropIntents(tokens) on its own: the intents of a
+// send Telegram refused (no message carries their tokens) go, so the next
+// attempt writes fresh ones and reads nothing in the destination. Under a
+// lock lost meanwhile they stay: the holder that took it over may be
+// sending them.
+func (l *Lock) DropUnsent(ctx context.Context, tokens ...string) error {
+	if err := l.s.Commit(ctx, l.DropIntents(tokens)); err != nil {
+		return fmt.Errorf("drop the intents of a refused send: %w", err)
+	}
+	return nil
 }
