@@ -143,19 +143,25 @@ func markSentStatements(ctx context.Context, ds []Delivery, destMsgs []tg.Messag
 	out = make([]tg.MessageID, len(ds))
 	stmts = make([]Statement, len(ds))
 	for i, d := range ds {
-		// The statement's snapshot of the row, taken before the update,
-		// says which message was recorded already when the update found
-		// it sent. The account is the one that sent (an intent written
-		// ahead names the account that wrote it).
+		// When the update finds the row sent, the row says which message
+		// was recorded. It is read FOR SHARE: a record committed by
+		// another session after this statement's snapshot (the session's
+		// report of a second copy of the part) is then read as it is
+		// now, not as the snapshot had it, an intent. The account is the
+		// one that sent (an intent written ahead names the account that
+		// wrote it).
 		stmts[i] = Statement{SQL: `WITH upd AS (
 				UPDATE deliveries SET state = 'sent', dest_message_id = $4, sent_at = now(), error = '',
 					fence_account = $5, fence_epoch = $6, account = coalesce(nullif($7, ''), account)
 				WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND state <> 'sent'
-				RETURNING dest_message_id)
+				RETURNING dest_message_id),
+			cur AS (
+				SELECT dest_message_id FROM deliveries
+				WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND NOT EXISTS (SELECT FROM upd)
+				FOR SHARE)
 			SELECT dest_message_id FROM upd
 			UNION ALL
-			SELECT dest_message_id FROM deliveries
-			WHERE package_id = $1 AND destination_chat_id = $2 AND part_idx = $3 AND NOT EXISTS (SELECT FROM upd)`,
+			SELECT dest_message_id FROM cur`,
 			Args: []any{d.PackageID, int64(d.Destination), d.PartIndex, int64(destMsgs[i]), fa, fe, d.Account},
 			Read: func(rows pgx.Rows) error {
 				var recorded *int64

@@ -130,10 +130,13 @@ func (ia *IntentsAhead) Intents() []Intent {
 // DropIntents deletes the intents holding tokens, written under this lock
 // and sent with none, while they are still intents and the lock is still
 // this holder's: after a takeover (the lock lost) the new holder may be
-// sending them, and the record of that send needs their rows.
+// sending them, and the record of that send needs their rows. The lock's
+// row is read FOR SHARE: a takeover committed after the statement's
+// snapshot is seen (the row is read as it is now), and one not committed
+// yet waits for this unit's commit, so it reads the intents gone.
 func (l *Lock) DropIntents(tokens []string) Statement {
 	return Statement{SQL: `DELETE FROM deliveries WHERE token = ANY($1) AND state = 'intent'
-		AND EXISTS (SELECT FROM package_locks WHERE name = $2 AND owner = $3)`, Args: []any{tokens, l.name, l.owner}}
+		AND EXISTS (SELECT FROM package_locks WHERE name = $2 AND owner = $3 FOR SHARE)`, Args: []any{tokens, l.name, l.owner}}
 }
 
 // DropUnsent commits DropIntents(tokens) on its own: the intents of a
