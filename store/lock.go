@@ -92,7 +92,9 @@ func (s *Store) lock(ctx context.Context, name string, durable bool, reads []Sta
 	owner := s.newOwner()
 	ttl := s.lockTTL
 	wait := 5 * time.Millisecond
+	var since time.Time
 	for {
+		since = time.Now()
 		got, err := s.tryLock(ctx, name, owner, ttl, durable, reads)
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", name, err)
@@ -109,13 +111,14 @@ func (s *Store) lock(ctx context.Context, name string, durable bool, reads []Sta
 		}
 		wait = min(wait*2, 250*time.Millisecond)
 	}
-	return s.held(name, owner), nil
+	return s.held(name, owner, since), nil
 }
 
-// held returns the Lock of a row just taken, renewed from now on.
-func (s *Store) held(name, owner string) *Lock {
+// held returns the Lock of a row taken by an attempt sent at since (its
+// expiry is then at the latest since + the TTL), renewed from then on.
+func (s *Store) held(name, owner string, since time.Time) *Lock {
 	l := &Lock{s: s, name: name, owner: owner, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go l.keep(s.lockTTL)
+	go l.keep(s.lockTTL, since)
 	return l
 }
 
@@ -225,6 +228,7 @@ func (s *Store) TryLocksThen(ctx context.Context, reqs []LockRequest) ([]*Lock, 
 		stmts = append(stmts, lockStatement(r.Name, owners[i], s.lockTTL, func(took bool) { got[i] = took }))
 		stmts = append(stmts, r.Reads...)
 	}
+	since := time.Now()
 	sent, err := s.sendAttempt(ctx, func(actx context.Context, conn *pgxpool.Conn) error { return look(actx, conn, stmts) })
 	if sent && err == nil && ctx.Err() != nil {
 		err = ctx.Err()
@@ -240,7 +244,7 @@ func (s *Store) TryLocksThen(ctx context.Context, reqs []LockRequest) ([]*Lock, 
 	locks := make([]*Lock, len(reqs))
 	for i, r := range reqs {
 		if got[i] {
-			locks[i] = s.held(r.Name, owners[i])
+			locks[i] = s.held(r.Name, owners[i], since)
 		}
 	}
 	return locks, nil
@@ -261,6 +265,8 @@ type LockAhead struct {
 	// stopped waiting for its unit may Take while the unit still runs.
 	mu             sync.Mutex
 	got, committed bool
+	// asked is when Statements was called.
+	asked time.Time
 }
 
 // LockAhead returns an attempt to take the lock on name, to be sent with
@@ -275,6 +281,9 @@ func (a *LockAhead) Name() string { return a.name }
 // Statements are the attempt and its reads, for the unit that carries
 // them; its reads see the lock held only if Take returns it.
 func (a *LockAhead) Statements() []Statement {
+	a.mu.Lock()
+	a.asked = time.Now() // before the unit's transaction, so before the row's now()
+	a.mu.Unlock()
 	try := lockStatement(a.name, a.owner, a.s.lockTTL, func(took bool) {
 		a.mu.Lock()
 		a.got = took
@@ -294,30 +303,36 @@ func (a *LockAhead) Statements() []Statement {
 // commit cut off) may have taken it: that row is deleted.
 func (a *LockAhead) Take() *Lock {
 	a.mu.Lock()
-	got, committed := a.got, a.committed
+	got, committed, asked := a.got, a.committed, a.asked
 	a.mu.Unlock()
 	switch {
 	case got && committed:
-		return a.s.held(a.name, a.owner)
+		// Renewed as from when the unit was asked for, not from now: the
+		// caller may take the lock long after the commit (a flood wait
+		// on the way), and a lock whose row may have expired meanwhile is
+		// lost at once, not held past its expiry.
+		return a.s.held(a.name, a.owner, asked)
 	case got:
 		deleteLockRow(context.Background(), a.s, a.name, a.owner)
 	}
 	return nil
 }
 
-// keep renews the lock every ttl/3 until Unlock. A renewal that finds the
-// row gone or another owner's, or no renewal before the expiry, loses it.
-func (l *Lock) keep(ttl time.Duration) {
+// keep renews the lock, taken by an attempt sent at since, every ttl/3
+// until Unlock. A renewal that finds the row gone or another owner's, or
+// no renewal before the expiry (less a margin), loses it.
+func (l *Lock) keep(ttl time.Duration, since time.Time) {
 	defer close(l.done)
-	deadline := time.Now().Add(ttl - ttl/6)
-	tick := time.NewTicker(ttl / 3)
-	defer tick.Stop()
+	deadline := since.Add(ttl - ttl/6)
+	timer := time.NewTimer(time.Until(since.Add(ttl / 3)))
+	defer timer.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-tick.C:
+		case <-timer.C:
 		}
+		timer.Reset(ttl / 3)
 		sent := time.Now()
 		if !sent.Before(deadline) {
 			l.lose()

@@ -374,3 +374,53 @@ func TestTryLocksThen(t *testing.T) {
 		t.Errorf("%d lock rows besides the holder's (%v), want none", n, err)
 	}
 }
+
+// A lock taken ahead counts its life from the unit that took it, not from
+// Take: taken later than its TTL allows (a flood wait on the way), it is
+// lost at once instead of held, and renewed, past the expiry of its row,
+// which another holder may have taken meanwhile.
+func TestLockTakenAheadLateIsLost(t *testing.T) {
+	t.Parallel()
+	const ttl = 600 * time.Millisecond
+	st := openConfig(t, store.Config{LockTTL: ttl})
+	ctx := t.Context()
+	carrier, err := st.Lock(ctx, "d:carrier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := st.LockAhead("d:late")
+	if err := carrier.UnlockWith(ctx, ahead.Statements()...); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl) // the row has expired
+	l := ahead.Take()
+	if l == nil {
+		t.Fatal("the attempt did not take the lock")
+	}
+	defer l.Unlock()
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lock taken ahead past its expiry is held")
+	}
+
+	// Taken in time, it is renewed as any lock.
+	carrier, err = st.Lock(ctx, "d:carrier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead = st.LockAhead("d:prompt")
+	if err := carrier.UnlockWith(ctx, ahead.Statements()...); err != nil {
+		t.Fatal(err)
+	}
+	l2 := ahead.Take()
+	if l2 == nil {
+		t.Fatal("the attempt did not take the lock")
+	}
+	defer l2.Unlock()
+	select {
+	case <-l2.Lost():
+		t.Fatal("a lock taken ahead in time was lost")
+	case <-time.After(3 * ttl):
+	}
+}
