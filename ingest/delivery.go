@@ -18,7 +18,6 @@ import (
 type DeliveryStore interface {
 	DueWaiting(ctx context.Context, account string, now time.Time, limit int) ([]store.Waiting, error)
 	QueuedByRoute(ctx context.Context, account string) ([]store.RouteBacklog, error)
-	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
 	HoldDestination(ctx context.Context, account string, dest tg.ChatID, at time.Time, cause string) (int, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
@@ -212,17 +211,15 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				// The account is stopping or no longer ours: the row stays
 				// for whoever runs it next.
 				return res, err
-			case tg.Classify(err) == tg.ClassPermanent:
+			case givesUp(ctx, err):
 				// The package cannot be sent from its source any more (the
-				// message is gone, the source lost): the delivery leaves
-				// the queue with its reason, and the rest goes on.
+				// message is gone, the source lost): the delivery left
+				// the queue (one did it, under its lock), and the rest
+				// goes on.
 				ws.p.log.Warn("queued delivery cannot be sent; giving it up", "package", w.PackageID,
 					"destination", w.Destination, "route", w.Route, "err", err)
 				res.Failed++
 				ws.p.dropParts(w.PackageID, w.Parts)
-				if err := ws.store.ClearWaiting(ctx, w.PackageID, w.Destination); err != nil {
-					return res, err
-				}
 				progressed = true
 				continue
 			default:
@@ -306,7 +303,7 @@ func (ws *Deliverer) holdUnwritable(ctx context.Context, w store.Waiting, cause 
 // and, unless next's destination waits out a flood wait, writes the
 // intents of next's first send under that lock: a backlog costs one round
 // trip a delivery (its record, which prepares the next), not three.
-func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiting) (bool, error) {
+func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiting) (left bool, err error) {
 	p := ws.p
 	look := newDeliveryLook(w)
 	lock, ahead := ws.claimAhead(look.name)
@@ -326,13 +323,25 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
 	}
 	if lock == nil {
-		var err error
 		if lock, err = ws.store.Lock(ctx, look.name, look.reads(w)...); err != nil {
 			return false, err
 		}
 		end.lock = lock
 	}
-	defer end.release(ctx)
+	defer func() {
+		if givesUp(ctx, err) {
+			// Given up, the delivery leaves the queue in the unit that
+			// lets its lock go, and only while the lock is its own: a
+			// holder that took it over may have sent some of it. A
+			// failed write leaves it queued, deferred.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if cerr := end.unlockWith(wctx, store.ClearWaitingUnder(end.lock, w.PackageID, w.Destination)); cerr != nil {
+				err = cerr
+			}
+			cancel()
+		}
+		end.release(ctx)
+	}()
 	pkg, done, pending := look.pkg, look.done, look.pending
 	// The statements that end the delivery, with the attempt on next's
 	// lock and the intents of next's first send when there is a next.
@@ -442,6 +451,19 @@ func (ws *Deliverer) claimAhead(name string) (*store.Lock, *deliveryLook) {
 		return nil, nil
 	}
 	return l, a
+}
+
+// givesUp reports whether one's err gives its delivery up: a permanent
+// failure (the package cannot be sent from its source any more), not a
+// held destination, one that refuses posts, a stop or an account no longer
+// this instance's.
+func givesUp(ctx context.Context, err error) bool {
+	switch {
+	case err == nil, errors.Is(err, errHeld), errors.Is(err, tg.ErrNoWriteAccess), ctx.Err() != nil,
+		errors.Is(err, tg.ErrLeaseLost), errors.Is(err, store.ErrStaleEpoch):
+		return false
+	}
+	return tg.Classify(err) == tg.ClassPermanent
 }
 
 // errHeld is one's answer for a delivery whose destination Hold holds: it

@@ -181,3 +181,52 @@ func TestRefusedSendDropsItsIntent(t *testing.T) {
 		t.Fatalf("%d intents and %d locks after the refusal, want none", intents, locks)
 	}
 }
+
+// queued counts the deliveries in the queue.
+func queued(t *testing.T, e *env) int {
+	t.Helper()
+	var n int
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT count(*) FROM waiting_deliveries`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A delivery that fails for good leaves the queue only while its lock is
+// its own: a holder that took the lock over may have sent some of it, and
+// the rest needs the queue row.
+func TestDeliveryGivenUpUnderALockTakenOverStaysQueued(t *testing.T) {
+	t.Parallel()
+	for _, takenOver := range []bool{false, true} {
+		t.Run(fmt.Sprintf("taken over %v", takenOver), func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWorld(t, tgsim.Config{Seed: 47}, "a")
+			p, c, _ := e.pipelineWith("a", nil, func(s *tg.Session) ingest.Telegram {
+				return lockTakenMidSend{Session: s, take: func() {
+					if !takenOver {
+						return
+					}
+					if _, err := e.st.Pool().Exec(e.ctx, `UPDATE package_locks SET owner = 'another instance'`); err != nil {
+						t.Error(err)
+					}
+				}}
+			})
+			queueArchives(t, e, p, c, 1, "gone")
+			e.world.InjectError("a", tg.MethodSendMessage, &tg.Error{Code: 400, Message: "MEDIA_INVALID"}, 1)
+			res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed != 1 {
+				t.Fatalf("run: %+v; want the delivery given up", res)
+			}
+			want := 0
+			if takenOver {
+				want = 1
+			}
+			if n := queued(t, e); n != want {
+				t.Fatalf("%d deliveries queued after the give-up, want %d", n, want)
+			}
+		})
+	}
+}

@@ -43,7 +43,6 @@ type Store interface {
 	DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
 	QueueDeliveries(ctx context.Context, pkg int64, ws []store.Waiting) ([]tg.ChatID, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error
-	ClearWaiting(ctx context.Context, pkg int64, dest tg.ChatID) error
 	RecordDeadLetter(ctx context.Context, d store.DeadLetter, msg store.SourceMessage) error
 	RecordRejected(ctx context.Context, key tg.MessageKey, pkg int64, fileName, reason string) error
 	DeadLetterAttempts(ctx context.Context, key tg.MessageKey) (int, error)

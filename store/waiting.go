@@ -128,6 +128,16 @@ func ClearWaitingStatement(pkg int64, dest tg.ChatID) Statement {
 		Args: []any{pkg, int64(dest)}}
 }
 
+// ClearWaitingUnder is ClearWaitingStatement for a delivery given up
+// unsent: its row goes only while l, the delivery's lock, is still its
+// holder's (read FOR SHARE, as in Lock.DropIntents). After a takeover the
+// new holder may have sent some of it, and the rest needs the row.
+func ClearWaitingUnder(l *Lock, pkg int64, dest tg.ChatID) Statement {
+	return Statement{SQL: `DELETE FROM waiting_deliveries WHERE package_id = $1 AND destination_chat_id = $2
+		AND EXISTS (SELECT FROM package_locks WHERE name = $3 AND owner = $4 FOR SHARE)`,
+		Args: []any{pkg, int64(dest), l.name, l.owner}}
+}
+
 // DueWaiting returns up to limit of account's queued deliveries due at or
 // before now, oldest first.
 func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, limit int) ([]Waiting, error) {
