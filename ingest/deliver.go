@@ -187,6 +187,15 @@ func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.Mess
 		recorded, err = p.store.MarkSentAll(wctx, ds, msgs)
 	}
 	cancel()
+	if errors.Is(err, store.ErrStaleEpoch) {
+		// Landed after the account's lease moved on: the new owner may
+		// have sent these parts again.
+		strays := make([]store.StraySend, len(ds))
+		for i, d := range ds {
+			strays[i] = store.StraySend{Destination: d.Destination, Message: msgs[i], Token: d.Token, Account: p.cfg.Account}
+		}
+		p.noteStrays(ctx, strays...)
+	}
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,16 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 	return ws.run.StartFunc(ctx, func(ctx context.Context) {
 		tick := time.NewTicker(ws.cfg.Interval)
 		defer tick.Stop()
+		settle := true
 		for {
+			if settle {
+				// Sends an instance that lost the account could not
+				// record: at the start and every Interval, one read.
+				if n, err := ws.p.SettleStrays(ctx); err != nil && ctx.Err() == nil {
+					ws.p.log.Warn("settle sends not recorded", "settled", n, "err", err)
+				}
+				settle = false
+			}
 			res, err := ws.RunOnce(ctx)
 			if err != nil && ctx.Err() == nil {
 				ws.p.log.Warn("delivery stage", "err", err)
@@ -142,6 +151,7 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 				return
 			case <-ws.p.wake:
 			case <-tick.C:
+				settle = true
 			}
 		}
 	})

@@ -40,6 +40,9 @@ type Store interface {
 	MarkSentAll(ctx context.Context, ds []store.Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
+	NoteStraySends(ctx context.Context, strays ...store.StraySend) error
+	StraySends(ctx context.Context, account string) ([]store.StraySend, error)
+	ForgetStraySend(ctx context.Context, st store.StraySend) error
 	DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error)
 	QueueDeliveries(ctx context.Context, pkg int64, ws []store.Waiting) ([]tg.ChatID, error)
 	WaitDelivery(ctx context.Context, w store.Waiting) error

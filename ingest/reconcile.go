@@ -126,15 +126,18 @@ func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.De
 // is kept all the same.
 func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded tg.MessageID, found []tg.MessageID) {
 	if copies := slices.DeleteFunc(slices.Clone(found), func(id tg.MessageID) bool { return id == recorded }); len(copies) > 0 {
-		p.deleteCopies(ctx, d, recorded, copies)
+		_ = p.deleteCopies(ctx, d, recorded, copies, true) // logged, or noted
 	}
 }
 
 // deleteCopies deletes copies, second copies in d's destination of the
 // part delivered there as message keep, for everyone. A failure is logged,
 // not returned: the delivery stands, the destination only holds the part
-// more than once. A retryable failure is tried once more.
-func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.MessageID, copies []tg.MessageID) {
+// more than once. A retryable failure is tried once more; one this session
+// alone meets (its lease lost, a stop, a failure that may pass), when
+// note is set, notes the copies for the account's owner (SettleStrays),
+// which deletes them in turn. It returns the deletion's failure.
+func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.MessageID, copies []tg.MessageID, note bool) error {
 	err := p.tg.DeleteMessages(ctx, d.Destination, copies, true)
 	if err != nil && tg.Classify(err) == tg.ClassRetryable && ctx.Err() == nil {
 		err = p.tg.DeleteMessages(ctx, d.Destination, copies, true)
@@ -144,17 +147,28 @@ func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.M
 		dups[i] = id.ServerID()
 	}
 	if err != nil {
+		if note && tg.Classify(err) != tg.ClassPermanent {
+			strays := make([]store.StraySend, len(copies))
+			for i, id := range copies {
+				strays[i] = store.StraySend{Destination: d.Destination, Message: id, Token: d.Token, Account: p.cfg.Account}
+			}
+			p.log.Warn("second copies of a delivered part not deleted; noted for the account's owner", "destination", d.Destination,
+				"package", d.PackageID, "part", d.PartIndex, "message", keep.ServerID(), "copies", dups, "err", err)
+			p.noteStrays(ctx, strays...)
+			return err
+		}
 		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 			p.log.Error("delete second copies of a delivered part; the destination holds it more than once",
 				"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
 				"message", keep.ServerID(), "copies", dups, "err", err)
 		}
-		return
+		return err
 	}
 	p.log.Warn("second copies of a delivered part deleted from the destination",
 		"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
 		"message", keep.ServerID(), "copies", dups)
 	p.m.deletedCopies(p.cfg.Account, len(copies))
+	return nil
 }
 
 // TokenOf returns the delivery token a caption carries, "" when none.
@@ -174,28 +188,81 @@ func TokenOf(caption string) string {
 // reconciliation, keeps the destination from getting them twice. When the
 // delivery is recorded already with another message (another instance
 // found nothing while the send was pending, and sent the part again), m is
-// a second copy and is deleted from the destination. It reports whether a
-// delivery was recorded (false for a message without a token, or one
-// recorded already).
+// a second copy and is deleted from the destination. A record refused
+// because the account's lease moved on is noted for its owner
+// (SettleStrays). It reports whether a delivery was recorded (false for a
+// message without a token, or one recorded already).
 func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	tok := TokenOf(m.Caption)
 	if tok == "" || !m.ID.IsServer() {
 		return false, nil
 	}
-	ok, err := p.store.MarkSentByToken(ctx, tok, m.ChatID, m.ID, p.cfg.Account)
+	st := store.StraySend{Destination: m.ChatID, Message: m.ID, Token: tok, Account: p.cfg.Account}
+	ok, err := p.settleSend(ctx, st, true)
+	if errors.Is(err, store.ErrStaleEpoch) {
+		p.noteStrays(ctx, st)
+	}
+	return ok, err
+}
+
+// settleSend records st's message as the delivery its token names, or,
+// when that delivery is recorded with another message, deletes it from
+// the destination as a second copy (noting it for the account's owner
+// when this session cannot, and note is set; returning the failure when
+// it is not, unless no session could delete it). It reports whether it
+// recorded it.
+func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool) (bool, error) {
+	ok, err := p.store.MarkSentByToken(ctx, st.Token, st.Destination, st.Message, st.Account)
 	if err != nil {
 		return false, err
 	}
 	if ok {
-		p.log.Info("delivery recorded from a send no waiter claimed (left pending by a stopped process and finished by TDLib, or whose wait timed out)", "destination", m.ChatID, "message", m.ID.ServerID())
+		p.log.Info("delivery recorded from a send no waiter claimed (left pending by a stopped process and finished by TDLib, or whose wait timed out)", "destination", st.Destination, "message", st.Message.ServerID())
 		return true, nil
 	}
-	d, found, err := p.store.DeliveryByToken(ctx, tok, m.ChatID)
+	d, found, err := p.store.DeliveryByToken(ctx, st.Token, st.Destination)
 	if err != nil {
 		return false, err
 	}
-	if found && d.State == store.DeliverySent && d.DestMessageID != 0 && d.DestMessageID != m.ID {
-		p.deleteCopies(ctx, d, d.DestMessageID, []tg.MessageID{m.ID})
+	if found && d.State == store.DeliverySent && d.DestMessageID != 0 && d.DestMessageID != st.Message {
+		err := p.deleteCopies(ctx, d, d.DestMessageID, []tg.MessageID{st.Message}, note)
+		if err != nil && !note && tg.Classify(err) != tg.ClassPermanent {
+			return false, err // kept for the next try
+		}
 	}
 	return false, nil
+}
+
+// noteStrays keeps messages of this session's sends that it could not
+// settle for the account's owner (SettleStrays): sends that landed and
+// could not be recorded, the account's lease gone (ErrStaleEpoch; the new
+// owner may have sent the same parts again meanwhile), and second copies
+// this session could not delete.
+func (p *Pipeline) noteStrays(ctx context.Context, strays ...store.StraySend) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := p.store.NoteStraySends(wctx, strays...); err != nil {
+		p.log.Error("note sends this session could not settle; the destination may hold their parts twice", "sends", len(strays), "err", err)
+		return
+	}
+	p.log.Warn("sends this session could not settle noted for the account's owner", "sends", len(strays))
+}
+
+// SettleStrays settles the sends of this account that an instance could
+// not record (store.StraySend), each as RecordSend would have, then
+// forgets them. It returns how many it settled.
+func (p *Pipeline) SettleStrays(ctx context.Context) (int, error) {
+	strays, err := p.store.StraySends(ctx, p.cfg.Account)
+	if err != nil {
+		return 0, err
+	}
+	for i, st := range strays {
+		if _, err := p.settleSend(ctx, st, false); err != nil {
+			return i, fmt.Errorf("settle send %d in %d: %w", st.Message.ServerID(), st.Destination, err)
+		}
+		if err := p.store.ForgetStraySend(ctx, st); err != nil {
+			return i, err
+		}
+	}
+	return len(strays), nil
 }

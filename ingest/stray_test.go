@@ -1,0 +1,146 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// documents returns the documents the destination holds.
+func (e *env) documents() []tg.Message {
+	var out []tg.Message
+	for _, m := range e.world.Messages(e.dest) {
+		if m.Document != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// pausedSender is instance A's session: before its send goes out, before
+// runs (A is paused past its lease meanwhile); from then on the lease gate
+// refuses its deletions.
+type pausedSender struct {
+	*tg.Session
+	before func()
+	gated  *atomic.Bool
+}
+
+func (s pausedSender) SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error) {
+	s.before()
+	s.gated.Store(true)
+	return s.Session.SendTo(ctx, chat, thread, remoteFileID, caption)
+}
+
+func (s pausedSender) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {
+	if s.gated.Load() {
+		return fmt.Errorf("deleteMessages: %w", tg.ErrLeaseLost)
+	}
+	return s.Session.DeleteMessages(ctx, chat, ids, revoke)
+}
+
+// slowRecorder is instance B's session: its send lands, then its answer
+// waits for release before B records it.
+type slowRecorder struct {
+	*tg.Session
+	landed  chan struct{}
+	release chan struct{}
+}
+
+func (s slowRecorder) SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error) {
+	m, err := s.Session.SendTo(ctx, chat, thread, remoteFileID, caption)
+	close(s.landed)
+	<-s.release
+	return m, err
+}
+
+// Instance A's send is on its way when A loses the account (paused past
+// its lease); B takes the account and the delivery's lock over, finds no
+// copy in the destination and sends the part again. A's message lands
+// too. A cannot settle it: either its record is refused (B had not
+// recorded yet: the fence), or it finds B's record and its deletion of its
+// own copy is refused (the lease gate). A notes it, and B, settling the
+// account's notes, deletes it: the part is in the destination once.
+func TestSendLandedAfterTheLeaseMovedOnIsSettled(t *testing.T) {
+	t.Parallel()
+	for _, bRecordsFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("B records first %v", bRecordsFirst), func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWorld(t, tgsim.Config{Seed: 48}, "a")
+			epoch := func(n int64) {
+				if _, err := e.st.Pool().Exec(e.ctx, `INSERT INTO accounts (name, lease_epoch) VALUES ('a', $1)
+					ON CONFLICT (name) DO UPDATE SET lease_epoch = excluded.lease_epoch`, n); err != nil {
+					t.Error(err)
+				}
+			}
+			epoch(1)
+			asB := store.WithFence(e.ctx, "a", 2, nil)
+			landed, release := make(chan struct{}), make(chan struct{})
+			pb, _, _ := e.pipelineWith("a", nil, func(s *tg.Session) ingest.Telegram {
+				if bRecordsFirst {
+					return s
+				}
+				return slowRecorder{Session: s, landed: landed, release: release}
+			})
+			type result struct {
+				res ingest.DeliveryResult
+				err error
+			}
+			bDone := make(chan result, 1)
+			pa, ca, _ := e.pipelineWith("a", nil, func(s *tg.Session) ingest.Telegram {
+				return pausedSender{Session: s, gated: new(atomic.Bool), before: func() {
+					// A's lease and the delivery's lock lapse; B takes
+					// both over and sends, before A's message lands.
+					epoch(2)
+					if _, err := e.st.Pool().Exec(e.ctx, `UPDATE package_locks SET until = now() - interval '1 second'`); err != nil {
+						t.Error(err)
+					}
+					go func() {
+						res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, pb, e.st, nil).RunOnce(asB)
+						bDone <- result{res, err}
+					}()
+					if bRecordsFirst {
+						b := <-bDone
+						bDone <- b
+					} else {
+						<-landed
+					}
+				}}
+			})
+			queueArchives(t, e, pa, ca, 1, "late")
+			_, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, pa, e.st, nil).RunOnce(store.WithFence(e.ctx, "a", 1, nil))
+			if !bRecordsFirst && !errors.Is(err, store.ErrStaleEpoch) {
+				t.Fatalf("A's delivery: %v; want its record refused (stale epoch)", err)
+			}
+			close(release)
+			if b := <-bDone; b.err != nil || b.res.Delivered != 1 {
+				t.Fatalf("B's delivery: %+v, %v; want it sent", b.res, b.err)
+			}
+			if n := len(e.documents()); n != 2 {
+				t.Fatalf("destination holds %d copies, want A's and B's", n)
+			}
+			n, err := pb.SettleStrays(asB)
+			if err != nil || n != 1 {
+				t.Fatalf("settled %d, %v; want A's send", n, err)
+			}
+			left := e.documents()
+			if len(left) != 1 {
+				t.Fatalf("destination holds %d copies after the settling, want 1", len(left))
+			}
+			d, ok, err := e.st.DeliveryByToken(e.ctx, ingest.TokenOf(left[0].Caption), e.dest)
+			if err != nil || !ok || d.State != store.DeliverySent || d.DestMessageID != left[0].ID {
+				t.Fatalf("delivery = %+v, %v, %v; want it recorded with the message left (%d)", d, ok, err, left[0].ID)
+			}
+			if n, err := pb.SettleStrays(asB); err != nil || n != 0 {
+				t.Fatalf("settled again %d, %v; want nothing left", n, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/tg"
+)
+
+// StraySend is a message an instance sent under an account's lease and
+// could not record because the lease had moved on (ErrStaleEpoch): the
+// new owner may have sent the part again meanwhile.
+type StraySend struct {
+	Destination tg.ChatID
+	Message     tg.MessageID
+	// Token is the delivery token its caption carries.
+	Token string
+	// Account is the account that sent it.
+	Account string
+}
+
+// NoteStraySends keeps strays for the account's owner to settle (see
+// migration 025). The write is not fenced: it is what an instance whose
+// fenced record was refused still may write.
+func (s *Store) NoteStraySends(ctx context.Context, strays ...StraySend) error {
+	b := &pgx.Batch{}
+	for _, st := range strays {
+		b.Queue(`INSERT INTO stray_sends (destination_chat_id, dest_message_id, token, account) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING`, int64(st.Destination), int64(st.Message), st.Token, st.Account)
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("note %d sends not recorded: %w", len(strays), err)
+	}
+	return nil
+}
+
+// StraySends returns the strays account's sessions sent.
+func (s *Store) StraySends(ctx context.Context, account string) ([]StraySend, error) {
+	rows, err := s.pool.Query(ctx, `SELECT destination_chat_id, dest_message_id, token, account FROM stray_sends
+		WHERE account = $1 ORDER BY noted_at, dest_message_id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("read the sends not recorded of %s: %w", account, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StraySend, error) {
+		var st StraySend
+		var dest, msg int64
+		err := r.Scan(&dest, &msg, &st.Token, &st.Account)
+		st.Destination, st.Message = tg.ChatID(dest), tg.MessageID(msg)
+		return st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the sends not recorded of %s: %w", account, err)
+	}
+	return out, nil
+}
+
+// ForgetStraySend deletes st's note once it is settled.
+func (s *Store) ForgetStraySend(ctx context.Context, st StraySend) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM stray_sends WHERE destination_chat_id = $1 AND dest_message_id = $2`,
+		int64(st.Destination), int64(st.Message)); err != nil {
+		return fmt.Errorf("forget the send not recorded %d in %d: %w", st.Message.ServerID(), st.Destination, err)
+	}
+	return nil
+}
