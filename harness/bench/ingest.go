@@ -155,16 +155,9 @@ func (r *runner) pipelineRate(ctx context.Context, cpu *cpuMeter, n int, zips bo
 		r.progress("group commit: %d commits holding %d units (%.2f a commit), %.2f ms a commit", cs.Commits, cs.Units,
 			float64(cs.Units)/float64(cs.Commits), cs.Flushing.Seconds()*1000/float64(cs.Commits))
 	}
-	by := e.trips.snapshot()
-	for _, q := range []string{countPackages, countSent} {
-		by[statementName(q)] = by0[statementName(q)] // the bench's own polls
-	}
-	var sent int64
-	for k, v := range by {
-		sent += v - by0[k]
-	}
-	run.trips = float64(sent) / float64(n)
-	r.progress("round trips per package by statement (%d packages):\n%s", n, tripTable(by0, by, float64(n), 0.01))
+	var table string
+	run.trips, table = e.trips.perPackage(by0, n)
+	r.progress("round trips per package by statement (%d packages):\n%s", n, table)
 	d.Shutdown(context.Background())
 	if err != nil {
 		return run, err

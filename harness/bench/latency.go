@@ -117,16 +117,9 @@ func (r *runner) runLatency(ctx context.Context, rate float64, d time.Duration) 
 	if _, err := e.waitCount(ctx, countSent, archives, 2*time.Minute); err != nil {
 		return latencyResult{}, err
 	}
-	by := e.trips.snapshot()
-	for _, q := range []string{countPackages, countSent} {
-		by[statementName(q)] = by0[statementName(q)] // the bench's own polls
-	}
-	var sent int64
-	for k, v := range by {
-		sent += v - by0[k]
-	}
-	res.Trips = float64(sent) / float64(archives)
-	r.progress("latency at %.0f msg/s: round trips per package by statement (%d packages):\n%s", rate, archives, tripTable(by0, by, float64(archives), 0.01))
+	var table string
+	res.Trips, table = e.trips.perPackage(by0, archives)
+	r.progress("latency at %.0f msg/s: round trips per package by statement (%d packages):\n%s", rate, archives, table)
 	rows, err := e.pool.Query(ctx, `SELECT p.origin_chat_id, p.origin_message_id, p.created_at, max(d.sent_at)
 		FROM packages p LEFT JOIN deliveries d ON d.package_id = p.id AND d.state = 'sent'
 		GROUP BY p.id`)

@@ -40,6 +40,21 @@ func (c *roundTrips) snapshot() map[string]int64 {
 	return out
 }
 
+// perPackage returns the round trips sent since before (a snapshot) over
+// n packages, the bench's own polls of the catalogue left out, and the
+// table of them by statement (tripTable).
+func (c *roundTrips) perPackage(before map[string]int64, n int) (float64, string) {
+	by := c.snapshot()
+	for _, q := range []string{countPackages, countSent} {
+		by[statementName(q)] = before[statementName(q)]
+	}
+	var sent int64
+	for k, v := range by {
+		sent += v - before[k]
+	}
+	return float64(sent) / float64(n), tripTable(before, by, float64(n), 0.01)
+}
+
 // tripTable returns the counts by statement between two snapshots, divided by
 // per, most frequent first, the ones below least per left out.
 func tripTable(before, after map[string]int64, per float64, least float64) string {
