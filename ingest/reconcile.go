@@ -131,12 +131,12 @@ func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded t
 }
 
 // deleteCopies deletes copies, second copies in d's destination of the
-// part delivered there as message keep, for everyone. A failure is logged,
-// not returned: the delivery stands, the destination only holds the part
-// more than once. A retryable failure is tried once more; one this session
-// alone meets (its lease lost, a stop, a failure that may pass), when
-// note is set, notes the copies for the account's owner (SettleStrays),
-// which deletes them in turn. It returns the deletion's failure.
+// part delivered there as message keep, for everyone. A failure leaves the
+// delivery standing, the destination only holding the part more than once.
+// A retryable failure is tried once more. One this session alone may meet
+// (its lease lost, a stop, a failure that may pass) notes the copies, when
+// note is set, for the account's owner (SettleStrays), which deletes them
+// in turn; any other is logged. It returns the deletion's failure.
 func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.MessageID, copies []tg.MessageID, note bool) error {
 	err := p.tg.DeleteMessages(ctx, d.Destination, copies, true)
 	if err != nil && tg.Classify(err) == tg.ClassRetryable && ctx.Err() == nil {
