@@ -143,8 +143,11 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 				ws.p.log.Warn("delivery stage", "err", err)
 			}
 			if res.Partial > 0 || res.Failed > 0 {
-				ws.p.log.Info("delivery stage", "delivered", res.Delivered, "still_waiting", res.Waiting,
-					"failed", res.Failed, "partial_windows", res.Partial)
+				attrs := []any{"delivered", res.Delivered, "failed", res.Failed, "partial_windows", res.Partial}
+				if ws.p.cfg.Routes.HasWindows() {
+					attrs = append(attrs, "still_waiting", res.Waiting) // counted for the windows
+				}
+				ws.p.log.Info("delivery stage", attrs...)
 			}
 			select {
 			case <-ctx.Done():
@@ -162,7 +165,8 @@ func (ws *Deliverer) Stop() { ws.run.Stop() }
 
 // DeliveryResult counts what one RunOnce did.
 type DeliveryResult struct {
-	// Delivered counts queued deliveries sent; Waiting those left;
+	// Delivered counts queued deliveries sent; Waiting those left (counted
+	// only when a route has a delivery window, for its report);
 	// Failed those given up because their source message is gone;
 	// Deferred those that failed and wait to be tried again; Held those
 	// left queued because their destination waits for a reconciliation,

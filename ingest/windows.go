@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -66,8 +67,14 @@ func (ws *Deliverer) observe(routes []route.Route) {
 }
 
 // report updates the window metrics and records each window found closed
-// (since the last look) with deliveries still waiting for it.
+// (since the last look) with deliveries still waiting for it; waiting
+// counts the account's queue. Without a windowed route it reads nothing
+// (a round trip each pass of the stage, each delivery on the realtime
+// path) and returns zeros.
 func (ws *Deliverer) report(ctx context.Context, routes []route.Route) (partial, waiting int, err error) {
+	if !slices.ContainsFunc(routes, func(r route.Route) bool { return r.Window != nil }) {
+		return 0, 0, nil
+	}
 	backlog, err := ws.store.QueuedByRoute(ctx, ws.p.cfg.Account)
 	if err != nil {
 		return 0, 0, err
