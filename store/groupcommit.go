@@ -72,6 +72,10 @@ type Statement struct {
 	// unit committed, before its caller is told (a lock's release, a lock
 	// taken ahead).
 	Committed func()
+	// Flushing, when set, runs in the committer as the group commit that
+	// carries the statement starts, before its transaction begins, with
+	// that time (a lock taken ahead counts its life from it).
+	Flushing func(at time.Time)
 }
 
 // unit is one caller's statements and where its result goes.
@@ -239,6 +243,13 @@ func (c *committer) flush(units []*unit) {
 		return
 	}
 	start := time.Now()
+	for _, u := range live {
+		for _, st := range u.stmts {
+			if st.Flushing != nil {
+				st.Flushing(start)
+			}
+		}
+	}
 	c.commits.Add(1)
 	c.units.Add(int64(len(live)))
 	defer func() { c.flushing.Add(int64(time.Since(start))) }()

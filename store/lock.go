@@ -265,8 +265,10 @@ type LockAhead struct {
 	// stopped waiting for its unit may Take while the unit still runs.
 	mu             sync.Mutex
 	got, committed bool
-	// asked is when Statements was called.
-	asked time.Time
+	// flushed is when the group commit that carried the attempt started,
+	// before its transaction began (the row's expiry is at the latest one
+	// TTL later).
+	flushed time.Time
 }
 
 // LockAhead returns an attempt to take the lock on name, to be sent with
@@ -281,9 +283,6 @@ func (a *LockAhead) Name() string { return a.name }
 // Statements are the attempt and its reads, for the unit that carries
 // them; its reads see the lock held only if Take returns it.
 func (a *LockAhead) Statements() []Statement {
-	a.mu.Lock()
-	a.asked = time.Now() // before the unit's transaction, so before the row's now()
-	a.mu.Unlock()
 	try := lockStatement(a.name, a.owner, a.s.lockTTL, func(took bool) {
 		a.mu.Lock()
 		a.got = took
@@ -294,24 +293,29 @@ func (a *LockAhead) Statements() []Statement {
 		a.committed = true
 		a.mu.Unlock()
 	}
+	try.Flushing = func(at time.Time) {
+		a.mu.Lock()
+		a.flushed = at
+		a.mu.Unlock()
+	}
 	return append([]Statement{try}, a.reads...)
 }
 
-// Take returns the lock the attempt took, renewed from now on like one
-// Lock returned, or nil: another holder has it, or the unit that carried
+// Take returns the lock the attempt took, renewed like one Lock returned
+// (its life counted from the group commit that took it), or nil: another holder has it, or the unit that carried
 // the attempt failed or never ran. A unit whose fate is unknown (its
 // commit cut off) may have taken it: that row is deleted.
 func (a *LockAhead) Take() *Lock {
 	a.mu.Lock()
-	got, committed, asked := a.got, a.committed, a.asked
+	got, committed, flushed := a.got, a.committed, a.flushed
 	a.mu.Unlock()
 	switch {
 	case got && committed:
-		// Renewed as from when the unit was asked for, not from now: the
-		// caller may take the lock long after the commit (a flood wait
-		// on the way), and a lock whose row may have expired meanwhile is
-		// lost at once, not held past its expiry.
-		return a.s.held(a.name, a.owner, asked)
+		// Renewed as from the group commit that took it, not from now:
+		// the caller may take the lock long after that commit (a flood
+		// wait on the way), and a lock whose row may have expired
+		// meanwhile is lost at once, not held past its expiry.
+		return a.s.held(a.name, a.owner, flushed)
 	case got:
 		deleteLockRow(context.Background(), a.s, a.name, a.owner)
 	}

@@ -375,10 +375,11 @@ func TestTryLocksThen(t *testing.T) {
 	}
 }
 
-// A lock taken ahead counts its life from the unit that took it, not from
-// Take: taken later than its TTL allows (a flood wait on the way), it is
-// lost at once instead of held, and renewed, past the expiry of its row,
-// which another holder may have taken meanwhile.
+// A lock taken ahead counts its life from the group commit that took it,
+// not from Take, nor from when its statements were made: taken later than
+// its TTL allows (a flood wait on the way), it is lost at once instead of
+// held, and renewed, past the expiry of its row, which another holder may
+// have taken meanwhile.
 func TestLockTakenAheadLateIsLost(t *testing.T) {
 	t.Parallel()
 	const ttl = 600 * time.Millisecond
@@ -404,13 +405,17 @@ func TestLockTakenAheadLateIsLost(t *testing.T) {
 		t.Fatal("a lock taken ahead past its expiry is held")
 	}
 
-	// Taken in time, it is renewed as any lock.
+	// Taken in time, it is renewed as any lock, however long before the
+	// commit that carries it its statements were made (a delivery makes
+	// them when it starts, and commits them with its last send's record).
 	carrier, err = st.Lock(ctx, "d:carrier")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ahead = st.LockAhead("d:prompt")
-	if err := carrier.UnlockWith(ctx, ahead.Statements()...); err != nil {
+	stmts := ahead.Statements()
+	time.Sleep(ttl)
+	if err := carrier.UnlockWith(ctx, stmts...); err != nil {
 		t.Fatal(err)
 	}
 	l2 := ahead.Take()
