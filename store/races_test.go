@@ -135,3 +135,47 @@ func TestIntentDropSeesATakeoverCommittedMeanwhile(t *testing.T) {
 		t.Fatalf("intent after a drop under a lock taken over meanwhile: found %v, %v; want it kept", ok, err)
 	}
 }
+
+// A delivery given up under a lock whose takeover commits while the
+// statement that clears its queue row runs stays queued: the new holder
+// may have sent part of it. The clear's check of the lock waits for the
+// takeover and reads it as committed.
+func TestGiveUpSeesATakeoverCommittedMeanwhile(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	d := newIntent(t, st, 3)
+	if err := st.WaitDelivery(ctx, store.Waiting{PackageID: d.PackageID, Destination: d.Destination, Account: "a",
+		Parts: []tg.MessageKey{{Chat: -1, Message: 3 << 20}}, PartCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Lock(ctx, "d:give-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `UPDATE package_locks SET owner = 'the taker' WHERE name = 'd:give-up'`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err = st.Commit(ctx, store.ClearWaitingUnder(l, d.PackageID, d.Destination))
+	}()
+	blockedOrDone(t, st.Pool(), "DELETE FROM waiting_deliveries", done)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.QueuedDeliveries(ctx, ""); err != nil || n != 1 {
+		t.Fatalf("%d deliveries queued (%v) after a give-up under a lock taken over meanwhile, want it kept", n, err)
+	}
+}
