@@ -126,8 +126,12 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 		results, err = p.tg.(albumSender).SendAlbumTo(ctx, dest, thread, items)
 		if err != nil {
 			// No message was made.
-			for _, t := range todo {
-				p.refused(ctx, t.Delivery, t.Fresh, err)
+			if refusal(err) {
+				all := make([]store.Intent, len(todo))
+				for k, t := range todo {
+					all[k] = t.Intent
+				}
+				p.refused(ctx, all...)
 			}
 			return 0, fmt.Errorf("deliver package %d parts %d-%d to %d as an album: %w", pkg.ID, a.first, a.end-1, dest, err)
 		}
@@ -135,16 +139,20 @@ func (p *Pipeline) deliverSpan(ctx context.Context, pkg store.Package, dest tg.C
 	var failed error
 	var landed []store.Delivery
 	var msgs []tg.MessageID
+	var refusedParts []store.Intent
 	for k, r := range results {
 		t := todo[k]
 		if r.Err != nil {
-			p.refused(ctx, t.Delivery, t.Fresh, r.Err)
+			if refusal(r.Err) {
+				refusedParts = append(refusedParts, t.Intent)
+			}
 			failed = errors.Join(failed, fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, t.PartIndex, dest, r.Err))
 			continue
 		}
 		t.Account = p.cfg.Account // the account that sent it
 		landed, msgs = append(landed, t.Delivery), append(msgs, r.Message.ID)
 	}
+	p.refused(ctx, refusedParts...)
 	if len(landed) > 0 {
 		if p.cfg.Wrote != nil {
 			p.cfg.Wrote(dest)

@@ -146,25 +146,34 @@ func (p *Pipeline) reconciled(ctx context.Context, d store.Delivery, m tokenMatc
 	return nil
 }
 
-// refused handles a send of d that failed with err: one Telegram refused
-// (a 429 from the chat's limit, a closed topic) made no message carrying
-// a fresh intent's token, and no earlier attempt used it, so the intent is
-// dropped under the delivery's lock and the next attempt starts afresh
-// instead of reading the destination for it. Without the lock (taken over
-// meanwhile: its new holder may be sending the intent) it stays.
-func (p *Pipeline) refused(ctx context.Context, d store.Delivery, fresh bool, err error) {
-	if !fresh || !errors.Is(err, tg.ErrSendRefused) && !errors.Is(err, tg.ErrChatFloodWait) {
-		return
+// refusal reports whether err is Telegram's refusal of a send (a 429 from
+// the chat's limit, a closed topic): no message was made.
+func refusal(err error) bool {
+	return errors.Is(err, tg.ErrSendRefused) || errors.Is(err, tg.ErrChatFloodWait)
+}
+
+// refused handles sends of ins that Telegram refused (refusal): no message
+// carries the tokens of the fresh intents among them, and no earlier
+// attempt used them, so those intents are dropped, in one commit, under
+// the delivery's lock, and the next attempt starts afresh instead of
+// reading the destination for them. Without the lock (taken over
+// meanwhile: its new holder may be sending them) they stay.
+func (p *Pipeline) refused(ctx context.Context, ins ...store.Intent) {
+	var tokens []string
+	for _, in := range ins {
+		if in.Fresh {
+			tokens = append(tokens, in.Token)
+		}
 	}
 	end, ok := ctx.Value(deliveryEndKey{}).(*deliveryEnd)
-	if !ok {
-		return // no delivery lock to drop it under: the next attempt reconciles it
+	if len(tokens) == 0 || !ok {
+		return // nothing to drop, or no delivery lock to drop it under: the next attempt reconciles it
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if derr := end.lock.DropUnsent(wctx, d.Token); derr != nil {
-		p.log.Warn("the next attempt reconciles the intent of a refused send", "package", d.PackageID,
-			"destination", d.Destination, "part", d.PartIndex, "err", derr)
+	if err := end.lock.DropUnsent(wctx, tokens...); err != nil {
+		p.log.Warn("the next attempt reconciles the intents of refused sends", "package", ins[0].PackageID,
+			"destination", ins[0].Destination, "intents", len(tokens), "err", err)
 	}
 }
 

@@ -133,10 +133,10 @@ func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded t
 // deleteCopies deletes copies, second copies in d's destination of the
 // part delivered there as message keep, for everyone. A failure leaves the
 // delivery standing, the destination only holding the part more than once.
-// A retryable failure is tried once more. One this session alone may meet
-// (its lease lost, a stop, a failure that may pass) notes the copies, when
-// note is set, for the account's owner (SettleStrays), which deletes them
-// in turn; any other is logged. It returns the deletion's failure.
+// A retryable failure is tried once more. One that may pass (its lease
+// lost, a stop, a 500, a flood wait: mayPass) notes the copies, when note
+// is set, for the account's owner (SettleStrays), which deletes them in
+// turn; any other is logged. It returns the deletion's failure.
 func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.MessageID, copies []tg.MessageID, note bool) error {
 	err := p.tg.DeleteMessages(ctx, d.Destination, copies, true)
 	if err != nil && tg.Classify(err) == tg.ClassRetryable && ctx.Err() == nil {
@@ -147,12 +147,12 @@ func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.M
 		dups[i] = id.ServerID()
 	}
 	if err != nil {
-		if note && tg.Classify(err) != tg.ClassPermanent {
+		if note && mayPass(err) {
 			strays := make([]store.StraySend, len(copies))
 			for i, id := range copies {
 				strays[i] = store.StraySend{Destination: d.Destination, Message: id, Token: d.Token, Account: p.cfg.Account}
 			}
-			p.log.Warn("second copies of a delivered part not deleted; noted for the account's owner", "destination", d.Destination,
+			p.log.Info("second copies of a delivered part not deleted", "destination", d.Destination,
 				"package", d.PackageID, "part", d.PartIndex, "message", keep.ServerID(), "copies", dups, "err", err)
 			p.noteStrays(ctx, strays...)
 			return err
@@ -226,7 +226,7 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	}
 	if found && d.State == store.DeliverySent && d.DestMessageID != 0 && d.DestMessageID != st.Message {
 		err := p.deleteCopies(ctx, d, d.DestMessageID, []tg.MessageID{st.Message}, note)
-		if err != nil && !note && tg.Classify(err) != tg.ClassPermanent {
+		if err != nil && !note && mayPass(err) {
 			return false, err // kept for the next try
 		}
 	}
@@ -248,21 +248,39 @@ func (p *Pipeline) noteStrays(ctx context.Context, strays ...store.StraySend) {
 	p.log.Warn("sends this session could not settle noted for the account's owner", "sends", len(strays))
 }
 
-// SettleStrays settles the sends of this account that an instance could
-// not record (store.StraySend), each as RecordSend would have, then
-// forgets them. It returns how many it settled.
+// SettleStrays settles the sends of this account that a session could
+// not settle (store.StraySend), each as RecordSend would have, and forgets
+// each settled one; a note whose settling failed for a reason that may
+// pass stays for the next call, the others go on. It returns how many it
+// settled, and the failures joined.
 func (p *Pipeline) SettleStrays(ctx context.Context) (int, error) {
 	strays, err := p.store.StraySends(ctx, p.cfg.Account)
 	if err != nil {
 		return 0, err
 	}
-	for i, st := range strays {
+	var n int
+	var errs []error
+	for _, st := range strays {
+		if ctx.Err() != nil {
+			break
+		}
 		if _, err := p.settleSend(ctx, st, false); err != nil {
-			return i, fmt.Errorf("settle send %d in %d: %w", st.Message.ServerID(), st.Destination, err)
+			errs = append(errs, fmt.Errorf("settle send %d in %d: %w", st.Message.ServerID(), st.Destination, err))
+			continue
 		}
 		if err := p.store.ForgetStraySend(ctx, st); err != nil {
-			return i, err
+			errs = append(errs, err)
+			continue
 		}
+		n++
 	}
-	return len(strays), nil
+	return n, errors.Join(errs...)
+}
+
+// mayPass reports whether a request's failure may not meet the next try,
+// or another session: a retryable one (a 500, the lease gate, a stop) or a
+// flood wait.
+func mayPass(err error) bool {
+	c := tg.Classify(err)
+	return c == tg.ClassRetryable || c == tg.ClassFloodWait
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/sim/tgsim"
 	"stashd/store"
@@ -142,5 +143,48 @@ func TestSendLandedAfterTheLeaseMovedOnIsSettled(t *testing.T) {
 				t.Fatalf("settled again %d, %v; want nothing left", n, err)
 			}
 		})
+	}
+}
+
+// A note whose settling fails for a reason that may pass (a 500, twice)
+// stays for the next settling; the notes after it are settled all the
+// same.
+func TestStrayThatFailsToSettleWaitsForTheNextTry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	var copies []tg.Message
+	for i := range 2 {
+		posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("n%d.tar", i),
+			Data: archivetest.Tar([]archivetest.File{{Name: "n", Data: []byte{byte(i)}}})})
+		mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+		e.deliver()
+		var first tg.Message
+		for _, m := range e.documents() {
+			if m.Document.File.UniqueID == posted.Document.File.UniqueID {
+				first = m
+			}
+		}
+		copies = append(copies, e.sendCopy("a", posted, first.Caption))
+	}
+	for _, m := range copies {
+		if err := e.st.NoteStraySends(e.ctx, store.StraySend{Destination: e.dest, Message: m.ID, Token: ingest.TokenOf(m.Caption), Account: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first note's deletion fails, and its one retry too.
+	e.world.InjectError("a", tg.MethodDeleteMessages, &tg.Error{Code: 500, Message: "INTERNAL"}, 2)
+	n, err := p.SettleStrays(e.ctx)
+	if n != 1 || err == nil {
+		t.Fatalf("settled %d, %v; want the second note settled and the first one's failure", n, err)
+	}
+	if got := len(e.documents()); got != 3 {
+		t.Fatalf("destination holds %d documents, want 3 (one copy deleted)", got)
+	}
+	if n, err := p.SettleStrays(e.ctx); n != 1 || err != nil {
+		t.Fatalf("settled %d, %v on the next try; want the first note", n, err)
+	}
+	if got := len(e.documents()); got != 2 {
+		t.Fatalf("destination holds %d documents, want the two deliveries", got)
 	}
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"time"
 
@@ -72,7 +71,7 @@ func (ws *Deliverer) observe(routes []route.Route) {
 // (a round trip each pass of the stage, each delivery on the realtime
 // path) and returns zeros.
 func (ws *Deliverer) report(ctx context.Context, routes []route.Route) (partial, waiting int, err error) {
-	if !slices.ContainsFunc(routes, func(r route.Route) bool { return r.Window != nil }) {
+	if !ws.p.cfg.Routes.HasWindows() {
 		return 0, 0, nil
 	}
 	backlog, err := ws.store.QueuedByRoute(ctx, ws.p.cfg.Account)

@@ -3,9 +3,11 @@
 -- from the database), so the new owner may have found no copy, sent the
 -- part again and recorded its own message. The fenced record of the late
 -- one is refused; the instance notes it here instead (this table is not
--- fenced), and the account's owner settles each note: a message of a
--- delivery recorded with another message is a second copy, deleted from
--- the destination; one whose delivery is still an intent is its record.
+-- fenced), as it does a second copy whose deletion failed for a reason
+-- that may pass (the lease gate, a 500, a stop). The account's owner
+-- settles each note: a message of a delivery recorded with another
+-- message is a second copy, deleted from the destination; one whose
+-- delivery is still an intent is its record.
 CREATE TABLE stray_sends (
     destination_chat_id bigint NOT NULL,
     dest_message_id     bigint NOT NULL,

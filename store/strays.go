@@ -9,9 +9,12 @@ import (
 	"stashd/tg"
 )
 
-// StraySend is a message an instance sent under an account's lease and
-// could not record because the lease had moved on (ErrStaleEpoch): the
-// new owner may have sent the part again meanwhile.
+// StraySend is a message of an account's send that the session which made
+// or found it could not settle: a send that landed after the account's
+// lease had moved on, whose record was refused (ErrStaleEpoch; the new
+// owner may have sent the part again meanwhile), or a second copy whose
+// deletion failed for a reason that may pass (the lease gate, a 500, a
+// flood wait, a stop).
 type StraySend struct {
 	Destination tg.ChatID
 	Message     tg.MessageID

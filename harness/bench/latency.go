@@ -114,12 +114,13 @@ func (r *runner) runLatency(ctx context.Context, rate float64, d time.Duration) 
 		return latencyResult{}, err
 	}
 	res := latencyResult{Rate: rate, Archives: archives, Missing: archives - n}
-	if _, err := e.waitCount(ctx, countSent, archives, 2*time.Minute); err != nil {
+	// The packages catalogued, each delivered once.
+	if _, err := e.waitCount(ctx, countSent, n, 2*time.Minute); err != nil {
 		return latencyResult{}, err
 	}
 	var table string
-	res.Trips, table = e.trips.perPackage(by0, archives)
-	r.progress("latency at %.0f msg/s: round trips per package by statement (%d packages):\n%s", rate, archives, table)
+	res.Trips, table = e.trips.perPackage(by0, n)
+	r.progress("latency at %.0f msg/s: round trips per package by statement (%d packages):\n%s", rate, n, table)
 	rows, err := e.pool.Query(ctx, `SELECT p.origin_chat_id, p.origin_message_id, p.created_at, max(d.sent_at)
 		FROM packages p LEFT JOIN deliveries d ON d.package_id = p.id AND d.state = 'sent'
 		GROUP BY p.id`)
