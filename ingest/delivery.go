@@ -346,11 +346,15 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 		if givesUp(ctx, err) {
 			// Given up, the delivery leaves the queue in the unit that
 			// lets its lock go, and only while the lock is its own: a
-			// holder that took it over may have sent some of it. A
-			// failed write leaves it queued, deferred.
+			// holder that took it over may have sent some of it, and the
+			// delivery is then left to it. A failed write leaves it
+			// queued, deferred.
+			var cleared bool
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if cerr := end.unlockWith(wctx, store.ClearWaitingUnder(end.lock, w.PackageID, w.Destination)); cerr != nil {
+			if cerr := end.unlockWith(wctx, store.ClearWaitingUnder(end.lock, w.PackageID, w.Destination, &cleared)); cerr != nil {
 				err = cerr
+			} else if !cleared {
+				err = fmt.Errorf("give up delivery of package %d to %d: %w", w.PackageID, w.Destination, store.ErrLockLost)
 			}
 			cancel()
 		}

@@ -194,7 +194,7 @@ func queued(t *testing.T, e *env) int {
 
 // A delivery that fails for good leaves the queue only while its lock is
 // its own: a holder that took the lock over may have sent some of it, and
-// the rest needs the queue row.
+// the rest needs the queue row. It is then not counted as given up.
 func TestDeliveryGivenUpUnderALockTakenOverStaysQueued(t *testing.T) {
 	t.Parallel()
 	for _, takenOver := range []bool{false, true} {
@@ -217,8 +217,11 @@ func TestDeliveryGivenUpUnderALockTakenOverStaysQueued(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Failed != 1 {
-				t.Fatalf("run: %+v; want the delivery given up", res)
+			// Under a lock taken over the delivery is the new holder's:
+			// not given up, left queued (and put off, as after any lock
+			// lost).
+			if !takenOver && res.Failed != 1 || takenOver && (res.Failed != 0 || res.Deferred != 1) {
+				t.Fatalf("run: %+v; want the delivery given up, unless its lock was taken over", res)
 			}
 			want := 0
 			if takenOver {

@@ -165,7 +165,7 @@ func TestGiveUpSeesATakeoverCommittedMeanwhile(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err = st.Commit(ctx, store.ClearWaitingUnder(l, d.PackageID, d.Destination))
+		err = st.Commit(ctx, store.ClearWaitingUnder(l, d.PackageID, d.Destination, nil))
 	}()
 	blockedOrDone(t, st.Pool(), "DELETE FROM waiting_deliveries", done)
 	if err := tx.Commit(ctx); err != nil {
