@@ -96,16 +96,15 @@ func TestSendRecordReadsTheRecordCommittedMeanwhile(t *testing.T) {
 	}
 }
 
-// An intent dropped under a lock whose takeover commits while the drop's
-// statement runs stays: the new holder may be sending it. The drop's
-// check of the lock waits for the takeover and reads it as committed, not
-// as the statement's snapshot had the row (still this holder's).
-func TestIntentDropSeesATakeoverCommittedMeanwhile(t *testing.T) {
-	t.Parallel()
-	st := open(t)
+// underTakeover takes the lock name, then runs write (a guarded statement
+// of that lock's holder) while another session's takeover of the lock is
+// in flight, and commits the takeover once write waits for it (or ended
+// without waiting, as a guard that reads its snapshot does). It returns
+// write's error.
+func underTakeover(t *testing.T, st *store.Store, name, sql string, write func(*store.Lock) error) error {
+	t.Helper()
 	ctx := t.Context()
-	d := newIntent(t, st, 2)
-	l, err := st.Lock(ctx, "d:race")
+	l, err := st.Lock(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,20 +114,34 @@ func TestIntentDropSeesATakeoverCommittedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `UPDATE package_locks SET owner = 'the taker' WHERE name = 'd:race'`); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE package_locks SET owner = 'the taker' WHERE name = $1`, name); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err = l.DropUnsent(ctx, d.Token)
+		err = write(l)
 	}()
-	blockedOrDone(t, st.Pool(), "DELETE FROM deliveries WHERE token", done)
+	blockedOrDone(t, st.Pool(), sql, done)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	if err != nil {
+	return err
+}
+
+// An intent dropped under a lock whose takeover commits while the drop's
+// statement runs stays: the new holder may be sending it. The drop's
+// check of the lock waits for the takeover and reads it as committed, not
+// as the statement's snapshot had the row (still this holder's).
+func TestIntentDropSeesATakeoverCommittedMeanwhile(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	d := newIntent(t, st, 2)
+	if err := underTakeover(t, st, "d:race", "DELETE FROM deliveries WHERE token", func(l *store.Lock) error {
+		return l.DropUnsent(ctx, d.Token)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := st.DeliveryByToken(ctx, d.Token, -9); err != nil || !ok {
@@ -149,30 +162,9 @@ func TestGiveUpSeesATakeoverCommittedMeanwhile(t *testing.T) {
 		Parts: []tg.MessageKey{{Chat: -1, Message: 3 << 20}}, PartCount: 1}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := st.Lock(ctx, "d:give-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock()
-	tx, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `UPDATE package_locks SET owner = 'the taker' WHERE name = 'd:give-up'`); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		err = st.Commit(ctx, store.ClearWaitingUnder(l, d.PackageID, d.Destination, nil))
-	}()
-	blockedOrDone(t, st.Pool(), "DELETE FROM waiting_deliveries", done)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	if err != nil {
+	if err := underTakeover(t, st, "d:give-up", "DELETE FROM waiting_deliveries", func(l *store.Lock) error {
+		return st.Commit(ctx, store.ClearWaitingUnder(l, d.PackageID, d.Destination, nil))
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := st.QueuedDeliveries(ctx, ""); err != nil || n != 1 {
