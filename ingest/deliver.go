@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"time"
 
@@ -146,6 +148,18 @@ func (p *Pipeline) reconciled(ctx context.Context, d store.Delivery, m tokenMatc
 	return nil
 }
 
+// freshTokens returns the tokens of the intents among ins written by the
+// attempt at hand: no earlier attempt's message can carry them.
+func freshTokens(ins iter.Seq[store.Intent]) []string {
+	var tokens []string
+	for in := range ins {
+		if in.Fresh {
+			tokens = append(tokens, in.Token)
+		}
+	}
+	return tokens
+}
+
 // refusal reports whether err is Telegram's refusal of a send (a 429 from
 // the chat's limit, a closed topic): no message was made.
 func refusal(err error) bool {
@@ -159,12 +173,7 @@ func refusal(err error) bool {
 // reading the destination for them. Without the lock (taken over
 // meanwhile: its new holder may be sending them) they stay.
 func (p *Pipeline) refused(ctx context.Context, ins ...store.Intent) {
-	var tokens []string
-	for _, in := range ins {
-		if in.Fresh {
-			tokens = append(tokens, in.Token)
-		}
-	}
+	tokens := freshTokens(slices.Values(ins))
 	end, ok := ctx.Value(deliveryEndKey{}).(*deliveryEnd)
 	if len(tokens) == 0 || !ok {
 		return // nothing to drop, or no delivery lock to drop it under: the next attempt reconciles it
@@ -266,12 +275,7 @@ func (e *deliveryEnd) takeAhead(idx []int) map[int]store.Intent {
 // sending them, and kept they would make the next attempt search the
 // destination for tokens no message carries.
 func (e *deliveryEnd) unusedDropped(stmts []store.Statement) []store.Statement {
-	var tokens []string
-	for _, in := range e.ahead {
-		if in.Fresh {
-			tokens = append(tokens, in.Token)
-		}
-	}
+	tokens := freshTokens(maps.Values(e.ahead))
 	if len(tokens) == 0 {
 		return stmts
 	}

@@ -131,10 +131,10 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 		settle := true
 		for {
 			if settle {
-				// Sends an instance that lost the account could not
-				// record: at the start and every Interval, one read.
+				// Sends a session could not settle (SettleStrays): at
+				// the start and every Interval, one read.
 				if n, err := ws.p.SettleStrays(ctx); err != nil && ctx.Err() == nil {
-					ws.p.log.Warn("settle sends not recorded", "settled", n, "err", err)
+					ws.p.log.Warn("settle the sends noted for this account", "settled", n, "err", err)
 				}
 				settle = false
 			}

@@ -251,8 +251,9 @@ func (p *Pipeline) noteStrays(ctx context.Context, strays ...store.StraySend) {
 // SettleStrays settles the sends of this account that a session could
 // not settle (store.StraySend), each as RecordSend would have, and forgets
 // each settled one; a note whose settling failed for a reason that may
-// pass stays for the next call, the others go on. It returns how many it
-// settled, and the failures joined.
+// pass stays for the next call (until it is overdue: then it is logged
+// and forgotten), the others go on. It returns how many it settled, and
+// the failures joined.
 func (p *Pipeline) SettleStrays(ctx context.Context) (int, error) {
 	strays, err := p.store.StraySends(ctx, p.cfg.Account)
 	if err != nil {
@@ -264,15 +265,20 @@ func (p *Pipeline) SettleStrays(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		if _, err := p.settleSend(ctx, st, false); err != nil {
+		_, err := p.settleSend(ctx, st, false)
+		switch {
+		case err != nil && !st.Overdue:
 			errs = append(errs, fmt.Errorf("settle send %d in %d: %w", st.Message.ServerID(), st.Destination, err))
 			continue
+		case err != nil:
+			p.log.Error("a send noted to settle still fails after "+store.StrayPatience.String()+"; given up, the destination may hold its part twice",
+				"destination", st.Destination, "message", st.Message.ServerID(), "err", err)
+		default:
+			n++
 		}
 		if err := p.store.ForgetStraySend(ctx, st); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		n++
 	}
 	return n, errors.Join(errs...)
 }

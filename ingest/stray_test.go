@@ -148,13 +148,13 @@ func TestSendLandedAfterTheLeaseMovedOnIsSettled(t *testing.T) {
 
 // A note whose settling fails for a reason that may pass (a 500, twice)
 // stays for the next settling; the notes after it are settled all the
-// same.
+// same. Past StrayPatience it is given up, not tried for ever.
 func TestStrayThatFailsToSettleWaitsForTheNextTry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
 	p, c := e.pipeline("a")
 	var copies []tg.Message
-	for i := range 2 {
+	for i := range 3 {
 		posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("n%d.tar", i),
 			Data: archivetest.Tar([]archivetest.File{{Name: "n", Data: []byte{byte(i)}}})})
 		mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
@@ -167,7 +167,7 @@ func TestStrayThatFailsToSettleWaitsForTheNextTry(t *testing.T) {
 		}
 		copies = append(copies, e.sendCopy("a", posted, first.Caption))
 	}
-	for _, m := range copies {
+	for _, m := range copies[:2] {
 		if err := e.st.NoteStraySends(e.ctx, store.StraySend{Destination: e.dest, Message: m.ID, Token: ingest.TokenOf(m.Caption), Account: "a"}); err != nil {
 			t.Fatal(err)
 		}
@@ -178,13 +178,31 @@ func TestStrayThatFailsToSettleWaitsForTheNextTry(t *testing.T) {
 	if n != 1 || err == nil {
 		t.Fatalf("settled %d, %v; want the second note settled and the first one's failure", n, err)
 	}
-	if got := len(e.documents()); got != 3 {
-		t.Fatalf("destination holds %d documents, want 3 (one copy deleted)", got)
+	if got := len(e.documents()); got != 5 {
+		t.Fatalf("destination holds %d documents, want 5 (one copy of three deleted)", got)
 	}
 	if n, err := p.SettleStrays(e.ctx); n != 1 || err != nil {
 		t.Fatalf("settled %d, %v on the next try; want the first note", n, err)
 	}
-	if got := len(e.documents()); got != 2 {
-		t.Fatalf("destination holds %d documents, want the two deliveries", got)
+	if got := len(e.documents()); got != 4 {
+		t.Fatalf("destination holds %d documents, want the three deliveries and the copy not noted yet", got)
+	}
+	// Past StrayPatience a note that still fails is given up.
+	last := copies[2]
+	if err := e.st.NoteStraySends(e.ctx, store.StraySend{Destination: e.dest, Message: last.ID, Token: ingest.TokenOf(last.Caption), Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE stray_sends SET noted_at = now() - interval '25 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	e.world.InjectError("a", tg.MethodDeleteMessages, &tg.Error{Code: 500, Message: "INTERNAL"}, 2)
+	if n, err := p.SettleStrays(e.ctx); n != 0 || err != nil {
+		t.Fatalf("settled %d, %v past its patience; want the note given up, no failure", n, err)
+	}
+	if left, err := e.st.StraySends(e.ctx, "a"); err != nil || len(left) != 0 {
+		t.Fatalf("notes left: %+v, %v; want the overdue one forgotten", left, err)
+	}
+	if got := len(e.documents()); got != 4 {
+		t.Fatalf("destination holds %d documents, want the overdue copy left", got)
 	}
 }

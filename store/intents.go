@@ -85,8 +85,8 @@ func newIntentWrite(ctx context.Context, pkg int64, dest tg.ChatID, parts []int,
 // that records the last one. They are written only if that unit takes the
 // lock; Intents gives them once LockAhead.Take returned it.
 //
-// An intent written ahead that no send used must be dropped (Drop) when
-// the delivery ends without sending (a closed window, a flood wait, a
+// An intent written ahead that no send used must be dropped
+// (Lock.DropIntents) when the delivery ends without sending (a closed window, a flood wait, a
 // stop): kept, it would make the next attempt search the destination for
 // a token no message carries.
 type IntentsAhead struct {
@@ -129,14 +129,21 @@ func (ia *IntentsAhead) Intents() []Intent {
 
 // DropIntents deletes the intents holding tokens, written under this lock
 // and sent with none, while they are still intents and the lock is still
-// this holder's: after a takeover (the lock lost) the new holder may be
-// sending them, and the record of that send needs their rows. The lock's
-// row is read FOR SHARE: a takeover committed after the statement's
-// snapshot is seen (the row is read as it is now), and one not committed
-// yet waits for this unit's commit, so it reads the intents gone.
+// this holder's (lockStillHeld): after a takeover (the lock lost) the new
+// holder may be sending them, and the record of that send needs their
+// rows.
 func (l *Lock) DropIntents(tokens []string) Statement {
-	return Statement{SQL: `DELETE FROM deliveries WHERE token = ANY($1) AND state = 'intent'
-		AND EXISTS (SELECT FROM package_locks WHERE name = $2 AND owner = $3 FOR SHARE)`, Args: []any{tokens, l.name, l.owner}}
+	return Statement{SQL: `DELETE FROM deliveries WHERE token = ANY($1) AND state = 'intent' AND ` + lockStillHeld(2),
+		Args: []any{tokens, l.name, l.owner}}
+}
+
+// lockStillHeld is the condition of a write made under a lock only while
+// the lock is still its holder's, the lock's name and owner being the
+// statement's parameters $n and $n+1. The lock's row is read FOR SHARE: a
+// takeover committed after the statement's snapshot is seen as it is now,
+// and one in flight waits for the write's commit.
+func lockStillHeld(n int) string {
+	return fmt.Sprintf(`EXISTS (SELECT FROM package_locks WHERE name = $%d AND owner = $%d FOR SHARE)`, n, n+1)
 }
 
 // DropUnsent commits DropIntents(tokens) on its own: the intents of a

@@ -302,9 +302,10 @@ func (a *LockAhead) Statements() []Statement {
 }
 
 // Take returns the lock the attempt took, renewed like one Lock returned
-// (its life counted from the group commit that took it), or nil: another holder has it, or the unit that carried
-// the attempt failed or never ran. A unit whose fate is unknown (its
-// commit cut off) may have taken it: that row is deleted.
+// (its life counted from the group commit that took it), or nil: another
+// holder has it, or the unit that carried the attempt failed or never
+// ran. A unit whose fate is unknown (its commit cut off) may have taken
+// it: that row is deleted.
 func (a *LockAhead) Take() *Lock {
 	a.mu.Lock()
 	got, committed, flushed := a.got, a.committed, a.flushed

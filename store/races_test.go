@@ -162,10 +162,14 @@ func TestGiveUpSeesATakeoverCommittedMeanwhile(t *testing.T) {
 		Parts: []tg.MessageKey{{Chat: -1, Message: 3 << 20}}, PartCount: 1}); err != nil {
 		t.Fatal(err)
 	}
+	cleared := true
 	if err := underTakeover(t, st, "d:give-up", "DELETE FROM waiting_deliveries", func(l *store.Lock) error {
-		return st.Commit(ctx, store.ClearWaitingUnder(l, d.PackageID, d.Destination, nil))
+		return st.Commit(ctx, store.ClearWaitingUnder(l, d.PackageID, d.Destination, &cleared))
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if cleared {
+		t.Error("the give-up reports its row cleared under a lock taken over")
 	}
 	if n, err := st.QueuedDeliveries(ctx, ""); err != nil || n != 1 {
 		t.Fatalf("%d deliveries queued (%v) after a give-up under a lock taken over meanwhile, want it kept", n, err)

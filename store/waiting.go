@@ -130,21 +130,17 @@ func ClearWaitingStatement(pkg int64, dest tg.ChatID) Statement {
 
 // ClearWaitingUnder is ClearWaitingStatement for a delivery given up
 // unsent: its row goes only while l, the delivery's lock, is still its
-// holder's (read FOR SHARE, as in Lock.DropIntents). After a takeover the
-// new holder may have sent some of it, and the rest needs the row.
-// cleared, when not nil, tells whether the row went.
+// holder's (lockStillHeld). After a takeover the new holder may have sent
+// some of it, and the rest needs the row. cleared tells whether the row
+// went.
 func ClearWaitingUnder(l *Lock, pkg int64, dest tg.ChatID, cleared *bool) Statement {
-	st := Statement{SQL: `DELETE FROM waiting_deliveries WHERE package_id = $1 AND destination_chat_id = $2
-		AND EXISTS (SELECT FROM package_locks WHERE name = $3 AND owner = $4 FOR SHARE)`,
-		Args: []any{pkg, int64(dest), l.name, l.owner}}
-	if cleared != nil {
-		st.Read = func(rows pgx.Rows) error {
+	return Statement{SQL: `DELETE FROM waiting_deliveries WHERE package_id = $1 AND destination_chat_id = $2 AND ` + lockStillHeld(3),
+		Args: []any{pkg, int64(dest), l.name, l.owner},
+		Read: func(rows pgx.Rows) error {
 			rows.Close()
 			*cleared = rows.CommandTag().RowsAffected() > 0
 			return rows.Err()
-		}
-	}
-	return st
+		}}
 }
 
 // DueWaiting returns up to limit of account's queued deliveries due at or

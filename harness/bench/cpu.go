@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"stashd/internal/pgembed"
 )
 
 // cpuMeter reads the CPU time (user and system) this process and the
@@ -42,13 +43,8 @@ func (r *runner) newCPUMeter(ctx context.Context) *cpuMeter {
 	if err := conn.QueryRow(ctx, `SELECT current_setting('data_directory')`).Scan(&dir); err != nil {
 		return m
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
-	if err != nil {
-		return m
-	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
+	pid, ok := pgembed.PostmasterPID(dir)
+	if !ok {
 		return m
 	}
 	if _, err := procTimes(pid); err == nil {

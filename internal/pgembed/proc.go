@@ -124,6 +124,13 @@ func (r *runAs) inGroup(gid uint32) bool {
 	return false
 }
 
+// PostmasterPID returns the pid of the postmaster of the cluster whose
+// data directory is dataDir, as its postmaster.pid records it, and whether
+// it could be read.
+func PostmasterPID(dataDir string) (int, bool) {
+	return readPID(filepath.Join(dataDir, "postmaster.pid"))
+}
+
 // readPID returns the postmaster pid recorded in a postmaster.pid file.
 func readPID(path string) (int, bool) {
 	b, err := os.ReadFile(path)
