@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -68,8 +67,7 @@ func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgs
 		sends = append(sends, s)
 		// The delivery names the account that sent it, whichever
 		// account's stage wrote its intent.
-		lines := strings.Split(s.Caption, "\n")
-		token, _ := strings.CutPrefix(lines[len(lines)-1], ingest.TokenPrefix)
+		token := ingest.TokenOf(s.Caption)
 		var account string
 		if err := st.Pool().QueryRow(context.Background(), `SELECT account FROM deliveries WHERE token = $1`, token).Scan(&account); err != nil {
 			t.Fatalf("delivery of token %q: %v", token, err)

@@ -182,16 +182,6 @@ func TestRefusedSendDropsItsIntent(t *testing.T) {
 	}
 }
 
-// queued counts the deliveries in the queue.
-func queued(t *testing.T, e *env) int {
-	t.Helper()
-	var n int
-	if err := e.st.Pool().QueryRow(e.ctx, `SELECT count(*) FROM waiting_deliveries`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // A delivery that fails for good leaves the queue only while its lock is
 // its own: a holder that took the lock over may have sent some of it, and
 // the rest needs the queue row. It is then not counted as given up.
@@ -227,8 +217,8 @@ func TestDeliveryGivenUpUnderALockTakenOverStaysQueued(t *testing.T) {
 			if takenOver {
 				want = 1
 			}
-			if n := queued(t, e); n != want {
-				t.Fatalf("%d deliveries queued after the give-up, want %d", n, want)
+			if n, err := e.st.QueuedDeliveries(e.ctx, ""); err != nil || n != want {
+				t.Fatalf("%d deliveries queued after the give-up (%v), want %d", n, err, want)
 			}
 		})
 	}
