@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,7 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	var doc store.Document
 	var known *store.Found
 	var pre *uniqueLock
+	var waits setWaits
 	uid := msg.Document.File.UniqueID
 	if c := classify(msg); p.lockFirst(msg, c) {
 		// A lone archive, new as a rule: layer 3's lock is taken with the
@@ -49,6 +51,9 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		if c.archive {
 			known = &store.Found{}
 			reads = append(reads, store.LookPackageByUniqueIDs([]string{uid}, known))
+		}
+		if c.maybeVolume(msg) {
+			reads = append(reads, waits.reads(msg, c)...)
 		}
 		if err := p.store.Look(ctx, reads...); err != nil {
 			return "", err
@@ -92,14 +97,22 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 	switch {
 	case !cls.archive || (p.cfg.Accept != nil && !p.cfg.Accept(msg)):
 		return store.OutcomeNotArchive, p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomeNotArchive, 0))
-	case cls.setKey != "" && !cls.name.IsMultipart() && msg.AlbumID == 0:
+	case cls.maybeVolume(msg):
 		// A plain zip or rar already catalogued on its own (a forward of a
 		// known archive) need not wait for parts that will not come.
 		if known.OK {
 			return p.fetchLooked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known)
 		}
+		// Its bytes tell whether it is a whole archive or a volume of a
+		// set, unless its set has begun already.
+		if !waits.part(cls) {
+			out, err := p.fetchAlone(ctx, msg, cls, known)
+			if !errors.Is(err, errMayBeVolume) {
+				return out, err
+			}
+		}
 		return p.addKnownOrPart(ctx, msg, cls)
-	case cls.setKey != "" && (cls.name.IsMultipart() || msg.AlbumID != 0):
+	case cls.setKey != "":
 		// Every document of an album too: a forwarded album's final x.zip
 		// must not be left alone once its x.z01… are known duplicates.
 		return p.addKnownOrPart(ctx, msg, cls)
@@ -126,11 +139,36 @@ type classification struct {
 	part    int
 }
 
+// maybeVolume reports whether msg, classified as c, is a plain x.zip or
+// x.rar outside an album: a whole archive, or a volume of a set, which
+// only its bytes tell.
+func (c classification) maybeVolume(msg tg.Message) bool {
+	return c.setKey != "" && !c.name.IsMultipart() && msg.AlbumID == 0
+}
+
+// setWaits is what the first round trip reads for a plain x.zip or x.rar
+// (maybeVolume) to tell, without its bytes, that it is a part: its set
+// has a part waiting already.
+type setWaits struct {
+	setKey  string // the set the read was made for
+	pending bool
+}
+
+func (w *setWaits) reads(msg tg.Message, c classification) []store.Statement {
+	w.setKey = c.setKey
+	return []store.Statement{store.LookSetPending(msg.ChatID, msg.TopicID(), c.setKey, &w.pending)}
+}
+
+// part reports whether the read says a message classified as c is a part:
+// only when it was made for c's set (an edit may have renamed the
+// document since).
+func (w *setWaits) part(c classification) bool { return w.setKey == c.setKey && w.pending }
+
 // classify decides what a message is: not an archive, a single archive, or
 // a part of a set (an album of archives, or a multipart set by name). A
-// plain x.zip or x.rar is ambiguous: it may be the final part of x.z01… or
-// the first of x.r00…, whose other parts may still be in flight. It waits
-// like a part, and the sweeper ingests it alone if no other part shows up.
+// plain x.zip or x.rar is ambiguous by name (maybeVolume): it may be the
+// final part of x.z01… or the first of x.r00…, whose other parts may still
+// be in flight. Its bytes decide (fetchAlone).
 func classify(msg tg.Message) classification {
 	if msg.Document == nil || emptyDocument(msg) {
 		return classification{}

@@ -76,10 +76,33 @@ func (p *Pipeline) lockUnique(ctx context.Context, parts []tg.Message, uniq []st
 	return u, nil
 }
 
+// errMayBeVolume is fetchAlone's answer for bytes that do not list as a
+// whole archive: the final x.zip of x.z01…, an x.rar that goes on in
+// x.r00…, or a piece of a byte split named so, as well as a broken
+// archive, which only the rest of a set, if one comes, can tell apart.
+var errMayBeVolume = errors.New("not a whole archive: may be a volume of a set")
+
+// fetchAlone is fetchLooked for a plain x.zip or x.rar (maybeVolume),
+// whose bytes are a whole archive as a rule: it is catalogued at once, on
+// the worker's download, not after SetSettle in the set sweeper. Bytes
+// that do not list whole fail with errMayBeVolume, having written
+// nothing, and the caller records the message as a part: the sweeper
+// then takes it as it took every plain x.zip or x.rar before, its set
+// whole, or it alone once SetSettle has passed, downloading it again.
+func (p *Pipeline) fetchAlone(ctx context.Context, msg tg.Message, cls classification, known *store.Found) (store.Outcome, error) {
+	return p.fetchUnder(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known, nil, true)
+}
+
 // fetchLocked is fetchLooked from layer 2 on, under pre when the caller
 // took layer 3's lock already (it stays the caller's to release), else
 // under a lock of its own.
 func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format archive.Format, name string, known *store.Found, pre *uniqueLock) (store.Outcome, error) {
+	return p.fetchUnder(ctx, parts, format, name, known, pre, false)
+}
+
+// fetchUnder is fetchLocked; alone says the parts are one message that
+// may be a volume of a set (fetchAlone).
+func (p *Pipeline) fetchUnder(ctx context.Context, parts []tg.Message, format archive.Format, name string, known *store.Found, pre *uniqueLock, alone bool) (store.Outcome, error) {
 	uniq := make([]string, len(parts))
 	for i, m := range parts {
 		uniq[i] = m.Document.File.UniqueID
@@ -148,6 +171,9 @@ func (p *Pipeline) fetchLocked(ctx context.Context, parts []tg.Message, format a
 		return "", ctx.Err()
 	}
 	held.release()
+	if alone && listErr != nil {
+		return "", errMayBeVolume
+	}
 
 	// A new package is catalogued without a lock on its content hash: the
 	// catalogue's unique hash refuses it, writing nothing, when the hash

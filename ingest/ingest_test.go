@@ -241,13 +241,8 @@ func TestLayer2KnownUniqueIDsSkipDownload(t *testing.T) {
 	p, c := e.pipeline("a")
 	first := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "set.zip", Data: zipOf("f", "one")})
 	forward := e.world.Post(other, 0, tgsim.Post{FileName: "set.tar", SameFileAs: first.Document.File.UniqueID})
-	// The plain .zip may be the final part of a zip split set: it waits like
-	// a part and the sweeper ingests it alone.
-	mustHandle(t, p, e.view(c, first), store.OutcomePartPending)
-	e.now = e.now.Add(2 * time.Minute)
-	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
-		t.Fatalf("sweep = %+v, %v; want the lone zip completed", res, err)
-	}
+	// The plain .zip lists as a whole archive: a package at once.
+	mustHandle(t, p, e.view(c, first), store.OutcomePackage)
 	downloads := e.world.Calls("a")[tg.MethodDownloadFile]
 	mustHandle(t, p, e.view(c, forward), store.OutcomeDuplicate)
 	if got := e.world.Calls("a")[tg.MethodDownloadFile]; got != downloads {

@@ -139,9 +139,8 @@ func liveHeap() uint64 {
 
 // smallTarGz builds, for each n, a tar.gz of one small file unique to n:
 // cheap to build by the hundred thousand (one compressor, reset), small in
-// the simulated world, and never a volume of a multipart set (a lone .zip
-// or .rar waits SetSettle for volumes that may follow). Its zero value is
-// ready; it is not safe for concurrent use.
+// the simulated world, and by name never a volume of a multipart set. Its
+// zero value is ready; it is not safe for concurrent use.
 type smallTarGz struct {
 	tarBuf, out bytes.Buffer
 	gz          *gzip.Writer

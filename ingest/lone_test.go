@@ -1,0 +1,130 @@
+package ingest_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// A plain x.zip or x.rar whose bytes list as a whole archive is a package
+// at once, downloaded once by the worker that handles it: no wait for
+// volumes that cannot exist, and no second download by the set sweeper.
+func TestPlainZipOrRarThatListsWholeIsAPackageAtOnce(t *testing.T) {
+	t.Parallel()
+	files := []archivetest.File{{Name: "lone/data.bin", Data: []byte(strings.Repeat("l", 5000))}}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"lone.zip", archivetest.Zip(files)},
+		{"lone.rar", archivetest.Rar(files)},
+	} {
+		e := newEnv(t, "a")
+		p, c := e.pipeline("a")
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: tc.name, Data: tc.data}))
+		mustHandle(t, p, m, store.OutcomePackage)
+		if n := e.world.Calls("a")[tg.MethodDownloadFile]; n != 1 {
+			t.Errorf("%s: %d downloads, want 1", tc.name, n)
+		}
+		e.now = e.now.Add(time.Hour)
+		if res, err := p.Sweep(e.ctx); err != nil || res != (ingest.SweepResult{}) {
+			t.Errorf("%s: sweep = %+v, %v; want nothing left to sweep", tc.name, res, err)
+		}
+		wantOnePackage(t, e, 1, tc.name)
+	}
+}
+
+// A plain x.zip or x.rar whose bytes do not list whole waits like a part:
+// the final x.zip of a split zip and the x.rar opening x.r00… seen before
+// the rest of their sets, each then completed by its set as one package;
+// a broken zip, which only the absence of a set tells from a volume.
+func TestPlainZipOrRarThatDoesNotListWholeWaitsAsAPart(t *testing.T) {
+	t.Parallel()
+	files := func(stem string) []archivetest.File {
+		return []archivetest.File{{Name: stem + "/data.bin", Data: []byte(strings.Repeat(stem, 3000))}}
+	}
+	for _, tc := range []struct {
+		names []string
+		vols  [][]byte
+		first int // the plain name, handled first
+	}{
+		{[]string{"split.z01", "split.z02", "split.zip"}, archivetest.ZipSplit(files("split"), 3), 2},
+		{[]string{"old.rar", "old.r00", "old.r01"}, archivetest.RarVolumes(files("old"), 3), 0},
+		{[]string{"broken.zip"}, [][]byte{archivetest.Corrupt(archivetest.ZipTruncated, files("broken"))}, 0},
+	} {
+		e := newEnv(t, "a")
+		p, c := e.pipeline("a")
+		var msgs []tg.Message
+		for i, n := range tc.names {
+			msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: tc.vols[i]})))
+		}
+		mustHandle(t, p, msgs[tc.first], store.OutcomePartPending)
+		pkgs, err := e.st.PackageHashes(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pkgs) != 0 {
+			t.Fatalf("%v: %d packages after the plain name alone, want none", tc.names, len(pkgs))
+		}
+		if len(tc.names) == 1 {
+			continue
+		}
+		for i, m := range msgs {
+			if i != tc.first {
+				mustHandle(t, p, m, store.OutcomePartPending)
+			}
+		}
+		e.now = e.now.Add(2 * time.Minute)
+		if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+			t.Fatalf("%v: sweep = %+v, %v; want the set completed", tc.names, res, err)
+		}
+		wantOnePackage(t, e, len(tc.names), fmt.Sprint(tc.names))
+	}
+}
+
+// The final x.zip of a split zip whose first volumes are recorded already
+// joins its set without a download: the first round trip tells it is a
+// part. A plain x.zip that is a part of a known package is not downloaded
+// either.
+func TestFinalZipOfASetBegunCostsNoDownload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "begun/data.bin", Data: []byte(strings.Repeat("b", 9000))}}, 3)
+	var msgs []tg.Message
+	for i, n := range []string{"begun.z01", "begun.z02", "begun.zip"} {
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]})))
+	}
+	for _, m := range msgs {
+		mustHandle(t, p, m, store.OutcomePartPending)
+	}
+	if n := e.world.Calls("a")[tg.MethodDownloadFile]; n != 0 {
+		t.Errorf("%d downloads before the set is complete, want 0", n)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+
+	// The final volume forwarded alone to a second source while the set's
+	// delivery is queued: a known package's part, told by the lock's round
+	// trip before any download.
+	other := e.world.AddChat(tg.KindChannel, "second source", "a")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: other, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	downloads := e.world.Calls("a")[tg.MethodDownloadFile]
+	fwd := e.view(c, e.world.Post(other, 0, tgsim.Post{FileName: "begun.zip", SameFileAs: msgs[2].Document.File.UniqueID}))
+	mustHandle(t, p, fwd, store.OutcomeDuplicate)
+	if n := e.world.Calls("a")[tg.MethodDownloadFile]; n != downloads {
+		t.Errorf("the forwarded final volume was downloaded (%d downloads, want %d)", n, downloads)
+	}
+	wantOnePackage(t, e, 3, "begun")
+}
