@@ -282,7 +282,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	icfg.SendScope = r.ctx
 	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
 	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
-	r.sweep = ingest.NewSetSweeper(r.pipe, 0)
+	r.sweep = ingest.NewSetSweeper(r.pipe, 0, d.cfg.Workers)
 	ccfg := d.cfg.Catchup
 	ccfg.Account, ccfg.Owner, ccfg.Sources, ccfg.Logger = a.Name, d.cfg.Instance, a.Sources, d.log
 	// A backlog found by catch-up is ingested as many at once as the live

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"stashd/archive"
-	"stashd/internal/service"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -132,130 +130,6 @@ func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, 
 	p.seen[key] = m
 	p.mu.Unlock()
 	return m, nil
-}
-
-// SweepResult says what one sweep did.
-type SweepResult struct {
-	Completed  int
-	DeadLetter int
-	Waiting    int
-	// Failed counts complete sets whose completion failed with a
-	// retryable error; they are tried again at the next sweep until
-	// SetMaxWait.
-	Failed int
-}
-
-// Sweep looks at every pending set of the account once: complete and
-// settled sets are ingested as one package, sets waiting longer than
-// SetMaxWait become dead letters, and so do sets whose completion failed
-// for good (a part deleted) or until SetMaxWait. The error reports only
-// what kept the sweep from looking at a set (the store); a set's own
-// failure is logged once, when it first happens.
-func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
-	var res SweepResult
-	sets, err := p.store.PendingSets(ctx, p.cfg.Account)
-	if err != nil {
-		return res, err
-	}
-	now := p.cfg.Now()
-	var errs []error
-	for _, set := range sets {
-		parts, err := p.store.SetParts(ctx, set.Chat, set.TopicID, set.SetKey)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if len(parts) == 0 {
-			continue
-		}
-		ordered, dups, contested, missing := orderSet(set.SetKey, parts)
-		last := parts[len(parts)-1].Key.Message.ServerID()
-		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
-			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, last))
-		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
-		// A message just before, between or just after the parts still on
-		// its way through the queue may be one more part (an album's last
-		// documents, a set's missing volume, behind slow packages): quiet
-		// and synced up to the last part is no proof of the end while it
-		// is. Only ids within setLookahead of the parts count, and
-		// in-flight work always ends (handled, or released and the source
-		// dirty), so a busy source cannot hold a set back for ever.
-		first := parts[0].Key.Message.ServerID()
-		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, max(first-setLookahead, 1), last+setLookahead)
-		if !inFlight && missing == "" && (settled || expired) {
-			// A set's parts are posted together, an album's documents with
-			// consecutive ids: a hole, or a neighbour, may be a part lost by
-			// the live stream and not caught up yet, or a message deleted
-			// or not of the set. Only Telegram knows.
-			gap, err := p.setGap(ctx, set.SetKey, parts, settled)
-			if err != nil {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				errs = append(errs, err)
-				continue
-			}
-			inFlight = gap
-		}
-		switch {
-		case inFlight:
-			res.Waiting++
-		// A set complete by name whose source never settles (a source
-		// that keeps failing) is taken as it is once SetMaxWait has passed.
-		case missing == "" && (settled || expired):
-			var rejected []rejectedPart
-			var cerr error
-			if len(contested) > 0 {
-				var chosen, same []store.SourceMessage
-				if chosen, same, rejected, cerr = p.assembleByContent(ctx, ordered, contested); cerr == nil {
-					ordered, dups = chosen, append(dups, same...)
-				}
-			}
-			if cerr == nil {
-				cerr = p.completeSet(ctx, set, ordered)
-			}
-			if cerr == nil {
-				cerr = p.settleDuplicateParts(ctx, ordered, dups)
-			}
-			if cerr == nil {
-				cerr = p.settleRejectedParts(ctx, ordered, rejected)
-			}
-			if cerr == nil {
-				p.setFailed(set, nil)
-				res.Completed++
-				continue
-			}
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			var incomplete *IncompleteSetError
-			retryable := tg.Classify(cerr) != tg.ClassPermanent && !errors.As(cerr, &incomplete)
-			// SetMaxWait bounds the wait for a set's parts. A set whose
-			// package is catalogued waits for no part: its delivery failed
-			// (a send that vanished, a flood wait) and is retried at each
-			// sweep like any delivery, never turned into a dead letter
-			// that would leave the package undelivered.
-			if retryable && (!expired || p.setCatalogued(ctx, ordered)) {
-				p.setFailed(set, cerr)
-				res.Failed++
-				continue
-			}
-			if err := p.deadLetterSet(ctx, set, parts, cerr); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			res.DeadLetter++
-		case expired:
-			if err := p.deadLetterSet(ctx, set, parts, &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			res.DeadLetter++
-		default:
-			res.Waiting++
-		}
-	}
-	return res, errors.Join(errs...)
 }
 
 // deadLetterSet records every part of a set as a dead letter for cause and
@@ -618,36 +492,3 @@ func (p *Pipeline) setCatalogued(ctx context.Context, ordered []store.SourceMess
 	_, ok, err := p.store.PackageByUniqueIDs(ctx, uniq)
 	return err == nil && ok
 }
-
-// SetSweeper runs Sweep periodically for one account.
-type SetSweeper struct {
-	p        *Pipeline
-	interval time.Duration
-	run      service.Runner
-}
-
-// NewSetSweeper sweeps every interval (zero: half of SetSettle, at least
-// 100 ms).
-func NewSetSweeper(p *Pipeline, interval time.Duration) *SetSweeper {
-	interval = cmp.Or(interval, max(p.cfg.SetSettle/2, 100*time.Millisecond))
-	return &SetSweeper{p: p, interval: interval}
-}
-
-// Start starts the sweeper's goroutine.
-func (s *SetSweeper) Start(ctx context.Context) error {
-	return s.run.StartFunc(ctx, func(ctx context.Context) {
-		service.Every(ctx, s.interval, nil, func(ctx context.Context) {
-			res, err := s.p.Sweep(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.p.log.Warn("set sweep", "err", err)
-			}
-			if res.Completed+res.DeadLetter > 0 {
-				s.p.log.Debug("set sweep", "completed", res.Completed, "dead_letters", res.DeadLetter,
-					"waiting", res.Waiting, "failed", res.Failed)
-			}
-		})
-	})
-}
-
-// Stop stops the sweeper and waits for it.
-func (s *SetSweeper) Stop() { s.run.Stop() }

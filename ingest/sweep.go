@@ -1,0 +1,278 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"stashd/internal/service"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// SweepResult says what one sweep did.
+type SweepResult struct {
+	Completed  int
+	DeadLetter int
+	Waiting    int
+	// Failed counts complete sets whose completion failed with a
+	// retryable error; they are tried again at the next sweep until
+	// SetMaxWait.
+	Failed int
+}
+
+// sweepTally is a SweepResult filled by the sweep and by the completions
+// it started, with the errors that kept it from looking at a set, or from
+// dead-lettering one. With report set, those are reported as they come
+// rather than kept: a completion may end long after its sweep.
+type sweepTally struct {
+	report func(error)
+	mu     sync.Mutex
+	res    SweepResult
+	errs   []error
+}
+
+func (t *sweepTally) add(f func(*SweepResult), err error) {
+	if err != nil && t.report != nil {
+		t.report(err)
+		err = nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f != nil {
+		f(&t.res)
+	}
+	if err != nil {
+		t.errs = append(t.errs, err)
+	}
+}
+
+func (t *sweepTally) result() (SweepResult, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.res, errors.Join(t.errs...)
+}
+
+// setRunner completes sets, up to its capacity at once, each set once at
+// a time: a set whose completion is under way is skipped by the sweeps
+// that see it meanwhile.
+type setRunner struct {
+	slots chan struct{}
+	mu    sync.Mutex
+	busy  map[setID]bool
+	wg    sync.WaitGroup
+}
+
+func newSetRunner(parallel int) *setRunner {
+	return &setRunner{slots: make(chan struct{}, max(parallel, 1)), busy: map[setID]bool{}}
+}
+
+func (r *setRunner) running(id setID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.busy[id]
+}
+
+// start runs fn for set id in a goroutine once a slot is free; it reports
+// false, running nothing, when ctx ends first.
+func (r *setRunner) start(ctx context.Context, id setID, fn func()) bool {
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	r.mu.Lock()
+	r.busy[id] = true
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.busy, id)
+			r.mu.Unlock()
+			<-r.slots
+		}()
+		fn()
+	}()
+	return true
+}
+
+// sweepParallel is how many sets Sweep completes at once.
+const sweepParallel = 4
+
+// Sweep looks at every pending set of the account once: complete and
+// settled sets are ingested as one package, sets waiting longer than
+// SetMaxWait become dead letters, and so do sets whose completion failed
+// for good (a part deleted) or until SetMaxWait. Complete sets are
+// downloaded and catalogued several at once, and Sweep returns when each
+// has ended. The error reports only what kept the sweep from looking at a
+// set (the store); a set's own failure is logged once, when it first
+// happens.
+func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
+	var t sweepTally
+	r := newSetRunner(sweepParallel)
+	p.sweep(ctx, r, &t)
+	r.wg.Wait()
+	return t.result()
+}
+
+// sweep is Sweep with completions started on r, which it does not wait
+// for; they add to t when they end.
+func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
+	sets, err := p.store.PendingSets(ctx, p.cfg.Account)
+	if err != nil {
+		t.add(nil, err)
+		return
+	}
+	now := p.cfg.Now()
+	for _, set := range sets {
+		id := setID{set.Chat, set.TopicID, set.SetKey}
+		if r.running(id) {
+			t.add(func(r *SweepResult) { r.Waiting++ }, nil)
+			continue
+		}
+		parts, err := p.store.SetParts(ctx, set.Chat, set.TopicID, set.SetKey)
+		if err != nil {
+			t.add(nil, err)
+			continue
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		ordered, dups, contested, missing := orderSet(set.SetKey, parts)
+		last := parts[len(parts)-1].Key.Message.ServerID()
+		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
+			(p.cfg.SourceSynced == nil || p.cfg.SourceSynced(set.Chat, last))
+		expired := now.Sub(set.Oldest) >= p.cfg.SetMaxWait
+		// A message just before, between or just after the parts still on
+		// its way through the queue may be one more part (an album's last
+		// documents, a set's missing volume, behind slow packages): quiet
+		// and synced up to the last part is no proof of the end while it
+		// is. Only ids within setLookahead of the parts count, and
+		// in-flight work always ends (handled, or released and the source
+		// dirty), so a busy source cannot hold a set back for ever.
+		first := parts[0].Key.Message.ServerID()
+		inFlight := p.cfg.InFlight != nil && p.cfg.InFlight(set.Chat, max(first-setLookahead, 1), last+setLookahead)
+		if !inFlight && missing == "" && (settled || expired) {
+			// A set's parts are posted together, an album's documents with
+			// consecutive ids: a hole, or a neighbour, may be a part lost by
+			// the live stream and not caught up yet, or a message deleted
+			// or not of the set. Only Telegram knows.
+			gap, err := p.setGap(ctx, set.SetKey, parts, settled)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				t.add(nil, err)
+				continue
+			}
+			inFlight = gap
+		}
+		switch {
+		case inFlight:
+			t.add(func(r *SweepResult) { r.Waiting++ }, nil)
+		// A set complete by name whose source never settles (a source
+		// that keeps failing) is taken as it is once SetMaxWait has passed.
+		case missing == "" && (settled || expired):
+			// Its download may take long: other sets are not held up.
+			if !r.start(ctx, id, func() { p.finishSet(ctx, set, parts, ordered, dups, contested, expired, t) }) {
+				return
+			}
+		case expired:
+			if err := p.deadLetterSet(ctx, set, parts, &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}); err != nil {
+				t.add(nil, err)
+				continue
+			}
+			t.add(func(r *SweepResult) { r.DeadLetter++ }, nil)
+		default:
+			t.add(func(r *SweepResult) { r.Waiting++ }, nil)
+		}
+	}
+}
+
+// finishSet ingests a complete set (its parts in set order, dups the
+// copies of some of them, contested the parts whose place only their
+// content tells) as one package, adding what happened to t.
+func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, ordered, dups, contested []store.SourceMessage, expired bool, t *sweepTally) {
+	var rejected []rejectedPart
+	var cerr error
+	if len(contested) > 0 {
+		var chosen, same []store.SourceMessage
+		if chosen, same, rejected, cerr = p.assembleByContent(ctx, ordered, contested); cerr == nil {
+			ordered, dups = chosen, append(dups, same...)
+		}
+	}
+	if cerr == nil {
+		cerr = p.completeSet(ctx, set, ordered)
+	}
+	if cerr == nil {
+		cerr = p.settleDuplicateParts(ctx, ordered, dups)
+	}
+	if cerr == nil {
+		cerr = p.settleRejectedParts(ctx, ordered, rejected)
+	}
+	if cerr == nil {
+		p.setFailed(set, nil)
+		t.add(func(r *SweepResult) { r.Completed++ }, nil)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	var incomplete *IncompleteSetError
+	retryable := tg.Classify(cerr) != tg.ClassPermanent && !errors.As(cerr, &incomplete)
+	// SetMaxWait bounds the wait for a set's parts. A set whose package is
+	// catalogued waits for no part: its delivery failed (a send that
+	// vanished, a flood wait) and is retried at each sweep like any
+	// delivery, never turned into a dead letter that would leave the
+	// package undelivered.
+	if retryable && (!expired || p.setCatalogued(ctx, ordered)) {
+		p.setFailed(set, cerr)
+		t.add(func(r *SweepResult) { r.Failed++ }, nil)
+		return
+	}
+	if err := p.deadLetterSet(ctx, set, parts, cerr); err != nil {
+		t.add(nil, err)
+		return
+	}
+	t.add(func(r *SweepResult) { r.DeadLetter++ }, nil)
+}
+
+// SetSweeper sweeps one account's pending sets periodically. A sweep does
+// not wait for the sets it starts to complete: a set whose download takes
+// an hour holds up neither the sets that become complete meanwhile nor
+// the dead letters of those that expire.
+type SetSweeper struct {
+	p        *Pipeline
+	interval time.Duration
+	sets     *setRunner
+	run      service.Runner
+}
+
+// NewSetSweeper sweeps every interval (zero: half of SetSettle, at least
+// 100 ms) and completes up to parallel sets at once (zero: 4).
+func NewSetSweeper(p *Pipeline, interval time.Duration, parallel int) *SetSweeper {
+	interval = cmp.Or(interval, max(p.cfg.SetSettle/2, 100*time.Millisecond))
+	return &SetSweeper{p: p, interval: interval, sets: newSetRunner(cmp.Or(parallel, sweepParallel))}
+}
+
+// Start starts the sweeper's goroutine.
+func (s *SetSweeper) Start(ctx context.Context) error {
+	return s.run.StartFunc(ctx, func(ctx context.Context) {
+		defer s.sets.wg.Wait()
+		service.Every(ctx, s.interval, nil, func(ctx context.Context) {
+			t := &sweepTally{report: func(err error) {
+				if ctx.Err() == nil {
+					s.p.log.Warn("set sweep", "err", err)
+				}
+			}}
+			s.p.sweep(ctx, s.sets, t)
+		})
+	})
+}
+
+// Stop stops the sweeper and waits for it and the completions it started.
+func (s *SetSweeper) Stop() { s.run.Stop() }

@@ -1,0 +1,141 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// holdingSession holds the download of one file (by unique id) until
+// release is closed, and closes started when it begins.
+type holdingSession struct {
+	*tg.Session
+	uid     string
+	once    sync.Once
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *holdingSession) Download(ctx context.Context, f tg.File, stall time.Duration) (tg.File, error) {
+	if f.UniqueID == s.uid {
+		s.once.Do(func() { close(s.started) })
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return tg.File{}, ctx.Err()
+		}
+	}
+	return s.Session.Download(ctx, f, stall)
+}
+
+// sweepEnv is a pipeline whose sets are settled as soon as they are
+// handled, with the download of the first part of set "slow" held.
+type sweepEnv struct {
+	*env
+	p    *ingest.Pipeline
+	c    *tgsim.Client
+	hold *holdingSession
+}
+
+func newSweepEnv(t *testing.T) *sweepEnv {
+	e := &sweepEnv{env: newEnv(t, "a"), hold: &holdingSession{started: make(chan struct{}), release: make(chan struct{})}}
+	e.p, e.c, _ = e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = 24 * time.Hour
+		cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	}, func(s *tg.Session) ingest.Telegram {
+		e.hold.Session = s
+		return e.hold
+	})
+	return e
+}
+
+// postSet posts and handles the three RAR volumes of set stem; the
+// download of the first is held when stem is "slow".
+func (e *sweepEnv) postSet(t *testing.T, stem string) {
+	t.Helper()
+	vols := archivetest.RarVolumes([]archivetest.File{{Name: stem + "/data.bin", Data: []byte(strings.Repeat(stem, 3000))}}, 3)
+	for i, v := range vols {
+		m := e.view(e.c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("%s.part%d.rar", stem, i+1), Data: v}))
+		if stem == "slow" && i == 0 {
+			e.hold.uid = m.Document.File.UniqueID
+		}
+		mustHandle(t, e.p, m, store.OutcomePartPending)
+	}
+}
+
+// waitPackages waits up to 10 s for n packages in the catalogue, and
+// reports whether they came.
+func (e *sweepEnv) waitPackages(n int) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		pkgs, err := e.st.PackageHashes(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(pkgs) >= n {
+			return true
+		}
+	}
+	return false
+}
+
+// A sweep completes its complete sets side by side: a set whose download
+// takes long does not hold up the others.
+func TestSweepCompletesSetsSideBySide(t *testing.T) {
+	t.Parallel()
+	e := newSweepEnv(t)
+	e.postSet(t, "slow")
+	e.postSet(t, "quick")
+	quickFirst := make(chan bool, 1)
+	go func() {
+		<-e.hold.started
+		quickFirst <- e.waitPackages(1) // "quick", while "slow" is held
+		close(e.hold.release)
+	}()
+	res, err := e.p.Sweep(e.ctx)
+	if err != nil || res.Completed != 2 {
+		t.Fatalf("sweep = %+v, %v; want both sets completed", res, err)
+	}
+	if !<-quickFirst {
+		t.Error("the second set was not catalogued while the first one's download was held")
+	}
+}
+
+// The set sweeper does not wait for the sets it started: a set that
+// becomes complete while another's download is held is catalogued, and
+// the held set is not started twice.
+func TestSetSweeperDoesNotWaitForALongSet(t *testing.T) {
+	t.Parallel()
+	e := newSweepEnv(t)
+	e.postSet(t, "slow")
+	sw := ingest.NewSetSweeper(e.p, 20*time.Millisecond, 2)
+	if err := sw.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Stop()
+	select {
+	case <-e.hold.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first set was not started")
+	}
+	e.postSet(t, "quick")
+	if !e.waitPackages(1) {
+		t.Fatal("the second set was not catalogued while the first one's download was held")
+	}
+	close(e.hold.release)
+	if !e.waitPackages(2) {
+		t.Fatal("the first set was not catalogued once its download went on")
+	}
+	sw.Stop()
+	if n := len(e.delivered()); n != 6 {
+		t.Errorf("%d documents delivered, want 6 (two sets of three, each once)", n)
+	}
+}
