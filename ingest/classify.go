@@ -104,8 +104,9 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 			return p.fetchLooked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known)
 		}
 		// Its bytes tell whether it is a whole archive or a volume of a
-		// set, unless its set has begun already.
-		if !waits.part(cls) {
+		// set, unless its set has begun already, or it is a dead letter of
+		// the set path (bytes that did not list whole) tried again there.
+		if !waits.part(cls) && (!doc.OK || doc.Outcome != store.OutcomeDeadLetter) {
 			out, err := p.fetchAlone(ctx, msg, cls, known)
 			if !errors.Is(err, errMayBeVolume) {
 				return out, err

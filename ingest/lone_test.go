@@ -128,3 +128,27 @@ func TestFinalZipOfASetBegunCostsNoDownload(t *testing.T) {
 	}
 	wantOnePackage(t, e, 3, "begun")
 }
+
+// A broken x.zip is downloaded twice when first handled: by the worker,
+// whose listing fails, then by the sweeper, which dead-letters it. A
+// retry of the dead letter (after an edit, or by hand) takes the set path
+// alone: one download a try. So does an incomplete set's x.zip.
+func TestBrokenPlainZipRetriedCostsOneDownloadATry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.DeadLetterBroken = true }, nil)
+	files := []archivetest.File{{Name: "broken/data.bin", Data: []byte(strings.Repeat("x", 3000))}}
+	m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "broken.zip", Data: archivetest.Corrupt(archivetest.ZipTruncated, files)}))
+	downloads := func() int { return e.world.Calls("a")[tg.MethodDownloadFile] }
+	mustHandle(t, p, m, store.OutcomePartPending)
+	for try, want := range []int{2, 3} {
+		e.now = e.now.Add(2 * time.Minute)
+		if res, err := p.Sweep(e.ctx); err != nil || res.DeadLetter != 1 {
+			t.Fatalf("try %d: sweep = %+v, %v; want the broken zip dead-lettered", try, res, err)
+		}
+		if n := downloads(); n != want {
+			t.Errorf("try %d: %d downloads, want %d", try, n, want)
+		}
+		mustHandle(t, p, m, store.OutcomePartPending) // the dead letter's retry
+	}
+}
