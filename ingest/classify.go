@@ -39,21 +39,18 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		// taken ahead (Prelock).
 		if pre = p.claimPrelocked(msg.Key(), uid); pre == nil {
 			var err error
-			if pre, err = p.lockUnique(ctx, []tg.Message{msg}, []string{uid}); err != nil {
+			if pre, err = p.lockLone(ctx, msg); err != nil {
 				return "", err
 			}
 		}
 		defer pre.lock.Unlock() // when nothing released it
-		doc, known = pre.handled, &pre.again
+		doc, known, waits = pre.handled, &pre.again, pre.waits
 		start = time.Now() // the round trip counts as the lock stage
 	} else {
 		reads := []store.Statement{store.LookMessageDocument(msg.Key(), &doc)}
 		if c.archive {
 			known = &store.Found{}
 			reads = append(reads, store.LookPackageByUniqueIDs([]string{uid}, known))
-		}
-		if c.maybeVolume(msg) {
-			reads = append(reads, waits.reads(msg, c)...)
 		}
 		if err := p.store.Look(ctx, reads...); err != nil {
 			return "", err
@@ -99,15 +96,12 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		return store.OutcomeNotArchive, p.store.RecordMessages(ctx, sourceMessage(msg, store.OutcomeNotArchive, 0))
 	case cls.maybeVolume(msg):
 		// A plain zip or rar already catalogued on its own (a forward of a
-		// known archive) need not wait for parts that will not come.
-		if known.OK {
-			return p.fetchLooked(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known)
-		}
-		// Its bytes tell whether it is a whole archive or a volume of a
+		// known archive) need not wait for parts that will not come. Any
+		// other's bytes tell whether it is a whole archive or a volume of a
 		// set, unless its set has begun already, or it is a dead letter of
 		// the set path (bytes that did not list whole) tried again there.
-		if !waits.part(cls) && (!doc.OK || doc.Outcome != store.OutcomeDeadLetter) {
-			out, err := p.fetchAlone(ctx, msg, cls, known)
+		if known.OK || !waits.part(cls) && (!doc.OK || doc.Outcome != store.OutcomeDeadLetter) {
+			out, err := p.fetchAlone(ctx, msg, cls, known, pre)
 			if !errors.Is(err, errMayBeVolume) {
 				return out, err
 			}
@@ -126,11 +120,12 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 }
 
 // lockFirst reports whether msg, classified as c, takes layer 3's lock in
-// its first round trip: a lone archive (no set, no album) to be mirrored.
-// A message handled before costs a lock it then lets go; the rescan and
-// catch-up hand over only messages not handled yet.
+// its first round trip: a lone archive (no set, no album, or a plain x.zip
+// or x.rar, whose bytes decide) to be mirrored. A message handled before
+// costs a lock it then lets go; the rescan and catch-up hand over only
+// messages not handled yet.
 func (p *Pipeline) lockFirst(msg tg.Message, c classification) bool {
-	return c.archive && c.setKey == "" && !msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg))
+	return c.archive && (c.setKey == "" || c.maybeVolume(msg)) && !msg.Protected && (p.cfg.Accept == nil || p.cfg.Accept(msg))
 }
 
 type classification struct {
@@ -147,9 +142,9 @@ func (c classification) maybeVolume(msg tg.Message) bool {
 	return c.setKey != "" && !c.name.IsMultipart() && msg.AlbumID == 0
 }
 
-// setWaits is what the first round trip reads for a plain x.zip or x.rar
-// (maybeVolume) to tell, without its bytes, that it is a part: its set
-// has a part waiting already.
+// setWaits is what the first round trip (the lock's, lockLone) reads for
+// a plain x.zip or x.rar (maybeVolume) to tell, without its bytes, that it
+// is a part: its set has a part waiting already.
 type setWaits struct {
 	setKey  string // the set the read was made for
 	pending bool

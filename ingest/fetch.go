@@ -52,6 +52,7 @@ type uniqueLock struct {
 	uid            string // the unique id of a lone archive's lock (Prelock)
 	handled        store.Document
 	again, holding store.Found
+	waits          setWaits // for a lone archive that may be a volume (lockLone)
 }
 
 // uniqueLockName is the name of layer 3's lock on unique ids uniq.
@@ -63,11 +64,33 @@ func (u *uniqueLock) reads(parts []tg.Message, uniq []string) []store.Statement 
 		store.LookPackageByUniqueIDs(uniq, &u.again), store.LookPackageHolding(uniq, &u.holding)}
 }
 
+// loneReads are the looks that ride with layer 3's lock for msg, a lone
+// archive, in its first round trip (Handle, Prelock): reads, and for a
+// plain x.zip or x.rar, whether its set has begun (setWaits).
+func (u *uniqueLock) loneReads(msg tg.Message) []store.Statement {
+	uid := msg.Document.File.UniqueID
+	reads := u.reads([]tg.Message{msg}, []string{uid})
+	if c := classify(msg); c.maybeVolume(msg) {
+		reads = append(reads, u.waits.reads(msg, c)...)
+	}
+	return reads
+}
+
 // lockUnique takes layer 3's lock for parts, whose unique ids are uniq.
 func (p *Pipeline) lockUnique(ctx context.Context, parts []tg.Message, uniq []string) (*uniqueLock, error) {
-	start := time.Now()
 	u := &uniqueLock{}
-	lock, err := p.store.LockThen(ctx, uniqueLockName(uniq), u.reads(parts, uniq)...)
+	return p.takeUnique(ctx, u, uniq, u.reads(parts, uniq))
+}
+
+// lockLone takes layer 3's lock for msg, a lone archive, with loneReads.
+func (p *Pipeline) lockLone(ctx context.Context, msg tg.Message) (*uniqueLock, error) {
+	u := &uniqueLock{}
+	return p.takeUnique(ctx, u, []string{msg.Document.File.UniqueID}, u.loneReads(msg))
+}
+
+func (p *Pipeline) takeUnique(ctx context.Context, u *uniqueLock, uniq []string, reads []store.Statement) (*uniqueLock, error) {
+	start := time.Now()
+	lock, err := p.store.LockThen(ctx, uniqueLockName(uniq), reads...)
 	p.m.observeStage(StageLock, start)
 	if err != nil {
 		return nil, err
@@ -89,8 +112,8 @@ var errMayBeVolume = errors.New("not a whole archive: may be a volume of a set")
 // nothing, and the caller records the message as a part: the sweeper
 // then takes it as it took every plain x.zip or x.rar before, its set
 // whole, or it alone once SetSettle has passed, downloading it again.
-func (p *Pipeline) fetchAlone(ctx context.Context, msg tg.Message, cls classification, known *store.Found) (store.Outcome, error) {
-	return p.fetchUnder(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known, nil, true)
+func (p *Pipeline) fetchAlone(ctx context.Context, msg tg.Message, cls classification, known *store.Found, pre *uniqueLock) (store.Outcome, error) {
+	return p.fetchUnder(ctx, []tg.Message{msg}, cls.name.Format, msg.Document.FileName, known, pre, true)
 }
 
 // fetchLocked is fetchLooked from layer 2 on, under pre when the caller

@@ -27,7 +27,7 @@ func (p *Pipeline) Prelock(ctx context.Context, msgs []tg.Message) (release func
 		uid := m.Document.File.UniqueID
 		u := &uniqueLock{uid: uid}
 		keys, locks = append(keys, m.Key()), append(locks, u)
-		reqs = append(reqs, store.LockRequest{Name: uniqueLockName([]string{uid}), Reads: u.reads([]tg.Message{m}, []string{uid})})
+		reqs = append(reqs, store.LockRequest{Name: uniqueLockName([]string{uid}), Reads: u.loneReads(m)})
 	}
 	p.preMu.Unlock()
 	if len(reqs) == 0 {
