@@ -79,7 +79,8 @@ func (r *runner) ingest(ctx context.Context) error {
 	r.add(Line{Item: ItemIngest, What: fmt.Sprintf("ingest %d lone .zip packages", zips), Unit: "pkg/s",
 		Stashd: zipRate, Baseline: ours, Ratio: zipRate / ours,
 		Note: "baseline: the tar.gz figure above. A plain .zip may by its name be the last volume of a split zip (.z01…): " +
-			"its bytes decide, and one that lists whole is catalogued at once by the workers, one more round trip than a tar.gz"})
+			"its bytes decide, and one that lists whole is catalogued at once by the workers. A zip's CRCs give it a content signature, " +
+			"whose lock and look for a repack cost it one round trip more than a tar.gz"})
 	r.add(Line{Item: ItemIngest, What: "PostgreSQL round trips per package (catalogue and delivery)", Unit: "trips",
 		Stashd: trips, Baseline: nanRatio, Ratio: nanRatio, Goal: "<= 2",
 		Note: "statements, batches and COPYs the daemon's store sent from its start until every package was catalogued and delivered, " +
