@@ -119,6 +119,10 @@ type Listing struct {
 	// NameLied is true when the bytes are another format than the one
 	// asked for (the name's): a rar named .zip, a zip without extension.
 	NameLied bool
+	// Volume is true when the archive's main header marks it a volume of
+	// a multi-volume archive (RAR: every volume carries the flag), even
+	// when the listing stopped before its end said whether one follows.
+	Volume bool
 	// SFX is true when the archive follows an executable stub (a
 	// self-extractor); Offset is the stub's size when known.
 	SFX    bool

@@ -35,6 +35,7 @@ const (
 	rar5HasData       = 0x2
 	rar5DataFromPrev  = 0x8  // this block continues a file from the previous volume
 	rar5DataToNext    = 0x10 // the file goes on in the next volume
+	rar5ArcVolume     = 0x1  // the archive is a volume of a multi-volume set
 	rar5ArcVolNum     = 0x2
 	rar5FileDir       = 0x1
 	rar5FileMtime     = 0x2
@@ -54,6 +55,7 @@ const (
 	rar4Service      = 0x7a
 	rar4End          = 0x7b
 	rar4LongBlock    = 0x8000
+	rar4MainVolume   = 0x0001 // the archive is a volume of a multi-volume set
 	rar4MainComment  = 0x0002
 	rar4MainPassword = 0x0080 // block headers are encrypted
 	rar4SplitBefore  = 0x0001
@@ -229,6 +231,9 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 		switch typ {
 		case rar5Main:
 			arcFlags := body.vint()
+			if arcFlags&rar5ArcVolume != 0 {
+				v.w.listing.Volume = true
+			}
 			if arcFlags&rar5ArcVolNum != 0 {
 				if num := body.vint(); !body.bad && num != uint64(v.index) {
 					return false, malformed(v.w.format, "part %d is volume %d of its archive (parts out of order?)", v.index+1, num+1)
@@ -371,6 +376,9 @@ func (v *rarVolume) list4(pos int64) (more bool, err error) {
 		}
 		switch typ {
 		case rar4Main:
+			if flags&rar4MainVolume != 0 {
+				v.w.listing.Volume = true
+			}
 			if flags&rar4MainPassword != 0 {
 				v.w.listing.Encrypted, v.w.listing.HeadersEncrypted = true, true
 				v.stop = true

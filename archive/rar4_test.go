@@ -251,3 +251,27 @@ func TestListRarEncryptedHeaders(t *testing.T) {
 		}
 	}
 }
+
+// Every volume of a RAR set says so in its main header, RAR4 and RAR5
+// alike: a first volume listed alone, stopped by a limit before its end
+// block, is still known for a volume. A single archive is not one.
+func TestListRarVolumeFlag(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	for _, tc := range []struct {
+		name string
+		vols func(n int) [][]byte
+	}{
+		{"RAR4", func(n int) [][]byte { return rar4Volumes(files, n) }},
+		{"RAR5", func(n int) [][]byte { return archivetest.RarVolumes(files, n) }},
+	} {
+		l, err := memList(context.Background(), FormatRar, Limits{MaxEntries: 1}, tc.vols(3)[0])
+		if err != nil || !l.Truncated || !l.Volume {
+			t.Errorf("%s first volume alone, one entry: truncated %v, volume %v, %v; want a truncated volume", tc.name, l.Truncated, l.Volume, err)
+		}
+		l, err = memList(context.Background(), FormatRar, Limits{}, tc.vols(1)...)
+		if err != nil || l.Volume {
+			t.Errorf("%s single archive: volume %v, %v; want no volume", tc.name, l.Volume, err)
+		}
+	}
+}

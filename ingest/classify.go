@@ -98,9 +98,11 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		// A plain zip or rar already catalogued on its own (a forward of a
 		// known archive) need not wait for parts that will not come. Any
 		// other's bytes tell whether it is a whole archive or a volume of a
-		// set, unless its set has begun already, or it is a dead letter of
-		// the set path (bytes that did not list whole) tried again there.
-		if known.OK || !waits.part(cls) && (!doc.OK || doc.Outcome != store.OutcomeDeadLetter) {
+		// set, unless it is a part of a known package or its set has begun
+		// already (addKnownOrPart), or it is a dead letter, whose retry
+		// takes the set path.
+		part := waits.part(cls) || pre != nil && pre.holding.OK
+		if known.OK || !part && (!doc.OK || doc.Outcome != store.OutcomeDeadLetter) {
 			out, err := p.fetchAlone(ctx, msg, cls, known, pre)
 			if !errors.Is(err, errMayBeVolume) {
 				return out, err

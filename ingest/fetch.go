@@ -99,16 +99,17 @@ func (p *Pipeline) takeUnique(ctx context.Context, u *uniqueLock, uniq []string,
 	return u, nil
 }
 
-// errMayBeVolume is fetchAlone's answer for bytes that do not list as a
-// whole archive: the final x.zip of x.z01…, an x.rar that goes on in
-// x.r00…, or a piece of a byte split named so, as well as a broken
-// archive, which only the rest of a set, if one comes, can tell apart.
+// errMayBeVolume is fetchAlone's answer for bytes that are not known to
+// be a whole archive: the final x.zip of x.z01…, an x.rar whose main
+// header marks it a volume, a piece of a byte split named so, an archive
+// whose headers are encrypted, and a broken archive, which only the rest
+// of a set, if one comes, can tell from a volume.
 var errMayBeVolume = errors.New("not a whole archive: may be a volume of a set")
 
 // fetchAlone is fetchLooked for a plain x.zip or x.rar (maybeVolume),
 // whose bytes are a whole archive as a rule: it is catalogued at once, on
 // the worker's download, not after SetSettle in the set sweeper. Bytes
-// that do not list whole fail with errMayBeVolume, having written
+// not known to be whole fail with errMayBeVolume, having written
 // nothing, and the caller records the message as a part: the sweeper
 // then takes it as it took every plain x.zip or x.rar before, its set
 // whole, or it alone once SetSettle has passed, downloading it again.
@@ -194,7 +195,8 @@ func (p *Pipeline) fetchUnder(ctx context.Context, parts []tg.Message, format ar
 		return "", ctx.Err()
 	}
 	held.release()
-	if alone && listErr != nil {
+	if alone && (listErr != nil || listing.Volume || listing.HeadersEncrypted) {
+		// A volume, or bytes that cannot say whether they are whole.
 		return "", errMayBeVolume
 	}
 

@@ -41,26 +41,37 @@ func TestPlainZipOrRarThatListsWholeIsAPackageAtOnce(t *testing.T) {
 	}
 }
 
-// A plain x.zip or x.rar whose bytes do not list whole waits like a part:
-// the final x.zip of a split zip and the x.rar opening x.r00… seen before
-// the rest of their sets, each then completed by its set as one package;
-// a broken zip, which only the absence of a set tells from a volume.
+// A plain x.zip or x.rar whose bytes are not known to be whole waits like
+// a part: the final x.zip of a split zip and the x.rar opening x.r00…
+// seen before the rest of their sets, each then completed by its set as
+// one package, even when its listing stops before the end that says a
+// volume follows (a limit, encrypted headers); a broken zip, which only
+// the absence of a set tells from a volume.
 func TestPlainZipOrRarThatDoesNotListWholeWaitsAsAPart(t *testing.T) {
 	t.Parallel()
 	files := func(stem string) []archivetest.File {
 		return []archivetest.File{{Name: stem + "/data.bin", Data: []byte(strings.Repeat(stem, 3000))}}
 	}
+	var many []archivetest.File
+	for i := range 6 {
+		many = append(many, archivetest.File{Name: fmt.Sprintf("many/%d.bin", i), Data: []byte(strings.Repeat("m", 2000))})
+	}
+	oneEntry := func(cfg *ingest.Config) { cfg.Limits.MaxEntries = 1 }
 	for _, tc := range []struct {
 		names []string
 		vols  [][]byte
 		first int // the plain name, handled first
+		mod   func(*ingest.Config)
 	}{
-		{[]string{"split.z01", "split.z02", "split.zip"}, archivetest.ZipSplit(files("split"), 3), 2},
-		{[]string{"old.rar", "old.r00", "old.r01"}, archivetest.RarVolumes(files("old"), 3), 0},
-		{[]string{"broken.zip"}, [][]byte{archivetest.Corrupt(archivetest.ZipTruncated, files("broken"))}, 0},
+		{[]string{"split.z01", "split.z02", "split.zip"}, archivetest.ZipSplit(files("split"), 3), 2, nil},
+		{[]string{"old.rar", "old.r00", "old.r01"}, archivetest.RarVolumes(files("old"), 3), 0, nil},
+		{[]string{"many.rar", "many.r00", "many.r01"}, archivetest.RarVolumes(many, 3), 0, oneEntry},
+		{[]string{"hidden.rar", "hidden.r00", "hidden.r01"}, [][]byte{archivetest.RarEncryptedHeaders(1),
+			archivetest.RarEncryptedHeaders(2), archivetest.RarEncryptedHeaders(3)}, 0, nil},
+		{[]string{"broken.zip"}, [][]byte{archivetest.Corrupt(archivetest.ZipTruncated, files("broken"))}, 0, nil},
 	} {
 		e := newEnv(t, "a")
-		p, c := e.pipeline("a")
+		p, c, _ := e.pipelineWith("a", tc.mod, nil)
 		var msgs []tg.Message
 		for i, n := range tc.names {
 			msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: tc.vols[i]})))
@@ -92,7 +103,8 @@ func TestPlainZipOrRarThatDoesNotListWholeWaitsAsAPart(t *testing.T) {
 // The final x.zip of a split zip whose first volumes are recorded already
 // joins its set without a download: the first round trip tells it is a
 // part. A plain x.zip that is a part of a known package is not downloaded
-// either.
+// either: it is a duplicate, or a part whose set path owes its package to
+// the destinations of its source.
 func TestFinalZipOfASetBegunCostsNoDownload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
@@ -123,10 +135,17 @@ func TestFinalZipOfASetBegunCostsNoDownload(t *testing.T) {
 	downloads := e.world.Calls("a")[tg.MethodDownloadFile]
 	fwd := e.view(c, e.world.Post(other, 0, tgsim.Post{FileName: "begun.zip", SameFileAs: msgs[2].Document.File.UniqueID}))
 	mustHandle(t, p, fwd, store.OutcomeDuplicate)
+	wantOnePackage(t, e, 3, "begun")
+	// Forwarded to a source whose destination the package is not owed
+	// to: a part, left to its set path (addKnownOrPart), as before its
+	// bytes were looked at.
+	elsewhere := e.world.AddChat(tg.KindChannel, "other mirror", "a")
+	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Destinations = []tg.ChatID{elsewhere} }, nil)
+	fwd2 := e.view(c2, e.world.Post(other, 0, tgsim.Post{FileName: "begun.zip", SameFileAs: msgs[2].Document.File.UniqueID}))
+	mustHandle(t, p2, fwd2, store.OutcomePartPending)
 	if n := e.world.Calls("a")[tg.MethodDownloadFile]; n != downloads {
 		t.Errorf("the forwarded final volume was downloaded (%d downloads, want %d)", n, downloads)
 	}
-	wantOnePackage(t, e, 3, "begun")
 }
 
 // A broken x.zip is downloaded twice when first handled: by the worker,

@@ -57,16 +57,18 @@ func (t *sweepTally) result() (SweepResult, error) {
 
 // setRunner completes sets, up to its capacity at once, each set once at
 // a time: a set whose completion is under way is skipped by the sweeps
-// that see it meanwhile.
+// that see it meanwhile. With wait, a set waits for a free slot; without,
+// it is left for a later sweep, which reads it afresh.
 type setRunner struct {
 	slots chan struct{}
+	wait  bool
 	mu    sync.Mutex
 	busy  map[setID]bool
 	wg    sync.WaitGroup
 }
 
-func newSetRunner(parallel int) *setRunner {
-	return &setRunner{slots: make(chan struct{}, max(parallel, 1)), busy: map[setID]bool{}}
+func newSetRunner(parallel int, wait bool) *setRunner {
+	return &setRunner{slots: make(chan struct{}, max(parallel, 1)), wait: wait, busy: map[setID]bool{}}
 }
 
 func (r *setRunner) running(id setID) bool {
@@ -75,13 +77,21 @@ func (r *setRunner) running(id setID) bool {
 	return r.busy[id]
 }
 
-// start runs fn for set id in a goroutine once a slot is free; it reports
-// false, running nothing, when ctx ends first.
+// start runs fn for set id in a goroutine once a slot is free (wait), or
+// if one is free now; it reports whether it did.
 func (r *setRunner) start(ctx context.Context, id setID, fn func()) bool {
-	select {
-	case r.slots <- struct{}{}:
-	case <-ctx.Done():
-		return false
+	if r.wait {
+		select {
+		case r.slots <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+	} else {
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			return false
+		}
 	}
 	r.mu.Lock()
 	r.busy[id] = true
@@ -113,9 +123,12 @@ const sweepParallel = 4
 // happens.
 func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 	var t sweepTally
-	r := newSetRunner(sweepParallel)
+	r := newSetRunner(sweepParallel, true)
 	p.sweep(ctx, r, &t)
 	r.wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return t.res, err
+	}
 	return t.result()
 }
 
@@ -179,7 +192,10 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 		case missing == "" && (settled || expired):
 			// Its download may take long: other sets are not held up.
 			if !r.start(ctx, id, func() { p.finishSet(ctx, set, parts, ordered, dups, contested, expired, t) }) {
-				return
+				if ctx.Err() != nil {
+					return
+				}
+				t.add(func(r *SweepResult) { r.Waiting++ }, nil) // every slot is busy
 			}
 		case expired:
 			if err := p.deadLetterSet(ctx, set, parts, &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}); err != nil {
@@ -217,6 +233,7 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 	if cerr == nil {
 		p.setFailed(set, nil)
 		t.add(func(r *SweepResult) { r.Completed++ }, nil)
+		p.log.Debug("set completed", "source", set.Chat, "set", displaySet(set.SetKey), "parts", len(ordered))
 		return
 	}
 	if ctx.Err() != nil {
@@ -242,9 +259,9 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 }
 
 // SetSweeper sweeps one account's pending sets periodically. A sweep does
-// not wait for the sets it starts to complete: a set whose download takes
-// an hour holds up neither the sets that become complete meanwhile nor
-// the dead letters of those that expire.
+// not wait for the sets it starts to complete, nor for a free slot: a set
+// whose download takes an hour holds up neither the sets that become
+// complete meanwhile nor the dead letters of those that expire.
 type SetSweeper struct {
 	p        *Pipeline
 	interval time.Duration
@@ -256,7 +273,7 @@ type SetSweeper struct {
 // 100 ms) and completes up to parallel sets at once (zero: 4).
 func NewSetSweeper(p *Pipeline, interval time.Duration, parallel int) *SetSweeper {
 	interval = cmp.Or(interval, max(p.cfg.SetSettle/2, 100*time.Millisecond))
-	return &SetSweeper{p: p, interval: interval, sets: newSetRunner(cmp.Or(parallel, sweepParallel))}
+	return &SetSweeper{p: p, interval: interval, sets: newSetRunner(cmp.Or(parallel, sweepParallel), false)}
 }
 
 // Start starts the sweeper's goroutine.

@@ -38,7 +38,8 @@ func (s *holdingSession) Download(ctx context.Context, f tg.File, stall time.Dur
 }
 
 // sweepEnv is a pipeline whose sets are settled as soon as they are
-// handled, with the download of the first part of set "slow" held.
+// handled (its clock runs an hour ahead), expire after maxWait, and the
+// download of the first part of set "slow" is held.
 type sweepEnv struct {
 	*env
 	p    *ingest.Pipeline
@@ -46,10 +47,10 @@ type sweepEnv struct {
 	hold *holdingSession
 }
 
-func newSweepEnv(t *testing.T) *sweepEnv {
+func newSweepEnv(t *testing.T, maxWait time.Duration) *sweepEnv {
 	e := &sweepEnv{env: newEnv(t, "a"), hold: &holdingSession{started: make(chan struct{}), release: make(chan struct{})}}
 	e.p, e.c, _ = e.pipelineWith("a", func(cfg *ingest.Config) {
-		cfg.SetMaxWait = 24 * time.Hour
+		cfg.SetMaxWait = maxWait
 		cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
 	}, func(s *tg.Session) ingest.Telegram {
 		e.hold.Session = s
@@ -91,14 +92,18 @@ func (e *sweepEnv) waitPackages(n int) bool {
 // takes long does not hold up the others.
 func TestSweepCompletesSetsSideBySide(t *testing.T) {
 	t.Parallel()
-	e := newSweepEnv(t)
+	e := newSweepEnv(t, 24*time.Hour)
 	e.postSet(t, "slow")
 	e.postSet(t, "quick")
 	quickFirst := make(chan bool, 1)
 	go func() {
-		<-e.hold.started
-		quickFirst <- e.waitPackages(1) // "quick", while "slow" is held
-		close(e.hold.release)
+		defer close(e.hold.release)
+		select {
+		case <-e.hold.started:
+			quickFirst <- e.waitPackages(1) // "quick", while "slow" is held
+		case <-time.After(10 * time.Second):
+			quickFirst <- false // "slow" never began its download
+		}
 	}()
 	res, err := e.p.Sweep(e.ctx)
 	if err != nil || res.Completed != 2 {
@@ -114,7 +119,7 @@ func TestSweepCompletesSetsSideBySide(t *testing.T) {
 // the held set is not started twice.
 func TestSetSweeperDoesNotWaitForALongSet(t *testing.T) {
 	t.Parallel()
-	e := newSweepEnv(t)
+	e := newSweepEnv(t, 24*time.Hour)
 	e.postSet(t, "slow")
 	sw := ingest.NewSetSweeper(e.p, 20*time.Millisecond, 2)
 	if err := sw.Start(e.ctx); err != nil {
@@ -137,5 +142,42 @@ func TestSetSweeperDoesNotWaitForALongSet(t *testing.T) {
 	sw.Stop()
 	if n := len(e.delivered()); n != 6 {
 		t.Errorf("%d documents delivered, want 6 (two sets of three, each once)", n)
+	}
+}
+
+// With every slot busy, the set sweeper goes on: a complete set waits for
+// a later sweep, and an incomplete set that expired meanwhile becomes a
+// dead letter while the long download goes on.
+func TestSetSweeperWithEverySlotBusyGoesOn(t *testing.T) {
+	t.Parallel()
+	e := newSweepEnv(t, 30*time.Minute)
+	e.postSet(t, "slow")
+	sw := ingest.NewSetSweeper(e.p, 20*time.Millisecond, 1)
+	if err := sw.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Stop()
+	select {
+	case <-e.hold.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first set was not started")
+	}
+	e.postSet(t, "quick")
+	lost := e.view(e.c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "lost.z01", Data: []byte("PK\x07\x08 a first volume")}))
+	mustHandle(t, e.p, lost, store.OutcomePartPending)
+	dead := false
+	for deadline := time.Now().Add(10 * time.Second); !dead && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		out, ok, err := e.st.MessageHandled(e.ctx, lost.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = ok && out == store.OutcomeDeadLetter
+	}
+	if !dead {
+		t.Error("the expired set was not dead-lettered while every slot was busy")
+	}
+	close(e.hold.release)
+	if !e.waitPackages(2) {
+		t.Fatal("the two complete sets were not catalogued once the slot was free")
 	}
 }
