@@ -176,8 +176,8 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 			// or not of the set. Only Telegram knows.
 			gap, err := p.setGap(ctx, set.SetKey, parts, settled)
 			if err != nil {
-				if ctx.Err() != nil {
-					return
+				if ctx.Err() != nil || errors.Is(err, tg.ErrLeaseLost) {
+					return // the account is stopping
 				}
 				t.add(nil, err)
 				continue
@@ -236,7 +236,10 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 		p.log.Debug("set completed", "source", set.Chat, "set", displaySet(set.SetKey), "parts", len(ordered))
 		return
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(cerr, tg.ErrLeaseLost) {
+		// The account is stopping (its lease lost, the gate refusing its
+		// requests before its work is cancelled): the set stays pending
+		// for the instance that runs the account next.
 		return
 	}
 	var incomplete *IncompleteSetError

@@ -181,3 +181,33 @@ func TestSetSweeperWithEverySlotBusyGoesOn(t *testing.T) {
 		t.Fatal("the two complete sets were not catalogued once the slot was free")
 	}
 }
+
+// leaseLostSession refuses every download as the daemon's gate does once
+// the account's lease is lost.
+type leaseLostSession struct{ *tg.Session }
+
+func (s leaseLostSession) Download(context.Context, tg.File, time.Duration) (tg.File, error) {
+	return tg.File{}, fmt.Errorf("downloadFile: %w", tg.ErrLeaseLost)
+}
+
+// A set whose completion the lease's loss stops, past SetMaxWait, is no
+// dead letter: it stays pending for the instance that runs the account
+// next.
+func TestSetStoppedByALostLeaseStaysPending(t *testing.T) {
+	t.Parallel()
+	e := &sweepEnv{env: newEnv(t, "a")}
+	e.p, e.c, _ = e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.SetMaxWait = time.Minute
+		cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	}, func(s *tg.Session) ingest.Telegram { return leaseLostSession{s} })
+	e.hold = &holdingSession{}
+	e.postSet(t, "stopped")
+	res, err := e.p.Sweep(e.ctx)
+	if err != nil || res.DeadLetter != 0 {
+		t.Fatalf("sweep = %+v, %v; want no dead letter", res, err)
+	}
+	sets, err := e.st.PendingSets(e.ctx, "a")
+	if err != nil || len(sets) != 1 {
+		t.Errorf("%d pending sets (%v), want the stopped one", len(sets), err)
+	}
+}
