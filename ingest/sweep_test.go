@@ -73,6 +73,24 @@ func (e *sweepEnv) postSet(t *testing.T, stem string) {
 	}
 }
 
+// sweepSlowSet posts set "slow", starts a set sweeper of parallel slots
+// and returns it once the set's held download has begun.
+func (e *sweepEnv) sweepSlowSet(t *testing.T, parallel int) *ingest.SetSweeper {
+	t.Helper()
+	e.postSet(t, "slow")
+	sw := ingest.NewSetSweeper(e.p, 20*time.Millisecond, parallel)
+	if err := sw.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.hold.started:
+	case <-time.After(10 * time.Second):
+		sw.Stop()
+		t.Fatal("the first set was not started")
+	}
+	return sw
+}
+
 // waitPackages waits up to 10 s for n packages in the catalogue, and
 // reports whether they came.
 func (e *sweepEnv) waitPackages(n int) bool {
@@ -120,17 +138,8 @@ func TestSweepCompletesSetsSideBySide(t *testing.T) {
 func TestSetSweeperDoesNotWaitForALongSet(t *testing.T) {
 	t.Parallel()
 	e := newSweepEnv(t, 24*time.Hour)
-	e.postSet(t, "slow")
-	sw := ingest.NewSetSweeper(e.p, 20*time.Millisecond, 2)
-	if err := sw.Start(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	sw := e.sweepSlowSet(t, 2)
 	defer sw.Stop()
-	select {
-	case <-e.hold.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first set was not started")
-	}
 	e.postSet(t, "quick")
 	if !e.waitPackages(1) {
 		t.Fatal("the second set was not catalogued while the first one's download was held")
@@ -151,17 +160,8 @@ func TestSetSweeperDoesNotWaitForALongSet(t *testing.T) {
 func TestSetSweeperWithEverySlotBusyGoesOn(t *testing.T) {
 	t.Parallel()
 	e := newSweepEnv(t, 30*time.Minute)
-	e.postSet(t, "slow")
-	sw := ingest.NewSetSweeper(e.p, 20*time.Millisecond, 1)
-	if err := sw.Start(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	sw := e.sweepSlowSet(t, 1)
 	defer sw.Stop()
-	select {
-	case <-e.hold.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first set was not started")
-	}
 	e.postSet(t, "quick")
 	lost := e.view(e.c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "lost.z01", Data: []byte("PK\x07\x08 a first volume")}))
 	mustHandle(t, e.p, lost, store.OutcomePartPending)
