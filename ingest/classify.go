@@ -146,10 +146,12 @@ func (c classification) maybeVolume(msg tg.Message) bool {
 
 // setWaits is what the first round trip (the lock's, lockLone) reads for
 // a plain x.zip or x.rar (maybeVolume) to tell, without its bytes, that it
-// is a part: its set has a part waiting already.
+// is a part: its set has a part waiting already, or (sibling, Prelock) one
+// on its way with it.
 type setWaits struct {
 	setKey  string // the set the read was made for
 	pending bool
+	sibling bool
 }
 
 func (w *setWaits) reads(msg tg.Message, c classification) []store.Statement {
@@ -160,7 +162,9 @@ func (w *setWaits) reads(msg tg.Message, c classification) []store.Statement {
 // part reports whether the read says a message classified as c is a part:
 // only when it was made for c's set (an edit may have renamed the
 // document since).
-func (w *setWaits) part(c classification) bool { return w.setKey == c.setKey && w.pending }
+func (w *setWaits) part(c classification) bool {
+	return w.setKey == c.setKey && (w.pending || w.sibling)
+}
 
 // classify decides what a message is: not an archive, a single archive, or
 // a part of a set (an album of archives, or a multipart set by name). A

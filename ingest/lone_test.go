@@ -171,3 +171,30 @@ func TestBrokenPlainZipRetriedCostsOneDownloadATry(t *testing.T) {
 		mustHandle(t, p, m, store.OutcomePartPending) // the dead letter's retry
 	}
 }
+
+// Locked ahead with its first volumes (catch-up's page), the final x.zip
+// of a split zip joins its set without a download even when it is handled
+// before them.
+func TestFinalZipLockedAheadWithItsSetCostsNoDownload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: "page/data.bin", Data: []byte(strings.Repeat("p", 9000))}}, 3)
+	var msgs []tg.Message
+	for i, n := range []string{"page.z01", "page.z02", "page.zip"} {
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]})))
+	}
+	release := p.Prelock(e.ctx, msgs)
+	defer release()
+	for _, i := range []int{2, 0, 1} {
+		mustHandle(t, p, msgs[i], store.OutcomePartPending)
+	}
+	if n := e.world.Calls("a")[tg.MethodDownloadFile]; n != 0 {
+		t.Errorf("%d downloads before the set is complete, want 0", n)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	wantOnePackage(t, e, 3, "page")
+}

@@ -19,13 +19,23 @@ func (p *Pipeline) Prelock(ctx context.Context, msgs []tg.Message) (release func
 	var keys []tg.MessageKey
 	var reqs []store.LockRequest
 	var locks []*uniqueLock
+	// A plain x.zip or x.rar whose x.z01… or x.r00… come with it joins its
+	// set without a download, as it would once they were recorded.
+	volumes := map[setID]bool{}
+	for _, m := range msgs {
+		if c := classify(m); c.setKey != "" && c.name.IsMultipart() && m.AlbumID == 0 {
+			volumes[setID{m.ChatID, m.TopicID(), c.setKey}] = true
+		}
+	}
 	p.preMu.Lock()
 	for _, m := range msgs {
-		if m.Document == nil || !p.lockFirst(m, classify(m)) || p.prelocked[m.Key()] != nil {
+		c := classify(m)
+		if m.Document == nil || !p.lockFirst(m, c) || p.prelocked[m.Key()] != nil {
 			continue
 		}
 		uid := m.Document.File.UniqueID
 		u := &uniqueLock{uid: uid}
+		u.waits.sibling = c.maybeVolume(m) && volumes[setID{m.ChatID, m.TopicID(), c.setKey}]
 		keys, locks = append(keys, m.Key()), append(locks, u)
 		reqs = append(reqs, store.LockRequest{Name: uniqueLockName([]string{uid}), Reads: u.loneReads(m)})
 	}
