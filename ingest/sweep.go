@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -213,6 +215,23 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 // copies of some of them, contested the parts whose place only their
 // content tells) as one package, adding what happened to t.
 func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, ordered, dups, contested []store.SourceMessage, expired bool, t *sweepTally) {
+	defer func() {
+		// A panic in one set's completion (a bug the bytes hit) is that
+		// set's failure, as a worker's is its message's: the set becomes
+		// a dead letter, retried later, and the daemon goes on.
+		r := recover()
+		if r == nil {
+			return
+		}
+		p.log.Error("set completion panicked", "source", set.Chat, "set", displaySet(set.SetKey), "panic", r, "stack", string(debug.Stack()))
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := p.deadLetterSet(dctx, set, parts, fmt.Errorf("set completion panic: %v", r)); err != nil {
+			t.add(nil, err)
+			return
+		}
+		t.add(func(r *SweepResult) { r.DeadLetter++ }, nil)
+	}()
 	var rejected []rejectedPart
 	var cerr error
 	if len(contested) > 0 {

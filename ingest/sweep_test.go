@@ -211,3 +211,29 @@ func TestSetStoppedByALostLeaseStaysPending(t *testing.T) {
 		t.Errorf("%d pending sets (%v), want the stopped one", len(sets), err)
 	}
 }
+
+// panickingSession panics in every download, as a bug hit by a set's
+// bytes would.
+type panickingSession struct{ *tg.Session }
+
+func (s panickingSession) Download(context.Context, tg.File, time.Duration) (tg.File, error) {
+	panic("a bug the bytes hit")
+}
+
+// A panic in a set's completion makes the set a dead letter, to be retried
+// later, and the sweep goes on.
+func TestSetCompletionPanicIsTheSetsDeadLetter(t *testing.T) {
+	t.Parallel()
+	e := &sweepEnv{env: newEnv(t, "a"), hold: &holdingSession{}}
+	e.p, e.c, _ = e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	}, func(s *tg.Session) ingest.Telegram { return panickingSession{s} })
+	e.postSet(t, "panics")
+	res, err := e.p.Sweep(e.ctx)
+	if err != nil || res.DeadLetter != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set dead-lettered", res, err)
+	}
+	if sets, err := e.st.PendingSets(e.ctx, "a"); err != nil || len(sets) != 0 {
+		t.Errorf("%d pending sets (%v), want none", len(sets), err)
+	}
+}
