@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"stashd/archive"
@@ -146,11 +147,11 @@ func (c classification) maybeVolume(msg tg.Message) bool {
 
 // setWaits is what the first round trip (the lock's, lockLone) reads for
 // a plain x.zip or x.rar (maybeVolume) to tell, without its bytes, that it
-// is a part: its set has a part waiting already, or (sibling, Prelock) one
-// on its way with it.
+// is a part: a volume of its set (holdsPlain) is waiting already, or
+// (sibling, Prelock) is on its way with it.
 type setWaits struct {
-	setKey  string // the set the read was made for
-	pending bool
+	setKey  string   // the set the read was made for
+	pending []string // the file names of its set's parts waiting
 	sibling bool
 }
 
@@ -163,7 +164,18 @@ func (w *setWaits) reads(msg tg.Message, c classification) []store.Statement {
 // only when it was made for c's set (an edit may have renamed the
 // document since).
 func (w *setWaits) part(c classification) bool {
-	return w.setKey == c.setKey && (w.pending || w.sibling)
+	if w.setKey != c.setKey {
+		return false
+	}
+	return w.sibling || slices.ContainsFunc(w.pending, func(name string) bool { return holdsPlain(archive.ParseName(name)) })
+}
+
+// holdsPlain reports whether n is a volume of a naming scheme whose set a
+// plain x.zip or x.rar belongs to: x.z01… (whose final part is x.zip) or
+// x.r00… (whose first is x.rar). The sets of x.zip.001… and x.part1.rar…
+// share the plain name's set key but never take it in.
+func holdsPlain(n archive.Name) bool {
+	return n.Scheme == archive.SchemeZipSplit || n.Scheme == archive.SchemeRarOld
 }
 
 // classify decides what a message is: not an archive, a single archive, or

@@ -198,3 +198,53 @@ func TestFinalZipLockedAheadWithItsSetCostsNoDownload(t *testing.T) {
 	}
 	wantOnePackage(t, e, 3, "page")
 }
+
+// A whole x.zip or x.rar beside a set of another naming scheme that shares
+// its set key (x.zip.001…, x.part1.rar…), which never takes a plain name
+// in, is a package of its own, and so is the set: whether the set's parts
+// are recorded first or come locked ahead in its page.
+func TestPlainNameBesideASetOfAnotherSchemeIsItsOwn(t *testing.T) {
+	t.Parallel()
+	files := func(name, fill string) []archivetest.File {
+		return []archivetest.File{{Name: name, Data: []byte(strings.Repeat(fill, 5000))}}
+	}
+	for _, tc := range []struct {
+		plain string
+		whole []byte
+		names []string
+		vols  [][]byte
+	}{
+		{"pack.zip", archivetest.Zip(files("pack/whole.bin", "w")),
+			[]string{"pack.zip.001", "pack.zip.002"}, archivetest.Split(archivetest.Zip(files("pack/split.bin", "s")), 2)},
+		{"arc.rar", archivetest.Rar(files("arc/whole.bin", "w")),
+			[]string{"arc.part1.rar", "arc.part2.rar"}, archivetest.RarVolumes(files("arc/split.bin", "s"), 2)},
+	} {
+		for _, ahead := range []bool{false, true} {
+			e := newEnv(t, "a")
+			p, c := e.pipeline("a")
+			var msgs []tg.Message
+			for i, n := range tc.names {
+				msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: tc.vols[i]})))
+			}
+			plain := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: tc.plain, Data: tc.whole}))
+			if ahead {
+				release := p.Prelock(e.ctx, append(msgs, plain))
+				mustHandle(t, p, plain, store.OutcomePackage)
+				release()
+			}
+			for _, m := range msgs {
+				mustHandle(t, p, m, store.OutcomePartPending)
+			}
+			if !ahead {
+				mustHandle(t, p, plain, store.OutcomePackage)
+			}
+			e.now = e.now.Add(2 * time.Minute)
+			if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+				t.Fatalf("%s (ahead %v): sweep = %+v, %v; want the set completed", tc.plain, ahead, res, err)
+			}
+			if pkgs, err := e.st.PackageHashes(e.ctx); err != nil || len(pkgs) != 2 {
+				t.Errorf("%s (ahead %v): %d packages (%v), want 2", tc.plain, ahead, len(pkgs), err)
+			}
+		}
+	}
+}

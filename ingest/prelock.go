@@ -23,7 +23,7 @@ func (p *Pipeline) Prelock(ctx context.Context, msgs []tg.Message) (release func
 	// set without a download, as it would once they were recorded.
 	volumes := map[setID]bool{}
 	for _, m := range msgs {
-		if c := classify(m); c.setKey != "" && c.name.IsMultipart() && m.AlbumID == 0 {
+		if c := classify(m); c.setKey != "" && holdsPlain(c.name) && m.AlbumID == 0 {
 			volumes[setID{m.ChatID, m.TopicID(), c.setKey}] = true
 		}
 	}

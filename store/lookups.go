@@ -133,11 +133,12 @@ func LookPackageHolding(uniqueIDs []string, out *Found) Statement {
 		}}
 }
 
-// LookSetPending reads whether a part of set setKey of the chat's topic
-// (0: none) is recorded and waiting for the rest of its set, into out.
-func LookSetPending(chat tg.ChatID, topic int64, setKey string, out *bool) Statement {
-	return Statement{SQL: `SELECT EXISTS (SELECT 1 FROM source_messages
-			WHERE chat_id = $1 AND topic_id = $2 AND set_key = $3 AND outcome = 'part_pending')`,
+// LookSetPending reads the file names of the parts of set setKey of the
+// chat's topic (0: none) that are recorded and waiting for the rest of
+// their set, into out.
+func LookSetPending(chat tg.ChatID, topic int64, setKey string, out *[]string) Statement {
+	return Statement{SQL: `SELECT coalesce(array_agg(file_name), '{}') FROM source_messages
+			WHERE chat_id = $1 AND topic_id = $2 AND set_key = $3 AND outcome = 'part_pending'`,
 		Args: []any{int64(chat), topic, setKey},
 		Read: func(rows pgx.Rows) error { return scanOne(rows, out) }}
 }
