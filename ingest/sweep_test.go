@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,10 +184,14 @@ func TestSetSweeperWithEverySlotBusyGoesOn(t *testing.T) {
 }
 
 // leaseLostSession refuses every download as the daemon's gate does once
-// the account's lease is lost.
-type leaseLostSession struct{ *tg.Session }
+// the account's lease is lost, and counts them.
+type leaseLostSession struct {
+	*tg.Session
+	refused *atomic.Int32
+}
 
 func (s leaseLostSession) Download(context.Context, tg.File, time.Duration) (tg.File, error) {
+	s.refused.Add(1)
 	return tg.File{}, fmt.Errorf("downloadFile: %w", tg.ErrLeaseLost)
 }
 
@@ -196,15 +201,16 @@ func (s leaseLostSession) Download(context.Context, tg.File, time.Duration) (tg.
 func TestSetStoppedByALostLeaseStaysPending(t *testing.T) {
 	t.Parallel()
 	e := &sweepEnv{env: newEnv(t, "a")}
+	var refused atomic.Int32
 	e.p, e.c, _ = e.pipelineWith("a", func(cfg *ingest.Config) {
 		cfg.SetMaxWait = time.Minute
 		cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
-	}, func(s *tg.Session) ingest.Telegram { return leaseLostSession{s} })
+	}, func(s *tg.Session) ingest.Telegram { return leaseLostSession{s, &refused} })
 	e.hold = &holdingSession{}
 	e.postSet(t, "stopped")
 	res, err := e.p.Sweep(e.ctx)
-	if err != nil || res.DeadLetter != 0 {
-		t.Fatalf("sweep = %+v, %v; want no dead letter", res, err)
+	if err != nil || res.DeadLetter != 0 || refused.Load() == 0 {
+		t.Fatalf("sweep = %+v, %v, %d downloads refused; want the set tried and no dead letter", res, err, refused.Load())
 	}
 	sets, err := e.st.PendingSets(e.ctx, "a")
 	if err != nil || len(sets) != 1 {
