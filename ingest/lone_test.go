@@ -109,11 +109,7 @@ func TestFinalZipOfASetBegunCostsNoDownload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
 	p, c := e.pipeline("a")
-	vols := archivetest.ZipSplit([]archivetest.File{{Name: "begun/data.bin", Data: []byte(strings.Repeat("b", 9000))}}, 3)
-	var msgs []tg.Message
-	for i, n := range []string{"begun.z01", "begun.z02", "begun.zip"} {
-		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]})))
-	}
+	msgs := postSplitZip(e, c, "begun")
 	for _, m := range msgs {
 		mustHandle(t, p, m, store.OutcomePartPending)
 	}
@@ -179,11 +175,7 @@ func TestFinalZipLockedAheadWithItsSetCostsNoDownload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
 	p, c := e.pipeline("a")
-	vols := archivetest.ZipSplit([]archivetest.File{{Name: "page/data.bin", Data: []byte(strings.Repeat("p", 9000))}}, 3)
-	var msgs []tg.Message
-	for i, n := range []string{"page.z01", "page.z02", "page.zip"} {
-		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: n, Data: vols[i]})))
-	}
+	msgs := postSplitZip(e, c, "page")
 	release := p.Prelock(e.ctx, msgs)
 	defer release()
 	for _, i := range []int{2, 0, 1} {
@@ -247,4 +239,15 @@ func TestPlainNameBesideASetOfAnotherSchemeIsItsOwn(t *testing.T) {
 			}
 		}
 	}
+}
+
+// postSplitZip posts stem.z01, stem.z02 and stem.zip, a zip split in three,
+// and returns them as client c sees them.
+func postSplitZip(e *env, c *tgsim.Client, stem string) []tg.Message {
+	vols := archivetest.ZipSplit([]archivetest.File{{Name: stem + "/data.bin", Data: []byte(strings.Repeat(stem, 3000))}}, 3)
+	var msgs []tg.Message
+	for i, ext := range []string{".z01", ".z02", ".zip"} {
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: stem + ext, Data: vols[i]})))
+	}
+	return msgs
 }
