@@ -40,7 +40,7 @@ func (p *Pipeline) Handle(ctx context.Context, msg tg.Message) (store.Outcome, e
 		// taken ahead (Prelock).
 		if pre = p.claimPrelocked(msg.Key(), uid); pre == nil {
 			var err error
-			if pre, err = p.lockLone(ctx, msg); err != nil {
+			if pre, err = p.lockLone(ctx, msg, c); err != nil {
 				return "", err
 			}
 		}

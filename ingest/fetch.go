@@ -65,12 +65,13 @@ func (u *uniqueLock) reads(parts []tg.Message, uniq []string) []store.Statement 
 }
 
 // loneReads are the looks that ride with layer 3's lock for msg, a lone
-// archive, in its first round trip (Handle, Prelock): reads, and for a
-// plain x.zip or x.rar, whether its set has begun (setWaits).
-func (u *uniqueLock) loneReads(msg tg.Message) []store.Statement {
+// archive classified as c, in its first round trip (Handle, Prelock):
+// reads, and for a plain x.zip or x.rar, whether its set has begun
+// (setWaits).
+func (u *uniqueLock) loneReads(msg tg.Message, c classification) []store.Statement {
 	uid := msg.Document.File.UniqueID
 	reads := u.reads([]tg.Message{msg}, []string{uid})
-	if c := classify(msg); c.maybeVolume(msg) {
+	if c.maybeVolume(msg) {
 		reads = append(reads, u.waits.reads(msg, c)...)
 	}
 	return reads
@@ -82,10 +83,11 @@ func (p *Pipeline) lockUnique(ctx context.Context, parts []tg.Message, uniq []st
 	return p.takeUnique(ctx, u, uniq, u.reads(parts, uniq))
 }
 
-// lockLone takes layer 3's lock for msg, a lone archive, with loneReads.
-func (p *Pipeline) lockLone(ctx context.Context, msg tg.Message) (*uniqueLock, error) {
+// lockLone takes layer 3's lock for msg, a lone archive classified as c,
+// with loneReads.
+func (p *Pipeline) lockLone(ctx context.Context, msg tg.Message, c classification) (*uniqueLock, error) {
 	u := &uniqueLock{}
-	return p.takeUnique(ctx, u, []string{msg.Document.File.UniqueID}, u.loneReads(msg))
+	return p.takeUnique(ctx, u, []string{msg.Document.File.UniqueID}, u.loneReads(msg, c))
 }
 
 func (p *Pipeline) takeUnique(ctx context.Context, u *uniqueLock, uniq []string, reads []store.Statement) (*uniqueLock, error) {

@@ -21,15 +21,18 @@ func (p *Pipeline) Prelock(ctx context.Context, msgs []tg.Message) (release func
 	var locks []*uniqueLock
 	// A plain x.zip or x.rar whose x.z01… or x.r00… come with it joins its
 	// set without a download, as it would once they were recorded.
+	classes := make([]classification, len(msgs))
 	volumes := map[setID]bool{}
-	for _, m := range msgs {
-		if c := classify(m); c.setKey != "" && holdsPlain(c.name) && m.AlbumID == 0 {
+	for i, m := range msgs {
+		c := classify(m)
+		classes[i] = c
+		if c.setKey != "" && holdsPlain(c.name) && m.AlbumID == 0 {
 			volumes[setID{m.ChatID, m.TopicID(), c.setKey}] = true
 		}
 	}
 	p.preMu.Lock()
-	for _, m := range msgs {
-		c := classify(m)
+	for i, m := range msgs {
+		c := classes[i]
 		if m.Document == nil || !p.lockFirst(m, c) || p.prelocked[m.Key()] != nil {
 			continue
 		}
@@ -37,7 +40,7 @@ func (p *Pipeline) Prelock(ctx context.Context, msgs []tg.Message) (release func
 		u := &uniqueLock{uid: uid}
 		u.waits.sibling = c.maybeVolume(m) && volumes[setID{m.ChatID, m.TopicID(), c.setKey}]
 		keys, locks = append(keys, m.Key()), append(locks, u)
-		reqs = append(reqs, store.LockRequest{Name: uniqueLockName([]string{uid}), Reads: u.loneReads(m)})
+		reqs = append(reqs, store.LockRequest{Name: uniqueLockName([]string{uid}), Reads: u.loneReads(m, c)})
 	}
 	p.preMu.Unlock()
 	if len(reqs) == 0 {

@@ -36,19 +36,22 @@ type sweepTally struct {
 	errs   []error
 }
 
-func (t *sweepTally) add(f func(*SweepResult), err error) {
-	if err != nil && t.report != nil {
+// count applies f to the result.
+func (t *sweepTally) count(f func(*SweepResult)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(&t.res)
+}
+
+// fail reports err, or keeps it for result.
+func (t *sweepTally) fail(err error) {
+	if t.report != nil {
 		t.report(err)
-		err = nil
+		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if f != nil {
-		f(&t.res)
-	}
-	if err != nil {
-		t.errs = append(t.errs, err)
-	}
+	t.errs = append(t.errs, err)
 }
 
 func (t *sweepTally) result() (SweepResult, error) {
@@ -139,19 +142,19 @@ func (p *Pipeline) Sweep(ctx context.Context) (SweepResult, error) {
 func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 	sets, err := p.store.PendingSets(ctx, p.cfg.Account)
 	if err != nil {
-		t.add(nil, err)
+		t.fail(err)
 		return
 	}
 	now := p.cfg.Now()
 	for _, set := range sets {
 		id := setID{set.Chat, set.TopicID, set.SetKey}
 		if r.running(id) {
-			t.add(func(r *SweepResult) { r.Waiting++ }, nil)
+			t.count(func(r *SweepResult) { r.Waiting++ })
 			continue
 		}
 		parts, err := p.store.SetParts(ctx, set.Chat, set.TopicID, set.SetKey)
 		if err != nil {
-			t.add(nil, err)
+			t.fail(err)
 			continue
 		}
 		if len(parts) == 0 {
@@ -181,14 +184,14 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 				if ctx.Err() != nil || errors.Is(err, tg.ErrLeaseLost) {
 					return // the account is stopping
 				}
-				t.add(nil, err)
+				t.fail(err)
 				continue
 			}
 			inFlight = gap
 		}
 		switch {
 		case inFlight:
-			t.add(func(r *SweepResult) { r.Waiting++ }, nil)
+			t.count(func(r *SweepResult) { r.Waiting++ })
 		// A set complete by name whose source never settles (a source
 		// that keeps failing) is taken as it is once SetMaxWait has passed.
 		case missing == "" && (settled || expired):
@@ -197,16 +200,16 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 				if ctx.Err() != nil {
 					return
 				}
-				t.add(func(r *SweepResult) { r.Waiting++ }, nil) // every slot is busy
+				t.count(func(r *SweepResult) { r.Waiting++ }) // every slot is busy
 			}
 		case expired:
 			if err := p.deadLetterSet(ctx, set, parts, &IncompleteSetError{Set: displaySet(set.SetKey), Missing: missing}); err != nil {
-				t.add(nil, err)
+				t.fail(err)
 				continue
 			}
-			t.add(func(r *SweepResult) { r.DeadLetter++ }, nil)
+			t.count(func(r *SweepResult) { r.DeadLetter++ })
 		default:
-			t.add(func(r *SweepResult) { r.Waiting++ }, nil)
+			t.count(func(r *SweepResult) { r.Waiting++ })
 		}
 	}
 }
@@ -227,10 +230,10 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if err := p.deadLetterSet(dctx, set, parts, fmt.Errorf("set completion panic: %v", r)); err != nil {
-			t.add(nil, err)
+			t.fail(err)
 			return
 		}
-		t.add(func(r *SweepResult) { r.DeadLetter++ }, nil)
+		t.count(func(r *SweepResult) { r.DeadLetter++ })
 	}()
 	var rejected []rejectedPart
 	var cerr error
@@ -251,7 +254,7 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 	}
 	if cerr == nil {
 		p.setFailed(set, nil)
-		t.add(func(r *SweepResult) { r.Completed++ }, nil)
+		t.count(func(r *SweepResult) { r.Completed++ })
 		p.log.Debug("set completed", "source", set.Chat, "set", displaySet(set.SetKey), "parts", len(ordered))
 		return
 	}
@@ -270,14 +273,14 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 	// package undelivered.
 	if retryable && (!expired || p.setCatalogued(ctx, ordered)) {
 		p.setFailed(set, cerr)
-		t.add(func(r *SweepResult) { r.Failed++ }, nil)
+		t.count(func(r *SweepResult) { r.Failed++ })
 		return
 	}
 	if err := p.deadLetterSet(ctx, set, parts, cerr); err != nil {
-		t.add(nil, err)
+		t.fail(err)
 		return
 	}
-	t.add(func(r *SweepResult) { r.DeadLetter++ }, nil)
+	t.count(func(r *SweepResult) { r.DeadLetter++ })
 }
 
 // SetSweeper sweeps one account's pending sets periodically. A sweep does

@@ -92,19 +92,26 @@ func (e *sweepEnv) sweepSlowSet(t *testing.T, parallel int) *ingest.SetSweeper {
 	return sw
 }
 
-// waitPackages waits up to 10 s for n packages in the catalogue, and
-// reports whether they came.
-func (e *sweepEnv) waitPackages(n int) bool {
+// eventually polls done for up to 10 s and reports whether it came true.
+func eventually(done func() bool) bool {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		pkgs, err := e.st.PackageHashes(e.ctx)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(pkgs) >= n {
+		if done() {
 			return true
 		}
 	}
 	return false
+}
+
+// waitPackages waits up to 10 s for n packages in the catalogue, and
+// reports whether they came.
+func (e *sweepEnv) waitPackages(n int) bool {
+	return eventually(func() bool {
+		pkgs, err := e.st.PackageHashes(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return len(pkgs) >= n
+	})
 }
 
 // A sweep completes its complete sets side by side: a set whose download
@@ -166,14 +173,13 @@ func TestSetSweeperWithEverySlotBusyGoesOn(t *testing.T) {
 	e.postSet(t, "quick")
 	lost := e.view(e.c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "lost.z01", Data: []byte("PK\x07\x08 a first volume")}))
 	mustHandle(t, e.p, lost, store.OutcomePartPending)
-	dead := false
-	for deadline := time.Now().Add(10 * time.Second); !dead && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	dead := eventually(func() bool {
 		out, ok, err := e.st.MessageHandled(e.ctx, lost.Key())
 		if err != nil {
 			t.Fatal(err)
 		}
-		dead = ok && out == store.OutcomeDeadLetter
-	}
+		return ok && out == store.OutcomeDeadLetter
+	})
 	if !dead {
 		t.Error("the expired set was not dead-lettered while every slot was busy")
 	}
