@@ -210,7 +210,7 @@ func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.Mess
 		// have sent these parts again.
 		strays := make([]store.StraySend, len(ds))
 		for i, d := range ds {
-			strays[i] = store.StraySend{Destination: d.Destination, Message: msgs[i], Token: d.Token, Account: p.cfg.Account}
+			strays[i] = p.stray(d, msgs[i])
 		}
 		p.noteStrays(ctx, strays...)
 	}

@@ -150,7 +150,7 @@ func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.M
 		if note && mayPass(err) {
 			strays := make([]store.StraySend, len(copies))
 			for i, id := range copies {
-				strays[i] = store.StraySend{Destination: d.Destination, Message: id, Token: d.Token, Account: p.cfg.Account}
+				strays[i] = p.stray(d, id)
 			}
 			p.log.Info("second copies of a delivered part not deleted", "destination", d.Destination,
 				"package", d.PackageID, "part", d.PartIndex, "message", keep.ServerID(), "copies", dups, "err", err)
@@ -231,6 +231,11 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 		}
 	}
 	return false, nil
+}
+
+// stray is message m, sent for d by this session, as a note to settle.
+func (p *Pipeline) stray(d store.Delivery, m tg.MessageID) store.StraySend {
+	return store.StraySend{Destination: d.Destination, Message: m, Token: d.Token, Account: p.cfg.Account}
 }
 
 // noteStrays keeps messages of this session's sends that it could not
