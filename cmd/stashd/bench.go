@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"stashd/harness/bench"
+	"stashd/internal/memfs"
 )
 
 const benchHelp = `Measures every performance goal of stashd side by side with its baseline,
@@ -25,8 +26,9 @@ binary run as its own process on the simulated world served over a
 socket), and throughput with 1, 2 and 4 accounts. Prints a table on stderr
 (what, stashd, baseline, ratio, goal); with --json the last line of stdout
 is one JSON object with keys economy, ingest_vs_raw_insert,
-ingest_vs_raw_txn, ingest_vs_raw_copy, sends_per_part_multipart,
-hash_vs_raw_sha256, hash_vs_limit, latency_p99_ms, catchup_vs_limit,
+ingest_vs_raw_txn, ingest_vs_raw_copy, ingest_vs_raw_lifecycle,
+pg_round_trips_per_package, sends_per_part_multipart, hash_vs_raw_sha256,
+hash_vs_limit, drain_vs_send_budget, latency_p99_ms, catchup_vs_limit,
 peak_rss_mb_1m, daemon_rss_mb, accounts_scale.
 
 Without --database-url it starts a PostgreSQL cluster from the system's
@@ -40,6 +42,9 @@ func runBench(args []string) int {
 	only := fs.String("only", "", "comma-separated items to run ("+strings.Join(bench.Items(), ", ")+"); empty: all")
 	daemonBin := fs.String("daemon", "bin/stashd-standin", "stashd binary linked against the stand-in libtdjson, run as the daemon of the memory item (make build-standin)")
 	libDir := fs.String("lib-dir", "", "put this directory on the memory item's daemon's LD_LIBRARY_PATH")
+	downloadsIn := fs.String("downloads-in", "", "make the simulated Telegram's download directory in this directory (removed at the end); empty: "+memfs.Path+
+		" when it is a memory file system with 1 GB free, else the --data-dir's files/. On a disk, creating and unlinking the thousands of files "+
+		"the simulator downloads costs kernel time that is TDLib's in production, not stashd's, and on some machines swings from run to run")
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/bench"), "directory for the embedded database and scratch files (env STASHD_DATA_DIR)")
 	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one; its role must create databases (env STASHD_DATABASE_URL)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -68,6 +73,15 @@ func runBench(args []string) int {
 	o := bench.Options{
 		ServerURL: serverURL, FilesDir: filepath.Join(*dataDir, "files"), Quick: *quick,
 		Logger: log, Progress: os.Stderr,
+	}
+	downloads, err := benchDownloads(*downloadsIn)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd bench: --downloads-in: %v\n", err)
+		return 1
+	}
+	if downloads != "" {
+		defer os.RemoveAll(downloads)
+		o.DownloadsDir = downloads
 	}
 	if *only != "" {
 		o.Only = strings.Split(*only, ",")
@@ -116,4 +130,18 @@ func runBench(args []string) int {
 		fmt.Println(string(b))
 	}
 	return 0
+}
+
+// benchDownloads makes the directory for the simulated downloads in
+// parent, or in the memory file system when parent is empty and it has
+// room. "" means the bench's files directory.
+func benchDownloads(parent string) (string, error) {
+	if parent == "" {
+		dir, ok := memfs.Dir(1 << 30)
+		if !ok {
+			return "", nil
+		}
+		parent = dir
+	}
+	return os.MkdirTemp(parent, "stashd-bench-downloads-")
 }

@@ -38,6 +38,10 @@ type Options struct {
 	ServerURL string
 	// FilesDir is scratch space for test archives and simulated downloads.
 	FilesDir string
+	// DownloadsDir, when set, is scratch space for the simulated
+	// Telegram's downloads (TDLib's file cache) in place of FilesDir: the
+	// run makes a directory of its own in it per item and removes it.
+	DownloadsDir string
 	// Quick runs every item at a size that takes seconds (a smoke run; its
 	// figures mean little).
 	Quick bool
@@ -88,6 +92,10 @@ type Summary struct {
 	// IngestVsRawCopy over COPY of them in one transaction (goal 0.25).
 	IngestVsRawTxn  *float64 `json:"ingest_vs_raw_txn"`
 	IngestVsRawCopy *float64 `json:"ingest_vs_raw_copy"`
+	// IngestVsRawLifecycle is packages/s of the pipeline over the writes
+	// its exactly-once design makes for a package (locks, queue row,
+	// intent, sent record), as plain transactions (rawLifecycle; no goal).
+	IngestVsRawLifecycle *float64 `json:"ingest_vs_raw_lifecycle"`
 	// PGRoundTripsPerPackage is the statements, batches and COPYs the
 	// daemon sent to PostgreSQL per package catalogued and delivered
 	// (goal ≤ 2).

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -81,7 +82,7 @@ func (r *runner) newEnv(ctx context.Context, name string, accounts int, cfg tgsi
 	if err != nil {
 		return nil, err
 	}
-	files := filepath.Join(r.o.FilesDir, name)
+	files := filepath.Join(cmp.Or(r.o.DownloadsDir, r.o.FilesDir), name)
 	if err := os.RemoveAll(files); err != nil {
 		st.Close()
 		return nil, err

@@ -19,8 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 
+	"stashd/internal/memfs"
 	"stashd/internal/pgembed"
 	"stashd/store"
 )
@@ -333,23 +333,19 @@ func withDatabase(connString, database string) (string, error) {
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
-// memoryDir is a memory file system (tmpfs) most Linux systems mount.
-const memoryDir = "/dev/shm"
-
-// minMemoryRoom is the room memoryDir must have for the cluster to go
-// there: a container's /dev/shm is often 64 MB, too small for a cluster.
+// minMemoryRoom is the room the memory file system (internal/memfs) must
+// have for the cluster to go there: a container's /dev/shm is often 64 MB,
+// too small for a cluster.
 const minMemoryRoom = 2 << 30
 
 // clusterParent is the directory the private cluster's directory goes
-// in: memoryDir when it is a tmpfs with minMemoryRoom free, else the
+// in: the memory file system when it has minMemoryRoom free, else the
 // temporary directory. Creating a test's database from the template and
 // dropping it create and unlink hundreds of files, which costs a disk
 // file system's journal several times what it costs in memory.
 func clusterParent() string {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(memoryDir, &fs); err == nil && fs.Type == unix.TMPFS_MAGIC &&
-		fs.Bavail*uint64(fs.Bsize) >= minMemoryRoom && unix.Access(memoryDir, unix.W_OK) == nil {
-		return memoryDir
+	if dir, ok := memfs.Dir(minMemoryRoom); ok {
+		return dir
 	}
 	return os.TempDir()
 }
