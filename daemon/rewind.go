@@ -217,7 +217,7 @@ func (w *rewindWatch) newestCopies(ctx context.Context, dest tg.ChatID) (int, er
 		if tok == "" || m.Document == nil || !m.ID.IsServer() {
 			continue
 		}
-		out, err := w.d.store.ClassifyCopy(ctx, store.CopyFound{Destination: dest, Message: m.ID, Token: tok,
+		out, _, err := w.d.store.ClassifyCopy(ctx, store.CopyFound{Destination: dest, Message: m.ID, Token: tok,
 			UniqueID: m.Document.File.UniqueID})
 		if err != nil {
 			return 0, err
@@ -267,6 +267,7 @@ func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
 	start := time.Now()
 	res, err := reconcile.Destination(lctx, reconcile.Config{Logger: w.log}, w.d.store, w.r.paced, rc.Destination)
 	w.d.rewindM.recovered.Add(float64(res.Recovered))
+	w.d.im.CopiesDeleted(w.r.name).Add(float64(res.Deleted))
 	if errors.Is(err, reconcile.ErrGaveUp) {
 		w.d.rewindM.gaveUp.Inc()
 		w.log.Error("a destination's history cannot be read; its reconciliation is given up and sends to it resume "+
@@ -282,7 +283,7 @@ func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
 		return err
 	}
 	w.log.Info("destination reconciled; sends resume", "destination", rc.Destination, "pages", res.Pages,
-		"copies", res.Copies, "recovered", res.Recovered, "took", time.Since(start).Round(time.Millisecond).String())
+		"copies", res.Copies, "recovered", res.Recovered, "second_copies", res.Seconds, "deleted", res.Deleted, "took", time.Since(start).Round(time.Millisecond).String())
 	w.r.pipe.WakeDelivery()
 	return nil
 }

@@ -138,7 +138,7 @@ func (m *Metrics) deletedCopies(account string, n int) {
 }
 
 // CopiesDeleted returns the counter of second copies account deleted from
-// destinations (for tests).
+// destinations; the daemon adds those its reconciliations delete.
 func (m *Metrics) CopiesDeleted(account string) prometheus.Counter {
 	return m.copiesDeleted.WithLabelValues(account)
 }

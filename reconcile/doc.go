@@ -12,7 +12,13 @@
 // a destination's reconciliation has finished, nothing is sent to it
 // (store.ReconcilePending).
 //
-// reconcile reads Telegram and writes the store; it never sends, and it
-// does not decide when a reconciliation is needed (the daemon does, from
-// the database's identity and the destinations' newest copies).
+// The rewind also lost the notes that would have deleted second copies of
+// delivered parts (store.StraySend): a copy of a part the catalogue records
+// with another message is deleted once the recorded one was seen, so the
+// destination holds each part once.
+//
+// reconcile reads Telegram, deletes second copies and writes the store;
+// it never sends, and it does not decide when a reconciliation is needed
+// (the daemon does, from the database's identity and the destinations'
+// newest copies).
 package reconcile

@@ -185,3 +185,151 @@ func TestDestinationUnreadableIsGivenUp(t *testing.T) {
 		t.Errorf("reconciliation after access came back: %+v, want finished", rs)
 	}
 }
+
+// part is a package of one part posted in a reconcile world's source,
+// with its delivery intent to the destination.
+type part struct {
+	pkg      store.Package
+	d        store.Delivery
+	uniqueID string
+}
+
+// newPart catalogues package i (a one-part zip posted in src) and writes
+// its delivery intent to dest.
+func newPart(t *testing.T, st *store.Store, w *tgsim.World, src, dest tg.ChatID, i int) part {
+	t.Helper()
+	ctx := t.Context()
+	m := w.Post(src, 0, tgsim.Post{FileName: "s.zip", Data: []byte{'P', 'K', byte(i), byte(i >> 8)}})
+	hash := make([]byte, 32)
+	hash[0], hash[1], hash[2] = byte(i), byte(i>>8), 0xaa
+	pkg := store.Package{ContentHash: hash, Name: "s.zip", Format: "zip", TotalSize: 4, PartCount: 1, Origin: m.Key()}
+	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{{Index: 0, FileName: "s.zip", Size: 4, SHA256: hash,
+		UniqueID: m.Document.File.UniqueID, Source: m.Key()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg.ID = id
+	d, _, err := st.EnsureIntent(ctx, id, dest, 0, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return part{pkg: pkg, d: d, uniqueID: m.Document.File.UniqueID}
+}
+
+// copyIn posts a copy of p in dest, as a send of its delivery leaves it.
+func (p part) copyIn(w *tgsim.World, dest tg.ChatID) tg.Message {
+	return w.Post(dest, 0, tgsim.Post{SameFileAs: p.uniqueID, Caption: ingest.Caption(p.pkg, 0, p.d.Token)})
+}
+
+// sent records p's delivery as sent with m.
+func (p part) sent(t *testing.T, st *store.Store, m tg.Message) {
+	t.Helper()
+	if _, err := st.MarkSent(t.Context(), p.d, m.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A rewind loses the notes that would have deleted second copies of
+// delivered parts (a paused instance's late send, an old TDLib database's
+// re-send): the reconciliation deletes them, keeping the copy the
+// catalogue records, even one older than the run of known copies that
+// would otherwise end the paging; a part whose record was lost keeps the
+// copy found first. The second copy of a part whose recorded copy is gone
+// is its only copy, and stays.
+func TestDestinationDeletesSecondCopies(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 6})
+	w.SetDeleteRights("a", dest, true)
+
+	far := newPart(t, st, w, src, dest, 0)
+	farCopy := far.copyIn(w, dest)
+	far.sent(t, st, farCopy)
+	// 150 delivered parts: the newest page ends in a run of known copies.
+	for i := range 150 {
+		p := newPart(t, st, w, src, dest, 100+i)
+		p.sent(t, st, p.copyIn(w, dest))
+	}
+	recorded, lost, gone := newPart(t, st, w, src, dest, 1), newPart(t, st, w, src, dest, 2), newPart(t, st, w, src, dest, 3)
+	recordedCopy := recorded.copyIn(w, dest)
+	recorded.sent(t, st, recordedCopy)
+	lostOlder := lost.copyIn(w, dest)
+	goneCopy := gone.copyIn(w, dest)
+	gone.sent(t, st, goneCopy)
+	recordedSecond, lostNewer, goneSecond, farSecond := recorded.copyIn(w, dest), lost.copyIn(w, dest), gone.copyIn(w, dest), far.copyIn(w, dest)
+	// A reader's admin deleted the recorded copy of gone; the rewind lost
+	// lost's delivery row.
+	if err := c.DeleteMessages(ctx, dest, []tg.MessageID{goneCopy.ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM deliveries WHERE package_id = $1`, lost.pkg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "test rewind"); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := reconcile.Destination(ctx, reconcile.Config{KnownRun: 10}, st, c, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Seconds != 4 || res.Deleted != 3 || res.Pages != 2 {
+		t.Fatalf("found %d second copies, deleted %d, read %d pages; want 4, 3 and 2", res.Seconds, res.Deleted, res.Pages)
+	}
+	have := map[tg.MessageID]bool{}
+	for _, m := range w.Messages(dest) {
+		have[m.ID] = true
+	}
+	for _, want := range []struct {
+		what string
+		m    tg.Message
+		kept bool
+	}{
+		{"the recorded copy", recordedCopy, true}, {"its second copy", recordedSecond, false},
+		{"the copy found first of a part whose record was lost", lostNewer, true}, {"the older one", lostOlder, false},
+		{"the only copy left of a part whose recorded copy is gone", goneSecond, true},
+		{"the recorded copy past the run of known copies", farCopy, true}, {"its second copy", farSecond, false},
+	} {
+		if have[want.m.ID] != want.kept {
+			t.Errorf("%s (message %d): in the destination %v, want %v", want.what, want.m.ID.ServerID(), have[want.m.ID], want.kept)
+		}
+	}
+	if d, ok, err := st.DeliveryByToken(ctx, recorded.d.Token, dest); err != nil || !ok || d.DestMessageID != recordedCopy.ID {
+		t.Errorf("recorded delivery after the reconciliation: %+v, %v, %v; want its first copy", d, ok, err)
+	}
+	if got, ok, err := st.FoundCopy(ctx, lost.pkg.ID, 0, dest); err != nil || !ok || got != lostNewer.ID {
+		t.Errorf("copy found of the lost delivery: %v, %v, %v; want %v", got, ok, err, lostNewer.ID)
+	}
+	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
+		t.Errorf("destination still pending: %v, %v", pending, err)
+	}
+}
+
+// Second copies the account may not delete (another sender's, without an
+// administrator's right to delete them) are left, logged, and do not hold
+// the destination's reconciliation.
+func TestDestinationSecondCopiesNotDeletableDoNotHoldIt(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 7})
+	p := newPart(t, st, w, src, dest, 0)
+	first := p.copyIn(w, dest)
+	p.sent(t, st, first)
+	p.copyIn(w, dest) // a second copy
+	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "test rewind"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := reconcile.Destination(ctx, reconcile.Config{}, st, c, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Seconds != 1 || res.Deleted != 0 {
+		t.Fatalf("found %d second copies, deleted %d; want 1 and 0", res.Seconds, res.Deleted)
+	}
+	if got := len(w.Messages(dest)); got != 2 || w.Deleted(dest) != 0 {
+		t.Errorf("destination holds %d messages, %d deleted; want both copies, none deleted", got, w.Deleted(dest))
+	}
+	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
+		t.Errorf("destination still pending: %v, %v", pending, err)
+	}
+}

@@ -273,10 +273,12 @@ type CopyOutcome int
 
 // Copy outcomes.
 const (
-	// CopyKnown: a delivery was recorded as sent with this very message.
+	// CopyKnown: a delivery was recorded as sent with this very message,
+	// or this very message is the copy kept for its file.
 	CopyKnown CopyOutcome = iota
-	// CopySecond: the delivery was recorded with another message; this
-	// one is a second copy, not a lost record.
+	// CopySecond: the delivery was recorded with another message, or
+	// another message is the copy kept for its file: this one is a second
+	// copy of the part, not a lost record.
 	CopySecond
 	// CopyMarked: the delivery's intent was recorded, its send was not (a
 	// crash between the two, or a rewind): it is now marked sent.
@@ -295,66 +297,83 @@ func (o CopyOutcome) Recovered() bool { return o == CopyMarked || o == CopyKept 
 
 // ClassifyCopy tells what RecordCopy would make of a copy found in a
 // destination, without writing anything: CopyMarked and CopyKept mean the
-// catalogue lacks its record.
-func (s *Store) ClassifyCopy(ctx context.Context, c CopyFound) (CopyOutcome, error) {
+// catalogue lacks its record. recorded is the message the catalogue
+// records for the copy's part: the copy's own (CopyKnown, and what
+// CopyMarked and CopyKept would record), another (CopySecond), or 0
+// (CopyIgnored).
+func (s *Store) ClassifyCopy(ctx context.Context, c CopyFound) (out CopyOutcome, recorded tg.MessageID, err error) {
 	var sentAs *int64
 	var state string
-	err := s.pool.QueryRow(ctx, `SELECT state, dest_message_id FROM deliveries
+	err = s.pool.QueryRow(ctx, `SELECT state, dest_message_id FROM deliveries
 		WHERE token = $1 AND destination_chat_id = $2`, c.Token, int64(c.Destination)).Scan(&state, &sentAs)
 	switch {
 	case err == nil && state == string(DeliverySent) && sentAs != nil && *sentAs == int64(c.Message):
-		return CopyKnown, nil
-	case err == nil && state == string(DeliverySent):
-		return CopySecond, nil
+		return CopyKnown, c.Message, nil
+	case err == nil && state == string(DeliverySent) && sentAs != nil:
+		return CopySecond, tg.MessageID(*sentAs), nil
 	case err == nil:
-		return CopyMarked, nil
+		return CopyMarked, c.Message, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return 0, fmt.Errorf("look up the copy of token %s: %w", c.Token, err)
+		return 0, 0, fmt.Errorf("look up the copy of token %s: %w", c.Token, err)
 	case c.UniqueID == "":
-		return CopyIgnored, nil
+		return CopyIgnored, 0, nil
 	}
-	var kept bool
-	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM destination_copies
-		WHERE destination_chat_id = $1 AND unique_id = $2)`, int64(c.Destination), c.UniqueID).Scan(&kept)
-	if err != nil {
-		return 0, fmt.Errorf("look up the copy %d in %d: %w", c.Message, c.Destination, err)
+	var kept int64
+	err = s.pool.QueryRow(ctx, `SELECT dest_message_id FROM destination_copies
+		WHERE destination_chat_id = $1 AND unique_id = $2`, int64(c.Destination), c.UniqueID).Scan(&kept)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return CopyKept, c.Message, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("look up the copy %d in %d: %w", c.Message, c.Destination, err)
+	case kept == int64(c.Message):
+		return CopyKnown, c.Message, nil
 	}
-	if kept {
-		return CopyKnown, nil
-	}
-	return CopyKept, nil
+	return CopySecond, tg.MessageID(kept), nil
 }
 
 // RecordCopy records a copy found in a destination. A delivery row with
 // its token is marked sent with it; without one (the row was lost with the
 // rewind), the copy is kept so that a later delivery of the same file to
 // the destination is recorded from it instead of being sent again. A copy
-// kept already is CopyKnown.
-func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (CopyOutcome, error) {
-	out, err := s.ClassifyCopy(ctx, c)
+// kept already is CopyKnown; another copy of a part recorded or kept is
+// CopySecond. recorded is as ClassifyCopy's once the copy is recorded (0
+// when another session recorded the delivery meanwhile).
+func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (out CopyOutcome, recorded tg.MessageID, err error) {
+	out, recorded, err = s.ClassifyCopy(ctx, c)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	switch out {
 	case CopyMarked:
 		marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message, "")
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if !marked {
-			return CopySecond, nil // sent meanwhile, by another
+			return CopySecond, 0, nil // sent meanwhile, by another
 		}
 	case CopyKept:
-		tag, err := s.pool.Exec(ctx, `INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, int64(c.Destination), c.UniqueID, int64(c.Message), c.Token)
+		// The kept copy of the file, this one unless another session kept
+		// one meanwhile.
+		var kept int64
+		var inserted bool
+		err := s.pool.QueryRow(ctx, `INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
+			VALUES ($1, $2, $3, $4)
+			ON CONFLICT (destination_chat_id, unique_id) DO UPDATE SET dest_message_id = destination_copies.dest_message_id
+			RETURNING dest_message_id, xmax = 0`, int64(c.Destination), c.UniqueID, int64(c.Message), c.Token).Scan(&kept, &inserted)
 		if err != nil {
-			return 0, fmt.Errorf("record the copy %d in %d: %w", c.Message, c.Destination, err)
+			return 0, 0, fmt.Errorf("record the copy %d in %d: %w", c.Message, c.Destination, err)
 		}
-		if tag.RowsAffected() == 0 {
-			return CopyKnown, nil
+		switch {
+		case inserted:
+		case kept == int64(c.Message):
+			return CopyKnown, c.Message, nil
+		default:
+			return CopySecond, tg.MessageID(kept), nil
 		}
 	}
-	return out, nil
+	return out, recorded, nil
 }
 
 // FoundCopy returns the message of a copy found in dest of part idx of

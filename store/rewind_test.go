@@ -74,21 +74,29 @@ func TestRecordCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	m0, m1 := tg.MessageIDFromServer(10), tg.MessageIDFromServer(11)
-	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopyMarked {
+	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopyMarked {
 		t.Fatalf("copy of an intent: %v, %v; want marked", out, err)
 	}
-	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopyKnown {
+	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopyKnown {
 		t.Fatalf("the same copy again: %v, %v; want known", out, err)
 	}
-	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 1<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopySecond {
+	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 1<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopySecond {
 		t.Fatalf("a second copy: %v, %v; want second", out, err)
 	}
 	// Part 1's row was lost whole: the copy is kept and found by file.
-	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopyKept {
+	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopyKept {
 		t.Fatalf("copy without a row: %v, %v; want kept", out, err)
 	}
-	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopyKnown {
+	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopyKnown {
 		t.Fatalf("a kept copy again: %v, %v; want known", out, err)
+	}
+	// Another copy of either part is a second copy, with the message
+	// recorded for the part.
+	if out, rec, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1 + 1<<20, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopySecond || rec != m1 {
+		t.Fatalf("a second copy of a kept file: %v, %v, %v; want second, recorded as %v", out, rec, err, m1)
+	}
+	if out, rec, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 2<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopySecond || rec != m0 {
+		t.Fatalf("a second copy of a sent part: %v, %v, %v; want second, recorded as %v", out, rec, err, m0)
 	}
 	if got, ok, err := st.FoundCopy(ctx, id, 1, dest); err != nil || !ok || got != m1 {
 		t.Fatalf("found copy of part 1: %v %v %v; want %v", got, ok, err, m1)
