@@ -26,9 +26,8 @@ binary run as its own process on the simulated world served over a
 socket), and throughput with 1, 2 and 4 accounts. Prints a table on stderr
 (what, stashd, baseline, ratio, goal); with --json the last line of stdout
 is one JSON object with keys economy, ingest_vs_raw_insert,
-ingest_vs_raw_txn, ingest_vs_raw_copy, ingest_vs_raw_lifecycle,
-pg_round_trips_per_package, sends_per_part_multipart, hash_vs_raw_sha256,
-hash_vs_limit, drain_vs_send_budget, latency_p99_ms, catchup_vs_limit,
+ingest_vs_raw_txn, ingest_vs_raw_copy, pg_round_trips_per_package,
+sends_per_part_multipart, hash_vs_raw_sha256, hash_vs_limit, drain_vs_send_budget, latency_p99_ms, catchup_vs_limit,
 peak_rss_mb_1m, daemon_rss_mb, accounts_scale.
 
 Without --database-url it starts a PostgreSQL cluster from the system's
@@ -64,16 +63,6 @@ func runBench(args []string) int {
 		fmt.Fprintf(os.Stderr, "stashd bench: --data-dir: %v\n", err)
 		return 1
 	}
-	serverURL, _, stopDB, err := database(ctx, *dbURL, *dataDir, log)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stashd bench: %v\n", err)
-		return 1
-	}
-	defer stopDB()
-	o := bench.Options{
-		ServerURL: serverURL, FilesDir: filepath.Join(*dataDir, "files"), Quick: *quick,
-		Logger: log, Progress: os.Stderr,
-	}
 	downloads, err := benchDownloads(*downloadsIn)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stashd bench: --downloads-in: %v\n", err)
@@ -81,7 +70,16 @@ func runBench(args []string) int {
 	}
 	if downloads != "" {
 		defer os.RemoveAll(downloads)
-		o.DownloadsDir = downloads
+	}
+	serverURL, _, stopDB, err := database(ctx, *dbURL, *dataDir, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stashd bench: %v\n", err)
+		return 1
+	}
+	defer stopDB()
+	o := bench.Options{
+		ServerURL: serverURL, FilesDir: filepath.Join(*dataDir, "files"), DownloadsDir: downloads, Quick: *quick,
+		Logger: log, Progress: os.Stderr,
 	}
 	if *only != "" {
 		o.Only = strings.Split(*only, ",")
@@ -134,14 +132,19 @@ func runBench(args []string) int {
 
 // benchDownloads makes the directory for the simulated downloads in
 // parent, or in the memory file system when parent is empty and it has
-// room. "" means the bench's files directory.
+// room; "" means the bench's files directory (also when the memory file
+// system refuses the directory).
 func benchDownloads(parent string) (string, error) {
-	if parent == "" {
-		dir, ok := memfs.Dir(1 << 30)
-		if !ok {
-			return "", nil
-		}
-		parent = dir
+	if parent != "" {
+		return os.MkdirTemp(parent, "stashd-bench-downloads-")
 	}
-	return os.MkdirTemp(parent, "stashd-bench-downloads-")
+	mem, ok := memfs.Dir(1 << 30)
+	if !ok {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp(mem, "stashd-bench-downloads-")
+	if err != nil {
+		return "", nil
+	}
+	return dir, nil
 }

@@ -92,10 +92,6 @@ type Summary struct {
 	// IngestVsRawCopy over COPY of them in one transaction (goal 0.25).
 	IngestVsRawTxn  *float64 `json:"ingest_vs_raw_txn"`
 	IngestVsRawCopy *float64 `json:"ingest_vs_raw_copy"`
-	// IngestVsRawLifecycle is packages/s of the pipeline over the writes
-	// its exactly-once design makes for a package (locks, queue row,
-	// intent, sent record), as plain transactions (rawLifecycle; no goal).
-	IngestVsRawLifecycle *float64 `json:"ingest_vs_raw_lifecycle"`
 	// PGRoundTripsPerPackage is the statements, batches and COPYs the
 	// daemon sent to PostgreSQL per package catalogued and delivered
 	// (goal ≤ 2).

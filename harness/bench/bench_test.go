@@ -40,7 +40,7 @@ func TestQuickRunReportsEveryGoal(t *testing.T) {
 	if err := json.Unmarshal(line, &summary); err != nil {
 		t.Fatalf("summary %s: %v", line, err)
 	}
-	for _, key := range []string{"economy", "ingest_vs_raw_insert", "ingest_vs_raw_txn", "ingest_vs_raw_copy", "ingest_vs_raw_lifecycle",
+	for _, key := range []string{"economy", "ingest_vs_raw_insert", "ingest_vs_raw_txn", "ingest_vs_raw_copy",
 		"sends_per_part_multipart", "hash_vs_raw_sha256", "hash_vs_limit", "drain_vs_send_budget", "latency_p99_ms",
 		"catchup_vs_limit", "peak_rss_mb_1m", "daemon_rss_mb", "accounts_scale"} {
 		v, ok := summary[key]

@@ -47,10 +47,6 @@ func (r *runner) ingest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lifeRate, lifeCPU, err := r.rawLifecycle(ctx, cpu, rows, n)
-	if err != nil {
-		return err
-	}
 	raw := math.Max(copyRate, txRate)
 	r.add(Line{Item: ItemIngest, What: fmt.Sprintf("ingest %d tar.gz packages (pipeline vs fastest raw insert)", n), Unit: "pkg/s",
 		Stashd: ours, Baseline: raw, Ratio: ours / raw, Goal: ">= 0.5",
@@ -64,12 +60,6 @@ func (r *runner) ingest(ctx context.Context) error {
 		Note: fmt.Sprintf("pipeline (catch-up, ingest, deliveries; the simulator shares the bench's process): %s. Raw transactions: %s. "+
 			"CPU time read from /proc (the server's backends and the bench process) from the start to the last package catalogued",
 			run.cpu.text, txCPU.text)})
-	r.add(Line{Item: ItemIngest, What: "ingest vs the design's own writes as raw transactions", Unit: "pkg/s",
-		Stashd: ours, Baseline: lifeRate, Ratio: ours / lifeRate,
-		Note: fmt.Sprintf("the rows the pipeline writes on the way, as plain statements over 4 connections, "+
-			"four transactions a package: the ingest lock; the catalogue rows with the queue row and the lock's release; the delivery lock with its intent; "+
-			"the sent record with the queue row's and the lock's deletion (no goal: the ratio is what the daemon's own work costs over the writes exactly-once needs, "+
-			"and this baseline over the raw transactions above bounds what the pipeline could reach against them). CPU: %s", lifeCPU.text)})
 	// The catalogue's pace while deliveries wait on the shipped send
 	// budget, as a busy mirror's do: the sends are then a handful a
 	// minute, not the stream the run above makes at the simulator's pace.
@@ -99,7 +89,6 @@ func (r *runner) ingest(ctx context.Context) error {
 	r.rep.Summary.IngestVsRawInsert = ptr(ours / raw)
 	r.rep.Summary.IngestVsRawTxn = ptr(ours / txRate)
 	r.rep.Summary.IngestVsRawCopy = ptr(ours / copyRate)
-	r.rep.Summary.IngestVsRawLifecycle = ptr(ours / lifeRate)
 	spp, sets, parts, err := r.multipartSends(ctx)
 	if err != nil {
 		return err
