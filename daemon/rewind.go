@@ -217,12 +217,12 @@ func (w *rewindWatch) newestCopies(ctx context.Context, dest tg.ChatID) (int, er
 		if tok == "" || m.Document == nil || !m.ID.IsServer() {
 			continue
 		}
-		out, _, err := w.d.store.ClassifyCopy(ctx, store.CopyFound{Destination: dest, Message: m.ID, Token: tok,
+		rec, err := w.d.store.ClassifyCopy(ctx, store.CopyFound{Destination: dest, Message: m.ID, Token: tok,
 			UniqueID: m.Document.File.UniqueID})
 		if err != nil {
 			return 0, err
 		}
-		if out.Recovered() {
+		if rec.Outcome.Recovered() {
 			lost++
 		}
 	}
@@ -265,7 +265,7 @@ func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
 	}
 	w.log.Info("reconciling a destination", "destination", rc.Destination, "reason", rc.Reason)
 	start := time.Now()
-	res, err := reconcile.Destination(lctx, reconcile.Config{Logger: w.log}, w.d.store, w.r.paced, rc.Destination)
+	res, err := reconcile.Destination(lctx, reconcile.Config{Logger: w.log, Account: w.r.name}, w.d.store, w.r.paced, rc.Destination)
 	w.d.rewindM.recovered.Add(float64(res.Recovered))
 	w.d.im.CopiesDeleted(w.r.name).Add(float64(res.Deleted))
 	if errors.Is(err, reconcile.ErrGaveUp) {

@@ -66,8 +66,8 @@ func TestCopyFoundInDestinationIsNotSentAgain(t *testing.T) {
 	copyMsg := e.world.Post(e.dest, 0, tgsim.Post{SameFileAs: posted.Document.File.UniqueID, Caption: "found.7z\n" + ingest.TokenPrefix + "lost"})
 	p, c := e.pipeline("a")
 	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
-	if out, _, err := e.st.RecordCopy(e.ctx, store.CopyFound{Destination: e.dest, Message: copyMsg.ID, Token: "lost",
-		UniqueID: posted.Document.File.UniqueID}); err != nil || out != store.CopyKept {
+	if out, err := e.st.RecordCopy(e.ctx, store.CopyFound{Destination: e.dest, Message: copyMsg.ID, Token: "lost",
+		UniqueID: posted.Document.File.UniqueID}); err != nil || out.Outcome != store.CopyKept {
 		t.Fatalf("record the found copy: %v, %v", out, err)
 	}
 	if got := len(e.delivered()); got != 1 {

@@ -13,9 +13,10 @@
 // (store.ReconcilePending).
 //
 // The rewind also lost the notes that would have deleted second copies of
-// delivered parts (store.StraySend): a copy of a part the catalogue records
-// with another message is deleted once the recorded one was seen, so the
-// destination holds each part once.
+// delivered parts (store.StraySend): a copy carrying the token of a part
+// the catalogue records with another message is deleted once the recorded
+// one was seen carrying the same file, unless the deletion fails (it is
+// then logged, and noted for the account when the failure may pass).
 //
 // reconcile reads Telegram, deletes second copies and writes the store;
 // it never sends, and it does not decide when a reconciliation is needed

@@ -15,7 +15,9 @@ import (
 // Store is what a reconciliation reads and writes.
 type Store interface {
 	StartReconcile(ctx context.Context, dest tg.ChatID) error
-	RecordCopy(ctx context.Context, c store.CopyFound) (store.CopyOutcome, tg.MessageID, error)
+	RecordCopy(ctx context.Context, c store.CopyFound) (store.CopyRecord, error)
+	RecordOlderCopy(ctx context.Context, c store.CopyFound, byFile bool, newer tg.MessageID) (bool, error)
+	NoteStraySends(ctx context.Context, strays ...store.StraySend) error
 	ReconcileProgress(ctx context.Context, dest tg.ChatID, copies, recovered int) error
 	FinishReconcile(ctx context.Context, dest tg.ChatID, runErr error) error
 	GiveUpReconcile(ctx context.Context, dest tg.ChatID, reason error) error
@@ -35,6 +37,10 @@ type Config struct {
 	// KnownRun is how many copies in a row the catalogue must know already
 	// for the rest of the history to count as known [100: a page].
 	KnownRun int
+	// Account is the account reconciling: second copies it could not
+	// delete for a reason that may pass are noted for it to settle
+	// (store.StraySend).
+	Account string
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -58,16 +64,19 @@ var ErrGaveUp = errors.New("reconciliation given up")
 // the destination's reconciliation (sends resume) once KnownRun copies in
 // a row were known, or at the chat's beginning.
 //
-// A copy of a part the catalogue records with another message (a send a
-// paused instance or an old TDLib database made after another had
-// delivered the part, whose note to delete it the rewind lost) is a second
-// copy. The paging goes on, past the known run if need be, until it has
-// seen or passed the recorded message, and the second copies of a part
-// whose recorded message it saw are deleted: the destination then holds
-// the part once. Those of a recorded message that is gone (a reader's
-// admin deleted it) are left, the only copies of their part. A deletion
-// that fails is logged and does not hold the reconciliation: its records
-// stand.
+// A copy of a part the catalogue records with another message (see
+// store.ClassifyCopy: a send a paused instance or an old TDLib directory
+// made after the part was delivered, whose note to delete it the rewind
+// lost) is a second copy. Of the copies of a part this reconciliation
+// records itself, the oldest is kept, the one readers' links point at; a
+// record that survived the rewind keeps its message. The paging goes on,
+// past the known run if need be, until it has seen or passed each recorded
+// message, then the second copies of a part whose recorded message it saw,
+// carrying the same file, are deleted. Those of a recorded message that is
+// gone (a reader's admin deleted it) are left: they are the part's only
+// copies. A deletion that fails is logged, and noted for the account to
+// settle when it may pass (a 500, a flood wait); it does not hold the
+// reconciliation.
 //
 // A failure Telegram says will not pass (tg.ClassPermanent) gives the
 // reconciliation up, recorded with its reason, and returns an error
@@ -79,9 +88,12 @@ func Destination(ctx context.Context, cfg Config, st Store, t Telegram, dest tg.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &run{cfg: cfg, st: st, t: t, dest: dest, log: log,
-		seen: map[tg.MessageID]bool{}, seconds: map[tg.MessageID][]tg.MessageID{}}
+	r := &run{cfg: cfg, st: st, t: t, dest: dest, log: log, seen: map[tg.MessageID]string{},
+		made: map[tg.MessageID]bool{}, seconds: map[tg.MessageID][]second{}}
 	err := r.pages(ctx)
+	if err == nil {
+		r.deleteSeconds(ctx)
+	}
 	if ctx.Err() != nil {
 		return r.res, ctx.Err() // cut short by shutdown: it runs again at the next start
 	}
@@ -90,9 +102,6 @@ func Destination(ctx context.Context, cfg Config, st Store, t Telegram, dest tg.
 			return r.res, gerr
 		}
 		return r.res, fmt.Errorf("%w: %w", ErrGaveUp, err)
-	}
-	if err == nil {
-		r.deleteSeconds(ctx)
 	}
 	if ferr := st.FinishReconcile(ctx, dest, err); ferr != nil && err == nil {
 		err = ferr
@@ -108,10 +117,20 @@ type run struct {
 	dest tg.ChatID
 	log  *slog.Logger
 	res  Result
-	// seen holds the copies the paging met; seconds, by the message the
-	// catalogue records for a part, the second copies of that part.
-	seen    map[tg.MessageID]bool
-	seconds map[tg.MessageID][]tg.MessageID
+	// seen holds the copies the paging met, with their files' unique ids;
+	// made, the copies this run recorded as their parts' deliveries.
+	seen map[tg.MessageID]string
+	made map[tg.MessageID]bool
+	// seconds holds, by the message the catalogue records for a part, the
+	// second copies of that part.
+	seconds map[tg.MessageID][]second
+}
+
+// second is a second copy of a part.
+type second struct {
+	msg    tg.MessageID
+	token  string
+	byFile bool // its part is recorded by file: no delivery row to settle a note by
 }
 
 // pages reads the destination's history back and records its copies.
@@ -139,20 +158,22 @@ func (r *run) pages(ctx context.Context) error {
 				continue
 			}
 			copies++
-			r.seen[m.ID] = true
-			out, recorded, err := r.st.RecordCopy(ctx, store.CopyFound{Destination: r.dest, Message: m.ID, Token: tok,
-				UniqueID: m.Document.File.UniqueID})
+			c := store.CopyFound{Destination: r.dest, Message: m.ID, Token: tok, UniqueID: m.Document.File.UniqueID}
+			r.seen[m.ID] = c.UniqueID
+			rec, err := r.st.RecordCopy(ctx, c)
 			if err != nil {
 				return err
 			}
-			if out.Recovered() {
+			switch {
+			case rec.Outcome.Recovered():
 				recovered++
+				r.made[m.ID] = true
+			case rec.Outcome == store.CopySecond && rec.Recorded != 0:
+				if err := r.second(ctx, c, rec); err != nil {
+					return err
+				}
 			}
-			if out == store.CopySecond && recorded != 0 {
-				r.seconds[recorded] = append(r.seconds[recorded], m.ID)
-				r.res.Seconds++
-			}
-			if out == store.CopyKnown || out == store.CopySecond {
+			if rec.Outcome == store.CopyKnown || rec.Outcome == store.CopySecond {
 				known++
 			} else {
 				known = 0
@@ -168,7 +189,7 @@ func (r *run) pages(ctx context.Context) error {
 				"copies", r.res.Copies, "recovered", r.res.Recovered)
 		}
 		switch {
-		case len(page) == 0 || known >= knownRun && !r.recordedBelow(last):
+		case len(page) == 0 || known >= knownRun && !r.recordedBelow(cmp.Or(last, from)):
 			return nil // the chat's beginning, or everything older is known
 		case last == 0:
 			// A short page held only from itself: ask from just below it.
@@ -179,12 +200,35 @@ func (r *run) pages(ctx context.Context) error {
 	}
 }
 
+// second takes c, found a second copy of the part recorded with
+// rec.Recorded. When this run made that record from a newer copy, c, older,
+// takes the record, and the newer one is the second copy.
+func (r *run) second(ctx context.Context, c store.CopyFound, rec store.CopyRecord) error {
+	r.res.Seconds++
+	newer := rec.Recorded
+	if r.made[newer] && c.Message < newer {
+		ok, err := r.st.RecordOlderCopy(ctx, c, rec.ByFile, newer)
+		if err != nil {
+			return err
+		}
+		if ok {
+			delete(r.made, newer)
+			r.made[c.Message] = true
+			r.seconds[c.Message] = append(r.seconds[newer], second{msg: newer, token: c.Token, byFile: rec.ByFile})
+			delete(r.seconds, newer)
+			return nil
+		}
+	}
+	r.seconds[newer] = append(r.seconds[newer], second{msg: c.Message, token: c.Token, byFile: rec.ByFile})
+	return nil
+}
+
 // recordedBelow reports whether a recorded message whose second copies
-// were found lies further back than last, the oldest message read (0:
+// were found lies further back than oldest, the oldest message read (0:
 // none was read).
-func (r *run) recordedBelow(last tg.MessageID) bool {
+func (r *run) recordedBelow(oldest tg.MessageID) bool {
 	for rec := range r.seconds {
-		if !r.seen[rec] && (last == 0 || rec < last) {
+		if _, seen := r.seen[rec]; !seen && (oldest == 0 || rec < oldest) {
 			return true
 		}
 	}
@@ -192,29 +236,66 @@ func (r *run) recordedBelow(last tg.MessageID) bool {
 }
 
 // deleteSeconds deletes the second copies of each part whose recorded
-// message the paging saw.
+// message the paging saw, carrying the same file.
 func (r *run) deleteSeconds(ctx context.Context) {
 	for rec, dups := range r.seconds {
-		ids := make([]int64, len(dups))
-		for i, id := range dups {
-			ids[i] = id.ServerID()
+		file, seen := r.seen[rec]
+		var del []tg.MessageID
+		var notes []store.StraySend
+		for _, d := range dups {
+			if seen && r.seen[d.msg] == file {
+				del = append(del, d.msg)
+				if !d.byFile {
+					notes = append(notes, store.StraySend{Destination: r.dest, Message: d.msg, Token: d.token, Account: r.cfg.Account})
+				}
+			}
 		}
-		if !r.seen[rec] {
-			r.log.Warn("second copies of a part whose recorded copy is gone from the destination are left",
-				"destination", r.dest, "recorded", rec.ServerID(), "copies", ids)
+		if len(del) < len(dups) {
+			r.log.Warn("second copies of a part whose recorded copy is gone from the destination, or carries another file, are left",
+				"destination", r.dest, "recorded", rec.ServerID(), "copies", serverIDs(dups, func(d second) tg.MessageID { return d.msg }))
+		}
+		if len(del) == 0 {
 			continue
 		}
-		err := r.t.DeleteMessages(ctx, r.dest, dups, true)
+		err := r.t.DeleteMessages(ctx, r.dest, del, true)
 		if err != nil && tg.Classify(err) == tg.ClassRetryable && ctx.Err() == nil {
-			err = r.t.DeleteMessages(ctx, r.dest, dups, true)
+			err = r.t.DeleteMessages(ctx, r.dest, del, true)
 		}
-		if err != nil {
+		ids := serverIDs(del, func(id tg.MessageID) tg.MessageID { return id })
+		switch {
+		case err == nil:
+			r.res.Deleted += len(del)
+			r.log.Warn("second copies of a delivered part deleted from the destination",
+				"destination", r.dest, "recorded", rec.ServerID(), "copies", ids)
+		case ctx.Err() != nil:
+			return // the reconciliation runs again, and finds them again
+		case mayPass(err) && len(notes) > 0:
+			if nerr := r.st.NoteStraySends(ctx, notes...); nerr != nil {
+				err = errors.Join(err, nerr)
+			} else {
+				r.log.Warn("second copies of a delivered part not deleted; noted for the account to settle",
+					"destination", r.dest, "recorded", rec.ServerID(), "copies", ids, "noted", len(notes), "err", err)
+				continue
+			}
+			fallthrough
+		default:
 			r.log.Error("delete second copies of a part found by a reconciliation; the destination holds it more than once",
 				"destination", r.dest, "recorded", rec.ServerID(), "copies", ids, "err", err)
-			continue
 		}
-		r.res.Deleted += len(dups)
-		r.log.Warn("second copies of a delivered part deleted from the destination",
-			"destination", r.dest, "recorded", rec.ServerID(), "copies", ids)
 	}
+}
+
+// mayPass reports whether a failure may pass for a later try.
+func mayPass(err error) bool {
+	c := tg.Classify(err)
+	return c == tg.ClassRetryable || c == tg.ClassFloodWait
+}
+
+// serverIDs returns the server message ids of xs, for the log.
+func serverIDs[T any](xs []T, id func(T) tg.MessageID) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = id(x).ServerID()
+	}
+	return out
 }

@@ -233,9 +233,9 @@ func (p part) sent(t *testing.T, st *store.Store, m tg.Message) {
 // delivered parts (a paused instance's late send, an old TDLib database's
 // re-send): the reconciliation deletes them, keeping the copy the
 // catalogue records, even one older than the run of known copies that
-// would otherwise end the paging; a part whose record was lost keeps the
-// copy found first. The second copy of a part whose recorded copy is gone
-// is its only copy, and stays.
+// would otherwise end the paging; a part whose record was lost keeps its
+// oldest copy. The second copy of a part whose recorded copy is gone is
+// its only copy, and stays.
 func TestDestinationDeletesSecondCopies(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -286,7 +286,7 @@ func TestDestinationDeletesSecondCopies(t *testing.T) {
 		kept bool
 	}{
 		{"the recorded copy", recordedCopy, true}, {"its second copy", recordedSecond, false},
-		{"the copy found first of a part whose record was lost", lostNewer, true}, {"the older one", lostOlder, false},
+		{"the oldest copy of a part whose record was lost", lostOlder, true}, {"the newer one", lostNewer, false},
 		{"the only copy left of a part whose recorded copy is gone", goneSecond, true},
 		{"the recorded copy past the run of known copies", farCopy, true}, {"its second copy", farSecond, false},
 	} {
@@ -297,8 +297,8 @@ func TestDestinationDeletesSecondCopies(t *testing.T) {
 	if d, ok, err := st.DeliveryByToken(ctx, recorded.d.Token, dest); err != nil || !ok || d.DestMessageID != recordedCopy.ID {
 		t.Errorf("recorded delivery after the reconciliation: %+v, %v, %v; want its first copy", d, ok, err)
 	}
-	if got, ok, err := st.FoundCopy(ctx, lost.pkg.ID, 0, dest); err != nil || !ok || got != lostNewer.ID {
-		t.Errorf("copy found of the lost delivery: %v, %v, %v; want %v", got, ok, err, lostNewer.ID)
+	if got, ok, err := st.FoundCopy(ctx, lost.pkg.ID, 0, dest); err != nil || !ok || got != lostOlder.ID {
+		t.Errorf("copy found of the lost delivery: %v, %v, %v; want %v", got, ok, err, lostOlder.ID)
 	}
 	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
 		t.Errorf("destination still pending: %v, %v", pending, err)
@@ -328,6 +328,116 @@ func TestDestinationSecondCopiesNotDeletableDoNotHoldIt(t *testing.T) {
 	}
 	if got := len(w.Messages(dest)); got != 2 || w.Deleted(dest) != 0 {
 		t.Errorf("destination holds %d messages, %d deleted; want both copies, none deleted", got, w.Deleted(dest))
+	}
+	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
+		t.Errorf("destination still pending: %v, %v", pending, err)
+	}
+}
+
+// reconcileNow asks for dest's reconciliation and runs it as account a.
+func reconcileNow(t *testing.T, st *store.Store, c *tgsim.Client, dest tg.ChatID) reconcile.Result {
+	t.Helper()
+	if err := st.RequestReconcile(t.Context(), []tg.ChatID{dest}, "test rewind"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := reconcile.Destination(t.Context(), reconcile.Config{Account: "a"}, st, c, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// inDestination reports which of ms the destination still holds.
+func inDestination(w *tgsim.World, dest tg.ChatID, ms ...tg.Message) []bool {
+	have := map[tg.MessageID]bool{}
+	for _, m := range w.Messages(dest) {
+		have[m.ID] = true
+	}
+	out := make([]bool, len(ms))
+	for i, m := range ms {
+		out[i] = have[m.ID]
+	}
+	return out
+}
+
+// A part whose intent survived the rewind, and whose send landed twice:
+// the oldest copy becomes its record, the newer is deleted.
+func TestDestinationKeepsTheOldestCopyOfAnIntent(t *testing.T) {
+	t.Parallel()
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 8})
+	w.SetDeleteRights("a", dest, true)
+	p := newPart(t, st, w, src, dest, 0)
+	older, newer := p.copyIn(w, dest), p.copyIn(w, dest)
+
+	res := reconcileNow(t, st, c, dest)
+	if res.Seconds != 1 || res.Deleted != 1 || res.Recovered != 1 {
+		t.Fatalf("found %d second copies, deleted %d, recovered %d; want 1, 1 and 1", res.Seconds, res.Deleted, res.Recovered)
+	}
+	if got := inDestination(w, dest, older, newer); !got[0] || got[1] {
+		t.Errorf("older copy, newer copy in the destination: %v; want [true false]", got)
+	}
+	if d, ok, err := st.DeliveryByToken(t.Context(), p.d.Token, dest); err != nil || !ok || d.State != store.DeliverySent || d.DestMessageID != older.ID {
+		t.Errorf("delivery after the reconciliation: %+v, %v, %v; want sent as the older copy", d, ok, err)
+	}
+}
+
+// Two packages may share a file (a set posted again with one volume
+// changed is a package of its own): with both delivery rows lost, each
+// package's copy carries its own token, and neither is the other's second
+// copy.
+func TestDestinationKeepsEachPackagesCopyOfASharedFile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 9})
+	w.SetDeleteRights("a", dest, true)
+	a := newPart(t, st, w, src, dest, 0)
+	hash := make([]byte, 32)
+	hash[0] = 0xbb
+	b := part{pkg: store.Package{ContentHash: hash, Name: "s.zip", Format: "zip", TotalSize: 4, PartCount: 1, Origin: a.pkg.Origin},
+		uniqueID: a.uniqueID}
+	id, _, err := st.CreatePackage(ctx, b.pkg, []store.Part{{Index: 0, FileName: "s.zip", Size: 4, SHA256: hash,
+		UniqueID: a.uniqueID, Source: a.pkg.Origin}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.pkg.ID = id
+	if b.d, _, err = st.EnsureIntent(ctx, id, dest, 0, "a"); err != nil {
+		t.Fatal(err)
+	}
+	aCopy, bCopy := a.copyIn(w, dest), b.copyIn(w, dest)
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM deliveries`); err != nil {
+		t.Fatal(err)
+	}
+
+	res := reconcileNow(t, st, c, dest)
+	if res.Seconds != 0 || res.Deleted != 0 || w.Deleted(dest) != 0 {
+		t.Fatalf("found %d second copies, deleted %d (%d in the world); want none", res.Seconds, res.Deleted, w.Deleted(dest))
+	}
+	if got := inDestination(w, dest, aCopy, bCopy); !got[0] || !got[1] {
+		t.Errorf("each package's copy in the destination: %v; want both", got)
+	}
+}
+
+// A second copy whose deletion fails for a reason that may pass (a 500,
+// twice) is noted for the account to settle; the reconciliation finishes.
+func TestDestinationNotesSecondCopiesItCouldNotDelete(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 10})
+	w.SetDeleteRights("a", dest, true)
+	p := newPart(t, st, w, src, dest, 0)
+	first := p.copyIn(w, dest)
+	p.sent(t, st, first)
+	second := p.copyIn(w, dest)
+	w.InjectError("a", tg.MethodDeleteMessages, &tg.Error{Code: 500, Message: "INTERNAL"}, 2)
+
+	res := reconcileNow(t, st, c, dest)
+	if res.Seconds != 1 || res.Deleted != 0 {
+		t.Fatalf("found %d second copies, deleted %d; want 1 and 0", res.Seconds, res.Deleted)
+	}
+	strays, err := st.StraySends(ctx, "a")
+	if err != nil || len(strays) != 1 || strays[0].Message != second.ID || strays[0].Token != p.d.Token {
+		t.Fatalf("notes of account a: %+v, %v; want the second copy %v", strays, err, second.ID)
 	}
 	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
 		t.Errorf("destination still pending: %v, %v", pending, err)

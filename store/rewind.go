@@ -295,85 +295,120 @@ const (
 // had lost.
 func (o CopyOutcome) Recovered() bool { return o == CopyMarked || o == CopyKept }
 
+// CopyRecord is what the catalogue makes of a copy found in a
+// destination.
+type CopyRecord struct {
+	Outcome CopyOutcome
+	// Recorded is the message the catalogue records for the copy's part:
+	// the copy's own (CopyKnown, CopyMarked, CopyKept), another
+	// (CopySecond), or 0 when it records none the copy could be told a
+	// second copy of (CopyIgnored; another package's copy of the same
+	// file; a record another session made meanwhile).
+	Recorded tg.MessageID
+	// ByFile: no delivery row carries the copy's token, and the part is
+	// recorded by its file (destination_copies, FoundCopy).
+	ByFile bool
+}
+
 // ClassifyCopy tells what RecordCopy would make of a copy found in a
 // destination, without writing anything: CopyMarked and CopyKept mean the
-// catalogue lacks its record. recorded is the message the catalogue
-// records for the copy's part: the copy's own (CopyKnown, and what
-// CopyMarked and CopyKept would record), another (CopySecond), or 0
-// (CopyIgnored).
-func (s *Store) ClassifyCopy(ctx context.Context, c CopyFound) (out CopyOutcome, recorded tg.MessageID, err error) {
+// catalogue lacks its record. A copy is a second copy (CopySecond) when
+// the delivery its token names is recorded with another message, or, that
+// delivery's row lost, when another message carrying the same token is
+// kept for its file.
+func (s *Store) ClassifyCopy(ctx context.Context, c CopyFound) (CopyRecord, error) {
 	var sentAs *int64
 	var state string
-	err = s.pool.QueryRow(ctx, `SELECT state, dest_message_id FROM deliveries
+	err := s.pool.QueryRow(ctx, `SELECT state, dest_message_id FROM deliveries
 		WHERE token = $1 AND destination_chat_id = $2`, c.Token, int64(c.Destination)).Scan(&state, &sentAs)
 	switch {
 	case err == nil && state == string(DeliverySent) && sentAs != nil && *sentAs == int64(c.Message):
-		return CopyKnown, c.Message, nil
+		return CopyRecord{Outcome: CopyKnown, Recorded: c.Message}, nil
 	case err == nil && state == string(DeliverySent) && sentAs != nil:
-		return CopySecond, tg.MessageID(*sentAs), nil
+		return CopyRecord{Outcome: CopySecond, Recorded: tg.MessageID(*sentAs)}, nil
 	case err == nil:
-		return CopyMarked, c.Message, nil
+		return CopyRecord{Outcome: CopyMarked, Recorded: c.Message}, nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return 0, 0, fmt.Errorf("look up the copy of token %s: %w", c.Token, err)
+		return CopyRecord{}, fmt.Errorf("look up the copy of token %s: %w", c.Token, err)
 	case c.UniqueID == "":
-		return CopyIgnored, 0, nil
+		return CopyRecord{Outcome: CopyIgnored}, nil
 	}
 	var kept int64
-	err = s.pool.QueryRow(ctx, `SELECT dest_message_id FROM destination_copies
-		WHERE destination_chat_id = $1 AND unique_id = $2`, int64(c.Destination), c.UniqueID).Scan(&kept)
+	var token string
+	err = s.pool.QueryRow(ctx, `SELECT dest_message_id, token FROM destination_copies
+		WHERE destination_chat_id = $1 AND unique_id = $2`, int64(c.Destination), c.UniqueID).Scan(&kept, &token)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return CopyKept, c.Message, nil
+		return CopyRecord{Outcome: CopyKept, Recorded: c.Message, ByFile: true}, nil
 	case err != nil:
-		return 0, 0, fmt.Errorf("look up the copy %d in %d: %w", c.Message, c.Destination, err)
+		return CopyRecord{}, fmt.Errorf("look up the copy %d in %d: %w", c.Message, c.Destination, err)
 	case kept == int64(c.Message):
-		return CopyKnown, c.Message, nil
+		return CopyRecord{Outcome: CopyKnown, Recorded: c.Message, ByFile: true}, nil
+	case token != c.Token:
+		// Another delivery of the same file: another package shares it
+		// (a set re-posted with one volume changed is a package of its
+		// own). The file keeps one copy; this one is not its second.
+		return CopyRecord{Outcome: CopyKnown, ByFile: true}, nil
 	}
-	return CopySecond, tg.MessageID(kept), nil
+	return CopyRecord{Outcome: CopySecond, Recorded: tg.MessageID(kept), ByFile: true}, nil
 }
 
 // RecordCopy records a copy found in a destination. A delivery row with
 // its token is marked sent with it; without one (the row was lost with the
 // rewind), the copy is kept so that a later delivery of the same file to
 // the destination is recorded from it instead of being sent again. A copy
-// kept already is CopyKnown; another copy of a part recorded or kept is
-// CopySecond. recorded is as ClassifyCopy's once the copy is recorded (0
-// when another session recorded the delivery meanwhile).
-func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (out CopyOutcome, recorded tg.MessageID, err error) {
-	out, recorded, err = s.ClassifyCopy(ctx, c)
+// kept already is CopyKnown; a second copy (see ClassifyCopy) is
+// CopySecond.
+func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (CopyRecord, error) {
+	rec, err := s.ClassifyCopy(ctx, c)
 	if err != nil {
-		return 0, 0, err
+		return CopyRecord{}, err
 	}
-	switch out {
+	switch rec.Outcome {
 	case CopyMarked:
 		marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message, "")
 		if err != nil {
-			return 0, 0, err
+			return CopyRecord{}, err
 		}
 		if !marked {
-			return CopySecond, 0, nil // sent meanwhile, by another
+			return CopyRecord{Outcome: CopySecond}, nil // sent meanwhile, by another
 		}
 	case CopyKept:
-		// The kept copy of the file, this one unless another session kept
-		// one meanwhile.
-		var kept int64
-		var inserted bool
-		err := s.pool.QueryRow(ctx, `INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
-			VALUES ($1, $2, $3, $4)
-			ON CONFLICT (destination_chat_id, unique_id) DO UPDATE SET dest_message_id = destination_copies.dest_message_id
-			RETURNING dest_message_id, xmax = 0`, int64(c.Destination), c.UniqueID, int64(c.Message), c.Token).Scan(&kept, &inserted)
+		tag, err := s.pool.Exec(ctx, `INSERT INTO destination_copies (destination_chat_id, unique_id, dest_message_id, token)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, int64(c.Destination), c.UniqueID, int64(c.Message), c.Token)
 		if err != nil {
-			return 0, 0, fmt.Errorf("record the copy %d in %d: %w", c.Message, c.Destination, err)
+			return CopyRecord{}, fmt.Errorf("record the copy %d in %d: %w", c.Message, c.Destination, err)
 		}
-		switch {
-		case inserted:
-		case kept == int64(c.Message):
-			return CopyKnown, c.Message, nil
-		default:
-			return CopySecond, tg.MessageID(kept), nil
+		if tag.RowsAffected() == 0 {
+			return CopyRecord{Outcome: CopyKnown, ByFile: true}, nil // kept meanwhile, by another
 		}
 	}
-	return out, recorded, nil
+	return rec, nil
+}
+
+// RecordOlderCopy makes c, an older copy of a part than newer, the copy
+// the catalogue records for it in place of newer (a record made from
+// newer by RecordCopy, by its file when byFile): the oldest copy is the
+// part's delivery, the one readers' links point at. It reports whether the
+// record named newer and now names c.
+func (s *Store) RecordOlderCopy(ctx context.Context, c CopyFound, byFile bool, newer tg.MessageID) (bool, error) {
+	if byFile {
+		tag, err := s.pool.Exec(ctx, `UPDATE destination_copies SET dest_message_id = $3
+			WHERE destination_chat_id = $1 AND unique_id = $2 AND dest_message_id = $4 AND token = $5`,
+			int64(c.Destination), c.UniqueID, int64(c.Message), int64(newer), c.Token)
+		if err != nil {
+			return false, fmt.Errorf("record the older copy %d in %d: %w", c.Message.ServerID(), c.Destination, err)
+		}
+		return tag.RowsAffected() == 1, nil
+	}
+	fa, fe := fenceArgs(ctx)
+	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET dest_message_id = $3, fence_account = $5, fence_epoch = $6
+		WHERE token = $1 AND destination_chat_id = $2 AND state = 'sent' AND dest_message_id = $4`,
+		c.Token, int64(c.Destination), int64(c.Message), int64(newer), fa, fe)
+	if err != nil {
+		return false, fmt.Errorf("record the older copy %d of token %s in %d: %w", c.Message.ServerID(), c.Token, c.Destination, fenced(ctx, err))
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // FoundCopy returns the message of a copy found in dest of part idx of

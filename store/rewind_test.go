@@ -74,29 +74,33 @@ func TestRecordCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	m0, m1 := tg.MessageIDFromServer(10), tg.MessageIDFromServer(11)
-	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopyMarked {
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopyMarked {
 		t.Fatalf("copy of an intent: %v, %v; want marked", out, err)
 	}
-	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopyKnown {
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopyKnown {
 		t.Fatalf("the same copy again: %v, %v; want known", out, err)
 	}
-	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 1<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopySecond {
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 1<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopySecond {
 		t.Fatalf("a second copy: %v, %v; want second", out, err)
 	}
 	// Part 1's row was lost whole: the copy is kept and found by file.
-	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopyKept {
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out.Outcome != store.CopyKept {
 		t.Fatalf("copy without a row: %v, %v; want kept", out, err)
 	}
-	if out, _, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopyKnown {
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1, Token: "lost-token", UniqueID: "u1"}); err != nil || out.Outcome != store.CopyKnown {
 		t.Fatalf("a kept copy again: %v, %v; want known", out, err)
 	}
 	// Another copy of either part is a second copy, with the message
-	// recorded for the part.
-	if out, rec, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1 + 1<<20, Token: "lost-token", UniqueID: "u1"}); err != nil || out != store.CopySecond || rec != m1 {
-		t.Fatalf("a second copy of a kept file: %v, %v, %v; want second, recorded as %v", out, rec, err, m1)
+	// recorded for the part; another package's copy of the same file (its
+	// own token) is not.
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1 + 1<<20, Token: "lost-token", UniqueID: "u1"}); err != nil || out.Outcome != store.CopySecond || out.Recorded != m1 || !out.ByFile {
+		t.Fatalf("a second copy of a kept file: %+v, %v; want second by file, recorded as %v", out, err, m1)
 	}
-	if out, rec, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 2<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out != store.CopySecond || rec != m0 {
-		t.Fatalf("a second copy of a sent part: %v, %v, %v; want second, recorded as %v", out, rec, err, m0)
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 2<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopySecond || out.Recorded != m0 || out.ByFile {
+		t.Fatalf("a second copy of a sent part: %+v, %v; want second by token, recorded as %v", out, err, m0)
+	}
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1 + 3<<20, Token: "other-package", UniqueID: "u1"}); err != nil || out.Outcome != store.CopyKnown || out.Recorded != 0 {
+		t.Fatalf("another package's copy of a kept file: %+v, %v; want known, no recorded message", out, err)
 	}
 	if got, ok, err := st.FoundCopy(ctx, id, 1, dest); err != nil || !ok || got != m1 {
 		t.Fatalf("found copy of part 1: %v %v %v; want %v", got, ok, err, m1)
@@ -146,5 +150,30 @@ func TestRecordCopies(t *testing.T) {
 	rs, _ = st.Reconciles(ctx)
 	if rs[0].Pages != 0 || rs[0].RecoveredTotal != 2 || !rs[0].FinishedAt.IsZero() || rs[0].Reason != "again" {
 		t.Fatalf("after a new request: %+v", rs[0])
+	}
+
+	// An older copy of a part takes the record a newer one made, by the
+	// delivery's token or by the file; only from the message it names.
+	older0, older1 := m0-1<<20, m1-1<<20
+	for _, c := range []struct {
+		found  store.CopyFound
+		byFile bool
+		newer  tg.MessageID
+		want   bool
+	}{
+		{store.CopyFound{Destination: dest, Message: older0, Token: d.Token, UniqueID: "u0"}, false, m0 + 5<<20, false},
+		{store.CopyFound{Destination: dest, Message: older0, Token: d.Token, UniqueID: "u0"}, false, m0, true},
+		{store.CopyFound{Destination: dest, Message: older1, Token: "other-package", UniqueID: "u1"}, true, m1, false},
+		{store.CopyFound{Destination: dest, Message: older1, Token: "lost-token", UniqueID: "u1"}, true, m1, true},
+	} {
+		if ok, err := st.RecordOlderCopy(ctx, c.found, c.byFile, c.newer); err != nil || ok != c.want {
+			t.Fatalf("record %+v in place of %v: %v, %v; want %v", c.found, c.newer, ok, err, c.want)
+		}
+	}
+	if out, err := st.ClassifyCopy(ctx, store.CopyFound{Destination: dest, Message: m0, Token: d.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopySecond || out.Recorded != older0 {
+		t.Errorf("the newer copy of part 0 after the older took its record: %+v, %v; want second of %v", out, err, older0)
+	}
+	if got, ok, err := st.FoundCopy(ctx, id, 1, dest); err != nil || !ok || got != older1 {
+		t.Errorf("found copy of part 1 after the older took its record: %v %v %v; want %v", got, ok, err, older1)
 	}
 }
