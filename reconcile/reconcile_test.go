@@ -265,14 +265,8 @@ func TestDestinationDeletesSecondCopies(t *testing.T) {
 	if _, err := st.Pool().Exec(ctx, `DELETE FROM deliveries WHERE package_id = $1`, lost.pkg.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "test rewind"); err != nil {
-		t.Fatal(err)
-	}
 
-	res, err := reconcile.Destination(ctx, reconcile.Config{KnownRun: 10}, st, c, dest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := reconcileNow(t, st, c, dest, 10)
 	if res.Seconds != 4 || res.Deleted != 3 || res.Pages != 2 {
 		t.Fatalf("found %d second copies, deleted %d, read %d pages; want 4, 3 and 2", res.Seconds, res.Deleted, res.Pages)
 	}
@@ -316,13 +310,7 @@ func TestDestinationSecondCopiesNotDeletableDoNotHoldIt(t *testing.T) {
 	first := p.copyIn(w, dest)
 	p.sent(t, st, first)
 	p.copyIn(w, dest) // a second copy
-	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "test rewind"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := reconcile.Destination(ctx, reconcile.Config{}, st, c, dest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := reconcileNow(t, st, c, dest, 0)
 	if res.Seconds != 1 || res.Deleted != 0 {
 		t.Fatalf("found %d second copies, deleted %d; want 1 and 0", res.Seconds, res.Deleted)
 	}
@@ -334,13 +322,14 @@ func TestDestinationSecondCopiesNotDeletableDoNotHoldIt(t *testing.T) {
 	}
 }
 
-// reconcileNow asks for dest's reconciliation and runs it as account a.
-func reconcileNow(t *testing.T, st *store.Store, c *tgsim.Client, dest tg.ChatID) reconcile.Result {
+// reconcileNow asks for dest's reconciliation and runs it as account a,
+// with knownRun (0: the default).
+func reconcileNow(t *testing.T, st *store.Store, c *tgsim.Client, dest tg.ChatID, knownRun int) reconcile.Result {
 	t.Helper()
 	if err := st.RequestReconcile(t.Context(), []tg.ChatID{dest}, "test rewind"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := reconcile.Destination(t.Context(), reconcile.Config{Account: "a"}, st, c, dest)
+	res, err := reconcile.Destination(t.Context(), reconcile.Config{Account: "a", KnownRun: knownRun}, st, c, dest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +358,7 @@ func TestDestinationKeepsTheOldestCopyOfAnIntent(t *testing.T) {
 	p := newPart(t, st, w, src, dest, 0)
 	older, newer := p.copyIn(w, dest), p.copyIn(w, dest)
 
-	res := reconcileNow(t, st, c, dest)
+	res := reconcileNow(t, st, c, dest, 0)
 	if res.Seconds != 1 || res.Deleted != 1 || res.Recovered != 1 {
 		t.Fatalf("found %d second copies, deleted %d, recovered %d; want 1, 1 and 1", res.Seconds, res.Deleted, res.Recovered)
 	}
@@ -409,7 +398,7 @@ func TestDestinationKeepsEachPackagesCopyOfASharedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res := reconcileNow(t, st, c, dest)
+	res := reconcileNow(t, st, c, dest, 0)
 	if res.Seconds != 0 || res.Deleted != 0 || w.Deleted(dest) != 0 {
 		t.Fatalf("found %d second copies, deleted %d (%d in the world); want none", res.Seconds, res.Deleted, w.Deleted(dest))
 	}
@@ -431,7 +420,7 @@ func TestDestinationNotesSecondCopiesItCouldNotDelete(t *testing.T) {
 	second := p.copyIn(w, dest)
 	w.InjectError("a", tg.MethodDeleteMessages, &tg.Error{Code: 500, Message: "INTERNAL"}, 2)
 
-	res := reconcileNow(t, st, c, dest)
+	res := reconcileNow(t, st, c, dest, 0)
 	if res.Seconds != 1 || res.Deleted != 0 {
 		t.Fatalf("found %d second copies, deleted %d; want 1 and 0", res.Seconds, res.Deleted)
 	}
