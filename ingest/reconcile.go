@@ -206,8 +206,9 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 }
 
 // settleSend records st's message as the delivery its token names, or,
-// when that delivery is recorded with another message, deletes it from
-// the destination as a second copy (noting it for the account's owner
+// when that delivery is recorded with another message (or, its row lost
+// with a rewind, a reconciliation kept another copy carrying the token for
+// its file), deletes it from the destination as a second copy (noting it for the account's owner
 // when this session cannot, and note is set; returning the failure when
 // it is not, unless no session could delete it). It reports whether it
 // recorded it.
@@ -224,8 +225,20 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	if err != nil {
 		return false, err
 	}
-	if found && d.State == store.DeliverySent && d.DestMessageID != 0 && d.DestMessageID != st.Message {
-		err := p.deleteCopies(ctx, d, d.DestMessageID, []tg.MessageID{st.Message}, note)
+	keep := tg.MessageID(0)
+	switch {
+	case found && d.State == store.DeliverySent:
+		keep = d.DestMessageID
+	case !found:
+		// The delivery's row was lost with a rewind: the copy the
+		// reconciliation kept for its file with this token is its record.
+		d = store.Delivery{Destination: st.Destination, Token: st.Token}
+		if keep, _, err = p.store.KeptCopyByToken(ctx, st.Destination, st.Token); err != nil {
+			return false, err
+		}
+	}
+	if keep != 0 && keep != st.Message {
+		err := p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, note)
 		if err != nil && !note && mayPass(err) {
 			return false, err // kept for the next try
 		}

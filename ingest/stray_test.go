@@ -206,3 +206,39 @@ func TestStrayThatFailsToSettleWaitsForTheNextTry(t *testing.T) {
 		t.Fatalf("destination holds %d documents, want the overdue copy left", got)
 	}
 }
+
+// A rewind lost a delivery's row; its reconciliation kept the first copy
+// for the file and noted the second copy it could not delete. Settling
+// the note deletes it: the kept copy is the delivery's record.
+func TestStrayOfALostDeliveryIsDeletedByItsKeptCopy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "lost.tar",
+		Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte("lost")}})})
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	e.deliver()
+	docs := e.documents()
+	if len(docs) != 1 {
+		t.Fatalf("destination holds %d documents, want the delivery", len(docs))
+	}
+	first := docs[0]
+	second := e.sendCopy("a", posted, first.Caption)
+	token := ingest.TokenOf(first.Caption)
+	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM deliveries`); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := e.st.RecordCopy(e.ctx, store.CopyFound{Destination: e.dest, Message: first.ID, Token: token,
+		UniqueID: posted.Document.File.UniqueID}); err != nil || rec.Outcome != store.CopyKept {
+		t.Fatalf("keep the first copy: %+v, %v", rec, err)
+	}
+	if err := e.st.NoteStraySends(e.ctx, store.StraySend{Destination: e.dest, Message: second.ID, Token: token, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.SettleStrays(e.ctx); n != 1 || err != nil {
+		t.Fatalf("settled %d, %v; want the note", n, err)
+	}
+	if docs := e.documents(); len(docs) != 1 || docs[0].ID != first.ID {
+		t.Fatalf("destination holds %v, want only the kept copy %v", docs, first.ID)
+	}
+}

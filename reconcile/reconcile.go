@@ -67,8 +67,9 @@ var ErrGaveUp = errors.New("reconciliation given up")
 // A copy of a part the catalogue records with another message (see
 // store.ClassifyCopy: a send a paused instance or an old TDLib directory
 // made after the part was delivered, whose note to delete it the rewind
-// lost) is a second copy. Of the copies of a part this reconciliation
-// records itself, the oldest is kept, the one readers' links point at; a
+// lost) is a second copy. Of the copies of a part carrying its file whose
+// record the reconciliation rebuilds (in this run or in one cut short
+// before it), the oldest is kept, the one readers' links point at; a
 // record that survived the rewind keeps its message. The paging goes on,
 // past the known run if need be, until it has seen or passed each recorded
 // message, then the second copies of a part whose recorded message it saw,
@@ -89,7 +90,7 @@ func Destination(ctx context.Context, cfg Config, st Store, t Telegram, dest tg.
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &run{cfg: cfg, st: st, t: t, dest: dest, log: log, seen: map[tg.MessageID]string{},
-		made: map[tg.MessageID]bool{}, seconds: map[tg.MessageID][]second{}}
+		seconds: map[tg.MessageID][]second{}}
 	err := r.pages(ctx)
 	if err == nil {
 		r.deleteSeconds(ctx)
@@ -117,10 +118,8 @@ type run struct {
 	dest tg.ChatID
 	log  *slog.Logger
 	res  Result
-	// seen holds the copies the paging met, with their files' unique ids;
-	// made, the copies this run recorded as their parts' deliveries.
+	// seen holds the copies the paging met, with their files' unique ids.
 	seen map[tg.MessageID]string
-	made map[tg.MessageID]bool
 	// seconds holds, by the message the catalogue records for a part, the
 	// second copies of that part.
 	seconds map[tg.MessageID][]second
@@ -128,9 +127,8 @@ type run struct {
 
 // second is a second copy of a part.
 type second struct {
-	msg    tg.MessageID
-	token  string
-	byFile bool // its part is recorded by file: no delivery row to settle a note by
+	msg   tg.MessageID
+	token string
 }
 
 // pages reads the destination's history back and records its copies.
@@ -167,7 +165,6 @@ func (r *run) pages(ctx context.Context) error {
 			switch {
 			case rec.Outcome.Recovered():
 				recovered++
-				r.made[m.ID] = true
 			case rec.Outcome == store.CopySecond && rec.Recorded != 0:
 				if err := r.second(ctx, c, rec); err != nil {
 					return err
@@ -201,25 +198,24 @@ func (r *run) pages(ctx context.Context) error {
 }
 
 // second takes c, found a second copy of the part recorded with
-// rec.Recorded. When this run made that record from a newer copy, c, older,
-// takes the record, and the newer one is the second copy.
+// rec.Recorded. When the reconciliation rebuilt that record from a newer
+// copy carrying the same file, c, older, takes the record, and the newer
+// one is the second copy.
 func (r *run) second(ctx context.Context, c store.CopyFound, rec store.CopyRecord) error {
 	r.res.Seconds++
 	newer := rec.Recorded
-	if r.made[newer] && c.Message < newer {
+	if rec.Rebuilt && c.Message < newer && r.seen[newer] == c.UniqueID {
 		ok, err := r.st.RecordOlderCopy(ctx, c, rec.ByFile, newer)
 		if err != nil {
 			return err
 		}
 		if ok {
-			delete(r.made, newer)
-			r.made[c.Message] = true
-			r.seconds[c.Message] = append(r.seconds[newer], second{msg: newer, token: c.Token, byFile: rec.ByFile})
+			r.seconds[c.Message] = append(r.seconds[newer], second{msg: newer, token: c.Token})
 			delete(r.seconds, newer)
 			return nil
 		}
 	}
-	r.seconds[newer] = append(r.seconds[newer], second{msg: c.Message, token: c.Token, byFile: rec.ByFile})
+	r.seconds[newer] = append(r.seconds[newer], second{msg: c.Message, token: c.Token})
 	return nil
 }
 
@@ -245,9 +241,7 @@ func (r *run) deleteSeconds(ctx context.Context) {
 		for _, d := range dups {
 			if seen && r.seen[d.msg] == file {
 				del = append(del, d.msg)
-				if !d.byFile {
-					notes = append(notes, store.StraySend{Destination: r.dest, Message: d.msg, Token: d.token, Account: r.cfg.Account})
-				}
+				notes = append(notes, store.StraySend{Destination: r.dest, Message: d.msg, Token: d.token, Account: r.cfg.Account})
 			}
 		}
 		if len(del) < len(dups) {
@@ -269,7 +263,7 @@ func (r *run) deleteSeconds(ctx context.Context) {
 				"destination", r.dest, "recorded", rec.ServerID(), "copies", ids)
 		case ctx.Err() != nil:
 			return // the reconciliation runs again, and finds them again
-		case mayPass(err) && len(notes) > 0:
+		case mayPass(err):
 			if nerr := r.st.NoteStraySends(ctx, notes...); nerr != nil {
 				err = errors.Join(err, nerr)
 			} else {

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"testing"
@@ -430,5 +431,117 @@ func TestDestinationNotesSecondCopiesItCouldNotDelete(t *testing.T) {
 	}
 	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
 		t.Errorf("destination still pending: %v, %v", pending, err)
+	}
+}
+
+// failingHistory fails the nth getChatHistory of its client with a 500.
+type failingHistory struct {
+	*tgsim.Client
+	n, calls int
+}
+
+func (f *failingHistory) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error) {
+	f.calls++
+	if f.calls == f.n {
+		return nil, &tg.Error{Code: 500, Message: "INTERNAL"}
+	}
+	return f.Client.GetChatHistory(ctx, chat, from, limit)
+}
+
+// A reconciliation cut short after it rebuilt a part's record from its
+// newer copy, and run again, still keeps the older copy: the record it
+// rebuilt is not taken for one that survived the rewind. Both with the
+// delivery's intent surviving and with its row lost.
+func TestDestinationRunAgainKeepsTheOldestCopy(t *testing.T) {
+	t.Parallel()
+	for i, rowLost := range []bool{false, true} {
+		st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 11 + int64(i)})
+		w.SetDeleteRights("a", dest, true)
+		p := newPart(t, st, w, src, dest, 0)
+		older := p.copyIn(w, dest)
+		for range 150 {
+			w.Post(dest, 0, tgsim.Post{Text: "a reader's comment"})
+		}
+		newer := p.copyIn(w, dest)
+		if rowLost {
+			if _, err := st.Pool().Exec(t.Context(), `DELETE FROM deliveries`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.RequestReconcile(t.Context(), []tg.ChatID{dest}, "test rewind"); err != nil {
+			t.Fatal(err)
+		}
+		cut := &failingHistory{Client: c, n: 2}
+		if _, err := reconcile.Destination(t.Context(), reconcile.Config{Account: "a"}, st, cut, dest); err == nil {
+			t.Fatal("the first run read its second page; want the failure")
+		}
+		if _, err := reconcile.Destination(t.Context(), reconcile.Config{Account: "a"}, st, cut, dest); err != nil {
+			t.Fatal(err)
+		}
+		if got := inDestination(w, dest, older, newer); !got[0] || got[1] {
+			t.Errorf("row lost %v: older copy, newer copy in the destination after a run again: %v; want [true false]", rowLost, got)
+		}
+	}
+}
+
+// A record that survived the rewind keeps its message: an older copy of
+// its part is the second copy. An older message carrying the part's token
+// with another file (its media replaced) neither takes a rebuilt record
+// nor is deleted.
+func TestDestinationSecondCopyByTokenNeedsTheFile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 13})
+	w.SetDeleteRights("a", dest, true)
+	survived, rebuilt := newPart(t, st, w, src, dest, 0), newPart(t, st, w, src, dest, 1)
+	olderOfSurvived := survived.copyIn(w, dest)
+	survivedCopy := survived.copyIn(w, dest)
+	survived.sent(t, st, survivedCopy)
+	other := w.Post(src, 0, tgsim.Post{FileName: "x.zip", Data: []byte("another file")})
+	otherFile := w.Post(dest, 0, tgsim.Post{SameFileAs: other.Document.File.UniqueID, Caption: ingest.Caption(rebuilt.pkg, 0, rebuilt.d.Token)})
+	rebuiltCopy := rebuilt.copyIn(w, dest)
+
+	res := reconcileNow(t, st, c, dest, 0)
+	if res.Seconds != 2 || res.Deleted != 1 {
+		t.Fatalf("found %d second copies, deleted %d; want 2 and 1", res.Seconds, res.Deleted)
+	}
+	if got := inDestination(w, dest, olderOfSurvived, survivedCopy, otherFile, rebuiltCopy); got[0] || !got[1] || !got[2] || !got[3] {
+		t.Errorf("older copy, surviving record, other file, rebuilt record in the destination: %v; want [false true true true]", got)
+	}
+	for _, want := range []struct {
+		p part
+		m tg.Message
+	}{{survived, survivedCopy}, {rebuilt, rebuiltCopy}} {
+		if d, ok, err := st.DeliveryByToken(ctx, want.p.d.Token, dest); err != nil || !ok || d.DestMessageID != want.m.ID {
+			t.Errorf("delivery of package %d: %+v, %v, %v; want recorded as %v", want.p.pkg.ID, d, ok, err, want.m.ID)
+		}
+	}
+}
+
+// A second copy of a part whose row was lost, noted when its deletion
+// fails for a reason that may pass: the account's owner settles it by the
+// kept copy.
+func TestDestinationNotesSecondCopiesByFile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 14})
+	w.SetDeleteRights("a", dest, true)
+	p := newPart(t, st, w, src, dest, 0)
+	older, newer := p.copyIn(w, dest), p.copyIn(w, dest)
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM deliveries`); err != nil {
+		t.Fatal(err)
+	}
+	w.InjectError("a", tg.MethodDeleteMessages, &tg.Error{Code: 420, Message: "FLOOD_WAIT_3"}, 2)
+
+	res := reconcileNow(t, st, c, dest, 0)
+	if res.Seconds != 1 || res.Deleted != 0 {
+		t.Fatalf("found %d second copies, deleted %d; want 1 and 0", res.Seconds, res.Deleted)
+	}
+	strays, err := st.StraySends(ctx, "a")
+	if err != nil || len(strays) != 1 || strays[0].Message != newer.ID {
+		t.Fatalf("notes of account a: %+v, %v; want the newer copy %v", strays, err, newer.ID)
+	}
+	if kept, ok, err := st.KeptCopyByToken(ctx, dest, p.d.Token); err != nil || !ok || kept != older.ID {
+		t.Errorf("kept copy of the token: %v, %v, %v; want the older copy %v", kept, ok, err, older.ID)
 	}
 }
