@@ -40,7 +40,7 @@ type Store interface {
 	MarkSentAll(ctx context.Context, ds []store.Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error)
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
-	KeptCopyByToken(ctx context.Context, dest tg.ChatID, token string) (tg.MessageID, bool, error)
+	KeptCopy(ctx context.Context, dest tg.ChatID, uniqueID, token string) (tg.MessageID, bool, error)
 	NoteStraySends(ctx context.Context, strays ...store.StraySend) error
 	StraySends(ctx context.Context, account string) ([]store.StraySend, error)
 	ForgetStraySend(ctx context.Context, st store.StraySend) error

@@ -207,11 +207,16 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 
 // settleSend records st's message as the delivery its token names, or,
 // when that delivery is recorded with another message (or, its row lost
-// with a rewind, a reconciliation kept another copy carrying the token for
-// its file), deletes it from the destination as a second copy (noting it for the account's owner
-// when this session cannot, and note is set; returning the failure when
-// it is not, unless no session could delete it). It reports whether it
-// recorded it.
+// with a rewind, a reconciliation kept another copy of the same file
+// carrying the token), deletes it from the destination as a second copy
+// (noting it for the account's owner when this session cannot, and note
+// is set; returning the failure when it is not, unless no session could
+// delete it). It reports whether it recorded it.
+//
+// A second copy is deleted only while the recorded copy stands and carries
+// the same file: a reader's admin who deleted the recorded copy (or
+// replaced its media) left the noted one as the part's only copy, and it
+// stays.
 func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool) (bool, error) {
 	ok, err := p.store.MarkSentByToken(ctx, st.Token, st.Destination, st.Message, st.Account)
 	if err != nil {
@@ -225,25 +230,53 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	if err != nil {
 		return false, err
 	}
-	keep := tg.MessageID(0)
-	switch {
-	case found && d.State == store.DeliverySent:
-		keep = d.DestMessageID
-	case !found:
+	if found && d.State != store.DeliverySent {
+		return false, nil
+	}
+	file, err := p.fileOf(ctx, st.Destination, st.Message)
+	if file == "" || err != nil {
+		return false, err // gone already, or no document: nothing to delete
+	}
+	keep := d.DestMessageID
+	if !found {
 		// The delivery's row was lost with a rewind: the copy the
-		// reconciliation kept for its file with this token is its record.
+		// reconciliation kept for the file with this token is its record.
 		d = store.Delivery{Destination: st.Destination, Token: st.Token}
-		if keep, _, err = p.store.KeptCopyByToken(ctx, st.Destination, st.Token); err != nil {
+		if keep, _, err = p.store.KeptCopy(ctx, st.Destination, file, st.Token); err != nil {
 			return false, err
 		}
 	}
-	if keep != 0 && keep != st.Message {
-		err := p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, note)
-		if err != nil && !note && mayPass(err) {
-			return false, err // kept for the next try
-		}
+	if keep == 0 || keep == st.Message {
+		return false, nil
+	}
+	switch kept, err := p.fileOf(ctx, st.Destination, keep); {
+	case err != nil:
+		return false, err
+	case kept != file:
+		p.log.Warn("a copy noted as a second copy stays: the copy recorded for its part is gone from the destination, or carries another file",
+			"destination", st.Destination, "token", st.Token, "recorded", keep.ServerID(), "message", st.Message.ServerID())
+		return false, nil
+	}
+	err = p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, note)
+	if err != nil && !note && mayPass(err) {
+		return false, err // kept for the next try
 	}
 	return false, nil
+}
+
+// fileOf returns the unique id of the file message id of chat carries:
+// "" when it is gone or carries no document.
+func (p *Pipeline) fileOf(ctx context.Context, chat tg.ChatID, id tg.MessageID) (string, error) {
+	m, err := p.tg.GetMessage(ctx, chat, id)
+	switch {
+	case errors.Is(err, tg.ErrMessageNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read message %d of %d: %w", id.ServerID(), chat, err)
+	case m.Document == nil:
+		return "", nil
+	}
+	return m.Document.File.UniqueID, nil
 }
 
 // stray is message m, sent for d by this session, as a note to settle.

@@ -242,3 +242,40 @@ func TestStrayOfALostDeliveryIsDeletedByItsKeptCopy(t *testing.T) {
 		t.Fatalf("destination holds %v, want only the kept copy %v", docs, first.ID)
 	}
 }
+
+// A noted copy whose recorded copy a reader's admin deleted meanwhile is
+// the part's only copy: settling the note leaves it, for a delivery whose
+// row stands and for one whose row a rewind lost.
+func TestStrayWhoseRecordedCopyIsGoneStays(t *testing.T) {
+	t.Parallel()
+	for i, rowLost := range []bool{false, true} {
+		e := newEnv(t, "a")
+		p, c := e.pipeline("a")
+		posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("gone%d.tar", i),
+			Data: archivetest.Tar([]archivetest.File{{Name: "g", Data: []byte{byte(i)}}})})
+		mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+		e.deliver()
+		first := e.documents()[0]
+		second := e.sendCopy("a", posted, first.Caption)
+		token := ingest.TokenOf(first.Caption)
+		if rowLost {
+			if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM deliveries`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.st.RecordCopy(e.ctx, store.CopyFound{Destination: e.dest, Message: first.ID, Token: token,
+				UniqueID: posted.Document.File.UniqueID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.st.NoteStraySends(e.ctx, store.StraySend{Destination: e.dest, Message: second.ID, Token: token, Account: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		e.world.Delete(e.dest, first.ID)
+		if n, err := p.SettleStrays(e.ctx); n != 1 || err != nil {
+			t.Fatalf("row lost %v: settled %d, %v; want the note settled", rowLost, n, err)
+		}
+		if docs := e.documents(); len(docs) != 1 || docs[0].ID != second.ID {
+			t.Errorf("row lost %v: destination holds %v; want the noted copy %v, the part's only one", rowLost, docs, second.ID)
+		}
+	}
+}

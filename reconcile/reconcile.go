@@ -68,9 +68,9 @@ var ErrGaveUp = errors.New("reconciliation given up")
 // store.ClassifyCopy: a send a paused instance or an old TDLib directory
 // made after the part was delivered, whose note to delete it the rewind
 // lost) is a second copy. Of the copies of a part carrying its file whose
-// record the reconciliation rebuilds (in this run or in one cut short
-// before it), the oldest is kept, the one readers' links point at; a
-// record that survived the rewind keeps its message. The paging goes on,
+// record a reconciliation rebuilt (this one, one cut short before it, or
+// an earlier one), the oldest is kept, the one readers' links point at; a
+// record written after its send keeps its message. The paging goes on,
 // past the known run if need be, until it has seen or passed each recorded
 // message, then the second copies of a part whose recorded message it saw,
 // carrying the same file, are deleted. Those of a recorded message that is
@@ -204,13 +204,13 @@ func (r *run) pages(ctx context.Context) error {
 func (r *run) second(ctx context.Context, c store.CopyFound, rec store.CopyRecord) error {
 	r.res.Seconds++
 	newer := rec.Recorded
-	if rec.Rebuilt && c.Message < newer && r.seen[newer] == c.UniqueID {
+	if rec.Rebuilt && c.Message < newer && c.UniqueID != "" && r.seen[newer] == c.UniqueID {
 		ok, err := r.st.RecordOlderCopy(ctx, c, rec.ByFile, newer)
 		if err != nil {
 			return err
 		}
 		if ok {
-			r.seconds[c.Message] = append(r.seconds[newer], second{msg: newer, token: c.Token})
+			r.seconds[c.Message] = append(append(r.seconds[c.Message], r.seconds[newer]...), second{msg: newer, token: c.Token})
 			delete(r.seconds, newer)
 			return nil
 		}

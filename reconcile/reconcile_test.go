@@ -475,6 +475,10 @@ func TestDestinationRunAgainKeepsTheOldestCopy(t *testing.T) {
 		if _, err := reconcile.Destination(t.Context(), reconcile.Config{Account: "a"}, st, cut, dest); err == nil {
 			t.Fatal("the first run read its second page; want the failure")
 		}
+		// The first run rebuilt the record from the newer copy, and stopped.
+		if got, want := recordedAs(t, st, dest, p, rowLost), newer.ID; got != want {
+			t.Fatalf("row lost %v: after the run cut short the part is recorded as %v, want %v", rowLost, got, want)
+		}
 		if _, err := reconcile.Destination(t.Context(), reconcile.Config{Account: "a"}, st, cut, dest); err != nil {
 			t.Fatal(err)
 		}
@@ -541,7 +545,65 @@ func TestDestinationNotesSecondCopiesByFile(t *testing.T) {
 	if err != nil || len(strays) != 1 || strays[0].Message != newer.ID {
 		t.Fatalf("notes of account a: %+v, %v; want the newer copy %v", strays, err, newer.ID)
 	}
-	if kept, ok, err := st.KeptCopyByToken(ctx, dest, p.d.Token); err != nil || !ok || kept != older.ID {
+	if kept, ok, err := st.KeptCopy(ctx, dest, p.uniqueID, p.d.Token); err != nil || !ok || kept != older.ID {
 		t.Errorf("kept copy of the token: %v, %v, %v; want the older copy %v", kept, ok, err, older.ID)
+	}
+}
+
+// recordedAs returns the message the catalogue records for p in dest: its
+// delivery's, or the copy kept for its file when its row was lost.
+func recordedAs(t *testing.T, st *store.Store, dest tg.ChatID, p part, rowLost bool) tg.MessageID {
+	t.Helper()
+	if rowLost {
+		m, _, err := st.KeptCopy(t.Context(), dest, p.uniqueID, p.d.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	d, _, err := st.DeliveryByToken(t.Context(), p.d.Token, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.DestMessageID
+}
+
+// A reconciliation that rebuilt a part's record from its newer copy and
+// finished before it reached the older one (a run of known copies ended
+// it): a later reconciliation that reaches the older copy moves the
+// record to it and deletes the newer, as a rebuilt record is a guess; a
+// record written after its send would keep its message.
+func TestDestinationLaterReconciliationMovesARebuiltRecord(t *testing.T) {
+	t.Parallel()
+	for i, rowLost := range []bool{false, true} {
+		st, w, src, dest, c := newReconcileWorld(t, tgsim.Config{Seed: 21 + int64(i)})
+		w.SetDeleteRights("a", dest, true)
+		p := newPart(t, st, w, src, dest, 0)
+		older := p.copyIn(w, dest)
+		for range 150 {
+			w.Post(dest, 0, tgsim.Post{Text: "a reader's comment"})
+		}
+		for k := 1; k <= 3; k++ {
+			known := newPart(t, st, w, src, dest, k)
+			known.sent(t, st, known.copyIn(w, dest))
+		}
+		newer := p.copyIn(w, dest)
+		if rowLost {
+			if _, err := st.Pool().Exec(t.Context(), `DELETE FROM deliveries WHERE package_id = $1`, p.pkg.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reconcileNow(t, st, c, dest, 2)
+		if got := inDestination(w, dest, older, newer); !got[0] || !got[1] || recordedAs(t, st, dest, p, rowLost) != newer.ID {
+			t.Fatalf("row lost %v: after the first reconciliation %v, recorded as %v; want both copies, recorded as the newer %v",
+				rowLost, got, recordedAs(t, st, dest, p, rowLost), newer.ID)
+		}
+		reconcileNow(t, st, c, dest, 0)
+		if got := inDestination(w, dest, older, newer); !got[0] || got[1] {
+			t.Errorf("row lost %v: older copy, newer copy after a later reconciliation: %v; want [true false]", rowLost, got)
+		}
+		if got := recordedAs(t, st, dest, p, rowLost); got != older.ID {
+			t.Errorf("row lost %v: recorded as %v after the later reconciliation, want the older copy %v", rowLost, got, older.ID)
+		}
 	}
 }

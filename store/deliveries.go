@@ -186,11 +186,18 @@ func markSentStatements(ctx context.Context, ds []Delivery, destMsgs []tg.Messag
 // account whose session reported the send (the one that sent it); empty
 // keeps the account the row names.
 func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string) (bool, error) {
+	return s.markSentByToken(ctx, token, dest, destMsg, account, false)
+}
+
+// markSentByToken is MarkSentByToken; recovered marks the record as
+// rebuilt from a copy a reconciliation found (recovered_at).
+func (s *Store) markSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string, recovered bool) (bool, error) {
 	fa, fe := fenceArgs(ctx)
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $3, sent_at = now(), error = '',
-			fence_account = $4, fence_epoch = $5, account = coalesce(nullif($6, ''), account)
+			fence_account = $4, fence_epoch = $5, account = coalesce(nullif($6, ''), account),
+			recovered_at = CASE WHEN $7 THEN now() END
 		WHERE token = $1 AND destination_chat_id = $2 AND state <> 'sent'`,
-		token, int64(dest), int64(destMsg), fa, fe, account)
+		token, int64(dest), int64(destMsg), fa, fe, account, recovered)
 	if err != nil {
 		return false, fmt.Errorf("record delivery of token %s to %d: %w", token, dest, fenced(ctx, err))
 	}

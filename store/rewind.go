@@ -308,9 +308,9 @@ type CopyRecord struct {
 	// ByFile: no delivery row carries the copy's token, and the part is
 	// recorded by its file (destination_copies, FoundCopy).
 	ByFile bool
-	// Rebuilt: the record naming Recorded was made since the destination's
-	// open reconciliation was asked for (by that reconciliation, or by an
-	// earlier run of it cut short), not kept through the rewind.
+	// Rebuilt: the record naming Recorded was rebuilt by a reconciliation
+	// (a delivery's recovered_at, or a copy kept by file), not written
+	// after its send.
 	Rebuilt bool
 }
 
@@ -324,9 +324,8 @@ func (s *Store) ClassifyCopy(ctx context.Context, c CopyFound) (CopyRecord, erro
 	var sentAs *int64
 	var state string
 	var rebuilt bool
-	err := s.pool.QueryRow(ctx, `SELECT d.state, d.dest_message_id, coalesce(d.sent_at >= r.requested_at, false)
-		FROM deliveries d LEFT JOIN reconciles r ON r.destination_chat_id = d.destination_chat_id AND r.finished_at IS NULL
-		WHERE d.token = $1 AND d.destination_chat_id = $2`, c.Token, int64(c.Destination)).Scan(&state, &sentAs, &rebuilt)
+	err := s.pool.QueryRow(ctx, `SELECT state, dest_message_id, recovered_at IS NOT NULL FROM deliveries
+		WHERE token = $1 AND destination_chat_id = $2`, c.Token, int64(c.Destination)).Scan(&state, &sentAs, &rebuilt)
 	switch {
 	case err == nil && state == string(DeliverySent) && sentAs != nil && *sentAs == int64(c.Message):
 		return CopyRecord{Outcome: CopyKnown, Recorded: c.Message, Rebuilt: rebuilt}, nil
@@ -341,23 +340,22 @@ func (s *Store) ClassifyCopy(ctx context.Context, c CopyFound) (CopyRecord, erro
 	}
 	var kept int64
 	var token string
-	err = s.pool.QueryRow(ctx, `SELECT c.dest_message_id, c.token, coalesce(c.found_at >= r.requested_at, false)
-		FROM destination_copies c LEFT JOIN reconciles r ON r.destination_chat_id = c.destination_chat_id AND r.finished_at IS NULL
-		WHERE c.destination_chat_id = $1 AND c.unique_id = $2`, int64(c.Destination), c.UniqueID).Scan(&kept, &token, &rebuilt)
+	err = s.pool.QueryRow(ctx, `SELECT dest_message_id, token FROM destination_copies
+		WHERE destination_chat_id = $1 AND unique_id = $2`, int64(c.Destination), c.UniqueID).Scan(&kept, &token)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return CopyRecord{Outcome: CopyKept, Recorded: c.Message, ByFile: true}, nil
 	case err != nil:
 		return CopyRecord{}, fmt.Errorf("look up the copy %d in %d: %w", c.Message, c.Destination, err)
 	case kept == int64(c.Message):
-		return CopyRecord{Outcome: CopyKnown, Recorded: c.Message, ByFile: true, Rebuilt: rebuilt}, nil
+		return CopyRecord{Outcome: CopyKnown, Recorded: c.Message, ByFile: true, Rebuilt: true}, nil
 	case token != c.Token:
 		// Another delivery of the same file: another package shares it
 		// (a set re-posted with one volume changed is a package of its
 		// own). The file keeps one copy; this one is not its second.
 		return CopyRecord{Outcome: CopyKnown, ByFile: true}, nil
 	}
-	return CopyRecord{Outcome: CopySecond, Recorded: tg.MessageID(kept), ByFile: true, Rebuilt: rebuilt}, nil
+	return CopyRecord{Outcome: CopySecond, Recorded: tg.MessageID(kept), ByFile: true, Rebuilt: true}, nil
 }
 
 // RecordCopy records a copy found in a destination. A delivery row with
@@ -373,7 +371,7 @@ func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (CopyRecord, error)
 	}
 	switch rec.Outcome {
 	case CopyMarked:
-		marked, err := s.MarkSentByToken(ctx, c.Token, c.Destination, c.Message, "")
+		marked, err := s.markSentByToken(ctx, c.Token, c.Destination, c.Message, "", true)
 		if err != nil {
 			return CopyRecord{}, err
 		}
@@ -393,12 +391,13 @@ func (s *Store) RecordCopy(ctx context.Context, c CopyFound) (CopyRecord, error)
 	return rec, nil
 }
 
-// KeptCopyByToken returns the copy kept in dest for a file (RecordCopy,
-// after its delivery's row was lost) whose caption carries token.
-func (s *Store) KeptCopyByToken(ctx context.Context, dest tg.ChatID, token string) (tg.MessageID, bool, error) {
+// KeptCopy returns the copy kept in dest for the file with uniqueID
+// (RecordCopy, after its delivery's row was lost), when its caption
+// carried token.
+func (s *Store) KeptCopy(ctx context.Context, dest tg.ChatID, uniqueID, token string) (tg.MessageID, bool, error) {
 	var msg int64
-	err := s.pool.QueryRow(ctx, `SELECT dest_message_id FROM destination_copies WHERE destination_chat_id = $1 AND token = $2
-		ORDER BY dest_message_id LIMIT 1`, int64(dest), token).Scan(&msg)
+	err := s.pool.QueryRow(ctx, `SELECT dest_message_id FROM destination_copies
+		WHERE destination_chat_id = $1 AND unique_id = $2 AND token = $3`, int64(dest), uniqueID, token).Scan(&msg)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}

@@ -93,11 +93,11 @@ func TestRecordCopies(t *testing.T) {
 	// Another copy of either part is a second copy, with the message
 	// recorded for the part; another package's copy of the same file (its
 	// own token) is not.
-	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1 + 1<<20, Token: "lost-token", UniqueID: "u1"}); err != nil || out.Outcome != store.CopySecond || out.Recorded != m1 || !out.ByFile {
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1 + 1<<20, Token: "lost-token", UniqueID: "u1"}); err != nil || out.Outcome != store.CopySecond || out.Recorded != m1 || !out.ByFile || !out.Rebuilt {
 		t.Fatalf("a second copy of a kept file: %+v, %v; want second by file, recorded as %v", out, err, m1)
 	}
-	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 2<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopySecond || out.Recorded != m0 || out.ByFile {
-		t.Fatalf("a second copy of a sent part: %+v, %v; want second by token, recorded as %v", out, err, m0)
+	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m0 + 2<<20, Token: d.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopySecond || out.Recorded != m0 || out.ByFile || !out.Rebuilt {
+		t.Fatalf("a second copy of a part recorded from a copy: %+v, %v; want second by token, recorded as %v, rebuilt", out, err, m0)
 	}
 	if out, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: m1 + 3<<20, Token: "other-package", UniqueID: "u1"}); err != nil || out.Outcome != store.CopyKnown || out.Recorded != 0 {
 		t.Fatalf("another package's copy of a kept file: %+v, %v; want known, no recorded message", out, err)
@@ -175,5 +175,23 @@ func TestRecordCopies(t *testing.T) {
 	}
 	if got, ok, err := st.FoundCopy(ctx, id, 1, dest); err != nil || !ok || got != older1 {
 		t.Errorf("found copy of part 1 after the older took its record: %v %v %v; want %v", got, ok, err, older1)
+	}
+	if kept, ok, err := st.KeptCopy(ctx, dest, "u1", "lost-token"); err != nil || !ok || kept != older1 {
+		t.Errorf("kept copy of u1 with its token: %v %v %v; want %v", kept, ok, err, older1)
+	}
+	if _, ok, err := st.KeptCopy(ctx, dest, "u1", "other-token"); err != nil || ok {
+		t.Errorf("kept copy of u1 with another token: %v, %v; want none", ok, err)
+	}
+
+	// A record written after its send is not rebuilt.
+	sent, _, err := st.EnsureIntent(ctx, id, dest-2, 0, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.MarkSent(ctx, sent, m0); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := st.ClassifyCopy(ctx, store.CopyFound{Destination: dest - 2, Message: m0 + 1<<20, Token: sent.Token, UniqueID: "u0"}); err != nil || out.Outcome != store.CopySecond || out.Rebuilt {
+		t.Errorf("a second copy of a part recorded after its send: %+v, %v; want second, not rebuilt", out, err)
 	}
 }
