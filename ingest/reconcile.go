@@ -233,9 +233,19 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	if found && d.State != store.DeliverySent {
 		return false, nil
 	}
+	// getMessage answers from the session's database, which misses the
+	// edits and deletions of a chat the session does not follow (the
+	// daemon follows its sources, not its destinations): opening the chat
+	// makes TDLib fetch its difference first.
+	if err := p.tg.OpenChat(ctx, st.Destination); err != nil {
+		return false, p.readFailed(ctx, st, note, err)
+	}
 	file, err := p.fileOf(ctx, st.Destination, st.Message)
-	if file == "" || err != nil {
-		return false, err // gone already, or no document: nothing to delete
+	if err != nil {
+		return false, p.readFailed(ctx, st, note, err)
+	}
+	if file == "" {
+		return false, nil // gone already, or no document: nothing to delete
 	}
 	keep := d.DestMessageID
 	if !found {
@@ -251,7 +261,7 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	}
 	switch kept, err := p.fileOf(ctx, st.Destination, keep); {
 	case err != nil:
-		return false, err
+		return false, p.readFailed(ctx, st, note, err)
 	case kept != file:
 		p.log.Warn("a copy noted as a second copy stays: the copy recorded for its part is gone from the destination, or carries another file",
 			"destination", st.Destination, "token", st.Token, "recorded", keep.ServerID(), "message", st.Message.ServerID())
@@ -262,6 +272,23 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 		return false, err // kept for the next try
 	}
 	return false, nil
+}
+
+// readFailed is what settleSend returns when a read of the destination
+// failed. With note set (a send this session reports: nothing else would
+// settle it) st is noted for the account's owner. Otherwise a failure that
+// will not pass (the account lost the destination) forgets the note, and
+// any other keeps it for the next settling.
+func (p *Pipeline) readFailed(ctx context.Context, st store.StraySend, note bool, err error) error {
+	switch {
+	case note:
+		p.noteStrays(ctx, st)
+	case tg.Classify(err) == tg.ClassPermanent:
+		p.log.Warn("a noted send cannot be settled: its destination cannot be read; the note is dropped",
+			"destination", st.Destination, "message", st.Message.ServerID(), "err", err)
+		return nil
+	}
+	return err
 }
 
 // fileOf returns the unique id of the file message id of chat carries:

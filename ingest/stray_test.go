@@ -279,3 +279,80 @@ func TestStrayWhoseRecordedCopyIsGoneStays(t *testing.T) {
 		}
 	}
 }
+
+// deliveredWithCopy catalogues and delivers one tar posted in account a's
+// source, then sends a second copy of it to the destination; it returns
+// the delivered copy, the second one and the posted message.
+func deliveredWithCopy(t *testing.T, e *env, p *ingest.Pipeline, c *tgsim.Client, name string) (first, second, posted tg.Message) {
+	t.Helper()
+	posted = e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name,
+		Data: archivetest.Tar([]archivetest.File{{Name: "f", Data: []byte(name)}})})
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	e.deliver()
+	first = e.documents()[0]
+	return first, e.sendCopy("a", posted, first.Caption), posted
+}
+
+// A reader's admin replaced the recorded copy's media in the destination,
+// which the session does not follow, so its database still holds the old
+// file: settling opens the chat before it reads, finds the recorded copy
+// carries another file, and leaves the noted copy, the one message left
+// with the part's file.
+func TestStrayWhoseRecordedCopyWasEditedStays(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	first, second, posted := deliveredWithCopy(t, e, p, c, "edited.tar")
+	if err := e.st.NoteStraySends(e.ctx, store.StraySend{Destination: e.dest, Message: second.ID, Token: ingest.TokenOf(first.Caption), Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	e.world.EditMessageMedia(e.dest, first.ID, tgsim.Post{FileName: "other.bin", Data: []byte("other")})
+	if n, err := p.SettleStrays(e.ctx); n != 1 || err != nil {
+		t.Fatalf("settled %d, %v; want the note settled", n, err)
+	}
+	carrying := 0
+	for _, m := range e.documents() {
+		if m.Document.File.UniqueID == posted.Document.File.UniqueID {
+			carrying++
+		}
+	}
+	if carrying != 1 {
+		t.Errorf("%d messages in the destination carry the part's file, want the noted copy", carrying)
+	}
+}
+
+// A second copy this session reports whose reads fail is noted for the
+// account's owner, as a failed deletion is: nothing else would settle it.
+// Settling, a read that fails for a reason that may pass keeps the note;
+// one that will not (the account lost the destination) drops it.
+func TestStrayReadFailures(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	_, second, _ := deliveredWithCopy(t, e, p, c, "reads.tar")
+	e.world.InjectError("a", tg.MethodGetMessage, &tg.Error{Code: 500, Message: "INTERNAL"}, 1)
+	if _, err := p.RecordSend(e.ctx, second); err == nil {
+		t.Fatal("RecordSend with its read failing: no error")
+	}
+	notes, err := e.st.StraySends(e.ctx, "a")
+	if err != nil || len(notes) != 1 || notes[0].Message != second.ID {
+		t.Fatalf("notes after the read failed: %+v, %v; want the second copy", notes, err)
+	}
+	e.world.InjectError("a", tg.MethodGetMessage, &tg.Error{Code: 500, Message: "INTERNAL"}, 1)
+	if n, err := p.SettleStrays(e.ctx); n != 0 || err == nil {
+		t.Fatalf("settled %d, %v with the read failing; want the failure, the note kept", n, err)
+	}
+	if notes, _ := e.st.StraySends(e.ctx, "a"); len(notes) != 1 {
+		t.Fatalf("%d notes after a read that may pass failed, want 1", len(notes))
+	}
+	e.world.InjectError("a", tg.MethodGetMessage, &tg.Error{Code: 403, Message: "CHANNEL_PRIVATE"}, 1)
+	if n, err := p.SettleStrays(e.ctx); n != 1 || err != nil {
+		t.Fatalf("settled %d, %v with the destination lost; want the note dropped", n, err)
+	}
+	if notes, _ := e.st.StraySends(e.ctx, "a"); len(notes) != 0 {
+		t.Fatalf("%d notes after the destination was lost, want none", len(notes))
+	}
+	if got := len(e.documents()); got != 2 {
+		t.Errorf("destination holds %d documents, want both copies (nothing deleted on a failed read)", got)
+	}
+}

@@ -413,16 +413,26 @@ func (s *Store) KeptCopy(ctx context.Context, dest tg.ChatID, uniqueID, token st
 // part's delivery, the one readers' links point at. It reports whether the
 // record named newer and now names c.
 func (s *Store) RecordOlderCopy(ctx context.Context, c CopyFound, byFile bool, newer tg.MessageID) (bool, error) {
-	if byFile {
-		tag, err := s.pool.Exec(ctx, `UPDATE destination_copies SET dest_message_id = $3
-			WHERE destination_chat_id = $1 AND unique_id = $2 AND dest_message_id = $4 AND token = $5`,
-			int64(c.Destination), c.UniqueID, int64(c.Message), int64(newer), c.Token)
-		if err != nil {
-			return false, fmt.Errorf("record the older copy %d in %d: %w", c.Message.ServerID(), c.Destination, err)
-		}
-		return tag.RowsAffected() == 1, nil
-	}
 	fa, fe := fenceArgs(ctx)
+	if byFile {
+		// A delivery the send path recorded from the kept copy (a fresh
+		// intent finding it, FoundCopy) moves with it.
+		var moved bool
+		err := s.pool.QueryRow(ctx, `WITH kept AS (
+				UPDATE destination_copies SET dest_message_id = $3
+				WHERE destination_chat_id = $1 AND unique_id = $2 AND dest_message_id = $4 AND token = $5
+				RETURNING 1),
+			recorded AS (
+				UPDATE deliveries SET dest_message_id = $3, fence_account = $6, fence_epoch = $7
+				WHERE destination_chat_id = $1 AND dest_message_id = $4 AND state = 'sent' AND EXISTS (SELECT FROM kept)
+				RETURNING 1)
+			SELECT EXISTS (SELECT FROM kept)`,
+			int64(c.Destination), c.UniqueID, int64(c.Message), int64(newer), c.Token, fa, fe).Scan(&moved)
+		if err != nil {
+			return false, fmt.Errorf("record the older copy %d in %d: %w", c.Message.ServerID(), c.Destination, fenced(ctx, err))
+		}
+		return moved, nil
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET dest_message_id = $3, fence_account = $5, fence_epoch = $6
 		WHERE token = $1 AND destination_chat_id = $2 AND state = 'sent' AND dest_message_id = $4`,
 		c.Token, int64(c.Destination), int64(c.Message), int64(newer), fa, fe)

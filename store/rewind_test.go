@@ -195,3 +195,44 @@ func TestRecordCopies(t *testing.T) {
 		t.Errorf("a second copy of a part recorded after its send: %+v, %v; want second, not rebuilt", out, err)
 	}
 }
+
+// A reconciliation kept the newer copy of a part whose row was lost; a
+// fresh intent then found it and recorded the delivery from it. A later
+// reconciliation that moves the kept copy to an older one moves that
+// delivery with it: its newer copy is about to be deleted.
+func TestRecordOlderCopyMovesADeliveryRecordedFromTheKeptCopy(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	const dest = tg.ChatID(-78)
+	hash := make([]byte, 32)
+	hash[0] = 7
+	pkg := store.Package{ContentHash: hash, Name: "p.zip", Format: "zip", TotalSize: 1, PartCount: 1,
+		Origin: tg.MessageKey{Chat: -1, Message: 1 << 20}}
+	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{{Index: 0, FileName: "p.zip", Size: 1, SHA256: hash, UniqueID: "pu", Source: pkg.Origin}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older, newer := tg.MessageIDFromServer(10), tg.MessageIDFromServer(500)
+	if rec, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: newer, Token: "lost", UniqueID: "pu"}); err != nil || rec.Outcome != store.CopyKept {
+		t.Fatalf("keep the newer copy: %+v, %v", rec, err)
+	}
+	ins, err := st.EnsureIntents(ctx, id, dest, []int{0}, "a")
+	if err != nil || ins[0].Copy != newer {
+		t.Fatalf("intents %+v, %v; want the kept copy found", ins, err)
+	}
+	if _, err := st.MarkSent(ctx, ins[0].Delivery, ins[0].Copy); err != nil {
+		t.Fatal(err)
+	}
+	c := store.CopyFound{Destination: dest, Message: older, Token: "lost", UniqueID: "pu"}
+	rec, err := st.ClassifyCopy(ctx, c)
+	if err != nil || rec.Outcome != store.CopySecond || !rec.Rebuilt || rec.Recorded != newer {
+		t.Fatalf("the older copy: %+v, %v; want a second copy of the kept, rebuilt", rec, err)
+	}
+	if ok, err := st.RecordOlderCopy(ctx, c, rec.ByFile, newer); err != nil || !ok {
+		t.Fatalf("record the older copy: %v, %v", ok, err)
+	}
+	if d, _, err := st.DeliveryByToken(ctx, ins[0].Token, dest); err != nil || d.DestMessageID != older {
+		t.Errorf("delivery recorded from the kept copy: %+v, %v; want moved to the older copy %v", d, err, older)
+	}
+}
