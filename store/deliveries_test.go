@@ -17,14 +17,7 @@ func TestDeliveryByToken(t *testing.T) {
 	t.Parallel()
 	st := open(t)
 	ctx := t.Context()
-	hash := make([]byte, 32)
-	hash[0] = 7
-	pkg := store.Package{ContentHash: hash, Name: "t.zip", Format: "zip", TotalSize: 1, PartCount: 1,
-		Origin: tg.MessageKey{Chat: -1, Message: 1 << 20}}
-	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{{Index: 0, FileName: "t.zip", Size: 1, SHA256: hash, UniqueID: "t1", Source: pkg.Origin}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := onePartPackage(t, st, "t1", 7, 1<<20)
 	d, _, err := st.EnsureIntent(ctx, id, -9, 0, "a")
 	if err != nil {
 		t.Fatal(err)

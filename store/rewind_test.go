@@ -205,14 +205,7 @@ func TestRecordOlderCopyMovesADeliveryRecordedFromTheKeptCopy(t *testing.T) {
 	st := open(t)
 	ctx := t.Context()
 	const dest = tg.ChatID(-78)
-	hash := make([]byte, 32)
-	hash[0] = 7
-	pkg := store.Package{ContentHash: hash, Name: "p.zip", Format: "zip", TotalSize: 1, PartCount: 1,
-		Origin: tg.MessageKey{Chat: -1, Message: 1 << 20}}
-	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{{Index: 0, FileName: "p.zip", Size: 1, SHA256: hash, UniqueID: "pu", Source: pkg.Origin}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := onePartPackage(t, st, "pu", 7, 1<<20)
 	older, newer := tg.MessageIDFromServer(10), tg.MessageIDFromServer(500)
 	if rec, err := st.RecordCopy(ctx, store.CopyFound{Destination: dest, Message: newer, Token: "lost", UniqueID: "pu"}); err != nil || rec.Outcome != store.CopyKept {
 		t.Fatalf("keep the newer copy: %+v, %v", rec, err)

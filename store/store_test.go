@@ -28,6 +28,23 @@ func openConfig(t *testing.T, cfg store.Config) *store.Store {
 	return st
 }
 
+// onePartPackage catalogues a one-part zip, originally posted as message
+// msg of chat -1, whose part is the file uniqueID; seed tells its content
+// hash apart.
+func onePartPackage(t *testing.T, st *store.Store, uniqueID string, seed byte, msg tg.MessageID) int64 {
+	t.Helper()
+	hash := make([]byte, 32)
+	hash[0] = seed
+	origin := tg.MessageKey{Chat: -1, Message: msg}
+	pkg := store.Package{ContentHash: hash, Name: uniqueID + ".zip", Format: "zip", TotalSize: 1, PartCount: 1, Origin: origin}
+	id, _, err := st.CreatePackage(t.Context(), pkg, []store.Part{{Index: 0, FileName: pkg.Name, Size: 1, SHA256: hash,
+		UniqueID: uniqueID, Source: origin}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 var policy = store.ScanPolicy{ColdAfter: 3, ColdDelay: time.Hour, RetryDelay: time.Minute, CircuitBase: 10 * time.Minute, MaxDelay: 6 * time.Hour}
 
 // Sources whose scans keep finding nothing turn cold and are scanned less

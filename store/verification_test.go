@@ -37,13 +37,7 @@ func TestNameFlagsAndVerification(t *testing.T) {
 		}
 	}
 
-	hash := make([]byte, 32)
-	hash[0] = 9
-	pkg := store.Package{ContentHash: hash, Name: "v.zip", Format: "zip", TotalSize: 1, PartCount: 1, Origin: tg.MessageKey{Chat: -5, Message: 1}}
-	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{{Index: 0, FileName: "v.zip", Size: 1, SHA256: hash, UniqueID: "v1", Source: pkg.Origin}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := onePartPackage(t, st, "v1", 9, 1)
 	v := store.Verification{Broken: "zip: truncated", NameLied: true, Suspicious: []string{"hidden end record"}}
 	if err := st.SetVerification(ctx, id, v); err != nil {
 		t.Fatal(err)
@@ -66,17 +60,7 @@ func TestPackageLinks(t *testing.T) {
 	t.Parallel()
 	st := open(t)
 	ctx := t.Context()
-	create := func(b byte) int64 {
-		hash := make([]byte, 32)
-		hash[0] = b
-		pkg := store.Package{ContentHash: hash, Name: "l.zip", Format: "zip", TotalSize: 1, PartCount: 1, Origin: tg.MessageKey{Chat: -6, Message: tg.MessageID(b)}}
-		id, _, err := st.CreatePackage(ctx, pkg, []store.Part{{Index: 0, FileName: "l.zip", Size: 1, SHA256: hash, UniqueID: string(rune('a' + b)), Source: pkg.Origin}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	first, second := create(1), create(2)
+	first, second := onePartPackage(t, st, "a", 1, 1), onePartPackage(t, st, "b", 2, 2)
 	sig := []byte("same files")
 	if err := st.SetContentSignature(ctx, first, sig); err != nil {
 		t.Fatal(err)
