@@ -134,7 +134,7 @@ func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded t
 // part delivered there as message keep, for everyone. A failure leaves the
 // delivery standing, the destination only holding the part more than once.
 // A retryable failure is tried once more. One that may pass (its lease
-// lost, a stop, a 500, a flood wait: mayPass) notes the copies, when note
+// lost, a stop, a 500, a flood wait: tg.MayPass) notes the copies, when note
 // is set, for the account's owner (SettleStrays), which deletes them in
 // turn; any other is logged. It returns the deletion's failure.
 func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.MessageID, copies []tg.MessageID, note bool) error {
@@ -147,25 +147,25 @@ func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.M
 		dups[i] = id.ServerID()
 	}
 	if err != nil {
-		if note && mayPass(err) {
+		if note && tg.MayPass(err) {
 			strays := make([]store.StraySend, len(copies))
 			for i, id := range copies {
 				strays[i] = p.stray(d, id)
 			}
 			p.log.Info("second copies of a delivered part not deleted", "destination", d.Destination,
-				"package", d.PackageID, "part", d.PartIndex, "message", keep.ServerID(), "copies", dups, "err", err)
+				"package", d.PackageID, "part", d.PartIndex, "token", d.Token, "message", keep.ServerID(), "copies", dups, "err", err)
 			p.noteStrays(ctx, strays...)
 			return err
 		}
 		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 			p.log.Error("delete second copies of a delivered part; the destination holds it more than once",
-				"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
+				"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex, "token", d.Token,
 				"message", keep.ServerID(), "copies", dups, "err", err)
 		}
 		return err
 	}
 	p.log.Warn("second copies of a delivered part deleted from the destination",
-		"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex,
+		"destination", d.Destination, "package", d.PackageID, "part", d.PartIndex, "token", d.Token,
 		"message", keep.ServerID(), "copies", dups)
 	p.m.deletedCopies(p.cfg.Account, len(copies))
 	return nil
@@ -268,7 +268,7 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 		return false, nil
 	}
 	err = p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, note)
-	if err != nil && !note && mayPass(err) {
+	if err != nil && !note && tg.MayPass(err) {
 		return false, err // kept for the next try
 	}
 	return false, nil
@@ -359,12 +359,4 @@ func (p *Pipeline) SettleStrays(ctx context.Context) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
-}
-
-// mayPass reports whether a request's failure may not meet the next try,
-// or another session: a retryable one (a 500, the lease gate, a stop) or a
-// flood wait.
-func mayPass(err error) bool {
-	c := tg.Classify(err)
-	return c == tg.ClassRetryable || c == tg.ClassFloodWait
 }

@@ -236,17 +236,19 @@ func (r *run) recordedBelow(oldest tg.MessageID) bool {
 func (r *run) deleteSeconds(ctx context.Context) {
 	for rec, dups := range r.seconds {
 		file, seen := r.seen[rec]
-		var del []tg.MessageID
+		var del, left []tg.MessageID
 		var notes []store.StraySend
 		for _, d := range dups {
-			if seen && r.seen[d.msg] == file {
-				del = append(del, d.msg)
-				notes = append(notes, store.StraySend{Destination: r.dest, Message: d.msg, Token: d.token, Account: r.cfg.Account})
+			if !seen || r.seen[d.msg] != file {
+				left = append(left, d.msg)
+				continue
 			}
+			del = append(del, d.msg)
+			notes = append(notes, store.StraySend{Destination: r.dest, Message: d.msg, Token: d.token, Account: r.cfg.Account})
 		}
-		if len(del) < len(dups) {
+		if len(left) > 0 {
 			r.log.Warn("second copies of a part whose recorded copy is gone from the destination, or carries another file, are left",
-				"destination", r.dest, "recorded", rec.ServerID(), "copies", serverIDs(dups, func(d second) tg.MessageID { return d.msg }))
+				"destination", r.dest, "recorded", rec.ServerID(), "copies", serverIDs(left))
 		}
 		if len(del) == 0 {
 			continue
@@ -255,7 +257,7 @@ func (r *run) deleteSeconds(ctx context.Context) {
 		if err != nil && tg.Classify(err) == tg.ClassRetryable && ctx.Err() == nil {
 			err = r.t.DeleteMessages(ctx, r.dest, del, true)
 		}
-		ids := serverIDs(del, func(id tg.MessageID) tg.MessageID { return id })
+		ids := serverIDs(del)
 		switch {
 		case err == nil:
 			r.res.Deleted += len(del)
@@ -263,7 +265,7 @@ func (r *run) deleteSeconds(ctx context.Context) {
 				"destination", r.dest, "recorded", rec.ServerID(), "copies", ids)
 		case ctx.Err() != nil:
 			return // the reconciliation runs again, and finds them again
-		case mayPass(err):
+		case tg.MayPass(err):
 			if nerr := r.st.NoteStraySends(ctx, notes...); nerr != nil {
 				err = errors.Join(err, nerr)
 			} else {
@@ -279,17 +281,11 @@ func (r *run) deleteSeconds(ctx context.Context) {
 	}
 }
 
-// mayPass reports whether a failure may pass for a later try.
-func mayPass(err error) bool {
-	c := tg.Classify(err)
-	return c == tg.ClassRetryable || c == tg.ClassFloodWait
-}
-
-// serverIDs returns the server message ids of xs, for the log.
-func serverIDs[T any](xs []T, id func(T) tg.MessageID) []int64 {
-	out := make([]int64, len(xs))
-	for i, x := range xs {
-		out[i] = id(x).ServerID()
+// serverIDs returns the server ids of ids, for the log.
+func serverIDs(ids []tg.MessageID) []int64 {
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = id.ServerID()
 	}
 	return out
 }

@@ -123,6 +123,14 @@ func Classify(err error) Class {
 	return ClassRetryable
 }
 
+// MayPass reports whether a request's failure may not meet a later try,
+// or another session: a retryable one (a 500, the lease gate, a stop) or a
+// flood wait.
+func MayPass(err error) bool {
+	c := Classify(err)
+	return c == ClassRetryable || c == ClassFloodWait
+}
+
 // FloodWait returns the wait a flood-wait error asks for, and whether err is one.
 func FloodWait(err error) (time.Duration, bool) {
 	var fw *FloodWaitError

@@ -3,6 +3,7 @@ package tg
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // NoWriteAccess knows TDLib's refusals of a document send for want of
@@ -26,6 +27,27 @@ func TestNoWriteAccess(t *testing.T) {
 	} {
 		if got := NoWriteAccess(c.err); got != c.want {
 			t.Errorf("NoWriteAccess(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// A failure may pass for a later try when it is retryable or a flood
+// wait; one Telegram says will not pass, or asks to be ignored, does not.
+func TestMayPass(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&Error{Code: 500, Message: "INTERNAL"}, true},
+		{&FloodWaitError{RetryAfter: 3 * time.Second}, true},
+		{ErrLeaseLost, true},
+		{&Error{Code: 400, Message: "Message can't be deleted"}, false},
+		{&Error{Code: 403, Message: "CHANNEL_PRIVATE"}, false},
+		{&Error{Code: 406, Message: "CHANNEL_TOO_LARGE"}, false},
+		{ErrMessageNotFound, false},
+	} {
+		if got := MayPass(tc.err); got != tc.want {
+			t.Errorf("MayPass(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
