@@ -33,7 +33,11 @@ import (
 // after it are sent again in the next batch of the same transaction. A
 // unit is told it succeeded only once COMMIT has; a COMMIT that fails
 // fails every unit it held, and their callers retry as after any failed
-// write.
+// write. A batch that pgx refuses before sending any of it (an argument
+// it cannot encode, a statement the server cannot prepare) is sent again
+// one unit a transaction, so that only the unit at fault fails. A Read
+// that fails, its Scan included, is its unit's failure alone: the server
+// ran the statement, and the batch goes on to its COMMIT.
 //
 // Flushing: up to GroupCommitFlushes batches are in flight at once, each
 // on its own connection (PostgreSQL then shares one WAL flush between
@@ -262,9 +266,24 @@ func (c *committer) flush(units []*unit) {
 	}
 	// A connection left inside a transaction (an error that broke off a
 	// batch) is closed by the pool on release, not reused.
-	defer conn.Release()
+	defer func() {
+		if conn != nil {
+			conn.Release()
+		}
+	}()
 	ok, err := runUnits(ctx, conn.Conn(), live)
 	c.failed.Add(int64(len(live) - len(ok))) // told their statement's error
+	var pre pgx.ErrPreprocessingBatch
+	if err != nil && len(ok) > 1 && errors.As(err, &pre) {
+		// Refused before any of it ran: one unit's argument or statement.
+		// Each unit alone, so that only that one fails.
+		conn.Release()
+		conn = nil
+		for _, u := range ok {
+			c.flush([]*unit{u})
+		}
+		return
+	}
 	if err != nil {
 		c.fail(ok, err)
 		return
@@ -370,7 +389,6 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, savepoi
 			}
 		}
 	}
-	readErrs := map[*unit]error{}
 	for i, u := range units {
 		if savepoints {
 			if err := exec(); err != nil { // SAVEPOINT
@@ -386,8 +404,8 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, savepoi
 				}
 				return i, err, nil
 			}
-			if rerr != nil && readErrs[u] == nil {
-				readErrs[u] = rerr
+			if rerr != nil && u.readErr == nil {
+				u.readErr = rerr
 			}
 		}
 		if savepoints {
@@ -398,9 +416,6 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, savepoi
 	}
 	if err := exec(); err != nil { // COMMIT
 		return -1, nil, err
-	}
-	for u, rerr := range readErrs {
-		u.readErr = rerr
 	}
 	return -1, nil, nil
 }
@@ -413,11 +428,31 @@ func readStatement(br pgx.BatchResults, st Statement) (rerr, err error) {
 		return nil, err
 	}
 	if st.Read != nil {
-		rerr = st.Read(rows)
+		rr := &readerRows{Rows: rows}
+		rerr = st.Read(rr)
+		if rerr == nil {
+			rerr = rr.err
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return rerr, nil
+}
+
+// readerRows are the rows a Read sees: a Scan that fails is the reader's
+// failure, not the statement's, and leaves the batch's results readable
+// (pgx's own Scan fails the whole batch, whose COMMIT the server runs).
+type readerRows struct {
+	pgx.Rows
+	err error
+}
+
+func (r *readerRows) Scan(dest ...any) error {
+	err := pgx.ScanRow(r.Conn().TypeMap(), r.FieldDescriptions(), r.RawValues(), dest...)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return err
 }

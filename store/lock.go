@@ -265,6 +265,9 @@ type LockAhead struct {
 	// stopped waiting for its unit may Take while the unit still runs.
 	mu             sync.Mutex
 	got, committed bool
+	// taken: Take has been called; a unit committing after it lets its
+	// lock go.
+	taken bool
 	// flushed is when the group commit that carried the attempt started,
 	// before its transaction began (the row's expiry is at the latest one
 	// TTL later).
@@ -291,7 +294,11 @@ func (a *LockAhead) Statements() []Statement {
 	try.Committed = func() {
 		a.mu.Lock()
 		a.committed = true
+		orphan := a.taken && a.got
 		a.mu.Unlock()
+		if orphan { // Take gave up on it while the unit was in flight
+			go deleteLockRow(context.Background(), a.s, a.name, a.owner)
+		}
 	}
 	try.Flushing = func(at time.Time) {
 		a.mu.Lock()
@@ -305,10 +312,12 @@ func (a *LockAhead) Statements() []Statement {
 // (its life counted from the group commit that took it), or nil: another
 // holder has it, or the unit that carried the attempt failed or never
 // ran. A unit whose fate is unknown (its commit cut off) may have taken
-// it: that row is deleted.
+// it: that row is deleted, and so is the row of a unit still in flight,
+// once it commits.
 func (a *LockAhead) Take() *Lock {
 	a.mu.Lock()
 	got, committed, flushed := a.got, a.committed, a.flushed
+	a.taken = true
 	a.mu.Unlock()
 	switch {
 	case got && committed:

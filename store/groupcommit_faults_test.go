@@ -1,0 +1,277 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/store"
+	"stashd/tg"
+)
+
+// A Read whose Scan fails (a client-side error, not a PgError) in one unit
+// of a batch is that reader's failure: the server runs the rest of the
+// pipelined batch, COMMIT included, so the other units are told their
+// commit and their Committed callbacks run.
+func TestGroupCommitScanFailureIsTheReadersAlone(t *testing.T) {
+	t.Parallel()
+	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
+	var committed [3]atomic.Bool
+	units := make([][]store.Statement, 3)
+	for i := range units {
+		st := insert(i)
+		st.Committed = func() { committed[i].Store(true) }
+		units[i] = []store.Statement{st}
+	}
+	// Unit 1's reader scans a NULL into an int: pgx's Scan fails, and
+	// rows.Err() then returns that scan error.
+	units[1][0].SQL += ` RETURNING NULL::int`
+	units[1][0].Read = func(rows pgx.Rows) error {
+		for rows.Next() {
+			var n int
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	errs := w.commitAll(units)
+	got := w.rows()
+	for i, err := range errs {
+		_, inDB := got[i]
+		t.Logf("unit %d: err=%v; row committed=%v; Committed callback ran=%v", i, err, inDB, committed[i].Load())
+		if i != 1 && err != nil && inDB {
+			t.Errorf("unit %d told failure (%v) although its row committed", i, err)
+		}
+		if inDB && !committed[i].Load() {
+			t.Errorf("unit %d committed but its Committed callback did not run", i)
+		}
+	}
+}
+
+// A unit whose Read fails (its statement succeeded) is told the reader's
+// error, also when a unit after it in the same batch fails and the rest
+// is sent again.
+func TestGroupCommitReadFailureSurvivesALaterFailure(t *testing.T) {
+	t.Parallel()
+	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL);
+		INSERT INTO gc VALUES (1000, 0)`)
+	readerErr := errors.New("reader failed")
+	a := insert(1)
+	a.Read = func(rows pgx.Rows) error { return readerErr }
+	units := [][]store.Statement{{a}, {insert(1000)}, {insert(3)}}
+	errs := w.commitAll(units)
+	t.Logf("errs: %v", errs)
+	if !errors.Is(errs[0], readerErr) {
+		t.Errorf("unit 0 (its Read failed) told %v, want the reader's error", errs[0])
+	}
+	// And with no failing neighbour.
+	errs = w.commitAll([][]store.Statement{{func() store.Statement { s := insert(4); s.Read = a.Read; return s }()}, {insert(5)}})
+	if !errors.Is(errs[0], readerErr) || errs[1] != nil {
+		t.Errorf("alone: told %v, %v; want the reader's error, nil", errs[0], errs[1])
+	}
+}
+
+// A unit one of whose arguments cannot be encoded (refused before the
+// batch is sent) fails alone: the units beside it commit.
+func TestGroupCommitUnencodableArgumentFailsItsUnitAlone(t *testing.T) {
+	t.Parallel()
+	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
+	bad := store.Statement{SQL: `INSERT INTO gc (k, tx) VALUES ($1, txid_current())`, Args: []any{make(chan int)}}
+	errs := w.commitAll([][]store.Statement{{insert(1)}, {bad}, {insert(3)}})
+	for i, err := range errs {
+		t.Logf("unit %d: %v", i, err)
+	}
+	if errs[0] != nil || errs[2] != nil {
+		t.Errorf("units 0 and 2 failed because of unit 1's argument: %v, %v", errs[0], errs[2])
+	}
+	if got := w.rows(); len(got) != 2 {
+		t.Errorf("rows %v, want keys 1 and 3", got)
+	}
+}
+
+// A unit whose SQL the server refuses at prepare time (an undefined
+// column, raised while pgx prepares the batch's new statements, before
+// BEGIN) fails alone: the units beside it commit.
+func TestGroupCommitUnpreparableStatementFailsItsUnitAlone(t *testing.T) {
+	t.Parallel()
+	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
+	bad := store.Statement{SQL: `UPDATE gc SET nope = 1 WHERE k = $1`, Args: []any{1}}
+	errs := w.commitAll([][]store.Statement{{insert(1)}, {bad}, {insert(3)}})
+	for i, err := range errs {
+		t.Logf("unit %d: %v", i, err)
+	}
+	if errs[0] != nil || errs[2] != nil {
+		t.Errorf("units 0 and 2 failed because of unit 1's statement: %v, %v", errs[0], errs[2])
+	}
+	if got := w.rows(); len(got) != 2 {
+		t.Errorf("rows %v, want keys 1 and 3", got)
+	}
+}
+
+// The same through the store's API: MarkSentAll of a delivery that has
+// no row is told its reader's error (no rows), alone and when a unit after
+// it in the same batch fails; it never reports message 0 as recorded.
+func TestGroupCommitMarkSentOfAMissingRowFailsBesideAFailure(t *testing.T) {
+	t.Parallel()
+	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL);
+		INSERT INTO gc VALUES (1000, 0)`)
+	ctx := t.Context()
+	missing := store.Delivery{PackageID: 424242, Destination: -100, PartIndex: 0, Account: "a"}
+
+	// Alone: told the reader's error.
+	_, alone := w.st.MarkSentAll(ctx, []store.Delivery{missing}, []tg.MessageID{77})
+	t.Logf("alone: %v", alone)
+
+	release := w.hold(1)
+	type res struct {
+		recorded []tg.MessageID
+		err      error
+	}
+	marked := make(chan res, 1)
+	go func() {
+		r, err := w.st.MarkSentAll(context.Background(), []store.Delivery{missing}, []tg.MessageID{77})
+		marked <- res{r, err}
+	}()
+	w.waitQueued(1)
+	failing := make(chan error, 1)
+	go func() { failing <- w.st.Commit(context.Background(), insert(1000)) }()
+	w.waitQueued(2)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-marked
+	t.Logf("with a failing unit after it: recorded %v, err %v; the failing unit: %v", r.recorded, r.err, <-failing)
+	if alone == nil {
+		t.Errorf("MarkSentAll of a delivery with no row, alone, told success")
+	}
+	if r.err == nil {
+		t.Errorf("MarkSentAll of a delivery with no row told success, recorded %v (alone it is told %v)", r.recorded, alone)
+	}
+}
+
+// LockAhead.Take called by a caller that stopped waiting while the unit
+// carrying the attempt is still in flight returns nil; when the unit then
+// commits, the lock's row is let go, not left held by nobody until it
+// expires.
+func TestLockAheadTakenInFlightLetsItsLockGo(t *testing.T) {
+	t.Parallel()
+	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
+	ctx := t.Context()
+	conn, err := w.st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(2)`); err != nil {
+		t.Fatal(err)
+	}
+	a := w.st.LockAhead("d:probe")
+	release := w.hold(1)
+	flightCtx, cancel := context.WithCancel(ctx)
+	flight := make(chan error, 1)
+	go func() {
+		flight <- w.st.Commit(flightCtx, append([]store.Statement{{SQL: `SELECT pg_advisory_xact_lock(2)`}}, a.Statements()...)...)
+	}()
+	w.waitQueued(1)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitLockWaiter(2) // in flight
+	cancel()
+	t.Logf("caller's Commit: %v", <-flight)
+	l := a.Take()
+	t.Logf("Take while the unit is in flight: %v", l)
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(2)`); err != nil {
+		t.Fatal(err)
+	}
+	// Let the batch commit (a unit behind it commits after it).
+	if err := w.st.Commit(ctx, insert(1)); err != nil {
+		t.Fatal(err)
+	}
+	var owner string
+	for range 20 { // a fix may let it go a moment after the commit
+		err = w.st.Pool().QueryRow(ctx, `SELECT owner FROM package_locks WHERE name = 'd:probe'`).Scan(&owner)
+		if err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("lock row after the unit committed: owner %q, err %v", owner, err)
+	if l == nil && err == nil {
+		t.Errorf("lock d:probe is held in the database by %s, which no Lock holds or renews: orphaned until it expires", owner)
+	}
+}
+
+// A failed Scan beside the store's own units: a lock's release
+// (UnlockWith) and a delivery's intents (EnsureIntents) in the same batch
+// commit and are told so: the release is not reported failed while its
+// row is gone, and the intents' caller does not retry into intents that
+// are no longer fresh (which would search the destination before a send).
+func TestGroupCommitScanFailureLeavesOthersToldTheirCommit(t *testing.T) {
+	t.Parallel()
+	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
+	ctx := t.Context()
+	pkg := onePartPackage(t, w.st, "u1", 1, 1)
+	l, err := w.st.Lock(ctx, "d:probe1b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := w.hold(1)
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- l.UnlockWith(context.Background(), insert(1)) }()
+	w.waitQueued(1)
+	intents := make(chan error, 1)
+	go func() {
+		_, err := w.st.EnsureIntents(context.Background(), pkg, -100, []int{0}, "a")
+		intents <- err
+	}()
+	w.waitQueued(2)
+	bad := insert(2)
+	bad.SQL += ` RETURNING NULL::int`
+	bad.Read = func(rows pgx.Rows) error {
+		for rows.Next() {
+			var n int
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	badErr := make(chan error, 1)
+	go func() { badErr <- w.st.Commit(context.Background(), bad) }()
+	w.waitQueued(3)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	uerr, ierr := <-unlocked, <-intents
+	t.Logf("UnlockWith: %v", uerr)
+	t.Logf("EnsureIntents: %v", ierr)
+	t.Logf("the unit whose Read failed to scan: %v", <-badErr)
+	var n int
+	if err := w.st.Pool().QueryRow(ctx, `SELECT count(*) FROM package_locks WHERE name = 'd:probe1b'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	lost := false
+	select {
+	case <-l.Lost():
+		lost = true
+	default:
+	}
+	t.Logf("lock rows left: %d; Lock lost: %v; gc rows: %v", n, lost, w.rows())
+	if uerr != nil && n == 0 {
+		t.Errorf("UnlockWith told %v, yet the lock's row was deleted and committed", uerr)
+	}
+	again, err := w.st.EnsureIntents(ctx, pkg, -100, []int{0}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("EnsureIntents again: fresh=%v token=%s", again[0].Fresh, again[0].Token)
+	if ierr != nil && !again[0].Fresh {
+		t.Errorf("EnsureIntents told %v although its intent committed; the retry finds it not fresh", ierr)
+	}
+}
