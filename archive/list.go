@@ -157,6 +157,11 @@ var (
 	// ErrEmpty means the file has no bytes: never an archive, whatever
 	// its name. It is an ErrMalformed too.
 	ErrEmpty = fmt.Errorf("%w: empty file", ErrMalformed)
+	// ErrNotOneArchive means the parts given are not the volumes of one
+	// archive: the archive ends before the last part, or starts after the
+	// first, and the parts beyond it hold something else (another archive
+	// named as a volume of this one). It is an ErrMalformed too.
+	ErrNotOneArchive = fmt.Errorf("%w: parts of more than one archive", ErrMalformed)
 )
 
 // ListError is the error List returns. Its text is short and fit to be
@@ -185,6 +190,11 @@ func malformed(f Format, format string, args ...any) *ListError {
 // cutShort is malformed for an archive that stops before its end.
 func cutShort(f Format, format string, args ...any) *ListError {
 	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrCutShort}
+}
+
+// notOneArchive is malformed for parts that are not one archive's.
+func notOneArchive(f Format, format string, args ...any) *ListError {
+	return &ListError{Format: f, Reason: fmt.Sprintf(format, args...), Err: ErrNotOneArchive}
 }
 
 // volumeMissing is malformed for a set that lacks a volume.
@@ -463,6 +473,17 @@ func (p *partSet) Size() int64 { return p.starts[len(p.readers)] }
 
 // Start is the offset of part i in the concatenation.
 func (p *partSet) Start(i int) int64 { return p.starts[i] }
+
+// PartAt is the index of the part that holds offset off of the
+// concatenation (the last part for an offset at or past the end).
+func (p *partSet) PartAt(off int64) int {
+	for i := 1; i < len(p.readers); i++ {
+		if off < p.starts[i] {
+			return i - 1
+		}
+	}
+	return len(p.readers) - 1
+}
 
 // Part returns part i as its own reader and its size.
 func (p *partSet) Part(i int) (io.ReaderAt, int64) { return p.readers[i], p.starts[i+1] - p.starts[i] }

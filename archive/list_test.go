@@ -108,6 +108,55 @@ func TestListMultipart(t *testing.T) {
 	}
 }
 
+// Parts named as one set that hold two archives are refused, whatever
+// the format: a listing that stopped at the first archive's end, or took
+// a whole first part for a self-extractor's stub, would catalogue one
+// archive's files under both, and its content signature would make the
+// set a repack of the archive it lists. A set whose last part holds only
+// the archive's tail (a tar's zero padding, a 7z's last header bytes) is
+// one archive.
+func TestListRefusesPartsHoldingNoneOfTheArchive(t *testing.T) {
+	t.Parallel()
+	one := []archivetest.File{{Name: "first/one.bin", Data: bytes.Repeat([]byte("1"), 3000)}}
+	two := []archivetest.File{{Name: "second/two.bin", Data: bytes.Repeat([]byte("2"), 4000)}}
+	split := archivetest.ZipSplit([]archivetest.File{{Name: "split/member.bin", Data: bytes.Repeat([]byte("s"), 4000)}}, 2)
+	for _, tc := range []struct {
+		name   string
+		format Format
+		parts  [][]byte
+	}{
+		{"zip split volume and a whole zip", FormatZip, [][]byte{split[0], archivetest.Zip(two)}},
+		{"zip and zip", FormatZip, [][]byte{archivetest.Zip(one), archivetest.Zip(two)}},
+		{"7z and 7z", Format7z, [][]byte{archivetest.SevenZip(one), archivetest.SevenZip(two)}},
+		{"tar and tar", FormatTar, [][]byte{archivetest.Tar(one), archivetest.Tar(two)}},
+		{"tar.gz and tar.gz", FormatTarGz, [][]byte{archivetest.TarGz(one), archivetest.TarGz(two)}},
+		{"tar and a tar.gz", FormatTar, [][]byte{archivetest.Tar(one), archivetest.TarGz(two)}},
+		{"rar and rar", FormatRar, [][]byte{archivetest.Rar(one), archivetest.Rar(two)}},
+	} {
+		l, err := List(context.Background(), tc.format, writeVolumes(t, tc.parts...), Limits{})
+		if !errors.Is(err, ErrNotOneArchive) || !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: listed %d entries, err %v; want the parts refused as holding none of the archive", tc.name, len(l.Entries), err)
+		}
+	}
+	tarData := archivetest.Tar(one)
+	end := bytes.LastIndexFunc(tarData, func(r rune) bool { return r != 0 }) + 1 // the padding after the end blocks' start
+	sz := archivetest.SevenZip(one)
+	for _, tc := range []struct {
+		name   string
+		format Format
+		parts  [][]byte
+	}{
+		{"tar whose last part is zero padding", FormatTar, [][]byte{tarData[:end+512], tarData[end+512:]}},
+		{"7z whose last part is its header's last byte", Format7z, [][]byte{sz[:len(sz)-1], sz[len(sz)-1:]}},
+		{"zip whose last part is its end record's last byte", FormatZip, func() [][]byte { z := archivetest.Zip(one); return [][]byte{z[:len(z)-1], z[len(z)-1:]} }()},
+	} {
+		l, err := List(context.Background(), tc.format, writeVolumes(t, tc.parts...), Limits{})
+		if err != nil || len(l.Entries) != 1 {
+			t.Errorf("%s: listed %d entries, err %v; want the one archive", tc.name, len(l.Entries), err)
+		}
+	}
+}
+
 func TestListMissingParts(t *testing.T) {
 	t.Parallel()
 	files := sampleFiles()

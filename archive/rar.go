@@ -103,7 +103,7 @@ func listRar(w *walk, src *partSet) error {
 			return err
 		}
 		if !more && i < src.Len()-1 {
-			return malformed(w.format, "volume %d is the last of its archive, but %d parts were given", i+1, src.Len())
+			return notOneArchive(w.format, "volume %d is the last of its archive, but %d parts were given", i+1, src.Len())
 		}
 	}
 	if more {

@@ -86,6 +86,12 @@ func list7z(w *walk, src *partSet) error {
 	if nextOff > avail || nextSize > avail-nextOff {
 		return volumeMissing(w.format, "header beyond end of file: truncated archive or missing volumes")
 	}
+	// The header ends the archive: in a set, it lies in the last part, or
+	// the parts after it hold none of the archive (two archives named as
+	// the volumes of one).
+	if end := sz7SignatureLen + int64(nextOff+nextSize); src.Len() > 1 && end <= src.Start(src.Len()-1) {
+		return notOneArchive(w.format, "the archive ends in part %d of %d: the parts after it hold none of it", src.PartAt(end-1)+1, src.Len())
+	}
 	hdr := make([]byte, nextSize)
 	if _, err := src.ReadAt(hdr, sz7SignatureLen+int64(nextOff)); err != nil {
 		return w.readErr("header", err)

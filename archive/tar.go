@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -96,7 +97,7 @@ func listTar(w *walk, src *partSet) error {
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return w.tarTail(r)
+			return w.tarTail(r, src.Len())
 		}
 		if err != nil {
 			return w.tarErr(err, len(w.listing.Entries))
@@ -127,13 +128,30 @@ func listTar(w *walk, src *partSet) error {
 // compressed stream, so that the compressor's own check (gzip's CRC-32 and
 // size, xz's and zstd's checksums, bzip2's block and stream CRCs, lz4's
 // content checksum) is verified: the archive is checked to its end. Only
-// padding is left there, within the time bound like the rest.
-func (w *walk) tarTail(r io.Reader) error {
-	if w.format == FormatTar {
+// padding is left there, within the time bound like the rest. In a set of
+// parts (plain tars too) that padding must be zeros: anything else is
+// another archive (the next stream of a compressor that reads
+// concatenated streams as one) in a part named as a volume of this one.
+func (w *walk) tarTail(r io.Reader, parts int) error {
+	if w.format == FormatTar && parts == 1 {
 		return nil
 	}
-	if _, err := io.Copy(io.Discard, r); err != nil {
-		return w.tarErr(err, len(w.listing.Entries))
+	clean := true
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if clean && parts > 1 {
+			clean = !slices.ContainsFunc(buf[:n], func(b byte) bool { return b != 0 })
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return w.tarErr(err, len(w.listing.Entries))
+		}
+	}
+	if !clean {
+		return notOneArchive(w.format, "data after the archive's end: a part holds none of it")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"stashd/archive"
@@ -179,6 +180,9 @@ func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, part
 	if err != nil {
 		return err
 	}
+	// Only a part of this set counts: the other sets pending under the
+	// key (schemeGroups) are swept on their own.
+	late = slices.DeleteFunc(late, func(pt store.SourceMessage) bool { return !sameSetGroup(parts[0], pt) })
 	if len(late) > 0 {
 		if _, err := p.store.ReviveSet(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
 			return err
@@ -388,6 +392,58 @@ const albumFormat archive.Format = "album"
 func displaySet(key string) string {
 	_, name, _ := strings.Cut(key, ":")
 	return name
+}
+
+// schemeGroups splits the parts pending under one set key (in message id
+// order) into the sets they can make, each in message id order. A plain
+// x.zip or x.rar shares its key with the x.z01… or x.r00… set it may
+// close or open, and with x.zip.001… and x.part1.rar…, whose sets never
+// take it in (holdsPlain): those two schemes are sets of their own, and
+// the plain name goes with the others. An album is one set.
+func schemeGroups(setKey string, parts []store.SourceMessage) [][]store.SourceMessage {
+	if strings.HasPrefix(setKey, "album:") {
+		return [][]store.SourceMessage{parts}
+	}
+	var groups [][]store.SourceMessage
+	for _, pt := range parts {
+		i := slices.IndexFunc(groups, func(g []store.SourceMessage) bool { return sameSetGroup(g[0], pt) })
+		if i < 0 {
+			groups = append(groups, nil)
+			i = len(groups) - 1
+		}
+		groups[i] = append(groups[i], pt)
+	}
+	return groups
+}
+
+// sameSetGroup reports whether parts a and b, pending under one set key,
+// may belong to one set (schemeGroups).
+func sameSetGroup(a, b store.SourceMessage) bool {
+	return setGroup(archive.ParseName(a.FileName)) == setGroup(archive.ParseName(b.FileName))
+}
+
+// setGroup is the naming scheme of the sets n may belong to, as far as
+// they share their names: x.zip.001… and x.part1.rar… are their own, and
+// x.z01… and x.r00… are those of a plain x.zip or x.rar ("").
+func setGroup(n archive.Name) archive.Scheme {
+	switch n.Scheme {
+	case archive.SchemeNumbered, archive.SchemeRarPart:
+		return n.Scheme
+	}
+	return ""
+}
+
+// sweptGroup is the set a sweep takes of the parts pending under setKey
+// (schemeGroups): the first complete one, else the one holding the
+// oldest part. The others wait for the next sweeps.
+func sweptGroup(setKey string, parts []store.SourceMessage) []store.SourceMessage {
+	groups := schemeGroups(setKey, parts)
+	for _, g := range groups {
+		if _, _, _, missing := orderSet(setKey, g); missing == "" {
+			return g
+		}
+	}
+	return groups[0]
 }
 
 // orderSet puts the parts of a set in order and says what is missing ("" when

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,6 +20,72 @@ import (
 // as duplicates when their bytes are a chosen copy's.
 
 // rejectedPart is a copy of a part left out of its set, and why.
+// deleteFuncErr is slices.DeleteFunc for a test that may fail: it stops
+// at the first failure.
+func deleteFuncErr[T any](s []T, del func(T) (bool, error)) ([]T, error) {
+	kept := s[:0]
+	for i, v := range s {
+		d, err := del(v)
+		if err != nil {
+			return append(kept, s[i:]...), err
+		}
+		if !d {
+			kept = append(kept, v)
+		}
+	}
+	return kept, nil
+}
+
+// takenAlone handles pt, a message recorded as a part of a set, as a lone
+// archive, as fetchAlone handles a plain x.zip: its bytes, if they are a
+// whole archive, are catalogued on their own (or found to be a package's)
+// and it reports true; bytes not known to be whole write nothing, and pt
+// stays a part. A document replaced since it was recorded stays a part
+// too: the sweeps take the edit.
+func (p *Pipeline) takenAlone(ctx context.Context, pt store.SourceMessage) (bool, error) {
+	m, err := p.message(ctx, pt.Key)
+	if err != nil {
+		return false, err
+	}
+	if pt.UniqueID != "" && m.Document.File.UniqueID != pt.UniqueID {
+		return false, nil
+	}
+	_, err = p.fetchAlone(ctx, m, classify(m), &store.Found{}, nil)
+	switch {
+	case errors.Is(err, errMayBeVolume):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// splitSet takes one by one the parts of a set whose listing found they
+// are not one archive's (BrokenArchiveError.Several): two archives posted
+// under the names of one set's volumes, or a whole x.rar or x.zip beside
+// another set's stray volume. Each whose bytes are a whole archive is
+// catalogued on its own (takenAlone); the others stay parts, and the
+// sweeps take them as the set they then are (a volume without the rest
+// is an incomplete set). When none is whole, the set fails with cause.
+func (p *Pipeline) splitSet(ctx context.Context, ordered []store.SourceMessage, cause error) error {
+	whole := 0
+	for _, pt := range ordered {
+		alone, err := p.takenAlone(ctx, pt)
+		if err != nil {
+			return err
+		}
+		if alone {
+			whole++
+		}
+	}
+	if whole == 0 {
+		return cause
+	}
+	p.log.Info("set split: its parts are not one archive", "set", displaySet(classify(partStub(ordered[0])).setKey),
+		"parts", len(ordered), "whole_archives", whole, "reason", cause)
+	return nil
+}
+
 type rejectedPart struct {
 	part   store.SourceMessage
 	reason string
@@ -100,8 +167,12 @@ func (p *Pipeline) messages(ctx context.Context, parts []store.SourceMessage) ([
 // as rejected copies of its package, with the reason, and their messages
 // as duplicates of it: they are never delivered.
 func (p *Pipeline) settleRejectedParts(ctx context.Context, ordered []store.SourceMessage, rejected []rejectedPart) error {
-	if len(rejected) == 0 {
-		return nil
+	// A copy whose bytes are a whole archive is no copy: an archive of
+	// its own posted under a part's name.
+	var err error
+	rejected, err = deleteFuncErr(rejected, func(r rejectedPart) (bool, error) { return p.takenAlone(ctx, r.part) })
+	if err != nil || len(rejected) == 0 {
+		return err
 	}
 	pkg, err := p.setPackage(ctx, ordered)
 	if err != nil {

@@ -290,15 +290,21 @@ func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.M
 
 // albumGroups splits an album's parts into the archives to list: the parts
 // of one multipart set together in set order (an x.zip or x.rar whose name
-// is the set's joins it as archive.OrderParts says), every other archive
-// alone. It returns indices into parts.
+// is the final or first part of an x.z01… or x.r00… set joins it as
+// archive.OrderParts says; x.zip.001… and x.part1.rar… never take it in),
+// every other archive alone. It returns indices into parts.
 func albumGroups(parts []tg.Message) [][]int {
+	type setName struct {
+		set    string
+		scheme archive.Scheme // setGroup
+	}
 	names := make([]archive.Name, len(parts))
-	sets := map[string][]int{}
+	sets := map[setName][]int{}
 	for i, m := range parts {
 		names[i] = archive.ParseName(m.Document.FileName)
-		if names[i].IsMultipart() {
-			sets[names[i].Set] = append(sets[names[i].Set], i)
+		if n := names[i]; n.IsMultipart() {
+			k := setName{n.Set, setGroup(n)}
+			sets[k] = append(sets[k], i)
 		}
 	}
 	var groups [][]int
@@ -307,21 +313,21 @@ func albumGroups(parts []tg.Message) [][]int {
 		if done[i] {
 			continue
 		}
-		set := n.Set
-		if set == "" && sets[n.Base] != nil {
-			set = n.Base // the final x.zip or first x.rar of a set in the album
+		set := setName{n.Set, setGroup(n)}
+		if n.Set == "" {
+			set.set = n.Base // the final x.zip or first x.rar of a set in the album
 		}
 		members := sets[set]
-		if set == "" || members == nil {
+		if set.set == "" || members == nil {
 			groups = append(groups, []int{i})
 			done[i] = true
 			continue
 		}
 		if n.Set == "" {
 			members = append(members, i)
-		} else {
+		} else if set.scheme == "" {
 			for j, m := range names {
-				if m.Set == "" && m.Base == set && !done[j] {
+				if m.Set == "" && m.Base == set.set && !done[j] {
 					members = append(members, j)
 				}
 			}

@@ -160,6 +160,7 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 		if len(parts) == 0 {
 			continue
 		}
+		parts = sweptGroup(set.SetKey, parts)
 		ordered, dups, contested, missing := orderSet(set.SetKey, parts)
 		last := parts[len(parts)-1].Key.Message.ServerID()
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
@@ -245,6 +246,10 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 	}
 	if cerr == nil {
 		cerr = p.completeSet(ctx, set, ordered)
+		var broken *BrokenArchiveError
+		if errors.As(cerr, &broken) && broken.Several {
+			cerr = p.splitSet(ctx, ordered, cerr)
+		}
 	}
 	if cerr == nil {
 		cerr = p.settleDuplicateParts(ctx, ordered, dups)

@@ -69,6 +69,9 @@ const BrokenReason = "broken archive"
 type BrokenArchiveError struct {
 	// Reason is the listing error.
 	Reason string
+	// Several says the listing found the parts are not one archive's
+	// (archive.ErrNotOneArchive): some may be whole archives on their own.
+	Several bool
 }
 
 func (e *BrokenArchiveError) Error() string { return fmt.Sprintf("%s: %s", BrokenReason, e.Reason) }
@@ -83,5 +86,5 @@ func (p *Pipeline) brokenArchive(listErr error) error {
 	if !p.cfg.DeadLetterBroken || listErr == nil || !errors.Is(listErr, archive.ErrMalformed) {
 		return nil
 	}
-	return &BrokenArchiveError{Reason: listErr.Error()}
+	return &BrokenArchiveError{Reason: listErr.Error(), Several: errors.Is(listErr, archive.ErrNotOneArchive)}
 }
