@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,35 @@ func TestVanishedSendFailsTheAttempt(t *testing.T) {
 	}
 	if why := queued[0].LastError; !strings.Contains(why, tg.ErrSendVanished.Error()) || !strings.Contains(why, "deleted") {
 		t.Errorf("error %q does not say the send was deleted", why)
+	}
+}
+
+// A destination held (a reconciliation pending) does not keep the
+// deliveries queued behind it to other destinations from going out, even
+// when a whole batch of its own comes first.
+func TestHeldDestinationDoesNotHoldOthersBehindIt(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 41}, "a")
+	d2 := e.world.AddChat(tg.KindChannel, "mirror two", "a")
+	// Two packages queued to the held destination first, then one to d2.
+	p1, c1, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Destinations = []tg.ChatID{e.dest} }, nil)
+	for _, name := range []string{"h1", "h2"} {
+		posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name + ".7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "h", Data: []byte(name)}})})
+		mustHandle(t, p1, e.view(c1, posted), store.OutcomePackage)
+	}
+	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Destinations = []tg.ChatID{d2} }, nil)
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "other.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "o", Data: []byte("other")}})})
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomePackage)
+
+	p, _, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Destinations = []tg.ChatID{e.dest, d2} }, nil)
+	hold := func(_ context.Context, dest tg.ChatID, _ bool) (bool, error) { return dest == e.dest, nil }
+	d := ingest.NewDeliverer(ingest.DeliveryConfig{Hold: hold, Batch: 2}, p, e.st, nil)
+	for range 3 { // three looks of the stage
+		if _, err := d.RunOnce(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(e.world.Messages(d2)); n != 1 {
+		t.Fatalf("destination two holds %d messages after three runs; want its delivery sent (only the first destination is held)", n)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 
 // DeliveryStore is what the delivery stage reads and writes.
 type DeliveryStore interface {
-	DueWaiting(ctx context.Context, account string, now time.Time, limit int) ([]store.Waiting, error)
+	DueWaiting(ctx context.Context, account string, now time.Time, limit int, except ...tg.ChatID) ([]store.Waiting, error)
 	QueuedByRoute(ctx context.Context, account string) ([]store.RouteBacklog, error)
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
 	HoldDestination(ctx context.Context, account string, dest tg.ChatID, at time.Time, cause string) (int, error)
@@ -185,15 +187,17 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 	var res DeliveryResult
 	routes := ws.p.cfg.Routes.Routes()
 	// Destinations found held in this run: their other deliveries wait
-	// without taking their locks.
+	// without taking their locks, and the next batches are read past them
+	// (a full batch of them would hide the deliveries behind it).
 	held := map[tg.ChatID]bool{}
 	defer ws.claimAhead("") // a lock taken ahead for a delivery not run
 	for {
 		ws.observe(routes) // windows that opened since the last look
-		due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch)
+		due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch, slices.Collect(maps.Keys(held))...)
 		if err != nil {
 			return res, err
 		}
+		heldBefore := len(held)
 		progressed := false
 		for i, w := range due {
 			if held[w.Destination] {
@@ -254,7 +258,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 		partial, waiting, err := ws.report(ctx, routes)
 		res.Partial += partial
 		res.Waiting = waiting
-		if err != nil || !progressed || len(due) < ws.cfg.Batch {
+		if err != nil || !progressed && len(held) == heldBefore || len(due) < ws.cfg.Batch {
 			return res, err
 		}
 	}

@@ -144,9 +144,14 @@ func ClearWaitingUnder(l *Lock, pkg int64, dest tg.ChatID, cleared *bool) Statem
 }
 
 // DueWaiting returns up to limit of account's queued deliveries due at or
-// before now, oldest first.
-func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, limit int) ([]Waiting, error) {
-	return s.waiting(ctx, `WHERE account = $1 AND opens_at <= $2 ORDER BY created_at, package_id, destination_chat_id LIMIT $3`, account, now, limit)
+// before now, oldest first, but for those to the destinations except.
+func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, limit int, except ...tg.ChatID) ([]Waiting, error) {
+	skip := make([]int64, len(except))
+	for i, d := range except {
+		skip[i] = int64(d)
+	}
+	return s.waiting(ctx, `WHERE account = $1 AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+		ORDER BY created_at, package_id, destination_chat_id LIMIT $3`, account, now, limit, skip)
 }
 
 // AllWaiting returns every waiting delivery of account.
