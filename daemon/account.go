@@ -18,10 +18,6 @@ import (
 	"stashd/tg"
 )
 
-// unclaimedSends bounds the send outcomes of earlier sessions waiting for
-// the recorder; more are dropped and left to reconciliation.
-const unclaimedSends = 256
-
 // accountRun is one account's running components.
 type accountRun struct {
 	name     string
@@ -157,17 +153,14 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	}, d.store, d.lm)
 	// Sends of an earlier session that TDLib finished by itself reach this
 	// session unclaimed; the recorder records them by token.
-	unclaimed := make(chan tg.Message, unclaimedSends)
+	unclaimed := ingest.NewUnclaimedSends()
 	lst := r.lst
 	follow := newUpgradeFollower(d, r)
 	r.follow = follow
 	r.sess = tg.NewSession(r.paced, func(u tg.Update) {
 		switch u := u.(type) {
 		case tg.SendSucceeded:
-			select {
-			case unclaimed <- u.Message:
-			default:
-			}
+			unclaimed.Offer(u.Message)
 		case tg.ChatUpgraded:
 			follow.offer(u)
 		case tg.LoggedOut:

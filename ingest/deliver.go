@@ -212,7 +212,7 @@ func (p *Pipeline) sent(ctx context.Context, ds []store.Delivery, msgs []tg.Mess
 		for i, d := range ds {
 			strays[i] = p.stray(d, msgs[i])
 		}
-		p.noteStrays(ctx, strays...)
+		_ = p.noteStrays(ctx, strays...) // logged
 	}
 	if err != nil {
 		return err

@@ -1,8 +1,11 @@
 package ingest_test
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,7 +32,7 @@ type instance struct {
 func (e *env) instance(dir string, logs *lockedBuffer) *instance {
 	e.t.Helper()
 	in := &instance{deleted: make(chan tg.MessagesDeleted, 16)}
-	unclaimed := make(chan tg.Message, 16)
+	unclaimed := ingest.NewUnclaimedSends()
 	// ClientIn re-sends what a closed client on dir left pending at once;
 	// the session's pump queues the outcome until the recorder reads it.
 	in.c = e.world.ClientIn("a", dir)
@@ -37,7 +40,7 @@ func (e *env) instance(dir string, logs *lockedBuffer) *instance {
 	sess := tg.NewSession(in.c, func(u tg.Update) {
 		switch u := u.(type) {
 		case tg.SendSucceeded:
-			unclaimed <- u.Message
+			unclaimed.Offer(u.Message)
 		case tg.MessagesDeleted:
 			if u.Chat == e.dest {
 				in.deleted <- u
@@ -259,5 +262,108 @@ func TestCopyDeletionRetriesOnce(t *testing.T) {
 		if got := len(e.copiesOf(uid)); got != 1 {
 			t.Errorf("%d failures: destination holds %d copies after the settling, want 1", tc.failures, got)
 		}
+	}
+}
+
+// flakyStrayStore fails the first failRecord MarkSentByToken and the
+// first failNote NoteStraySends, as writes cut off by a database blip.
+type flakyStrayStore struct {
+	ingest.Store
+	failRecord, failNote atomic.Int32
+}
+
+func (s *flakyStrayStore) MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, msg tg.MessageID, account string) (bool, error) {
+	if s.failRecord.Add(-1) >= 0 {
+		return false, errors.New("connection reset by peer")
+	}
+	return s.Store.MarkSentByToken(ctx, token, dest, msg, account)
+}
+
+func (s *flakyStrayStore) NoteStraySends(ctx context.Context, strays ...store.StraySend) error {
+	if s.failNote.Add(-1) >= 0 {
+		return errors.New("connection reset by peer")
+	}
+	return s.Store.NoteStraySends(ctx, strays...)
+}
+
+// The second copy of TestResentCopyOfDeliveredPartIsDeleted, when the
+// write that would record it fails: its delivery is recorded already, so
+// nothing but this session's report would ever find it. It is noted for
+// the account's owner and deleted when the notes are settled; when the
+// note fails too, the recorder tries again until it settles it.
+func TestResentCopyWhoseRecordFailsIsStillDeleted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name           string
+		record, noting int32
+	}{{"record fails", 1, 0}, {"record and note fail", 2, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWorld(t, tgsim.Config{Seed: 1, ResendAfterRestart: true}, "a")
+			posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "twice.tar", Data: archivetest.Tar([]archivetest.File{{Name: "t", Data: []byte("t")}})})
+			uid := posted.Document.File.UniqueID
+			logs := &lockedBuffer{}
+
+			// A: the send stays pending in dir "a" when its process dies.
+			e.world.HoldSends(true)
+			c1 := e.world.ClientIn("a", "a")
+			if err := c1.LoadChats(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			s1 := tg.NewSession(c1, func(tg.Update) {})
+			crashDelivering(t, e, s1, c1, e.view(c1, posted))
+			<-s1.Done()
+			e.world.HoldSends(false)
+
+			// B delivers the part on dir "b" and records it.
+			b := e.instance("b", logs)
+			mustHandle(t, b.p, e.view(b.c, posted), store.OutcomeDuplicate)
+			e.deliver()
+			if n := len(e.copiesOf(uid)); n != 1 {
+				t.Fatalf("destination holds %d copies after B's send, want 1", n)
+			}
+			_ = b.c.Close()
+
+			// A runs the account again; its TDLib re-sends the old
+			// pending message, and the recorder's writes fail.
+			unclaimed := ingest.NewUnclaimedSends()
+			ca := e.world.ClientIn("a", "a")
+			t.Cleanup(func() { _ = ca.Close() })
+			sess := tg.NewSession(ca, func(u tg.Update) {
+				if s, ok := u.(tg.SendSucceeded); ok {
+					unclaimed.Offer(s.Message)
+				}
+			})
+			if err := ca.LoadChats(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			flaky := &flakyStrayStore{Store: e.st}
+			flaky.failRecord.Store(tc.record)
+			flaky.failNote.Store(tc.noting)
+			pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, RetryBase: time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(logs, nil))}, flaky, sess, nil)
+			e.pipes = append(e.pipes, pa)
+			rec := ingest.NewSendRecorder(pa, unclaimed)
+			rec.RetryBase = 10 * time.Millisecond
+			if err := rec.Start(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(rec.Stop)
+			// What the daemon runs meanwhile: the delivery stage, which
+			// settles the account's noted sends first.
+			deadline := time.Now().Add(10 * time.Second)
+			for len(e.copiesOf(uid)) != 1 || flaky.failRecord.Load() >= 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("destination holds %d copies of the part; want 1\nlog:\n%s", len(e.copiesOf(uid)), logs.String())
+				}
+				if _, err := pa.SettleStrays(e.ctx); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := len(e.copiesOf(uid)); n != 1 {
+				t.Fatalf("destination holds %d copies, want 1", n)
+			}
+		})
 	}
 }

@@ -154,7 +154,7 @@ func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.M
 			}
 			p.log.Info("second copies of a delivered part not deleted", "destination", d.Destination,
 				"package", d.PackageID, "part", d.PartIndex, "token", d.Token, "message", keep.ServerID(), "copies", dups, "err", err)
-			p.noteStrays(ctx, strays...)
+			_ = p.noteStrays(ctx, strays...) // logged
 			return err
 		}
 		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
@@ -188,9 +188,12 @@ func TokenOf(caption string) string {
 // reconciliation, keeps the destination from getting them twice. When the
 // delivery is recorded already with another message (another instance
 // found nothing while the send was pending, and sent the part again), m is
-// a second copy and is deleted from the destination. A record refused
-// because the account's lease moved on is noted for its owner
-// (SettleStrays). It reports whether a delivery was recorded (false for a
+// a second copy and is deleted from the destination. Whatever keeps it
+// from settling m (the account's lease moved on, a write or a read that
+// failed) is returned, and m noted for the account's owner
+// (SettleStrays): its delivery may be recorded already, and then nothing
+// else would ever look for it. When even the note fails, the error wraps
+// errNotNoted. It reports whether a delivery was recorded (false for a
 // message without a token, or one recorded already).
 func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	tok := TokenOf(m.Caption)
@@ -199,11 +202,16 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	}
 	st := store.StraySend{Destination: m.ChatID, Message: m.ID, Token: tok, Account: p.cfg.Account}
 	ok, err := p.settleSend(ctx, st, true)
-	if errors.Is(err, store.ErrStaleEpoch) {
-		p.noteStrays(ctx, st)
+	if err != nil {
+		if nerr := p.noteStrays(ctx, st); nerr != nil {
+			return false, fmt.Errorf("%w: %w (%w)", errNotNoted, err, nerr)
+		}
 	}
 	return ok, err
 }
+
+// errNotNoted marks RecordSend's failure to note a send it could not settle.
+var errNotNoted = errors.New("send neither settled nor noted")
 
 // settleSend records st's message as the delivery its token names, or,
 // when that delivery is recorded with another message (or, its row lost
@@ -275,14 +283,13 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 }
 
 // readFailed is what settleSend returns when a read of the destination
-// failed. With note set (a send this session reports: nothing else would
-// settle it) st is noted for the account's owner. Otherwise a failure that
-// will not pass (the account lost the destination) forgets the note, and
-// any other keeps it for the next settling.
+// failed. With note set (a send this session reports) the failure is
+// returned, and RecordSend notes st for the account's owner. Otherwise a
+// failure that will not pass (the account lost the destination) forgets
+// the note, and any other keeps it for the next settling.
 func (p *Pipeline) readFailed(ctx context.Context, st store.StraySend, note bool, err error) error {
 	switch {
 	case note:
-		p.noteStrays(ctx, st)
 	case tg.Classify(err) == tg.ClassPermanent:
 		p.log.Warn("a noted send cannot be settled: its destination cannot be read; the note is dropped",
 			"destination", st.Destination, "message", st.Message.ServerID(), "err", err)
@@ -315,15 +322,16 @@ func (p *Pipeline) stray(d store.Delivery, m tg.MessageID) store.StraySend {
 // settle for the account's owner (SettleStrays): sends that landed and
 // could not be recorded, the account's lease gone (ErrStaleEpoch; the new
 // owner may have sent the same parts again meanwhile), and second copies
-// this session could not delete.
-func (p *Pipeline) noteStrays(ctx context.Context, strays ...store.StraySend) {
+// this session could not delete. It logs, and returns, its failure.
+func (p *Pipeline) noteStrays(ctx context.Context, strays ...store.StraySend) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := p.store.NoteStraySends(wctx, strays...); err != nil {
 		p.log.Error("note sends this session could not settle; the destination may hold their parts twice", "sends", len(strays), "err", err)
-		return
+		return err
 	}
 	p.log.Warn("sends this session could not settle noted for the account's owner", "sends", len(strays))
+	return nil
 }
 
 // SettleStrays settles the sends of this account that a session could

@@ -2,11 +2,51 @@ package ingest
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"stashd/internal/service"
 	"stashd/tg"
 )
+
+// UnclaimedSends holds the sends a session reports that no Send was
+// waiting for, until the SendRecorder takes them. Offer never blocks the
+// session's pump and never drops one: such a send may be the only trace
+// of a second copy of a delivered part, which nothing else would find
+// (reconciliation looks for intents, and its delivery is recorded). They
+// are as many as an earlier session left pending, which its pacing
+// bounds.
+type UnclaimedSends struct {
+	mu    sync.Mutex
+	msgs  []tg.Message
+	ready chan struct{}
+}
+
+// NewUnclaimedSends returns an empty queue.
+func NewUnclaimedSends() *UnclaimedSends {
+	return &UnclaimedSends{ready: make(chan struct{}, 1)}
+}
+
+// Offer queues m.
+func (q *UnclaimedSends) Offer(m tg.Message) {
+	q.mu.Lock()
+	q.msgs = append(q.msgs, m)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued sends and empties the queue.
+func (q *UnclaimedSends) take() []tg.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	msgs := q.msgs
+	q.msgs = nil
+	return msgs
+}
 
 // SendRecorder records, off the session's pump, the sends Telegram reports
 // to this session that no Send was waiting for: after a restart TDLib
@@ -14,37 +54,73 @@ import (
 // recorded by the token in its caption (Pipeline.RecordSend), so that the
 // intent it fulfils is not sent again; one whose delivery another instance
 // has recorded meanwhile with a message of its own is a second copy and is
-// deleted from the destination.
+// deleted from the destination. One it cannot settle is noted for the
+// account's owner (SettleStrays); one it cannot even note (the database
+// down) is tried again, with backoff, for as long as the recorder runs.
 type SendRecorder struct {
 	p   *Pipeline
-	in  <-chan tg.Message
+	in  *UnclaimedSends
 	run service.Runner
+	// Backoff bounds: the first wait before a send is tried again, and the
+	// longest (zero: a second and a minute).
+	RetryBase, RetryMax time.Duration
 }
 
-// NewSendRecorder returns the recorder of p's account reading in, which the
-// session's handler fills without blocking (dropping when full is safe:
-// reconciliation still finds the message by its token before any resend).
-func NewSendRecorder(p *Pipeline, in <-chan tg.Message) *SendRecorder {
-	return &SendRecorder{p: p, in: in}
+// NewSendRecorder returns the recorder of p's account taking from in,
+// which the session's handler fills.
+func NewSendRecorder(p *Pipeline, in *UnclaimedSends) *SendRecorder {
+	return &SendRecorder{p: p, in: in, RetryBase: time.Second, RetryMax: time.Minute}
 }
 
 // Start starts the loop.
 func (r *SendRecorder) Start(ctx context.Context) error {
 	return r.run.StartFunc(ctx, func(ctx context.Context) {
+		var again []tg.Message // not even noted: tried again after wait
+		wait := r.RetryBase
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case m := <-r.in:
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				_, err := r.p.RecordSend(wctx, m)
-				cancel()
-				if err != nil && ctx.Err() == nil {
-					r.p.log.Warn("record a send no waiter claimed; reconciliation will find it", "destination", m.ChatID, "message", m.ID.ServerID(), "err", err)
+			case <-r.in.ready:
+			case <-timer.C:
+			}
+			msgs := append(again, r.in.take()...)
+			again = nil
+			for _, m := range msgs {
+				if err := r.record(ctx, m); err != nil {
+					again = append(again, m)
 				}
 			}
+			if ctx.Err() != nil {
+				return
+			}
+			if len(again) == 0 {
+				wait = r.RetryBase
+				continue
+			}
+			timer.Reset(wait)
+			wait = min(2*wait, r.RetryMax)
 		}
 	})
+}
+
+// record records m and returns an error when m is to be tried again.
+func (r *SendRecorder) record(ctx context.Context, m tg.Message) error {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := r.p.RecordSend(wctx, m)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return nil
+	case errors.Is(err, errNotNoted):
+		r.p.log.Warn("a send no waiter claimed could be neither settled nor noted; trying again", "destination", m.ChatID, "message", m.ID.ServerID(), "err", err)
+		return err
+	}
+	r.p.log.Warn("a send no waiter claimed could not be settled; noted for the account's owner", "destination", m.ChatID, "message", m.ID.ServerID(), "err", err)
+	return nil
 }
 
 // Stop stops the loop; it is idempotent.
