@@ -79,13 +79,17 @@ func (p *Pipeline) sameTopic(ctx context.Context, dest tg.ChatID, name string) (
 // recorded one while this one waited for the lock. The creation is
 // recorded as begun first: a creator that died between createForumTopic
 // and recording its topic leaves that mark, and the next one looks the
-// topic up by name (getForumTopics) instead of creating a second.
+// topic up by name (getForumTopics) instead of creating a second. Every
+// account delivering into the topic waits for that lock: its holder does
+// not sit out a flood wait under it, but fails with it (the delivery is
+// put off by the wait), so that a 429 pauses only its own account.
 func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
 	lock, err := p.store.Lock(ctx, store.DestinationTopicLock(dest, name))
 	if err != nil {
 		return 0, err
 	}
 	defer lock.Unlock()
+	ctx = tg.WithoutFloodWaits(ctx)
 	thread, begun, err := p.store.DestinationTopic(ctx, dest, name)
 	if err != nil || thread != 0 {
 		return thread, err

@@ -242,3 +242,74 @@ func TestTopicCreatedBeforeACrashIsFoundNotCreatedAgain(t *testing.T) {
 		t.Errorf("the destination holds %d documents, want 1", docs)
 	}
 }
+
+// Account a meets a FLOOD_WAIT on createForumTopic while it holds the
+// destination topic's creation lock, and account b, whose budget and
+// limiter are its own, has a delivery into the same topic: a does not sit
+// the wait out under the lock (its delivery is put off by it), so b's
+// delivery goes out while a is paused. A 429 pauses only its account.
+func TestFloodWaitUnderTheTopicLockPausesOnlyItsAccount(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1}, "a", "b")
+	forum := e.world.AddChat(tg.KindForum, "forum", "a", "b")
+	for _, acc := range []string{"a", "b"} {
+		if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: acc, Kind: tg.KindForum}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dragons := e.world.AddTopic(forum, "Dragons")
+	same := e.world.AddChat(tg.KindForum, "same", "a", "b")
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{same}, Topics: []route.Topic{{Same: true}},
+	}})
+	pipeline := func(account string, paced bool) (*ingest.Pipeline, *tgsim.Client) {
+		c := e.world.Client(account)
+		t.Cleanup(func() { _ = c.Close() })
+		var cl tg.Client = c
+		if paced {
+			cl = tg.NewPaced(c, tg.PacedConfig{Account: account, Rate: 1000, Burst: 1000}, nil)
+		}
+		sess := tg.NewSession(cl, func(tg.Update) {})
+		if err := sess.LoadChats(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		cfg := ingest.Config{Account: account, Routes: tbl, SetSettle: time.Minute, SetMaxWait: time.Hour,
+			RetryBase: time.Millisecond, Now: func() time.Time { return e.now }}
+		return ingest.NewPipeline(cfg, e.st, sess, nil), c
+	}
+	pa, ca := pipeline("a", true)
+	pb, cb := pipeline("b", false)
+	post := func(name string) tg.Message {
+		return e.world.Post(forum, dragons, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	mustHandle(t, pa, e.view(ca, post("one.tar")), store.OutcomePackage)
+	mustHandle(t, pb, e.view(cb, post("two.tar")), store.OutcomePackage)
+
+	const wait = 30 * time.Second
+	e.world.InjectFloodWait("a", tg.MethodCreateForumTopic, wait, 1)
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, pa, e.st, nil).RunOnce(e.ctx)
+		aDone <- err
+	}()
+	for e.world.Calls("a")[tg.MethodCreateForumTopic] == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, pb, e.st, nil).RunOnce(e.ctx)
+	took := time.Since(start)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("account b's delivery stage: %+v in %s", res, took.Round(time.Millisecond))
+	if res.Delivered != 1 {
+		t.Errorf("account b delivered %d packages, want 1", res.Delivered)
+	}
+	if took >= wait {
+		t.Fatalf("account b's delivery stage was blocked %s by account a's FLOOD_WAIT (%s), which a sat out holding the topic lock %q",
+			took.Round(time.Millisecond), wait, store.DestinationTopicLock(same, "Dragons"))
+	}
+}

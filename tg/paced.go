@@ -104,6 +104,9 @@ func (p *Paced) wait(ctx context.Context, local bool) error {
 		if d <= 0 {
 			return p.limiter.Wait(ctx)
 		}
+		if !floodWaitsSatOut(ctx) {
+			return &FloodWaitError{RetryAfter: d, Err: errors.New("the account is paused by a flood wait")}
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -112,6 +115,23 @@ func (p *Paced) wait(ctx context.Context, local bool) error {
 		case <-t.C:
 		}
 	}
+}
+
+// WithoutFloodWaits returns ctx whose requests through Paced do not sit
+// out a flood wait: one made while the account is paused by a flood wait,
+// or answered with one, fails at once with the *FloodWaitError (the pause
+// still holds the account's other requests). For requests made while
+// holding what other accounts wait for, such as a lock: a 429 must pause
+// only its own account.
+func WithoutFloodWaits(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noFloodWaitsKey{}, true)
+}
+
+type noFloodWaitsKey struct{}
+
+func floodWaitsSatOut(ctx context.Context) bool {
+	no, _ := ctx.Value(noFloodWaitsKey{}).(bool)
+	return !no
 }
 
 // LocalMethod reports whether TDLib answers method from its own state,
@@ -154,7 +174,7 @@ func do[T any](ctx context.Context, p *Paced, method string, call func(context.C
 		v, err := call(gctx)
 		if d, ok := FloodWait(err); ok {
 			p.Pause(method, d)
-			if attempt >= p.cfg.MaxFloodWaits {
+			if attempt >= p.cfg.MaxFloodWaits || !floodWaitsSatOut(ctx) {
 				return zero, err
 			}
 			continue

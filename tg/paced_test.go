@@ -71,6 +71,44 @@ func TestFloodWaitPausesOnlyItsAccount(t *testing.T) {
 	}
 }
 
+// A request whose context says WithoutFloodWaits does not sit a flood
+// wait out: answered with one, it returns it at once (the account is
+// paused all the same); made while the account is paused, it fails at
+// once with the time left, without reaching Telegram.
+func TestWithoutFloodWaitsFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	w.AddAccount("a", false)
+	chat := w.AddChat(tg.KindChannel, "c", "a")
+	c := w.Client("a")
+	defer c.Close()
+	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", MaxFloodWaits: 3}, tg.NewMetrics(prometheus.NewRegistry()))
+	ctx := tg.WithoutFloodWaits(t.Context())
+	if err := p.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.InjectFloodWait("a", tg.MethodGetChatHistory, time.Hour, 1)
+	if _, err := p.GetChatHistory(ctx, chat, 0, 10); !isFloodWait(err, time.Hour) {
+		t.Fatalf("GetChatHistory = %v, want the one-hour flood wait at once (MaxFloodWaits 3)", err)
+	}
+	if time.Until(p.PausedUntil()) < 59*time.Minute {
+		t.Fatal("the flood wait did not pause the account")
+	}
+	before := w.Calls("a")[tg.MethodGetChatHistory]
+	if _, err := p.GetChatHistory(ctx, chat, 0, 10); !isFloodWait(err, 59*time.Minute) {
+		t.Fatalf("request of the paused account = %v, want a flood wait of the time left", err)
+	}
+	if got := w.Calls("a")[tg.MethodGetChatHistory]; got != before {
+		t.Errorf("paused account made %d request(s) during the pause", got-before)
+	}
+}
+
+// isFloodWait reports whether err is a flood wait of at least min.
+func isFloodWait(err error, min time.Duration) bool {
+	d, ok := tg.FloodWait(err)
+	return ok && d >= min
+}
+
 // Local requests (answered by TDLib without a server request) do not spend
 // the account's request budget: with the bucket empty and no refill in
 // sight, they still go through at once, while a server request waits.
