@@ -71,6 +71,23 @@ func sweepAndRetry(t *testing.T, e *env, p *ingest.Pipeline, n int) {
 	}
 }
 
+// cataloguedPaths returns the paths listed in every package catalogued.
+func cataloguedPaths(t *testing.T, e *env) map[string]bool {
+	t.Helper()
+	pkgs, err := e.st.PackageHashes(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, pk := range pkgs {
+		_, files := packageFiles(t, e, pk.Name)
+		for _, f := range files {
+			got[f.path] = true
+		}
+	}
+	return got
+}
+
 // logCatalogue logs every source message's outcome and dead letter, and
 // every package.
 func logCatalogue(t *testing.T, e *env) {
@@ -121,19 +138,8 @@ func TestWholeZipNamedLikeASplitSetsFinal(t *testing.T) {
 			}
 			sweepAndRetry(t, e, p, 2)
 			logCatalogue(t, e)
-			var gotSplit, gotWhole bool
-			pkgs, err := e.st.PackageHashes(e.ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, pk := range pkgs {
-				_, files := packageFiles(t, e, pk.Name)
-				for _, f := range files {
-					gotSplit = gotSplit || f.path == "split/member.bin"
-					gotWhole = gotWhole || f.path == "whole/other.bin"
-				}
-			}
-			if !gotSplit || !gotWhole {
+			got := cataloguedPaths(t, e)
+			if gotSplit, gotWhole := got["split/member.bin"], got["whole/other.bin"]; !gotSplit || !gotWhole {
 				t.Errorf("catalogued the split set: %v, the whole zip: %v; want both", gotSplit, gotWhole)
 			}
 			if n := len(e.delivered()); n != 3 {
@@ -237,17 +243,7 @@ func TestTwoWholeArchivesNamedAsOneSet(t *testing.T) {
 			}
 			sweepAndRetry(t, e, p, 2)
 			logCatalogue(t, e)
-			got := map[string]bool{}
-			pkgs, err := e.st.PackageHashes(e.ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, pk := range pkgs {
-				_, files := packageFiles(t, e, pk.Name)
-				for _, f := range files {
-					got[f.path] = true
-				}
-			}
+			got := cataloguedPaths(t, e)
 			if !got["first/one.bin"] || !got["second/two.bin"] {
 				t.Errorf("catalogued entries %v; want both archives' entries (first/one.bin, second/two.bin)", got)
 			}
@@ -310,15 +306,7 @@ func TestAlbumByteSplitBesideAPlainZip(t *testing.T) {
 	}
 	sweepAndRetry(t, e, p, 1)
 	logCatalogue(t, e)
-	got := map[string]bool{}
-	pkgs, _ := e.st.PackageHashes(e.ctx)
-	for _, pk := range pkgs {
-		_, files := packageFiles(t, e, pk.Name)
-		for _, f := range files {
-			t.Logf("  entry %q", f.path)
-			got[f.path] = true
-		}
-	}
+	got := cataloguedPaths(t, e)
 	if !got["pack.zip.001/split/member.bin"] || !got["pack.zip/whole/other.bin"] {
 		t.Errorf("entries %v; want the split's member under pack.zip.001 and the whole zip's under pack.zip", got)
 	}
@@ -341,15 +329,7 @@ func TestWholeRarBesideAStrayOldVolume(t *testing.T) {
 	t.Logf("whole old.rar: %v %v", out, err)
 	sweepAndRetry(t, e, p, 2)
 	logCatalogue(t, e)
-	found := false
-	pkgs, _ := e.st.PackageHashes(e.ctx)
-	for _, pk := range pkgs {
-		_, files := packageFiles(t, e, pk.Name)
-		for _, f := range files {
-			found = found || f.path == "whole/w.bin"
-		}
-	}
-	if !found {
+	if !cataloguedPaths(t, e)["whole/w.bin"] {
 		t.Errorf("the whole old.rar (its bytes list whole: no volume flag) was never catalogued")
 	}
 }

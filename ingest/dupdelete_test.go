@@ -75,19 +75,15 @@ func (e *env) copiesOf(uid string) []tg.Message {
 	return out
 }
 
-// Instance A sends a part and stops before the send lands; instance B,
-// on another database directory, reconciles, finds nothing and sends the
-// part itself. When A runs the account again, its TDLib re-sends the old
-// pending message: that second copy is deleted, and the delivery keeps
-// pointing at B's message, the one left.
-func TestResentCopyOfDeliveredPartIsDeleted(t *testing.T) {
-	t.Parallel()
-	e := newEnvWorld(t, tgsim.Config{Seed: 1, ResendAfterRestart: true}, "a")
+// pendingThenSentElsewhere posts an archive whose send by instance A
+// stays pending in A's TDLib directory ("a") when A's process dies; then
+// instance B takes the account over on its own directory ("b"), finds
+// nothing carrying the token, sends the part and records its message, and
+// stops. It returns the part's file, of which the destination holds one
+// copy.
+func pendingThenSentElsewhere(t *testing.T, e *env, logs *lockedBuffer) (uid string) {
+	t.Helper()
 	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "twice.tar", Data: archivetest.Tar([]archivetest.File{{Name: "t", Data: []byte("t")}})})
-	uid := posted.Document.File.UniqueID
-	logs := &lockedBuffer{}
-
-	// A: the send stays pending in dir "a" when its process dies.
 	e.world.HoldSends(true)
 	c1 := e.world.ClientIn("a", "a")
 	if err := c1.LoadChats(e.ctx); err != nil {
@@ -98,19 +94,31 @@ func TestResentCopyOfDeliveredPartIsDeleted(t *testing.T) {
 	<-s1.Done()
 	e.world.HoldSends(false)
 
-	// B takes the account over on dir "b": nothing carries the token yet,
-	// so it sends the part and records its message.
 	b := e.instance("b", logs)
 	mustHandle(t, b.p, e.view(b.c, posted), store.OutcomeDuplicate)
 	e.deliver()
-	first := e.copiesOf(uid)
-	if len(first) != 1 {
-		t.Fatalf("destination holds %d copies after B's send, want 1", len(first))
+	uid = posted.Document.File.UniqueID
+	if n := len(e.copiesOf(uid)); n != 1 {
+		t.Fatalf("destination holds %d copies after B's send, want 1", n)
 	}
-	tok := ingest.TokenOf(first[0].Caption)
 	if err := b.c.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return uid
+}
+
+// Instance A sends a part and stops before the send lands; instance B,
+// on another database directory, reconciles, finds nothing and sends the
+// part itself. When A runs the account again, its TDLib re-sends the old
+// pending message: that second copy is deleted, and the delivery keeps
+// pointing at B's message, the one left.
+func TestResentCopyOfDeliveredPartIsDeleted(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, ResendAfterRestart: true}, "a")
+	logs := &lockedBuffer{}
+	uid := pendingThenSentElsewhere(t, e, logs)
+	first := e.copiesOf(uid)
+	tok := ingest.TokenOf(first[0].Caption)
 
 	// A gets the account back: its TDLib re-sends the pending message.
 	a := e.instance("a", logs)
@@ -300,29 +308,8 @@ func TestResentCopyWhoseRecordFailsIsStillDeleted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnvWorld(t, tgsim.Config{Seed: 1, ResendAfterRestart: true}, "a")
-			posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "twice.tar", Data: archivetest.Tar([]archivetest.File{{Name: "t", Data: []byte("t")}})})
-			uid := posted.Document.File.UniqueID
 			logs := &lockedBuffer{}
-
-			// A: the send stays pending in dir "a" when its process dies.
-			e.world.HoldSends(true)
-			c1 := e.world.ClientIn("a", "a")
-			if err := c1.LoadChats(e.ctx); err != nil {
-				t.Fatal(err)
-			}
-			s1 := tg.NewSession(c1, func(tg.Update) {})
-			crashDelivering(t, e, s1, c1, e.view(c1, posted))
-			<-s1.Done()
-			e.world.HoldSends(false)
-
-			// B delivers the part on dir "b" and records it.
-			b := e.instance("b", logs)
-			mustHandle(t, b.p, e.view(b.c, posted), store.OutcomeDuplicate)
-			e.deliver()
-			if n := len(e.copiesOf(uid)); n != 1 {
-				t.Fatalf("destination holds %d copies after B's send, want 1", n)
-			}
-			_ = b.c.Close()
+			uid := pendingThenSentElsewhere(t, e, logs)
 
 			// A runs the account again; its TDLib re-sends the old
 			// pending message, and the recorder's writes fail.
