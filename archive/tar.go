@@ -133,14 +133,20 @@ func listTar(w *walk, src *partSet) error {
 // another archive (the next stream of a compressor that reads
 // concatenated streams as one) in a part named as a volume of this one.
 func (w *walk) tarTail(r io.Reader, parts int) error {
-	if w.format == FormatTar && parts == 1 {
+	if parts == 1 {
+		if w.format == FormatTar {
+			return nil
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return w.tarErr(err, len(w.listing.Entries))
+		}
 		return nil
 	}
 	clean := true
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 8<<10)
 	for {
 		n, err := r.Read(buf)
-		if clean && parts > 1 {
+		if clean {
 			clean = !slices.ContainsFunc(buf[:n], func(b byte) bool { return b != 0 })
 		}
 		if errors.Is(err, io.EOF) {
