@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"sync"
 
 	"stashd/archive"
 )
@@ -20,12 +21,15 @@ import (
 type contentHasher struct {
 	single  bool
 	content hash.Hash
-	buf     []byte
 	last    []byte
 }
 
+// hashBufs are part's read buffers, shared by the workers: one of its own
+// for each package would be half of what ingest allocates.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
 func newContentHasher(parts int) *contentHasher {
-	h := &contentHasher{single: parts == 1, buf: make([]byte, 256<<10)}
+	h := &contentHasher{single: parts == 1}
 	if !h.single {
 		h.content = sha256.New()
 	}
@@ -45,7 +49,11 @@ func (h *contentHasher) part(path string) ([]byte, int64, error) {
 	if h.content != nil {
 		w = io.MultiWriter(ph, h.content)
 	}
-	n, err := io.CopyBuffer(w, f, h.buf)
+	buf := hashBufs.Get().(*[]byte)
+	defer hashBufs.Put(buf)
+	// Through a plain reader: *os.File's WriteTo would copy through a
+	// buffer of its own, allocated for each part.
+	n, err := io.CopyBuffer(w, struct{ io.Reader }{f}, *buf)
 	if err != nil {
 		return nil, 0, err
 	}
