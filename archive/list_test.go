@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +19,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ulikunitz/xz"
 
 	"stashd/archive/archivetest"
 )
@@ -141,6 +145,12 @@ func TestListRefusesPartsHoldingNoneOfTheArchive(t *testing.T) {
 	tarData := archivetest.Tar(one)
 	end := bytes.LastIndexFunc(tarData, func(r rune) bool { return r != 0 }) + 1 // the padding after the end blocks' start
 	sz := archivetest.SevenZip(one)
+	// pixz writes its index after the tar's end, in the same xz stream:
+	// bytes that are neither zeros nor another tar.
+	indexed := xzOf(t, append(archivetest.Tar(one), bytes.Repeat([]byte("first/one.bin\x00\x01\x02"), 40)...))
+	gzIndexed := gzipOf(t, append(archivetest.Tar(one), bytes.Repeat([]byte("index"), 200)...))
+	// A self-extractor's stub larger than the first part.
+	sfx := append(bytes.Repeat([]byte{0x90}, 40000), archivetest.Zip(one)...)
 	for _, tc := range []struct {
 		name   string
 		format Format
@@ -149,12 +159,70 @@ func TestListRefusesPartsHoldingNoneOfTheArchive(t *testing.T) {
 		{"tar whose last part is zero padding", FormatTar, [][]byte{tarData[:end+512], tarData[end+512:]}},
 		{"7z whose last part is its header's last byte", Format7z, [][]byte{sz[:len(sz)-1], sz[len(sz)-1:]}},
 		{"zip whose last part is its end record's last byte", FormatZip, func() [][]byte { z := archivetest.Zip(one); return [][]byte{z[:len(z)-1], z[len(z)-1:]} }()},
+		{"tar.xz with an index after the tar, split near its end", FormatTarXz, [][]byte{indexed[:len(indexed)-1], indexed[len(indexed)-1:]}},
+		{"tar.xz with an index after the tar, split in two", FormatTarXz, archivetest.Split(indexed, 2)},
+		{"tar.gz with data after the tar, split in two", FormatTarGz, archivetest.Split(gzIndexed, 2)},
+		{"self-extracting zip split inside its stub", FormatZip, [][]byte{sfx[:30000], sfx[30000:]}},
 	} {
 		l, err := List(context.Background(), tc.format, writeVolumes(t, tc.parts...), Limits{})
 		if err != nil || len(l.Entries) != 1 {
 			t.Errorf("%s: listed %d entries, err %v; want the one archive", tc.name, len(l.Entries), err)
 		}
 	}
+}
+
+// A tar.xz made by pixz (an index after the tar, in the same stream)
+// lists whole however it is cut in two. Skipped without the pixz command.
+func TestListPixzSplit(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("pixz"); err != nil {
+		t.Skip("pixz command not installed (apt-get install pixz)")
+	}
+	var files []archivetest.File
+	for i := range 20 {
+		files = append(files, archivetest.File{Name: fmt.Sprintf("d/f%02d.bin", i), Data: bytes.Repeat([]byte{byte(i)}, 300*i+1)})
+	}
+	cmd := exec.Command("pixz")
+	cmd.Stdin = bytes.NewReader(archivetest.Tar(files))
+	data, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{1, len(data) / 2, len(data) - 1} {
+		l, err := List(context.Background(), FormatTarXz, writeVolumes(t, data[:cut], data[cut:]), Limits{})
+		if err != nil || len(l.Entries) != len(files) {
+			t.Errorf("pixz tar.xz cut at %d of %d: %d entries, err %v; want %d", cut, len(data), len(l.Entries), err, len(files))
+		}
+	}
+}
+
+func xzOf(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := xz.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func gzipOf(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func TestListMissingParts(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -97,7 +98,10 @@ func listTar(w *walk, src *partSet) error {
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return w.tarTail(r, src.Len())
+			if err := w.tarOneArchive(r, section, src); err != nil {
+				return err
+			}
+			return w.tarTail(r)
 		}
 		if err != nil {
 			return w.tarErr(err, len(w.listing.Entries))
@@ -128,38 +132,96 @@ func listTar(w *walk, src *partSet) error {
 // compressed stream, so that the compressor's own check (gzip's CRC-32 and
 // size, xz's and zstd's checksums, bzip2's block and stream CRCs, lz4's
 // content checksum) is verified: the archive is checked to its end. Only
-// padding is left there, within the time bound like the rest. In a set of
-// parts (plain tars too) that padding must be zeros: anything else is
-// another archive (the next stream of a compressor that reads
-// concatenated streams as one) in a part named as a volume of this one.
-func (w *walk) tarTail(r io.Reader, parts int) error {
-	if parts == 1 {
-		if w.format == FormatTar {
-			return nil
-		}
-		if _, err := io.Copy(io.Discard, r); err != nil {
-			return w.tarErr(err, len(w.listing.Entries))
-		}
+// padding is left there as a rule (pixz writes its index), within the time
+// bound like the rest. In a set of parts, the tail is first read block by
+// block for another tar's header (tarOneArchive).
+func (w *walk) tarTail(r io.Reader) error {
+	if w.format == FormatTar {
 		return nil
 	}
-	clean := true
-	buf := make([]byte, 8<<10)
-	for {
-		n, err := r.Read(buf)
-		if clean {
-			clean = !slices.ContainsFunc(buf[:n], func(b byte) bool { return b != 0 })
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return w.tarErr(err, len(w.listing.Entries))
-		}
-	}
-	if !clean {
-		return notOneArchive(w.format, "data after the archive's end: a part holds none of it")
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return w.tarErr(err, len(w.listing.Entries))
 	}
 	return nil
+}
+
+// tarOneArchive checks, for the parts of a set, that they are one
+// archive's: a plain tar that ends before the last part leaves that part
+// only padding (zeros), and what follows a compressed tar's end in its
+// decompressed stream (a compressor reads concatenated streams as one) is
+// not another tar. r is the stream right after the end blocks, read up to
+// its first block that is not zeros; section holds a plain tar's bytes.
+func (w *walk) tarOneArchive(r io.Reader, section *io.SectionReader, src *partSet) error {
+	n := src.Len()
+	if n == 1 {
+		return nil
+	}
+	if w.format == FormatTar {
+		end, err := section.Seek(0, io.SeekCurrent)
+		last := src.Start(n - 1)
+		if err != nil || end > last {
+			return nil
+		}
+		if zerosTo(io.NewSectionReader(section, last, src.Size()-last)) {
+			return nil
+		}
+		return notOneArchive(w.format, "the archive ends in part %d of %d: the parts after it hold something else", src.PartAt(end-1)+1, n)
+	}
+	blk := make([]byte, 512)
+	for {
+		_, err := io.ReadFull(r, blk)
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil
+		case err != nil:
+			return w.tarErr(err, len(w.listing.Entries))
+		case tarHeader(blk):
+			return notOneArchive(w.format, "another tar follows the archive's end: a part holds another archive")
+		case slices.ContainsFunc(blk, func(b byte) bool { return b != 0 }):
+			return nil // not a tar: an index (pixz), or padding of another kind
+		}
+	}
+}
+
+// zerosTo reports whether r holds only zero bytes to its end (a read
+// error counts as not).
+func zerosTo(r io.Reader) bool {
+	buf := make([]byte, 8<<10)
+	for {
+		k, err := r.Read(buf)
+		if slices.ContainsFunc(buf[:k], func(b byte) bool { return b != 0 }) {
+			return false
+		}
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// tarHeader reports whether blk, a 512-byte block, is a tar header: its
+// checksum field holds the sum of its bytes (the field counted as spaces),
+// as POSIX and the old formats compute it, signed or not.
+func tarHeader(blk []byte) bool {
+	if len(blk) != 512 {
+		return false
+	}
+	field := strings.Trim(string(blk[148:156]), " \x00")
+	want, err := strconv.ParseUint(field, 8, 32)
+	if err != nil || field == "" {
+		return false
+	}
+	var unsigned, signed int64
+	for i, b := range blk {
+		if i >= 148 && i < 156 {
+			b = ' '
+		}
+		unsigned += int64(b)
+		signed += int64(int8(b))
+	}
+	return int64(want) == unsigned || int64(want) == signed
 }
 
 // tarErr turns an error from the decompressor or archive/tar into a *ListError.

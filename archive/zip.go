@@ -95,10 +95,12 @@ func listZip(w *walk, src *partSet) error {
 		if base != 0 || !zipSigAt(src, alt, zipCentralSig) {
 			return malformed(w.format, "central directory not found at offset %d", start)
 		}
-		// In a set, bytes before the archive that fill whole parts are no
-		// stub: those parts hold none of it (another archive, or a volume
-		// of another set, named as a part of this one).
-		if at := alt - start; src.Len() > 1 && at >= src.Start(1) {
+		// In a set, bytes before the archive that fill whole parts and
+		// are an archive of their own (another archive, or a volume of
+		// another set, named as a part of this one) are no stub: those
+		// parts hold none of it. A self-extractor's stub may be longer
+		// than a part.
+		if at := alt - start; src.Len() > 1 && at >= src.Start(1) && sniffParts(src).Format != FormatNone {
 			return notOneArchive(w.format, "the archive starts in part %d of %d: the parts before it hold none of it", src.PartAt(at)+1, src.Len())
 		}
 		start = alt

@@ -182,7 +182,9 @@ func (p *Pipeline) deadLetterSet(ctx context.Context, set store.PendingSet, part
 	}
 	// Only a part of this set counts: the other sets pending under the
 	// key (schemeGroups) are swept on their own.
-	late = slices.DeleteFunc(late, func(pt store.SourceMessage) bool { return !sameSetGroup(parts[0], pt) })
+	if !strings.HasPrefix(set.SetKey, "album:") {
+		late = slices.DeleteFunc(late, func(pt store.SourceMessage) bool { return !sameSetGroup(parts[0], pt) })
+	}
 	if len(late) > 0 {
 		if _, err := p.store.ReviveSet(ctx, set.Chat, set.TopicID, set.SetKey); err != nil {
 			return err

@@ -217,22 +217,25 @@ func TestSetsOfOneNameInTwoTopics(t *testing.T) {
 }
 
 // Two whole, independent archives posted under the names of a two-part
-// set: the listing finds the parts are not one archive's, and each whole
-// one is catalogued on its own, under the daemon's default (broken
-// archives are dead letters).
-func TestTwoWholeArchivesNamedAsOneSet(t *testing.T) {
+// set are refused as one archive (the listing stopped at the first one's
+// end, or took the first part for a self-extractor's stub, and catalogued
+// it as the set), with a reason that says so: under the daemon's default
+// (broken archives are dead letters) both parts are dead letters, and no
+// package lists one archive's files as the set's.
+func TestTwoWholeArchivesNamedAsOneSetAreRefused(t *testing.T) {
 	t.Parallel()
 	one := []archivetest.File{{Name: "first/one.bin", Data: []byte(randomish(3000))}}
 	two := []archivetest.File{{Name: "second/two.bin", Data: []byte(randomish(4000))}}
 	for _, tc := range []struct {
-		names []string
-		data  [][]byte
+		names  []string
+		data   [][]byte
+		reason string
 	}{
-		{[]string{"x.part1.rar", "x.part2.rar"}, [][]byte{archivetest.Rar(one), archivetest.Rar(two)}},
-		{[]string{"x.zip.001", "x.zip.002"}, [][]byte{archivetest.Zip(one), archivetest.Zip(two)}},
-		{[]string{"x.7z.001", "x.7z.002"}, [][]byte{archivetest.SevenZip(one), archivetest.SevenZip(two)}},
-		{[]string{"x.tar.001", "x.tar.002"}, [][]byte{archivetest.Tar(one), archivetest.Tar(two)}},
-		{[]string{"x.tar.gz.001", "x.tar.gz.002"}, [][]byte{archivetest.TarGz(one), archivetest.TarGz(two)}},
+		{[]string{"x.part1.rar", "x.part2.rar"}, [][]byte{archivetest.Rar(one), archivetest.Rar(two)}, "volume 1 is the last of its archive"},
+		{[]string{"x.zip.001", "x.zip.002"}, [][]byte{archivetest.Zip(one), archivetest.Zip(two)}, "the archive starts in part 2 of 2"},
+		{[]string{"x.7z.001", "x.7z.002"}, [][]byte{archivetest.SevenZip(one), archivetest.SevenZip(two)}, "the archive ends in part 1 of 2"},
+		{[]string{"x.tar.001", "x.tar.002"}, [][]byte{archivetest.Tar(one), archivetest.Tar(two)}, "the archive ends in part 1 of 2"},
+		{[]string{"x.tar.gz.001", "x.tar.gz.002"}, [][]byte{archivetest.TarGz(one), archivetest.TarGz(two)}, "another tar follows the archive's end"},
 	} {
 		t.Run(tc.names[0], func(t *testing.T) {
 			e := newEnv(t, "a")
@@ -243,9 +246,20 @@ func TestTwoWholeArchivesNamedAsOneSet(t *testing.T) {
 			}
 			sweepAndRetry(t, e, p, 2)
 			logCatalogue(t, e)
-			got := cataloguedPaths(t, e)
-			if !got["first/one.bin"] || !got["second/two.bin"] {
-				t.Errorf("catalogued entries %v; want both archives' entries (first/one.bin, second/two.bin)", got)
+			if got := cataloguedPaths(t, e); len(got) != 0 {
+				t.Errorf("catalogued entries %v; want none", got)
+			}
+			letters, err := e.st.DeadLetters(e.ctx, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(letters) != 2 {
+				t.Fatalf("%d dead letters, want the set's 2", len(letters))
+			}
+			for _, l := range letters {
+				if !strings.Contains(l.Reason, tc.reason) {
+					t.Errorf("dead letter of message %d: %q; want it to say %q", l.Key.Message.ServerID(), l.Reason, tc.reason)
+				}
 			}
 		})
 	}
@@ -309,28 +323,6 @@ func TestAlbumByteSplitBesideAPlainZip(t *testing.T) {
 	got := cataloguedPaths(t, e)
 	if !got["pack.zip.001/split/member.bin"] || !got["pack.zip/whole/other.bin"] {
 		t.Errorf("entries %v; want the split's member under pack.zip.001 and the whole zip's under pack.zip", got)
-	}
-}
-
-// An old-style volume old.r00 of another set is pending, and a whole,
-// non-volume old.rar comes: its name joins it to the set; the set's
-// listing finds they are not one archive, and the whole old.rar is
-// catalogued on its own (under the daemon's default, broken archives
-// dead letters).
-func TestWholeRarBesideAStrayOldVolume(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, "a")
-	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.DeadLetterBroken = true }, nil)
-	stray := archivetest.RarVolumes([]archivetest.File{{Name: "other/d.bin", Data: []byte(randomish(9000))}}, 2)[1]
-	whole := archivetest.Rar([]archivetest.File{{Name: "whole/w.bin", Data: []byte(randomish(3000))}})
-	mustHandle(t, p, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "old.r00", Data: stray})), store.OutcomePartPending)
-	w := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "old.rar", Data: whole}))
-	out, err := p.Handle(e.ctx, w)
-	t.Logf("whole old.rar: %v %v", out, err)
-	sweepAndRetry(t, e, p, 2)
-	logCatalogue(t, e)
-	if !cataloguedPaths(t, e)["whole/w.bin"] {
-		t.Errorf("the whole old.rar (its bytes list whole: no volume flag) was never catalogued")
 	}
 }
 

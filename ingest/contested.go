@@ -60,32 +60,6 @@ func (p *Pipeline) takenAlone(ctx context.Context, pt store.SourceMessage) (bool
 	return true, nil
 }
 
-// splitSet takes one by one the parts of a set whose listing found they
-// are not one archive's (BrokenArchiveError.Several): two archives posted
-// under the names of one set's volumes, or a whole x.rar or x.zip beside
-// another set's stray volume. Each whose bytes are a whole archive is
-// catalogued on its own (takenAlone); the others stay parts, and the
-// sweeps take them as the set they then are (a volume without the rest
-// is an incomplete set). When none is whole, the set fails with cause.
-func (p *Pipeline) splitSet(ctx context.Context, ordered []store.SourceMessage, cause error) error {
-	whole := 0
-	for _, pt := range ordered {
-		alone, err := p.takenAlone(ctx, pt)
-		if err != nil {
-			return err
-		}
-		if alone {
-			whole++
-		}
-	}
-	if whole == 0 {
-		return cause
-	}
-	p.log.Info("set split: its parts are not one archive", "set", displaySet(classify(partStub(ordered[0])).setKey),
-		"parts", len(ordered), "whole_archives", whole, "reason", cause)
-	return nil
-}
-
 type rejectedPart struct {
 	part   store.SourceMessage
 	reason string

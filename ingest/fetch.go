@@ -268,13 +268,24 @@ func (p *Pipeline) list(ctx context.Context, format archive.Format, parts []tg.M
 	}
 	var out archive.Listing
 	var errs []error
-	for _, g := range albumGroups(parts) {
+	groups := albumGroups(parts)
+	for len(groups) > 0 {
+		g := groups[0]
+		groups = groups[1:]
 		name := parts[g[0]].Document.FileName
 		groupPaths := make([]string, len(g))
 		for i, idx := range g {
 			groupPaths[i] = paths[idx]
 		}
 		l, err := archive.List(ctx, archive.ParseName(name).Format, groupPaths, p.cfg.Limits)
+		if len(g) > 1 && errors.Is(err, archive.ErrNotOneArchive) {
+			// Named as one set, the documents are not one archive's:
+			// each is listed on its own, as the album's other archives.
+			for _, idx := range g {
+				groups = append(groups, []int{idx})
+			}
+			continue
+		}
 		for _, e := range l.Entries {
 			out.Entries = append(out.Entries, archive.Nest(name, e, p.cfg.Limits))
 		}

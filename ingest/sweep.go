@@ -160,7 +160,10 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 		if len(parts) == 0 {
 			continue
 		}
+		// The set swept is one of those pending under the key, judged by
+		// its own parts' times.
 		parts = sweptGroup(set.SetKey, parts)
+		set.Oldest, set.Newest = recordedSpan(parts, set.Oldest, set.Newest)
 		ordered, dups, contested, missing := orderSet(set.SetKey, parts)
 		last := parts[len(parts)-1].Key.Message.ServerID()
 		settled := now.Sub(set.Newest) >= p.cfg.SetSettle &&
@@ -215,6 +218,27 @@ func (p *Pipeline) sweep(ctx context.Context, r *setRunner, t *sweepTally) {
 	}
 }
 
+// recordedSpan is when the first and the last of parts were recorded;
+// oldest and newest when their times are not known.
+func recordedSpan(parts []store.SourceMessage, oldest, newest time.Time) (time.Time, time.Time) {
+	var first, last time.Time
+	for _, pt := range parts {
+		if pt.HandledAt.IsZero() {
+			return oldest, newest
+		}
+		if first.IsZero() || pt.HandledAt.Before(first) {
+			first = pt.HandledAt
+		}
+		if pt.HandledAt.After(last) {
+			last = pt.HandledAt
+		}
+	}
+	if first.IsZero() {
+		return oldest, newest
+	}
+	return first, last
+}
+
 // finishSet ingests a complete set (its parts in set order, dups the
 // copies of some of them, contested the parts whose place only their
 // content tells) as one package, adding what happened to t.
@@ -246,10 +270,6 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 	}
 	if cerr == nil {
 		cerr = p.completeSet(ctx, set, ordered)
-		var broken *BrokenArchiveError
-		if errors.As(cerr, &broken) && broken.Several {
-			cerr = p.splitSet(ctx, ordered, cerr)
-		}
 	}
 	if cerr == nil {
 		cerr = p.settleDuplicateParts(ctx, ordered, dups)

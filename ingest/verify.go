@@ -69,9 +69,6 @@ const BrokenReason = "broken archive"
 type BrokenArchiveError struct {
 	// Reason is the listing error.
 	Reason string
-	// Several says the listing found the parts are not one archive's
-	// (archive.ErrNotOneArchive): some may be whole archives on their own.
-	Several bool
 }
 
 func (e *BrokenArchiveError) Error() string { return fmt.Sprintf("%s: %s", BrokenReason, e.Reason) }
@@ -86,5 +83,5 @@ func (p *Pipeline) brokenArchive(listErr error) error {
 	if !p.cfg.DeadLetterBroken || listErr == nil || !errors.Is(listErr, archive.ErrMalformed) {
 		return nil
 	}
-	return &BrokenArchiveError{Reason: listErr.Error(), Several: errors.Is(listErr, archive.ErrNotOneArchive)}
+	return &BrokenArchiveError{Reason: listErr.Error()}
 }

@@ -44,6 +44,9 @@ type SourceMessage struct {
 	SetKey    string
 	PartIndex int
 	PackageID int64 // 0 = none
+	// HandledAt is when the record was written (SetParts reads it; writes
+	// take the database's clock).
+	HandledAt time.Time
 }
 
 // RecordMessages writes the handling outcome of messages. A message already
@@ -158,7 +161,7 @@ func (s *Store) PendingSets(ctx context.Context, account string) ([]PendingSet, 
 // SetParts returns the pending parts of one set, by message id.
 func (s *Store) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]SourceMessage, error) {
 	rows, err := s.pool.Query(ctx, `SELECT chat_id, message_id, topic_id, album_id, date, file_name, file_size,
-			unique_id, set_key, part_index, edit_date
+			unique_id, set_key, part_index, edit_date, handled_at
 		FROM source_messages WHERE chat_id = $1 AND topic_id = $2 AND set_key = $3 AND outcome = 'part_pending'
 		ORDER BY message_id`, int64(chat), topic, setKey)
 	if err != nil {
@@ -169,7 +172,7 @@ func (s *Store) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKe
 		var c, m int64
 		var date, edited *time.Time
 		err := r.Scan(&c, &m, &p.TopicID, &p.AlbumID, &date, &p.FileName, &p.FileSize, &p.UniqueID,
-			&p.SetKey, &p.PartIndex, &edited)
+			&p.SetKey, &p.PartIndex, &edited, &p.HandledAt)
 		p.Key = tg.MessageKey{Chat: tg.ChatID(c), Message: tg.MessageID(m)}
 		p.Outcome = OutcomePartPending
 		if date != nil {
