@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -295,21 +296,26 @@ func (s *flakyStrayStore) NoteStraySends(ctx context.Context, strays ...store.St
 }
 
 // The second copy of TestResentCopyOfDeliveredPartIsDeleted, when the
-// write that would record it fails: its delivery is recorded already, so
-// nothing but this session's report would ever find it. It is noted for
-// the account's owner and deleted when the notes are settled; when the
-// note fails too, the recorder tries again until it settles it.
+// write that would record it fails, or its deletion meets a flood wait:
+// its delivery is recorded already, so nothing but this session's report
+// would ever find it. It is noted for the account's owner and deleted
+// when the notes are settled; when the note fails too, the recorder tries
+// again until it settles it.
 func TestResentCopyWhoseRecordFailsIsStillDeleted(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name           string
 		record, noting int32
-	}{{"record fails", 1, 0}, {"record and note fail", 2, 1}} {
+		deleteFlood    bool
+	}{{"record fails", 1, 0, false}, {"record and note fail", 2, 1, false}, {"deletion flood-waits and note fails", 0, 1, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnvWorld(t, tgsim.Config{Seed: 1, ResendAfterRestart: true}, "a")
 			logs := &lockedBuffer{}
 			uid := pendingThenSentElsewhere(t, e, logs)
+			if tc.deleteFlood {
+				e.world.InjectFloodWait("a", tg.MethodDeleteMessages, time.Second, 1)
+			}
 
 			// A runs the account again; its TDLib re-sends the old
 			// pending message, and the recorder's writes fail.
@@ -339,7 +345,7 @@ func TestResentCopyWhoseRecordFailsIsStillDeleted(t *testing.T) {
 			// What the daemon runs meanwhile: the delivery stage, which
 			// settles the account's noted sends first.
 			deadline := time.Now().Add(10 * time.Second)
-			for len(e.copiesOf(uid)) != 1 || flaky.failRecord.Load() >= 0 {
+			for len(e.copiesOf(uid)) != 1 || flaky.failRecord.Load() >= 0 || flaky.failNote.Load() >= 0 {
 				if time.Now().After(deadline) {
 					t.Fatalf("destination holds %d copies of the part; want 1\nlog:\n%s", len(e.copiesOf(uid)), logs.String())
 				}
@@ -352,5 +358,47 @@ func TestResentCopyWhoseRecordFailsIsStillDeleted(t *testing.T) {
 				t.Fatalf("destination holds %d copies, want 1", n)
 			}
 		})
+	}
+}
+
+// unreachableStrayStore is a database that no longer answers: its writes
+// fail once their context ends.
+type unreachableStrayStore struct {
+	ingest.Store
+}
+
+func (s *unreachableStrayStore) MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, msg tg.MessageID, account string) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+func (s *unreachableStrayStore) NoteStraySends(ctx context.Context, strays ...store.StraySend) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A recorder stopped with sends queued and the database unreachable notes
+// them all in one write, bounded like any note (10 s): its stop does not
+// wait that long for each.
+func TestRecorderStopNotesWhatIsLeftAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1}, "a")
+	c := e.world.Client("a")
+	t.Cleanup(func() { _ = c.Close() })
+	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, &unreachableStrayStore{Store: e.st},
+		tg.NewSession(c, func(tg.Update) {}), nil)
+	q := ingest.NewUnclaimedSends()
+	for i := range 5 {
+		q.Offer(tg.Message{ChatID: e.dest, ID: tg.MessageIDFromServer(int64(10 + i)), Caption: "x\n" + ingest.TokenPrefix + fmt.Sprint("tok", i)})
+	}
+	rec := ingest.NewSendRecorder(pa, q)
+	if err := rec.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	rec.Stop()
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the recorder's Stop took %s with 5 sends queued and the database unreachable; want one note's bound", took)
 	}
 }

@@ -154,7 +154,9 @@ func (p *Pipeline) deleteCopies(ctx context.Context, d store.Delivery, keep tg.M
 			}
 			p.log.Info("second copies of a delivered part not deleted", "destination", d.Destination,
 				"package", d.PackageID, "part", d.PartIndex, "token", d.Token, "message", keep.ServerID(), "copies", dups, "err", err)
-			_ = p.noteStrays(ctx, strays...) // logged
+			if nerr := p.noteStrays(ctx, strays...); nerr != nil {
+				return fmt.Errorf("%w: %w (%w)", errNotNoted, err, nerr)
+			}
 			return err
 		}
 		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
@@ -193,7 +195,7 @@ func TokenOf(caption string) string {
 // failed) is returned, and m noted for the account's owner
 // (SettleStrays): its delivery may be recorded already, and then nothing
 // else would ever look for it. When even the note fails, the error wraps
-// errNotNoted. It reports whether a delivery was recorded (false for a
+// errNotNoted. A caller whose ctx was cancelled notes m itself. It reports whether a delivery was recorded (false for a
 // message without a token, or one recorded already).
 func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	tok := TokenOf(m.Caption)
@@ -202,7 +204,8 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	}
 	st := store.StraySend{Destination: m.ChatID, Message: m.ID, Token: tok, Account: p.cfg.Account}
 	ok, err := p.settleSend(ctx, st, true)
-	if err != nil {
+	// A caller that is stopping notes what it holds at once (noteSends).
+	if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 		if nerr := p.noteStrays(ctx, st); nerr != nil {
 			return false, fmt.Errorf("%w: %w (%w)", errNotNoted, err, nerr)
 		}
@@ -212,6 +215,21 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 
 // errNotNoted marks RecordSend's failure to note a send it could not settle.
 var errNotNoted = errors.New("send neither settled nor noted")
+
+// noteSends notes msgs, sends no waiter claimed, for the account's owner
+// without trying to settle them (a stopping recorder's).
+func (p *Pipeline) noteSends(ctx context.Context, msgs []tg.Message) error {
+	var strays []store.StraySend
+	for _, m := range msgs {
+		if tok := TokenOf(m.Caption); tok != "" && m.ID.IsServer() {
+			strays = append(strays, store.StraySend{Destination: m.ChatID, Message: m.ID, Token: tok, Account: p.cfg.Account})
+		}
+	}
+	if len(strays) == 0 {
+		return nil
+	}
+	return p.noteStrays(ctx, strays...)
+}
 
 // settleSend records st's message as the delivery its token names, or,
 // when that delivery is recorded with another message (or, its row lost
@@ -276,7 +294,7 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 		return false, nil
 	}
 	err = p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, note)
-	if err != nil && !note && tg.MayPass(err) {
+	if err != nil && (errors.Is(err, errNotNoted) || !note && tg.MayPass(err)) {
 		return false, err // kept for the next try
 	}
 	return false, nil

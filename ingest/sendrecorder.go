@@ -80,6 +80,13 @@ func (r *SendRecorder) Start(ctx context.Context) error {
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
 		defer timer.Stop()
+		// Stopping, the sends not settled yet are noted at once, in one
+		// write bounded like any note: the stop does not wait for each.
+		defer func() {
+			if left := append(again, r.in.take()...); len(left) > 0 {
+				_ = r.p.noteSends(ctx, left) // logged
+			}
+		}()
 		for {
 			select {
 			case <-ctx.Done():
@@ -89,13 +96,14 @@ func (r *SendRecorder) Start(ctx context.Context) error {
 			}
 			msgs := append(again, r.in.take()...)
 			again = nil
-			for _, m := range msgs {
+			for i, m := range msgs {
+				if ctx.Err() != nil {
+					again = append(again, msgs[i:]...)
+					return
+				}
 				if err := r.record(ctx, m); err != nil {
 					again = append(again, m)
 				}
-			}
-			if ctx.Err() != nil {
-				return
 			}
 			if len(again) == 0 {
 				wait = r.RetryBase
@@ -113,8 +121,10 @@ func (r *SendRecorder) record(ctx context.Context, m tg.Message) error {
 	defer cancel()
 	_, err := r.p.RecordSend(wctx, m)
 	switch {
-	case err == nil || ctx.Err() != nil:
+	case err == nil:
 		return nil
+	case ctx.Err() != nil:
+		return err // stopping: noted with the sends left
 	case errors.Is(err, errNotNoted):
 		r.p.log.Warn("a send no waiter claimed could be neither settled nor noted; trying again", "destination", m.ChatID, "message", m.ID.ServerID(), "err", err)
 		return err

@@ -3,7 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 )
+
+// SetFlushTimeout bounds s's group commits to d instead of a minute; it
+// is called before s's first commit.
+func SetFlushTimeout(s *Store, d time.Duration) { s.commits.timeout = d }
 
 // BuildSearch exposes the search SQL to the plan checks and the benchmark.
 func BuildSearch(q SearchQuery) (sql string, args []any, err error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,13 +97,14 @@ type unit struct {
 
 // committer runs group commits on its flushers' goroutines.
 type committer struct {
-	pool  *pgxpool.Pool
-	size  int
-	delay time.Duration
-	in    chan *unit
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
+	pool    *pgxpool.Pool
+	size    int
+	delay   time.Duration
+	timeout time.Duration // flushTimeout
+	in      chan *unit
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 	// queued counts the callers waiting for the committer to take their
 	// unit (tests wait for it).
 	queued atomic.Int64
@@ -131,7 +134,7 @@ func (s *Store) CommitStats() CommitStats {
 }
 
 func newCommitter(pool *pgxpool.Pool, size, flushers int, delay time.Duration) *committer {
-	c := &committer{pool: pool, size: size, delay: delay, in: make(chan *unit), stop: make(chan struct{})}
+	c := &committer{pool: pool, size: size, delay: delay, timeout: flushTimeout, in: make(chan *unit), stop: make(chan struct{})}
 	for range flushers {
 		c.wg.Go(c.run)
 	}
@@ -256,8 +259,13 @@ func (c *committer) flush(units []*unit) {
 	}
 	c.commits.Add(1)
 	c.units.Add(int64(len(live)))
-	defer func() { c.flushing.Add(int64(time.Since(start))) }()
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	counted := true // false: sent again unit by unit, which count themselves
+	defer func() {
+		if counted {
+			c.flushing.Add(int64(time.Since(start)))
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
@@ -274,11 +282,16 @@ func (c *committer) flush(units []*unit) {
 	ok, err := runUnits(ctx, conn.Conn(), live)
 	c.failed.Add(int64(len(live) - len(ok))) // told their statement's error
 	var pre pgx.ErrPreprocessingBatch
-	if err != nil && len(ok) > 1 && errors.As(err, &pre) {
-		// Refused before any of it ran: one unit's argument or statement.
-		// Each unit alone, so that only that one fails.
+	if err != nil && len(ok) > 1 && errors.As(err, &pre) && ctx.Err() == nil && !connectionLost(err) {
+		// Refused before any of it ran, by one unit's argument or
+		// statement (not a connection lost or a database that stopped
+		// answering: those fail the units, as any failed flush). Each
+		// unit alone, so that only that one fails.
 		conn.Release()
 		conn = nil
+		c.commits.Add(-1)
+		c.units.Add(-int64(len(live)))
+		counted = false
 		for _, u := range ok {
 			c.flush([]*unit{u})
 		}
@@ -299,6 +312,13 @@ func (c *committer) flush(units []*unit) {
 		}
 		u.done <- u.readErr
 	}
+}
+
+// connectionLost reports whether err is the connection's failure (the
+// network, the server gone) rather than a statement's or an argument's.
+func connectionLost(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err)
 }
 
 func (c *committer) fail(units []*unit, err error) {

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -273,5 +275,88 @@ func TestGroupCommitScanFailureLeavesOthersToldTheirCommit(t *testing.T) {
 	t.Logf("EnsureIntents again: fresh=%v token=%s", again[0].Fresh, again[0].Token)
 	if ierr != nil && !again[0].Fresh {
 		t.Errorf("EnsureIntents told %v although its intent committed; the retry finds it not fresh", ierr)
+	}
+}
+
+// A batch refused before it was sent and sent again unit by unit counts
+// once in CommitStats: its units once, its time not twice.
+func TestGroupCommitRefusedBatchCountsOnce(t *testing.T) {
+	t.Parallel()
+	st := openConfig(t, store.Config{GroupCommitFlushes: 1, GroupCommitDelay: 300 * time.Millisecond})
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	before := st.CommitStats()
+	slow := store.Statement{SQL: `INSERT INTO gc (k, tx) SELECT $1, txid_current() FROM pg_sleep(0.5)`, Args: []any{1}}
+	bad := store.Statement{SQL: `INSERT INTO gc (k, tx) VALUES ($1, txid_current())`, Args: []any{make(chan int)}}
+	units := [][]store.Statement{{slow}, {bad}, {insert(3)}}
+	errs := make([]error, len(units))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, u := range units {
+		wg.Go(func() { errs[i] = st.Commit(context.Background(), u...) })
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+		t.Fatalf("told %v; want only the unencodable unit failed", errs)
+	}
+	// The flusher adds its time as it returns, after telling the units.
+	var after store.CommitStats
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if after = st.CommitStats(); after.Units-before.Units >= 3 && after.Flushing > before.Flushing || time.Now().After(deadline) {
+			break
+		}
+	}
+	if d := after.Units - before.Units; d != 3 {
+		t.Errorf("CommitStats counted %d units for the 3 handed over", d)
+	}
+	if d := after.Flushing - before.Flushing; d > wall+100*time.Millisecond {
+		t.Errorf("CommitStats.Flushing grew by %s in %s of wall time with one flusher", d, wall)
+	}
+}
+
+// A database that stops answering while pgx prepares a batch (a table
+// locked by a migration) fails the batch's units when the group commit's
+// bound passes: they are not sent again one by one, each with a bound of
+// its own.
+func TestGroupCommitPrepareTimeoutFailsTheUnits(t *testing.T) {
+	t.Parallel()
+	st := openConfig(t, store.Config{GroupCommitFlushes: 1, GroupCommitDelay: 300 * time.Millisecond})
+	store.SetFlushTimeout(st, 2*time.Second)
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Release()
+	if _, err := locker.Exec(ctx, `BEGIN; LOCK TABLE gc IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = locker.Exec(context.Background(), `ROLLBACK`) }()
+	// New statement texts: pgx prepares them before sending the batch.
+	u := func(k int) store.Statement {
+		return store.Statement{SQL: fmt.Sprintf(`INSERT INTO gc (k, tx) VALUES ($1, txid_current()) -- unit %d`, k), Args: []any{k}}
+	}
+	const n = 4
+	errs := make(chan error, n)
+	for k := range n {
+		go func() { errs <- st.Commit(context.Background(), u(k)) }()
+	}
+	// Sent again one by one, they would be told after (n+1) bounds.
+	deadline := time.After(5 * time.Second)
+	for range n {
+		select {
+		case err := <-errs:
+			if err == nil {
+				t.Error("a unit committed under the table's lock")
+			}
+		case <-deadline:
+			t.Fatal("units still held 5 s after they were handed over, with a group commit's bound of 2 s")
+		}
 	}
 }
