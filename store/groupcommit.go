@@ -37,7 +37,8 @@ import (
 // fails every unit it held, and their callers retry as after any failed
 // write. A batch that pgx refuses before sending any of it (an argument
 // it cannot encode, a statement the server cannot prepare) is sent again
-// one unit a transaction, so that only the unit at fault fails. A Read
+// one unit a transaction, so that only the unit at fault fails; a refusal
+// that is the connection's or the bound's fails the units at once. A Read
 // that fails, its Scan included, is its unit's failure alone: the server
 // ran the statement, and the batch goes on to its COMMIT.
 //
