@@ -107,6 +107,13 @@ func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string)
 		return 0, err
 	}
 	thread, err = p.tg.CreateForumTopic(ctx, dest, name)
+	if _, flood := tg.FloodWait(err); flood && !begun {
+		// Refused unsent (the account paused) or by a 429: nothing was
+		// created, and the next creator need not look for it.
+		if ferr := p.store.ForgetDestinationTopic(context.WithoutCancel(ctx), dest, name, 0); ferr != nil {
+			p.log.Warn("forget a topic creation that was not made", "destination", dest, "name", name, "err", ferr)
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("create topic %q in destination %d: %w", name, dest, err)
 	}

@@ -312,4 +312,9 @@ func TestFloodWaitUnderTheTopicLockPausesOnlyItsAccount(t *testing.T) {
 		t.Fatalf("account b's delivery stage was blocked %s by account a's FLOOD_WAIT (%s), which a sat out holding the topic lock %q",
 			took.Round(time.Millisecond), wait, store.DestinationTopicLock(same, "Dragons"))
 	}
+	// a's creation was refused, so it left no mark of a creation begun:
+	// b created the topic without looking for one first.
+	if n := e.world.Calls("b")[tg.MethodGetForumTopics]; n != 0 {
+		t.Errorf("account b looked for the topic %d time(s) after a's refused creation", n)
+	}
 }
