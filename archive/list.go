@@ -257,7 +257,7 @@ func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, n
 		// signature, after the stub.
 		src = src.from(det.Offset)
 	}
-	w := &walk{ctx: ctx, format: format, lim: lim, now: now, deadline: now().Add(lim.MaxDuration), shown: seen}
+	w := &walk{ctx: ctx, format: format, lim: lim, now: now, deadline: now().Add(lim.MaxDuration), shown: seen, zipFirst: -1}
 	if err := w.ctxErr(); err != nil {
 		return Listing{}, err
 	}
@@ -310,6 +310,9 @@ type walk struct {
 	zipBuf      []byte // a local header and its name, reused
 	// zipCRC is what checking zip entries' CRC-32s reuses.
 	zipCRC zipCRC
+	// zipFirst is the offset of the lowest local header listed in a
+	// single zip or byte split, -1 before any.
+	zipFirst int64
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
 	// shown, when set, is shown a compressed tar's bytes as they are read.

@@ -146,59 +146,71 @@ func (w *walk) tarTail(r io.Reader) error {
 }
 
 // tarOneArchive checks, for the parts of a set, that they are one
-// archive's: a plain tar that ends before the last part leaves that part
-// only padding (zeros), and what follows a compressed tar's end in its
-// decompressed stream (a compressor reads concatenated streams as one) is
-// not another tar. r is the stream right after the end blocks, read up to
-// its first block that is not zeros; section holds a plain tar's bytes.
+// archive's, reading r, the stream right after the tar's end blocks, to
+// its end in 512-byte blocks (within the listing's bounds, like the rest):
+// no block may be another tar's header (two tars, or a compressor that
+// reads concatenated streams as one), and in a plain tar, whose bytes are
+// the parts', a part that lies wholly after the end holds only zeros.
+// Anything else there (padding, pixz's index) is the archive's tail.
+// section holds a plain tar's bytes.
 func (w *walk) tarOneArchive(r io.Reader, section *io.SectionReader, src *partSet) error {
 	n := src.Len()
 	if n == 1 {
 		return nil
 	}
+	// A plain tar: the tail's first byte in the parts, and how many of
+	// its bytes come before the parts wholly after the end.
+	var end int64
+	after := int64(-1)
 	if w.format == FormatTar {
-		end, err := section.Seek(0, io.SeekCurrent)
-		last := src.Start(n - 1)
-		if err != nil || end > last {
-			return nil
+		var err error
+		if end, err = section.Seek(0, io.SeekCurrent); err != nil {
+			return w.readErr("archive", err)
 		}
-		if zerosTo(io.NewSectionReader(section, last, src.Size()-last)) {
-			return nil
+		if i := src.PartAt(max(end-1, 0)); i+1 < n {
+			after = src.Start(i+1) - end
 		}
-		return notOneArchive(w.format, "the archive ends in part %d of %d: the parts after it hold something else", src.PartAt(end-1)+1, n)
 	}
 	blk := make([]byte, 512)
+	var off int64 // bytes of the tail read before blk
 	for {
-		_, err := io.ReadFull(r, blk)
-		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return nil
-		case err != nil:
+		k, eof, err := readBlock(r, blk)
+		if err != nil {
 			return w.tarErr(err, len(w.listing.Entries))
-		case tarHeader(blk):
+		}
+		b := blk[:k]
+		switch {
+		case k == 512 && tarHeader(b):
 			return notOneArchive(w.format, "another tar follows the archive's end: a part holds another archive")
-		case slices.ContainsFunc(blk, func(b byte) bool { return b != 0 }):
-			return nil // not a tar: an index (pixz), or padding of another kind
+		case after >= 0 && off+int64(k) > after:
+			from := max(after-off, 0)
+			if j := slices.IndexFunc(b[from:], func(c byte) bool { return c != 0 }); j >= 0 {
+				return notOneArchive(w.format, "the archive ends before part %d of %d, which holds something else",
+					src.PartAt(end+off+from+int64(j))+1, n)
+			}
+		}
+		off += int64(k)
+		if eof {
+			return nil
 		}
 	}
 }
 
-// zerosTo reports whether r holds only zero bytes to its end (a read
-// error counts as not).
-func zerosTo(r io.Reader) bool {
-	buf := make([]byte, 8<<10)
-	for {
-		k, err := r.Read(buf)
-		if slices.ContainsFunc(buf[:k], func(b byte) bool { return b != 0 }) {
-			return false
-		}
+// readBlock fills blk from r; eof says r ended (k may then be short). An
+// error is r's own: a decompressor's "unexpected EOF" is a stream cut
+// short, not the end.
+func readBlock(r io.Reader, blk []byte) (k int, eof bool, err error) {
+	for k < len(blk) {
+		n, err := r.Read(blk[k:])
+		k += n
 		if errors.Is(err, io.EOF) {
-			return true
+			return k, true, nil
 		}
 		if err != nil {
-			return false
+			return k, false, err
 		}
 	}
+	return k, false, nil
 }
 
 // tarHeader reports whether blk, a 512-byte block, is a tar header: its

@@ -95,14 +95,6 @@ func listZip(w *walk, src *partSet) error {
 		if base != 0 || !zipSigAt(src, alt, zipCentralSig) {
 			return malformed(w.format, "central directory not found at offset %d", start)
 		}
-		// In a set, bytes before the archive that fill whole parts and
-		// are an archive of their own (another archive, or a volume of
-		// another set, named as a part of this one) are no stub: those
-		// parts hold none of it. A self-extractor's stub may be longer
-		// than a part.
-		if at := alt - start; src.Len() > 1 && at >= src.Start(1) && sniffParts(src).Format != FormatNone {
-			return notOneArchive(w.format, "the archive starts in part %d of %d: the parts before it hold none of it", src.PartAt(at)+1, src.Len())
-		}
 		start = alt
 	}
 
@@ -130,7 +122,7 @@ func listZip(w *walk, src *partSet) error {
 			if _, err := br.Peek(1); err == nil || count < end.entries || byteLimited {
 				w.listing.Truncated = true
 			}
-			return nil
+			return w.zipOneArchive(src, loc)
 		}
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) && !byteLimited {
@@ -171,7 +163,20 @@ func listZip(w *walk, src *partSet) error {
 	if count != end.entries && uint16(count) != uint16(end.entries) {
 		return malformed(w.format, "central directory holds %d entries, end record claims %d", count, end.entries)
 	}
-	return nil
+	return w.zipOneArchive(src, loc)
+}
+
+// zipOneArchive refuses a byte split whose archive starts after its first
+// part (its first local header there, whatever its offsets say: shifted
+// by a stub, or adjusted by zip -A) when that part is an archive of its
+// own: another archive, or a volume of another set, named as a part of
+// this one. A self-extractor's stub, which is no archive, may be longer
+// than a part.
+func (w *walk) zipOneArchive(src *partSet, loc zipLocals) error {
+	if src.Len() < 2 || loc.split || w.zipFirst < src.Start(1) || sniffParts(src).Format == FormatNone {
+		return nil
+	}
+	return notOneArchive(w.format, "the archive starts in part %d of %d: the parts before it hold none of it", src.PartAt(w.zipFirst)+1, src.Len())
 }
 
 // zipLocals says where an archive's local headers are.
@@ -213,6 +218,9 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 		return malformed(w.format, "entry %d (%s): local header offset %d beyond the central directory", index+1, quoteName(name), offset)
 	}
 	pos += int64(offset)
+	if !loc.split && (w.zipFirst < 0 || pos < w.zipFirst) {
+		w.zipFirst = pos
+	}
 	// One read for the header and a name of the directory's length.
 	w.zipBuf = grow(w.zipBuf, zipLocalLen+len(name))
 	n, _ := src.ReadAt(w.zipBuf, pos)

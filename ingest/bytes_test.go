@@ -234,7 +234,7 @@ func TestTwoWholeArchivesNamedAsOneSetAreRefused(t *testing.T) {
 		{[]string{"x.part1.rar", "x.part2.rar"}, [][]byte{archivetest.Rar(one), archivetest.Rar(two)}, "volume 1 is the last of its archive"},
 		{[]string{"x.zip.001", "x.zip.002"}, [][]byte{archivetest.Zip(one), archivetest.Zip(two)}, "the archive starts in part 2 of 2"},
 		{[]string{"x.7z.001", "x.7z.002"}, [][]byte{archivetest.SevenZip(one), archivetest.SevenZip(two)}, "the archive ends in part 1 of 2"},
-		{[]string{"x.tar.001", "x.tar.002"}, [][]byte{archivetest.Tar(one), archivetest.Tar(two)}, "the archive ends in part 1 of 2"},
+		{[]string{"x.tar.001", "x.tar.002"}, [][]byte{archivetest.Tar(one), archivetest.Tar(two)}, "another tar follows the archive's end"},
 		{[]string{"x.tar.gz.001", "x.tar.gz.002"}, [][]byte{archivetest.TarGz(one), archivetest.TarGz(two)}, "another tar follows the archive's end"},
 	} {
 		t.Run(tc.names[0], func(t *testing.T) {
