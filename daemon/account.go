@@ -72,6 +72,7 @@ func (r *accountRun) halt(graceful bool) {
 				r.log.Warn("close telegram client", "err", err)
 			}
 			<-r.sess.Done()
+			r.rec.NoteLeft()
 			return
 		}
 		// The client first: from here on the account makes no request.
@@ -90,6 +91,7 @@ func (r *accountRun) halt(graceful bool) {
 		r.rec.Stop()
 		r.lst.Kill()
 		<-r.sess.Done()
+		r.rec.NoteLeft()
 	})
 }
 

@@ -402,3 +402,32 @@ func TestRecorderStopNotesWhatIsLeftAtOnce(t *testing.T) {
 		t.Errorf("the recorder's Stop took %s with 5 sends queued and the database unreachable; want one note's bound", took)
 	}
 }
+
+// A send the session reports after the recorder stopped (the session's
+// pump runs until its client is closed) is noted by NoteLeft, which the
+// account's stop calls once the session is done.
+func TestSendOfferedAfterTheRecorderStoppedIsNoted(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1}, "a")
+	c := e.world.Client("a")
+	t.Cleanup(func() { _ = c.Close() })
+	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}}, e.st,
+		tg.NewSession(c, func(tg.Update) {}), nil)
+	q := ingest.NewUnclaimedSends()
+	rec := ingest.NewSendRecorder(pa, q)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	rec.Stop()
+	q.Offer(tg.Message{ChatID: e.dest, ID: tg.MessageIDFromServer(77), Caption: "x\n" + ingest.TokenPrefix + "afterstop"})
+	rec.NoteLeft()
+	strays, err := e.st.StraySends(e.ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strays) != 1 || strays[0].Token != "afterstop" || strays[0].Message != tg.MessageIDFromServer(77) {
+		t.Fatalf("noted %+v; want the send offered after the stop", strays)
+	}
+}

@@ -135,3 +135,12 @@ func (r *SendRecorder) record(ctx context.Context, m tg.Message) error {
 
 // Stop stops the loop; it is idempotent.
 func (r *SendRecorder) Stop() { r.run.Stop() }
+
+// NoteLeft notes, for the account's owner, the sends offered since the
+// loop stopped: the session reports sends until its client is closed.
+// The account's stop calls it once the session is done.
+func (r *SendRecorder) NoteLeft() {
+	if left := r.in.take(); len(left) > 0 {
+		_ = r.p.noteSends(context.Background(), left) // logged
+	}
+}

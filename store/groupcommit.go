@@ -283,11 +283,12 @@ func (c *committer) flush(units []*unit) {
 	ok, err := runUnits(ctx, conn.Conn(), live)
 	c.failed.Add(int64(len(live) - len(ok))) // told their statement's error
 	var pre pgx.ErrPreprocessingBatch
-	if err != nil && len(ok) > 1 && errors.As(err, &pre) && ctx.Err() == nil && !connectionLost(err) {
+	if err != nil && len(ok) > 1 && errors.As(err, &pre) && ctx.Err() == nil && unitsRefusal(err) {
 		// Refused before any of it ran, by one unit's argument or
-		// statement (not a connection lost or a database that stopped
-		// answering: those fail the units, as any failed flush). Each
-		// unit alone, so that only that one fails.
+		// statement (not a connection lost, a database that stopped
+		// answering, or a lock or statement timeout: those fail the
+		// units, as any failed flush). Each unit alone, so that only
+		// that one fails.
 		conn.Release()
 		conn = nil
 		c.commits.Add(-1)
@@ -315,11 +316,26 @@ func (c *committer) flush(units []*unit) {
 	}
 }
 
-// connectionLost reports whether err is the connection's failure (the
-// network, the server gone) rather than a statement's or an argument's.
-func connectionLost(err error) bool {
+// unitsRefusal reports whether err, a batch's refusal before it was sent,
+// is a statement's or an argument's: the server's syntax or access rule
+// (class 42), a data exception (22) or a feature it lacks (0A), or an
+// argument pgx cannot encode; not the connection's failure (the network,
+// the server gone or ending the session) nor the server's state (a lock
+// or statement timeout, a shutdown), which any unit would meet again.
+func unitsRefusal(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		if pg.Severity == "FATAL" || pg.Severity == "PANIC" || len(pg.Code) < 2 {
+			return false
+		}
+		switch pg.Code[:2] {
+		case "42", "22", "0A":
+			return true
+		}
+		return false
+	}
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err)
+	return !errors.As(err, &ne) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !pgconn.Timeout(err)
 }
 
 func (c *committer) fail(units []*unit, err error) {

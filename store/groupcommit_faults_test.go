@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -358,5 +360,110 @@ func TestGroupCommitPrepareTimeoutFailsTheUnits(t *testing.T) {
 		case <-deadline:
 			t.Fatal("units still held 5 s after they were handed over, with a group commit's bound of 2 s")
 		}
+	}
+}
+
+// A server-side bound (lock_timeout, as an operator may set on the role,
+// the database or in the URL) that cancels pgx's prepare of a batch fails
+// the batch's units once: they are not sent again one by one, each
+// waiting for the lock again.
+func TestGroupCommitPrepareLockTimeoutFailsTheUnits(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	st, err := store.Open(t.Context(), store.Config{URL: url + sep + "lock_timeout=1000", GroupCommitFlushes: 1, GroupCommitDelay: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Release()
+	if _, err := locker.Exec(ctx, `BEGIN; SET LOCAL lock_timeout = 0; LOCK TABLE gc IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = locker.Exec(context.Background(), `ROLLBACK`) }()
+	u := func(k int) store.Statement {
+		return store.Statement{SQL: fmt.Sprintf(`INSERT INTO gc (k, tx) VALUES ($1, txid_current()) -- unit %d`, k), Args: []any{k}}
+	}
+	const n = 6
+	before := st.CommitStats()
+	errs := make(chan error, n)
+	start := time.Now()
+	for k := range n {
+		go func() { errs <- st.Commit(context.Background(), u(k)) }()
+	}
+	for range n {
+		if err := <-errs; err == nil {
+			t.Error("a unit committed under the table's lock")
+		}
+	}
+	took := time.Since(start)
+	if d := st.CommitStats().Commits - before.Commits; d > 2 {
+		t.Errorf("%d group commits ran for the %d units refused together", d, n)
+	}
+	if took > 3*time.Second {
+		t.Errorf("a prepare refused by the server's lock_timeout (1 s) held the %d units %s: sent again one by one, each waiting for the lock again", n, took.Round(100*time.Millisecond))
+	}
+}
+
+// A flusher's connection that the server ends while pgx prepares the batch
+// (pg_terminate_backend, a server shutting down: a FATAL error) fails the
+// batch's units once: they are not sent again one by one, each waiting
+// out a group commit's bound behind the same lock.
+func TestGroupCommitPrepareOnAnEndedConnectionFailsTheUnits(t *testing.T) {
+	t.Parallel()
+	st := openConfig(t, store.Config{GroupCommitFlushes: 1, GroupCommitDelay: 300 * time.Millisecond})
+	store.SetFlushTimeout(st, 2*time.Second)
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Release()
+	if _, err := locker.Exec(ctx, `BEGIN; LOCK TABLE gc IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = locker.Exec(context.Background(), `ROLLBACK`) }()
+	u := func(k int) store.Statement {
+		return store.Statement{SQL: fmt.Sprintf(`INSERT INTO gc (k, tx) VALUES ($1, txid_current()) -- unit %d`, k), Args: []any{k}}
+	}
+	const n = 4
+	errs := make(chan error, n)
+	start := time.Now()
+	for k := range n {
+		go func() { errs <- st.Commit(context.Background(), u(k)) }()
+	}
+	// Terminate the flusher's backend once it waits for the table's lock.
+	go func() {
+		for i := 0; i < 100; i++ {
+			var pid int
+			if err := st.Pool().QueryRow(context.Background(), `SELECT pid FROM pg_locks l WHERE relation = 'gc'::regclass AND NOT granted LIMIT 1`).Scan(&pid); err == nil {
+				_, _ = st.Pool().Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pid)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	for range n {
+		if err := <-errs; err == nil {
+			t.Error("a unit committed under the table's lock")
+		}
+	}
+	took := time.Since(start)
+	if took > 4*time.Second {
+		t.Errorf("a batch whose connection the server terminated at prepare held its %d units %s: sent again one by one, each waiting out a 2 s bound", n, took.Round(100*time.Millisecond))
 	}
 }
