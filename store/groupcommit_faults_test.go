@@ -327,27 +327,11 @@ func TestGroupCommitPrepareTimeoutFailsTheUnits(t *testing.T) {
 	t.Parallel()
 	st := openConfig(t, store.Config{GroupCommitFlushes: 1, GroupCommitDelay: 300 * time.Millisecond})
 	store.SetFlushTimeout(st, 2*time.Second)
-	ctx := t.Context()
-	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	locker, err := st.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Release()
-	if _, err := locker.Exec(ctx, `BEGIN; LOCK TABLE gc IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = locker.Exec(context.Background(), `ROLLBACK`) }()
-	// New statement texts: pgx prepares them before sending the batch.
-	u := func(k int) store.Statement {
-		return store.Statement{SQL: fmt.Sprintf(`INSERT INTO gc (k, tx) VALUES ($1, txid_current()) -- unit %d`, k), Args: []any{k}}
-	}
+	lockedTable(t, st)
 	const n = 4
 	errs := make(chan error, n)
 	for k := range n {
-		go func() { errs <- st.Commit(context.Background(), u(k)) }()
+		go func() { errs <- st.Commit(context.Background(), unpreparedInsert(k)) }()
 	}
 	// Sent again one by one, they would be told after (n+1) bounds.
 	deadline := time.After(5 * time.Second)
@@ -379,28 +363,13 @@ func TestGroupCommitPrepareLockTimeoutFailsTheUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	ctx := t.Context()
-	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	locker, err := st.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Release()
-	if _, err := locker.Exec(ctx, `BEGIN; SET LOCAL lock_timeout = 0; LOCK TABLE gc IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = locker.Exec(context.Background(), `ROLLBACK`) }()
-	u := func(k int) store.Statement {
-		return store.Statement{SQL: fmt.Sprintf(`INSERT INTO gc (k, tx) VALUES ($1, txid_current()) -- unit %d`, k), Args: []any{k}}
-	}
+	lockedTable(t, st)
 	const n = 6
 	before := st.CommitStats()
 	errs := make(chan error, n)
 	start := time.Now()
 	for k := range n {
-		go func() { errs <- st.Commit(context.Background(), u(k)) }()
+		go func() { errs <- st.Commit(context.Background(), unpreparedInsert(k)) }()
 	}
 	for range n {
 		if err := <-errs; err == nil {
@@ -424,27 +393,12 @@ func TestGroupCommitPrepareOnAnEndedConnectionFailsTheUnits(t *testing.T) {
 	t.Parallel()
 	st := openConfig(t, store.Config{GroupCommitFlushes: 1, GroupCommitDelay: 300 * time.Millisecond})
 	store.SetFlushTimeout(st, 2*time.Second)
-	ctx := t.Context()
-	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	locker, err := st.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Release()
-	if _, err := locker.Exec(ctx, `BEGIN; LOCK TABLE gc IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = locker.Exec(context.Background(), `ROLLBACK`) }()
-	u := func(k int) store.Statement {
-		return store.Statement{SQL: fmt.Sprintf(`INSERT INTO gc (k, tx) VALUES ($1, txid_current()) -- unit %d`, k), Args: []any{k}}
-	}
+	lockedTable(t, st)
 	const n = 4
 	errs := make(chan error, n)
 	start := time.Now()
 	for k := range n {
-		go func() { errs <- st.Commit(context.Background(), u(k)) }()
+		go func() { errs <- st.Commit(context.Background(), unpreparedInsert(k)) }()
 	}
 	// Terminate the flusher's backend once it waits for the table's lock.
 	go func() {
@@ -466,4 +420,34 @@ func TestGroupCommitPrepareOnAnEndedConnectionFailsTheUnits(t *testing.T) {
 	if took > 4*time.Second {
 		t.Errorf("a batch whose connection the server terminated at prepare held its %d units %s: sent again one by one, each waiting out a 2 s bound", n, took.Round(100*time.Millisecond))
 	}
+}
+
+// lockedTable creates table gc in st's database and locks it (ACCESS
+// EXCLUSIVE, as a migration would, whatever lock_timeout the connection's
+// URL sets) until the test ends: a statement that reads or writes it waits,
+// and so does its prepare.
+func lockedTable(t *testing.T, st *store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := locker.Exec(ctx, `BEGIN; SET LOCAL lock_timeout = 0; LOCK TABLE gc IN ACCESS EXCLUSIVE MODE`); err != nil {
+		locker.Release()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = locker.Exec(context.Background(), `ROLLBACK`)
+		locker.Release()
+	})
+}
+
+// unpreparedInsert inserts k into gc with a statement text of its own,
+// which pgx prepares before it sends the batch.
+func unpreparedInsert(k int) store.Statement {
+	return store.Statement{SQL: fmt.Sprintf(`INSERT INTO gc (k, tx) VALUES ($1, txid_current()) -- unit %d`, k), Args: []any{k}}
 }
