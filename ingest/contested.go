@@ -19,23 +19,6 @@ import (
 // end, and the others are recorded as rejected copies with the reason, or
 // as duplicates when their bytes are a chosen copy's.
 
-// rejectedPart is a copy of a part left out of its set, and why.
-// deleteFuncErr is slices.DeleteFunc for a test that may fail: it stops
-// at the first failure.
-func deleteFuncErr[T any](s []T, del func(T) (bool, error)) ([]T, error) {
-	kept := s[:0]
-	for i, v := range s {
-		d, err := del(v)
-		if err != nil {
-			return append(kept, s[i:]...), err
-		}
-		if !d {
-			kept = append(kept, v)
-		}
-	}
-	return kept, nil
-}
-
 // takenAlone handles pt, a message recorded as a part of a set, as a lone
 // archive, as fetchAlone handles a plain x.zip: its bytes, if they are a
 // whole archive, are catalogued on their own (or found to be a package's)
@@ -60,6 +43,7 @@ func (p *Pipeline) takenAlone(ctx context.Context, pt store.SourceMessage) (bool
 	return true, nil
 }
 
+// rejectedPart is a copy of a part left out of its set, and why.
 type rejectedPart struct {
 	part   store.SourceMessage
 	reason string
@@ -143,10 +127,18 @@ func (p *Pipeline) messages(ctx context.Context, parts []store.SourceMessage) ([
 func (p *Pipeline) settleRejectedParts(ctx context.Context, ordered []store.SourceMessage, rejected []rejectedPart) error {
 	// A copy whose bytes are a whole archive is no copy: an archive of
 	// its own posted under a part's name.
-	var err error
-	rejected, err = deleteFuncErr(rejected, func(r rejectedPart) (bool, error) { return p.takenAlone(ctx, r.part) })
-	if err != nil || len(rejected) == 0 {
-		return err
+	kept := rejected[:0]
+	for _, r := range rejected {
+		alone, err := p.takenAlone(ctx, r.part)
+		if err != nil {
+			return err
+		}
+		if !alone {
+			kept = append(kept, r)
+		}
+	}
+	if rejected = kept; len(rejected) == 0 {
+		return nil
 	}
 	pkg, err := p.setPackage(ctx, ordered)
 	if err != nil {
