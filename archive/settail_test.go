@@ -175,3 +175,59 @@ func TestListSetShortTailsDoNotPanic(t *testing.T) {
 		}
 	}
 }
+
+// A valid zip (unzip, 7zz accept it) whose central directory lists its
+// entries in another order than their local headers (small.txt, at 5037,
+// before big.bin, at 0), cut in a byte split at 3000. Listed whole it is
+// one archive, and so it is when its listing stops at MaxEntries: the
+// directory's other entries still say where the archive starts.
+func TestListZipSplitCutByMaxEntriesIsOneArchive(t *testing.T) {
+	z, err := os.ReadFile("testdata/reordered-directory.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := writeVolumes(t, z[:3000], z[3000:])
+	if _, err := List(context.Background(), FormatZip, parts, Limits{}); err != nil {
+		t.Fatalf("whole listing: %v", err)
+	}
+	l, err := List(context.Background(), FormatZip, parts, Limits{MaxEntries: 1})
+	if err != nil {
+		t.Errorf("MaxEntries 1: %d entries, truncated %v, err %v; want a truncated listing", len(l.Entries), l.Truncated, err)
+	}
+}
+
+// TestListZipAdjustedAfterAWholeZip's set (a second zip adjusted by zip -A
+// after a whole first zip), its second zip holding two entries, is
+// refused also when MaxHeaderBytes cuts its central directory short.
+func TestListZipAdjustedAfterAWholeZipCutByMaxHeaderBytes(t *testing.T) {
+	if _, err := exec.LookPath("zip"); err != nil {
+		t.Skip("zip command not installed")
+	}
+	dir := t.TempDir()
+	a := archivetest.Zip(tailOne)
+	b := archivetest.Zip(append(append([]archivetest.File{}, tailTwo...), archivetest.File{Name: "second/three.bin", Data: []byte("3")}))
+	f := filepath.Join(dir, "ab.zip")
+	if err := os.WriteFile(f, append(append([]byte{}, a...), b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("zip", "-A", f).CombinedOutput(); err != nil {
+		t.Fatalf("zip -A: %v %s", err, out)
+	}
+	ab, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ab[:len(a)], a) {
+		t.Fatal("zip -A changed the first zip")
+	}
+	parts := writeVolumes(t, ab[:len(a)], ab[len(a):])
+	_, err = List(context.Background(), FormatZip, parts, Limits{})
+	if !errors.Is(err, ErrNotOneArchive) {
+		t.Fatalf("default limits: err %v; want ErrNotOneArchive", err)
+	}
+	// Room for the first directory entry (46 bytes and its name), not the second.
+	l, err := List(context.Background(), FormatZip, parts, Limits{MaxHeaderBytes: 80})
+	if !errors.Is(err, ErrNotOneArchive) {
+		t.Errorf("MaxHeaderBytes 80: listed %d entries (truncated %v), err %v; want ErrNotOneArchive", len(l.Entries), l.Truncated, err)
+	}
+}

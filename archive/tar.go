@@ -171,6 +171,7 @@ func (w *walk) tarOneArchive(r io.Reader, section *io.SectionReader, src *partSe
 			after = src.Start(i+1) - end
 		}
 	}
+	r = bufio.NewReaderSize(r, 64<<10) // not one Read (a pread, a decompressor call) per block
 	blk := make([]byte, 512)
 	var off int64 // bytes of the tail read before blk
 	for {

@@ -122,13 +122,14 @@ func listZip(w *walk, src *partSet) error {
 			if _, err := br.Peek(1); err == nil || count < end.entries || byteLimited {
 				w.listing.Truncated = true
 			}
+			w.zipRestOffsets(br, loc)
 			return w.zipOneArchive(src, loc)
 		}
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) && !byteLimited {
 				break // read the whole directory
 			}
-			return w.zipDirEnd(err, byteLimited, count, end.entries)
+			return w.zipDirCut(src, loc, err, byteLimited, count, end.entries)
 		}
 		sig := le32(hdr[0:])
 		if sig != zipCentralSig {
@@ -141,13 +142,13 @@ func listZip(w *walk, src *partSet) error {
 		nameBuf = grow(nameBuf, nameLen)
 		extraBuf = grow(extraBuf, extraLen)
 		if _, err := io.ReadFull(br, nameBuf); err != nil {
-			return w.zipDirEnd(err, byteLimited, count, end.entries)
+			return w.zipDirCut(src, loc, err, byteLimited, count, end.entries)
 		}
 		if _, err := io.ReadFull(br, extraBuf); err != nil {
-			return w.zipDirEnd(err, byteLimited, count, end.entries)
+			return w.zipDirCut(src, loc, err, byteLimited, count, end.entries)
 		}
 		if _, err := br.Discard(int(commentLen)); err != nil {
-			return w.zipDirEnd(err, byteLimited, count, end.entries)
+			return w.zipDirCut(src, loc, err, byteLimited, count, end.entries)
 		}
 		w.addZipCentral(hdr[:], nameBuf, extraBuf)
 		if err := w.checkZipLocal(src, loc, hdr[:], nameBuf, extraBuf, count); err != nil {
@@ -166,6 +167,16 @@ func listZip(w *walk, src *partSet) error {
 	return w.zipOneArchive(src, loc)
 }
 
+// zipDirCut is zipDirEnd for a directory whose read stopped early; a
+// listing it lets stand (cut by MaxHeaderBytes) is judged by zipOneArchive
+// on the entries seen.
+func (w *walk) zipDirCut(src *partSet, loc zipLocals, err error, byteLimited bool, count, entries uint64) error {
+	if err := w.zipDirEnd(err, byteLimited, count, entries); err != nil {
+		return err
+	}
+	return w.zipOneArchive(src, loc)
+}
+
 // zipOneArchive refuses a byte split whose archive starts after its first
 // part (its first local header there, whatever its offsets say: shifted
 // by a stub, or adjusted by zip -A) when that part is an archive of its
@@ -177,6 +188,56 @@ func (w *walk) zipOneArchive(src *partSet, loc zipLocals) error {
 		return nil
 	}
 	return notOneArchive(w.format, "the archive starts in part %d of %d: the parts before it hold none of it", src.PartAt(w.zipFirst)+1, src.Len())
+}
+
+// zipRestOffsets lowers zipFirst with the local header offsets of the
+// directory entries left unlisted (MaxEntries), within the bytes read.
+func (w *walk) zipRestOffsets(br *bufio.Reader, loc zipLocals) {
+	if loc.split {
+		return
+	}
+	var hdr [zipCentralLen]byte
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil || le32(hdr[:]) != zipCentralSig {
+			return
+		}
+		nameLen, extraLen, commentLen := int(le16(hdr[28:])), int(le16(hdr[30:])), int(le16(hdr[32:]))
+		if _, err := br.Discard(nameLen); err != nil {
+			return
+		}
+		extra := make([]byte, extraLen)
+		if _, err := io.ReadFull(br, extra); err != nil {
+			return
+		}
+		if _, err := br.Discard(commentLen); err != nil {
+			return
+		}
+		_, _, offset := zipSizes(hdr[:], extra)
+		if offset <= uint64(loc.dirStart) {
+			if pos := loc.base + int64(offset); w.zipFirst < 0 || pos < w.zipFirst {
+				w.zipFirst = pos
+			}
+		}
+	}
+}
+
+// zipSizes returns the uncompressed and compressed sizes and the local
+// header offset the central directory entry hdr records, with its extra
+// block's zip64 values in place of those that overflowed.
+func zipSizes(hdr, extra []byte) (usize, csize, offset uint64) {
+	usize, csize, offset = uint64(le32(hdr[24:])), uint64(le32(hdr[20:])), uint64(le32(hdr[42:]))
+	forEachExtra(extra, func(id uint16, data []byte) {
+		if id != zipExtraZip64 {
+			return
+		}
+		// The zip64 fields are present only for the values that overflowed, in this order.
+		for _, v := range []*uint64{&usize, &csize, &offset} {
+			if *v == math.MaxUint32 && len(data) >= 8 {
+				*v, data = binary.LittleEndian.Uint64(data), data[8:]
+			}
+		}
+	})
+	return usize, csize, offset
 }
 
 // zipLocals says where an archive's local headers are.
@@ -193,19 +254,7 @@ type zipLocals struct {
 // disagrees with the directory (another name, another size) is a lie two
 // extractors may read two ways: Suspicious, not fatal.
 func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byte, index uint64) error {
-	csize, offset := uint64(le32(hdr[20:])), uint64(le32(hdr[42:]))
-	usize := uint64(le32(hdr[24:]))
-	forEachExtra(extra, func(id uint16, data []byte) {
-		if id != zipExtraZip64 {
-			return
-		}
-		// The zip64 fields are present only for the values that overflowed, in this order.
-		for _, v := range []*uint64{&usize, &csize, &offset} {
-			if *v == math.MaxUint32 && len(data) >= 8 {
-				*v, data = binary.LittleEndian.Uint64(data), data[8:]
-			}
-		}
-	})
+	usize, csize, offset := zipSizes(hdr, extra)
 	pos, limit := loc.base, loc.dirStart
 	if loc.split {
 		disk := int(le16(hdr[34:]))
