@@ -162,7 +162,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	r.sess = tg.NewSession(r.paced, func(u tg.Update) {
 		switch u := u.(type) {
 		case tg.SendSucceeded:
-			unclaimed.Offer(u.Message)
+			unclaimed.Push(u.Message)
 		case tg.ChatUpgraded:
 			follow.offer(u)
 		case tg.LoggedOut:

@@ -41,7 +41,7 @@ func (e *env) instance(dir string, logs *lockedBuffer) *instance {
 	sess := tg.NewSession(in.c, func(u tg.Update) {
 		switch u := u.(type) {
 		case tg.SendSucceeded:
-			unclaimed.Offer(u.Message)
+			unclaimed.Push(u.Message)
 		case tg.MessagesDeleted:
 			if u.Chat == e.dest {
 				in.deleted <- u
@@ -324,7 +324,7 @@ func TestResentCopyWhoseRecordFailsIsStillDeleted(t *testing.T) {
 			t.Cleanup(func() { _ = ca.Close() })
 			sess := tg.NewSession(ca, func(u tg.Update) {
 				if s, ok := u.(tg.SendSucceeded); ok {
-					unclaimed.Offer(s.Message)
+					unclaimed.Push(s.Message)
 				}
 			})
 			if err := ca.LoadChats(e.ctx); err != nil {
@@ -389,7 +389,7 @@ func TestRecorderStopNotesWhatIsLeftAtOnce(t *testing.T) {
 		tg.NewSession(c, func(tg.Update) {}), nil)
 	q := ingest.NewUnclaimedSends()
 	for i := range 5 {
-		q.Offer(tg.Message{ChatID: e.dest, ID: tg.MessageIDFromServer(int64(10 + i)), Caption: "x\n" + ingest.TokenPrefix + fmt.Sprint("tok", i)})
+		q.Push(tg.Message{ChatID: e.dest, ID: tg.MessageIDFromServer(int64(10 + i)), Caption: "x\n" + ingest.TokenPrefix + fmt.Sprint("tok", i)})
 	}
 	rec := ingest.NewSendRecorder(pa, q)
 	if err := rec.Start(context.Background()); err != nil {
@@ -421,7 +421,7 @@ func TestSendOfferedAfterTheRecorderStoppedIsNoted(t *testing.T) {
 	}
 	cancel()
 	rec.Stop()
-	q.Offer(tg.Message{ChatID: e.dest, ID: tg.MessageIDFromServer(77), Caption: "x\n" + ingest.TokenPrefix + "afterstop"})
+	q.Push(tg.Message{ChatID: e.dest, ID: tg.MessageIDFromServer(77), Caption: "x\n" + ingest.TokenPrefix + "afterstop"})
 	rec.NoteLeft()
 	strays, err := e.st.StraySends(e.ctx, "a")
 	if err != nil {

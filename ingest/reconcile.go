@@ -195,14 +195,14 @@ func TokenOf(caption string) string {
 // failed) is returned, and m noted for the account's owner
 // (SettleStrays): its delivery may be recorded already, and then nothing
 // else would ever look for it. When even the note fails, the error wraps
-// errNotNoted. A caller whose ctx was cancelled notes m itself. It reports whether a delivery was recorded (false for a
-// message without a token, or one recorded already).
+// errNotNoted. A caller whose ctx was cancelled notes m itself. It
+// reports whether a delivery was recorded (false for a message without a
+// token, or one recorded already).
 func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
-	tok := TokenOf(m.Caption)
-	if tok == "" || !m.ID.IsServer() {
+	st, ok := p.unclaimed(m)
+	if !ok {
 		return false, nil
 	}
-	st := store.StraySend{Destination: m.ChatID, Message: m.ID, Token: tok, Account: p.cfg.Account}
 	ok, err := p.settleSend(ctx, st, true)
 	// A caller that is stopping notes what it holds at once (noteSends).
 	if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
@@ -213,6 +213,16 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	return ok, err
 }
 
+// unclaimed is m, a send no waiter claimed, as a note to settle; false
+// for a message that carries no token or is not on the server.
+func (p *Pipeline) unclaimed(m tg.Message) (store.StraySend, bool) {
+	tok := TokenOf(m.Caption)
+	if tok == "" || !m.ID.IsServer() {
+		return store.StraySend{}, false
+	}
+	return store.StraySend{Destination: m.ChatID, Message: m.ID, Token: tok, Account: p.cfg.Account}, true
+}
+
 // errNotNoted marks RecordSend's failure to note a send it could not settle.
 var errNotNoted = errors.New("send neither settled nor noted")
 
@@ -221,8 +231,8 @@ var errNotNoted = errors.New("send neither settled nor noted")
 func (p *Pipeline) noteSends(ctx context.Context, msgs []tg.Message) error {
 	var strays []store.StraySend
 	for _, m := range msgs {
-		if tok := TokenOf(m.Caption); tok != "" && m.ID.IsServer() {
-			strays = append(strays, store.StraySend{Destination: m.ChatID, Message: m.ID, Token: tok, Account: p.cfg.Account})
+		if st, ok := p.unclaimed(m); ok {
+			strays = append(strays, st)
 		}
 	}
 	if len(strays) == 0 {

@@ -3,50 +3,24 @@ package ingest
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
+	"stashd/internal/fifo"
 	"stashd/internal/service"
 	"stashd/tg"
 )
 
 // UnclaimedSends holds the sends a session reports that no Send was
-// waiting for, until the SendRecorder takes them. Offer never blocks the
+// waiting for, until the SendRecorder takes them. Push never blocks the
 // session's pump and never drops one: such a send may be the only trace
 // of a second copy of a delivered part, which nothing else would find
 // (reconciliation looks for intents, and its delivery is recorded). They
 // are as many as an earlier session left pending, which its pacing
 // bounds.
-type UnclaimedSends struct {
-	mu    sync.Mutex
-	msgs  []tg.Message
-	ready chan struct{}
-}
+type UnclaimedSends = fifo.Queue[tg.Message]
 
 // NewUnclaimedSends returns an empty queue.
-func NewUnclaimedSends() *UnclaimedSends {
-	return &UnclaimedSends{ready: make(chan struct{}, 1)}
-}
-
-// Offer queues m.
-func (q *UnclaimedSends) Offer(m tg.Message) {
-	q.mu.Lock()
-	q.msgs = append(q.msgs, m)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take returns the queued sends and empties the queue.
-func (q *UnclaimedSends) take() []tg.Message {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	msgs := q.msgs
-	q.msgs = nil
-	return msgs
-}
+func NewUnclaimedSends() *UnclaimedSends { return fifo.New[tg.Message]() }
 
 // SendRecorder records, off the session's pump, the sends Telegram reports
 // to this session that no Send was waiting for: after a restart TDLib
@@ -83,7 +57,7 @@ func (r *SendRecorder) Start(ctx context.Context) error {
 		// Stopping, the sends not settled yet are noted at once, in one
 		// write bounded like any note: the stop does not wait for each.
 		defer func() {
-			if left := append(again, r.in.take()...); len(left) > 0 {
+			if left := append(again, r.in.Take()...); len(left) > 0 {
 				_ = r.p.noteSends(ctx, left) // logged
 			}
 		}()
@@ -91,10 +65,10 @@ func (r *SendRecorder) Start(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return
-			case <-r.in.ready:
+			case <-r.in.Ready():
 			case <-timer.C:
 			}
-			msgs := append(again, r.in.take()...)
+			msgs := append(again, r.in.Take()...)
 			again = nil
 			for i, m := range msgs {
 				if ctx.Err() != nil {
@@ -140,7 +114,7 @@ func (r *SendRecorder) Stop() { r.run.Stop() }
 // loop stopped: the session reports sends until its client is closed.
 // The account's stop calls it once the session is done.
 func (r *SendRecorder) NoteLeft() {
-	if left := r.in.take(); len(left) > 0 {
+	if left := r.in.Take(); len(left) > 0 {
 		_ = r.p.noteSends(context.Background(), left) // logged
 	}
 }

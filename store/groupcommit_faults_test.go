@@ -80,40 +80,24 @@ func TestGroupCommitReadFailureSurvivesALaterFailure(t *testing.T) {
 	}
 }
 
-// A unit one of whose arguments cannot be encoded (refused before the
-// batch is sent) fails alone: the units beside it commit.
-func TestGroupCommitUnencodableArgumentFailsItsUnitAlone(t *testing.T) {
+// A unit that pgx refuses before the batch is sent fails alone, and the
+// units beside it commit: an argument it cannot encode, or SQL the server
+// refuses at prepare time (an undefined column, raised while pgx prepares
+// the batch's new statements, before BEGIN).
+func TestGroupCommitRefusedUnitFailsAlone(t *testing.T) {
 	t.Parallel()
-	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
-	bad := store.Statement{SQL: `INSERT INTO gc (k, tx) VALUES ($1, txid_current())`, Args: []any{make(chan int)}}
-	errs := w.commitAll([][]store.Statement{{insert(1)}, {bad}, {insert(3)}})
-	for i, err := range errs {
-		t.Logf("unit %d: %v", i, err)
-	}
-	if errs[0] != nil || errs[2] != nil {
-		t.Errorf("units 0 and 2 failed because of unit 1's argument: %v, %v", errs[0], errs[2])
-	}
-	if got := w.rows(); len(got) != 2 {
-		t.Errorf("rows %v, want keys 1 and 3", got)
-	}
-}
-
-// A unit whose SQL the server refuses at prepare time (an undefined
-// column, raised while pgx prepares the batch's new statements, before
-// BEGIN) fails alone: the units beside it commit.
-func TestGroupCommitUnpreparableStatementFailsItsUnitAlone(t *testing.T) {
-	t.Parallel()
-	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
-	bad := store.Statement{SQL: `UPDATE gc SET nope = 1 WHERE k = $1`, Args: []any{1}}
-	errs := w.commitAll([][]store.Statement{{insert(1)}, {bad}, {insert(3)}})
-	for i, err := range errs {
-		t.Logf("unit %d: %v", i, err)
-	}
-	if errs[0] != nil || errs[2] != nil {
-		t.Errorf("units 0 and 2 failed because of unit 1's statement: %v, %v", errs[0], errs[2])
-	}
-	if got := w.rows(); len(got) != 2 {
-		t.Errorf("rows %v, want keys 1 and 3", got)
+	for name, bad := range map[string]store.Statement{
+		"unencodable argument":   {SQL: `INSERT INTO gc (k, tx) VALUES ($1, txid_current())`, Args: []any{make(chan int)}},
+		"unpreparable statement": {SQL: `UPDATE gc SET nope = 1 WHERE k = $1`, Args: []any{1}},
+	} {
+		w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
+		errs := w.commitAll([][]store.Statement{{insert(1)}, {bad}, {insert(3)}})
+		if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+			t.Errorf("%s: units told %v; want only unit 1 failed", name, errs)
+		}
+		if got := w.rows(); len(got) != 2 {
+			t.Errorf("%s: rows %v, want keys 1 and 3", name, got)
+		}
 	}
 }
 

@@ -1,8 +1,7 @@
 package tdlib
 
 import (
-	"sync"
-
+	"stashd/internal/fifo"
 	"stashd/tg"
 )
 
@@ -12,44 +11,15 @@ import (
 // every pending request's response. It is bounded in practice by the
 // consumer, tg.Session, which drains continuously.
 type updateQueue struct {
-	mu    sync.Mutex
-	items []tg.Update
-	// ready holds a token when items may be non-empty (capacity 1, so a
-	// push never waits for the forwarder).
-	ready chan struct{}
+	*fifo.Queue[tg.Update]
 }
 
 func newUpdateQueue() *updateQueue {
-	return &updateQueue{ready: make(chan struct{}, 1)}
+	return &updateQueue{fifo.New[tg.Update]()}
 }
 
 // push appends u and returns the queue's new length.
-func (q *updateQueue) push(u tg.Update) int {
-	q.mu.Lock()
-	q.items = append(q.items, u)
-	n := len(q.items)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return n
-}
-
-// take removes and returns everything queued, oldest first.
-func (q *updateQueue) take() []tg.Update {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	batch := q.items
-	q.items = nil
-	return batch
-}
-
-func (q *updateQueue) empty() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.items) == 0
-}
+func (q *updateQueue) push(u tg.Update) int { return q.Push(u) }
 
 // forward delivers the queued updates to out, in order, and closes out when
 // it returns: when stop is closed (what is still queued is dropped), or when
@@ -58,7 +28,7 @@ func (q *updateQueue) empty() bool {
 func (q *updateQueue) forward(out chan<- tg.Update, end, stop <-chan struct{}) {
 	defer close(out)
 	for {
-		batch := q.take()
+		batch := q.Take()
 		for _, u := range batch {
 			select {
 			case out <- u:
@@ -70,11 +40,11 @@ func (q *updateQueue) forward(out chan<- tg.Update, end, stop <-chan struct{}) {
 			continue
 		}
 		select {
-		case <-q.ready:
+		case <-q.Ready():
 		case <-end:
 			// Every push happened before end was closed, so an empty queue
 			// now stays empty.
-			if q.empty() {
+			if q.Empty() {
 				return
 			}
 		case <-stop:
