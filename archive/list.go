@@ -261,6 +261,7 @@ func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, n
 	if err := w.ctxErr(); err != nil {
 		return Listing{}, err
 	}
+	defer w.zipCRC.giveReaders()
 	defer func() {
 		// A walker bug on hostile input must cost one listing, not the daemon.
 		if p := recover(); p != nil {

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/bzip2"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -46,12 +45,12 @@ func listTar(w *walk, src *partSet) error {
 	case FormatTar:
 		r = ctxReadSeeker{raw, section}
 	case FormatTarGz:
-		zr, err := gzip.NewReader(raw)
+		g, err := openGzip(raw)
 		if err != nil {
 			return w.tarErr(err, 0)
 		}
-		defer zr.Close()
-		r = zr
+		defer closeGzip(g)
+		r = &g.zr
 	case FormatTarBz2:
 		r = bzip2.NewReader(raw)
 	case FormatTarXz:

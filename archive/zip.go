@@ -109,7 +109,8 @@ func listZip(w *walk, src *partSet) error {
 	}
 	byteLimited := size > uint64(w.lim.MaxHeaderBytes)
 	readLen := int64(min(size, uint64(w.lim.MaxHeaderBytes)))
-	br := bufio.NewReaderSize(io.NewSectionReader(src, start, readLen), 64<<10)
+	br := openDirReader(io.NewSectionReader(src, start, readLen))
+	defer closeDirReader(br)
 
 	var hdr [zipCentralLen]byte
 	var nameBuf, extraBuf []byte

@@ -68,6 +68,9 @@ func (w *walk) checkZipCRC(src *partSet, hdr, name []byte, index uint64, dataSta
 		return nil
 	}
 	c.used += int64(usize)
+	if c.br == nil && c.buf == nil {
+		c.takeReaders()
+	}
 	c.sec = sectionReader{r: src, off: dataStart, end: dataStart + int64(csize)}
 	var r io.Reader = &c.sec
 	if method == zipMethodDeflate {

@@ -47,6 +47,7 @@ func runBench(args []string) int {
 	dataDir := fs.String("data-dir", envOr("STASHD_DATA_DIR", "var/bench"), "directory for the embedded database and scratch files (env STASHD_DATA_DIR)")
 	dbURL := fs.String("database-url", os.Getenv("STASHD_DATABASE_URL"), "PostgreSQL server to use instead of the embedded one; its role must create databases (env STASHD_DATABASE_URL)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a profile of the run's allocations to this file at its end (go tool pprof -sample_index=alloc_space)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
@@ -108,6 +109,13 @@ func runBench(args []string) int {
 		}
 		o.LibDir = *libDir
 	}
+	if *memProfile != "" {
+		defer func() {
+			if err := writeAllocs(*memProfile); err != nil {
+				fmt.Fprintf(os.Stderr, "stashd bench: memory profile: %v\n", err)
+			}
+		}()
+	}
 	rep, err := bench.Run(ctx, o)
 	rep.WriteTable(os.Stderr)
 	if err != nil {
@@ -147,4 +155,18 @@ func benchDownloads(parent string) (string, error) {
 		return "", nil
 	}
 	return dir, nil
+}
+
+// writeAllocs writes the allocations made since the process started to
+// path, as pprof's allocs profile.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
