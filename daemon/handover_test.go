@@ -68,8 +68,13 @@ func handOverRun(t *testing.T, sendRate float64) {
 // The refusal comes from TDLib, which knows the rights (here in a
 // channel), or from the server when TDLib's rights lag, the update that
 // would tell it lost (here in a group restricted from documents): then
-// each send is accepted and fails in updateMessageSendFailed.
+// each send is accepted and fails in updateMessageSendFailed. The same
+// holds for accounts removed from the destination: TDLib, told, refuses
+// the sends itself; not told (the channel made private), it makes them,
+// and the server refuses each with CHANNEL_PRIVATE.
 func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
+	removed := func(w *tgsim.World, _ string, chat tg.ChatID, ok bool) { w.LoseAccess(chat, !ok) }
+	private := func(w *tgsim.World, _ string, chat tg.ChatID, ok bool) { w.SetPrivate(chat, !ok) }
 	for _, c := range []struct {
 		name   string
 		kind   tg.ChatKind
@@ -77,6 +82,8 @@ func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
 	}{
 		{"TDLib refuses", tg.KindChannel, (*tgsim.World).SetWriteAccess},
 		{"the server refuses", tg.KindSupergroup, (*tgsim.World).SetServerWriteAccess},
+		{"removed, TDLib refuses", tg.KindChannel, removed},
+		{"removed, the server refuses", tg.KindChannel, private},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -148,7 +155,7 @@ func deliveriesWaitForWriteAccess(t *testing.T, kind tg.ChatKind, revoke func(w 
 		t.Errorf("stashd_delivery_unwritable = %v while %d deliveries are held, want %d", v, n, n)
 	}
 
-	world.SetWriteAccess("b", dest, true)
+	revoke(world, "b", dest, true)
 	waitDocuments(t, world, dest, n)
 	for deadline := time.Now().Add(10 * time.Second); unwritable() != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {

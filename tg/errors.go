@@ -159,6 +159,13 @@ func NotSent(err error) bool {
 // the server's, the server refuses instead, and TDLib passes the refusal
 // on in updateMessageSendFailed with the server's message: 403 made 400,
 // CHAT_WRITE_FORBIDDEN (a channel) or CHAT_SEND_DOCS_FORBIDDEN (a group).
+// An account removed from the chat meets the same two judges: TDLib, once
+// it knows, refuses with "Have no write access to the chat"; before, the
+// server refuses the send with CHANNEL_PRIVATE (or USER_BANNED_IN_CHANNEL),
+// and TDLib takes the account as having left. Reads of the chat answer
+// "Can't access the chat" meanwhile. Each is a refusal of the chat's
+// posts, which access regained lifts, not a loss of the package: it counts
+// here, and the delivery waits or goes through another account.
 func NoWriteAccess(err error) bool {
 	var te *Error
 	if !errors.As(err, &te) || te.Code != 400 && te.Code != 403 {
@@ -173,7 +180,8 @@ func NoWriteAccess(err error) bool {
 }
 
 var noWriteMessages = []string{"Have no write access", "Need administrator rights in the channel chat",
-	"Not enough rights to send documents", "CHAT_WRITE_FORBIDDEN", "CHAT_SEND_DOCS_FORBIDDEN"}
+	"Not enough rights to send documents", "CHAT_WRITE_FORBIDDEN", "CHAT_SEND_DOCS_FORBIDDEN",
+	"CHANNEL_PRIVATE", "USER_BANNED_IN_CHANNEL", "Can't access the chat"}
 
 // ErrChatFloodWait: sends to a chat are paused because Telegram refused
 // one there with 429 (its per-chat limit); it comes inside a

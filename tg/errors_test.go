@@ -7,7 +7,7 @@ import (
 )
 
 // NoWriteAccess knows TDLib's refusals of a document send for want of
-// rights, and only those.
+// rights or of membership, and only those.
 func TestNoWriteAccess(t *testing.T) {
 	for _, c := range []struct {
 		err  error
@@ -19,6 +19,11 @@ func TestNoWriteAccess(t *testing.T) {
 		{&Error{Code: 403, Message: "CHAT_WRITE_FORBIDDEN"}, true},
 		{fmt.Errorf("send: %w: %w", ErrSendRefused, &Error{Code: 400, Message: "CHAT_WRITE_FORBIDDEN"}), true},
 		{fmt.Errorf("send: %w: %w", ErrSendRefused, &Error{Code: 400, Message: "CHAT_SEND_DOCS_FORBIDDEN"}), true},
+		// The account was removed from the chat.
+		{fmt.Errorf("send: %w: %w", ErrSendRefused, Permanent(&Error{Code: 400, Message: "CHANNEL_PRIVATE"})), true},
+		{Permanent(fmt.Errorf("%w: %w", ErrNoAccess, &Error{Code: 400, Message: "Can't access the chat"})), true},
+		{&Error{Code: 400, Message: "USER_BANNED_IN_CHANNEL"}, true},
+		{&Error{Code: 400, Message: "FILE_REFERENCE_INVALID"}, false},
 		{&Error{Code: 400, Message: "Chat not found"}, false},
 		{&Error{Code: 400, Message: "TOPIC_CLOSED"}, false},
 		{&Error{Code: 400, Message: "Not enough rights to create a topic"}, false},

@@ -345,6 +345,44 @@ func TestSendFailedCarriesTheMessage(t *testing.T) {
 	}
 }
 
+// A send into a channel made private on the server alone goes on the wire
+// as TDLib sends it: the temporary message, then updateSupergroup with the
+// status left (TDLib emulates leaving on CHANNEL_PRIVATE) and
+// updateMessageSendFailed with 400 CHANNEL_PRIVATE; the next send is
+// TDLib's own refusal.
+func TestSendIntoAChannelMadePrivate(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 5})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
+	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
+	send := map[string]any{
+		"chat_id": w.dest,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+		},
+	}
+	w.SetPrivate(w.dest, true)
+	tmp := c.ok(1, "sendMessage", send, "message")
+	left, _ := c.until("the status left", func(o tdObject) bool {
+		return o.typ() == "updateSupergroup" && o.str("supergroup", "status", "@type") == "chatMemberStatusLeft"
+	})
+	failed, _ := c.until("send outcome", func(o tdObject) bool { return o.typ() == "updateMessageSendFailed" })
+	if left.int("supergroup", "id") != -1_000_000_000_000-int64(w.dest) { // the chat's supergroup
+		t.Errorf("updateSupergroup for another chat: %v", left)
+	}
+	if failed.int("old_message_id") != tmp.int("id") || failed.int("error", "code") != 400 || failed.str("error", "message") != "CHANNEL_PRIVATE" {
+		t.Errorf("updateMessageSendFailed: %v; want 400 CHANNEL_PRIVATE for message %d", failed, tmp.int("id"))
+	}
+	if res := c.ok(1, "sendMessage", send, "error"); res.int("code") != 400 || res.str("message") != "Have no write access to the chat" {
+		t.Errorf("next send: %v; want TDLib's own 400 Have no write access to the chat", res)
+	}
+}
+
 // Server.Close closes every instance as TDLib closes, then the connection.
 func TestCloseClosesClientsAsTDLib(t *testing.T) {
 	t.Parallel()

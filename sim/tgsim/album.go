@@ -37,7 +37,7 @@ func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread i
 // limit judges the request once by its messages, and the messages settle
 // together. w.mu is held.
 func (c *Client) sendDocs(chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
-	dest, err := c.chat(chat)
+	dest, err := c.sendChat(chat)
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,9 @@ type Client struct {
 	failed map[tg.ChatID]map[tg.MessageID]bool
 	// db is the message database of the client's directory (localview.go).
 	db *localDB
+	// left holds the chats this session learned it left when the server
+	// refused a send there with CHANNEL_PRIVATE (see sendChat).
+	left map[tg.ChatID]bool
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
@@ -370,13 +373,55 @@ func (c *Client) chat(id tg.ChatID) (*chat, error) {
 	if ch != nil && !ch.isMem[c.account] && c.public[id] && !ch.private {
 		return ch, nil // a public channel read without joining it
 	}
-	if ch == nil || !ch.isMem[c.account] || !c.loaded && !ch.archived || ch.archived && !c.archiveLoaded {
+	if !c.knows(ch) {
 		return nil, errChatNotFound()
 	}
 	if ch.private {
 		return nil, errChannelPrivate()
 	}
 	return ch, nil
+}
+
+// knows reports whether this session's TDLib knows ch as a chat of the
+// account's: a member's chat, loaded (loadChats, or the archive's).
+func (c *Client) knows(ch *chat) bool {
+	return ch != nil && ch.isMem[c.account] && (c.loaded || ch.archived) && (!ch.archived || c.archiveLoaded)
+}
+
+// sendChat resolves the chat a send goes to as TDLib judges the send
+// before making it, from what the session knows
+// (can_send_message_to_dialog). A chat the session was told it left (the
+// account lost access: ChatAccessLost), or learned it left when the
+// server refused a send, is refused at once with 400 "Have no write
+// access to the chat". A chat made private on the server alone passes:
+// the session does not know, and the server refuses the send when it
+// arrives (settleSend). w.mu is held.
+func (c *Client) sendChat(id tg.ChatID) (*chat, error) {
+	ch := c.w.chats[id]
+	switch {
+	case !c.knows(ch):
+		return c.chat(id)
+	case ch.lostAccess || c.left[id]:
+		return nil, errBadRequest("Have no write access to the chat")
+	case ch.private:
+		return ch, nil
+	}
+	return c.chat(id)
+}
+
+// learnLeft is TDLib's answer to the server's CHANNEL_PRIVATE for a send:
+// it takes the account as having left ch (on_get_channel_error emulates
+// leaving: updateSupergroup with status left, ChatAccessLost at the port)
+// before it reports the send failed. w.mu is held.
+func (c *Client) learnLeft(ch *chat) {
+	if c.left[ch.id] {
+		return
+	}
+	if c.left == nil {
+		c.left = make(map[tg.ChatID]bool)
+	}
+	c.left[ch.id] = true
+	c.enqueue(tg.ChatAccessLost{Chat: ch.id})
 }
 
 // serverChat resolves a chat for a request TDLib sends to the server: like

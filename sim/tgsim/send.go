@@ -281,6 +281,14 @@ func (w *World) settleSend(ps *pendingSend) {
 	if ps.outcome != sendVanishes {
 		// The server judges the sender's rights and the topic when the
 		// send reaches it.
+		if ps.dest.private || ps.dest.lostAccess {
+			// The account is no member any more: the session learns it
+			// left, then hears the send failed.
+			w.sendStats.WriteRefused++
+			c.learnLeft(ps.dest)
+			w.failSend(ps, errChannelPrivate())
+			return
+		}
 		if err := w.writeRefusal(c.account, ps.dest); err != nil {
 			w.sendStats.WriteRefused++
 			w.failSend(ps, err)

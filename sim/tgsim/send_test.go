@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -473,5 +474,58 @@ func TestServerRefusesWhatLaggingRightsAllow(t *testing.T) {
 	}
 	if got := f.w.SendStats().WriteRefused; got != 2 {
 		t.Errorf("SendStats().WriteRefused = %d, want 2", got)
+	}
+}
+
+// An account removed from a destination meets the same two judges. Its
+// sessions told of it (LoseAccess: ChatAccessLost) refuse the send
+// themselves with "Have no write access to the chat". A session not told
+// (the channel made private) makes the message; the server refuses it
+// with CHANNEL_PRIVATE, and the session takes itself as having left
+// (ChatAccessLost before the failure) and refuses the next send itself.
+// Access back, sends go again.
+func TestSendToAChatTheAccountWasRemovedFrom(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	remote := f.src.Document.File.RemoteID
+	noWrite := func(err error) bool {
+		var te *tg.Error
+		return errors.As(err, &te) && te.Code == 400 && te.Message == "Have no write access to the chat" && tg.NoWriteAccess(err)
+	}
+
+	told := f.w.AddChat(tg.KindChannel, "told", "alice")
+	f.w.LoseAccess(told, true)
+	next[tg.ChatAccessLost](t, f.c, func(u tg.ChatAccessLost) bool { return u.Chat == told })
+	if _, err := f.c.SendDocument(f.ctx, told, remote, "token"); !noWrite(err) {
+		t.Errorf("send to a channel the session knows it lost: %v; want TDLib's own 400 Have no write access", err)
+	}
+	f.w.LoseAccess(told, false)
+	if _, err := f.c.SendDocument(f.ctx, told, remote, "token"); err != nil {
+		t.Errorf("send once access is back: %v", err)
+	}
+
+	private := f.w.AddChat(tg.KindChannel, "not told", "alice")
+	f.w.SetPrivate(private, true)
+	tmp, err := f.c.SendDocument(f.ctx, private, remote, "token")
+	if err != nil {
+		t.Fatalf("send to a channel made private on the server alone: %v; want it made", err)
+	}
+	ups := collectUntil(t, f.c, func(u tg.Update) bool { _, ok := u.(tg.SendFailed); return ok })
+	lost := slices.IndexFunc(ups, func(u tg.Update) bool { l, ok := u.(tg.ChatAccessLost); return ok && l.Chat == private })
+	failed := ups[len(ups)-1].(tg.SendFailed)
+	var te *tg.Error
+	if lost < 0 || failed.OldMessageID != tmp.ID || !errors.As(failed.Err, &te) || te.Code != 400 || te.Message != "CHANNEL_PRIVATE" ||
+		!tg.NoWriteAccess(failed.Err) {
+		t.Errorf("the server's refusal: updates %v; want ChatAccessLost, then message %d failed with 400 CHANNEL_PRIVATE", ups, tmp.ID)
+	}
+	if _, err := f.c.SendDocument(f.ctx, private, remote, "token"); !noWrite(err) {
+		t.Errorf("next send, once the session took itself as having left: %v; want TDLib's own refusal", err)
+	}
+	if n := len(f.w.Messages(private)); n != 0 {
+		t.Errorf("%d messages landed in a channel the account was removed from", n)
+	}
+	f.w.SetPrivate(private, false)
+	if _, err := f.c.SendDocument(f.ctx, private, remote, "token"); err != nil {
+		t.Errorf("send once the channel is accessible again: %v", err)
 	}
 }
