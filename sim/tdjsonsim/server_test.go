@@ -1,6 +1,7 @@
 package tdjsonsim_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -348,8 +349,8 @@ func TestSendFailedCarriesTheMessage(t *testing.T) {
 // A send into a channel made private on the server alone goes on the wire
 // as TDLib sends it: the temporary message, then updateSupergroup with the
 // status left (TDLib emulates leaving on CHANNEL_PRIVATE) and
-// updateMessageSendFailed with 400 CHANNEL_PRIVATE; the next send is
-// TDLib's own refusal.
+// updateMessageSendFailed with 400 CHANNEL_PRIVATE, both after the send's
+// answer; the next send is TDLib's own refusal.
 func TestSendIntoAChannelMadePrivate(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 5})
@@ -367,10 +368,14 @@ func TestSendIntoAChannelMadePrivate(t *testing.T) {
 		},
 	}
 	w.SetPrivate(w.dest, true)
-	tmp := c.ok(1, "sendMessage", send, "message")
-	left, _ := c.until("the status left", func(o tdObject) bool {
+	isLeft := func(o tdObject) bool {
 		return o.typ() == "updateSupergroup" && o.str("supergroup", "status", "@type") == "chatMemberStatusLeft"
-	})
+	}
+	tmp, before := c.call(1, "sendMessage", send)
+	if tmp.typ() != "message" || slices.ContainsFunc(before, isLeft) {
+		t.Fatalf("sendMessage answered %v after %v; want the temporary message, before the server's refusal", tmp, before)
+	}
+	left, _ := c.until("the status left", isLeft)
 	failed, _ := c.until("send outcome", func(o tdObject) bool { return o.typ() == "updateMessageSendFailed" })
 	if left.int("supergroup", "id") != -1_000_000_000_000-int64(w.dest) { // the chat's supergroup
 		t.Errorf("updateSupergroup for another chat: %v", left)

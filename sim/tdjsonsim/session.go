@@ -325,6 +325,10 @@ func (s *session) forward(cl *tgsim.Client) {
 			s.awaitAnswer(u.OldMessageID)
 		case tg.SendFailed:
 			failed = s.awaitAnswer(u.OldMessageID)
+		case tg.ChatAccessLost:
+			// The server's CHANNEL_PRIVATE for a send tells TDLib the
+			// account left: that comes after the send's answer too.
+			s.awaitSends()
 		case tg.MessagesDeleted:
 			// A send that vanished (its temporary message deleted) is
 			// reported after its answer too, and its record goes.
@@ -383,6 +387,15 @@ func (s *session) awaitAnswer(id tg.MessageID) *tg.Message {
 		if s.sending == 0 {
 			return nil
 		}
+		s.answered.Wait()
+	}
+}
+
+// awaitSends waits until no send is being answered.
+func (s *session) awaitSends() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.sending > 0 {
 		s.answered.Wait()
 	}
 }
