@@ -36,6 +36,7 @@ type Listener interface {
 	AccessRead(chat tg.ChatID, mark uint64)
 	CaughtUp(chat tg.ChatID, w int64) bool
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
+	LiveSeen(chat tg.ChatID) int64
 	Wake() <-chan struct{}
 }
 
@@ -361,31 +362,40 @@ type scanResult struct {
 
 // scan catches one source up.
 func (c *Catchup) scan(ctx context.Context, src store.Source) scanResult {
+	// What this session saw live before it reads the chat: its TDLib
+	// applied those updates to the database getChat answers from. Read
+	// after getChat, it could name a message posted meanwhile, which the
+	// chat as read does not show.
+	seen := c.lst.LiveSeen(src.ChatID)
 	chat, err := c.tg.GetChat(ctx, src.ChatID)
 	if err != nil {
 		return scanResult{decision: DecisionError, err: fmt.Errorf("get chat: %w", err)}
 	}
-	found, decision, err := c.scanChat(ctx, src, chat)
+	found, decision, err := c.scanChat(ctx, src, chat, seen)
 	return scanResult{found: found, decision: decision, err: err, chat: chat, chatRead: true}
 }
 
 // scanChat pages src forward from its watermark unless chat's last message
-// shows nothing was missed. It returns how many messages it handed to
-// ingest and its decision.
-func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) (int, string, error) {
+// shows nothing was missed. seen is the newest id this session saw live
+// before it read chat. It returns how many messages it handed to ingest
+// and its decision.
+//
+// The chat's last message is what the session's TDLib database holds,
+// which may lag the server: a session that was not running when messages
+// were posted (another instance's, or this one's before a restart) learns
+// of them only from its updates. Only ids the session itself saw are
+// taken as deleted when the chat's last message is below them; the newest
+// id an earlier listener stored (Watermark's lastSeen) keeps the source
+// dirty until catch-up or the live stream covers it.
+func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, seen int64) (int, string, error) {
 	w := src.Watermark
-	// seen: the newest id known before reading the chat. If the chat's last
-	// message is now below it, the messages in between were deleted.
-	low, seen, ok := c.lst.Watermark(src.ChatID)
-	if ok {
+	if low, _, ok := c.lst.Watermark(src.ChatID); ok {
 		w = max(w, low)
 	}
 	last := chat.LastMessageID.ServerID()
 	// A null (or local) last message is "unknown", not "nothing new": TDLib
-	// may add messages to such a chat without updateNewMessage, so a
-	// source with history must page to find out. Only a source that never
-	// saw a message (w == 0) takes an unknown last message for an empty
-	// chat.
+	// may add messages to such a chat without updateNewMessage, so the
+	// source must page to find out, a new one (w == 0) too.
 	known := last > 0
 	// After a lost access getChat still answers from local state: only a
 	// server call tells whether the source can be read, and it disproves
@@ -393,7 +403,7 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) 
 	// scan runs stays in doubt.
 	mark := c.lst.AccessMark(src.ChatID)
 	verify := c.lst.AccessInDoubt(src.ChatID)
-	if (known || w == 0) && last <= w && !verify {
+	if known && last <= w && !verify {
 		c.lst.CaughtUp(src.ChatID, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}
@@ -429,8 +439,8 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat) 
 		}
 		w = last
 	}
-	// Ids seen before the read but above the chat's last message were
-	// deleted: nothing is left there to wait for.
+	// Ids this session saw before the read but above the chat's last
+	// message were deleted: nothing is left there to wait for.
 	c.lst.CaughtUp(src.ChatID, max(w, seen))
 	return found, DecisionPaged, nil
 }

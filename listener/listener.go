@@ -65,8 +65,13 @@ type source struct {
 	label  string
 	dirty  bool
 	reason string
-	// lastSeen is the highest server id seen live or covered by catch-up.
+	// lastSeen is the highest server id seen live or covered by catch-up,
+	// or stored by an earlier listener of the source (Watch).
 	lastSeen int64
+	// liveSeen is the highest server id this listener saw live: this
+	// session's own updates, which its TDLib applied to its database
+	// before reporting them (LiveSeen).
+	liveSeen int64
 	// low is the low watermark: every id <= low is handled. It moves with
 	// live work only while the source is synced.
 	low int64
@@ -237,11 +242,14 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 	case tg.NewMessage:
 		l.newMessageLocked(u.Message, now)
 	case tg.ChatLastMessage:
-		if st := l.sources[u.Chat]; st != nil && u.LastMessageID.ServerID() > st.lastSeen {
-			l.markDirtyLocked(st, ReasonLastMessage)
-			// The message exists even though its event never came: the
-			// hand-off must wait until catch-up has covered it.
-			st.lastSeen = u.LastMessageID.ServerID()
+		if st := l.sources[u.Chat]; st != nil {
+			st.liveSeen = max(st.liveSeen, u.LastMessageID.ServerID())
+			if u.LastMessageID.ServerID() > st.lastSeen {
+				l.markDirtyLocked(st, ReasonLastMessage)
+				// The message exists even though its event never came: the
+				// hand-off must wait until catch-up has covered it.
+				st.lastSeen = u.LastMessageID.ServerID()
+			}
 		}
 	case tg.ChatAccessLost:
 		// Catch-up's next server call finds out and records it.
@@ -275,6 +283,7 @@ func (l *Listener) newMessageLocked(msg tg.Message, now time.Time) {
 	if st == nil || s == 0 || l.closed {
 		return
 	}
+	st.liveSeen = max(st.liveSeen, s)
 	if s <= st.low {
 		return // already covered by the watermark
 	}
@@ -564,6 +573,20 @@ func (l *Listener) Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool) {
 		return 0, 0, false
 	}
 	return st.low, st.lastSeen, true
+}
+
+// LiveSeen returns the highest server id of chat this listener saw live
+// (updateNewMessage, updateChatLastMessage), 0 for none. Unlike the
+// lastSeen of Watermark it never comes from the store: a getChat answered
+// by this session's TDLib after LiveSeen was read shows at least that id,
+// unless the message was deleted.
+func (l *Listener) LiveSeen(chat tg.ChatID) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sources[chat]; st != nil {
+		return st.liveSeen
+	}
+	return 0
 }
 
 // CaughtUp tells the listener that catch-up has handled every message of

@@ -1,0 +1,198 @@
+package catchup_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/archive/archivetest"
+	"stashd/catchup"
+	"stashd/ingest"
+	"stashd/listener"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// The chat's last message as getChat shows it is the session's own: TDLib
+// answers getChat from its database. These tests hold catch-up to what
+// that implies.
+
+// postWhileRead is a session on which a document is posted right after
+// getChat answers, its updateChatLastMessage reaching the listener before
+// catch-up goes on (its updateNewMessage skipped, as in a busy channel):
+// the interleaving of a live channel with a scan.
+type postWhileRead struct {
+	*tg.Session
+	t      *testing.T
+	w      *tgsim.World
+	lst    *listener.Listener
+	posted tg.Message
+}
+
+func (p *postWhileRead) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
+	c, err := p.Session.GetChat(ctx, id)
+	if err != nil || p.posted.ID != 0 {
+		return c, err
+	}
+	p.posted = p.w.Post(id, 0, tgsim.Post{FileName: "racing.tar",
+		Data: archivetest.Tar([]archivetest.File{{Name: "r", Data: []byte("posted while the chat was read")}})})
+	p.lst.HandleUpdate(tg.ChatLastMessage{Chat: id, LastMessageID: p.posted.ID})
+	return c, nil
+}
+
+// A document posted after getChat answered, whose last-message update
+// reached the listener before catch-up compared the two, is not taken for
+// handled: the chat as read does not show it, so the source stays dirty
+// and the next cycle catalogues it.
+func TestMessagePostedWhileTheChatIsReadIsNotSkipped(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 2)
+	in := w.start()
+	w.runOnce(in)
+	in.lst.MarkDirty(chat, listener.ReasonConnection)
+
+	race := &postWhileRead{Session: in.sess, t: t, w: w.w, lst: in.lst}
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources,
+		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, race, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
+	if _, err := cu.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if low, _, _ := in.lst.Watermark(chat); low >= race.posted.ID.ServerID() {
+		t.Errorf("low watermark %d covers document %d, which nothing handled", low, race.posted.ID.ServerID())
+	}
+	if !in.lst.IsDirty(chat) {
+		t.Errorf("source synced although a document above the chat as read is not handled")
+	}
+	w.runOnce(in)
+	if _, ok, err := w.st.MessageHandled(ctx, race.posted.Key()); err != nil || !ok {
+		t.Errorf("document %d posted while the chat was read: handled %v (%v) after the next cycle", race.posted.ID.ServerID(), ok, err)
+	}
+	if got := w.delivered(); got != 3 {
+		t.Errorf("delivered %d of 3 documents", got)
+	}
+}
+
+// laggingChat is the session of another instance of the account, on its
+// own TDLib directory: getChat answers from that directory's database,
+// whose last message of a chat is the one it last heard of.
+type laggingChat struct {
+	*tg.Session
+	last map[tg.ChatID]tg.MessageID
+}
+
+func (s laggingChat) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
+	c, err := s.Session.GetChat(ctx, id)
+	if l, ok := s.last[id]; ok && err == nil {
+		c.LastMessageID = l
+	}
+	return c, err
+}
+
+// An instance saw documents arrive live (its listener stored their ids as
+// seen) and stopped before handling them. The next instance's session has
+// not heard of them yet: getChat shows the older last message. Catch-up
+// does not take the stored ids for deleted: the watermark stays, the
+// source stays dirty, and when the session's updates bring the documents
+// they are handled.
+func TestLaggingSessionDoesNotSkipWhatAnotherInstanceSaw(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 3)
+	w.runOnce(w.start())
+	src, err := w.st.GetSource(ctx, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		w.w.Post(chat, 0, tgsim.Post{FileName: "late.tar",
+			Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte{byte(i)}}})})
+	}
+	msgs := w.w.Messages(chat)
+	newest := msgs[len(msgs)-1].ID.ServerID()
+	// The first instance's listener saw them and stopped.
+	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonGap, src.Watermark, newest); err != nil {
+		t.Fatal(err)
+	}
+
+	c := w.w.ClientIn("a", "instance-2")
+	t.Cleanup(func() { _ = c.Close() })
+	lst := listener.New(listener.Config{Account: "a"}, w.st, nil)
+	sess := tg.NewSession(c, lst.HandleUpdate)
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := w.st.Sources(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srcs {
+		lst.Watch(s)
+	}
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{w.dest}}, w.st, sess, nil)
+	lag := laggingChat{Session: sess, last: map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)}}
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "instance-2", Sources: w.sources,
+		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, lag, lst, p, catchup.NewMetrics(prometheus.NewRegistry()))
+	if _, err := cu.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if low, _, _ := lst.Watermark(chat); low != src.Watermark {
+		t.Fatalf("low watermark %d, want %d: ids up to %d were never handled", low, src.Watermark, newest)
+	}
+	if !lst.IsDirty(chat) {
+		t.Errorf("source synced over ids it never handled")
+	}
+	// The session's updates bring the documents; the workers handle them.
+	for _, m := range msgs {
+		if m.ID.ServerID() > src.Watermark {
+			seen, err := sess.GetMessage(ctx, chat, m.ID) // as this session sees it
+			if err != nil {
+				t.Fatal(err)
+			}
+			lst.HandleUpdate(tg.NewMessage{Message: seen})
+		}
+	}
+	for done := false; !done; {
+		select {
+		case it := <-lst.Queue():
+			if _, err := p.Process(ctx, it.Message); err != nil {
+				t.Fatal(err)
+			}
+			lst.Done(it)
+		default:
+			done = true
+		}
+	}
+	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, w.st, nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.delivered(); got != 5 {
+		t.Errorf("delivered %d of 5 documents", got)
+	}
+}
+
+// A new source (watermark 0) whose last message TDLib reports null
+// ("unknown") is paged: an unknown last message is no proof of an empty
+// chat.
+func TestNewSourceWithUnknownLastMessageIsPaged(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 3)
+	w.w.SetLastMessageUnknown(chat, true)
+	in := w.start()
+	res, calls := w.runOnce(in)
+	if got := w.delivered(); got != 3 {
+		t.Errorf("delivered %d of 3 documents of the new source (result %+v, calls %v)", got, res, calls)
+	}
+	if in.lst.IsDirty(chat) {
+		t.Errorf("source still dirty once paged")
+	}
+}
