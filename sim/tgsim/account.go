@@ -136,7 +136,7 @@ func (w *World) reconnect(name string, gen int) {
 		for _, id := range missed {
 			c := w.chats[id]
 			if !c.private {
-				cl.enqueue(tg.ChatLastMessage{Chat: id, LastMessageID: c.lastID()})
+				cl.announceLast(c, c.lastID())
 			}
 		}
 		if cl.reachable(a) {

@@ -2,6 +2,7 @@ package tgsim
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -238,8 +239,26 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 func (c *Client) LoadChats(ctx context.Context) error {
 	return call0(ctx, c, tg.MethodLoadChats, func() error {
 		c.loaded, c.archiveLoaded = true, true
+		c.announceLeft()
 		return nil
 	})
+}
+
+// announceLeft reports the chats the account lost as TDLib reports them
+// when it loads them: updateSupergroup with the status left
+// (ChatAccessLost), which a session started after the loss hears too.
+// w.mu is held.
+func (c *Client) announceLeft() {
+	ids := make([]tg.ChatID, 0)
+	for id, ch := range c.w.chats {
+		if ch.lostAccess && c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		c.enqueue(tg.ChatAccessLost{Chat: id})
+	}
 }
 
 // LoadChatList loads one chat list, as one TDLib loadChats request does:
@@ -252,6 +271,7 @@ func (c *Client) LoadChatList(ctx context.Context, archive bool) error {
 		} else {
 			c.loaded = true
 		}
+		c.announceLeft()
 		return nil
 	})
 }
@@ -271,7 +291,7 @@ func (c *Client) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
 		if err != nil {
 			return tg.Chat{}, err
 		}
-		out := tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID(), Protected: ch.protected}
+		out := tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: c.lastMessage(ch), Protected: ch.protected}
 		if ch.lastUnknown || c.w.chance(c.w.cfg.UnknownLastMessageRate) {
 			out.LastMessageID = 0
 		}
@@ -307,6 +327,7 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 		c.opened[id] = true
 		if ch := c.w.chats[id]; ch != nil {
 			c.relearnChat(ch)
+			c.catchUpLast(ch)
 		}
 		return nil
 	})

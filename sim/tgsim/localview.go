@@ -13,6 +13,13 @@ import (
 //     (MessagesManager::get_message_force_from_server asks the server only
 //     for a message it does not know), with the content the database
 //     stored: an edit it did not hear of leaves it stale;
+//   - getChat, whose last message is the newest the database heard of:
+//     the chat as the directory's first session loaded it from the
+//     server, then what its sessions' updates (updateNewMessage,
+//     updateChatLastMessage) and requests told it. Messages posted while
+//     no session of the directory ran stay unknown to it until a session
+//     opens the chat (TDLib then fetches the channel's difference and
+//     announces the new last message) or a new message is announced;
 //   - searchChatMessages with an empty query and a filter, once the
 //     database holds the chat's index for that filter (TDLib's
 //     SearchChatMessagesRequest and the local branch of
@@ -51,6 +58,9 @@ type localDB struct {
 	// it. A search inside that range is answered locally, although
 	// messages other sessions posted since never reached the index.
 	indexed map[tg.ChatID]tg.MessageID
+	// last holds, by chat, the last message the database knows (getChat's
+	// last_message); a chat absent is loaded from the server at first use.
+	last map[tg.ChatID]tg.MessageID
 }
 
 // indexedAll marks an index complete down to the chat's beginning.
@@ -63,7 +73,8 @@ func (a *account) localDB(dir string) *localDB {
 	}
 	db := a.local[dir]
 	if db == nil {
-		db = &localDB{known: make(map[tg.ChatID]map[tg.MessageID]message), indexed: make(map[tg.ChatID]tg.MessageID)}
+		db = &localDB{known: make(map[tg.ChatID]map[tg.MessageID]message), indexed: make(map[tg.ChatID]tg.MessageID),
+			last: make(map[tg.ChatID]tg.MessageID)}
 		a.local[dir] = db
 	}
 	return db
@@ -86,6 +97,46 @@ func (c *Client) remember(msgs ...*message) {
 			c.db.known[m.chat] = byID
 		}
 		byID[m.id] = *m
+		if last, ok := c.db.last[m.chat]; ok && m.id > last {
+			c.db.last[m.chat] = m.id
+		}
+	}
+}
+
+// announceLast tells the session ch's last message is id
+// (updateChatLastMessage), which its database takes as the chat's. w.mu
+// is held.
+func (c *Client) announceLast(ch *chat, id tg.MessageID) {
+	if c.db != nil && !c.closed {
+		c.db.last[ch.id] = id
+	}
+	c.enqueue(tg.ChatLastMessage{Chat: ch.id, LastMessageID: id})
+}
+
+// lastMessage is ch's last message as getChat shows it: the database's,
+// loaded from the server at the directory's first look at the chat (or
+// always, without a local view). w.mu is held.
+func (c *Client) lastMessage(ch *chat) tg.MessageID {
+	if c.db == nil {
+		return ch.lastID()
+	}
+	last, ok := c.db.last[ch.id]
+	if !ok {
+		last = ch.lastID()
+		c.db.last[ch.id] = last
+	}
+	return last
+}
+
+// catchUpLast is TDLib's channel difference when the session opens ch: a
+// last message newer than the database's is learned and announced. w.mu
+// is held.
+func (c *Client) catchUpLast(ch *chat) {
+	if c.db == nil || c.closed {
+		return
+	}
+	if last, ok := c.db.last[ch.id]; ok && last < ch.lastID() && !ch.private && !ch.lostAccess && !ch.lastUnknown {
+		c.announceLast(ch, ch.lastID())
 	}
 }
 

@@ -647,14 +647,14 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 				cl.remember(m)
 				cl.enqueue(tg.NewMessage{Message: cl.view(m)})
 			}
-			cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: m.id})
+			cl.announceLast(c, m.id)
 		}
 	}
 	w.eachOpenedNonMember(c, func(cl *Client) {
 		if cl != skipNew && !w.chance(w.cfg.DropRate) {
 			cl.enqueue(tg.NewMessage{Message: cl.view(m)})
 		}
-		cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: m.id})
+		cl.announceLast(c, m.id)
 	})
 }
 
@@ -669,7 +669,7 @@ func (w *World) lastMessageChanged(c *chat) {
 			continue
 		}
 		for _, cl := range a.clients {
-			cl.enqueue(tg.ChatLastMessage{Chat: c.id, LastMessageID: c.lastID()})
+			cl.announceLast(c, c.lastID())
 		}
 	}
 }
