@@ -131,11 +131,22 @@ func (c *Console) bearer(r *http.Request) bool {
 }
 
 // Protect guards the listener's other endpoints (/metrics, /healthz,
-// /readyz): loopback clients are served as they are, any other client must
-// send "Authorization: Bearer TOKEN", and with no token set it is refused.
+// /readyz): a request with "Authorization: Bearer TOKEN" is served; without
+// it, a loopback client is served when it names the listener by a loopback
+// Host (127.0.0.1, [::1], localhost) and refused with 421 otherwise, as the
+// console refuses one (DNS rebinding: a page on attacker.example rebound to
+// 127.0.0.1 says Host: attacker.example); any other client is refused.
 func (c *Console) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c.local(r) || c.bearer(r) {
+		if c.bearer(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if c.local(r) {
+			if !loopbackHost(r.Host) {
+				http.Error(w, "served to requests for 127.0.0.1, [::1] or localhost only (or with the console token)", http.StatusMisdirectedRequest)
+				return
+			}
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -313,3 +313,39 @@ func TestProtectNeedsTokenBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// The listener's other endpoints refuse a loopback client that names a
+// foreign host, as the console does (DNS rebinding), with or without a
+// token set; the token still opens them under any name.
+func TestProtectRefusesRebindingHost(t *testing.T) {
+	t.Parallel()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metrics") })
+	for _, token := range []string{"", "s3cret"} {
+		h := newConsole(t, web.Config{Catalogue: stretchCatalogue{}, Token: token}).Protect(ok)
+		for _, host := range []string{"attacker.example:9464", "attacker.example", "127.0.0.1.nip.io:9464", "192.0.2.1:9464", "localhost.attacker.example"} {
+			for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+				req := httptest.NewRequest("GET", path, nil)
+				req.Host = host
+				if rec := do(h, req, local); rec.Code != http.StatusMisdirectedRequest || strings.Contains(rec.Body.String(), "metrics") {
+					t.Errorf("token %q, Host %s, GET %s from loopback: status %d body %q, want 421", token, host, path, rec.Code, rec.Body.String())
+				}
+			}
+		}
+		for _, host := range []string{"127.0.0.1:9464", "[::1]:9464", "localhost:9464", "LOCALHOST", "127.1.2.3:80"} {
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			req.Host = host
+			if rec := do(h, req, local); rec.Code != http.StatusOK {
+				t.Errorf("token %q, Host %s from loopback: status %d, want 200", token, host, rec.Code)
+			}
+		}
+		if token == "" {
+			continue
+		}
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Host = "stashd.internal:9464"
+		req.Header.Set("Authorization", "Bearer "+token)
+		if rec := do(h, req, local); rec.Code != http.StatusOK {
+			t.Errorf("Host stashd.internal with the token: status %d, want 200", rec.Code)
+		}
+	}
+}
