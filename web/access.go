@@ -18,7 +18,13 @@ const maxForm = 4 << 10
 // port. Without a token it is the console's only defence against DNS
 // rebinding: a page on attacker.example that rebinds its name to 127.0.0.1
 // reaches the listener, but its requests say Host: attacker.example.
-func loopbackHost(host string) bool {
+func loopbackHost(host string) bool { return LoopbackHost(host) }
+
+// LoopbackHost reports whether a request's Host header names this
+// machine's loopback (127.0.0.1 or any 127/8, [::1], localhost), with or
+// without a port: what a loopback-only endpoint without a token checks
+// against DNS rebinding.
+func LoopbackHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

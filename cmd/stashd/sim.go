@@ -25,6 +25,7 @@ import (
 	"stashd/sim/tdjsonsim"
 	"stashd/sim/tgsim"
 	"stashd/tg"
+	"stashd/web"
 )
 
 const simHelp = `Serves the Telegram simulator as TDLib JSON on a Unix socket, for programs
@@ -394,6 +395,12 @@ func (f *simFaults) truth() audit.Truth {
 func serveAudit(ln net.Listener, f *simFaults, log *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /truth", func(w http.ResponseWriter, r *http.Request) {
+		// A page whose name rebinds to 127.0.0.1 reaches the listener
+		// but names its own host.
+		if !web.LoopbackHost(r.Host) {
+			http.Error(w, "the audit endpoint answers requests for 127.0.0.1, [::1] or localhost only", http.StatusMisdirectedRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if err := json.NewEncoder(w).Encode(f.truth()); err != nil {
 			log.Debug("audit: write truth", "err", err)

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"stashd/internal/config"
@@ -32,5 +38,43 @@ func TestSimConfigIsAServeConfig(t *testing.T) {
 	}
 	if n != len(w.Sources) {
 		t.Errorf("%d sources configured, the world has %d", n, len(w.Sources))
+	}
+}
+
+// GET /truth answers requests addressed to loopback and refuses, with 421,
+// one naming another host (a page rebound to 127.0.0.1).
+func TestSimTruthRefusesForeignHost(t *testing.T) {
+	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
+	gen := tgsim.NewGenerator(world, tgsim.Scenario{Seed: 5, Sources: 2, Accounts: 1, Destinations: 1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveAudit(ln, newSimFaults(world, gen, 5), slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { srv.Close() })
+	get := func(host string) (int, string) {
+		req, err := http.NewRequest("GET", "http://"+ln.Addr().String()+"/truth", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, host := range []string{"attacker.example", "attacker.example:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "localhost.attacker.example"} {
+		if code, body := get(host); code != http.StatusMisdirectedRequest {
+			t.Errorf("Host %s: status %d body %.80q, want 421", host, code, body)
+		}
+	}
+	for _, host := range []string{ln.Addr().String(), "localhost", "[::1]:1"} {
+		code, body := get(host)
+		if code != http.StatusOK || !json.Valid([]byte(body)) {
+			t.Errorf("Host %s: status %d body %.80q, want 200 and the truth as JSON", host, code, body)
+		}
 	}
 }
