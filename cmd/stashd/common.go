@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/BurntSushi/toml"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -252,7 +251,7 @@ func (f storeFlags) resolve() error {
 		DatabaseURL string `toml:"database_url"`
 	}
 	if *f.configPath != "" {
-		if _, err := toml.DecodeFile(*f.configPath, &file); err != nil {
+		if err := config.DecodeFile(*f.configPath, &file); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("--config: %s does not exist", *f.configPath)
 			}

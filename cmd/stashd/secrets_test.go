@@ -111,3 +111,28 @@ func TestSecretFlagsAndReadableConfigWarn(t *testing.T) {
 		t.Errorf("serve with a private config warns:\n%s", stderr)
 	}
 }
+
+// A secret written unquoted in the configuration file is a parse error
+// that names its line and key, from serve and from the commands that read
+// only the file's database settings, and never shows the value.
+func TestUnquotedSecretInConfigNotShown(t *testing.T) {
+	dir := t.TempDir()
+	const token = "98765432109876543210987"
+	cfg := filepath.Join(dir, "stashd.toml")
+	if err := os.WriteFile(cfg, []byte("data_dir = 'x'\nconsole_token = "+token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"serve", "--simulate", "--config", cfg},
+		{"status", "--config", cfg},
+		{"search", "--config", cfg, "x"},
+	} {
+		code, stdout, stderr := run(t, dir, nil, args...)
+		if code == 0 || !strings.Contains(stderr, cfg+":2") || !strings.Contains(stderr, "console_token") {
+			t.Errorf("stashd %q: exit %d, stderr %q: want a failure naming %s:2 and console_token", args, code, stderr, cfg)
+		}
+		if strings.Contains(stdout+stderr, token[:8]) {
+			t.Errorf("stashd %q shows the token:\n%s%s", args, stdout, stderr)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -45,15 +46,7 @@ func load(path string, body []byte, getenv func(string) string, fs *flag.FlagSet
 	if path != "" {
 		md, err := toml.Decode(string(body), &c)
 		if err != nil {
-			var perr toml.ParseError
-			if errors.As(err, &perr) {
-				at := fmt.Sprintf("%s:%d", path, perr.Position.Line)
-				if perr.LastKey != "" {
-					return c, &FieldError{Field: perr.LastKey, Source: at, Err: errors.New(oneLine(perr.Message))}
-				}
-				return c, fmt.Errorf("%s: %s", at, oneLine(perr.Message))
-			}
-			return c, fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+			return c, decodeError(path, body, err)
 		}
 		lines = strings.Split(string(body), "\n")
 		if und := md.Undecoded(); len(und) > 0 {
@@ -84,6 +77,68 @@ func load(path string, body []byte, getenv func(string) string, fs *flag.FlagSet
 		routeAt = func(int, string) string { return "default" }
 	}
 	return c, c.validate(mode, where, routeAt)
+}
+
+// DecodeFile decodes the TOML file at path into v, as Load reads it; an
+// error is one line naming the file's line and key, and never shows the
+// value of a secret setting. A missing file is an error wrapping
+// os.ErrNotExist.
+func DecodeFile(path string, v any) error {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+	}
+	if _, err := toml.Decode(string(body), v); err != nil {
+		return decodeError(path, body, err)
+	}
+	return nil
+}
+
+// keyRE matches the key a line of TOML sets.
+var keyRE = regexp.MustCompile(`^\s*["']?([A-Za-z0-9_.-]+)["']?\s*=`)
+
+// decodeError describes in one line err, an error decoding the file at
+// path (holding body). The parser quotes the text it stumbled on, which on
+// a line setting a secret (console_token = 98765... written unquoted) is
+// the secret: that line's message is replaced with one that shows none of
+// it.
+func decodeError(path string, body []byte, err error) error {
+	var perr toml.ParseError
+	if !errors.As(err, &perr) {
+		return fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+	}
+	at := fmt.Sprintf("%s:%d", path, perr.Position.Line)
+	key := perr.LastKey
+	lines := strings.Split(string(body), "\n")
+	if n := perr.Position.Line - 1; n >= 0 && n < len(lines) {
+		if m := keyRE.FindStringSubmatch(lines[n]); m != nil {
+			key = m[1]
+			if perr.LastKey != "" && strings.HasSuffix(perr.LastKey, "."+key) {
+				key = perr.LastKey
+			}
+		}
+	}
+	msg := oneLine(perr.Message)
+	if secretKey(key) || secretKey(perr.LastKey) {
+		msg = "cannot be read (the value is not shown: it is a secret); write it as a quoted string, e.g. " + key[strings.LastIndex(key, ".")+1:] + " = \"...\""
+	}
+	if key != "" {
+		return &FieldError{Field: key, Source: at, Err: errors.New(msg)}
+	}
+	return fmt.Errorf("%s: %s", at, msg)
+}
+
+// secretKey reports whether the TOML key (dotted: accounts.proxy) names a
+// setting that may hold a secret.
+func secretKey(key string) bool {
+	if key == "" {
+		return false
+	}
+	name := key[strings.LastIndex(key, ".")+1:]
+	return slices.Contains(secretSettings, name) || name == "proxy"
 }
 
 // fileLine returns "path:N" for the first line of the file that sets key,

@@ -161,3 +161,45 @@ func TestReadableSecretFileWarns(t *testing.T) {
 		}
 	}
 }
+
+// A secret written unquoted in the file does not parse, and the parser's
+// message would quote it: the error names the line and the key, never the
+// value, whether the setting is global or an account's.
+func TestUnquotedSecretNotShownInParseError(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ body, field, secret string }{
+		{"console_token = 98765432109876543210987\n" + good, "console_token", "98765432109876543210987"},
+		{"api_hash = 0123456789abcdef0123456789abcdef\n" + good, "api_hash", "0123456789abcdef0123456789abcdef"},
+		{"api_hash = 1234_5678__9abc\n" + good, "api_hash", "1234_5678__9abc"},
+		{"console_token = 12345678901234567890.5e\n" + good, "console_token", "12345678901234567890.5e"},
+		{"database_url = postgres://stash:" + dbPassword + "@db.example/stashd\n" + good, "database_url", dbPassword},
+		{"proxy = socks5://user:" + dbPassword + "@127.0.0.1:1080\n" + good, "proxy", dbPassword},
+		{good + "\n[[accounts]]\nname = 'b'\nproxy = 1234567890123456789012345\n", "accounts.proxy", "1234567890123456789012345"},
+	}
+	for _, tc := range cases {
+		p := write(t, tc.body)
+		for _, err := range []error{
+			func() error { _, err := Load(p, noEnv, nil); return err }(),
+			DecodeFile(p, &struct{}{}),
+		} {
+			if err == nil {
+				t.Fatalf("%q accepted", tc.body)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, p+":") || !strings.Contains(msg, tc.field) {
+				t.Errorf("error %q: want it to name %s and its line", msg, tc.field)
+			}
+			for i := 0; i+4 <= len(tc.secret); i++ {
+				if strings.Contains(msg, tc.secret[i:i+4]) {
+					t.Errorf("error %q shows the value of %s", msg, tc.field)
+					break
+				}
+			}
+		}
+	}
+	// Another setting's bad value is still shown.
+	_, err := Load(write(t, "workers = 0123\n"+good), noEnv, nil)
+	if err == nil || !strings.Contains(err.Error(), "0123") {
+		t.Errorf("workers = 0123: error %v, want it to show the value", err)
+	}
+}
