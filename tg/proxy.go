@@ -39,6 +39,15 @@ func ParseProxy(s string) (Proxy, error) {
 	if err != nil || u.Host == "" {
 		return Proxy{}, errors.New("not a proxy URL: use socks5://user:pass@host:port, http://host:port or mtproto://secret@host:port")
 	}
+	// An '@' past the authority means a '/', '?' or '#' in the user name,
+	// password or secret ended it early: what url.Parse took for the host
+	// and port, path or fragment is then a piece of the credentials, and
+	// no part of the URL is shown.
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 && strings.Contains(rest[i:], "@") {
+			return Proxy{}, fmt.Errorf("proxy %s://…: not host:port after the @ (a '/', '?' or '#' in the user name, password or secret must be percent-encoded: %%2F, %%3F, %%23)", u.Scheme)
+		}
+	}
 	host, portText, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" {
 		return Proxy{}, fmt.Errorf("proxy %s://…: needs host:port", u.Scheme)
@@ -62,8 +71,8 @@ func ParseProxy(s string) (Proxy, error) {
 	default:
 		return Proxy{}, fmt.Errorf("proxy type %q: use socks5, http or mtproto", u.Scheme)
 	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
-		return Proxy{}, fmt.Errorf("proxy %s: no path or query expected", p)
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
+		return Proxy{}, fmt.Errorf("proxy %s: no path, query or fragment expected", p)
 	}
 	return p, nil
 }

@@ -30,3 +30,32 @@ func TestParseProxy(t *testing.T) {
 		}
 	}
 }
+
+// A '/', '?' or '#' left unencoded in the password ends the URL's
+// authority early, so that url.Parse takes part of the password for the
+// port, the path or the fragment: the error shows none of the URL past the
+// scheme.
+func TestParseProxyUnencodedPasswordNotShown(t *testing.T) {
+	for _, bad := range []string{
+		"socks5://alice:98765432/xyzsecret@10.0.0.1:1080",
+		"socks5://alice:1234/xyzsecret@10.0.0.1:1080",
+		"http://alice:98765432?xyzsecret@proxy.example:3128",
+		"socks5://alice:98765432#xyzsecret@10.0.0.1:1080",
+		"socks5://alice:zq9876#x@10.0.0.1:1080",
+		"mtproto://ee98765432/xyzsecret@10.0.0.1:443",
+	} {
+		_, err := ParseProxy(bad)
+		if err == nil {
+			t.Errorf("%q: accepted", bad)
+			continue
+		}
+		for _, piece := range []string{"9876", "5432", "1234", "xyzs", "zq98", "alice"} {
+			if strings.Contains(bad, piece) && strings.Contains(err.Error(), piece) {
+				t.Errorf("%q: the error shows %q: %v", bad, piece, err)
+			}
+		}
+	}
+	if _, err := ParseProxy("socks5://alice:98765432%2Fxyzsecret@10.0.0.1:1080"); err != nil {
+		t.Errorf("percent-encoded '/': %v", err)
+	}
+}
