@@ -70,7 +70,8 @@ func TestSecretFlagsWarn(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	RegisterFlags(fs)
 	err := fs.Parse([]string{"--api-hash", hash, "--console-token", token,
-		"--database-url", "postgres://stash:" + dbPassword + "@db.example/stashd", "--workers", "3"})
+		"--database-url", "postgres://stash:" + dbPassword + "@db.example/stashd", "--workers", "3",
+		"--proxy", "socks5://user:" + dbPassword + "@127.0.0.1:1080"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestSecretFlagsWarn(t *testing.T) {
 		t.Fatal(err)
 	}
 	warnings := strings.Join(c.Warnings(), "\n")
-	for _, name := range []string{"--api-hash", "--console-token", "--database-url"} {
+	for _, name := range []string{"--api-hash", "--console-token", "--database-url", "--proxy"} {
 		if !strings.Contains(warnings, name) {
 			t.Errorf("no warning names %s: %q", name, warnings)
 		}
@@ -95,7 +96,7 @@ func TestSecretFlagsWarn(t *testing.T) {
 
 	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
 	RegisterFlags(fs)
-	if err := fs.Parse([]string{"--database-url", "postgres://stash@db.example/stashd"}); err != nil {
+	if err := fs.Parse([]string{"--database-url", "postgres://stash@db.example/stashd", "--proxy", "socks5://user@127.0.0.1:1080"}); err != nil {
 		t.Fatal(err)
 	}
 	env := func(k string) string {
@@ -140,6 +141,12 @@ func TestReadableSecretFileWarns(t *testing.T) {
 		{"console_token = 'console-token-0123456789'\n" + noSecret, 0o644, "console_token"},
 		{noSecret, 0o644, ""},
 		{"database_url = 'postgres://stash@db.example/stashd'\n" + noSecret, 0o644, ""},
+		{"proxy = 'socks5://user:" + dbPassword + "@127.0.0.1:1080'\n" + noSecret, 0o644, "proxy"},
+		{"proxy = 'mtproto://ee" + dbPassword + "@127.0.0.1:443'\n" + noSecret, 0o640, "proxy"},
+		{"proxy = 'socks5://user:" + dbPassword + "@127.0.0.1:1080'\n" + noSecret, 0o600, ""},
+		{"proxy = 'socks5://user@127.0.0.1:1080'\n" + noSecret, 0o644, ""},
+		{noSecret + "proxy = 'socks5://user:" + dbPassword + "@127.0.0.1:1080'\n", 0o644, "accounts[0].proxy"},
+		{noSecret + "proxy = 'http://127.0.0.1:3128'\n", 0o644, ""},
 	} {
 		p := write(t, tc.body)
 		if err := os.Chmod(p, tc.mode); err != nil {
