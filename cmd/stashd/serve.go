@@ -60,15 +60,26 @@ instead of TDLib, publishing a stream of archives: no credentials needed.
 Its data directory defaults to ./var/simulate (not /var/lib/stashd), so
 simulated packages never land in a real daemon's catalogue.`
 
+// The bounds of --simulate-rate: the publishing interval (a second over
+// the rate) stays between a millisecond and about 17 minutes. NaN and
+// ±Inf fall outside.
+const (
+	minSimRate = 0.001
+	maxSimRate = 1000
+)
+
 func runServe(args []string) int {
 	fs := newFlagSet("serve", "serve [--config FILE] [flags]", serveHelp)
 	configPath := fs.String("config", os.Getenv("STASHD_CONFIG"), "TOML configuration file (env STASHD_CONFIG)")
 	simulate := fs.Bool("simulate", false, "use the built-in Telegram simulator instead of TDLib")
 	simSeed := fs.Int64("simulate-seed", 1, "with --simulate: seed of the simulated world")
-	simRate := fs.Float64("simulate-rate", 5, "with --simulate: items published per second")
+	simRate := fs.Float64("simulate-rate", 5, "with --simulate: items published per second, 0.001..1000 (0: none)")
 	config.RegisterFlags(fs)
 	if rc := parse(fs, args); rc >= 0 {
 		return rc
+	}
+	if r := *simRate; r != 0 && !(r >= minSimRate && r <= maxSimRate) {
+		return badFlag("serve", "--simulate-rate: %v is outside %v..%v items per second (0: none)", r, minSimRate, maxSimRate)
 	}
 	mode := config.Daemon
 	if *simulate {

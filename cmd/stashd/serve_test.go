@@ -184,3 +184,21 @@ func get(t *testing.T, url string) (string, int) {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b), resp.StatusCode
 }
+
+// --simulate-rate outside 0.001..1000 (NaN and Inf included; 0 publishes
+// nothing) is one line and exit status 2 before anything is created.
+func TestServeSimulateRateOutOfRangeExits2(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, rate := range []string{"NaN", "Inf", "+Inf", "-Inf", "1e-300", "0.0009", "-1", "1001", "1e300"} {
+		data := filepath.Join(dir, "data-"+rate)
+		code, stdout, stderr := run(t, dir, nil, "serve", "--simulate", "--metrics-addr", "off", "--data-dir", data, "--simulate-rate", rate)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "stashd serve: --simulate-rate: ") || stdout != "" {
+			t.Errorf("--simulate-rate %s: exit %d, stderr %q: want 2 and one line naming --simulate-rate", rate, code, stderr)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("--simulate-rate %s: data directory created (stat: %v)", rate, err)
+		}
+	}
+}
