@@ -110,7 +110,8 @@ type Config struct {
 	// again. Default 30s.
 	RetryInterval Duration `toml:"retry_interval"`
 	// DeadLetterDelay is the first wait before a dead letter is retried;
-	// it doubles with each attempt. Default 1m.
+	// it doubles with each attempt (sixteen times at most). Default 1m;
+	// at most 24h (MaxDeadLetterDelay).
 	DeadLetterDelay Duration `toml:"dead_letter_delay"`
 	// DeadLetterAttempts is how many times a dead letter is tried before it
 	// waits for an operator. Default 8.

@@ -383,3 +383,29 @@ func TestDeliveryDrainAlert(t *testing.T) {
 		}
 	}
 }
+
+// dead_letter_delay is bounded so that the doubled wait of every attempt
+// (delay << min(attempt, 16), as ingest computes it) stays positive; a
+// longer one is refused, naming the variable.
+func TestDeadLetterDelayBound(t *testing.T) {
+	t.Parallel()
+	env := func(delay string) func(string) string {
+		return func(k string) string {
+			return map[string]string{"STASHD_DEAD_LETTER_DELAY": delay, "STASHD_DEAD_LETTER_ATTEMPTS": "100"}[k]
+		}
+	}
+	c, err := Load(write(t, good), env("24h"), nil)
+	if err != nil {
+		t.Fatalf("STASHD_DEAD_LETTER_DELAY=24h: %v", err)
+	}
+	for attempt := range c.DeadLetterAttempts {
+		if d := c.DeadLetterDelay.Duration << min(attempt, 16); d <= 0 || d < c.DeadLetterDelay.Duration {
+			t.Fatalf("24h doubled %d times: %v", attempt, d)
+		}
+	}
+	for _, v := range []string{"24h0m1s", "39h", "48h", "2562047h"} {
+		if _, err := Load(write(t, good), env(v), nil); err == nil || !strings.Contains(err.Error(), "STASHD_DEAD_LETTER_DELAY") || !strings.Contains(err.Error(), "24h") {
+			t.Errorf("STASHD_DEAD_LETTER_DELAY=%s: %v, want an error naming the variable and the bound", v, err)
+		}
+	}
+}

@@ -125,6 +125,10 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 
 type badFunc = func(field, format string, args ...any) error
 
+// MaxDeadLetterDelay bounds dead_letter_delay: doubled at most sixteen
+// times, as a dead letter's wait is, it stays far from overflowing.
+const MaxDeadLetterDelay = 24 * time.Hour
+
 // validateFinite rejects NaN and ±Inf in every float setting, whatever the
 // source: the file's TOML has nan and inf literals, and a range check
 // lets NaN through (every comparison with it is false), which turns a
@@ -280,6 +284,13 @@ func (c *Config) validateTuning(bad badFunc) error {
 	// never does.
 	if d := c.DeliveryDrainAlert.Duration; d < time.Minute || d > 30*24*time.Hour {
 		return bad("delivery_drain_alert", "%s is outside 1m..720h", d)
+	}
+	// A dead letter's wait doubles with each attempt, sixteen times at
+	// most (DeadLetterDelay << 16): above a day that product nears
+	// time.Duration's limit (292 years), and past 39h it overflows into a
+	// negative wait, due again at once.
+	if d := c.DeadLetterDelay.Duration; d > MaxDeadLetterDelay {
+		return bad("dead_letter_delay", "%s is outside 0s..24h (it doubles with each attempt)", d)
 	}
 	if c.DeadLetterAttempts < 1 || c.DeadLetterAttempts > 100 {
 		return bad("dead_letter_attempts", "%d is outside 1..100", c.DeadLetterAttempts)
