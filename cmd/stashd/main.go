@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -33,8 +34,10 @@ func commands() []command {
 	}
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, `stashd mirrors archives posted in Telegram sources into destination channels
+// usage writes the list of commands to w: stdout when asked for, stderr
+// with a usage error.
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `stashd mirrors archives posted in Telegram sources into destination channels
 and keeps a PostgreSQL catalogue of every package.
 
 Usage: stashd <command> [flags]
@@ -42,27 +45,33 @@ Usage: stashd <command> [flags]
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(os.Stderr, "  %-12s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'stashd <command> --help' for the flags of a command.\n")
+	fmt.Fprintf(w, "\nRun 'stashd <command> --help' or 'stashd help <command>' for the flags of a command.\n")
 }
 
-func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
+func main() { os.Exit(dispatch(os.Args[1:])) }
+
+// dispatch runs the command args names and returns its exit status. Help
+// asked for (--help, -h, help, help COMMAND) goes to stdout, exit 0.
+func dispatch(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
 	}
-	name := os.Args[1]
-	if name == "-h" || name == "--help" || name == "help" {
-		usage()
-		return
+	name := args[0]
+	switch {
+	case name == "-h" || name == "--help" || name == "help" && len(args) == 1:
+		usage(os.Stdout)
+		return 0
+	case name == "help":
+		name, args = args[1], []string{name, "--help"}
 	}
 	for _, c := range commands() {
 		if c.name == name {
-			os.Exit(c.run(os.Args[2:]))
+			return c.run(args[1:])
 		}
 	}
-	fmt.Fprintf(os.Stderr, "stashd: unknown command %q\n\n", name)
-	usage()
-	os.Exit(2)
+	fmt.Fprintf(os.Stderr, "stashd: unknown command %q (see stashd --help)\n", name)
+	return 2
 }

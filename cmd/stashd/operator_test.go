@@ -91,3 +91,29 @@ func TestCatalogueCommandsTakeConfig(t *testing.T) {
 		t.Errorf("search --config with database_url: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// Help asked of stashd itself (--help, -h, help) lists the commands on
+// stdout and exits 0; help COMMAND is that command's --help. Without a
+// command, or with an unknown one, the usage error is on stderr, exit 2.
+func TestTopLevelHelpOnStdout(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		code, stdout, stderr := run(t, dir, nil, args...)
+		if code != 0 || !strings.Contains(stdout, "Usage: stashd <command>") || !strings.Contains(stdout, "  serve ") || stderr != "" {
+			t.Errorf("stashd %q: exit %d, stdout %q, stderr %q", args, code, firstLine(stdout), stderr)
+		}
+	}
+	for _, c := range commands() {
+		code, stdout, stderr := run(t, dir, nil, "help", c.name)
+		if code != 0 || !strings.HasPrefix(stdout, "Usage: stashd "+c.name) || stderr != "" {
+			t.Errorf("stashd help %s: exit %d, stdout %q, stderr %q", c.name, code, firstLine(stdout), stderr)
+		}
+	}
+	for _, args := range [][]string{{}, {"nosuch"}, {"help", "nosuch"}} {
+		code, stdout, stderr := run(t, dir, nil, args...)
+		if code != 2 || stdout != "" || stderr == "" {
+			t.Errorf("stashd %q: exit %d, stdout %q, stderr %q: want 2 and the error on stderr", args, code, firstLine(stdout), firstLine(stderr))
+		}
+	}
+}
