@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -267,8 +268,8 @@ func TestConsoleRemoteNeedsToken(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	RegisterFlags(fs)
-	if err := fs.Parse([]string{"--console-remote", "maybe"}); err == nil || !strings.Contains(err.Error(), "console-remote") {
-		t.Errorf("--console-remote maybe: error %v, want one naming the flag", err)
+	if err := fs.Parse([]string{"--console-remote=maybe"}); err == nil || !strings.Contains(err.Error(), "console-remote") {
+		t.Errorf("--console-remote=maybe: error %v, want one naming the flag", err)
 	}
 }
 
@@ -406,6 +407,16 @@ func TestDeadLetterDelayBound(t *testing.T) {
 	for _, v := range []string{"24h0m1s", "39h", "48h", "2562047h"} {
 		if _, err := Load(write(t, good), env(v), nil); err == nil || !strings.Contains(err.Error(), "STASHD_DEAD_LETTER_DELAY") || !strings.Contains(err.Error(), "24h") {
 			t.Errorf("STASHD_DEAD_LETTER_DELAY=%s: %v, want an error naming the variable and the bound", v, err)
+		}
+	}
+}
+
+// Every setting fills a field of Config, which gives its flag its type.
+func TestEverySettingHasAField(t *testing.T) {
+	t.Parallel()
+	for _, s := range Settings {
+		if settingKind(s.Name) == reflect.Invalid {
+			t.Errorf("setting %s fills no field of Config", s.Name)
 		}
 	}
 }

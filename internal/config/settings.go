@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,21 +87,41 @@ func (v *settingValue) Set(s string) error {
 	return nil
 }
 
-// Type names the value's type in --help.
+// Type names the value's type in --help, from the setting's field in
+// Config: "" for a boolean (a bare switch), int, float, duration, list,
+// size or string.
 func (v *settingValue) Type() string {
-	switch v.name {
-	case "workers", "queue_capacity", "api_id", "dead_letter_attempts":
+	switch settingKind(v.name) {
+	case reflect.Bool:
+		return ""
+	case reflect.Int, reflect.Int32:
 		return "int"
-	case "rate", "send_rate", "backfill_rate":
+	case reflect.Float64:
 		return "float"
-	case "drain_timeout", "rescan_interval", "rescan_window", "set_settle", "set_max_wait",
-		"catchup_interval", "retry_interval", "dead_letter_delay", "send_timeout", "download_stall_timeout", "lease_ttl", "lock_ttl",
-		"delivery_drain_alert":
-		return "duration"
-	case "destinations":
+	case reflect.Slice:
 		return "list"
+	case reflect.Struct:
+		return "duration"
+	case reflect.Int64:
+		return "size"
 	}
 	return "string"
+}
+
+// IsBoolFlag makes a boolean setting a switch: --silent is --silent=true,
+// and --silent=false turns it off.
+func (v *settingValue) IsBoolFlag() bool { return settingKind(v.name) == reflect.Bool }
+
+// settingKind is the kind of the Config field the setting name fills
+// (Duration is a struct, ByteSize an int64).
+func settingKind(name string) reflect.Kind {
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); tag == name {
+			return t.Field(i).Type.Kind()
+		}
+	}
+	return reflect.Invalid
 }
 
 // Credentials are the settings systemd may hand over as credentials
