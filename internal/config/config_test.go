@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -418,5 +419,42 @@ func TestEverySettingHasAField(t *testing.T) {
 		if settingKind(s.Name) == reflect.Invalid {
 			t.Errorf("setting %s fills no field of Config", s.Name)
 		}
+	}
+}
+
+// A whole number too large for its type is reported as out of range, with
+// the setting's range, not as a malformed number; from the environment,
+// a flag or the file.
+func TestOverflowingNumberIsOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, value, want string }{
+		{"workers", "99999999999999999999", "outside 1..256"},
+		{"queue_capacity", "-99999999999999999999", "outside 1..1048576"},
+		{"send_in_flight", "99999999999999999999", "outside 1..64"},
+		{"dead_letter_attempts", "99999999999999999999", "outside 1..100"},
+		{"api_id", "3000000000", "outside 1..2147483647"},
+	} {
+		env := "STASHD_" + strings.ToUpper(tc.name)
+		_, err := Load(write(t, good), func(k string) string {
+			if k == env {
+				return tc.value
+			}
+			return ""
+		}, nil)
+		if err == nil || !strings.Contains(err.Error(), env) || !strings.Contains(err.Error(), "out of range") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: %v, want it out of range, %s", env, tc.value, err, tc.want)
+		}
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		RegisterFlags(fs)
+		err = fs.Parse([]string{"--" + strings.ReplaceAll(tc.name, "_", "-"), tc.value})
+		if err == nil || !strings.Contains(err.Error(), "out of range") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--%s %s: %v, want it out of range, %s", tc.name, tc.value, err, tc.want)
+		}
+	}
+	// A malformed number is still called one.
+	_, err := Load(write(t, good), func(k string) string { return map[string]string{"STASHD_WORKERS": "4x"}[k] }, nil)
+	if err == nil || !strings.Contains(err.Error(), "not a whole number") {
+		t.Errorf("STASHD_WORKERS=4x: %v", err)
 	}
 }

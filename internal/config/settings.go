@@ -188,6 +188,10 @@ func applyFlags(c *Config, fs *flag.FlagSet, origin map[string][2]string) error 
 func set(c *Config, name, v string) error {
 	num := func(dst *int) error {
 		n, err := strconv.Atoi(v)
+		if errors.Is(err, strconv.ErrRange) {
+			b := intBounds[name]
+			return fmt.Errorf("%s is out of range: outside %d..%d", v, b[0], b[1])
+		}
 		if err != nil {
 			return fmt.Errorf("%q is not a whole number", v)
 		}
@@ -196,6 +200,9 @@ func set(c *Config, name, v string) error {
 	}
 	float := func(dst *float64) error {
 		f, err := strconv.ParseFloat(v, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return fmt.Errorf("%s is out of range for a number", v)
+		}
 		if err != nil {
 			return fmt.Errorf("%q is not a number", v)
 		}
@@ -257,8 +264,11 @@ func set(c *Config, name, v string) error {
 		c.LogFormat = v
 	case "api_id":
 		n, err := strconv.ParseInt(v, 10, 32)
+		if errors.Is(err, strconv.ErrRange) {
+			return fmt.Errorf("%s is out of range: outside 1..%d", v, math.MaxInt32)
+		}
 		if err != nil {
-			return fmt.Errorf("%q is not a number", v)
+			return fmt.Errorf("%q is not a whole number", v)
 		}
 		c.APIID = int32(n)
 	case "api_hash":

@@ -125,6 +125,20 @@ func (c *Config) validate(mode Mode, where func(setting string) (field, source s
 
 type badFunc = func(field, format string, args ...any) error
 
+// intBounds are the ranges of the whole-number settings.
+var intBounds = map[string][2]int{
+	"workers":              {1, 256},
+	"queue_capacity":       {1, 1 << 20},
+	"send_in_flight":       {1, 64},
+	"dead_letter_attempts": {1, 100},
+}
+
+// outside reports whether n is outside the range of the setting name.
+func outside(name string, n int) bool {
+	b := intBounds[name]
+	return n < b[0] || n > b[1]
+}
+
 // MaxDeadLetterDelay bounds dead_letter_delay: doubled at most sixteen
 // times, as a dead letter's wait is, it stays far from overflowing.
 const MaxDeadLetterDelay = 24 * time.Hour
@@ -238,16 +252,16 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if !slices.Contains([]string{RepacksSkip, RepacksDeliver, RepacksLink}, c.Repacks) {
 		return bad("repacks", "%q is not skip, deliver or link", c.Repacks)
 	}
-	if c.Workers < 1 || c.Workers > 256 {
+	if outside("workers", c.Workers) {
 		return bad("workers", "%d is outside 1..256", c.Workers)
 	}
-	if c.QueueCapacity < 1 || c.QueueCapacity > 1<<20 {
+	if outside("queue_capacity", c.QueueCapacity) {
 		return bad("queue_capacity", "%d is outside 1..1048576", c.QueueCapacity)
 	}
 	if c.SendRate < 1 || c.SendRate > 6000 {
 		return bad("send_rate", "%v is outside 1..6000 send requests per minute", c.SendRate)
 	}
-	if c.SendInFlight < 1 || c.SendInFlight > 64 {
+	if outside("send_in_flight", c.SendInFlight) {
 		return bad("send_in_flight", "%d is outside 1..64", c.SendInFlight)
 	}
 	if c.BackfillRate < 1 || c.BackfillRate > 6000 {
@@ -292,7 +306,7 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if d := c.DeadLetterDelay.Duration; d > MaxDeadLetterDelay {
 		return bad("dead_letter_delay", "%s is outside 0s..24h (it doubles with each attempt)", d)
 	}
-	if c.DeadLetterAttempts < 1 || c.DeadLetterAttempts > 100 {
+	if outside("dead_letter_attempts", c.DeadLetterAttempts) {
 		return bad("dead_letter_attempts", "%d is outside 1..100", c.DeadLetterAttempts)
 	}
 	if c.DownloadBudget < 1<<20 {
