@@ -139,7 +139,7 @@ func runDemo(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := prepareScratchDir(*dataDir); err != nil {
+	if err := prepareScratchDirFor(*dataDir, *dbURL == ""); err != nil {
 		fmt.Fprintf(os.Stderr, "stashd demo: --data-dir: %v\n", err)
 		return 1
 	}
@@ -283,19 +283,27 @@ func envOr(name, def string) string {
 	return def
 }
 
-// prepareDataDir creates the data directory. When running as root the
-// embedded PostgreSQL runs as the postgres user, which must be able to pass
-// through the data directory to reach its own (0700) cluster directory:
-// the directory then gets 0711 (enter, not list).
-func prepareDataDir(dir string) error {
-	perm := os.FileMode(0o700)
-	if os.Geteuid() == 0 {
-		perm = 0o711
-	}
+// prepareDataDir creates the data directory, mode 0700. embedded says
+// whether an embedded PostgreSQL may run under it: as root that cluster
+// runs as the postgres user, which must pass through the data directory to
+// reach its own (0700) cluster directory, and the directory then gets 0711
+// (enter, not list). A command that never starts the cluster (login, or
+// with database_url set) keeps 0700.
+func prepareDataDir(dir string, embedded bool) error {
+	perm := dataDirMode(os.Geteuid() == 0, embedded)
 	if err := os.MkdirAll(dir, perm); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	return os.Chmod(dir, perm)
+}
+
+// dataDirMode is the mode of the data directory: 0711 only for root with
+// an embedded cluster, 0700 otherwise.
+func dataDirMode(root, embedded bool) os.FileMode {
+	if root && embedded {
+		return 0o711
+	}
+	return 0o700
 }
 
 // scratchMarker marks a data directory that demo or bench created: they
@@ -306,7 +314,11 @@ const scratchMarker = ".stashd-scratch"
 // prepareScratchDir readies dir for demo or bench: a new or empty
 // directory is created (prepareDataDir) and marked; a marked one is
 // reused; any other is refused untouched, mode included.
-func prepareScratchDir(dir string) error {
+func prepareScratchDir(dir string) error { return prepareScratchDirFor(dir, true) }
+
+// prepareScratchDirFor is prepareScratchDir; embedded says whether the
+// embedded PostgreSQL may run under dir (see prepareDataDir).
+func prepareScratchDirFor(dir string, embedded bool) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -317,7 +329,7 @@ func prepareScratchDir(dir string) error {
 			return fmt.Errorf("%s is not empty and stashd did not create it (no %s in it); its files/ would be deleted: give a new or empty directory", dir, scratchMarker)
 		}
 	}
-	if err := prepareDataDir(dir); err != nil {
+	if err := prepareDataDir(dir, embedded); err != nil {
 		return err
 	}
 	marker := filepath.Join(dir, scratchMarker)

@@ -68,3 +68,44 @@ func TestScratchDirMarked(t *testing.T) {
 		t.Error("a regular file as the data directory: no error")
 	}
 }
+
+// The data directory is 0700; only root with an embedded PostgreSQL, which
+// runs as the postgres user and must pass through it, gets 0711. serve
+// with database_url set keeps 0700, as root too.
+func TestDataDirModeOpensOnlyForEmbeddedCluster(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		root, embedded bool
+		want           os.FileMode
+	}{{true, true, 0o711}, {true, false, 0o700}, {false, true, 0o700}, {false, false, 0o700}} {
+		if got := dataDirMode(tc.root, tc.embedded); got != tc.want {
+			t.Errorf("root %v, embedded %v: mode %04o, want %04o", tc.root, tc.embedded, got, tc.want)
+		}
+	}
+	for _, embedded := range []bool{false, true} {
+		d := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := prepareDataDir(d, embedded); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := dataDirMode(os.Geteuid() == 0, embedded); st.Mode().Perm() != want {
+			t.Errorf("embedded %v: mode %04o, want %04o", embedded, st.Mode().Perm(), want)
+		}
+	}
+	// serve with a database URL (refused: nothing listens on port 1)
+	// creates the data directory 0700 before it fails.
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	run(t, dir, nil, "serve", "--simulate", "--metrics-addr", "off", "--data-dir", data, "--database-url", "postgres://stash@localhost:1/stashd?sslmode=disable")
+	if st, err := os.Stat(data); err != nil {
+		t.Errorf("serve with --database-url: %v", err)
+	} else if st.Mode().Perm() != 0o700 {
+		t.Errorf("serve with --database-url: data directory mode %04o, want 0700", st.Mode().Perm())
+	}
+}

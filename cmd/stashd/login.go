@@ -53,7 +53,7 @@ func runLogin(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := prepareDataDir(cfg.DataDir); err != nil {
+	if err := prepareDataDir(cfg.DataDir, false); err != nil {
 		fmt.Fprintf(os.Stderr, "stashd login: %v\n", err)
 		return 1
 	}

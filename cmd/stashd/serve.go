@@ -115,7 +115,7 @@ func runServe(args []string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	if err := prepareDataDir(cfg.DataDir); err != nil {
+	if err := prepareDataDir(cfg.DataDir, cfg.DatabaseURL == ""); err != nil {
 		log.Error("data directory", "err", err)
 		return 1
 	}
