@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,9 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"stashd/internal/config"
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // The configuration stashd sim writes is one stashd serve accepts, with the
@@ -76,5 +79,65 @@ func TestSimTruthRefusesForeignHost(t *testing.T) {
 		if code != http.StatusOK || !json.Valid([]byte(body)) {
 			t.Errorf("Host %s: status %d body %.80q, want 200 and the truth as JSON", host, code, body)
 		}
+	}
+}
+
+// serve --simulate downloads into the data directory as TDLib does: the
+// simulator's download directories are 0700 and its files 0600.
+func TestSimulatedDownloadsArePrivate(t *testing.T) {
+	files := t.TempDir()
+	world := tgsim.NewWorld(tgsim.Config{Seed: 7, FilesDir: files})
+	world.AddAccount("alice", false)
+	chat := world.AddChat(tg.KindChannel, "source", "alice")
+	c := world.Client("alice")
+	t.Cleanup(func() { c.Close() })
+	ctx := t.Context()
+	if err := c.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.OpenChat(ctx, chat); err != nil {
+		t.Fatal(err)
+	}
+	posted := world.Post(chat, 0, tgsim.Post{FileName: "a.zip", Data: make([]byte, 1000)})
+	m, err := c.GetMessage(ctx, chat, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DownloadFile(ctx, m.Document.File.ID); err != nil {
+		t.Fatal(err)
+	}
+	var done tg.File
+	for timeout := time.After(30 * time.Second); !done.DownloadDone; {
+		select {
+		case u := <-c.Updates():
+			if f, ok := u.(tg.FileUpdated); ok {
+				done = f.File
+			}
+		case <-timeout:
+			t.Fatal("the download did not complete")
+		}
+	}
+	err = filepath.WalkDir(files, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == files {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: mode %04o, want %04o", p, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(done.LocalPath); err != nil {
+		t.Errorf("downloaded file: %v", err)
 	}
 }

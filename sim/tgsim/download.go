@@ -180,10 +180,12 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 // every step but the last (the caller reports completion). A faulty
 // download stops after its first step: a stall waits, silent, for a cancel.
 func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, fault downloadFault, cancel <-chan struct{}) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Private to the daemon's user, as TDLib keeps its files under the
+	// data directory.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create download dir: %w", err)
 	}
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create download file: %w", err)
 	}
