@@ -458,3 +458,32 @@ func TestOverflowingNumberIsOutOfRange(t *testing.T) {
 		t.Errorf("STASHD_WORKERS=4x: %v", err)
 	}
 }
+
+// The intervals that pace loops have a minimum: one nanosecond would turn
+// them into busy loops. The minimum itself is accepted.
+func TestIntervalMinimums(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ env, min, below string }{
+		{"STASHD_CATCHUP_INTERVAL", "100ms", "99ms"},
+		{"STASHD_RETRY_INTERVAL", "100ms", "1ns"},
+		{"STASHD_DEAD_LETTER_DELAY", "100ms", "1ms"},
+		{"STASHD_RESCAN_INTERVAL", "1s", "999ms"},
+		{"STASHD_SEND_TIMEOUT", "1s", "1ns"},
+		{"STASHD_SET_MAX_WAIT", "1s", "1ns"},
+	} {
+		env := func(v string) func(string) string {
+			return func(k string) string {
+				if k == tc.env {
+					return v
+				}
+				return ""
+			}
+		}
+		if _, err := Load(write(t, good), env(tc.min), nil); err != nil {
+			t.Errorf("%s=%s: %v", tc.env, tc.min, err)
+		}
+		if _, err := Load(write(t, good), env(tc.below), nil); err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), "minimum, "+tc.min) {
+			t.Errorf("%s=%s: %v, want an error naming the variable and the minimum %s", tc.env, tc.below, err, tc.min)
+		}
+	}
+}

@@ -279,6 +279,18 @@ func (c *Config) validateTuning(bad badFunc) error {
 			return bad(d.name, "%v: must be positive", d.v.Duration)
 		}
 	}
+	// Intervals below these turn the loops they pace into busy ones.
+	for _, d := range []struct {
+		name string
+		v    Duration
+		min  time.Duration
+	}{{"catchup_interval", c.CatchupInterval, 100 * time.Millisecond}, {"retry_interval", c.RetryInterval, 100 * time.Millisecond},
+		{"dead_letter_delay", c.DeadLetterDelay, 100 * time.Millisecond}, {"rescan_interval", c.RescanInterval, time.Second},
+		{"send_timeout", c.SendTimeout, time.Second}, {"set_max_wait", c.SetMaxWait, time.Second}} {
+		if d.v.Duration < d.min {
+			return bad(d.name, "%s is below the minimum, %s", d.v.Duration, d.min)
+		}
+	}
 	// Below a few seconds a slow but healthy download would be cancelled;
 	// above an hour a stalled one holds a worker and its disk budget.
 	if d := c.DownloadStallTimeout.Duration; d < 5*time.Second || d > time.Hour {
@@ -304,7 +316,7 @@ func (c *Config) validateTuning(bad badFunc) error {
 	// time.Duration's limit (292 years), and past 39h it overflows into a
 	// negative wait, due again at once.
 	if d := c.DeadLetterDelay.Duration; d > MaxDeadLetterDelay {
-		return bad("dead_letter_delay", "%s is outside 0s..24h (it doubles with each attempt)", d)
+		return bad("dead_letter_delay", "%s is outside 100ms..24h (it doubles with each attempt)", d)
 	}
 	if outside("dead_letter_attempts", c.DeadLetterAttempts) {
 		return bad("dead_letter_attempts", "%d is outside 1..100", c.DeadLetterAttempts)
