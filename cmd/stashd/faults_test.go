@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 // The fault flags of demo and sim are probabilities: anything else is a
 // usage error (exit 2) before anything starts.
@@ -46,6 +49,22 @@ func TestFaultKnobsOutOfRangeExit2(t *testing.T) {
 		}
 		if rc := runSim([]string{flag, "-0.1"}); rc != 2 {
 			t.Errorf("sim %s -0.1: exit %d, want 2", flag, rc)
+		}
+	}
+}
+
+// sim's world sizes below their minimum are usage errors (exit 2), not
+// quietly raised to one.
+func TestSimWorldSizesBelowMinimumExit2(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--sources", "-1"}, {"--sources", "0"}, {"--accounts", "0"}, {"--destinations", "0"}, {"--forum-topics", "-2"}, {"--steps", "-1"}} {
+		// Past the checks, writing --config-out into a missing directory
+		// fails with exit 1 before anything is served.
+		all := append(args, "--socket", filepath.Join(dir, "tdjson.sock"), "--files-dir", filepath.Join(dir, "files"),
+			"--audit-addr", "", "--config-out", filepath.Join(dir, "missing", "serve.toml"))
+		if rc := runSim(all); rc != 2 {
+			t.Errorf("sim %q: exit %d, want 2", args, rc)
 		}
 	}
 }

@@ -102,10 +102,10 @@ func runSim(args []string) int {
 	socket := fs.String("socket", envOr(tdjsonsim.SocketEnv, "var/sim/tdjson.sock"), "Unix socket to serve on (env "+tdjsonsim.SocketEnv+")")
 	seed := fs.Int64("seed", 1, "seed of the simulated world (same seed, same content)")
 	var sc tgsim.Scenario
-	fs.IntVar(&sc.Sources, "sources", 4, "number of source channels and supergroups")
+	fs.IntVar(&sc.Sources, "sources", 4, "number of source channels and supergroups (at least 1)")
 	fs.IntVar(&sc.ForumTopics, "forum-topics", 0, "add a forum source with this many topics (0: no forum)")
-	fs.IntVar(&sc.Accounts, "accounts", 2, "number of Telegram accounts (acct1..acctN); sources are spread over them")
-	fs.IntVar(&sc.Destinations, "destinations", 1, "number of destination channels")
+	fs.IntVar(&sc.Accounts, "accounts", 2, "number of Telegram accounts (acct1..acctN, at least 1); sources are spread over them")
+	fs.IntVar(&sc.Destinations, "destinations", 1, "number of destination channels (at least 1)")
 	rate := fs.Float64("rate", 20, "items published per second (negative: no pause)")
 	duration := fs.Duration("duration", 20*time.Second, "how long to publish (0: until stopped); ignored with --steps")
 	steps := fs.Int("steps", 0, "publish exactly this many items, then stop publishing")
@@ -133,6 +133,14 @@ func runSim(args []string) int {
 		"stall-downloads": *stall, "fail-downloads": *fail, "lose-access": *loseAccess,
 		"errors-406": *errors406, "null-last-message": *nullLast, "archived": *archived, "protected": *protected}) {
 		return 2
+	}
+	for _, n := range []struct {
+		name     string
+		v, least int
+	}{{"sources", sc.Sources, 1}, {"accounts", sc.Accounts, 1}, {"destinations", sc.Destinations, 1}, {"forum-topics", sc.ForumTopics, 0}, {"steps", *steps, 0}} {
+		if n.v < n.least {
+			return badFlag("sim", "--%s: %d is below %d", n.name, n.v, n.least)
+		}
 	}
 	level := slog.LevelInfo
 	if *verbose {
