@@ -54,7 +54,7 @@ func chatsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	_, p, err := tf.load(fs, config.Login)
 	if err != nil {
-		fmt.Fprintf(stderr, "stashd chats: %v\n", err)
+		printErr(stderr, "chats", err)
 		return 2
 	}
 	if *account != "" && !slicesHasAccount(p, *account) {

@@ -440,6 +440,17 @@ func probabilities(cmd string, flags map[string]float64) bool {
 	return true
 }
 
+// printErr prints err on w as stashd cmd: ..., one line per problem: an
+// error that joins several (every bad [[routes]] field) gives each its
+// line, each with the prefix. cmd may name a flag too ("demo: --routes").
+func printErr(w io.Writer, cmd string, err error) {
+	for l := range strings.SplitSeq(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			fmt.Fprintf(w, "stashd %s: %s\n", cmd, l)
+		}
+	}
+}
+
 // badFlag prints a bad flag's problem as stashd cmd: ... and returns the
 // exit status of a usage error.
 func badFlag(cmd, format string, args ...any) int {

@@ -106,7 +106,7 @@ func runDemo(args []string) int {
 	if *routesFile != "" {
 		specs, err := config.LoadRoutes(*routesFile)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "stashd demo: --routes:\n%v\n", err)
+			printErr(os.Stderr, "demo: --routes", err)
 			return 2
 		}
 		o.Routes = specs

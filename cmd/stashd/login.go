@@ -48,7 +48,7 @@ func runLogin(args []string) int {
 	}
 	cfg, err := loginSettings(*configPath, os.Getenv, fs, *account)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "stashd login: %v\n", err)
+		printErr(os.Stderr, "login", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

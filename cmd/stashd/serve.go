@@ -87,7 +87,7 @@ func runServe(args []string) int {
 	}
 	cfg, err := config.LoadMode(*configPath, os.Getenv, fs, mode)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "stashd serve: %v\n", err)
+		printErr(os.Stderr, "serve", err)
 		return 2
 	}
 	if !*simulate {

@@ -202,3 +202,38 @@ func TestServeSimulateRateOutOfRangeExits2(t *testing.T) {
 		}
 	}
 }
+
+// Several bad [[routes]] fields are one line each, every line prefixed
+// with the command, from serve's configuration and demo's --routes.
+func TestRouteErrorsEachLinePrefixed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	routes := "[[routes]]\nname = \"a\"\n[[routes]]\nname = \"b\"\nsources = [\"not a chat\"]\n"
+	cfg := filepath.Join(dir, "stashd.toml")
+	body := "api_id = 1\napi_hash = \"0123456789abcdef0123456789abcdef\"\n[[accounts]]\nname = \"a\"\nsources = [\"@abcd\"]\n" + routes
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rf := filepath.Join(dir, "routes.toml")
+	if err := os.WriteFile(rf, []byte(routes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		prefix string
+	}{
+		{[]string{"serve", "--simulate", "--config", cfg, "--data-dir", filepath.Join(dir, "data")}, "stashd serve: "},
+		{[]string{"demo", "--routes", rf, "--data-dir", filepath.Join(dir, "demo")}, "stashd demo: --routes: "},
+	} {
+		code, _, stderr := run(t, dir, nil, tc.args...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != 2 || len(lines) < 3 {
+			t.Errorf("stashd %q: exit %d, stderr %q: want 2 and a line per bad route field", tc.args, code, stderr)
+		}
+		for _, l := range lines {
+			if !strings.HasPrefix(l, tc.prefix) || !strings.Contains(l, "routes[") {
+				t.Errorf("stashd %q: line %q lacks the prefix %q or the field", tc.args, l, tc.prefix)
+			}
+		}
+	}
+}
