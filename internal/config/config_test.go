@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -484,6 +485,22 @@ func TestIntervalMinimums(t *testing.T) {
 		}
 		if _, err := Load(write(t, good), env(tc.below), nil); err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), "minimum, "+tc.min) {
 			t.Errorf("%s=%s: %v, want an error naming the variable and the minimum %s", tc.env, tc.below, err, tc.min)
+		}
+	}
+}
+
+// The shipped example shows every setting (docs/configuration.md says it
+// does), each on a line of its own, set or commented out.
+func TestExampleConfigShowsEverySetting(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../deploy/stashd.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range Settings {
+		re := regexp.MustCompile(`(?m)^#? ?` + regexp.QuoteMeta(s.Name) + ` = `)
+		if !re.Match(b) {
+			t.Errorf("deploy/stashd.example.toml does not show %s", s.Name)
 		}
 	}
 }
