@@ -295,3 +295,30 @@ func TestReadOnlyCommandsCheckTheURLFirst(t *testing.T) {
 		oneLineNaming(t, strings.Join(args, " "), stderr, "--database-url")
 	}
 }
+
+// A database URL from STASHD_DATABASE_URL or the --config file is named
+// as such in errors, not as --database-url, which was not given.
+func TestCatalogueCommandsNameTheURLsSource(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "stashd.toml")
+	if err := os.WriteFile(cfg, []byte("database_url = 'notaurl'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := "postgres://stash@localhost:1/stashd?sslmode=disable"
+	for _, tc := range []struct {
+		env   []string
+		args  []string
+		code  int
+		shown string
+	}{
+		{[]string{"STASHD_DATABASE_URL=notaurl"}, []string{"status"}, 2, "STASHD_DATABASE_URL"},
+		{[]string{"STASHD_DATABASE_URL=" + refused}, []string{"status"}, 1, "STASHD_DATABASE_URL"},
+		{[]string{"STASHD_DATABASE_URL=" + refused}, []string{"search", "x"}, 1, "STASHD_DATABASE_URL"},
+		{nil, []string{"status", "--config", cfg}, 2, cfg + ": database_url"},
+	} {
+		code, _, stderr := run(t, dir, tc.env, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.shown) || strings.Contains(stderr, "--database-url") {
+			t.Errorf("stashd %q (env %q): exit %d, stderr %q: want %d, naming %s and not --database-url", tc.args, tc.env, code, stderr, tc.code, tc.shown)
+		}
+	}
+}

@@ -223,7 +223,10 @@ func database(ctx context.Context, url, dataDir string, log *slog.Logger) (dbURL
 // database_url and data_dir, then the default (/var/lib/stashd).
 type storeFlags struct {
 	url, dataDir, database, configPath *string
-	fs                                 *flag.FlagSet
+	// urlFrom names where the URL came from: the flag, the variable or
+	// the file's setting (resolve sets it).
+	urlFrom *string
+	fs      *flag.FlagSet
 	// stderr receives check's warnings; os.Stderr unless a command sets
 	// another.
 	stderr io.Writer
@@ -235,6 +238,7 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 		dataDir:    fs.String("data-dir", "", "data directory of the embedded database (env STASHD_DATA_DIR, or the --config file's data_dir; default /var/lib/stashd)"),
 		database:   fs.String("database", "", "database name on the server (the demo uses stashd_demo)"),
 		configPath: fs.String("config", os.Getenv("STASHD_CONFIG"), "TOML configuration file whose data_dir and database_url to use, as serve reads it (env STASHD_CONFIG)"),
+		urlFrom:    new("--database-url"),
 		fs:         fs,
 		stderr:     os.Stderr,
 	}
@@ -259,7 +263,14 @@ func (f storeFlags) resolve() error {
 		}
 	}
 	if !set["database-url"] {
-		*f.url = cmp.Or(os.Getenv("STASHD_DATABASE_URL"), file.DatabaseURL)
+		switch {
+		case os.Getenv("STASHD_DATABASE_URL") != "":
+			*f.url, *f.urlFrom = os.Getenv("STASHD_DATABASE_URL"), "STASHD_DATABASE_URL"
+		case file.DatabaseURL != "":
+			*f.url, *f.urlFrom = file.DatabaseURL, *f.configPath+": database_url"
+		default:
+			*f.url = ""
+		}
 	}
 	if !set["data-dir"] {
 		*f.dataDir = cmp.Or(os.Getenv("STASHD_DATA_DIR"), file.DataDir, config.DefaultDataDir)
@@ -278,7 +289,7 @@ func (f storeFlags) check() error {
 	}
 	if *f.url != "" {
 		if _, err := pgconn.ParseConfig(*f.url); err != nil {
-			return fmt.Errorf("--database-url: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", redact.URL(*f.url))
+			return fmt.Errorf("%s: %q is not a PostgreSQL URL (postgres://user@host:5432/db or \"host=... dbname=...\")", *f.urlFrom, redact.URL(*f.url))
 		}
 	}
 	if *f.url == "" && *f.dataDir == "" {
@@ -290,13 +301,13 @@ func (f storeFlags) check() error {
 // open opens an existing catalogue the flags name, for reading and small
 // edits: it never creates a cluster, a database or tables.
 func (f storeFlags) open(ctx context.Context) (*store.Store, func(), error) {
-	return openExisting(ctx, *f.url, *f.dataDir, *f.database, false)
+	return openExisting(ctx, *f.url, *f.urlFrom, *f.dataDir, *f.database, false)
 }
 
 // openReadOnly is open for reading only: no migration, read-only
 // transactions, so the role may be granted only SELECT.
 func (f storeFlags) openReadOnly(ctx context.Context) (*store.Store, func(), error) {
-	return openExisting(ctx, *f.url, *f.dataDir, *f.database, true)
+	return openExisting(ctx, *f.url, *f.urlFrom, *f.dataDir, *f.database, true)
 }
 
 // openExisting opens the catalogue: url when set, otherwise the embedded
@@ -304,8 +315,8 @@ func (f storeFlags) openReadOnly(ctx context.Context) (*store.Store, func(), err
 // for this command when its cluster exists). name, when set, selects
 // another database on that server. A missing cluster, database or
 // catalogue is an error naming where it looked; nothing is created.
-func openExisting(ctx context.Context, url, dataDir, name string, readOnly bool) (*store.Store, func(), error) {
-	where := "the database at --database-url"
+func openExisting(ctx context.Context, url, urlFrom, dataDir, name string, readOnly bool) (*store.Store, func(), error) {
+	where := "the database at " + urlFrom
 	if url == "" {
 		dir := filepath.Join(dataDir, "postgres")
 		if !pgembed.Exists(dir) {
