@@ -102,6 +102,22 @@ func runServe(args []string) int {
 			return 1
 		}
 	}
+	// The listener is bound before anything starts: an address in use or
+	// not this machine's is a bad setting, exit 2, as the others are.
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "off" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stashd serve: metrics_addr: %s\n", oneLine(err))
+			return 2
+		}
+		metricsLn = ln
+		defer func() {
+			if metricsLn != nil {
+				metricsLn.Close() // never served: a start that failed
+			}
+		}()
+	}
 	log := configuredLogger(cfg)
 	slog.SetDefault(log)
 	for _, w := range cfg.Warnings() {
@@ -119,7 +135,7 @@ func runServe(args []string) int {
 		log.Error("data directory", "err", err)
 		return 1
 	}
-	s := &server{cfg: cfg, log: log}
+	s := &server{cfg: cfg, log: log, ln: metricsLn}
 	if err := s.openStore(ctx); err != nil {
 		log.Error("cannot start", "err", redact.Message(dbError(err), cfg.DatabaseURL))
 		return 1
@@ -135,6 +151,7 @@ func runServe(args []string) int {
 		return 1
 	}
 	d := daemon.New(dcfg, s.st, dial)
+	metricsLn = nil // serveHTTP owns it now
 	if err := s.serveHTTP(d, reg); err != nil {
 		log.Error("metrics listener", "err", err)
 		return 1
@@ -205,7 +222,10 @@ type server struct {
 	dbDone      <-chan struct{}
 	http        *http.Server
 	metricsAddr string
-	publish     func(ctx context.Context)
+	// ln is metrics_addr's listener, bound before the database starts
+	// (nil: serveHTTP binds it).
+	ln      net.Listener
+	publish func(ctx context.Context)
 	// closeConsole releases the console's own pool.
 	closeConsole func()
 }
@@ -244,9 +264,12 @@ func (s *server) serveHTTP(d *daemon.Daemon, reg *prometheus.Registry) error {
 	if s.cfg.MetricsAddr == "off" {
 		return nil
 	}
-	ln, err := net.Listen("tcp", s.cfg.MetricsAddr)
-	if err != nil {
-		return err
+	ln := s.ln
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
+			return err
+		}
 	}
 	s.metricsAddr = ln.Addr().String()
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && s.cfg.ConsoleToken == "" {

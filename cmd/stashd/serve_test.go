@@ -237,3 +237,24 @@ func TestRouteErrorsEachLinePrefixed(t *testing.T) {
 		}
 	}
 }
+
+// A metrics_addr that cannot be bound is a bad setting: one line, exit
+// status 2, before the data directory or the database is created.
+func TestServeMetricsAddrInUseExits2(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	code, _, stderr := run(t, dir, nil, "serve", "--simulate", "--metrics-addr", ln.Addr().String(), "--data-dir", data)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "stashd serve: metrics_addr: ") {
+		t.Errorf("metrics_addr in use: exit %d, stderr %q: want 2 and one line naming metrics_addr", code, stderr)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("metrics_addr in use: data directory created (stat: %v)", err)
+	}
+}
