@@ -25,6 +25,9 @@ type account struct {
 	// canDelete holds chats where the account may delete others'
 	// messages (SetDeleteRights); nil until set.
 	canDelete map[tg.ChatID]bool
+	// removed holds chats the account alone was removed from
+	// (RemoveMember); nil until set.
+	removed map[tg.ChatID]bool
 	// manageTopics holds forums where the account may manage topics
 	// (can_manage_topics: close, reopen, post in closed topics); nil
 	// until set.

@@ -422,7 +422,7 @@ func (c *Client) sendChat(id tg.ChatID) (*chat, error) {
 	switch {
 	case !c.knows(ch):
 		return c.chat(id)
-	case ch.lostAccess || c.left[id]:
+	case ch.lostAccess || c.left[id] || c.removedFrom(ch):
 		return nil, errBadRequest("Have no write access to the chat")
 	case ch.private:
 		return ch, nil
@@ -449,7 +449,7 @@ func (c *Client) learnLeft(ch *chat) {
 // chat, and it fails with "Can't access the chat" once access is lost.
 func (c *Client) serverChat(id tg.ChatID) (*chat, error) {
 	ch, err := c.chat(id)
-	if err == nil && ch.lostAccess {
+	if err == nil && (ch.lostAccess || c.removedFrom(ch)) {
 		return nil, errNoAccess()
 	}
 	return ch, err

@@ -281,7 +281,7 @@ func (w *World) settleSend(ps *pendingSend) {
 	if ps.outcome != sendVanishes {
 		// The server judges the sender's rights and the topic when the
 		// send reaches it.
-		if ps.dest.private || ps.dest.lostAccess {
+		if ps.dest.private || ps.dest.lostAccess || c.removedFrom(ps.dest) {
 			// The account is no member any more: the session learns it
 			// left, then hears the send failed.
 			w.sendStats.WriteRefused++
