@@ -257,7 +257,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
 	icfg.Routes = r.routes
 	if len(d.cfg.Accounts) > 1 {
-		icfg.HandOver = func(dest tg.ChatID) (string, bool) { return d.handOver(a.Name, dest) }
+		icfg.HandOver = func(src, dest tg.ChatID, refused bool) (string, bool) { return d.handOver(a.Name, src, dest, refused) }
 		icfg.Wrote = func(dest tg.ChatID) { d.wrote(a.Name, dest) }
 		if d.cfg.SendRate > 0 {
 			// With send budgets, any account that can write to a

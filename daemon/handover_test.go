@@ -173,3 +173,108 @@ func deliveriesWaitForWriteAccess(t *testing.T, kind tg.ChatKind, revoke func(w 
 		t.Errorf("%d deliveries not recorded as sent or still queued", open)
 	}
 }
+
+// A delivery is handed over only to an account that knows the package's
+// source and the destination: one that does not would fail to load the
+// parts or to send them (400 "Chat not found", "Can't access the chat")
+// and give the delivery up. Account a, refused write access to the
+// destination, keeps its deliveries held when b cannot take them: b not in
+// the source, b not in the destination, or b removed from the source
+// (its TDLib still knows the chat, its reads fail: b hands the deliveries
+// back and is not chosen again for that source). None is given up, b
+// sends nothing, and each package goes once a may write again.
+func TestHandOverOnlyToAnAccountThatKnowsBothChats(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		src, destMember []string
+		bRemoved        bool
+	}{
+		{"b not in the source", []string{"a"}, []string{"a", "b"}, false},
+		{"b not in the destination", []string{"a", "b"}, []string{"a"}, false},
+		{"b removed from the source", []string{"a", "b"}, []string{"a", "b"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
+			world.AddAccount("a", false)
+			world.AddAccount("b", false)
+			pr := pair{world: world, src: world.AddChat(tg.KindChannel, "a's source", c.src...),
+				other: world.AddChat(tg.KindChannel, "b's source", "b"), dest: world.AddChat(tg.KindChannel, "mirror", c.destMember...)}
+			if c.bRemoved {
+				world.RemoveMember("b", pr.src, true)
+			}
+			handOverWaits(t, pr)
+		})
+	}
+}
+
+func handOverWaits(t *testing.T, pr pair) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.SetWriteAccess("a", dest, false)
+	cfg := daemon.Config{
+		Accounts:     pr.accounts(),
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second,
+		Ingest:   ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+		Delivery: ingest.DeliveryConfig{Interval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond},
+	}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	const n = 3
+	posted := postTars(world, src, "h", n)
+	held := func() int {
+		var k int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE account = 'a' AND strpos(last_error, $1) > 0`,
+			tg.ErrNoWriteAccess.Error()).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	for deadline := time.Now().Add(30 * time.Second); held() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var queued int
+			if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries`).Scan(&queued); err != nil {
+				t.Fatal(err)
+			}
+			t.Fatalf("%d of %d deliveries held with a for write access (%d queued): the others were handed to b and given up", held(), n, queued)
+		}
+	}
+	for _, s := range world.Sends() {
+		if s.Chat == dest {
+			t.Errorf("account %s sent to the destination while a may not write there and b cannot deliver", s.Account)
+		}
+	}
+	world.SetWriteAccess("a", dest, true)
+	waitDocuments(t, world, dest, n)
+	checkOnce(t, world, dest, posted)
+}
+
+// An account removed from the destination, while another account is
+// still a member of it and of the source, hands its deliveries there to
+// that account: each package arrives once, sent by it.
+func TestAccountRemovedFromDestinationHandsDeliveriesOver(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, 16)
+	pr := newPair(t, 9, "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.RemoveMember("a", dest, true)
+	cfg := daemon.Config{
+		Accounts:     pr.accounts(),
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 10 * time.Second,
+		Ingest:   ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+		Delivery: ingest.DeliveryConfig{Interval: 50 * time.Millisecond, RetryDelay: 100 * time.Millisecond},
+	}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	posted := postTars(world, src, "r", 3)
+	waitDocuments(t, world, dest, len(posted))
+	d.Shutdown(context.Background())
+	checkOnce(t, world, dest, posted)
+	for _, s := range world.Sends() {
+		if s.Chat == dest && s.Account != "b" {
+			t.Errorf("account %s's send to a destination it was removed from was accepted", s.Account)
+		}
+	}
+}

@@ -167,6 +167,15 @@ func (s *spreader) seen(r *accountRun, chat tg.ChatID) (ok, cached bool) {
 	return ok, cached
 }
 
+// forget records that r cannot read chat (it was removed from it): knows
+// reports false for it from now on, so that neither pick nor handOver
+// choose it for a package posted there.
+func (s *spreader) forget(from string, chat tg.ChatID) {
+	s.seesMu.Lock()
+	s.sees[seeKey{from, chat}] = false
+	s.seesMu.Unlock()
+}
+
 // stranger reports whether knows found that r does not know chat.
 func (s *spreader) stranger(r *accountRun, chat tg.ChatID) bool {
 	ok, cached := s.seen(r, chat)
@@ -195,24 +204,53 @@ func (d *Daemon) wrote(account string, dest tg.ChatID) {
 	d.writeMu.Unlock()
 }
 
-// handOver records that account from may not write to dest and picks
-// another running account that has not been refused there lately, in
-// configuration order.
-func (d *Daemon) handOver(from string, dest tg.ChatID) (string, bool) {
+// handOver picks another running account, in configuration order, to
+// deliver a package posted in source to dest in place of account from:
+// one with a delivery stage that knows both chats (knows: a getChat each,
+// asked once and cached). An account that does not know the source could
+// not load the parts, one that does not know the destination could not
+// send them: the delivery would fail there for good.
+//
+// refused: from may not write to dest, which is recorded; the account
+// picked is one not refused write access there lately. With none, it
+// reports false and the delivery waits for write access with from.
+//
+// Otherwise from cannot read source (removed from it): from is taken as
+// not knowing it from now on, and an account not refused write access to
+// dest is picked first, else one that was (it holds the delivery as it
+// holds its own until its rights come back). With none, it reports false.
+func (d *Daemon) handOver(from string, source, dest tg.ChatID, refused bool) (string, bool) {
+	if !refused {
+		d.spread.forget(from, source)
+	}
 	d.writeMu.Lock()
-	defer d.writeMu.Unlock()
-	if d.noWrite == nil {
-		d.noWrite = map[string]map[tg.ChatID]time.Time{}
+	if refused {
+		if d.noWrite == nil {
+			d.noWrite = map[string]map[tg.ChatID]time.Time{}
+		}
+		if d.noWrite[from] == nil {
+			d.noWrite[from] = map[tg.ChatID]time.Time{}
+		}
+		d.noWrite[from][dest] = time.Now()
 	}
-	if d.noWrite[from] == nil {
-		d.noWrite[from] = map[tg.ChatID]time.Time{}
-	}
-	d.noWrite[from][dest] = time.Now()
 	d.mu.Lock()
 	runs := d.accounts
 	d.mu.Unlock()
+	var writers, others []*accountRun
 	for _, r := range runs {
-		if r.name != from && !d.refusedWrite(r.name, dest) {
+		switch {
+		case r.name == from || r.pipe == nil:
+		case !d.refusedWrite(r.name, dest):
+			writers = append(writers, r)
+		case !refused:
+			others = append(others, r)
+		}
+	}
+	d.writeMu.Unlock()
+	// Whether an account knows the chats may take a getChat: asked
+	// without writeMu, which every pick waits for.
+	for _, r := range append(writers, others...) {
+		if d.spread.knows(r, source) && d.spread.knows(r, dest) {
 			return r.name, true
 		}
 	}

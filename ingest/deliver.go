@@ -92,9 +92,13 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 		sent += n
 		err = p.topicRefusal(in, dest, thread, err)
 		if err != nil && tg.NoWriteAccess(err) {
-			handed, herr := p.handOver(ctx, pkg, parts, in, dest, err)
+			handed, herr := p.handOver(ctx, pkg.ID, partKeys(parts), in, dest, true, err)
 			if handed {
 				return sent, true, nil
+			}
+			if herr == nil {
+				// cause with %v: a 400 would make the whole error permanent.
+				herr = fmt.Errorf("deliver package %d to %d: %w (%v)", pkg.ID, dest, tg.ErrNoWriteAccess, err)
 			}
 			err = herr
 		}
@@ -331,31 +335,53 @@ func (p *Pipeline) sendTurn(ctx context.Context, pkg store.Package, dest tg.Chat
 // HandOverRoute is the route name of deliveries handed to another account.
 const HandOverRoute = "(handed over)"
 
-// handOver gives the delivery of pkg to dest, refused with cause, to
-// another account with write access there: it waits for that account's
-// window loop, which sends it at once. When no account is left it reports
-// false and tg.ErrNoWriteAccess: the delivery waits for rights to return
-// (Deliverer holds the destination), it is not given up.
-func (p *Pipeline) handOver(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID, cause error) (bool, error) {
-	var to string
-	ok := false
-	if p.cfg.HandOver != nil {
-		to, ok = p.cfg.HandOver(dest)
+// handOver gives the delivery of package pkg (its parts keys, posted as
+// in) to dest to another account of the daemon (Config.HandOver), one
+// that knows the source and dest: it waits for that account's window
+// loop, which sends it at once. refused: this account may not write to
+// dest; otherwise it cannot read the source. cause is why. It reports
+// false, and no error, when no account may take the delivery.
+func (p *Pipeline) handOver(ctx context.Context, pkg int64, keys []tg.MessageKey, in route.Package, dest tg.ChatID, refused bool, cause error) (bool, error) {
+	if p.cfg.HandOver == nil {
+		return false, nil
 	}
+	to, ok := p.cfg.HandOver(in.Chat, dest, refused)
 	if !ok {
-		// cause with %v: a 400 would make the whole error permanent.
-		return false, fmt.Errorf("deliver package %d to %d: %w (%v)", pkg.ID, dest, tg.ErrNoWriteAccess, cause)
+		return false, nil
 	}
-	keys := make([]tg.MessageKey, len(parts))
-	for i, m := range parts {
-		keys[i] = m.Key()
-	}
-	w := store.Waiting{PackageID: pkg.ID, Destination: dest, Account: to, Route: HandOverRoute, OpensAt: p.cfg.Now(),
-		Parts: keys, Topic: in.Topic, PartCount: len(parts)}
+	w := store.Waiting{PackageID: pkg, Destination: dest, Account: to, Route: HandOverRoute, OpensAt: p.cfg.Now(),
+		Parts: keys, Topic: in.Topic, PartCount: len(keys)}
 	if err := p.store.WaitDelivery(ctx, w); err != nil {
 		return false, err
 	}
 	p.m.delivered(dest, DeliveryHandedOver, 1)
-	p.log.Warn("no write access to the destination; delivery handed to another account", "package", pkg.ID, "destination", dest, "to", to)
+	msg := "no write access to the destination; delivery handed to another account"
+	if !refused {
+		msg = "this account cannot read the source; delivery handed to another account"
+	}
+	p.log.Warn(msg, "package", pkg, "source", in.Chat, "destination", dest, "to", to, "err", cause)
 	return true, nil
 }
+
+// partKeys are the keys of parts.
+func partKeys(parts []tg.Message) []tg.MessageKey {
+	keys := make([]tg.MessageKey, len(parts))
+	for i, m := range parts {
+		keys[i] = m.Key()
+	}
+	return keys
+}
+
+// cannotRead reports whether err is this account's failure to read a
+// source chat it does not know or was removed from ("Chat not found",
+// "Can't access the chat", CHANNEL_PRIVATE): another account may still
+// read it.
+func cannotRead(err error) bool {
+	return errors.Is(err, tg.ErrNoAccess) || errors.Is(err, tg.ErrChatNotFound)
+}
+
+// ErrSourceUnreadable is the reason of a delivery handed to an account
+// that cannot read its source, while no other account may take it: it
+// waits, deferred, for one that can (the account that handed it over,
+// once its write access is back), and is not given up.
+var ErrSourceUnreadable = errors.New("the account cannot read the source and no other account may take the delivery")

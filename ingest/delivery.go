@@ -426,7 +426,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 		if !ok {
 			var err error
 			if m, err = p.loadPart(lctx, w.PackageID, i, k); err != nil {
-				return false, err
+				return ws.unreadable(lctx, w, in, err)
 			}
 		}
 		parts[i] = m
@@ -451,6 +451,34 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 		return true, nil
 	}
 	return leave()
+}
+
+// unreadable handles err, this account's failure to load a part of w.
+// When the account cannot read the source (cannotRead) the delivery goes
+// to another account that can, and may write to the destination
+// (Pipeline.handOver). When none can: a delivery handed to this account
+// by another (HandOverRoute) is not given up, since the account that
+// handed it over reads the source and may write again later; it is
+// deferred with ErrSourceUnreadable, and the next attempt hands it back
+// once one may. A delivery of the account's own source that no other
+// account can read either is given up, as for a source lost.
+func (ws *Deliverer) unreadable(ctx context.Context, w store.Waiting, in route.Package, err error) (bool, error) {
+	p := ws.p
+	if !cannotRead(err) || p.cfg.HandOver == nil || ctx.Err() != nil {
+		return false, err
+	}
+	handed, herr := p.handOver(ctx, w.PackageID, w.Parts, in, w.Destination, false, err)
+	switch {
+	case herr != nil:
+		return false, herr
+	case handed:
+		p.dropParts(w.PackageID, w.Parts)
+		return true, nil
+	case w.Route == HandOverRoute:
+		// cause with %v: a 400 would make the whole error permanent.
+		return false, fmt.Errorf("deliver package %d to %d: %w (%v)", w.PackageID, w.Destination, ErrSourceUnreadable, err)
+	}
+	return false, err
 }
 
 // claimAhead returns the lock taken ahead for the delivery of lock name,

@@ -90,12 +90,14 @@ type Config struct {
 	// the source that posted it (see package route); Destinations is then
 	// ignored.
 	Routes *route.Table
-	// HandOver, when set, is asked for another account to deliver to dest
-	// when this account has no write access there (TDLib's 400 "Have no
-	// write access to the chat"); the delivery waits for that account's
-	// window loop. It reports false when no account is left, as nil does:
-	// the delivery then waits for write access (tg.ErrNoWriteAccess).
-	HandOver func(dest tg.ChatID) (account string, ok bool)
+	// HandOver, when set, is asked for another account to deliver a
+	// package posted in source to dest, one that knows both chats, when
+	// this account cannot: refused, it has no write access to dest
+	// (TDLib's 400 "Have no write access to the chat"), which HandOver
+	// records; otherwise it cannot read source. The delivery waits for
+	// that account's window loop. It reports false when no account is
+	// left, as nil does: the delivery then waits (tg.ErrNoWriteAccess).
+	HandOver func(source, dest tg.ChatID, refused bool) (account string, ok bool)
 	// Wrote, when set, is told that this account's send to dest landed: a
 	// refusal of write access there recorded for it no longer holds.
 	Wrote func(dest tg.ChatID)
