@@ -76,7 +76,10 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 	sent := 0
 	thread, err := p.destThread(ctx, in, dest)
 	if err != nil {
-		return sent, false, err
+		// The destination's refusal before any send (its topic looked up
+		// or created by an account removed from it) goes as a send's.
+		handed, err := p.refusedThere(ctx, pkg, parts, in, dest, err)
+		return sent, handed, err
 	}
 	for _, a := range albums(len(parts), p.albumsAllowed()) {
 		last := a.end == len(parts)
@@ -91,22 +94,31 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 		}
 		sent += n
 		err = p.topicRefusal(in, dest, thread, err)
-		if err != nil && tg.NoWriteAccess(err) {
-			handed, herr := p.handOver(ctx, pkg.ID, partKeys(parts), in, dest, true, err)
-			if handed {
-				return sent, true, nil
-			}
-			if herr == nil {
-				// cause with %v: a 400 would make the whole error permanent.
-				herr = fmt.Errorf("deliver package %d to %d: %w (%v)", pkg.ID, dest, tg.ErrNoWriteAccess, err)
-			}
-			err = herr
-		}
 		if err != nil {
-			return sent, false, err
+			handed, err := p.refusedThere(ctx, pkg, parts, in, dest, err)
+			return sent, handed, err
 		}
 	}
 	return sent, false, nil
+}
+
+// refusedThere returns err, met delivering pkg to dest, unless it is
+// dest's refusal of this account (destRefusal): the delivery is then
+// handed to another account that may write there (reported true), or
+// waits for write access (tg.ErrNoWriteAccess), not given up.
+func (p *Pipeline) refusedThere(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID, err error) (bool, error) {
+	if !destRefusal(err) {
+		return false, err
+	}
+	handed, herr := p.handOver(ctx, pkg.ID, partKeys(parts), in, dest, true, err)
+	switch {
+	case herr != nil:
+		return false, herr
+	case handed:
+		return true, nil
+	}
+	// cause with %v: a 400 would make the whole error permanent.
+	return false, fmt.Errorf("deliver package %d to %d: %w (%v)", pkg.ID, dest, tg.ErrNoWriteAccess, err)
 }
 
 // chatPauser is a session that pauses sends to a chat after a 429 there

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,7 +40,7 @@ func (p *Pipeline) sourceTopicName(ctx context.Context, chat tg.ChatID, thread i
 	}
 	t, err := p.tg.GetForumTopic(ctx, chat, thread)
 	if err != nil {
-		return "", fmt.Errorf("get the name of topic %d of %d: %w", thread, chat, err)
+		return "", &sourceError{fmt.Errorf("get the name of topic %d of %d: %w", thread, chat, err)}
 	}
 	if err := p.store.UpsertTopic(ctx, t); err != nil {
 		return "", err
@@ -145,6 +146,24 @@ func (p *Pipeline) findTopic(ctx context.Context, dest tg.ChatID, name string) (
 		}
 	}
 	return oldest, nil
+}
+
+// sourceError is a failure to read the source on a delivery's way (the
+// name of its topic): a refusal in it ("Can't access the chat",
+// CHANNEL_PRIVATE) is the source's, not the destination's, and hands
+// nothing over (destRefusal).
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+// destRefusal reports whether err, met on the way of a delivery to a
+// destination (its topic found, created or recovered, or a send), is the
+// destination's refusal of this account (tg.NoWriteAccess: no member any
+// more, no right to post), not the source's.
+func destRefusal(err error) bool {
+	var se *sourceError
+	return tg.NoWriteAccess(err) && !errors.As(err, &se)
 }
 
 type destTopicKey struct {

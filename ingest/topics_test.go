@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -316,5 +318,76 @@ func TestFloodWaitUnderTheTopicLockPausesOnlyItsAccount(t *testing.T) {
 	// b created the topic without looking for one first.
 	if n := e.world.Calls("b")[tg.MethodGetForumTopics]; n != 0 {
 		t.Errorf("account b looked for the topic %d time(s) after a's refused creation", n)
+	}
+}
+
+// An account removed from a destination forum is refused there before
+// any send when the delivery first finds its topic: createForumTopic
+// (topic "same") answers 400 "Can't access the chat". That refusal is the
+// destination's, as a send's "Have no write access to the chat" is: the
+// delivery is handed to another account that may write there, or, with
+// none, held for write access, never given up. The same refusal from the
+// source, reading its topic's name, is the source's: nothing is handed
+// over or held for the destination.
+func TestTopicStepRefusedByTheDestinationHoldsOrHandsOver(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		other      bool // another account may take the delivery
+		sourceLost bool // the source refuses instead
+	}{
+		{"no other account: held", false, false},
+		{"another account: handed over", true, false},
+		{"the source refuses: not the destination's", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, "a")
+			forum := e.world.AddChat(tg.KindForum, "forum", "a")
+			if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
+				t.Fatal(err)
+			}
+			dragons := e.world.AddTopic(forum, "Dragons")
+			mirror := e.world.AddChat(tg.KindForum, "mirror", "a")
+			tbl := route.NewTable(nil, []route.Route{{Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{mirror},
+				Topics: []route.Topic{{Same: true}}}})
+			var asked []bool
+			p, cl, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+				cfg.Routes = tbl
+				cfg.HandOver = func(src, dest tg.ChatID, refused bool) (string, bool) {
+					asked = append(asked, refused)
+					return "b", c.other
+				}
+			}, nil)
+			m := e.view(cl, e.world.Post(forum, dragons, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})}))
+			mustHandle(t, p, m, store.OutcomePackage)
+			if c.sourceLost {
+				// The topic's name is read from the source at the delivery.
+				if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM topics`); err != nil {
+					t.Fatal(err)
+				}
+				e.world.LoseAccess(forum, true)
+			} else {
+				e.world.LoseAccess(mirror, true)
+			}
+			res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var account, lastError string
+			queued := e.st.Pool().QueryRow(e.ctx, `SELECT account, coalesce(last_error, '') FROM waiting_deliveries`).Scan(&account, &lastError) == nil
+			switch {
+			case c.sourceLost:
+				if slices.Contains(asked, true) || res.Held != 0 {
+					t.Errorf("the source's refusal of its topic's name: hand-over asked %v, %+v; want no refusal of the destination", asked, res)
+				}
+			case c.other:
+				if !queued || account != "b" || res.Failed != 0 || !slices.Equal(asked, []bool{true}) {
+					t.Errorf("destination refused at its topic: %+v, queued %v for %q, hand-over asked %v; want it handed to b", res, queued, account, asked)
+				}
+			default:
+				if !queued || account != "a" || res.Failed != 0 || res.Held != 1 || !strings.Contains(lastError, tg.ErrNoWriteAccess.Error()) {
+					t.Errorf("destination refused at its topic: %+v, queued %v for %q (%q); want it held for write access, not given up", res, queued, account, lastError)
+				}
+			}
+		})
 	}
 }
