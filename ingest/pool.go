@@ -216,15 +216,16 @@ func (p *Pool) handle(ctx context.Context, item listener.Item) {
 	if item.Refetch {
 		m, err := p.proc.GetMessage(ctx, msg.ChatID, msg.ID)
 		if err != nil {
-			if ctx.Err() == nil {
-				p.log.Warn("fetch changed message", "source", msg.ChatID, "message", msg.ID.ServerID(), "err", err)
-			}
-			p.queue.Release(item)
+			p.refetchFailed(ctx, item, fmt.Errorf("fetch changed message: %w", err))
 			return
 		}
 		msg = m
 	}
 	if _, err := p.proc.Process(ctx, msg); err != nil {
+		if item.Refetch {
+			p.refetchFailed(ctx, item, err)
+			return
+		}
 		if ctx.Err() == nil {
 			p.log.Error("message abandoned", "source", msg.ChatID, "message", msg.ID.ServerID(), "err", err)
 			// Not handled and not lost: catch-up pages from the watermark
@@ -235,6 +236,34 @@ func (p *Pool) handle(ctx context.Context, item listener.Item) {
 		return
 	}
 	p.queue.Done(item)
+}
+
+// refetchFailed keeps a changed message (an edit, which may have turned a
+// text into a document) whose fetch or handling failed with err: nothing
+// else would bring it back, since catch-up pages above the watermark
+// only and the rescan walks a date window. It becomes a dead letter, which
+// the retry loop fetches again by id and handles, unless the message is
+// gone (deleted: nothing to mirror) or this account cannot read its chat
+// any more (the source lost, which catch-up records). A stop records it
+// too: the edit would be forgotten with the queue.
+func (p *Pool) refetchFailed(ctx context.Context, item listener.Item, err error) {
+	msg := item.Message
+	defer p.queue.Release(item)
+	switch {
+	case errors.Is(err, tg.ErrMessageNotFound):
+		return
+	case cannotRead(err):
+		p.log.Warn("changed message not fetched: the source cannot be read", "source", msg.ChatID, "message", msg.ID.ServerID(), "err", err)
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	// Only the message's key: the retry loop fetches it whole.
+	stub := tg.Message{ChatID: msg.ChatID, ID: msg.ID}
+	if dlErr := p.proc.DeadLetter(wctx, stub, err); dlErr != nil {
+		p.log.Error("changed message not fetched, and not recorded for a retry; left to the rescan", "source", msg.ChatID,
+			"message", msg.ID.ServerID(), "err", err, "record_err", dlErr)
+	}
 }
 
 // abandonPanicked turns the item a crashed worker held into a dead letter,

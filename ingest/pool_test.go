@@ -9,8 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"stashd/archive/archivetest"
 	"stashd/ingest"
 	"stashd/listener"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -158,5 +160,72 @@ func TestDrainHandlesQueuedItemsThenStops(t *testing.T) {
 	defer q.mu.Unlock()
 	if len(q.done) != 10 {
 		t.Errorf("%d items handled in the drain, want 10", len(q.done))
+	}
+}
+
+// An edit that turned a text message into a document comes as a content
+// change, fetched again by id (a Refetch item): catch-up pages above the
+// watermark only, so nothing else would bring it back. When that fetch
+// fails with an error that may pass (a 500, a flood wait), the message
+// becomes a dead letter, which the retry loop fetches again and mirrors.
+// A message deleted meanwhile leaves no letter: nothing is left to mirror.
+func TestFailedRefetchOfAnEditIsRetriedFromADeadLetter(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		fail    error
+		deleted bool
+	}{
+		{"500", &tg.Error{Code: 500, Message: "INTERNAL"}, false},
+		{"flood wait", &tg.FloodWaitError{RetryAfter: time.Second, Err: &tg.Error{Code: 429, Message: "Too Many Requests: retry after 1"}}, false},
+		{"deleted", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, "a")
+			p, cl := e.pipeline("a")
+			m := e.view(cl, e.world.Post(e.src["a"], 0, tgsim.Post{Text: "soon a tar"}))
+			mustHandle(t, p, m, store.OutcomeNotArchive)
+			e.world.EditIntoDocument(m.ChatID, m.ID, tgsim.Post{FileName: "edited.tar",
+				Data: archivetest.Tar([]archivetest.File{{Name: "edited.txt", Data: []byte("edited")}})})
+			if c.deleted {
+				e.world.Delete(m.ChatID, m.ID)
+			} else {
+				e.world.InjectError("a", tg.MethodGetMessage, c.fail, 1)
+			}
+
+			q := newChanQueue(1)
+			pool := ingest.NewPool(ingest.PoolConfig{Account: "a", Workers: 1}, q, p, nil)
+			if err := pool.Start(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			q.ch <- listener.Item{Message: tg.Message{ChatID: m.ChatID, ID: m.ID}, Refetch: true, Queued: time.Now()}
+			close(q.ch)
+			pool.Wait(e.ctx)
+
+			letters, err := e.st.DeadLetters(e.ctx, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.deleted {
+				if len(letters) != 0 {
+					t.Errorf("dead letters %+v for a changed message deleted before its fetch; want none", letters)
+				}
+				return
+			}
+			if len(letters) != 1 || letters[0].Key != m.Key() || letters[0].State != store.DeadPending {
+				t.Fatalf("dead letters %+v after the changed message's fetch failed; want one pending for %s", letters, m.Key())
+			}
+			e.now = e.now.Add(time.Hour)
+			res, err := ingest.NewRetrier(ingest.RetryConfig{}, p, e.st, nil).RunOnce(e.ctx)
+			if err != nil || res.Resolved != 1 {
+				t.Fatalf("retry = %+v, %v; want the letter fetched again and resolved", res, err)
+			}
+			if out, ok, err := e.st.MessageHandled(e.ctx, m.Key()); err != nil || !ok || out != store.OutcomePackage {
+				t.Errorf("edited message handled as %q (%v, %v); want a package", out, ok, err)
+			}
+			if n := len(e.delivered()); n != 1 {
+				t.Errorf("%d copies delivered, want 1", n)
+			}
+		})
 	}
 }
