@@ -251,7 +251,7 @@ func (c *Client) LoadChats(ctx context.Context) error {
 func (c *Client) announceLeft() {
 	ids := make([]tg.ChatID, 0)
 	for id, ch := range c.w.chats {
-		if ch.lostAccess && c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
+		if (ch.lostAccess || c.removedFrom(ch)) && c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
 			ids = append(ids, id)
 		}
 	}

@@ -638,6 +638,9 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 	}
 	for _, name := range c.members {
 		a := w.accounts[name]
+		if a.removed[c.id] {
+			continue // removed from the chat: no update reaches it
+		}
 		if a.offline {
 			a.markMissed(c.id)
 			continue
@@ -664,6 +667,9 @@ func (w *World) lastMessageChanged(c *chat) {
 	}
 	for _, name := range c.members {
 		a := w.accounts[name]
+		if a.removed[c.id] {
+			continue
+		}
 		if a.offline {
 			a.markMissed(c.id)
 			continue
