@@ -1,6 +1,7 @@
 package tgsim
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,9 +43,11 @@ func errMessageNotFound() error {
 }
 
 // errChannelPrivate is what Telegram answers once an account has lost access
-// to a channel; it will not heal by retrying, hence PermanentError.
+// to a channel; it will not heal by retrying, hence PermanentError. Like the
+// TDLib adapter's, it matches tg.ErrNoAccess and tg.ErrChatNotFound.
 func errChannelPrivate() error {
-	return tg.Permanent(&tg.Error{Code: 400, Message: "CHANNEL_PRIVATE"})
+	return tg.Permanent(&simError{tdErr: &tg.Error{Code: 400, Message: "CHANNEL_PRIVATE"},
+		sentinel: errors.Join(tg.ErrNoAccess, tg.ErrChatNotFound)})
 }
 
 func errBadRequest(format string, args ...any) error {
