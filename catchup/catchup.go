@@ -37,12 +37,14 @@ type Listener interface {
 	CaughtUp(chat tg.ChatID, w int64) bool
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
 	LiveSeen(chat tg.ChatID) int64
+	DropHint(chat tg.ChatID, upTo int64)
 	Wake() <-chan struct{}
 }
 
 // Telegram is the part of the account's client catch-up calls.
 type Telegram interface {
 	GetChat(ctx context.Context, chat tg.ChatID) (tg.Chat, error)
+	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
 }
 
@@ -137,6 +139,9 @@ type Catchup struct {
 
 	mu      sync.Mutex
 	cycleCh chan struct{} // closed when the cycle under way completes
+	// asked holds, by source, the stored last-seen id this session asked
+	// the server about (settleHint).
+	asked map[tg.ChatID]int64
 	// sources are the watched chats: cfg.Sources and those added since
 	// (AddSource); replaced, never changed in place, under mu.
 	sources []tg.ChatID
@@ -404,6 +409,9 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 	mark := c.lst.AccessMark(src.ChatID)
 	verify := c.lst.AccessInDoubt(src.ChatID)
 	if known && last <= w && !verify {
+		if err := c.settleHint(ctx, src.ChatID, max(w, seen)); err != nil {
+			return 0, DecisionError, err
+		}
 		c.lst.CaughtUp(src.ChatID, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}
@@ -441,8 +449,54 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 	}
 	// Ids this session saw before the read but above the chat's last
 	// message were deleted: nothing is left there to wait for.
+	if err := c.settleHint(ctx, src.ChatID, max(w, seen)); err != nil {
+		return found, DecisionError, err
+	}
 	c.lst.CaughtUp(src.ChatID, max(w, seen))
 	return found, DecisionPaged, nil
+}
+
+// settleHint deals with the newest id an earlier listener stored as seen
+// (another instance's session, or this one's before a restart) when it
+// lies above upTo, everything this session's view of chat accounts for.
+// Left alone, it would keep the source dirty, and a deleted one for ever.
+// Once per session and id, the server is asked for that message
+// (getMessage, which TDLib answers from the server for a message its
+// database lacks): gone, the id no longer holds the source dirty; there,
+// the session has now learned of it and shows it at the next cycle, which
+// pages up to it. Asked before, the session's view stands. Either way the
+// watermark stays where the handled messages put it: a message the
+// session learns of later comes as an update and is handled.
+func (c *Catchup) settleHint(ctx context.Context, chat tg.ChatID, upTo int64) error {
+	_, stored, ok := c.lst.Watermark(chat)
+	if !ok || stored <= upTo {
+		return nil
+	}
+	c.mu.Lock()
+	asked := c.asked[chat] >= stored
+	if !asked {
+		if c.asked == nil {
+			c.asked = make(map[tg.ChatID]int64)
+		}
+		c.asked[chat] = stored
+	}
+	c.mu.Unlock()
+	if asked {
+		c.lst.DropHint(chat, upTo)
+		return nil
+	}
+	_, err := c.tg.GetMessage(ctx, chat, tg.MessageIDFromServer(stored))
+	switch {
+	case errors.Is(err, tg.ErrMessageNotFound):
+		c.lst.DropHint(chat, upTo)
+		return nil
+	case err != nil:
+		c.mu.Lock()
+		delete(c.asked, chat)
+		c.mu.Unlock()
+		return fmt.Errorf("get the last message seen (%d): %w", stored, err)
+	}
+	return nil
 }
 
 // page returns the documents of chat newer than server id w, oldest first.

@@ -196,3 +196,92 @@ func TestNewSourceWithUnknownLastMessageIsPaged(t *testing.T) {
 		t.Errorf("source still dirty once paged")
 	}
 }
+
+// A message the listener saw live (its flush stored it as seen) was
+// deleted before catch-up ran, and the daemon restarted on the same TDLib
+// directory, whose getChat rightly shows the older last message. The
+// stored id is asked about once (getMessage: not found), and the idle
+// source is synced: it costs nothing from the next cycle on.
+func TestDeletedTailSeenBeforeARestartIsSettledOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 3)
+	in := w.start()
+	w.runOnce(in)
+	drain(in.lst.Wake())
+	gone := w.w.Post(chat, 0, tgsim.Post{Text: "soon deleted"})
+	select {
+	case <-in.lst.Wake(): // updateChatLastMessage made it dirty
+	case <-time.After(10 * time.Second):
+		t.Fatal("the source never became dirty")
+	}
+	low, lastSeen, _ := in.lst.Watermark(chat)
+	if lastSeen != gone.ID.ServerID() {
+		t.Fatalf("last seen %d, want %d", lastSeen, gone.ID.ServerID())
+	}
+	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonLastMessage, low, lastSeen); err != nil {
+		t.Fatal(err)
+	}
+	w.w.Delete(chat, gone.ID)
+	_ = in.c.Close()
+
+	in2 := w.start()
+	_, first := w.runOnce(in2)
+	if first[tg.MethodGetMessage] != 1 {
+		t.Errorf("first cycle after the restart: calls %v, want one getMessage for the stored id", first)
+	}
+	if in2.lst.IsDirty(chat) {
+		t.Errorf("source still dirty once the stored id was found deleted")
+	}
+	if _, calls := w.runOnce(in2); len(calls) != 0 {
+		t.Errorf("idle cycle after that made calls: %v", calls)
+	}
+	if got, _, _ := in2.lst.Watermark(chat); got != low {
+		t.Errorf("low watermark %d, want %d", got, low)
+	}
+}
+
+// A text message announced while the source was dirty raised the stored
+// last seen id above the watermark; the daemon restarted and TDLib reports
+// the chat's last message null. Catch-up pages, asks once about the stored
+// id (it exists, a text message), and the cycle after settles on the
+// session's view: the source does not page for ever.
+func TestUnknownLastMessageWithAStoredIdSettles(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := newWorld(t, 1)
+	chat := w.sources[0]
+	w.post(chat, 0, 2)
+	in := w.start()
+	w.runOnce(in)
+	drain(in.lst.Wake())
+	text := w.w.Post(chat, 0, tgsim.Post{Text: "just chatter"})
+	select {
+	case <-in.lst.Wake():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the source never became dirty")
+	}
+	low, lastSeen, _ := in.lst.Watermark(chat)
+	if lastSeen != text.ID.ServerID() || low >= lastSeen {
+		t.Fatalf("low %d, last seen %d", low, lastSeen)
+	}
+	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonLastMessage, low, lastSeen); err != nil {
+		t.Fatal(err)
+	}
+	_ = in.c.Close()
+	w.w.SetLastMessageUnknown(chat, true)
+
+	in2 := w.start()
+	var calls map[string]int
+	for range 2 {
+		w.runOnce(in2)
+	}
+	if in2.lst.IsDirty(chat) {
+		t.Errorf("source with nothing new still dirty after two cycles")
+	}
+	if _, calls = w.runOnce(in2); len(calls) != 0 {
+		t.Errorf("third cycle made calls %v: the source pages for ever", calls)
+	}
+}

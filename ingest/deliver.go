@@ -393,7 +393,8 @@ func cannotRead(err error) bool {
 }
 
 // ErrSourceUnreadable is the reason of a delivery handed to an account
-// that cannot read its source, while no other account may take it: it
-// waits, deferred, for one that can (the account that handed it over,
-// once its write access is back), and is not given up.
+// that cannot read its source, while no other running account may take
+// it: it waits, deferred, for one that can (the account that handed it
+// over, once it runs or its write access is back), and is given up after
+// unreadableTries attempts.
 var ErrSourceUnreadable = errors.New("the account cannot read the source and no other account may take the delivery")

@@ -457,11 +457,12 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 // When the account cannot read the source (cannotRead) the delivery goes
 // to another account that can, and may write to the destination
 // (Pipeline.handOver). When none can: a delivery handed to this account
-// by another (HandOverRoute) is not given up, since the account that
-// handed it over reads the source and may write again later; it is
-// deferred with ErrSourceUnreadable, and the next attempt hands it back
-// once one may. A delivery of the account's own source that no other
-// account can read either is given up, as for a source lost.
+// by another (HandOverRoute) is deferred with ErrSourceUnreadable, as the
+// account that handed it over may read the source and be stopped for now;
+// after unreadableTries such attempts (about three hours at the default
+// retry delay) it is given up, the source lost for every account. A
+// delivery of the account's own source that no other account can read
+// either is given up at once, as for a source lost.
 func (ws *Deliverer) unreadable(ctx context.Context, w store.Waiting, in route.Package, err error) (bool, error) {
 	p := ws.p
 	if !cannotRead(err) || p.cfg.HandOver == nil || ctx.Err() != nil {
@@ -474,12 +475,16 @@ func (ws *Deliverer) unreadable(ctx context.Context, w store.Waiting, in route.P
 	case handed:
 		p.dropParts(w.PackageID, w.Parts)
 		return true, nil
-	case w.Route == HandOverRoute:
+	case w.Route == HandOverRoute && w.Attempts < unreadableTries:
 		// cause with %v: a 400 would make the whole error permanent.
 		return false, fmt.Errorf("deliver package %d to %d: %w (%v)", w.PackageID, w.Destination, ErrSourceUnreadable, err)
 	}
 	return false, err
 }
+
+// unreadableTries is how many times a handed delivery whose source no
+// running account can read is tried before it is given up.
+const unreadableTries = 12
 
 // claimAhead returns the lock taken ahead for the delivery of lock name,
 // with its looks, or nils when none was; a lock taken ahead for another

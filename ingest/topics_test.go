@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -387,6 +388,45 @@ func TestTopicStepRefusedByTheDestinationHoldsOrHandsOver(t *testing.T) {
 				if !queued || account != "a" || res.Failed != 0 || res.Held != 1 || !strings.Contains(lastError, tg.ErrNoWriteAccess.Error()) {
 					t.Errorf("destination refused at its topic: %+v, queued %v for %q (%q); want it held for write access, not given up", res, queued, account, lastError)
 				}
+			}
+		})
+	}
+}
+
+// A delivery handed to this account whose source it cannot read, while no
+// running account can take it, waits (the account that handed it over may
+// be stopped), at most unreadableTries attempts; then it is given up, the
+// source lost for every account.
+func TestHandedDeliveryOfAnUnreadableSourceIsGivenUpInTheEnd(t *testing.T) {
+	for _, c := range []struct {
+		attempts int
+		givenUp  bool
+	}{{0, false}, {11, false}, {12, true}} {
+		t.Run(strconv.Itoa(c.attempts), func(t *testing.T) {
+			e := newEnv(t, "a")
+			ingester, cl, _ := e.pipelineWith("a", nil, nil)
+			src := e.src["a"]
+			m := e.view(cl, e.world.Post(src, 0, tgsim.Post{FileName: "d.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})}))
+			mustHandle(t, ingester, m, store.OutcomePackage)
+			// Delivered by another run of the account, which loads the
+			// part from the source.
+			p, _, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+				cfg.HandOver = func(src, dest tg.ChatID, refused bool) (string, bool) { return "", false }
+			}, nil)
+			if _, err := e.st.Pool().Exec(e.ctx, `UPDATE waiting_deliveries SET route = $1, attempts = $2`, ingest.HandOverRoute, c.attempts); err != nil {
+				t.Fatal(err)
+			}
+			e.world.SetPrivate(src, true)
+			res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil).RunOnce(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var queued int
+			if err := e.st.Pool().QueryRow(e.ctx, `SELECT count(*) FROM waiting_deliveries`).Scan(&queued); err != nil {
+				t.Fatal(err)
+			}
+			if c.givenUp && (res.Failed != 1 || queued != 0) || !c.givenUp && (res.Deferred != 1 || queued != 1) {
+				t.Errorf("after %d attempts: %+v, %d queued; want given up %v", c.attempts, res, queued, c.givenUp)
 			}
 		})
 	}

@@ -589,6 +589,23 @@ func (l *Listener) LiveSeen(chat tg.ChatID) int64 {
 	return 0
 }
 
+// DropHint lowers chat's last seen id to upTo (at least its low watermark
+// and what this listener saw live) when catch-up found that an id an
+// earlier listener stored as seen no longer holds: the source may then be
+// synced at upTo. The low watermark does not move.
+func (l *Listener) DropHint(chat tg.ChatID, upTo int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	if st == nil {
+		return
+	}
+	if v := max(upTo, st.low, st.liveSeen); v < st.lastSeen {
+		st.lastSeen = v
+		l.pending[chat] = struct{}{}
+	}
+}
+
 // CaughtUp tells the listener that catch-up has handled every message of
 // chat up to server id w. The source turns synced when w reaches the first
 // id the live stream delivered since it became dirty (or, with no live event

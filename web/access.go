@@ -21,15 +21,20 @@ const maxForm = 4 << 10
 func loopbackHost(host string) bool { return LoopbackHost(host) }
 
 // LoopbackHost reports whether a request's Host header names this
-// machine's loopback (127.0.0.1 or any 127/8, [::1], localhost), with or
-// without a port: what a loopback-only endpoint without a token checks
+// machine's loopback (127.0.0.1 or any 127/8, [::1], localhost, the
+// fully qualified localhost.), with or without a port, or is empty (an
+// HTTP/1.0 request without Host, as health checkers send; a browser always
+// names the host): what a loopback-only endpoint without a token checks
 // against DNS rebinding.
 func LoopbackHost(host string) bool {
+	if host == "" {
+		return true
+	}
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
 	}
 	a, err := netip.ParseAddr(host)

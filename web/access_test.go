@@ -322,7 +322,8 @@ func TestProtectRefusesRebindingHost(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metrics") })
 	for _, token := range []string{"", "s3cret"} {
 		h := newConsole(t, web.Config{Catalogue: stretchCatalogue{}, Token: token}).Protect(ok)
-		for _, host := range []string{"attacker.example:9464", "attacker.example", "127.0.0.1.nip.io:9464", "192.0.2.1:9464", "localhost.attacker.example"} {
+		for _, host := range []string{"attacker.example:9464", "attacker.example", "127.0.0.1.nip.io:9464", "192.0.2.1:9464", "localhost.attacker.example",
+			"localhost..:9464"} {
 			for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
 				req := httptest.NewRequest("GET", path, nil)
 				req.Host = host
@@ -331,7 +332,10 @@ func TestProtectRefusesRebindingHost(t *testing.T) {
 				}
 			}
 		}
-		for _, host := range []string{"127.0.0.1:9464", "[::1]:9464", "localhost:9464", "LOCALHOST", "127.1.2.3:80"} {
+		// Loopback as scrapers and health checkers name it; "" is an
+		// HTTP/1.0 request without Host (a browser always sends one).
+		for _, host := range []string{"127.0.0.1:9464", "[::1]:9464", "localhost:9464", "LOCALHOST", "127.1.2.3:80",
+			"localhost.:9464", "[::ffff:127.0.0.1]:9464", ""} {
 			req := httptest.NewRequest("GET", "/metrics", nil)
 			req.Host = host
 			if rec := do(h, req, local); rec.Code != http.StatusOK {
