@@ -64,3 +64,40 @@ func TestGetChatShowsTheDatabasesLastMessage(t *testing.T) {
 		t.Errorf("after a new message: getChat last message %d, want %d", got.ServerID(), newest.ID.ServerID())
 	}
 }
+
+// An account removed from a channel learns nothing of it when its
+// restarted session opens it: TDLib's open_dialog returns at once without
+// read access, and a channel difference would be refused.
+func TestRemovedAccountLearnsNoLastMessageOnOpen(t *testing.T) {
+	t.Parallel()
+	w := NewWorld(Config{Seed: 1, FilesDir: t.TempDir()})
+	w.AddAccount("a", false)
+	w.AddAccount("b", false)
+	src := w.AddChat(tg.KindChannel, "src", "a", "b")
+	first := w.Post(src, 0, Post{FileName: "a.zip", Data: []byte("a")})
+	ctx := t.Context()
+	open := func() *Client {
+		c := w.ClientIn("a", "d")
+		t.Cleanup(func() { _ = c.Close() })
+		if err := c.LoadChats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := open()
+	if ch, err := c.GetChat(ctx, src); err != nil || ch.LastMessageID != first.ID {
+		t.Fatalf("getChat: %d, %v", ch.LastMessageID.ServerID(), err)
+	}
+	_ = c.Close()
+	w.RemoveMember("a", src, true)
+	later := w.Post(src, 0, Post{FileName: "b.zip", Data: []byte("b")})
+
+	c = open()
+	if err := c.OpenChat(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := c.GetChat(ctx, src); err != nil || ch.LastMessageID != first.ID {
+		t.Errorf("removed account, after openChat: getChat last message %d (%v), want the database's %d (message %d came after the removal)",
+			ch.LastMessageID.ServerID(), err, first.ID.ServerID(), later.ID.ServerID())
+	}
+}

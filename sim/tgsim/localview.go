@@ -129,13 +129,14 @@ func (c *Client) lastMessage(ch *chat) tg.MessageID {
 }
 
 // catchUpLast is TDLib's channel difference when the session opens ch: a
-// last message newer than the database's is learned and announced. w.mu
-// is held.
+// last message newer than the database's is learned and announced. A chat
+// the account cannot read teaches nothing (open_dialog returns at once
+// without read access). w.mu is held.
 func (c *Client) catchUpLast(ch *chat) {
 	if c.db == nil || c.closed {
 		return
 	}
-	if last, ok := c.db.last[ch.id]; ok && last < ch.lastID() && !ch.private && !ch.lostAccess && !ch.lastUnknown {
+	if last, ok := c.db.last[ch.id]; ok && last < ch.lastID() && !ch.private && !ch.lostAccess && !ch.lastUnknown && !c.removedFrom(ch) {
 		c.announceLast(ch, ch.lastID())
 	}
 }
