@@ -139,9 +139,9 @@ type Catchup struct {
 
 	mu      sync.Mutex
 	cycleCh chan struct{} // closed when the cycle under way completes
-	// asked holds, by source, the stored last-seen id this session asked
-	// the server about (settleHint).
-	asked map[tg.ChatID]int64
+	// hints holds, by source, what the server said of the ids below a
+	// stored last-seen id (settleHint).
+	hints map[tg.ChatID]hint
 	// sources are the watched chats: cfg.Sources and those added since
 	// (AddSource); replaced, never changed in place, under mu.
 	sources []tg.ChatID
@@ -409,13 +409,14 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 	mark := c.lst.AccessMark(src.ChatID)
 	verify := c.lst.AccessInDoubt(src.ChatID)
 	if known && last <= w && !verify {
-		if err := c.settleHint(ctx, src.ChatID, max(w, seen)); err != nil {
+		if err := c.settleHint(ctx, src.ChatID, max(w, seen), false); err != nil {
 			return 0, DecisionError, err
 		}
 		c.lst.CaughtUp(src.ChatID, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}
 	found := 0
+	toEnd := false // paged until the server had no document left
 	for {
 		page, err := c.page(ctx, src.ChatID, w)
 		if err != nil {
@@ -423,6 +424,7 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 		}
 		c.lst.AccessRead(src.ChatID, mark)
 		if len(page) == 0 {
+			toEnd = true
 			break
 		}
 		if err := c.ingest(ctx, page); err != nil {
@@ -449,7 +451,7 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 	}
 	// Ids this session saw before the read but above the chat's last
 	// message were deleted: nothing is left there to wait for.
-	if err := c.settleHint(ctx, src.ChatID, max(w, seen)); err != nil {
+	if err := c.settleHint(ctx, src.ChatID, max(w, seen), toEnd); err != nil {
 		return found, DecisionError, err
 	}
 	c.lst.CaughtUp(src.ChatID, max(w, seen))
@@ -459,44 +461,70 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 // settleHint deals with the newest id an earlier listener stored as seen
 // (another instance's session, or this one's before a restart) when it
 // lies above upTo, everything this session's view of chat accounts for.
-// Left alone, it would keep the source dirty, and a deleted one for ever.
-// Once per session and id, the server is asked for that message
-// (getMessage, which TDLib answers from the server for a message its
-// database lacks): gone, the id no longer holds the source dirty; there,
-// the session has now learned of it and shows it at the next cycle, which
-// pages up to it. Asked before, the session's view stands. Either way the
-// watermark stays where the handled messages put it: a message the
-// session learns of later comes as an update and is handled.
-func (c *Catchup) settleHint(ctx context.Context, chat tg.ChatID, upTo int64) error {
+// The source stays dirty while any id between them may hold a message
+// nothing handled: this session's TDLib may not know of it yet.
+//
+// Once per session and stored id, the server is asked about those ids,
+// newest first (getMessage, which TDLib answers from the server for a
+// message its database lacks), at most settleWalk of them. The first that
+// exists stops the walk: the session has now learned of it, and the
+// cycles after page up to it once its view shows it. Every id above it
+// was found gone, so once catch-up has covered up to it (or every id was
+// gone) the stored id no longer holds the source dirty. So too once a
+// later cycle has paged to the end (toEnd): the walk made the session
+// learn of the message it found, so that page came from the server's
+// history and left no document unhandled up to its newest. The watermark
+// never moves for it. A walk cut short leaves the source dirty, as a
+// stored id never asked about does.
+func (c *Catchup) settleHint(ctx context.Context, chat tg.ChatID, upTo int64, toEnd bool) error {
 	_, stored, ok := c.lst.Watermark(chat)
 	if !ok || stored <= upTo {
 		return nil
 	}
 	c.mu.Lock()
-	asked := c.asked[chat] >= stored
-	if !asked {
-		if c.asked == nil {
-			c.asked = make(map[tg.ChatID]int64)
-		}
-		c.asked[chat] = stored
-	}
+	h, asked := c.hints[chat]
 	c.mu.Unlock()
-	if asked {
+	if asked && h.stored == stored && h.found && toEnd {
 		c.lst.DropHint(chat, upTo)
 		return nil
 	}
-	_, err := c.tg.GetMessage(ctx, chat, tg.MessageIDFromServer(stored))
-	switch {
-	case errors.Is(err, tg.ErrMessageNotFound):
-		c.lst.DropHint(chat, upTo)
-		return nil
-	case err != nil:
+	if !asked || h.stored != stored {
+		h = hint{stored: stored, goneAbove: stored}
+		for id := stored; id > upTo && stored-id < settleWalk; id-- {
+			_, err := c.tg.GetMessage(ctx, chat, tg.MessageIDFromServer(id))
+			if errors.Is(err, tg.ErrMessageNotFound) {
+				h.goneAbove = id - 1
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("get message %d, below the last seen %d: %w", id, stored, err)
+			}
+			h.found = true
+			break
+		}
 		c.mu.Lock()
-		delete(c.asked, chat)
+		if c.hints == nil {
+			c.hints = make(map[tg.ChatID]hint)
+		}
+		c.hints[chat] = h
 		c.mu.Unlock()
-		return fmt.Errorf("get the last message seen (%d): %w", stored, err)
+	}
+	if upTo >= h.goneAbove {
+		c.lst.DropHint(chat, upTo)
 	}
 	return nil
+}
+
+// settleWalk bounds the ids below a stored last-seen id settleHint asks
+// about: the unhandled tail a stopped instance left is short.
+const settleWalk = 64
+
+// hint is what settleHint learned of a stored last-seen id: every id in
+// (goneAbove, stored] is gone from the server; found, the message at
+// goneAbove exists.
+type hint struct {
+	stored, goneAbove int64
+	found             bool
 }
 
 // page returns the documents of chat newer than server id w, oldest first.

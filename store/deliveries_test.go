@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -196,5 +197,48 @@ func TestIntentFindsPartFilesByIndex(t *testing.T) {
 	}
 	if text := strings.Join(plan, "\n"); !strings.Contains(text, "Index Scan using remote_files_package on remote_files") {
 		t.Errorf("the intents' statement does not look its part's file up by package:\n%s", text)
+	}
+}
+
+// A delivery taken over by another account starts its attempts from 0:
+// the failures counted were the first account's. Waiting again with the
+// same account (a route's window) keeps them.
+func TestHandedDeliveryStartsItsAttemptsAnew(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	id := onePartPackage(t, st, "h1", 7, 1<<20)
+	w := store.Waiting{PackageID: id, Destination: -9, Account: "a", Route: "r", OpensAt: time.Now(),
+		Parts: []tg.MessageKey{{Chat: -1, Message: tg.MessageIDFromServer(7)}}, PartCount: 1}
+	if err := st.WaitDelivery(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	attempts := func() int {
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT attempts FROM waiting_deliveries WHERE package_id = $1`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 3 {
+		if err := st.DeferDelivery(ctx, id, -9, time.Now(), "flood wait"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := attempts(); n != 3 {
+		t.Fatalf("attempts %d after three deferrals, want 3", n)
+	}
+	if err := st.WaitDelivery(ctx, w); err != nil { // the same account, a window
+		t.Fatal(err)
+	}
+	if n := attempts(); n != 3 {
+		t.Errorf("attempts %d after waiting again with the same account, want 3 kept", n)
+	}
+	w.Account, w.Route = "b", "(handed over)"
+	if err := st.WaitDelivery(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if n := attempts(); n != 0 {
+		t.Errorf("attempts %d once handed to another account, want 0", n)
 	}
 }

@@ -41,7 +41,8 @@ func (s *Store) QueueDelivery(ctx context.Context, w Waiting) (bool, error) {
 // it (a route's window, or another account taking the delivery over); a
 // delivery already queued keeps its parts and place in the queue and takes
 // the new account, route and time (and forgets its last error: what it
-// waits for now is the window, or the other account).
+// waits for now is the window, or the other account). Another account
+// starts its attempts from 0: the failures counted were the first one's.
 func (s *Store) WaitDelivery(ctx context.Context, w Waiting) error {
 	st := WaitDeliveryStatement(w)
 	if _, err := s.pool.Exec(ctx, st.SQL, st.Args...); err != nil {
@@ -58,7 +59,8 @@ func WaitDeliveryStatement(w Waiting) Statement {
 			source_chat_id, source_topic_id, message_ids, part_count)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (package_id, destination_chat_id) DO UPDATE SET account = excluded.account, route = excluded.route,
-			opens_at = excluded.opens_at, last_error = ''`,
+			opens_at = excluded.opens_at, last_error = '',
+			attempts = CASE WHEN waiting_deliveries.account = excluded.account THEN waiting_deliveries.attempts ELSE 0 END`,
 		Args: []any{w.PackageID, int64(w.Destination), w.Account, w.Route, w.OpensAt, chat, w.Topic, ids, w.PartCount}}
 }
 
