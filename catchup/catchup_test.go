@@ -1,6 +1,7 @@
 package catchup_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -79,11 +80,19 @@ type instance struct {
 	pipe    *ingest.Pipeline
 }
 
-func (w *world) start() *instance {
+func (w *world) start() *instance { return w.startWith("", nil) }
+
+// startIn is start on TDLib database directory dir: another instance of
+// the account, with a directory of its own.
+func (w *world) startIn(dir string) *instance { return w.startWith(dir, nil) }
+
+// startWith is start on directory dir; with lag, catch-up's getChat shows
+// those last messages (laggingChat: a session whose view lags).
+func (w *world) startWith(dir string, lag map[tg.ChatID]tg.MessageID) *instance {
 	t := w.t
 	t.Helper()
 	ctx := t.Context()
-	c := w.w.Client("a")
+	c := w.w.ClientIn("a", dir)
 	t.Cleanup(func() { _ = c.Close() })
 	lst := listener.New(listener.Config{Account: "a"}, w.st, nil)
 	sess := tg.NewSession(c, lst.HandleUpdate)
@@ -99,9 +108,29 @@ func (w *world) start() *instance {
 	}
 	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{w.dest}}, w.st, sess, nil)
 	m := catchup.NewMetrics(prometheus.NewRegistry())
-	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources,
-		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, sess, lst, p, m)
+	var session catchup.Telegram = sess
+	if lag != nil {
+		session = laggingChat{Session: sess, last: lag}
+	}
+	cu := catchup.New(catchup.Config{Account: "a", Owner: cmp.Or(dir, "test"), Sources: w.sources,
+		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, session, lst, p, m)
 	return &instance{c: c, lst: lst, catch: cu, m: m, deliver: ingest.NewDeliverer(ingest.DeliveryConfig{}, p, w.st, nil), sess: sess, pipe: p}
+}
+
+// drainQueue lets in's workers handle what its listener queued.
+func drainQueue(t *testing.T, in *instance) {
+	t.Helper()
+	for {
+		select {
+		case it := <-in.lst.Queue():
+			if _, err := in.pipe.Process(t.Context(), it.Message); err != nil {
+				t.Fatal(err)
+			}
+			in.lst.Done(it)
+		default:
+			return
+		}
+	}
 }
 
 func (w *world) runOnce(in *instance) (catchup.Result, map[string]int) {

@@ -4,59 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"stashd/archive/archivetest"
-	"stashd/catchup"
-	"stashd/ingest"
 	"stashd/listener"
 	"stashd/sim/tgsim"
-	"stashd/store"
 	"stashd/tg"
 )
-
-// startIn is start() on TDLib database directory dir (another instance
-// of the account, with its own TDLib directory).
-func (w *world) startIn(dir string) *instance {
-	t := w.t
-	t.Helper()
-	ctx := t.Context()
-	c := w.w.ClientIn("a", dir)
-	t.Cleanup(func() { _ = c.Close() })
-	lst := listener.New(listener.Config{Account: "a"}, w.st, nil)
-	sess := tg.NewSession(c, lst.HandleUpdate)
-	if err := sess.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srcs, err := w.st.Sources(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range srcs {
-		lst.Watch(s)
-	}
-	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{w.dest}}, w.st, sess, nil)
-	m := catchup.NewMetrics(prometheus.NewRegistry())
-	cu := catchup.New(catchup.Config{Account: "a", Owner: dir, Sources: w.sources,
-		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, sess, lst, p, m)
-	return &instance{c: c, lst: lst, catch: cu, m: m, deliver: ingest.NewDeliverer(ingest.DeliveryConfig{}, p, w.st, nil), sess: sess, pipe: p}
-}
-
-// drainQueue lets in's workers handle what its listener queued.
-func drainQueue(t *testing.T, in *instance) {
-	t.Helper()
-	for {
-		select {
-		case it := <-in.lst.Queue():
-			if _, err := in.pipe.Process(t.Context(), it.Message); err != nil {
-				t.Fatal(err)
-			}
-			in.lst.Done(it)
-		default:
-			return
-		}
-	}
-}
 
 // deletedHintOverLiveDocuments: instance 1 saw two documents and then a
 // text message arrive, stored the text's id as last seen and stopped
@@ -194,30 +146,13 @@ func TestStoredIdFoundKeepsTheSourceDirtyWhileTheViewLags(t *testing.T) {
 	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonGap, src.Watermark, newest); err != nil {
 		t.Fatal(err)
 	}
-	c := w.w.ClientIn("a", "instance-2")
-	t.Cleanup(func() { _ = c.Close() })
-	lst := listener.New(listener.Config{Account: "a"}, w.st, nil)
-	sess := tg.NewSession(c, lst.HandleUpdate)
-	if err := sess.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srcs, err := w.st.Sources(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range srcs {
-		lst.Watch(s)
-	}
-	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{w.dest}}, w.st, sess, nil)
-	lag := laggingChat{Session: sess, last: map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)}}
-	cu := catchup.New(catchup.Config{Account: "a", Owner: "instance-2", Sources: w.sources,
-		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, lag, lst, p, catchup.NewMetrics(prometheus.NewRegistry()))
+	in2 := w.startWith("instance-2", map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)})
 	for cycle := range 2 {
-		if _, err := cu.RunOnce(ctx); err != nil {
+		if _, err := in2.catch.RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range docs {
-			if _, ok, err := w.st.MessageHandled(ctx, d.Key()); err != nil || !ok && !lst.IsDirty(chat) {
+			if _, ok, err := w.st.MessageHandled(ctx, d.Key()); err != nil || !ok && !in2.lst.IsDirty(chat) {
 				t.Errorf("cycle %d: source synced, yet document %d above the watermark is not handled (%v)", cycle+1, d.ID.ServerID(), err)
 			}
 		}

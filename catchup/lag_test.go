@@ -9,7 +9,6 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/catchup"
-	"stashd/ingest"
 	"stashd/listener"
 	"stashd/sim/tgsim"
 	"stashd/store"
@@ -122,55 +121,28 @@ func TestLaggingSessionDoesNotSkipWhatAnotherInstanceSaw(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := w.w.ClientIn("a", "instance-2")
-	t.Cleanup(func() { _ = c.Close() })
-	lst := listener.New(listener.Config{Account: "a"}, w.st, nil)
-	sess := tg.NewSession(c, lst.HandleUpdate)
-	if err := sess.LoadChats(ctx); err != nil {
+	in2 := w.startWith("instance-2", map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)})
+	if _, err := in2.catch.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srcs, err := w.st.Sources(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range srcs {
-		lst.Watch(s)
-	}
-	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{w.dest}}, w.st, sess, nil)
-	lag := laggingChat{Session: sess, last: map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)}}
-	cu := catchup.New(catchup.Config{Account: "a", Owner: "instance-2", Sources: w.sources,
-		Policy: store.ScanPolicy{CircuitBase: time.Hour}}, w.st, lag, lst, p, catchup.NewMetrics(prometheus.NewRegistry()))
-	if _, err := cu.RunOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if low, _, _ := lst.Watermark(chat); low != src.Watermark {
+	if low, _, _ := in2.lst.Watermark(chat); low != src.Watermark {
 		t.Fatalf("low watermark %d, want %d: ids up to %d were never handled", low, src.Watermark, newest)
 	}
-	if !lst.IsDirty(chat) {
+	if !in2.lst.IsDirty(chat) {
 		t.Errorf("source synced over ids it never handled")
 	}
 	// The session's updates bring the documents; the workers handle them.
 	for _, m := range msgs {
 		if m.ID.ServerID() > src.Watermark {
-			seen, err := sess.GetMessage(ctx, chat, m.ID) // as this session sees it
+			seen, err := in2.sess.GetMessage(ctx, chat, m.ID) // as this session sees it
 			if err != nil {
 				t.Fatal(err)
 			}
-			lst.HandleUpdate(tg.NewMessage{Message: seen})
+			in2.lst.HandleUpdate(tg.NewMessage{Message: seen})
 		}
 	}
-	for done := false; !done; {
-		select {
-		case it := <-lst.Queue():
-			if _, err := p.Process(ctx, it.Message); err != nil {
-				t.Fatal(err)
-			}
-			lst.Done(it)
-		default:
-			done = true
-		}
-	}
-	if _, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, w.st, nil).RunOnce(ctx); err != nil {
+	drainQueue(t, in2)
+	if _, err := in2.deliver.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.delivered(); got != 5 {
