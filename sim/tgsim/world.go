@@ -297,59 +297,6 @@ func (w *World) join(name string, c *chat) {
 	a.member[c.id] = true
 }
 
-// SetPrivate makes chat inaccessible (or accessible again): while private,
-// every request about it fails with 400 CHANNEL_PRIVATE, a permanent error,
-// and no update about it is delivered. A send is the exception, as the
-// sessions' TDLib does not know: it makes the message, the server refuses
-// it (updateMessageSendFailed with 400 CHANNEL_PRIVATE), and that session
-// then takes the account as having left the chat (ChatAccessLost),
-// refusing its next sends there itself. Made accessible again, the chat
-// takes sends from every session.
-func (w *World) SetPrivate(chat tg.ChatID, private bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c := w.mustChat(chat)
-	c.private = private
-	if !private {
-		w.rejoined(c)
-	}
-}
-
-// rejoined forgets that the sessions of c's members left it: access is
-// back (TDLib hears the account's new status in updateSupergroup). w.mu is
-// held.
-func (w *World) rejoined(c *chat) {
-	for _, name := range c.members {
-		for _, cl := range w.accounts[name].clients {
-			delete(cl.left, c.id)
-		}
-	}
-}
-
-// LoseAccess takes away (or gives back) every member's access to chat, the
-// way TDLib shows a channel the account was removed from: getChat and
-// openChat still succeed from local state, but server calls
-// (searchChatMessages, getMessage, getChatMessageByDate, getForumTopic,
-// downloadFile of its files) fail with 400 "Can't access the chat", a
-// permanent error wrapping tg.ErrNoAccess, and no update about it arrives
-// but one: clients of the members receive tg.ChatAccessLost (TDLib's
-// updateSupergroup with status left). Their sessions then refuse sends
-// there with 400 "Have no write access to the chat"; a send made before
-// fails when the server gets it (updateMessageSendFailed, CHANNEL_PRIVATE).
-func (w *World) LoseAccess(chat tg.ChatID, lost bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c := w.mustChat(chat)
-	if lost && !c.lostAccess && c.kind != tg.KindPrivate && c.kind != tg.KindBasicGroup {
-		// TDLib reports the account's new status (left) in updateSupergroup.
-		w.eachClient(c, func(cl *Client) { cl.enqueue(tg.ChatAccessLost{Chat: c.id}) })
-	}
-	c.lostAccess = lost
-	if !lost {
-		w.rejoined(c)
-	}
-}
-
 // SetProtected gives chat protected content (has_protected_content), or
 // takes it away: its messages then report can_be_saved false and their
 // documents cannot be re-sent.
