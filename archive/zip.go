@@ -123,7 +123,11 @@ func listZip(w *walk, src *partSet) error {
 			if _, err := br.Peek(1); err == nil || count < end.entries || byteLimited {
 				w.listing.Truncated = true
 			}
-			w.zipRestOffsets(br, loc)
+			if src.Len() > 1 { // only zipOneArchive reads them
+				if err := w.zipRestOffsets(br, loc); err != nil {
+					return err
+				}
+			}
 			return w.zipOneArchive(src, loc)
 		}
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
@@ -192,26 +196,31 @@ func (w *walk) zipOneArchive(src *partSet, loc zipLocals) error {
 }
 
 // zipRestOffsets lowers zipFirst with the local header offsets of the
-// directory entries left unlisted (MaxEntries), within the bytes read.
-func (w *walk) zipRestOffsets(br *bufio.Reader, loc zipLocals) {
+// directory entries left unlisted (MaxEntries), within the bytes read and
+// the listing's time bound (the bound's error, when it ends the walk).
+func (w *walk) zipRestOffsets(br *bufio.Reader, loc zipLocals) error {
 	if loc.split {
-		return
+		return nil
 	}
 	var hdr [zipCentralLen]byte
+	var extra []byte
 	for {
+		if err := w.checkCtx(); err != nil {
+			return err
+		}
 		if _, err := io.ReadFull(br, hdr[:]); err != nil || le32(hdr[:]) != zipCentralSig {
-			return
+			return nil
 		}
 		nameLen, extraLen, commentLen := int(le16(hdr[28:])), int(le16(hdr[30:])), int(le16(hdr[32:]))
 		if _, err := br.Discard(nameLen); err != nil {
-			return
+			return nil
 		}
-		extra := make([]byte, extraLen)
+		extra = grow(extra, extraLen)
 		if _, err := io.ReadFull(br, extra); err != nil {
-			return
+			return nil
 		}
 		if _, err := br.Discard(commentLen); err != nil {
-			return
+			return nil
 		}
 		_, _, offset := zipSizes(hdr[:], extra)
 		if offset <= uint64(loc.dirStart) {

@@ -490,24 +490,33 @@ func (c *Catchup) settleHint(ctx context.Context, chat tg.ChatID, upTo int64, to
 	}
 	if !asked || h.stored != stored {
 		h = hint{stored: stored, goneAbove: stored}
-		for id := stored; id > upTo && stored-id < settleWalk; id-- {
-			_, err := c.tg.GetMessage(ctx, chat, tg.MessageIDFromServer(id))
+	}
+	if !h.done {
+		// A walk a failed request cut short goes on where it stopped.
+		var err error
+		for id := h.goneAbove; id > upTo && stored-id < settleWalk; id-- {
+			_, err = c.tg.GetMessage(ctx, chat, tg.MessageIDFromServer(id))
 			if errors.Is(err, tg.ErrMessageNotFound) {
-				h.goneAbove = id - 1
+				h.goneAbove, err = id-1, nil
 				continue
 			}
-			if err != nil {
-				return fmt.Errorf("get message %d, below the last seen %d: %w", id, stored, err)
-			}
-			h.found = true
+			h.found = err == nil
 			break
 		}
+		h.done = err == nil
 		c.mu.Lock()
 		if c.hints == nil {
 			c.hints = make(map[tg.ChatID]hint)
 		}
 		c.hints[chat] = h
 		c.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("get message %d, below the last seen %d: %w", h.goneAbove, stored, err)
+		}
+		if !h.found && upTo < h.goneAbove {
+			c.log.Warn("ids an earlier listener saw could not be settled; the source stays dirty until its next message",
+				"source", chat, "last_seen", stored, "asked_down_to", h.goneAbove+1)
+		}
 	}
 	if upTo >= h.goneAbove {
 		c.lst.DropHint(chat, upTo)
@@ -520,11 +529,12 @@ func (c *Catchup) settleHint(ctx context.Context, chat tg.ChatID, upTo int64, to
 const settleWalk = 64
 
 // hint is what settleHint learned of a stored last-seen id: every id in
-// (goneAbove, stored] is gone from the server; found, the message at
-// goneAbove exists.
+// (goneAbove, stored] is gone from the server.
 type hint struct {
 	stored, goneAbove int64
-	found             bool
+	// found: the message at goneAbove exists; done: the walk ended (a
+	// message found, upTo reached, or settleWalk ids asked).
+	found, done bool
 }
 
 // page returns the documents of chat newer than server id w, oldest first.

@@ -106,7 +106,21 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 // dest's refusal of this account (destRefusal): the delivery is then
 // handed to another account that may write there (reported true), or
 // waits for write access (tg.ErrNoWriteAccess), not given up.
+//
+// A source this account cannot read any more (sourceUnreadable) hands the
+// delivery to another account that can, as a part that cannot be loaded
+// does (Deliverer.unreadable); with none, err stands.
 func (p *Pipeline) refusedThere(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID, err error) (bool, error) {
+	if sourceUnreadable(err) {
+		handed, herr := p.handOver(ctx, pkg.ID, partKeys(parts), in, dest, false, err)
+		switch {
+		case herr != nil:
+			return false, herr
+		case handed:
+			return true, nil
+		}
+		return false, err
+	}
 	if !destRefusal(err) {
 		return false, err
 	}
@@ -392,9 +406,9 @@ func cannotRead(err error) bool {
 	return errors.Is(err, tg.ErrNoAccess) || errors.Is(err, tg.ErrChatNotFound)
 }
 
-// ErrSourceUnreadable is the reason of a delivery handed to an account
+// errSourceUnreadable is the reason of a delivery handed to an account
 // that cannot read its source, while no other running account may take
 // it: it waits, deferred, for one that can (the account that handed it
 // over, once it runs or its write access is back), and is given up after
 // unreadableTries attempts.
-var ErrSourceUnreadable = errors.New("the account cannot read the source and no other account may take the delivery")
+var errSourceUnreadable = errors.New("the account cannot read the source and no other account may take the delivery")

@@ -457,7 +457,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 // When the account cannot read the source (cannotRead) the delivery goes
 // to another account that can, and may write to the destination
 // (Pipeline.handOver). When none can: a delivery handed to this account
-// by another (HandOverRoute) is deferred with ErrSourceUnreadable, as the
+// by another (HandOverRoute) is deferred with errSourceUnreadable, as the
 // account that handed it over may read the source and be stopped for now;
 // after unreadableTries such attempts (about three hours at the default
 // retry delay) it is given up, the source lost for every account. A
@@ -477,7 +477,7 @@ func (ws *Deliverer) unreadable(ctx context.Context, w store.Waiting, in route.P
 		return true, nil
 	case w.Route == HandOverRoute && w.Attempts < unreadableTries:
 		// cause with %v: a 400 would make the whole error permanent.
-		return false, fmt.Errorf("deliver package %d to %d: %w (%v)", w.PackageID, w.Destination, ErrSourceUnreadable, err)
+		return false, fmt.Errorf("deliver package %d to %d: %w (%v)", w.PackageID, w.Destination, errSourceUnreadable, err)
 	}
 	return false, err
 }

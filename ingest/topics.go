@@ -160,10 +160,20 @@ func (e *sourceError) Unwrap() error { return e.err }
 // destRefusal reports whether err, met on the way of a delivery to a
 // destination (its topic found, created or recovered, or a send), is the
 // destination's refusal of this account (tg.NoWriteAccess: no member any
-// more, no right to post), not the source's.
+// more, no right to post; or TDLib's 400 "Not enough rights to create a
+// topic" in a forum the account may not post in), not the source's.
 func destRefusal(err error) bool {
-	var se *sourceError
-	return tg.NoWriteAccess(err) && !errors.As(err, &se)
+	if errors.As(err, new(*sourceError)) {
+		return false
+	}
+	var te *tg.Error
+	return tg.NoWriteAccess(err) || errors.As(err, &te) && te.Code == 400 && te.Message == "Not enough rights to create a topic"
+}
+
+// sourceUnreadable reports whether err is the source's refusal on a
+// delivery's way (sourceError): the account cannot read it any more.
+func sourceUnreadable(err error) bool {
+	return errors.As(err, new(*sourceError)) && cannotRead(err)
 }
 
 type destTopicKey struct {

@@ -13,19 +13,14 @@ import (
 // are a few hundred bytes.
 const maxForm = 4 << 10
 
-// loopbackHost reports whether the Host header names this machine's
-// loopback: 127.0.0.1 (any 127/8), [::1] or localhost, with or without a
-// port. Without a token it is the console's only defence against DNS
-// rebinding: a page on attacker.example that rebinds its name to 127.0.0.1
-// reaches the listener, but its requests say Host: attacker.example.
-func loopbackHost(host string) bool { return LoopbackHost(host) }
-
 // LoopbackHost reports whether a request's Host header names this
 // machine's loopback (127.0.0.1 or any 127/8, [::1], localhost, the
 // fully qualified localhost.), with or without a port, or is empty (an
 // HTTP/1.0 request without Host, as health checkers send; a browser always
 // names the host): what a loopback-only endpoint without a token checks
-// against DNS rebinding.
+// against DNS rebinding, its only defence then: a page on attacker.example
+// that rebinds its name to 127.0.0.1 reaches the listener, but its requests
+// say Host: attacker.example.
 func LoopbackHost(host string) bool {
 	if host == "" {
 		return true
@@ -99,7 +94,7 @@ func (c *Console) secure(r *http.Request) bool {
 // gate applies the rules every console request passes before its body is
 // read, login included; it answers the request itself when it refuses it.
 func (c *Console) gate(w http.ResponseWriter, r *http.Request) bool {
-	if c.cfg.Token == "" && !loopbackHost(r.Host) {
+	if c.cfg.Token == "" && !LoopbackHost(r.Host) {
 		http.Error(w, "the console answers requests for 127.0.0.1, [::1] or localhost only", http.StatusMisdirectedRequest)
 		return false
 	}
@@ -154,7 +149,7 @@ func (c *Console) Protect(h http.Handler) http.Handler {
 			return
 		}
 		if c.local(r) {
-			if !loopbackHost(r.Host) {
+			if !LoopbackHost(r.Host) {
 				http.Error(w, "served to requests for 127.0.0.1, [::1] or localhost only (or with the console token)", http.StatusMisdirectedRequest)
 				return
 			}

@@ -28,6 +28,8 @@ type account struct {
 	// removed holds chats the account alone was removed from
 	// (RemoveMember); nil until set.
 	removed map[tg.ChatID]bool
+	// banned holds those of them it was banned from (BanMember).
+	banned map[tg.ChatID]bool
 	// manageTopics holds forums where the account may manage topics
 	// (can_manage_topics: close, reopen, post in closed topics); nil
 	// until set.

@@ -55,8 +55,9 @@ type Client struct {
 	// db is the message database of the client's directory (localview.go).
 	db *localDB
 	// left holds the chats this session learned it left when the server
-	// refused a send there with CHANNEL_PRIVATE (see sendChat).
-	left map[tg.ChatID]bool
+	// refused a send there with CHANNEL_PRIVATE (see sendChat);
+	// leftReported those it was told it left (reportLeft).
+	left, leftReported map[tg.ChatID]bool
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
@@ -250,15 +251,37 @@ func (c *Client) LoadChats(ctx context.Context) error {
 // w.mu is held.
 func (c *Client) announceLeft() {
 	ids := make([]tg.ChatID, 0)
-	for id, ch := range c.w.chats {
-		if (ch.lostAccess || c.removedFrom(ch)) && c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
+	for id := range c.w.accounts[c.account].member {
+		if ch := c.w.chats[id]; ch != nil && (ch.lostAccess || c.removedFrom(ch)) && c.knows(ch) {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		c.enqueue(tg.ChatAccessLost{Chat: id})
+		c.reportLeft(c.w.chats[id])
 	}
+}
+
+// reportLeft tells the session, once, that the account left ch: TDLib's
+// updateSupergroup with the status left (ChatAccessLost). A basic group's
+// status comes in updateBasicGroup, which stashd does not follow, and a
+// private chat has none. w.mu is held.
+func (c *Client) reportLeft(ch *chat) {
+	if ch.kind == tg.KindPrivate || ch.kind == tg.KindBasicGroup || c.leftReported[ch.id] {
+		return
+	}
+	if c.leftReported == nil {
+		c.leftReported = make(map[tg.ChatID]bool)
+	}
+	c.leftReported[ch.id] = true
+	c.enqueue(tg.ChatAccessLost{Chat: ch.id})
+}
+
+// rejoin forgets that the session left chat: access is back (TDLib hears
+// the account's new status in updateSupergroup). w.mu is held.
+func (c *Client) rejoin(chat tg.ChatID) {
+	delete(c.left, chat)
+	delete(c.leftReported, chat)
 }
 
 // LoadChatList loads one chat list, as one TDLib loadChats request does:
@@ -442,7 +465,7 @@ func (c *Client) learnLeft(ch *chat) {
 		c.left = make(map[tg.ChatID]bool)
 	}
 	c.left[ch.id] = true
-	c.enqueue(tg.ChatAccessLost{Chat: ch.id})
+	c.reportLeft(ch)
 }
 
 // serverChat resolves a chat for a request TDLib sends to the server: like

@@ -50,6 +50,14 @@ func errChannelPrivate() error {
 		sentinel: errors.Join(tg.ErrNoAccess, tg.ErrChatNotFound)})
 }
 
+// errUserBanned is the server's refusal of a send by a member banned from
+// the chat; like CHANNEL_PRIVATE it matches tg.ErrNoAccess and
+// tg.ErrChatNotFound, as the TDLib adapter's does.
+func errUserBanned() error {
+	return tg.Permanent(&simError{tdErr: &tg.Error{Code: 400, Message: "USER_BANNED_IN_CHANNEL"},
+		sentinel: errors.Join(tg.ErrNoAccess, tg.ErrChatNotFound)})
+}
+
 func errBadRequest(format string, args ...any) error {
 	return &tg.Error{Code: 400, Message: fmt.Sprintf(format, args...)}
 }

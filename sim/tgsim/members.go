@@ -30,9 +30,24 @@ func (w *World) RemoveMember(account string, chat tg.ChatID, removed bool) {
 		if removed {
 			cl.learnLeft(c)
 		} else {
-			delete(cl.left, c.id)
+			cl.rejoin(c.id)
 		}
 	}
+}
+
+// BanMember is RemoveMember for an account banned from chat: a send its
+// sessions made before they were told reaches the server as a banned
+// member's, refused with 400 USER_BANNED_IN_CHANNEL (which TDLib passes
+// on as it passes CHANNEL_PRIVATE).
+func (w *World) BanMember(account string, chat tg.ChatID, banned bool) {
+	w.mu.Lock()
+	a := w.mustAccount(account)
+	if a.banned == nil {
+		a.banned = make(map[tg.ChatID]bool)
+	}
+	a.banned[w.mustChat(chat).id] = banned
+	w.mu.Unlock()
+	w.RemoveMember(account, chat, banned)
 }
 
 // removedFrom reports whether this session's account was removed from ch
@@ -65,7 +80,7 @@ func (w *World) SetPrivate(chat tg.ChatID, private bool) {
 func (w *World) rejoined(c *chat) {
 	for _, name := range c.members {
 		for _, cl := range w.accounts[name].clients {
-			delete(cl.left, c.id)
+			cl.rejoin(c.id)
 		}
 	}
 }
@@ -86,7 +101,7 @@ func (w *World) LoseAccess(chat tg.ChatID, lost bool) {
 	c := w.mustChat(chat)
 	if lost && !c.lostAccess && c.kind != tg.KindPrivate && c.kind != tg.KindBasicGroup {
 		// TDLib reports the account's new status (left) in updateSupergroup.
-		w.eachClient(c, func(cl *Client) { cl.enqueue(tg.ChatAccessLost{Chat: c.id}) })
+		w.eachClient(c, func(cl *Client) { cl.reportLeft(c) })
 	}
 	c.lostAccess = lost
 	if !lost {

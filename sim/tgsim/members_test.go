@@ -3,6 +3,7 @@ package tgsim
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"stashd/tg"
 )
@@ -51,5 +52,25 @@ func TestRemoveOneMember(t *testing.T) {
 	}
 	if _, err := f.c.SendDocument(f.ctx, f.dest, remote, "token"); err != nil {
 		t.Errorf("send once given back: %v", err)
+	}
+}
+
+// A send made before its account was banned from the destination reaches
+// the server as a banned member's: it fails with 400
+// USER_BANNED_IN_CHANNEL, which stashd takes for a refusal of the chat's
+// posts (tg.NoWriteAccess), as CHANNEL_PRIVATE.
+func TestSendOfABannedMemberRefusedByTheServer(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendLatency: 50 * time.Millisecond})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.w.BanMember("alice", f.dest, true)
+	failed := next[tg.SendFailed](t, f.c, nil)
+	var te *tg.Error
+	if failed.OldMessageID != tmp.ID || !errors.As(failed.Err, &te) || te.Message != "USER_BANNED_IN_CHANNEL" ||
+		!tg.NoWriteAccess(failed.Err) || !errors.Is(failed.Err, tg.ErrNoAccess) {
+		t.Errorf("send in flight when banned: %+v; want 400 USER_BANNED_IN_CHANNEL, a refusal of the chat's posts", failed)
 	}
 }

@@ -286,7 +286,11 @@ func (w *World) settleSend(ps *pendingSend) {
 			// left, then hears the send failed.
 			w.sendStats.WriteRefused++
 			c.learnLeft(ps.dest)
-			w.failSend(ps, errChannelPrivate())
+			refusal := errChannelPrivate()
+			if w.accounts[c.account].banned[ps.dest.id] {
+				refusal = errUserBanned()
+			}
+			w.failSend(ps, refusal)
 			return
 		}
 		if err := w.writeRefusal(c.account, ps.dest); err != nil {
