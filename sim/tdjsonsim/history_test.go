@@ -1,6 +1,7 @@
 package tdjsonsim_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"stashd/sim/tgsim"
@@ -38,5 +39,49 @@ func TestGetChatHistoryOnTheWire(t *testing.T) {
 	}
 	if res := c.ok(1, "getChatHistory", map[string]any{"chat_id": w.channel, "from_message_id": 0, "offset": 0, "limit": 0, "only_local": false}, "error"); res.int("code") != 400 {
 		t.Errorf("limit 0: %v, want a 400", res)
+	}
+}
+
+// getChatHistory from the end starts at the last message the instance's
+// database knows (MessagesManager::get_history_impl asks the server for
+// the end only when no last message is known): an instance restarted on
+// its database directory does not see, from the end, a message posted
+// while it did not run, until it opens the chat.
+func TestGetChatHistoryFromTheEndOfARestartedInstance(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 23})
+	_, path := startServer(t, w.World)
+	dir := filepath.Join(w.dir, "instance1")
+	newest := func(c *wire) int64 {
+		t.Helper()
+		page := c.ok(1, "getChatHistory", map[string]any{"chat_id": w.channel, "from_message_id": 0, "offset": 0, "limit": 100, "only_local": false}, "messages")
+		msgs, _ := page.get("messages").([]any)
+		if len(msgs) == 0 {
+			t.Fatalf("empty page: %v", page)
+		}
+		return tdObject(msgs[0].(map[string]any)).int("id")
+	}
+	first := w.Post(w.channel, 0, tgsim.Post{Text: "first"})
+	c := dialWire(t, path)
+	c.login(1, dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	if got := newest(c); got != int64(first.ID) {
+		t.Fatalf("newest %d, want %d", got, first.ID)
+	}
+	c.ok(1, "close", nil, "ok")
+	c.until("authorizationStateClosed", func(o tdObject) bool {
+		return o.typ() == "updateAuthorizationState" && o.str("authorization_state", "@type") == "authorizationStateClosed"
+	})
+	later := w.Post(w.channel, 0, tgsim.Post{Text: "later"})
+
+	again := dialWire(t, path)
+	again.login(1, dir, "acct1")
+	again.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	if got := newest(again); got != int64(first.ID) {
+		t.Errorf("restarted instance: newest %d, want the database's last message %d (%d was posted while it did not run)", got, first.ID, later.ID)
+	}
+	again.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
+	if got := newest(again); got != int64(later.ID) {
+		t.Errorf("after openChat: newest %d, want %d", got, later.ID)
 	}
 }

@@ -37,9 +37,13 @@ import (
 // post there (another account, another instance of the same account, a
 // database restored from a backup) never reach the local index, and a
 // local search does not find them. getChatHistory with only_local false
-// is answered from the server whenever the local history has holes, which
-// a chat the session does not follow always may have; the simulator
-// therefore answers it from the server and keeps what it returned.
+// from a message is answered from the server whenever the local history
+// has holes, which a chat the session does not follow always may have;
+// the simulator therefore answers it from the server and keeps what it
+// returned. From the end (from_message_id 0), though, TDLib starts at the
+// last message the database knows and asks the server nothing when it
+// knows one (historyEnd), so messages newer than getChat's last message
+// are not on the page.
 //
 // The database lives in the instance's database directory: an instance
 // restarted on the same directory (ClientIn) finds what its predecessor
@@ -126,6 +130,22 @@ func (c *Client) lastMessage(ch *chat) tg.MessageID {
 		c.db.last[ch.id] = last
 	}
 	return last
+}
+
+// historyEnd is where getChatHistory from the end of ch starts: the last
+// message the session's database knows. TDLib reads the history from the
+// end out of the session's own messages and asks the server only when it
+// knows no last message (MessagesManager::get_history_impl: "if the last
+// message is known, there are no reasons to get message history from
+// server from the end"; get_dialog_history starts at d->last_message_id).
+// Messages newer than that last message, which other sessions posted
+// where this one receives no updates, are not on the page. 0 (no local
+// view, or no last message known): the server's newest. w.mu is held.
+func (c *Client) historyEnd(ch *chat) tg.MessageID {
+	if c.w.cfg.ServerView || c.db == nil || ch.lastUnknown {
+		return 0
+	}
+	return c.lastMessage(ch)
 }
 
 // catchUpLast is TDLib's channel difference when the session opens ch: a

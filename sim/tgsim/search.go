@@ -151,7 +151,9 @@ func words(s string) []string {
 // limit outside 1..100 is 400. With probability ShortPageRate the page is
 // shorter than it could be (never empty when it could hold something), as
 // when TDLib answers the part its local database holds and leaves the
-// rest to the next request; an empty page is the chat's beginning.
+// rest to the next request; an empty page is the chat's beginning. From
+// the end (from 0) the page starts at the last message the session's
+// database knows (historyEnd), not the server's newest.
 func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatHistory, func() ([]tg.Message, error) {
 		switch {
@@ -167,6 +169,9 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 			return nil, err
 		}
 		start := len(ch.msgs) - 1
+		if from == 0 {
+			from = c.historyEnd(ch)
+		}
 		if from != 0 {
 			i, found := ch.index(from)
 			if !found {
