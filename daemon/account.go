@@ -24,6 +24,7 @@ type accountRun struct {
 	log      *slog.Logger
 	client   tg.Client
 	paced    *tg.Paced
+	views    *tg.Views // the session's chats opened, for reads from the end
 	sess     *tg.Session
 	lst      *listener.Listener
 	pipe     *ingest.Pipeline
@@ -142,6 +143,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	}
 
 	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate, Gate: h.gate}, d.tgm)
+	r.views = tg.NewViews(r.paced.OpenChat, d.cfg.ViewSettle)
 	// Set below, while the session's pump may already be reporting a
 	// reconnect: published atomically so the pump sees a whole Rescan.
 	var resc atomic.Pointer[rescan.Rescan]
@@ -247,7 +249,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	}
 	// Updates for channels and supergroups arrive only for opened chats.
 	for _, chat := range a.Sources {
-		if err := r.paced.OpenChat(ctx, chat); err != nil {
+		if _, err := r.views.Open(ctx, chat); err != nil {
 			log.Warn("open chat failed; the source relies on catch-up", "source", chat, "err", err)
 			r.lst.MarkDirty(chat, "open_failed")
 		}
@@ -255,7 +257,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept
-	icfg.Routes = r.routes
+	icfg.Routes, icfg.Views = r.routes, r.views
 	if len(d.cfg.Accounts) > 1 {
 		icfg.HandOver = func(src, dest tg.ChatID, refused bool) (string, bool) { return d.handOver(a.Name, src, dest, refused) }
 		icfg.Wrote = func(dest tg.ChatID) { d.wrote(a.Name, dest) }

@@ -72,6 +72,10 @@ type Config struct {
 	// Workers per account: how many messages its live queue, and each page
 	// catch-up reads, are ingested at once; zero means 4.
 	Workers int
+	// ViewSettle is how long after opening a destination an account takes
+	// its session's view of it as current (tg.Views); zero means
+	// tg.DefaultViewSettle.
+	ViewSettle time.Duration
 	// QueueCapacity per account; zero means 1024.
 	QueueCapacity int
 	// Rate is each account's request rate per second; zero means 20.

@@ -104,8 +104,19 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (b
 // answered from TDLib's own chat cache) is newer than every message the
 // catalogue records there: a restart over a current catalogue costs no
 // request to Telegram's servers.
+//
+// getChat and the page answer from the session's own view of the
+// destination, which misses what other sessions sent there while this
+// one did not follow it: every destination is opened first, and each is
+// read once its difference is in (tg.Views), all of them waited for
+// together.
 func (w *rewindWatch) startCheck(ctx context.Context) {
 	w.checkIdentity(ctx)
+	for _, dest := range w.dests {
+		if _, err := w.r.views.Open(ctx, dest); err != nil && ctx.Err() == nil {
+			w.log.Warn("open a destination", "destination", dest, "err", err)
+		}
+	}
 	for _, dest := range w.dests {
 		if ctx.Err() != nil {
 			return
@@ -192,6 +203,9 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 // message, or one newer: nothing can have been sent there that it forgot.
 // An unknown newest message, or an error, counts as not current.
 func (w *rewindWatch) catalogueCurrent(ctx context.Context, dest tg.ChatID) bool {
+	if err := w.r.views.Current(ctx, dest); err != nil {
+		return false
+	}
 	c, err := w.r.paced.GetChat(ctx, dest)
 	if err != nil || c.LastMessageID == 0 {
 		return false
@@ -265,7 +279,7 @@ func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
 	}
 	w.log.Info("reconciling a destination", "destination", rc.Destination, "reason", rc.Reason)
 	start := time.Now()
-	res, err := reconcile.Destination(lctx, reconcile.Config{Logger: w.log, Account: w.r.name}, w.d.store, w.r.paced, rc.Destination)
+	res, err := reconcile.Destination(lctx, reconcile.Config{Logger: w.log, Account: w.r.name, Views: w.r.views}, w.d.store, w.r.paced, rc.Destination)
 	w.d.rewindM.recovered.Add(float64(res.Recovered))
 	w.d.im.CopiesDeleted(w.r.name).Add(float64(res.Deleted))
 	if errors.Is(err, reconcile.ErrGaveUp) {

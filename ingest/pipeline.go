@@ -175,6 +175,14 @@ type Config struct {
 	// waits until its bytes fit. A package larger than the budget proceeds
 	// alone. Zero means DefaultDownloadBudget.
 	DownloadBudget int64
+	// Views, when set, is the session's views of chats (tg.Views), shared
+	// with the account's other readers of its destinations. Nil: the
+	// pipeline keeps its own over its client, settling for ViewSettle.
+	Views *tg.Views
+	// ViewSettle is how long after opening a destination its history is
+	// taken as current (tg.Views); zero means tg.DefaultViewSettle. Unused
+	// with Views.
+	ViewSettle time.Duration
 	// Caption is the template of the captions of sent documents; the zero
 	// Template is caption.Default (name and "(part i/n)"). The delivery
 	// token is always the caption's last line.
@@ -250,6 +258,9 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 	cfg.DownloadBudget = cmp.Or(cfg.DownloadBudget, DefaultDownloadBudget)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Views == nil {
+		cfg.Views = tg.NewViews(t.OpenChat, cfg.ViewSettle)
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -43,7 +43,11 @@ type tokenMatch struct {
 // would not be found and the part would be sent twice. Instead it pages
 // the destination's history (getChatHistory, which goes to the server
 // where the local history may have holes) newest first and matches
-// captions here, down to the first message older than the oldest intent
+// captions here. The newest first: TDLib starts a history read from the
+// end at the last message the session learned through updates, and
+// hides newer ones until it fetched the chat's difference, so the
+// destination is opened, and read once that is in (tg.Views). It pages
+// down to the first message older than the oldest intent
 // (no message can carry a token before its intent existed). The result is
 // keyed by token. Past reconcileMaxPages pages it returns what it found
 // with a permanent error naming the parts it did not find.
@@ -67,6 +71,11 @@ func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.De
 			out[tok] = tokenMatch{found: ids[0], copies: ids[1:]}
 		}
 		return out
+	}
+	// From the end, TDLib reads the session's own history: the
+	// destination is opened first, and read once its difference is in.
+	if err := p.cfg.Views.Current(ctx, dest); err != nil {
+		return nil, fmt.Errorf("open %d to read its history: %w", dest, err)
 	}
 	var from tg.MessageID // 0: the newest message
 	for range reconcileMaxPages {
@@ -272,8 +281,8 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	// getMessage answers from the session's database, which misses the
 	// edits and deletions of a chat the session does not follow (the
 	// daemon follows its sources, not its destinations): opening the chat
-	// makes TDLib fetch its difference first.
-	if err := p.tg.OpenChat(ctx, st.Destination); err != nil {
+	// makes TDLib fetch its difference, which the read waits for.
+	if err := p.cfg.Views.Current(ctx, st.Destination); err != nil {
 		return false, p.readFailed(ctx, st, note, err)
 	}
 	file, err := p.fileOf(ctx, st.Destination, st.Message)

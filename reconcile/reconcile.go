@@ -29,6 +29,8 @@ type Telegram interface {
 	GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error)
 	// DeleteMessages deletes messages of a chat (deleteMessages).
 	DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error
+	// OpenChat opens a chat (openChat): TDLib then fetches its difference.
+	OpenChat(ctx context.Context, chat tg.ChatID) error
 }
 
 // Config tunes a reconciliation. Zero values take the defaults in
@@ -43,6 +45,10 @@ type Config struct {
 	Account string
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
+	// Views are the session's views of chats: the destination is read from
+	// the end only once its difference is in (tg.Views). Nil: views of
+	// their own over the Telegram given, settling for tg.DefaultViewSettle.
+	Views *tg.Views
 }
 
 // Result is what a reconciliation of one destination found.
@@ -88,6 +94,9 @@ func Destination(ctx context.Context, cfg Config, st Store, t Telegram, dest tg.
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Views == nil {
+		cfg.Views = tg.NewViews(t.OpenChat, 0)
 	}
 	r := &run{cfg: cfg, st: st, t: t, dest: dest, log: log, seen: map[tg.MessageID]string{},
 		seconds: map[tg.MessageID][]second{}}
@@ -136,6 +145,13 @@ func (r *run) pages(ctx context.Context) error {
 	knownRun := cmp.Or(r.cfg.KnownRun, tg.MaxSearchLimit)
 	if err := r.st.StartReconcile(ctx, r.dest); err != nil {
 		return err
+	}
+	// TDLib reads a history from the end out of the session's own
+	// messages, and hides newer ones until it fetched the chat's
+	// difference: copies sent while this session did not follow the
+	// destination are read only once it is opened and that is in.
+	if err := r.cfg.Views.Current(ctx, r.dest); err != nil {
+		return fmt.Errorf("open %d to read its history: %w", r.dest, err)
 	}
 	known := 0 // copies in a row the catalogue knew
 	from := tg.MessageID(0)

@@ -124,6 +124,7 @@ func runSim(args []string) int {
 	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
 	serveDir := fs.String("serve-dir", "var/sim/serve", "data directory of the --config-out configuration (each account's TDLib state directory is created in it)")
+	diffDelay := fs.Duration("difference-delay", 200*time.Millisecond, "how long a session takes to fetch a chat's difference after openChat; until then it shows the chat as its database last knew it (0: at once)")
 	serverView := fs.Bool("server-view", false, "answer every request from the server's truth; by default each TDLib database answers the requests TDLib answers locally from what its sessions saw")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if rc := parse(fs, args); rc >= 0 {
@@ -141,6 +142,9 @@ func runSim(args []string) int {
 		if n.v < n.least {
 			return badFlag("sim", "--%s: %d is below %d", n.name, n.v, n.least)
 		}
+	}
+	if *diffDelay < 0 || *diffDelay > time.Minute {
+		return badFlag("sim", "--difference-delay: %s is outside 0..1m", *diffDelay)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -171,7 +175,7 @@ func runSim(args []string) int {
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,
 		StallDownloadRate: *stall, FailDownloadRate: *fail,
 		IgnorableErrorRate: *errors406, UnknownLastMessageRate: *nullLast,
-		ServerView: *serverView,
+		ServerView: *serverView, DifferenceDelay: *diffDelay,
 	})
 	gen := tgsim.NewGenerator(world, sc)
 	faults := newSimFaults(world, gen, *seed)

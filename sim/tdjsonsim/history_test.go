@@ -3,6 +3,7 @@ package tdjsonsim_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"stashd/sim/tgsim"
 )
@@ -83,5 +84,42 @@ func TestGetChatHistoryFromTheEndOfARestartedInstance(t *testing.T) {
 	again.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
 	if got := newest(again); got != int64(later.ID) {
 		t.Errorf("after openChat: newest %d, want %d", got, later.ID)
+	}
+}
+
+// openChat starts the chat's difference and answers at once: with
+// DifferenceDelay the session shows the chat as its database knew it
+// (getChat, getChatHistory from the end) until the difference is in, and
+// then announces the newer last message (updateChatLastMessage).
+func TestOpenChatFetchesTheDifferenceLater(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 23, DifferenceDelay: 300 * time.Millisecond})
+	_, path := startServer(t, w.World)
+	dir := filepath.Join(w.dir, "instance1")
+	first := w.Post(w.channel, 0, tgsim.Post{Text: "first"})
+	c := dialWire(t, path)
+	c.login(1, dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	if got := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat").int("last_message", "id"); got != int64(first.ID) {
+		t.Fatalf("getChat: last message %d, want %d", got, first.ID)
+	}
+	c.ok(1, "close", nil, "ok")
+	c.until("authorizationStateClosed", func(o tdObject) bool {
+		return o.typ() == "updateAuthorizationState" && o.str("authorization_state", "@type") == "authorizationStateClosed"
+	})
+	later := w.Post(w.channel, 0, tgsim.Post{Text: "later"})
+
+	again := dialWire(t, path)
+	again.login(1, dir, "acct1")
+	again.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	again.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
+	if got := again.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat").int("last_message", "id"); got != int64(first.ID) {
+		t.Errorf("right after openChat: last message %d, want the database's %d until the difference is in", got, first.ID)
+	}
+	again.until("updateChatLastMessage", func(o tdObject) bool {
+		return o.typ() == "updateChatLastMessage" && o.int("chat_id") == int64(w.channel) && o.int("last_message", "id") == int64(later.ID)
+	})
+	if got := again.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat").int("last_message", "id"); got != int64(later.ID) {
+		t.Errorf("after the difference: last message %d, want %d", got, later.ID)
 	}
 }

@@ -349,10 +349,29 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 		}
 		c.opened[id] = true
 		if ch := c.w.chats[id]; ch != nil {
-			c.relearnChat(ch)
-			c.catchUpLast(ch)
+			c.fetchDifference(ch)
 		}
 		return nil
+	})
+}
+
+// fetchDifference is TDLib's channel difference when the session opens
+// ch (MessagesManager::open_dialog sends get_channel_difference and
+// returns): the session learns what changed in ch, at once or, with
+// DifferenceDelay, that much later. w.mu is held.
+func (c *Client) fetchDifference(ch *chat) {
+	if c.w.cfg.DifferenceDelay <= 0 {
+		c.relearnChat(ch)
+		c.catchUpLast(ch)
+		return
+	}
+	c.wg.Add(1)
+	time.AfterFunc(c.w.cfg.DifferenceDelay, func() {
+		defer c.wg.Done()
+		c.w.mu.Lock()
+		defer c.w.mu.Unlock()
+		c.relearnChat(ch)
+		c.catchUpLast(ch)
 	})
 }
 

@@ -86,6 +86,12 @@ type Config struct {
 	// directory a local message store that answers the requests TDLib
 	// answers locally (localview.go).
 	ServerView bool
+	// DifferenceDelay is how long TDLib's channel difference takes after
+	// openChat: until then the session's database shows the chat as it
+	// last knew it (getChat's last message, getChatHistory from the end),
+	// and only then learns the newer messages and announces them. Zero
+	// learns them within the openChat request.
+	DifferenceDelay time.Duration
 	// AccountNow, when set, is each account's own clock for the send log
 	// (SendRecord.At): accounts paced on virtual clocks of their own are
 	// then seen at their own times. Nil uses Now.

@@ -1,0 +1,85 @@
+package tg
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// DefaultViewSettle is how long after opening a channel a session's view
+// of it is taken as current (Views).
+const DefaultViewSettle = 2 * time.Second
+
+// Views brings one session's view of chats up to date before their
+// history is read from the end. TDLib answers getChat's last message and
+// getChatHistory from the end out of the session's own database, and it
+// hides a channel's messages newer than the last one it learned through
+// updates (MessagesManager::add_message_to_dialog ignores a "too new
+// message not from update"): a session that did not follow a chat while
+// another session (another instance, another account) posted there
+// reads the chat as it last knew it. Opening the chat makes TDLib fetch
+// its difference (MessagesManager::open_dialog, get_channel_difference),
+// asynchronously and with no answer of its own, and then follow the chat
+// through updates while the session lasts. So a chat is opened once per
+// session, and a read waits until settle has passed since it was opened:
+// the difference's round trip. One slower than that (a FLOOD_WAIT on the
+// difference itself) leaves the read as stale as it was without Views.
+type Views struct {
+	open   func(ctx context.Context, chat ChatID) error
+	settle time.Duration
+	mu     sync.Mutex
+	opened map[ChatID]time.Time
+}
+
+// NewViews returns the views of the session that open opens chats in;
+// settle zero means DefaultViewSettle.
+func NewViews(open func(ctx context.Context, chat ChatID) error, settle time.Duration) *Views {
+	if settle <= 0 {
+		settle = DefaultViewSettle
+	}
+	return &Views{open: open, settle: settle, opened: make(map[ChatID]time.Time)}
+}
+
+// Open opens chat unless this session opened it already, and returns when
+// it was opened. A failed open is returned and tried again by the next
+// call.
+func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
+	v.mu.Lock()
+	at, ok := v.opened[chat]
+	v.mu.Unlock()
+	if ok {
+		return at, nil
+	}
+	if err := v.open(ctx, chat); err != nil {
+		return time.Time{}, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if at, ok = v.opened[chat]; !ok {
+		at = time.Now()
+		v.opened[chat] = at
+	}
+	return at, nil
+}
+
+// Current opens chat (Open) and returns once settle has passed since it
+// was opened (at once for a chat opened long ago), or when ctx ends.
+// Chats opened together are waited for together.
+func (v *Views) Current(ctx context.Context, chat ChatID) error {
+	at, err := v.Open(ctx, chat)
+	if err != nil {
+		return err
+	}
+	wait := time.Until(at.Add(v.settle))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
