@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,10 +40,15 @@ type accountRun struct {
 	backlog  *backlogGauges
 	rewind   *rewindWatch
 	follow   *upgradeFollower
+	shared   *sharedWatch
 	ctx      context.Context
 	cancel   context.CancelFunc
 	sources  int
-	account  Account // with named sources resolved
+	account  Account // with named sources resolved; only those it reads
+	// listed are the sources the configuration gives the account (named
+	// ones resolved, upgrades followed), those another account reads
+	// included.
+	listed   []tg.ChatID
 	routes   *route.Table
 	haltOnce sync.Once
 	// loggedOut is set when the session reports a remote logout: Health
@@ -57,7 +63,8 @@ type accountRun struct {
 func (r *accountRun) halt(graceful bool) {
 	r.haltOnce.Do(func() {
 		if graceful {
-			r.follow.Stop() // it adds sources to catch-up and rescan
+			r.shared.Stop() // it adds sources to catch-up and rescan
+			r.follow.Stop()
 			r.catch.Stop()
 			r.resc.Stop()
 			r.retry.Stop()
@@ -80,6 +87,7 @@ func (r *accountRun) halt(graceful bool) {
 		r.cancel()
 		_ = r.client.Close()
 		r.pool.Stop()
+		r.shared.Stop()
 		r.follow.Stop()
 		r.catch.Stop()
 		r.resc.Stop()
@@ -99,7 +107,7 @@ func (r *accountRun) halt(graceful bool) {
 func (r *accountRun) startLoops(fatal chan<- error) error {
 	// The backfill first: it records new routes before ingest delivers
 	// anything under them, so its walk ends where routing at ingest starts.
-	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.rewind, r.deliver, r.backlog, r.follow} {
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.rewind, r.deliver, r.backlog, r.follow, r.shared} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}
@@ -161,6 +169,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	lst := r.lst
 	follow := newUpgradeFollower(d, r)
 	r.follow = follow
+	r.shared = &sharedWatch{d: d, r: r}
 	r.sess = tg.NewSession(r.paced, func(u tg.Update) {
 		switch u := u.(type) {
 		case tg.SendSucceeded:
@@ -228,13 +237,19 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		return fail(err)
 	}
 	upgraded := map[tg.ChatID]tg.ChatID{}
+	owned := map[tg.ChatID]bool{}
 	for _, s := range known {
+		owned[s.ChatID] = true
 		if s.UpgradedTo != 0 {
 			upgraded[s.ChatID] = s.UpgradedTo
 			log.Info("source was upgraded to a supergroup; following it", "source", s.ChatID, "supergroup", s.UpgradedTo)
 		}
 	}
 	a.Sources = followStoredUpgrades(a.Sources, upgraded)
+	r.listed = a.Sources
+	// A chat another account reads (registerSources) is not this
+	// account's to open, watch, catch up or rescan.
+	a.Sources = slices.DeleteFunc(slices.Clone(a.Sources), func(c tg.ChatID) bool { return !owned[c] })
 	r.sources = len(a.Sources)
 	r.account = a
 	if err := d.store.MarkAccountDirty(ctx, a.Name, listener.ReasonStart); err != nil {
@@ -248,7 +263,9 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		r.lst.Watch(s)
 	}
 	// Updates for channels and supergroups arrive only for opened chats.
-	for _, chat := range a.Sources {
+	// A chat another account reads is opened too: the session's database
+	// then keeps up with it, ready for the day this account takes it over.
+	for _, chat := range r.listed {
 		if _, err := r.views.Open(ctx, chat); err != nil {
 			log.Warn("open chat failed; the source relies on catch-up", "source", chat, "err", err)
 			r.lst.MarkDirty(chat, "open_failed")

@@ -170,8 +170,11 @@ type Daemon struct {
 	// backlogEvery (backlogInterval; shorter in tests).
 	backlogM     *backlogMetrics
 	backlogEvery time.Duration
-	backlog      backlogShared
-	fatal        chan error
+	// sharedEvery is how often an account looks at the chats it lists
+	// that another account reads (sharedInterval; shorter in tests).
+	sharedEvery time.Duration
+	backlog     backlogShared
+	fatal       chan error
 	// authM and auth track each account's login state (auth.go).
 	authM *authMetrics
 	auth  authState
@@ -227,6 +230,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 	d.spread = newSpreader(d)
 	d.backlogM.alert.Set(cfg.DrainAlert.Seconds())
 	d.backlogEvery = backlogInterval
+	d.sharedEvery = sharedInterval
 	return d
 }
 
@@ -305,7 +309,7 @@ func (d *Daemon) checkRoutes(ctx context.Context) error {
 	watched := map[tg.ChatID]bool{}
 	kinds := map[tg.ChatID]tg.ChatKind{}
 	for _, r := range runs {
-		for _, c := range r.account.Sources {
+		for _, c := range r.listed {
 			watched[c] = true
 		}
 		srcs, err := d.store.Sources(ctx, r.name)

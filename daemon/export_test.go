@@ -45,3 +45,7 @@ func SetBacklogInterval(d *Daemon, every time.Duration) { d.backlogEvery = every
 func DestPause(d *Daemon, from string, dest tg.ChatID) time.Duration {
 	return d.spread.pause(from, dest)
 }
+
+// SetSharedInterval makes d's accounts look every every at the chats they
+// list that another account reads (set before Prepare).
+func SetSharedInterval(d *Daemon, every time.Duration) { d.sharedEvery = every }

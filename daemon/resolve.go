@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -159,17 +160,41 @@ func historyStart(ctx context.Context, r *accountRun, chat tg.ChatID, h History)
 // registerSources records sources the store does not know yet, with their
 // kind, title and where each catches up from (histories). Known
 // sources cost no call: a restart must stay cheap.
+//
+// A chat listed as a source of several accounts is read by one, the one
+// recorded for it: each catch-up, rescan and watermark is that account's,
+// and its session is the one whose database the watermark describes. It
+// stays with that account while it can still be read there (keepsSource);
+// otherwise the account starting takes it over.
 func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History) error {
-	known := map[tg.ChatID]bool{}
-	srcs, err := d.store.Sources(ctx, a.Name)
+	recorded := map[tg.ChatID]store.Source{}
+	srcs, err := d.store.Sources(ctx, "")
 	if err != nil {
 		return err
 	}
 	for _, s := range srcs {
-		known[s.ChatID] = true
+		recorded[s.ChatID] = s
 	}
 	for _, chat := range a.Sources {
-		if known[chat] {
+		if s, ok := recorded[chat]; ok {
+			if s.Account == a.Name {
+				continue
+			}
+			keep, why, err := d.keepsSource(ctx, s)
+			if err != nil {
+				return err
+			}
+			if keep {
+				r.log.Debug("source read by another account", "source", chat, "account_reading_it", s.Account)
+				continue
+			}
+			moved, err := d.store.TakeSource(ctx, chat, s.Account, a.Name)
+			if err != nil {
+				return err
+			}
+			if moved {
+				r.log.Info("source taken over from another account", "source", chat, "from", s.Account, "because", why)
+			}
 			continue
 		}
 		src := store.Source{ChatID: chat, Account: a.Name, Kind: tg.KindChannel}
@@ -197,4 +222,73 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 		}
 	}
 	return nil
+}
+
+// keepsSource reports whether source s stays with the account recorded
+// for it, and if not why: that account must still list the chat, run
+// (hold its lease, in this instance or another) and not have lost access
+// to it. Taken from a running account that can read it, the chat would
+// change hands at every start, each time read by a session that knows it
+// less well.
+func (d *Daemon) keepsSource(ctx context.Context, s store.Source) (bool, string, error) {
+	if s.Access == store.AccessLost {
+		return false, "it lost access to the chat", nil
+	}
+	listed, err := d.lists(ctx, s.Account, s.ChatID)
+	if err != nil || !listed {
+		return false, "it does not list the chat", err
+	}
+	auths, err := d.store.AccountAuths(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	if slices.ContainsFunc(auths, func(x store.AccountAuth) bool { return x.Account == s.Account && !x.LoggedIn }) {
+		return false, "it is not logged in", nil
+	}
+	l, err := d.store.Lease(ctx, s.Account)
+	if err != nil {
+		return false, "", err
+	}
+	if l.Now.Sub(l.Until) > sourceOwnerAway { // lapsed or released that long ago, or never taken
+		return false, "no instance has run it for a while", nil
+	}
+	return true, "", nil
+}
+
+// sourceOwnerAway is how long the account recorded for a shared source may
+// go unrun (its lease released or lapsed, nobody taking it) before another
+// account listing the chat takes it over at its start. A restart takes
+// far less: a daemon starting its accounts one after the other must not
+// hand the chat to the first of them only because the one recorded has
+// not started yet.
+const sourceOwnerAway = 10 * time.Minute
+
+// lists reports whether the configuration makes chat a source of account:
+// by id, by a name resolved to it before, or as the supergroup a basic
+// group it lists was upgraded to.
+func (d *Daemon) lists(ctx context.Context, account string, chat tg.ChatID) (bool, error) {
+	i := slices.IndexFunc(d.cfg.Accounts, func(a Account) bool { return a.Name == account })
+	if i < 0 {
+		return false, nil
+	}
+	a := d.cfg.Accounts[i]
+	listed := slices.Clone(a.Sources)
+	for _, name := range a.Named {
+		id, ok, err := d.store.ResolvedName(ctx, account, strings.ToLower(strings.TrimPrefix(name, "@")))
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			listed = append(listed, id)
+		}
+	}
+	srcs, err := d.store.Sources(ctx, account)
+	if err != nil {
+		return false, err
+	}
+	upgraded := map[tg.ChatID]tg.ChatID{}
+	for _, s := range srcs {
+		upgraded[s.ChatID] = s.UpgradedTo
+	}
+	return slices.Contains(followStoredUpgrades(listed, upgraded), chat), nil
 }

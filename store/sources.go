@@ -64,20 +64,40 @@ func (s *Store) UpsertAccount(ctx context.Context, name string, userID int64, pr
 }
 
 // EnsureSource registers a source, starting at src.Watermark, or updates a
-// known one's account, kind and title without touching its watermark.
+// known one's kind and title without touching its watermark or its
+// account: a chat two accounts list stays with the one recorded first
+// (TakeSource moves it).
 func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO accounts (name) VALUES ($1) ON CONFLICT DO NOTHING`, src.Account); err != nil {
 		return fmt.Errorf("ensure account %s: %w", src.Account, err)
 	}
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO sources (chat_id, account, kind, title, watermark) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (chat_id) DO UPDATE SET account = EXCLUDED.account, kind = EXCLUDED.kind,
+		ON CONFLICT (chat_id) DO UPDATE SET kind = EXCLUDED.kind,
 			title = EXCLUDED.title, updated_at = now()`,
 		int64(src.ChatID), src.Account, string(src.Kind), src.Title, src.Watermark)
 	if err != nil {
 		return fmt.Errorf("ensure source %d: %w", src.ChatID, err)
 	}
 	return nil
+}
+
+// TakeSource moves chat from account from to account to, and reports
+// whether it did (false when chat is not from's any more: another
+// instance moved it first). The watermark and the scan history stay; what
+// described from's reading of the chat goes: its access, last error and
+// circuit, so the new account's catch-up scans it at once. Under a fence
+// (WithFence) it is refused once to's lease moved on.
+func (s *Store) TakeSource(ctx context.Context, chat tg.ChatID, from, to string) (bool, error) {
+	fa, fe := fenceArgs(ctx)
+	tag, err := s.pool.Exec(ctx, `UPDATE sources SET account = $3, access = 'ok', access_reason = '',
+			access_since = NULL, failures = 0, last_error = '', circuit_until = NULL, next_scan_at = now(),
+			updated_at = now(), fence_account = $4, fence_epoch = $5
+		WHERE chat_id = $1 AND account = $2`, int64(chat), from, to, fa, fe)
+	if err != nil {
+		return false, fmt.Errorf("move source %d from %s to %s: %w", chat, from, to, fenced(ctx, err))
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 const sourceColumns = `chat_id, account, kind, title, watermark, dirty, dirty_reason, last_seen,

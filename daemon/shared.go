@@ -1,0 +1,112 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"stashd/internal/service"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// sharedInterval is how often an account looks again at the chats it
+// lists that another account reads (Daemon.sharedEvery; shorter in
+// tests).
+const sharedInterval = time.Minute
+
+// sharedWatch takes over, while the account runs, a chat it lists that
+// another account reads once that account cannot read it any more (its
+// catch-up recorded the access lost), stopped listing it, is logged out
+// or has not run for a while (keepsSource): without it, such a chat would
+// wait for this account's next start to be caught up again. An account
+// with no such chat makes no query.
+type sharedWatch struct {
+	d   *Daemon
+	r   *accountRun
+	run service.Runner
+}
+
+// Start starts the watch's goroutine.
+func (w *sharedWatch) Start(ctx context.Context) error {
+	return w.run.StartFunc(ctx, func(ctx context.Context) {
+		service.Ticks(ctx, w.d.sharedEvery, nil, func(ctx context.Context) {
+			if err := w.check(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, tg.ErrLeaseLost) {
+				w.r.log.Warn("look at the sources other accounts read", "err", err)
+			}
+		})
+	})
+}
+
+// Stop stops the watch and waits for it.
+func (w *sharedWatch) Stop() { w.run.Stop() }
+
+// check takes over every listed chat that its recorded account does not
+// keep.
+func (w *sharedWatch) check(ctx context.Context) error {
+	r := w.r
+	w.d.mu.Lock()
+	var others []tg.ChatID
+	for _, c := range r.listed {
+		if !slices.Contains(r.account.Sources, c) {
+			others = append(others, c)
+		}
+	}
+	w.d.mu.Unlock()
+	var errs []error
+	for _, chat := range others {
+		src, err := w.d.store.GetSource(ctx, chat)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if src.Account != r.name {
+			keep, why, err := w.d.keepsSource(ctx, src)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if keep {
+				continue
+			}
+			moved, err := w.d.store.TakeSource(ctx, chat, src.Account, r.name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !moved {
+				continue // another account took it first
+			}
+			r.log.Info("source taken over from another account", "source", chat, "from", src.Account, "because", why)
+			if src, err = w.d.store.GetSource(ctx, chat); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		w.adopt(ctx, src)
+	}
+	return errors.Join(errs...)
+}
+
+// adopt makes src, now the account's, one of the sources it watches,
+// catches up and rescans. It starts dirty: catch-up reads it from its
+// watermark.
+func (w *sharedWatch) adopt(ctx context.Context, src store.Source) {
+	r := w.r
+	r.lst.Watch(src)
+	w.d.mu.Lock()
+	r.account.Sources = append(slices.Clip(r.account.Sources), src.ChatID)
+	r.sources = len(r.account.Sources)
+	w.d.mu.Unlock()
+	// Opened at start already; opened again, TDLib brings the session's
+	// view of the chat up to date before catch-up reads it.
+	if err := r.paced.OpenChat(ctx, src.ChatID); err != nil {
+		r.log.Warn("open chat failed; the source relies on catch-up", "source", src.ChatID, "err", err)
+		r.lst.MarkDirty(src.ChatID, "open_failed")
+	}
+	r.catch.AddSource(src.ChatID)
+	r.resc.AddSource(src.ChatID)
+}
