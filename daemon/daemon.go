@@ -170,6 +170,9 @@ type Daemon struct {
 	// backlogEvery (backlogInterval; shorter in tests).
 	backlogM     *backlogMetrics
 	backlogEvery time.Duration
+	// noReadRecheck is how long an account found unable to read a source
+	// is passed over for its packages (spread.go).
+	noReadRecheck time.Duration
 	// sharedEvery is how often an account looks at the chats it lists
 	// that another account reads (sharedInterval; shorter in tests).
 	sharedEvery time.Duration
@@ -231,6 +234,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 	d.backlogM.alert.Set(cfg.DrainAlert.Seconds())
 	d.backlogEvery = backlogInterval
 	d.sharedEvery = sharedInterval
+	d.noReadRecheck = noReadRecheck
 	return d
 }
 

@@ -49,3 +49,7 @@ func DestPause(d *Daemon, from string, dest tg.ChatID) time.Duration {
 // SetSharedInterval makes d's accounts look every every at the chats they
 // list that another account reads (set before Prepare).
 func SetSharedInterval(d *Daemon, every time.Duration) { d.sharedEvery = every }
+
+// SetNoReadRecheck makes d pass over an account found unable to read a
+// source for every instead of noReadRecheck (set before Prepare).
+func SetNoReadRecheck(d *Daemon, every time.Duration) { d.noReadRecheck = every }

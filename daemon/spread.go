@@ -25,6 +25,10 @@ type spreader struct {
 	// once per account and chat.
 	seesMu sync.Mutex
 	sees   map[seeKey]bool
+	// unread records when an account was found unable to read a chat
+	// (forget); it is not chosen for that chat's packages for
+	// noReadRecheck after that.
+	unread map[seeKey]time.Time
 }
 
 type seeKey struct {
@@ -33,7 +37,7 @@ type seeKey struct {
 }
 
 func newSpreader(d *Daemon) *spreader {
-	return &spreader{d: d, pending: map[string]int{}, sees: map[seeKey]bool{}}
+	return &spreader{d: d, pending: map[string]int{}, sees: map[seeKey]bool{}, unread: map[seeKey]time.Time{}}
 }
 
 // sameStart is how close two accounts' next starts must be to count as
@@ -142,8 +146,12 @@ func (s *spreader) pause(from string, dest tg.ChatID) time.Duration {
 	return max(wait, 0)
 }
 
-// knows reports whether account r knows chat.
+// knows reports whether account r knows chat, and was not found unable
+// to read it within noReadRecheck.
 func (s *spreader) knows(r *accountRun, chat tg.ChatID) bool {
+	if s.unreadable(r.name, chat) {
+		return false
+	}
 	if ok, cached := s.seen(r, chat); cached {
 		return ok
 	}
@@ -167,14 +175,37 @@ func (s *spreader) seen(r *accountRun, chat tg.ChatID) (ok, cached bool) {
 	return ok, cached
 }
 
-// forget records that r cannot read chat (it was removed from it): knows
-// reports false for it from now on, so that neither pick nor handOver
-// choose it for a package posted there.
+// forget records that account from cannot read chat (it was removed from
+// it): for noReadRecheck, knows reports false for it, so that neither
+// pick nor handOver choose it for a package posted there. stashd does not
+// follow the accounts' memberships through TDLib's updates, and getChat
+// answers locally for a chat the account lost: after that the account is
+// tried again, at the cost of one failed read if it still cannot read the
+// chat, which forgets it once more.
 func (s *spreader) forget(from string, chat tg.ChatID) {
 	s.seesMu.Lock()
-	s.sees[seeKey{from, chat}] = false
+	s.unread[seeKey{from, chat}] = time.Now()
 	s.seesMu.Unlock()
 }
+
+// unreadable reports whether account was found unable to read chat within
+// noReadRecheck; an older finding is dropped.
+func (s *spreader) unreadable(account string, chat tg.ChatID) bool {
+	s.seesMu.Lock()
+	defer s.seesMu.Unlock()
+	k := seeKey{account, chat}
+	at, ok := s.unread[k]
+	if ok && time.Since(at) >= s.d.noReadRecheck {
+		delete(s.unread, k)
+		ok = false
+	}
+	return ok
+}
+
+// noReadRecheck is how long an account found unable to read a source is
+// passed over for that source's packages (Daemon.noReadRecheck; shorter
+// in tests).
+const noReadRecheck = 10 * time.Minute
 
 // stranger reports whether knows found that r does not know chat.
 func (s *spreader) stranger(r *accountRun, chat tg.ChatID) bool {
