@@ -245,15 +245,18 @@ func (p *Pool) handle(ctx context.Context, item listener.Item) {
 // the retry loop fetches again by id and handles, unless the message is
 // gone (deleted: nothing to mirror) or this account cannot read its chat
 // any more (the source lost, which catch-up records). A stop records it
-// too: the edit would be forgotten with the queue.
+// too. Any of these settles the re-fetch (Done); one that could not be
+// recorded is released, and the listener's note of the edit brings it
+// back at the next start.
 func (p *Pool) refetchFailed(ctx context.Context, item listener.Item, err error) {
 	msg := item.Message
-	defer p.queue.Release(item)
 	switch {
 	case errors.Is(err, tg.ErrMessageNotFound):
+		p.queue.Done(item)
 		return
 	case cannotRead(err):
 		p.log.Warn("changed message not fetched: the source cannot be read", "source", msg.ChatID, "message", msg.ID.ServerID(), "err", err)
+		p.queue.Done(item)
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -261,9 +264,12 @@ func (p *Pool) refetchFailed(ctx context.Context, item listener.Item, err error)
 	// Only the message's key: the retry loop fetches it whole.
 	stub := tg.Message{ChatID: msg.ChatID, ID: msg.ID}
 	if dlErr := p.proc.DeadLetter(wctx, stub, err); dlErr != nil {
-		p.log.Error("changed message not fetched, and not recorded for a retry; left to the rescan", "source", msg.ChatID,
+		p.log.Error("changed message not fetched, and not recorded for a retry; fetched again at the next start", "source", msg.ChatID,
 			"message", msg.ID.ServerID(), "err", err, "record_err", dlErr)
+		p.queue.Release(item)
+		return
 	}
+	p.queue.Done(item)
 }
 
 // abandonPanicked turns the item a crashed worker held into a dead letter,

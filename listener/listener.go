@@ -20,6 +20,9 @@ type Store interface {
 	UpsertTopic(ctx context.Context, t tg.Topic) error
 	UpdateAccountStatus(ctx context.Context, account string, connected bool, depth, capacity int) error
 	ResumeDeliveries(ctx context.Context, dest tg.ChatID, cause string, now time.Time) (int, error)
+	NoteEdits(ctx context.Context, account string, edits []store.PendingEdit) error
+	ForgetEdits(ctx context.Context, edits []store.PendingEdit) error
+	PendingEdits(ctx context.Context, account string, limit int) ([]store.PendingEdit, error)
 }
 
 // Config configures a Listener.
@@ -46,6 +49,9 @@ type Item struct {
 	// Refetch says the message's content changed and must be fetched by id
 	// before it is handled.
 	Refetch bool
+	// Edit is the order of the note of a refetch's edit (edits.go); zero
+	// when it was not noted.
+	Edit int64
 	// Queued is when the item entered the queue.
 	Queued time.Time
 }
@@ -124,6 +130,13 @@ type Listener struct {
 	// half since; the overflow is logged once per such episode.
 	queueFull bool
 
+	// edits are the changed messages whose re-fetch is not handled yet
+	// (edits.go); editSeq is the last note's order, editsOnDisk that
+	// notes an earlier process left may be waiting in the store.
+	edits       map[tg.MessageKey]*edit
+	editSeq     int64
+	editsOnDisk bool
+
 	// Owned by the writer goroutine: the account status last written.
 	statusAt        time.Time
 	statusConnected bool
@@ -151,6 +164,8 @@ func New(cfg Config, st Store, m *Metrics) *Listener {
 		inflight:  map[tg.MessageKey]struct{}{},
 		pending:   map[tg.ChatID]struct{}{},
 		awaySince: cfg.Now(),
+
+		edits: map[tg.MessageKey]*edit{}, editsOnDisk: true,
 	}
 	if m != nil {
 		m.capacity.WithLabelValues(cfg.Account).Set(float64(cfg.QueueCapacity))
@@ -262,11 +277,7 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 		l.connectionLocked(u.State)
 	case tg.MessageContentChanged:
 		if l.sources[u.Chat] != nil && !l.closed {
-			item := Item{Message: tg.Message{ChatID: u.Chat, ID: u.Message}, Refetch: true, Queued: now}
-			if !l.enqueueLocked(item) {
-				// The rescan re-walks recent documents and will find it.
-				l.overflowLocked(u.Chat, "content change left to the rescan")
-			}
+			l.contentChangedLocked(tg.MessageKey{Chat: u.Chat, Message: u.Message}, now)
 		}
 	case tg.ForumTopicInfo:
 		if l.sources[u.Topic.ChatID] != nil && len(l.topics) < 1024 {
@@ -435,7 +446,8 @@ func (l *Listener) wakeLocked() {
 // Done reports that a worker has finished an item: ingested, recognised as
 // a duplicate, not an archive, or recorded as a dead letter. It must not be
 // called for work that was abandoned (cancelled): that work is found again
-// by catch-up.
+// by catch-up. A re-fetch (Refetch) is done once it is handled, its
+// message found deleted or unreadable, or recorded as a dead letter.
 func (l *Listener) Done(item Item) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -443,6 +455,7 @@ func (l *Listener) Done(item Item) {
 		l.m.depth.WithLabelValues(l.cfg.Account).Set(float64(len(l.queue)))
 	}
 	if item.Refetch {
+		l.editDoneLocked(item, true)
 		return // content changes do not move the watermark
 	}
 	delete(l.inflight, item.Message.Key())
@@ -452,11 +465,14 @@ func (l *Listener) Done(item Item) {
 }
 
 // Release forgets an abandoned item without marking it handled, so a later
-// live event for the same message is accepted again.
+// live event for the same message is accepted again. An abandoned re-fetch
+// keeps its note, fetched again at the next start.
 func (l *Listener) Release(item Item) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !item.Refetch {
+	if item.Refetch {
+		l.editDoneLocked(item, false)
+	} else {
 		delete(l.inflight, item.Message.Key())
 		// Without id continuity nothing else would hold the watermark
 		// below the abandoned message: leave it to catch-up.
@@ -619,6 +635,7 @@ func (l *Listener) flush(ctx context.Context) {
 		}
 	}
 	l.resumeDeliveries(ctx, reopened)
+	l.flushEdits(ctx)
 	if len(failed) > 0 {
 		l.mu.Lock()
 		for _, c := range failed {
