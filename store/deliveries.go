@@ -112,7 +112,7 @@ func (s *Store) MarkSent(ctx context.Context, d Delivery, destMsg tg.MessageID) 
 // the group commit: ds[i] was sent as destMsgs[i]. It returns the message
 // recorded for each.
 func (s *Store) MarkSentAll(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) ([]tg.MessageID, error) {
-	stmts, out := markSentStatements(ctx, ds, destMsgs)
+	stmts, out := s.markSentStatements(ctx, ds, destMsgs)
 	if err := s.Commit(ctx, stmts...); err != nil {
 		return nil, markSentError(ctx, ds, err)
 	}
@@ -124,7 +124,7 @@ func (s *Store) MarkSentAll(ctx context.Context, ds []Delivery, destMsgs []tg.Me
 // (UnlockWith): a delivery's last send is recorded, its queue row cleared
 // and its lock let go in one round trip.
 func (l *Lock) MarkSentAndUnlock(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID, stmts ...Statement) ([]tg.MessageID, error) {
-	marks, out := markSentStatements(ctx, ds, destMsgs)
+	marks, out := l.s.markSentStatements(ctx, ds, destMsgs)
 	if err := l.UnlockWith(ctx, append(marks, stmts...)...); err != nil {
 		return nil, markSentError(ctx, ds, err)
 	}
@@ -138,8 +138,8 @@ func markSentError(ctx context.Context, ds []Delivery, err error) error {
 
 // markSentStatements are MarkSentAll's statements; out holds the message
 // recorded for each once they have run.
-func markSentStatements(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) (stmts []Statement, out []tg.MessageID) {
-	fa, fe := fenceArgs(ctx)
+func (s *Store) markSentStatements(ctx context.Context, ds []Delivery, destMsgs []tg.MessageID) (stmts []Statement, out []tg.MessageID) {
+	fa, fe := s.fenceArgs(ctx)
 	out = make([]tg.MessageID, len(ds))
 	stmts = make([]Statement, len(ds))
 	for i, d := range ds {
@@ -192,7 +192,7 @@ func (s *Store) MarkSentByToken(ctx context.Context, token string, dest tg.ChatI
 // markSentByToken is MarkSentByToken; recovered marks the record as
 // rebuilt from a copy a reconciliation found (recovered_at).
 func (s *Store) markSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string, recovered bool) (bool, error) {
-	fa, fe := fenceArgs(ctx)
+	fa, fe := s.fenceArgs(ctx)
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'sent', dest_message_id = $3, sent_at = now(), error = '',
 			fence_account = $4, fence_epoch = $5, account = coalesce(nullif($6, ''), account),
 			recovered_at = CASE WHEN $7 THEN now() END
@@ -277,7 +277,7 @@ type Intent struct {
 func (s *Store) EnsureIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) ([]Intent, error) {
 	// A unit of the group commit, which shares its round trip and commit
 	// with the other writes of the moment.
-	w := newIntentWrite(ctx, pkg, dest, parts, account, nil)
+	w := s.newIntentWrite(ctx, pkg, dest, parts, account, nil)
 	err := s.Commit(ctx, w.stmt)
 	if err != nil {
 		return nil, fmt.Errorf("write delivery intents: %w", fenced(ctx, err))

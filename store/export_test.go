@@ -73,5 +73,5 @@ func GroupCommitQueued(s *Store) int { return int(s.commits.queued.Load()) }
 // IntentSQL is the statement that writes a delivery's intents, for its
 // plan check.
 func IntentSQL() string {
-	return newIntentWrite(context.Background(), 0, 0, []int{0}, "", nil).stmt.SQL
+	return (*Store)(nil).newIntentWrite(context.Background(), 0, 0, []int{0}, "", nil).stmt.SQL
 }

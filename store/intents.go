@@ -24,8 +24,8 @@ type intentWrite struct {
 //
 // The statement's snapshot does not hold the rows its INSERT writes:
 // those come from RETURNING, the others from the table.
-func newIntentWrite(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string, guard *LockAhead) *intentWrite {
-	fa, fe := fenceArgs(ctx)
+func (s *Store) newIntentWrite(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string, guard *LockAhead) *intentWrite {
+	fa, fe := s.fenceArgs(ctx)
 	idx := make([]int32, len(parts))
 	tokens := make([]string, len(parts))
 	for i, p := range parts {
@@ -100,7 +100,7 @@ type IntentsAhead struct {
 // account (fenced by ctx's fence), written only if the attempt takes the
 // lock. Call it before Statements.
 func (a *LockAhead) WithIntents(ctx context.Context, pkg int64, dest tg.ChatID, parts []int, account string) *IntentsAhead {
-	ia := &IntentsAhead{w: newIntentWrite(ctx, pkg, dest, parts, account, a), parts: parts}
+	ia := &IntentsAhead{w: a.s.newIntentWrite(ctx, pkg, dest, parts, account, a), parts: parts}
 	read := ia.w.stmt.Read
 	ia.w.stmt.Read = func(rows pgx.Rows) error {
 		ia.mu.Lock()

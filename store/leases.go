@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -107,6 +108,7 @@ func (s *Store) AcquireLease(ctx context.Context, account, owner string, ttl tim
 		return Acquired{}, false, fmt.Errorf("acquire lease of %s: %w", account, err)
 	}
 	a.Until, a.TakenAt = *until, *taken
+	s.owners.took(account, a.Epoch, owner)
 	if prevUntil != nil {
 		a.PrevUntil = *prevUntil
 	}
@@ -207,13 +209,51 @@ func WithFence(ctx context.Context, account string, epoch int64, stale func()) c
 }
 
 // fenceArgs returns the fence_account and fence_epoch values of a write
-// under ctx: NULLs when ctx carries no fence.
-func fenceArgs(ctx context.Context) (account *string, epoch *int64) {
+// under ctx: NULLs when ctx carries no fence. When s took the fence's
+// lease at that epoch, fence_account names the owner it took it for too
+// (after the account and U+001F; migration 027): an epoch is unique only
+// while the catalogue never rewinds, and one brought back to an earlier
+// epoch hands the later ones out again, to other owners.
+func (s *Store) fenceArgs(ctx context.Context) (account *string, epoch *int64) {
 	f, ok := ctx.Value(fenceKey{}).(fence)
 	if !ok {
 		return nil, nil
 	}
-	return &f.account, &f.epoch
+	acc := f.account
+	if s != nil {
+		if owner, ok := s.owners.owner(f.account, f.epoch); ok {
+			acc += "\x1f" + owner
+		}
+	}
+	return &acc, &f.epoch
+}
+
+// leaseOwners remembers, per account, the last lease a store took: its
+// epoch and the owner it took it for.
+type leaseOwners struct {
+	mu   sync.Mutex
+	last map[string]leaseTaken
+}
+
+type leaseTaken struct {
+	epoch int64
+	owner string
+}
+
+func (o *leaseOwners) took(account string, epoch int64, owner string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.last == nil {
+		o.last = make(map[string]leaseTaken)
+	}
+	o.last[account] = leaseTaken{epoch: epoch, owner: owner}
+}
+
+func (o *leaseOwners) owner(account string, epoch int64) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.last[account]
+	return t.owner, ok && t.epoch == epoch && t.owner != ""
 }
 
 // fenced maps the fence trigger's refusal to ErrStaleEpoch (keeping the

@@ -413,7 +413,7 @@ func (s *Store) KeptCopy(ctx context.Context, dest tg.ChatID, uniqueID, token st
 // part's delivery, the one readers' links point at. It reports whether the
 // record named newer and now names c.
 func (s *Store) RecordOlderCopy(ctx context.Context, c CopyFound, byFile bool, newer tg.MessageID) (bool, error) {
-	fa, fe := fenceArgs(ctx)
+	fa, fe := s.fenceArgs(ctx)
 	if byFile {
 		// A delivery the send path recorded from the kept copy (a fresh
 		// intent finding it, FoundCopy) moves with it.

@@ -168,7 +168,7 @@ func (s *Store) MarkAccountDirty(ctx context.Context, account, reason string) er
 // last seen id with it. Under a fence (WithFence) it is refused with
 // ErrStaleEpoch once the account's lease moved on.
 func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error {
-	fa, fe := fenceArgs(ctx)
+	fa, fe := s.fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
 		last_seen = GREATEST(last_seen, $2), updated_at = now(), fence_account = $3, fence_epoch = $4
 		WHERE chat_id = $1`, int64(chat), w, fa, fe)
@@ -194,7 +194,7 @@ func (s *Store) UpsertTopic(ctx context.Context, t tg.Topic) error {
 // last seen never move back. Under a fence (WithFence) it is refused once
 // the account's lease moved on.
 func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error {
-	fa, fe := fenceArgs(ctx)
+	fa, fe := s.fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET
 			dirty = $2,
 			dirty_reason = CASE WHEN $2 THEN $3 ELSE '' END,

@@ -35,6 +35,9 @@ type Store struct {
 	server serverWatch
 	// commits is the group committer (groupcommit.go); nil when read-only.
 	commits *committer
+	// owners are the leases this store took, whose owner its fenced
+	// writes name (leases.go).
+	owners leaseOwners
 }
 
 // Config configures Open.
