@@ -75,3 +75,11 @@ func GroupCommitQueued(s *Store) int { return int(s.commits.queued.Load()) }
 func IntentSQL() string {
 	return (*Store)(nil).newIntentWrite(context.Background(), 0, 0, []int{0}, "", nil).stmt.SQL
 }
+
+// SetServerSeen makes s believe its connections so far reached the server
+// id (as before a failover): the next new connection compares with it.
+func SetServerSeen(s *Store, id DatabaseIdentity) {
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	s.server.known, s.server.seen = id, true
+}

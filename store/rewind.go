@@ -67,6 +67,22 @@ type serverWatch struct {
 	known   DatabaseIdentity
 	seen    bool
 	changed bool
+	// left is the server this process ran on before a change that no
+	// CheckIdentity has compared yet (moved): another instance may have
+	// recorded the new server first, and this one has rewound work of its
+	// own to take back.
+	left  DatabaseIdentity
+	moved bool
+}
+
+// takeLeft returns the server this process left for another since the
+// last call, if it did.
+func (w *serverWatch) takeLeft() (DatabaseIdentity, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	left, moved := w.left, w.moved
+	w.moved = false
+	return left, moved
 }
 
 // afterConnect reads a new connection's server identity. It never fails
@@ -82,6 +98,9 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 	case !w.seen:
 		w.known, w.seen = id, true
 	case id != w.known:
+		if !w.moved {
+			w.left, w.moved = w.known, true
+		}
 		w.known, w.changed = id, true
 	}
 	return nil
@@ -104,12 +123,25 @@ func (s *Store) ServerChanged() bool {
 // the reason the catalogue may have rewound ("" when it may not): another
 // system identifier (a restore into another cluster) or another timeline
 // (a promoted standby). The first check of a catalogue records the server
-// and reports nothing.
+// and reports nothing. A process whose connections moved to another server
+// since its last check is told too when another instance recorded that
+// server first: it ran on the old one, and its own work there may have
+// rewound.
 func (s *Store) CheckIdentity(ctx context.Context) (reason string, err error) {
 	now, ok, err := s.ServerIdentity(ctx)
 	if err != nil || !ok {
 		return "", err
 	}
+	left, moved := s.server.takeLeft()
+	defer func() {
+		if err != nil && moved {
+			s.server.mu.Lock()
+			if !s.server.moved {
+				s.server.left, s.server.moved = left, true
+			}
+			s.server.mu.Unlock()
+		}
+	}()
 	var was DatabaseIdentity
 	err = s.pool.QueryRow(ctx, `SELECT system_identifier, timeline FROM database_identity`).Scan(&was.SystemIdentifier, &was.Timeline)
 	switch {
@@ -121,6 +153,8 @@ func (s *Store) CheckIdentity(ctx context.Context) (reason string, err error) {
 			now.SystemIdentifier, was.SystemIdentifier)
 	case was.Timeline != now.Timeline:
 		reason = fmt.Sprintf("database timeline changed (%d, was %d): a standby was promoted", now.Timeline, was.Timeline)
+	case moved && left != now:
+		reason = fmt.Sprintf("database server changed under this process (%s, was %s); another instance recorded it first", now, left)
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)
 		ON CONFLICT (singleton) DO UPDATE SET system_identifier = $1, timeline = $2, checked_at = now()`,

@@ -81,3 +81,46 @@ func TestFenceRefusesAnEpochReusedAfterARewind(t *testing.T) {
 		t.Errorf("host:2's renewal: %v, want ErrLeaseLost", err)
 	}
 }
+
+// A failover under two running instances: the first to check the
+// promoted server's identity records it, and the second, which ran on
+// the old server too and has rewound watermarks and deliveries of its own
+// to take back, must still be told that its catalogue may have rewound.
+func TestEveryInstanceLearnsOfAFailover(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	a, b := openOn(t, url), openOn(t, url)
+	ctx := t.Context()
+	now, ok, err := a.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	old := store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1}
+	// Both ran on the old primary, whose identity the catalogue recorded.
+	if _, err := a.Pool().Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)`,
+		old.SystemIdentifier, old.Timeline); err != nil {
+		t.Fatal(err)
+	}
+	store.SetServerSeen(a, old)
+	store.SetServerSeen(b, old)
+	// The standby is promoted: new connections reach it.
+	for _, st := range []*store.Store{a, b} {
+		st.ResetConnections()
+		if err := st.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !st.ServerChanged() {
+			t.Fatal("a connection to another timeline was not noticed")
+		}
+	}
+	if reason, err := a.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("first instance: %q, %v; want a rewind named", reason, err)
+	}
+	if reason, err := b.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Errorf("second instance, after the first recorded the promoted server: %q, %v; want a rewind named", reason, err)
+	}
+	// Told once: a later check of the same server names nothing.
+	if reason, err := b.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Errorf("second instance's next check: %q, %v; want nothing", reason, err)
+	}
+}
