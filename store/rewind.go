@@ -73,7 +73,21 @@ type serverWatch struct {
 	// own to take back.
 	left  DatabaseIdentity
 	moved bool
+	// writes: the store writes (not read-only), so a change of server
+	// moves the package ids past those the old one may have given out.
+	writes bool
 }
+
+// idGap is how far package ids move on when a connection reaches another
+// server: a promoted standby lacks the packages the old primary catalogued
+// in its last moments, and its sequence would give their ids out again,
+// while instances still hold them (a due delivery read before the
+// failover) and would take the new package for the old one.
+const idGap = 1 << 20
+
+// skipIDsSQL moves the package ids idGap past the sequence's position.
+const skipIDsSQL = `SELECT setval(pg_get_serial_sequence('packages', 'id'),
+	nextval(pg_get_serial_sequence('packages', 'id')) + $1)`
 
 // takeLeft returns the server this process left for another since the
 // last call, if it did.
@@ -102,6 +116,13 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 			w.left, w.moved = w.known, true
 		}
 		w.known, w.changed = id, true
+		if w.writes {
+			// Under the lock: a connection opened meanwhile waits, and
+			// writes no package before the ids moved on. A server that
+			// refuses (read-only) keeps its ids; new connections to it
+			// are dropped before any write anyway.
+			_, _ = conn.Exec(ctx, skipIDsSQL, idGap)
+		}
 	}
 	return nil
 }

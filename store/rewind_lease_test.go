@@ -124,3 +124,32 @@ func TestEveryInstanceLearnsOfAFailover(t *testing.T) {
 		t.Errorf("second instance's next check: %q, %v; want nothing", reason, err)
 	}
 }
+
+// A standby promoted under a running instance has not seen the last
+// packages the old primary catalogued, and its sequence hands their ids out
+// again. The instance may still hold those ids (a due delivery read before
+// the failover): a new package must not take one of them.
+func TestPackageIDsAreNotReusedAfterAFailover(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	now, ok, err := st.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	onePartPackage(t, st, "kept", 1, 1<<20)
+	lost := onePartPackage(t, st, "lost", 2, 2<<20)
+	// The standby lacks the last package and the sequence's step past it.
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM packages WHERE id = $1`, lost); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `SELECT setval('packages_id_seq', $1)`, lost-1); err != nil {
+		t.Fatal(err)
+	}
+	store.SetServerSeen(st, store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1})
+	st.ResetConnections()
+	fresh := onePartPackage(t, st, "new", 3, 3<<20)
+	if fresh <= lost {
+		t.Errorf("a package catalogued after the failover took id %d; the old primary gave out ids up to %d", fresh, lost)
+	}
+}

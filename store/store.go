@@ -96,6 +96,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pcfg.ConnConfig.Tracer = cfg.Tracer
 	}
 	st := &Store{id: newStoreID(), lockTTL: lockTTL(cfg.LockTTL)}
+	st.server.writes = !cfg.ReadOnly
 	pcfg.AfterConnect = st.server.afterConnect
 	if pcfg.ConnConfig.ValidateConnect != nil && !cfg.ReadOnly {
 		// target_session_attrs=read-write: a server that turned read-only
