@@ -74,8 +74,10 @@ type serverWatch struct {
 	left  DatabaseIdentity
 	moved bool
 	// writes: the store writes (not read-only), so a change of server
-	// moves the package ids past those the old one may have given out.
-	writes bool
+	// moves the package ids past those the old one may have given out;
+	// skip: that move is still to be made (it failed on the connection
+	// that noticed the change, and the next one tries again).
+	writes, skip bool
 }
 
 // idGap is how far package ids move on when a connection reaches another
@@ -116,13 +118,15 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 			w.left, w.moved = w.known, true
 		}
 		w.known, w.changed = id, true
-		if w.writes {
-			// Under the lock: a connection opened meanwhile waits, and
-			// writes no package before the ids moved on. A server that
-			// refuses (read-only) keeps its ids; new connections to it
-			// are dropped before any write anyway.
-			_, _ = conn.Exec(ctx, skipIDsSQL, idGap)
-		}
+		w.skip = w.writes
+	}
+	if w.skip {
+		// Under the lock: a connection opened meanwhile waits, and
+		// writes no package before the ids moved on. A server that
+		// refuses (read-only) keeps its ids until a connection to one
+		// that takes writes moves them.
+		_, err := conn.Exec(ctx, skipIDsSQL, idGap)
+		w.skip = err != nil
 	}
 	return nil
 }
