@@ -211,7 +211,7 @@ func WithFence(ctx context.Context, account string, epoch int64, stale func()) c
 // fenceArgs returns the fence_account and fence_epoch values of a write
 // under ctx: NULLs when ctx carries no fence. When s took the fence's
 // lease at that epoch, fence_account names the owner it took it for too
-// (after the account and U+001F; migration 027): an epoch is unique only
+// (after the account and U+001F; migration 028): an epoch is unique only
 // while the catalogue never rewinds, and one brought back to an earlier
 // epoch hands the later ones out again, to other owners.
 func (s *Store) fenceArgs(ctx context.Context) (account *string, epoch *int64) {

@@ -89,7 +89,7 @@ func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 // circuit, so the new account's catch-up scans it at once. Under a fence
 // (WithFence) it is refused once to's lease moved on.
 func (s *Store) TakeSource(ctx context.Context, chat tg.ChatID, from, to string) (bool, error) {
-	fa, fe := fenceArgs(ctx)
+	fa, fe := s.fenceArgs(ctx)
 	tag, err := s.pool.Exec(ctx, `UPDATE sources SET account = $3, access = 'ok', access_reason = '',
 			access_since = NULL, failures = 0, last_error = '', circuit_until = NULL, next_scan_at = now(),
 			updated_at = now(), fence_account = $4, fence_epoch = $5
