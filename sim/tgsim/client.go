@@ -386,7 +386,7 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 			return c.view(m), nil
 		}
 		m := ch.find(id)
-		if m == nil {
+		if m == nil || len(c.hideTooNew(ch, []*message{m})) == 0 {
 			return tg.Message{}, errMessageNotFound()
 		}
 		c.remember(m)

@@ -148,17 +148,70 @@ func (c *Client) historyEnd(ch *chat) tg.MessageID {
 	return c.lastMessage(ch)
 }
 
+// hideTooNew drops from msgs, read from the server, the messages of ch
+// newer than the last one the session's database learned through
+// updates, and starts the chat's difference when it dropped any: TDLib
+// ignores a channel's message received not through an update when it is
+// newer than the dialog's last_new_message_id, and schedules
+// get_channel_difference instead (MessagesManager::add_message_to_dialog,
+// "too new message not from update"; the history and search answers drop
+// them the same way). Basic groups and private chats have no such check,
+// nor does a chat whose last message the session never learned. The
+// order of msgs is kept. w.mu is held.
+func (c *Client) hideTooNew(ch *chat, msgs []*message) []*message {
+	if c.db == nil || c.closed || (ch.kind != tg.KindChannel && ch.kind != tg.KindSupergroup && ch.kind != tg.KindForum) {
+		return msgs
+	}
+	last, ok := c.db.last[ch.id]
+	if !ok {
+		return msgs
+	}
+	kept := msgs[:0:0]
+	for _, m := range msgs {
+		if m.id <= last {
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) < len(msgs) {
+		c.fetchDifference(ch)
+	}
+	return kept
+}
+
 // catchUpLast is TDLib's channel difference when the session opens ch: a
-// last message newer than the database's is learned and announced. A chat
+// last message newer than the database's is learned and announced, and
+// the messages after the database's last come as updateNewMessage
+// (MessagesManager::on_get_channel_difference adds them as from an
+// update) unless they are more than a channel gap. A chat
 // the account cannot read teaches nothing (open_dialog returns at once
 // without read access). w.mu is held.
 func (c *Client) catchUpLast(ch *chat) {
 	if c.db == nil || c.closed {
 		return
 	}
-	if last, ok := c.db.last[ch.id]; ok && last < ch.lastID() && !ch.private && !ch.lostAccess && !ch.lastUnknown && !c.removedFrom(ch) {
-		c.announceLast(ch, ch.lastID())
+	last, ok := c.db.last[ch.id]
+	if !ok || last >= ch.lastID() || ch.private || ch.lostAccess || c.removedFrom(ch) {
+		return
 	}
+	// The difference's new messages come as updateNewMessage, unless
+	// there are more than a channel gap's worth: TDLib is then told the
+	// difference is too long and learns the last message alone.
+	var missed []*message
+	for i := len(ch.msgs) - 1; i >= 0 && ch.msgs[i].id > last; i-- {
+		missed = append(missed, ch.msgs[i])
+	}
+	if len(missed) <= c.w.cfg.ChannelGap {
+		for i := len(missed) - 1; i >= 0; i-- {
+			c.remember(missed[i])
+			c.enqueue(tg.NewMessage{Message: c.view(missed[i])})
+		}
+	}
+	if ch.lastUnknown {
+		// Learned, though getChat goes on reporting it unknown.
+		c.db.last[ch.id] = ch.lastID()
+		return
+	}
+	c.announceLast(ch, ch.lastID())
 }
 
 // relearn brings the database's copy of m, if it holds one, up to date:

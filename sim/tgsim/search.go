@@ -68,6 +68,9 @@ func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Mess
 			page = page[:1+c.w.rng.IntN(len(page)-1)]
 			end = false
 		}
+		if kept := c.hideTooNew(ch, page); len(kept) < len(page) {
+			page, end = kept, false
+		}
 		c.noteServerSearch(ch, q, page, end)
 		return c.views(page), nil
 	})
@@ -186,6 +189,7 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
 			page = page[:1+c.w.rng.IntN(len(page)-1)]
 		}
+		page = c.hideTooNew(ch, page)
 		c.remember(page...)
 		return c.views(page), nil
 	})
