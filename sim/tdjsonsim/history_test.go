@@ -123,3 +123,38 @@ func TestOpenChatFetchesTheDifferenceLater(t *testing.T) {
 		t.Errorf("after the difference: last message %d, want %d", got, later.ID)
 	}
 }
+
+// A channel's message newer than the last one the session learned through
+// updates is dropped from a server answer (MessagesManager::
+// add_message_to_dialog ignores a "too new message not from update") and
+// the chat's difference is fetched instead, which brings it as
+// updateNewMessage.
+func TestTooNewMessageComesByTheDifference(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 23})
+	_, path := startServer(t, w.World)
+	dir := filepath.Join(w.dir, "instance1")
+	first := w.Post(w.channel, 0, tgsim.Post{Text: "first"})
+	c := dialWire(t, path)
+	c.login(1, dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	if got := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat").int("last_message", "id"); got != int64(first.ID) {
+		t.Fatalf("getChat: last message %d, want %d", got, first.ID)
+	}
+	c.ok(1, "close", nil, "ok")
+	c.until("authorizationStateClosed", func(o tdObject) bool {
+		return o.typ() == "updateAuthorizationState" && o.str("authorization_state", "@type") == "authorizationStateClosed"
+	})
+	later := w.Post(w.channel, 0, tgsim.Post{Text: "later"})
+
+	again := dialWire(t, path)
+	again.login(1, dir, "acct1")
+	again.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	if res := again.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": later.ID}, "error"); res.int("code") != 404 {
+		t.Errorf("getMessage of a message newer than the session's last: %v, want a 404", res)
+	}
+	again.until("updateNewMessage", func(o tdObject) bool {
+		return o.typ() == "updateNewMessage" && o.int("message", "id") == int64(later.ID)
+	})
+	again.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": later.ID}, "message")
+}
