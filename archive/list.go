@@ -275,6 +275,7 @@ func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, n
 	switch format {
 	case FormatZip:
 		err = listZip(w, src)
+		w.zipOverlaps()
 	case FormatRar:
 		err = listRar(w, src)
 	case Format7z:
@@ -314,6 +315,8 @@ type walk struct {
 	// zipFirst is the offset of the lowest local header listed in a
 	// single zip or byte split, -1 before any.
 	zipFirst int64
+	// zipSpans are the local records of the zip entries listed.
+	zipSpans []zipSpan
 	// deadline is when MaxDuration ends on the clock now.
 	deadline time.Time
 	// shown, when set, is shown a compressed tar's bytes as they are read.

@@ -133,15 +133,31 @@ func listTar(w *walk, src *partSet) error {
 // content checksum) is verified: the archive is checked to its end. Only
 // padding is left there as a rule (pixz writes its index), within the time
 // bound like the rest. In a set of parts, the tail is first read block by
-// block for another tar's header (tarOneArchive).
+// block for another tar's header (tarOneArchive). In a single archive, a
+// plain tar's included, another tar's header there is a second archive
+// that tar lists only with --ignore-zeros (cat a.tar b.tar, two gzip
+// members each holding a whole tar): Suspicious, since the listing shows
+// the first archive's entries alone.
 func (w *walk) tarTail(r io.Reader) error {
-	if w.format == FormatTar {
-		return nil
+	br := openDirReader(r)
+	defer closeDirReader(br)
+	for {
+		b, err := br.Peek(512)
+		if len(b) == 512 && tarHeader(b) {
+			w.suspect("another tar follows the archive's end blocks: tar --ignore-zeros lists entries this listing does not")
+			if w.format == FormatTar {
+				return nil
+			}
+			_, err = io.Copy(io.Discard, br)
+		}
+		switch {
+		case errors.Is(err, io.EOF), err == nil && len(b) < 512:
+			return nil
+		case err != nil:
+			return w.tarErr(err, len(w.listing.Entries))
+		}
+		br.Discard(len(b))
 	}
-	if _, err := io.Copy(io.Discard, r); err != nil {
-		return w.tarErr(err, len(w.listing.Entries))
-	}
-	return nil
 }
 
 // tarOneArchive checks, for the parts of a set, that they are one

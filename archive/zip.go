@@ -3,12 +3,14 @@ package archive
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -280,6 +282,7 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 	if !loc.split && (w.zipFirst < 0 || pos < w.zipFirst) {
 		w.zipFirst = pos
 	}
+	w.zipSpans = append(w.zipSpans, zipSpan{start: pos})
 	// One read for the header and a name of the directory's length.
 	w.zipBuf = grow(w.zipBuf, zipLocalLen+len(name))
 	n, _ := src.ReadAt(w.zipBuf, pos)
@@ -292,6 +295,7 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 	if csize > math.MaxInt64/2 || dataStart+int64(csize) > limit {
 		return malformed(w.format, "entry %d (%s): data runs past the central directory", index+1, quoteName(name))
 	}
+	w.zipSpans[len(w.zipSpans)-1].end = dataStart + int64(csize)
 	lname := lh[zipLocalLen:]
 	if lnameLen != len(name) {
 		lname = nil
@@ -305,6 +309,34 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 		}
 	}
 	return w.checkZipCRC(src, hdr, name, index, dataStart, csize, usize)
+}
+
+// zipSpan is the bytes of one entry's local record: its header, name,
+// extra block and data (a data descriptor after it left out).
+type zipSpan struct{ start, end int64 }
+
+// zipOverlaps flags entries whose local records share bytes: one entry's
+// data holding another's header, or several directory entries naming one
+// record. That is the overlapping-files zip bomb, whose entries each agree
+// with their headers and CRC-32s while their sizes add up to far more
+// than the file. The spans are those of the entries listed (at most
+// MaxEntries).
+func (w *walk) zipOverlaps() {
+	s := w.zipSpans
+	if len(s) < 2 {
+		return
+	}
+	slices.SortFunc(s, func(a, b zipSpan) int { return cmp.Compare(a.start, b.start) })
+	n, end := 0, s[0].end
+	for _, x := range s[1:] {
+		if x.start < end {
+			n++
+		}
+		end = max(end, x.end)
+	}
+	if n > 0 {
+		w.suspect(fmt.Sprintf("%d entries overlap the bytes of another entry (an overlapping-files zip bomb)", n))
+	}
 }
 
 // quoteName shows a stored name in an error, escaped and cut.
