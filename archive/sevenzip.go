@@ -77,7 +77,13 @@ func list7z(w *walk, src *partSet) error {
 	}
 	nextOff, nextSize, nextCRC := binary.LittleEndian.Uint64(sh[12:]), binary.LittleEndian.Uint64(sh[20:]), le32(sh[28:])
 	if nextSize == 0 {
-		return nil // 7-Zip writes an empty archive as a bare start header
+		// 7-Zip writes an empty archive as a bare start header, all
+		// zeros, and refuses one whose offset or CRC is not: a 7z with
+		// files whose size field alone was zeroed is no empty archive.
+		if nextOff != 0 || nextCRC != 0 {
+			return malformed(w.format, "start header names no header but an offset %d and a checksum %08x", nextOff, nextCRC)
+		}
+		return w.sz7End(src, sz7SignatureLen)
 	}
 	if nextSize > uint64(w.lim.MaxHeaderBytes) {
 		return &ListError{Format: w.format, Reason: fmt.Sprintf("header larger than limit (%d > %d bytes)", nextSize, w.lim.MaxHeaderBytes), Err: ErrLimit}
@@ -89,8 +95,8 @@ func list7z(w *walk, src *partSet) error {
 	// The header ends the archive: in a set, it lies in the last part, or
 	// the parts after it hold none of the archive (two archives named as
 	// the volumes of one).
-	if end := sz7SignatureLen + int64(nextOff+nextSize); src.Len() > 1 && end <= src.Start(src.Len()-1) {
-		return notOneArchive(w.format, "the archive ends in part %d of %d: the parts after it hold none of it", src.PartAt(end-1)+1, src.Len())
+	if err := w.sz7End(src, sz7SignatureLen+int64(nextOff+nextSize)); err != nil {
+		return err
 	}
 	hdr := make([]byte, nextSize)
 	if _, err := src.ReadAt(hdr, sz7SignatureLen+int64(nextOff)); err != nil {
@@ -121,6 +127,21 @@ func list7z(w *walk, src *partSet) error {
 			return malformed(w.format, "unexpected header id %#x", hdr[0])
 		}
 	}
+}
+
+// sz7End judges the bytes after end, where the archive ends: in a set,
+// parts wholly after it hold none of the archive (two archives named as
+// the volumes of one); bytes after it in its own part are a tail that
+// 7-Zip warns of and a reader from the end (of a zip appended to the 7z)
+// takes for another archive: Suspicious.
+func (w *walk) sz7End(src *partSet, end int64) error {
+	if src.Len() > 1 && end <= src.Start(src.Len()-1) {
+		return notOneArchive(w.format, "the archive ends in part %d of %d: the parts after it hold none of it", src.PartAt(end-1)+1, src.Len())
+	}
+	if tail := src.Size() - end; tail > 0 {
+		w.suspect(fmt.Sprintf("%d bytes after the archive's end", tail))
+	}
+	return nil
 }
 
 // sz7Folder is what the walker needs of one folder (a coder graph).

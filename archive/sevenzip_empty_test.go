@@ -1,0 +1,81 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"strings"
+	"testing"
+
+	"stashd/archive/archivetest"
+)
+
+// sz7StartHeader returns z with its start header's next header offset,
+// size and CRC replaced (its own CRC made to hold).
+func sz7StartHeader(z []byte, off, size uint64, crc uint32) []byte {
+	z = bytes.Clone(z)
+	binary.LittleEndian.PutUint64(z[12:], off)
+	binary.LittleEndian.PutUint64(z[20:], size)
+	binary.LittleEndian.PutUint32(z[28:], crc)
+	binary.LittleEndian.PutUint32(z[8:], crc32.ChecksumIEEE(z[12:32]))
+	return z
+}
+
+// A start header whose next header size is zero names an empty archive
+// only with a zero offset and CRC, as 7-Zip writes one; 7-Zip refuses
+// any other ("Is not archive"). A 7z with files whose size field alone
+// was zeroed is malformed, not an empty archive verified. Bytes after an
+// archive's end (its header; the start header for an empty one) are
+// listed past, and flagged: there 7-Zip warns of a tail, and a reader
+// from the end (a zip appended to the 7z) sees another archive. Only an
+// archive with nothing after its end is clean.
+func TestList7zEmptyAndTail(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	z := archivetest.SevenZip(files)
+	off, size, crc := binary.LittleEndian.Uint64(z[12:]), binary.LittleEndian.Uint64(z[20:]), le32(z[28:])
+	if size == 0 || off == 0 {
+		t.Fatal("archivetest.SevenZip wrote an empty archive")
+	}
+	empty := sz7StartHeader(z[:sz7SignatureLen], 0, 0, 0)
+	if l, err := memList(context.Background(), Format7z, Limits{}, empty); err != nil || len(l.Entries) != 0 || len(l.Suspicious) != 0 {
+		t.Errorf("empty 7z: %+v, %v", l, err)
+	}
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{
+		{"size zeroed", sz7StartHeader(z, off, 0, crc)},
+		{"size zeroed, offset kept, no CRC", sz7StartHeader(z, off, 0, 0)},
+		{"size zeroed, CRC kept", sz7StartHeader(z, 0, 0, crc)},
+	} {
+		l, err := memList(context.Background(), Format7z, Limits{}, tt.data)
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: listed %d entries, err %v; want ErrMalformed", tt.name, len(l.Entries), err)
+		}
+	}
+
+	appended := append(bytes.Clone(z), archivetest.Zip(files)...)
+	for _, tt := range []struct {
+		name    string
+		data    []byte
+		entries int
+	}{
+		{"a zip after a 7z", appended, len(files)},
+		{"an empty 7z's start header before another's data", sz7StartHeader(z, 0, 0, 0), 0},
+	} {
+		l, err := memList(context.Background(), Format7z, Limits{}, tt.data)
+		if err != nil || len(l.Entries) != tt.entries {
+			t.Errorf("%s: %d entries, %v; want %d", tt.name, len(l.Entries), err, tt.entries)
+			continue
+		}
+		if len(l.Suspicious) != 1 || !strings.Contains(l.Suspicious[0], "after the archive's end") {
+			t.Errorf("%s: Suspicious %q, want the tail named", tt.name, l.Suspicious)
+		}
+	}
+	if l, err := memList(context.Background(), Format7z, Limits{}, z); err != nil || len(l.Suspicious) != 0 {
+		t.Errorf("plain 7z: Suspicious %q, %v", l.Suspicious, err)
+	}
+}
