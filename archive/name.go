@@ -142,7 +142,10 @@ func ParseName(fileName string) Name {
 }
 
 // normaliseBase returns the lower-cased base name of fileName with invalid
-// UTF-8 replaced, control characters dropped and surrounding spaces trimmed.
+// UTF-8 replaced, control and zero-width characters dropped, leading
+// spaces trimmed and trailing spaces and dots trimmed (Windows drops
+// them: "x.zip." is saved as x.zip). A name is classified as what it
+// shows: "x.zip" followed by a zero-width space is a zip to whoever reads it.
 func normaliseBase(fileName string) string {
 	if i := strings.LastIndexAny(fileName, `/\`); i >= 0 {
 		fileName = fileName[i+1:]
@@ -156,12 +159,13 @@ func normaliseBase(fileName string) string {
 				continue
 			}
 		}
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || isZeroWidth(r) {
 			continue
 		}
 		b.WriteRune(r)
 	}
-	return strings.ToLower(strings.TrimSpace(b.String()))
+	base := strings.TrimRightFunc(b.String(), func(r rune) bool { return r == '.' || unicode.IsSpace(r) })
+	return strings.ToLower(strings.TrimLeftFunc(base, unicode.IsSpace))
 }
 
 // singleFormat returns the format a base name's extension gives a single

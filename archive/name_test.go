@@ -235,3 +235,33 @@ func TestOrderPartsBoundsMissing(t *testing.T) {
 		t.Errorf("reason %q", got.Reason)
 	}
 }
+
+// A name that shows as an archive's is one: Windows drops trailing dots
+// and spaces ("x.zip." is saved as x.zip), and a zero-width character
+// (after the extension, or inside it) takes no room on screen. Such a
+// file is classified as the archive it shows, so that it is downloaded
+// and its bytes judged rather than passed over as no archive; a name
+// whose visible extension is another stays no archive.
+func TestParseNameInvisibleSuffix(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in     string
+		format Format
+		base   string
+	}{
+		{"x.zip.", FormatZip, "x.zip"},
+		{"x.zip. . ", FormatZip, "x.zip"},
+		{"x.zip\u200b", FormatZip, "x.zip"},
+		{"x.z\u200dip", FormatZip, "x.zip"},
+		{"x.tar.gz\ufeff", FormatTarGz, "x.tar.gz"},
+		{"x.part1.rar\u2060", FormatRar, "x.part1.rar"},
+		{"x.7z\u00ad.", Format7z, "x.7z"},
+		{"x.zip.txt", FormatNone, "x.zip.txt"},
+		{"...", FormatNone, ""},
+	} {
+		n := ParseName(tt.in)
+		if n.Format != tt.format || n.Base != tt.base {
+			t.Errorf("ParseName(%q) = %q, base %q; want %q, base %q", tt.in, n.Format, n.Base, tt.format, tt.base)
+		}
+	}
+}
