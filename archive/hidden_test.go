@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -174,6 +176,75 @@ func TestListTarHiddenAfterItsEnd(t *testing.T) {
 	}{{FormatTar, padded}, {FormatTarGz, gz(padded)}} {
 		if l, err := memList(context.Background(), tt.format, Limits{}, tt.data); err != nil || len(l.Suspicious) != 0 {
 			t.Errorf("%s with padding: Suspicious %q, %v", tt.format, l.Suspicious, err)
+		}
+	}
+}
+
+// zipTool runs Info-ZIP's zip in dir with args, skipping the test
+// without it.
+func zipTool(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("zip"); err != nil {
+		t.Skip("zip command not installed (apt-get install zip)")
+	}
+	cmd := exec.Command("zip", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("zip %v: %v: %s", args, err, out)
+	}
+}
+
+// A zip64 directory entry whose extra field claims an uncompressed size
+// its data cannot hold (a stored entry's is its compressed size; deflate
+// expands at most 1032 times) lies about its size: the entry is listed
+// with the size claimed, and the archive is malformed, as when a CRC-32
+// check finds fewer bytes than claimed. Without the check, a size past
+// the CRC budget went unchecked and the lie was verified.
+func TestZip64ImpossibleSizes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("zip64 entry. "), 2000)
+	if err := os.WriteFile(filepath.Join(dir, "e.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zipTool(t, dir, "-q", "-fz", "-0", "stored.zip", "e.txt")
+	zipTool(t, dir, "-q", "-fz", "-9", "deflated.zip", "e.txt")
+	for _, tt := range []struct {
+		file  string
+		usize uint64
+		ok    bool
+	}{
+		{"stored.zip", uint64(len(data)), true},
+		{"stored.zip", 1 << 40, false},
+		{"stored.zip", uint64(len(data)) + 1, false},
+		{"deflated.zip", uint64(len(data)), true},
+		{"deflated.zip", 1 << 40, false},
+	} {
+		z, err := os.ReadFile(filepath.Join(dir, tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cd := bytes.Index(z, []byte("PK\x01\x02"))
+		if cd < 0 || le32(z[cd+24:]) != 0xffffffff {
+			t.Fatalf("%s: zip -fz wrote no zip64 size in the directory", tt.file)
+		}
+		extra := z[cd+zipCentralLen+int(le16(z[cd+28:])):][:le16(z[cd+30:])]
+		patched := false
+		forEachExtra(extra, func(id uint16, d []byte) {
+			if id == zipExtraZip64 && len(d) >= 8 {
+				binary.LittleEndian.PutUint64(d, tt.usize)
+				patched = true
+			}
+		})
+		if !patched {
+			t.Fatalf("%s: no zip64 extra field in the directory", tt.file)
+		}
+		l, err := memList(context.Background(), FormatZip, Limits{}, z)
+		if len(l.Entries) != 1 || l.Entries[0].Size != int64(tt.usize) {
+			t.Errorf("%s claiming %d bytes: entries %+v", tt.file, tt.usize, l.Entries)
+		}
+		if tt.ok && err != nil || !tt.ok && !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s claiming %d bytes: %v; want ok %v", tt.file, tt.usize, err, tt.ok)
 		}
 	}
 }

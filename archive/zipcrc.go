@@ -23,6 +23,10 @@ const (
 	zipMethodDeflate = 8
 )
 
+// zipMaxDeflateRatio bounds how many times deflate expands its input: a
+// 258-byte match coded in 2 bits at best.
+const zipMaxDeflateRatio = 1032
+
 // zipCRC is the state the CRC checks of one zip listing reuse: a
 // directory of a million entries must not cost allocations per entry.
 type zipCRC struct {
@@ -62,6 +66,14 @@ func (w *walk) checkZipCRC(src *partSet, hdr, name []byte, index uint64, dataSta
 	flags, method := le16(hdr[8:]), le16(hdr[10:])
 	if flags&zipFlagEncrypted != 0 || (method != zipMethodStore && method != zipMethodDeflate) {
 		return nil
+	}
+	// Sizes the data cannot hold are a lie whatever the budget: a stored
+	// entry's data is its content, and deflate expands at most 1032 times.
+	switch {
+	case method == zipMethodStore && usize != csize:
+		return malformed(w.format, "entry %d (%s): stored data of %d bytes, the directory says %d", index+1, quoteName(name), csize, usize)
+	case method == zipMethodDeflate && usize/zipMaxDeflateRatio > csize:
+		return malformed(w.format, "entry %d (%s): %d bytes deflated cannot hold the %d the directory says", index+1, quoteName(name), csize, usize)
 	}
 	if usize > uint64(zipCRCBudget-c.used) || csize > uint64(zipCRCBudget) {
 		c.used = zipCRCBudget // the rest stays unchecked, in order
