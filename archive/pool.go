@@ -46,8 +46,7 @@ func closeGzip(g *gunzip) {
 	gunzips.Put(g)
 }
 
-// dirReaderSize is the buffer a zip's central directory, and what follows a
-// tar's end blocks, are read through.
+// dirReaderSize is the buffer a zip's central directory is read through.
 const dirReaderSize = 64 << 10
 
 var dirReaders sync.Pool // *bufio.Reader of dirReaderSize

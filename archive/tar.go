@@ -139,24 +139,29 @@ func listTar(w *walk, src *partSet) error {
 // members each holding a whole tar): Suspicious, since the listing shows
 // the first archive's entries alone.
 func (w *walk) tarTail(r io.Reader) error {
-	br := openDirReader(r)
-	defer closeDirReader(br)
+	if w.format == FormatTar {
+		// Not one pread per block. A decompressor buffers its own reads.
+		r = bufio.NewReaderSize(r, 64<<10)
+	}
+	blk := make([]byte, 512)
 	for {
-		b, err := br.Peek(512)
-		if len(b) == 512 && tarHeader(b) {
+		k, eof, err := readBlock(r, blk)
+		if err != nil {
+			return w.tarErr(err, len(w.listing.Entries))
+		}
+		if k == 512 && tarHeader(blk) {
 			w.suspect("another tar follows the archive's end blocks: tar --ignore-zeros lists entries this listing does not")
 			if w.format == FormatTar {
 				return nil
 			}
-			_, err = io.Copy(io.Discard, br)
-		}
-		switch {
-		case errors.Is(err, io.EOF), err == nil && len(b) < 512:
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return w.tarErr(err, len(w.listing.Entries))
+			}
 			return nil
-		case err != nil:
-			return w.tarErr(err, len(w.listing.Entries))
 		}
-		br.Discard(len(b))
+		if eof {
+			return nil
+		}
 	}
 }
 
