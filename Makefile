@@ -12,8 +12,9 @@
 #               (mk/chaos.mk; make chaos runs the full one)
 #
 # Both install what they need: Go modules, the PostgreSQL server package when
-# no server binaries are found, the prebuilt TDLib (mk/tdlib.mk) and promtool
-# (mk/promtool.mk) and Chromium for the browser test (mk/browser.mk).
+# no server binaries are found, the archive tools (mk/hostile.mk), the
+# prebuilt TDLib (mk/tdlib.mk) and promtool (mk/promtool.mk) and Chromium
+# for the browser test (mk/browser.mk).
 
 GO ?= go
 DEMO_FLAGS ?= --duration 20s --seed 7
@@ -59,11 +60,13 @@ vet: deps
 	$(UNIT_GO_ENV) $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
-# unit: every package's tests (UNIT_PKGS). Within `make test` the
+# unit: every package's tests (UNIT_PKGS), with the archive tools the
+# archive tests build their inputs with (hostile-tools: zip, 7z, the
+# compressors). Within `make test` the
 # simulator's TDLib-JSON face (sim/tdjsonsim) is left to test-standin,
 # which runs all of its tests too, through the stand-in library.
 UNIT_PKGS ?= ./...
-unit: deps postgres
+unit: deps postgres hostile-tools
 	$(UNIT_GO_ENV) $(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
 
 # Within `make test` go vet and every test (unit, test-tdlib, test-standin,
