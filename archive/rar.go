@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
@@ -76,7 +77,8 @@ type rarVolume struct {
 	index       int    // 0-based position in the set
 	headerBytes *int64 // header bytes read over the whole set
 	buf         []byte
-	stop        bool // listing ended early: encrypted headers or a limit
+	stop        bool  // listing ended early: encrypted headers or a limit
+	end         int64 // where the end block ends, 0 without one
 }
 
 func listRar(w *walk, src *partSet) error {
@@ -101,6 +103,11 @@ func listRar(w *walk, src *partSet) error {
 		}
 		if err != nil || v.stop {
 			return err
+		}
+		if v.end > 0 && v.end < size {
+			// A reader from the end (of a zip appended to the rar) sees
+			// another archive there.
+			w.suspect(fmt.Sprintf("%d bytes after the archive's end in volume %d", size-v.end, i+1))
 		}
 		if !more && i < src.Len()-1 {
 			return notOneArchive(w.format, "volume %d is the last of its archive, but %d parts were given", i+1, src.Len())
@@ -252,6 +259,7 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 			v.stop = true
 			return false, nil
 		case rar5End:
+			v.end = pos + int64(total)
 			return body.vint()&rar5EndNotLast != 0, nil
 		}
 		next := pos + int64(total)
@@ -400,6 +408,7 @@ func (v *rarVolume) list4(pos int64) (more bool, err error) {
 				}
 			}
 		case rar4End:
+			v.end = pos + int64(hsize)
 			return flags&rar4EndNextVol != 0, nil
 		}
 		next := pos + int64(hsize)

@@ -79,3 +79,38 @@ func TestList7zEmptyAndTail(t *testing.T) {
 		t.Errorf("plain 7z: Suspicious %q, %v", l.Suspicious, err)
 	}
 }
+
+// Bytes after a RAR archive's end block (RAR5 and RAR 4.x) are a tail
+// that a reader from the end (of a zip appended to the rar) takes for
+// another archive: listed past and flagged, in a single archive and in
+// the last volume of a set. An archive that ends with its end block, or
+// an old one without an end block, is clean.
+func TestListRarTailAfterEndBlock(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	tail := archivetest.Zip(files)
+	r5, r4 := archivetest.Rar(files), rar4Volumes(files, 1)[0]
+	vols := archivetest.RarVolumes(files, 3)
+	for _, tt := range []struct {
+		name  string
+		parts [][]byte
+		flag  bool
+	}{
+		{"RAR5", [][]byte{r5}, false},
+		{"RAR5 and a zip", [][]byte{append(bytes.Clone(r5), tail...)}, true},
+		{"RAR 4.x", [][]byte{r4}, false},
+		{"RAR 4.x and a zip", [][]byte{append(bytes.Clone(r4), tail...)}, true},
+		{"RAR5 set", vols, false},
+		{"RAR5 set, a zip after its last volume", [][]byte{vols[0], vols[1], append(bytes.Clone(vols[2]), tail...)}, true},
+	} {
+		l, err := memList(context.Background(), FormatRar, Limits{}, tt.parts...)
+		if err != nil || len(l.Entries) != len(files) {
+			t.Errorf("%s: %d entries, %v", tt.name, len(l.Entries), err)
+			continue
+		}
+		flagged := len(l.Suspicious) == 1 && strings.Contains(l.Suspicious[0], "after the archive's end")
+		if flagged != tt.flag || !tt.flag && len(l.Suspicious) != 0 {
+			t.Errorf("%s: Suspicious %q, want the tail flagged: %v", tt.name, l.Suspicious, tt.flag)
+		}
+	}
+}
