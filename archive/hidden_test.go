@@ -248,3 +248,47 @@ func TestZip64ImpossibleSizes(t *testing.T) {
 		}
 	}
 }
+
+// A local header that records another CRC-32, another uncompressed size
+// or another encryption flag than the central directory (sizes in the
+// header, no data descriptor, as Info-ZIP writes a file) is read one way
+// by an extractor that follows the directory and another by one that
+// streams the local headers: the listing flags it, as it does another
+// name or compressed size.
+func TestZipLocalCRCSizeFlagsDisagree(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "e.txt"), bytes.Repeat([]byte("local header. "), 300), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zipTool(t, dir, "-q", "-X", "z.zip", "e.txt")
+	z, err := os.ReadFile(filepath.Join(dir, "z.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if le32(z) != zipLocalSig || le16(z[6:])&zipFlagDescriptor != 0 {
+		t.Fatal("zip wrote no local header with sizes first")
+	}
+	if l, err := memList(context.Background(), FormatZip, Limits{}, z); err != nil || len(l.Suspicious) != 0 {
+		t.Fatalf("the zip as written: Suspicious %q, %v", l.Suspicious, err)
+	}
+	for _, tt := range []struct {
+		name  string
+		patch func(b []byte)
+	}{
+		{"CRC-32", func(b []byte) { b[14] ^= 0xff }},
+		{"uncompressed size", func(b []byte) { binary.LittleEndian.PutUint32(b[22:], le32(b[22:])+1) }},
+		{"encryption flag", func(b []byte) { b[6] |= zipFlagEncrypted }},
+	} {
+		b := bytes.Clone(z)
+		tt.patch(b)
+		l, err := memList(context.Background(), FormatZip, Limits{}, b)
+		if err != nil || len(l.Entries) != 1 {
+			t.Errorf("local %s: %d entries, %v", tt.name, len(l.Entries), err)
+			continue
+		}
+		if len(l.Suspicious) != 1 || !strings.Contains(l.Suspicious[0], "disagrees with the local header") {
+			t.Errorf("local %s: Suspicious %q", tt.name, l.Suspicious)
+		}
+	}
+}

@@ -263,8 +263,9 @@ type zipLocals struct {
 // hdr (its name and extra block given): it must be where the directory
 // says, its data must end before the directory, and its data must have the
 // CRC-32 the directory records (checkZipCRC, within its budget). A local header that
-// disagrees with the directory (another name, another size) is a lie two
-// extractors may read two ways: Suspicious, not fatal.
+// disagrees with the directory (another name, method, size, CRC-32 or
+// encryption flag) is a lie two extractors may read two ways: Suspicious,
+// not fatal.
 func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byte, index uint64) error {
 	usize, csize, offset := zipSizes(hdr, extra)
 	pos, limit := loc.base, loc.dirStart
@@ -300,9 +301,14 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 	if lnameLen != len(name) {
 		lname = nil
 	}
-	lcsize := uint64(le32(lh[18:]))
-	sizeDiffers := le16(lh[6:])&zipFlagDescriptor == 0 && lcsize != math.MaxUint32 && lcsize != csize
-	if !bytes.Equal(lname, name) || sizeDiffers || le16(lh[8:]) != le16(hdr[10:]) {
+	// Sizes and CRC-32 follow the data when a descriptor is flagged; a
+	// zip64 header's sizes are in its extra block.
+	lflags, lcsize, lusize := le16(lh[6:]), uint64(le32(lh[18:])), uint64(le32(lh[22:]))
+	first := lflags&zipFlagDescriptor == 0
+	sizeDiffers := first && (lcsize != math.MaxUint32 && lcsize != csize || lusize != math.MaxUint32 && lusize != usize)
+	crcDiffers := first && le32(lh[14:]) != le32(hdr[16:])
+	encDiffers := (lflags^le16(hdr[8:]))&zipFlagEncrypted != 0
+	if !bytes.Equal(lname, name) || sizeDiffers || crcDiffers || encDiffers || le16(lh[8:]) != le16(hdr[10:]) {
 		w.zipDisagree++
 		if w.zipDisagree == 1 {
 			w.suspect(fmt.Sprintf("the central directory disagrees with the local header of %s", quoteName(name)))
