@@ -1,11 +1,13 @@
 package archive
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"os/exec"
@@ -290,5 +292,42 @@ func TestZipLocalCRCSizeFlagsDisagree(t *testing.T) {
 		if len(l.Suspicious) != 1 || !strings.Contains(l.Suspicious[0], "disagrees with the local header") {
 			t.Errorf("local %s: Suspicious %q", tt.name, l.Suspicious)
 		}
+	}
+}
+
+// A tar's headers are bounded one by one by archive/tar (a PAX record
+// at most 1 MiB), not in sum: a 180 KB tar.zst of 10,000 entries named
+// with 70,000 bytes each kept 680 MB of names (Path and Raw) in its
+// listing. The names kept count against MaxHeaderBytes, as a zip's
+// directory and RAR's headers do: past it the listing stops, Truncated.
+func TestListTarLongNamesBounded(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for i := range 200 {
+		name := fmt.Sprintf("%04d", i) + strings.Repeat("n", 20000)
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Format: tar.FormatPAX}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Close()
+	const bound = 1 << 20
+	l, err := memList(context.Background(), FormatTar, Limits{MaxHeaderBytes: bound}, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, e := range l.Entries {
+		kept += len(e.Path) + len(e.Raw)
+	}
+	if !l.Truncated || kept > bound+20004+4096 {
+		t.Errorf("%d entries with %d bytes of names kept, Truncated %v; want at most about %d, Truncated", len(l.Entries), kept, l.Truncated, bound)
+	}
+	if len(l.Entries) == 0 || !l.Entries[0].Cut || l.Entries[0].Raw == "" {
+		t.Errorf("the first entries are not listed with their names cut: %d entries", len(l.Entries))
+	}
+	// Under the bound every entry is listed.
+	if l, err := memList(context.Background(), FormatTar, Limits{}, buf.Bytes()); err != nil || l.Truncated || len(l.Entries) != 200 {
+		t.Errorf("default limits: %d entries, Truncated %v, %v", len(l.Entries), l.Truncated, err)
 	}
 }

@@ -68,8 +68,10 @@ type Limits struct {
 	// MaxHeaderBytes bounds the archive metadata read: the zip central
 	// directory (a longer one is listed up to the bound and marked
 	// Truncated), a 7z header, packed or unpacked (a larger one is an error),
-	// and the RAR block headers (listing stops at the bound, Truncated).
-	// tar headers need no bound here: archive/tar limits its own.
+	// the RAR block headers (listing stops at the bound, Truncated), and
+	// the names a tar listing keeps (Path and Raw; archive/tar bounds
+	// each header, not their sum: past the bound the listing stops,
+	// Truncated).
 	// 0 means 64 MiB.
 	MaxHeaderBytes int64
 	// MaxPathBytes is the longest Entry.Path kept; longer names are cut on a
@@ -104,7 +106,7 @@ type Listing struct {
 	// Entries are the entries in archive order (directory order for zip and 7z).
 	Entries []Entry
 	// Truncated is true when the archive holds more entries than were listed
-	// because a limit (MaxEntries, or MaxHeaderBytes for zip and RAR) stopped the walk.
+	// because a limit (MaxEntries, or MaxHeaderBytes for zip, RAR and tar) stopped the walk.
 	Truncated bool
 	// Encrypted is true when some entry's data is encrypted, or the whole
 	// header is (then Entries is empty: names cannot be read without the password).
@@ -303,6 +305,8 @@ type walk struct {
 	lim     Limits
 	listing Listing
 	seen    int // entries seen, for cancellation checks
+	// nameBytes is the bytes of the names listed (Path and Raw).
+	nameBytes int64
 	// escapingLinks are the paths of links listed so far whose target is
 	// outside the root (at most one per entry, so bounded like Entries).
 	escapingLinks map[string]bool
@@ -352,6 +356,7 @@ func (w *walk) add(rawName string, size int64, dir bool) *Entry {
 	if len(w.escapingLinks) > 0 && throughLink(e.Path, w.escapingLinks) {
 		e.LinkEscape, e.Unsafe = true, true
 	}
+	w.nameBytes += int64(len(e.Path) + len(e.Raw))
 	w.listing.Entries = append(w.listing.Entries, e)
 	return &w.listing.Entries[len(w.listing.Entries)-1]
 }

@@ -108,7 +108,7 @@ func listTar(w *walk, src *partSet) error {
 		if hdr.Typeflag == tar.TypeXGlobalHeader {
 			continue // PAX defaults for the following entries, not an entry
 		}
-		if w.full() {
+		if w.full() || w.nameBytes > w.lim.MaxHeaderBytes {
 			w.listing.Truncated = true
 			return nil
 		}
