@@ -314,6 +314,7 @@ type walk struct {
 	// the central directory; the first is named in Suspicious.
 	zipDisagree int
 	zipBuf      []byte // a local header and its name, reused
+	zipScan     []byte // what a salvage scan reads through, reused
 	// zipCRC is what checking zip entries' CRC-32s reuses.
 	zipCRC zipCRC
 	// zipFirst is the offset of the lowest local header listed in a

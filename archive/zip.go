@@ -604,14 +604,21 @@ func scanZipLocal(w *walk, src *partSet) error {
 
 // nextZipHeader scans forward from off for the next local header and
 // returns its offset; ok is false when the data runs to the end of the
-// file (or into the central directory). It reads in 64 KiB steps, so a
-// salvage scan costs time in proportion to the file but no memory.
+// file (or into the central directory). It reads in steps growing from
+// 4 KiB to 64 KiB into the walk's buffer: a salvage scan costs time in
+// proportion to the file but no memory, and an entry of a few bytes
+// costs a read of a few KiB.
 func nextZipHeader(w *walk, src *partSet, off int64) (next int64, ok bool, err error) {
-	buf := make([]byte, 64<<10)
+	if cap(w.zipScan) == 0 {
+		w.zipScan = make([]byte, 64<<10)
+	}
+	step := 4 << 10
 	for off < src.Size() {
 		if err := w.ctxErr(); err != nil {
 			return 0, false, err
 		}
+		buf := w.zipScan[:step]
+		step = min(2*step, cap(w.zipScan))
 		n, _ := src.ReadAt(buf, off)
 		if n < 4 {
 			return 0, false, nil
