@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,7 +109,8 @@ func TestZipOverlappingEntriesAreSuspicious(t *testing.T) {
 		if len(l.Entries) != tt.entries {
 			t.Errorf("%s: %d entries listed, want %d", tt.name, len(l.Entries), tt.entries)
 		}
-		if len(l.Suspicious) != 1 || !strings.Contains(l.Suspicious[0], "overlap") {
+		// The 500 entries share a name too, which is flagged on its own.
+		if !slices.ContainsFunc(l.Suspicious, func(s string) bool { return strings.Contains(s, "overlap") }) {
 			t.Errorf("%s: Suspicious %q, want the overlapping entries named", tt.name, l.Suspicious)
 		}
 	}
@@ -360,5 +362,34 @@ func TestZipSalvageScanAllocations(t *testing.T) {
 	}
 	if n > 64<<20 {
 		t.Errorf("listing the cut zip allocated %d MB", n>>20)
+	}
+}
+
+// Two zip entries under one name (the data of each differs) are
+// extracted as either: an extractor that keeps the first and one that
+// keeps the last (or a verifier and an installer) see different files.
+// Both are listed and the archive flagged; a zip of distinct names is
+// not.
+func TestZipDuplicateNamesAreSuspicious(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range []struct{ name, data string }{{"docs/a.txt", "first"}, {"docs/b.txt", "other"}, {"docs/a.txt", "second"}} {
+		w, err := zw.Create(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(f.data))
+	}
+	zw.Close()
+	l, err := memList(context.Background(), FormatZip, Limits{}, buf.Bytes())
+	if err != nil || len(l.Entries) != 3 {
+		t.Fatalf("%d entries, %v", len(l.Entries), err)
+	}
+	if len(l.Suspicious) != 1 || !strings.Contains(l.Suspicious[0], `"docs/a.txt"`) {
+		t.Errorf("Suspicious %q, want the name held twice", l.Suspicious)
+	}
+	if l, err := memList(context.Background(), FormatZip, Limits{}, archivetest.Zip(sampleFiles())); err != nil || len(l.Suspicious) != 0 {
+		t.Errorf("distinct names: Suspicious %q, %v", l.Suspicious, err)
 	}
 }

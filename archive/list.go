@@ -313,8 +313,11 @@ type walk struct {
 	// zipDisagree counts zip entries whose local header disagrees with
 	// the central directory; the first is named in Suspicious.
 	zipDisagree int
-	zipBuf      []byte // a local header and its name, reused
-	zipScan     []byte // what a salvage scan reads through, reused
+	zipBuf      []byte          // a local header and its name, reused
+	zipScan     []byte          // what a salvage scan reads through, reused
+	zipNames    map[string]bool // the zip entries' paths listed so far
+	// zipDuplicate is set once a zip entry's path is listed twice.
+	zipDuplicate bool
 	// zipCRC is what checking zip entries' CRC-32s reuses.
 	zipCRC zipCRC
 	// zipFirst is the offset of the lowest local header listed in a

@@ -396,6 +396,16 @@ func (w *walk) addZipCentral(hdr, name, extra []byte) {
 	}
 	e := w.add(rawName, size, dir)
 	e.CRC, e.HasCRC = le32(hdr[16:]), !dir
+	// Two entries under one name are extracted as either, the first or
+	// the last, as the extractor chooses.
+	if w.zipNames == nil {
+		w.zipNames = map[string]bool{}
+	}
+	if w.zipNames[e.Path] && !w.zipDuplicate {
+		w.zipDuplicate = true // the first one is named
+		w.suspect(fmt.Sprintf("more than one entry named %s", quoteName([]byte(e.Path))))
+	}
+	w.zipNames[e.Path] = true
 	if flags&zipFlagEncrypted != 0 {
 		e.Encrypted, w.listing.Encrypted = true, true
 	}
