@@ -3,9 +3,11 @@ package ingest_test
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/hex"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +194,54 @@ func TestAlbumMemberNamesAreCleaned(t *testing.T) {
 		if files[i].path != want[i].path || files[i].raw != want[i].raw || files[i].unsafe != want[i].unsafe || !slices.Equal(files[i].flags, want[i].flags) {
 			t.Errorf("file %d = %+v, want %+v", i, files[i], want[i])
 		}
+	}
+}
+
+// A document whose name shows an archive's (x.zip followed by a zero-width
+// space, x.tar.gz. with the trailing dot Windows drops) is downloaded and
+// catalogued by its bytes, not recorded as no archive and never mirrored;
+// and what the listing finds the structure hiding (a second tar after the
+// first one's end, in its own gzip member) reaches the catalogue as
+// suspicious, with the package verified and delivered.
+func TestInvisibleSuffixesAndHiddenTarsCatalogued(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	tarOf := func(name string) []byte {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		tw.WriteHeader(&tar.Header{Name: name, Size: 1, Typeflag: tar.TypeReg, Mode: 0o644})
+		tw.Write([]byte{'x'})
+		tw.Close()
+		return buf.Bytes()
+	}
+	for _, post := range []tgsim.Post{
+		{FileName: "shown.zip\u200b", Data: zipOf("f.txt", "shown")},
+		{FileName: "hidden.tar.gz.", Data: append(gz(tarOf("shown.txt")), gz(tarOf("hidden.txt"))...)},
+	} {
+		m := e.view(c, e.world.Post(e.src["a"], 0, post))
+		mustHandle(t, p, m, store.OutcomePackage)
+	}
+	pkg, files := packageFiles(t, e, "shown.zip\u200b")
+	if pkg.Format != "zip" || len(files) != 1 || files[0].path != "f.txt" {
+		t.Errorf("zip with a zero-width suffix = %+v, files %+v", pkg, files)
+	}
+	pkg, files = packageFiles(t, e, "hidden.tar.gz.")
+	v, err := e.st.GetVerification(e.ctx, pkg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pkg.Format != "tar.gz" || len(files) != 1 || !v.Verified || len(v.Suspicious) != 1 || !strings.Contains(v.Suspicious[0], "another tar") {
+		t.Errorf("two tars in two gzip members = %+v, files %+v, verification %+v", pkg, files, v)
+	}
+	if n := len(e.delivered()); n != 2 {
+		t.Errorf("delivered %d documents, want 2", n)
 	}
 }
