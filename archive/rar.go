@@ -255,6 +255,11 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 			}
 		case rar5Encryption:
 			// Every following header is encrypted: names need the password.
+			// At least one follows, a 16-byte IV and a header padded to
+			// 16 bytes, or the archive was cut after this one.
+			if next := pos + int64(total); v.size-next < 32 {
+				return false, v.truncated(next)
+			}
 			v.w.listing.Encrypted, v.w.listing.HeadersEncrypted = true, true
 			v.stop = true
 			return false, nil

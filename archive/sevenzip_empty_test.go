@@ -114,3 +114,25 @@ func TestListRarTailAfterEndBlock(t *testing.T) {
 		}
 	}
 }
+
+// A RAR5 archive whose headers are encrypted holds after its encryption
+// header at least one encrypted header: a 16-byte IV and a header padded
+// to 16 bytes. One cut right after its encryption header (or with less
+// than that left) was listed as a whole encrypted archive; it is cut
+// short. One with its encrypted headers is still listed as encrypted.
+func TestListRarEncryptedHeadersCutShort(t *testing.T) {
+	t.Parallel()
+	b := archivetest.RarEncryptedHeaders(7)
+	for _, cut := range []int{256, 240, 225} {
+		l, err := memList(context.Background(), FormatRar, Limits{}, b[:len(b)-cut])
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%d bytes after the encryption header: %+v, %v; want ErrMalformed", 256-cut, l, err)
+		}
+	}
+	for _, cut := range []int{224, 0} {
+		l, err := memList(context.Background(), FormatRar, Limits{}, b[:len(b)-cut])
+		if err != nil || !l.HeadersEncrypted {
+			t.Errorf("%d bytes after the encryption header: %+v, %v; want encrypted headers", 256-cut, l, err)
+		}
+	}
+}
