@@ -393,3 +393,21 @@ func TestZipDuplicateNamesAreSuspicious(t *testing.T) {
 		t.Errorf("distinct names: Suspicious %q, %v", l.Suspicious, err)
 	}
 }
+
+// A plain tar followed by something else than zeros after its end
+// blocks (a zip appended: unzip lists the zip, tar the tar) is listed as
+// the tar and flagged; the zeros of its record padding are not.
+func TestListTarBytesAfterItsEnd(t *testing.T) {
+	t.Parallel()
+	one := archivetest.Tar(tailOne)
+	l, err := memList(context.Background(), FormatTar, Limits{}, append(bytes.Clone(one), archivetest.Zip(tailTwo)...))
+	if err != nil || len(l.Entries) != 1 {
+		t.Fatalf("%d entries, %v", len(l.Entries), err)
+	}
+	if len(l.Suspicious) != 1 || !strings.Contains(l.Suspicious[0], "after the archive's end") {
+		t.Errorf("a zip after a tar: Suspicious %q", l.Suspicious)
+	}
+	if l, err := memList(context.Background(), FormatTar, Limits{}, append(bytes.Clone(one), make([]byte, 10240)...)); err != nil || len(l.Suspicious) != 0 {
+		t.Errorf("a tar and zeros: Suspicious %q, %v", l.Suspicious, err)
+	}
+}

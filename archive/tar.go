@@ -137,7 +137,8 @@ func listTar(w *walk, src *partSet) error {
 // plain tar's included, another tar's header there is a second archive
 // that tar lists only with --ignore-zeros (cat a.tar b.tar, two gzip
 // members each holding a whole tar): Suspicious, since the listing shows
-// the first archive's entries alone.
+// the first archive's entries alone; so is anything but zeros after a
+// plain tar's end.
 func (w *walk) tarTail(r io.Reader) error {
 	if w.format == FormatTar {
 		// Not one pread per block. A decompressor buffers its own reads.
@@ -157,6 +158,12 @@ func (w *walk) tarTail(r io.Reader) error {
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return w.tarErr(err, len(w.listing.Entries))
 			}
+			return nil
+		}
+		if w.format == FormatTar && slices.ContainsFunc(blk[:k], func(c byte) bool { return c != 0 }) {
+			// Only zeros pad a plain tar's last record: anything else there
+			// (a zip appended, which unzip lists) the tar hides.
+			w.suspect("bytes that are not zeros after the archive's end blocks")
 			return nil
 		}
 		if eof {
