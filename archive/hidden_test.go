@@ -411,3 +411,33 @@ func TestListTarBytesAfterItsEnd(t *testing.T) {
 		t.Errorf("a tar and zeros: Suspicious %q, %v", l.Suspicious, err)
 	}
 }
+
+// Bytes before a zip's first entry that are no executable stub (junk, or
+// an archive of a format no magic names: a reader from the front sees
+// them, unzip skips them) are
+// flagged; a self-extractor's stub and the marker of a split zip that
+// needed one part are not, and neither is a plain zip.
+func TestZipBytesBeforeItsFirstEntry(t *testing.T) {
+	t.Parallel()
+	z := archivetest.Zip(tailTwo)
+	for _, tt := range []struct {
+		name string
+		data []byte
+		flag bool
+	}{
+		{"plain", z, false},
+		{"junk before it", append(bytes.Repeat([]byte("junk"), 100), z...), true},
+		{"an executable stub", append(append([]byte("MZ"), make([]byte, 4000)...), z...), false},
+		{"the one-part split marker", append([]byte("PK00"), z...), false},
+	} {
+		l, err := memList(context.Background(), FormatZip, Limits{}, tt.data)
+		if err != nil || len(l.Entries) != len(tailTwo) {
+			t.Errorf("%s: %d entries, %v", tt.name, len(l.Entries), err)
+			continue
+		}
+		flagged := len(l.Suspicious) == 1 && strings.Contains(l.Suspicious[0], "before the archive's first entry")
+		if flagged != tt.flag || !tt.flag && len(l.Suspicious) != 0 {
+			t.Errorf("%s: Suspicious %q, want flagged %v", tt.name, l.Suspicious, tt.flag)
+		}
+	}
+}

@@ -278,6 +278,7 @@ func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, n
 	case FormatZip:
 		err = listZip(w, src)
 		w.zipOverlaps()
+		w.zipPrefix(src)
 	case FormatRar:
 		err = listRar(w, src)
 	case Format7z:

@@ -3,14 +3,12 @@ package archive
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -315,34 +313,6 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 		}
 	}
 	return w.checkZipCRC(src, hdr, name, index, dataStart, csize, usize)
-}
-
-// zipSpan is the bytes of one entry's local record: its header, name,
-// extra block and data (a data descriptor after it left out).
-type zipSpan struct{ start, end int64 }
-
-// zipOverlaps flags entries whose local records share bytes: one entry's
-// data holding another's header, or several directory entries naming one
-// record. That is the overlapping-files zip bomb, whose entries each agree
-// with their headers and CRC-32s while their sizes add up to far more
-// than the file. The spans are those of the entries listed (at most
-// MaxEntries).
-func (w *walk) zipOverlaps() {
-	s := w.zipSpans
-	if len(s) < 2 {
-		return
-	}
-	slices.SortFunc(s, func(a, b zipSpan) int { return cmp.Compare(a.start, b.start) })
-	n, end := 0, s[0].end
-	for _, x := range s[1:] {
-		if x.start < end {
-			n++
-		}
-		end = max(end, x.end)
-	}
-	if n > 0 {
-		w.suspect(fmt.Sprintf("%d entries overlap the bytes of another entry (an overlapping-files zip bomb)", n))
-	}
 }
 
 // quoteName shows a stored name in an error, escaped and cut.
