@@ -251,6 +251,34 @@ def zip_data_past_directory(z):
     return bytes(b)
 
 
+def zip_overlapping(inner_name, inner_data, outer_name):
+    """A stored entry whose data is another entry's local record: both are
+    listed from the directory, their bytes overlap (the overlapping-files
+    zip bomb's trick)."""
+    def local(name, data):
+        return struct.pack("<IHHHHHIIIHH", 0x04034B50, 10, 0, 0, 0, 0x21, binascii.crc32(data),
+                           len(data), len(data), len(name), 0) + name + data
+
+    def central(name, data, offset):
+        return struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 10, 10, 0, 0, 0, 0x21, binascii.crc32(data),
+                           len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
+
+    inner = local(inner_name, inner_data)
+    body = local(outer_name, inner)
+    cd = central(outer_name, inner, 0) + central(inner_name, inner_data, 30 + len(outer_name))
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 2, 2, len(cd), len(body), 0)
+    return body + cd + end
+
+
+def sevenzip_no_header(z):
+    """The start header's next header size zeroed, its offset and CRC kept:
+    7-Zip refuses it ("Is not archive")."""
+    b = bytearray(z[:32])
+    struct.pack_into("<Q", b, 20, 0)
+    struct.pack_into("<I", b, 8, binascii.crc32(bytes(b[12:32])))
+    return bytes(b) + z[32:]
+
+
 def exe_stub():
     return b"MZ\x90\x00" + b"\x00" * 60 + b"This program cannot be run in DOS mode.\r\n" * 200
 
@@ -383,6 +411,23 @@ def build(c, work):
     tgz = bytearray(tar_of(b, n, "gz"))
     tgz[-8] ^= 0xFF
     c.write("bad-crc.tar.gz", bytes(tgz), expect="dead_letter", reason="tar.gz")
+
+    # What the structure hides, listed and flagged; and a start header that
+    # names no header with files behind it.
+    b, n = content(50)
+    b2, n2 = content(51)
+    c.write("two-tars.tar.gz", tar_of(b, n, "gz") + tar_of(b2, n2, "gz"), expect="delivered", format="tar.gz", flags=["suspicious"])
+    c.write("overlap.zip", zip_overlapping(b"inner.txt", b"stashd hostile corpus overlap\n" * 20, b"outer.bin"),
+            expect="delivered", format="zip", flags=["suspicious"])
+    b, n = content(53)
+    b2, n2 = content(54)
+    c.write("zip-behind.7z", sevenzip_of(b, n) + zip_of(b2, n2), expect="delivered", format="7z", flags=["suspicious"])
+    b, n = content(55)
+    c.write("no-header.7z", sevenzip_no_header(sevenzip_of(b, n)), expect="dead_letter", reason="names no header")
+    # A name that shows an archive's behind a zero-width space: downloaded
+    # and judged by its bytes.
+    b, n = content(56)
+    c.write("shown.zip\u2060", zip_of(b, n), expect="delivered", format="zip", flags=["name:zero-width"])
 
     # Repacks: the same entries (path, size, CRC) in other bytes.
     b, n = content(40)
