@@ -108,6 +108,11 @@ func listZip(w *walk, src *partSet) error {
 		size, cut = avail, true
 	}
 	byteLimited := size > uint64(w.lim.MaxHeaderBytes)
+	// Room for the entries the directory's bytes can hold, not the count
+	// its end record claims.
+	hint := int(min(end.entries, uint64(w.lim.MaxEntries), size/zipCentralLen))
+	w.zipSpans = make([]zipSpan, 0, hint)
+	w.zipNames = make(map[string]bool, hint)
 	readLen := int64(min(size, uint64(w.lim.MaxHeaderBytes)))
 	br := openDirReader(io.NewSectionReader(src, start, readLen))
 	defer closeDirReader(br)
