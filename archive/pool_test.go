@@ -94,8 +94,10 @@ func TestListTarGzReusesItsInflater(t *testing.T) {
 		}
 	}
 	list()
+	// The race detector makes sync.Pool drop a quarter of what is put
+	// back, so the least of many listings is the one that found it.
 	least := uint64(1 << 62)
-	for range 3 {
+	for range 20 {
 		least = min(least, bytesAllocated(list))
 	}
 	if least >= 32<<10 {
