@@ -124,6 +124,9 @@ func (w *rewindWatch) startCheck(ctx context.Context) {
 		if w.catalogueCurrent(ctx, dest) {
 			continue
 		}
+		if ctx.Err() != nil {
+			return // stopped while waiting for the destination's difference
+		}
 		lost, err := w.newestCopies(ctx, dest)
 		if err != nil {
 			w.log.Warn("check a destination's newest copies against the catalogue", "destination", dest, "err", err)
