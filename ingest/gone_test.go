@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"stashd/sim/tgsim"
 	"stashd/tg"
@@ -27,7 +28,8 @@ func TestSourceGoneTellsLostAccessFromDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lost []tg.ChatID
-	p := &Pipeline{tg: sess, cfg: Config{AccessLost: func(chat tg.ChatID) { lost = append(lost, chat) }}}
+	p := &Pipeline{tg: sess, cfg: Config{AccessLost: func(chat tg.ChatID) { lost = append(lost, chat) },
+		Views: tg.NewViews(sess.OpenChat, time.Millisecond)}}
 
 	gm, err := sess.GetMessage(ctx, src, gone.ID)
 	if err != nil {

@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +62,40 @@ func TestReconcileFindsAnotherInstancesCopyLagging(t *testing.T) {
 	}
 	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
 		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
+	}
+}
+
+// A set's parts recorded by one instance are loaded by id (getMessage) by
+// another whose session did not follow the source while they were posted:
+// TDLib answers 404 for a channel message newer than the last one the
+// session learned through updates, and fetches the chat's difference
+// meanwhile. The part is asked again once that can have come, not taken
+// for deleted (which would dead-letter the set for good).
+func TestSetPartsNewerThanTheSessionsViewLoadLagging(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: 200 * time.Millisecond}, "a")
+	e.world.Post(e.src["a"], 0, tgsim.Post{Text: "before the set"})
+	// The second instance looked at the source before the set was posted.
+	_, before := e.pipelineIn("a", "instance-2")
+	if _, err := before.GetChat(e.ctx, e.src["a"]); err != nil {
+		t.Fatal(err)
+	}
+	_ = before.Close()
+
+	p1, c1 := e.pipelineIn("a", "instance-1")
+	whole := archivetest.SevenZip([]archivetest.File{{Name: "lag/part.bin", Data: []byte(strings.Repeat("l", 5000))}})
+	for i, part := range archivetest.Split(whole, 3) {
+		m := e.view(c1, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("lag.7z.%03d", i+1), Data: part}))
+		mustHandle(t, p1, m, store.OutcomePartPending)
+	}
+	_ = c1.Close()
+
+	p2, _ := e.pipelineIn("a", "instance-2")
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p2.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	if n := len(e.delivered()); n != 3 {
+		t.Errorf("delivered %d parts, want 3", n)
 	}
 }

@@ -83,3 +83,16 @@ func (v *Views) Current(ctx context.Context, chat ChatID) error {
 		return ctx.Err()
 	}
 }
+
+// Wait returns once settle has passed, or when ctx ends: the time TDLib
+// takes to fetch a chat's difference that a request just started.
+func (v *Views) Wait(ctx context.Context) error {
+	t := time.NewTimer(v.settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
