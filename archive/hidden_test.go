@@ -415,8 +415,10 @@ func TestListTarBytesAfterItsEnd(t *testing.T) {
 // Bytes before a zip's first entry that are no executable stub (junk, or
 // an archive of a format no magic names: a reader from the front sees
 // them, unzip skips them) are
-// flagged; a self-extractor's stub and the marker of a split zip that
-// needed one part are not, and neither is a plain zip.
+// flagged; a self-extractor's stub (Windows, ELF as unzipsfx writes,
+// Mach-O, a script's #! line as python -m zipapp and executable jars
+// write) and the marker of a split zip that needed one part are not, and
+// neither is a plain zip.
 func TestZipBytesBeforeItsFirstEntry(t *testing.T) {
 	t.Parallel()
 	z := archivetest.Zip(tailTwo)
@@ -429,6 +431,9 @@ func TestZipBytesBeforeItsFirstEntry(t *testing.T) {
 		{"junk before it", append(bytes.Repeat([]byte("junk"), 100), z...), true},
 		{"an executable stub", append(append([]byte("MZ"), make([]byte, 4000)...), z...), false},
 		{"the one-part split marker", append([]byte("PK00"), z...), false},
+		{"an ELF stub (unzipsfx)", append(append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 4000)...), z...), false},
+		{"a Mach-O stub", append(append([]byte{0xcf, 0xfa, 0xed, 0xfe}, make([]byte, 4000)...), z...), false},
+		{"a zipapp's #! line", append([]byte("#!/usr/bin/env python3\n"), z...), false},
 	} {
 		l, err := memList(context.Background(), FormatZip, Limits{}, tt.data)
 		if err != nil || len(l.Entries) != len(tailTwo) {

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -42,11 +43,35 @@ func (w *walk) zipOverlaps() {
 // split zip's marker: a reader from the front sees another file there.
 // A listing cut by MaxEntries may not have met the first header.
 func (w *walk) zipPrefix(src *partSet) {
-	if w.zipFirst <= 0 || w.listing.SFX || w.listing.Truncated {
+	if w.zipFirst <= 0 || w.listing.SFX || w.listing.Truncated || executableStub(src) {
 		return
 	}
 	if w.zipFirst == 4 && (zipSigAt(src, 0, zipSpanSig) || zipSigAt(src, 0, zipSpanTempSig)) {
 		return
 	}
 	w.suspect(fmt.Sprintf("%d bytes before the archive's first entry", w.zipFirst))
+}
+
+// executableStubs are the starts of the executables a zip follows as a
+// program's stub: ELF (unzipsfx on Unix), Mach-O (thin, both byte orders,
+// and fat), and a script's #! line (python -m zipapp, executable jars).
+// A Windows stub ("MZ") is Listing.SFX.
+var executableStubs = [][]byte{
+	[]byte("\x7fELF"),
+	{0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf},
+	{0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe},
+	{0xca, 0xfe, 0xba, 0xbe},
+	[]byte("#!"),
+}
+
+// executableStub reports whether src starts with an executable's magic.
+func executableStub(src *partSet) bool {
+	var head [4]byte
+	n, _ := src.ReadAt(head[:], 0)
+	for _, m := range executableStubs {
+		if bytes.HasPrefix(head[:n], m) {
+			return true
+		}
+	}
+	return false
 }
