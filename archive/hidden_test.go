@@ -394,6 +394,41 @@ func TestZipDuplicateNamesAreSuspicious(t *testing.T) {
 	}
 }
 
+// Names are told apart by their stored bytes, not by what the catalogue
+// keeps of them: two names in a DOS code page (a zip Windows made of
+// Фото.jpg and Дата.jpg, in CP866 without the UTF-8 flag) clean to the same
+// replacement characters, and two long names cut at MaxPathBytes to the
+// same start, yet an extractor writes two files.
+func TestZipDistinctNamesCleanedAlikeAreNotDuplicates(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		what  string
+		names []string
+		lim   Limits
+	}{
+		{"CP866 names", []string{"\x94\xae\xe2\xae.jpg", "\x84\xa0\xe2\xa0.jpg"}, Limits{}},
+		{"names cut alike", []string{"docs/long-a.txt", "docs/long-b.txt"}, Limits{MaxPathBytes: 8}},
+	} {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for _, name := range tt.names {
+			w, err := zw.CreateHeader(&zip.FileHeader{Name: name, NonUTF8: true, Method: zip.Store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write([]byte(name))
+		}
+		zw.Close()
+		l, err := memList(context.Background(), FormatZip, tt.lim, buf.Bytes())
+		if err != nil || len(l.Entries) != 2 || l.Entries[0].Path != l.Entries[1].Path {
+			t.Fatalf("%s: %+v, %v", tt.what, l.Entries, err)
+		}
+		if len(l.Suspicious) != 0 {
+			t.Errorf("%s: Suspicious %q", tt.what, l.Suspicious)
+		}
+	}
+}
+
 // A plain tar followed by something else than zeros after its end
 // blocks (a zip appended: unzip lists the zip, tar the tar) is listed as
 // the tar and flagged; the zeros of its record padding are not.

@@ -3,6 +3,7 @@ package archive
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -372,15 +373,18 @@ func (w *walk) addZipCentral(hdr, name, extra []byte) {
 	e := w.add(rawName, size, dir)
 	e.CRC, e.HasCRC = le32(hdr[16:]), !dir
 	// Two entries under one name are extracted as either, the first or
-	// the last, as the extractor chooses.
+	// the last, as the extractor chooses. Names are told apart by their
+	// stored bytes (Raw, kept whole, when the Path is cleaned or cut: two
+	// names in a DOS code page clean alike, yet are two files).
+	key := cmp.Or(e.Raw, e.Path)
 	if w.zipNames == nil {
 		w.zipNames = map[string]bool{}
 	}
-	if w.zipNames[e.Path] && !w.zipDuplicate {
+	if w.zipNames[key] && !w.zipDuplicate {
 		w.zipDuplicate = true // the first one is named
-		w.suspect(fmt.Sprintf("more than one entry named %s", quoteName([]byte(e.Path))))
+		w.suspect(fmt.Sprintf("more than one entry named %s", quoteName([]byte(key))))
 	}
-	w.zipNames[e.Path] = true
+	w.zipNames[key] = true
 	if flags&zipFlagEncrypted != 0 {
 		e.Encrypted, w.listing.Encrypted = true, true
 	}
