@@ -91,7 +91,7 @@ func (s *Store) AcquireLease(ctx context.Context, account, owner string, ttl tim
 	}
 	var a Acquired
 	var prevUntil, until, taken *time.Time
-	err := s.leases().QueryRow(ctx, `UPDATE accounts a SET lease_owner = $2, lease_until = now() + $3::interval,
+	err := s.leases().QueryRow(ctx, `UPDATE accounts a SET lease_owner = $2, lease_last_owner = $2, lease_until = now() + $3::interval,
 			lease_epoch = a.lease_epoch + 1, lease_taken_at = now()
 		FROM (SELECT name, lease_owner, lease_until FROM accounts WHERE name = $1 FOR UPDATE) p
 		WHERE a.name = p.name AND (p.lease_owner IS NULL OR p.lease_until IS NULL OR p.lease_until < now()

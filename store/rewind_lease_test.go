@@ -153,3 +153,55 @@ func TestPackageIDsAreNotReusedAfterAFailover(t *testing.T) {
 		t.Errorf("a package catalogued after the failover took id %d; the old primary gave out ids up to %d", fresh, lost)
 	}
 }
+
+// The owner that took an epoch handed out again after a rewind may release
+// it (a clean stop) while the instance that held that epoch before the
+// rewind has not yet learnt it lost the lease: the released row names no
+// owner, and its epoch must still refuse the other owner's writes, while
+// the releasing owner's last writes and an ownerless fence (the CLI) pass.
+func TestFenceRefusesAReusedEpochOnceReleased(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	a, b := openOn(t, url), openOn(t, url)
+	ctx := t.Context()
+	chat := tg.ChatID(-100)
+	if err := a.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
+		t.Fatal(err)
+	}
+	first, ok, err := a.AcquireLease(ctx, "acc", "host:1", time.Minute, "")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := a.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	second, ok, err := b.AcquireLease(ctx, "acc", "host:2", time.Minute, "")
+	if err != nil || !ok || second.Epoch != first.Epoch+1 {
+		t.Fatal(second, ok, err)
+	}
+	staleB := store.WithFence(ctx, "acc", second.Epoch, nil)
+	// The rewind brings the row back to host:1's epoch, lapsed; host:1
+	// takes the next epoch, host:2's, and stops cleanly.
+	if _, err := a.Pool().Exec(ctx, `UPDATE accounts SET lease_owner = 'host:1', lease_epoch = $1,
+		lease_until = now() - interval '1 second'`, first.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	again, ok, err := a.AcquireLease(ctx, "acc", "host:1", time.Minute, "")
+	if err != nil || !ok || again.Epoch != second.Epoch {
+		t.Fatal(again, ok, err)
+	}
+	if err := a.ReleaseLease(ctx, "acc", "host:1", again.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AdvanceWatermark(staleB, chat, 50); !errors.Is(err, store.ErrStaleEpoch) {
+		t.Errorf("host:2's watermark at epoch %d, released by host:1 which took it after the rewind: %v, want ErrStaleEpoch",
+			second.Epoch, err)
+	}
+	if err := a.AdvanceWatermark(store.WithFence(ctx, "acc", again.Epoch, nil), chat, 20); err != nil {
+		t.Errorf("host:1's last write after its release: %v", err)
+	}
+	cli := openOn(t, url)
+	if err := cli.AdvanceWatermark(store.WithFence(ctx, "acc", again.Epoch, nil), chat, 30); err != nil {
+		t.Errorf("an ownerless fence at the current epoch: %v", err)
+	}
+}
