@@ -185,6 +185,10 @@ func judgeFile(e tgsim.Expectation, s postedState, dests int, setDead string, pk
 			wrong("not flagged %s", flag)
 		}
 	}
+	// A valid archive flagged suspicious is as wrong as a lie let through.
+	if e.Expect == tgsim.ExpectDelivered && len(s.suspicious) > 0 && !slices.Contains(e.Flags, "suspicious") {
+		wrong("flagged suspicious: %q", s.suspicious)
+	}
 	return why
 }
 

@@ -39,6 +39,7 @@ func TestJudgeFile(t *testing.T) {
 		{"flags", tgsim.Expectation{Expect: "delivered", Flags: []string{"name:bidi", "entry:unsafe", "suspicious"}},
 			postedState{delivered: 2, nameFlags: []string{"bidi"}, entryUnsafe: true, suspicious: []string{"x"}}, "", ""},
 		{"flag missing", tgsim.Expectation{Expect: "delivered", Flags: []string{"name:zero-width"}}, postedState{delivered: 2, nameFlags: []string{"bidi"}}, "", "not flagged name:zero-width"},
+		{"flagged suspicious unexpectedly", tgsim.Expectation{Expect: "delivered"}, postedState{pkg: 1, delivered: 2, suspicious: []string{"23 bytes before the archive's first entry"}}, "", "flagged suspicious"},
 	}
 	for _, c := range cases {
 		why := strings.Join(judgeFile(c.e, c.s, 2, c.set, pkgOf, group), "; ")
