@@ -205,3 +205,65 @@ func TestFenceRefusesAReusedEpochOnceReleased(t *testing.T) {
 		t.Errorf("an ownerless fence at the current epoch: %v", err)
 	}
 }
+
+// The first connection to a promoted server may not be able to move the
+// package ids (the server still read-only as it is promoted): the next
+// connection, once it takes writes, moves them before a package is written.
+func TestPackageIDsMoveOnceTheNewServerTakesWrites(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	st := openOn(t, url)
+	ctx := t.Context()
+	now, ok, err := st.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	onePartPackage(t, st, "kept", 1, 1<<20)
+	lost := onePartPackage(t, st, "lost", 2, 2<<20)
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM packages WHERE id = $1`, lost); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `SELECT setval('packages_id_seq', $1)`, lost-1); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := func(on bool) {
+		t.Helper()
+		sql := `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$`
+		if !on {
+			sql = `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET default_transaction_read_only', current_database()); END $$`
+		}
+		c, err := st.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+		if _, err := c.Exec(ctx, `SET default_transaction_read_only = off`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readOnly(true)
+	store.SetServerSeen(st, store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1})
+	st.ResetConnections()
+	if err := st.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !st.ServerChanged() {
+		t.Fatal("a connection to another timeline was not noticed")
+	}
+	var seq int64
+	if err := st.Pool().QueryRow(ctx, `SELECT last_value FROM packages_id_seq`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	if seq >= lost {
+		t.Fatalf("a read-only server's sequence moved to %d", seq)
+	}
+	readOnly(false)
+	st.ResetConnections()
+	fresh := onePartPackage(t, st, "new", 3, 3<<20)
+	if fresh <= lost {
+		t.Errorf("a package catalogued once the new server took writes took id %d; the old primary gave out ids up to %d", fresh, lost)
+	}
+}
