@@ -83,3 +83,7 @@ func SetServerSeen(s *Store, id DatabaseIdentity) {
 	defer s.server.mu.Unlock()
 	s.server.known, s.server.seen = id, true
 }
+
+// SkipIDsSQL is the statement that moves package ids on after a change of
+// server.
+const SkipIDsSQL = skipIDsSQL

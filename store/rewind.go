@@ -87,9 +87,13 @@ type serverWatch struct {
 // failover) and would take the new package for the old one.
 const idGap = 1 << 20
 
-// skipIDsSQL moves the package ids idGap past the sequence's position.
+// skipIDsSQL moves the package ids idGap past the sequence's position,
+// under a transaction-scoped advisory lock taken first: two instances
+// moving at once after a failover move one after the other, so the later
+// never sets the sequence back below ids the earlier gave out since.
 const skipIDsSQL = `SELECT setval(pg_get_serial_sequence('packages', 'id'),
-	nextval(pg_get_serial_sequence('packages', 'id')) + $1)`
+	nextval(pg_get_serial_sequence('packages', 'id')) + $1)
+	FROM (SELECT pg_advisory_xact_lock(hashtext('stashd: package ids move on'))) AS moving`
 
 // takeLeft returns the server this process left for another since the
 // last call, if it did.

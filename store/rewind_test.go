@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"stashd/store"
 	"stashd/tg"
@@ -227,5 +229,33 @@ func TestRecordOlderCopyMovesADeliveryRecordedFromTheKeptCopy(t *testing.T) {
 	}
 	if d, _, err := st.DeliveryByToken(ctx, ins[0].Token, dest); err != nil || d.DestMessageID != older {
 		t.Errorf("delivery recorded from the kept copy: %+v, %v; want moved to the older copy %v", d, err, older)
+	}
+}
+
+// Two instances that reach a promoted server at once both move the package
+// ids on: one after the other, so the later never sets the sequence back
+// below ids the earlier gave out since.
+func TestPackageIDMovesTakeTurns(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	other, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if _, err := other.Exec(ctx, `BEGIN; SELECT pg_advisory_xact_lock(hashtext('stashd: package ids move on'))`); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := st.Pool().Exec(wait, store.SkipIDsSQL, 1); err == nil {
+		t.Fatal("the ids moved while another move was under way")
+	}
+	if _, err := other.Exec(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, store.SkipIDsSQL, 1); err != nil {
+		t.Fatalf("move after the other's: %v", err)
 	}
 }
