@@ -36,13 +36,16 @@ var errReplacedAtSource = errors.New("replaced at source by another document")
 // does not follow (another account's source), may hold the message as it
 // was before an edit: when the answer carries another document, the chat
 // is opened (TDLib then fetches its difference, edits included) and the
-// message read once more before the part is taken as replaced.
+// message read once more before the part is taken as replaced. TDLib
+// fetches the difference after openChat has answered, and an already
+// open chat is not fetched again: the read waits for the session's view
+// of the chat (tg.Views), opened once per session.
 func (p *Pipeline) loadPart(ctx context.Context, pkg int64, i int, key tg.MessageKey) (tg.Message, error) {
 	m, err := p.readPart(ctx, pkg, i, key)
 	if !errors.Is(err, errReplacedAtSource) {
 		return m, err
 	}
-	if oerr := p.tg.OpenChat(ctx, key.Chat); oerr != nil {
+	if oerr := p.cfg.Views.Current(ctx, key.Chat); oerr != nil {
 		return tg.Message{}, err
 	}
 	again, rerr := p.readPart(ctx, pkg, i, key)
