@@ -156,10 +156,11 @@ func (c *Client) historyEnd(ch *chat) tg.MessageID {
 // get_channel_difference instead (MessagesManager::add_message_to_dialog,
 // "too new message not from update"; the history and search answers drop
 // them the same way). Basic groups and private chats have no such check,
-// nor does a chat whose last message the session never learned. The
-// order of msgs is kept. w.mu is held.
+// nor does a chat whose last message the session never learned, nor
+// anything under Config.ServerView. The order of msgs is kept. w.mu is
+// held.
 func (c *Client) hideTooNew(ch *chat, msgs []*message) []*message {
-	if c.db == nil || c.closed || (ch.kind != tg.KindChannel && ch.kind != tg.KindSupergroup && ch.kind != tg.KindForum) {
+	if c.w.cfg.ServerView || c.db == nil || c.closed || (ch.kind != tg.KindChannel && ch.kind != tg.KindSupergroup && ch.kind != tg.KindForum) {
 		return msgs
 	}
 	last, ok := c.db.last[ch.id]
