@@ -120,7 +120,7 @@ func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, 
 	if ok {
 		return m, nil
 	}
-	m, err := p.knownMessage(ctx, key.Chat, key.Message)
+	m, err := p.readMessage(ctx, key.Chat, key.Message)
 	if err != nil {
 		return tg.Message{}, &partError{key: key, err: err}
 	}

@@ -36,7 +36,7 @@ func (p *Pipeline) sameDocument(ctx context.Context, msg *tg.Message, doc store.
 	case doc.Newer(*msg):
 		return p.replaceDocument(ctx, *msg, recorded)
 	}
-	cur, err := p.knownMessage(ctx, msg.ChatID, msg.ID)
+	cur, err := p.readMessage(ctx, msg.ChatID, msg.ID)
 	switch {
 	case errors.Is(err, tg.ErrMessageNotFound):
 		return store.OutcomeDuplicate, true, nil

@@ -45,7 +45,7 @@ func deletedAtSource(err error) bool { return errors.Is(err, tg.ErrMessageNotFou
 // when it does (the download failed for another reason) or when the
 // question itself fails (the download's own error then stands).
 func (p *Pipeline) sourceGone(ctx context.Context, m tg.Message) error {
-	cur, err := p.knownMessage(ctx, m.ChatID, m.ID)
+	cur, err := p.readMessage(ctx, m.ChatID, m.ID)
 	switch {
 	case errors.Is(err, tg.ErrMessageNotFound):
 		return &DeletedAtSourceError{Key: m.Key()}

@@ -305,8 +305,28 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 func (p *Pipeline) Config() Config { return p.cfg }
 
 // GetMessage fetches a message through the pipeline's session (a refetch
-// after its content changed).
+// after its content changed), as readMessage.
 func (p *Pipeline) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
+	return p.readMessage(ctx, chat, id)
+}
+
+// readMessage reads a source message by id through the session, taking a
+// 404 for the message's deletion only once the session's view of chat is
+// current (tg.Views): TDLib answers 404 for a channel message newer than
+// the last one the session learned through updates (a session that did
+// not follow the chat while another instance handled it) and fetches the
+// chat's difference instead (MessagesManager::add_message_to_dialog, "too
+// new message not from update"). A 404 from a view current already costs
+// nothing more; otherwise the message is read again once it is current.
+func (p *Pipeline) readMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
+	asked := time.Now()
+	m, err := p.tg.GetMessage(ctx, chat, id)
+	if !errors.Is(err, tg.ErrMessageNotFound) {
+		return m, err
+	}
+	if stale, verr := p.cfg.Views.StaleAt(ctx, chat, asked); verr != nil || !stale {
+		return m, err
+	}
 	return p.tg.GetMessage(ctx, chat, id)
 }
 

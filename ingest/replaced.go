@@ -58,7 +58,7 @@ func (p *Pipeline) loadPart(ctx context.Context, pkg int64, i int, key tg.Messag
 // readPart reads part i of package pkg, key, through this session once
 // and checks it still carries one of pkg's files.
 func (p *Pipeline) readPart(ctx context.Context, pkg int64, i int, key tg.MessageKey) (tg.Message, error) {
-	m, err := p.knownMessage(ctx, key.Chat, key.Message)
+	m, err := p.readMessage(ctx, key.Chat, key.Message)
 	if err != nil {
 		return tg.Message{}, fmt.Errorf("fetch part %d of package %d (%s): %w", i, pkg, key, err)
 	}

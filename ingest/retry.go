@@ -120,7 +120,7 @@ func (r *Retrier) RunOnce(ctx context.Context) (RetryResult, error) {
 }
 
 func (r *Retrier) retry(ctx context.Context, d store.DeadLetter) (bool, error) {
-	msg, err := r.p.knownMessage(ctx, d.Key.Chat, d.Key.Message)
+	msg, err := r.p.readMessage(ctx, d.Key.Chat, d.Key.Message)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()

@@ -62,6 +62,19 @@ func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
 	return at, nil
 }
 
+// StaleAt is Current, and reports whether chat's view was not current yet
+// at t: it was not open, or opened less than settle before t. A read made
+// at t may then have missed what the difference brings: a channel message
+// TDLib still hides as newer than the last one the session learned, which
+// getMessage answers with a 404 (Views).
+func (v *Views) StaleAt(ctx context.Context, chat ChatID, t time.Time) (bool, error) {
+	v.mu.Lock()
+	at, ok := v.opened[chat]
+	v.mu.Unlock()
+	stale := !ok || t.Before(at.Add(v.settle))
+	return stale, v.Current(ctx, chat)
+}
+
 // Current opens chat (Open) and returns once settle has passed since it
 // was opened (at once for a chat opened long ago), or when ctx ends.
 // Chats opened together are waited for together.
@@ -75,19 +88,6 @@ func (v *Views) Current(ctx context.Context, chat ChatID) error {
 		return nil
 	}
 	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Wait returns once settle has passed, or when ctx ends: the time TDLib
-// takes to fetch a chat's difference that a request just started.
-func (v *Views) Wait(ctx context.Context) error {
-	t := time.NewTimer(v.settle)
 	defer t.Stop()
 	select {
 	case <-t.C:

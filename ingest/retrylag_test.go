@@ -1,0 +1,53 @@
+package ingest_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"stashd/ingest"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// A dead letter another instance recorded is retried by an instance whose
+// session did not follow the source meanwhile: TDLib answers its
+// getMessage with a 404 until the chat's difference is in (a too new
+// message not from update). The retry must not record the message as
+// deleted at source, never to be retried.
+func TestRetryOfAMessageTheSessionDoesNotKnowYet(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: 300 * time.Millisecond}, "a")
+	src := e.src["a"]
+	before := e.world.ClientIn("a", "instance-2")
+	if err := before.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.GetChat(e.ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	_ = before.Close()
+
+	p1, c1 := e.pipeline("a")
+	posted := e.view(c1, e.world.Post(src, 0, tgsim.Post{FileName: "flaky.tar", Data: tarOf("a", "flaky")}))
+	if err := p1.DeadLetter(e.ctx, posted, errors.New("download stalled")); err != nil {
+		t.Fatal(err)
+	}
+	e.now = e.now.Add(24 * time.Hour)
+
+	p2, c2 := e.pipelineIn("a", "instance-2")
+	if err := c2.OpenChat(e.ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest.NewRetrier(ingest.RetryConfig{}, p2, e.st, nil).RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := e.st.DeadLetterCounts(e.ctx)
+	if err != nil || counts[store.DeadDeleted] != 0 {
+		t.Fatalf("dead letters by state = %v, %v; want none deleted at source", counts, err)
+	}
+	if out, ok, err := e.st.MessageHandled(e.ctx, tg.MessageKey{Chat: src, Message: posted.ID}); err != nil || !ok || out != store.OutcomePackage {
+		t.Errorf("message handled as %q (%v, %v), want catalogued by the retry", out, ok, err)
+	}
+}
