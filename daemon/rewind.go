@@ -103,7 +103,8 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (b
 // The page is read only for a destination whose newest message (getChat,
 // answered from TDLib's own chat cache) is newer than every message the
 // catalogue records there: a restart over a current catalogue costs no
-// request to Telegram's servers.
+// request to Telegram's servers but the difference each openChat below
+// starts.
 //
 // getChat and the page answer from the session's own view of the
 // destination, which misses what other sessions sent there while this

@@ -101,9 +101,10 @@ func (w *sharedWatch) adopt(ctx context.Context, src store.Source) {
 	r.account.Sources = append(slices.Clip(r.account.Sources), src.ChatID)
 	r.sources = len(r.account.Sources)
 	w.d.mu.Unlock()
-	// Opened at start already; opened again, TDLib brings the session's
-	// view of the chat up to date before catch-up reads it.
-	if err := r.paced.OpenChat(ctx, src.ChatID); err != nil {
+	// Opened at start already (its updates kept the session's view of it
+	// current since): TDLib does nothing for an open chat, so only an open
+	// that failed at start is tried again.
+	if _, err := r.views.Open(ctx, src.ChatID); err != nil {
 		r.log.Warn("open chat failed; the source relies on catch-up", "source", src.ChatID, "err", err)
 		r.lst.MarkDirty(src.ChatID, "open_failed")
 	}
