@@ -203,8 +203,11 @@ func TestDeletedBeforeDownloadIsRecordedNotRetried(t *testing.T) {
 		t.Fatalf("retry all scheduled %d, %v; want 0", n, err)
 	}
 	// One attempt tells: not the four attempts a stopped download costs.
-	if n := e.world.Calls("a")[tg.MethodGetMessage] - before; n != 1 {
-		t.Errorf("getMessage called %d times, want once, after the first attempt's download stopped", n)
+	// The 404 is asked once more when the session's view of the chat may
+	// lag (this pipeline never opened the source): a too-new message
+	// answers 404 too until the chat's difference is in.
+	if n := e.world.Calls("a")[tg.MethodGetMessage] - before; n < 1 || n > 2 {
+		t.Errorf("getMessage called %d times, want once, or twice with a view not yet current, after the first attempt's download stopped", n)
 	}
 }
 
