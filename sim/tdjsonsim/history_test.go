@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // getChatHistory is answered with a messages object, newest first from
@@ -94,24 +95,7 @@ func TestGetChatHistoryFromTheEndOfARestartedInstance(t *testing.T) {
 func TestOpenChatFetchesTheDifferenceLater(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 23, DifferenceDelay: 300 * time.Millisecond})
-	_, path := startServer(t, w.World)
-	dir := filepath.Join(w.dir, "instance1")
-	first := w.Post(w.channel, 0, tgsim.Post{Text: "first"})
-	c := dialWire(t, path)
-	c.login(1, dir, "acct1")
-	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
-	if got := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat").int("last_message", "id"); got != int64(first.ID) {
-		t.Fatalf("getChat: last message %d, want %d", got, first.ID)
-	}
-	c.ok(1, "close", nil, "ok")
-	c.until("authorizationStateClosed", func(o tdObject) bool {
-		return o.typ() == "updateAuthorizationState" && o.str("authorization_state", "@type") == "authorizationStateClosed"
-	})
-	later := w.Post(w.channel, 0, tgsim.Post{Text: "later"})
-
-	again := dialWire(t, path)
-	again.login(1, dir, "acct1")
-	again.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	again, first, later := restartedAfterAPost(t, w)
 	again.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
 	if got := again.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat").int("last_message", "id"); got != int64(first.ID) {
 		t.Errorf("right after openChat: last message %d, want the database's %d until the difference is in", got, first.ID)
@@ -132,9 +116,25 @@ func TestOpenChatFetchesTheDifferenceLater(t *testing.T) {
 func TestTooNewMessageComesByTheDifference(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 23})
+	again, _, later := restartedAfterAPost(t, w)
+	if res := again.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": later.ID}, "error"); res.int("code") != 404 {
+		t.Errorf("getMessage of a message newer than the session's last: %v, want a 404", res)
+	}
+	again.until("updateNewMessage", func(o tdObject) bool {
+		return o.typ() == "updateNewMessage" && o.int("message", "id") == int64(later.ID)
+	})
+	again.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": later.ID}, "message")
+}
+
+// restartedAfterAPost serves w, lets an instance's session look at its
+// channel (getChat learns the last message, first), closes it, posts
+// later while no session of that directory runs, and returns a session
+// started again on the same directory, its chats loaded.
+func restartedAfterAPost(t *testing.T, w *world) (again *wire, first, later tg.Message) {
+	t.Helper()
 	_, path := startServer(t, w.World)
 	dir := filepath.Join(w.dir, "instance1")
-	first := w.Post(w.channel, 0, tgsim.Post{Text: "first"})
+	first = w.Post(w.channel, 0, tgsim.Post{Text: "first"})
 	c := dialWire(t, path)
 	c.login(1, dir, "acct1")
 	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
@@ -145,16 +145,9 @@ func TestTooNewMessageComesByTheDifference(t *testing.T) {
 	c.until("authorizationStateClosed", func(o tdObject) bool {
 		return o.typ() == "updateAuthorizationState" && o.str("authorization_state", "@type") == "authorizationStateClosed"
 	})
-	later := w.Post(w.channel, 0, tgsim.Post{Text: "later"})
-
-	again := dialWire(t, path)
+	later = w.Post(w.channel, 0, tgsim.Post{Text: "later"})
+	again = dialWire(t, path)
 	again.login(1, dir, "acct1")
 	again.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
-	if res := again.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": later.ID}, "error"); res.int("code") != 404 {
-		t.Errorf("getMessage of a message newer than the session's last: %v, want a 404", res)
-	}
-	again.until("updateNewMessage", func(o tdObject) bool {
-		return o.typ() == "updateNewMessage" && o.int("message", "id") == int64(later.ID)
-	})
-	again.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": later.ID}, "message")
+	return again, first, later
 }
