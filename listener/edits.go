@@ -118,6 +118,13 @@ func (l *Listener) flushEdits(ctx context.Context) {
 	}
 	load := l.editsOnDisk && len(l.edits) < maxEdits/2
 	room := maxEdits - len(l.edits)
+	var watched []tg.ChatID
+	if load {
+		watched = make([]tg.ChatID, 0, len(l.sources))
+		for chat := range l.sources {
+			watched = append(watched, chat)
+		}
+	}
 	l.mu.Unlock()
 
 	if err := l.store.NoteEdits(ctx, l.cfg.Account, note); err != nil {
@@ -150,7 +157,7 @@ func (l *Listener) flushEdits(ctx context.Context) {
 	var loaded []store.PendingEdit
 	if load {
 		var err error
-		if loaded, err = l.store.PendingEdits(ctx, l.cfg.Account, room); err != nil {
+		if loaded, err = l.store.PendingEdits(ctx, watched, room); err != nil {
 			load = false
 			if ctx.Err() == nil {
 				l.log.Warn("read changed messages noted before", "err", err)

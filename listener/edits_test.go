@@ -11,10 +11,10 @@ func changed(s int64) tg.MessageContentChanged {
 	return tg.MessageContentChanged{Chat: chat, Message: tg.MessageIDFromServer(s)}
 }
 
-// notes returns the server ids of the edits noted for account "a".
+// notes returns the server ids of the edits noted for chat.
 func notes(t *testing.T, st *store.Store) []int64 {
 	t.Helper()
-	got, err := st.PendingEdits(t.Context(), "a", 100)
+	got, err := st.PendingEdits(t.Context(), []tg.ChatID{chat}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,5 +126,28 @@ func TestNotedEditsAreQueuedAtStart(t *testing.T) {
 	}
 	if got := notes(t, st); len(got) != 1 {
 		t.Errorf("notes %v after the re-fetch was abandoned, want it kept", got)
+	}
+}
+
+// Notes of a chat the listener does not read (a source another account
+// reads now) do not fill the page it loads at start; and a note another
+// account wrote for a chat it reads now is queued by it.
+func TestNotesOfOtherChatsDoNotHideThisOnesAtStart(t *testing.T) {
+	t.Parallel()
+	l, st, _ := setup(t, 8, 10)
+	var others []store.PendingEdit
+	for i := range maxEdits + 10 {
+		others = append(others, store.PendingEdit{Key: tg.MessageKey{Chat: chat - 1, Message: tg.MessageIDFromServer(int64(i + 1))}, Seq: int64(i + 1)})
+	}
+	if err := st.NoteEdits(t.Context(), "a", others); err != nil {
+		t.Fatal(err)
+	}
+	mine := []store.PendingEdit{{Key: tg.MessageKey{Chat: chat, Message: tg.MessageIDFromServer(4)}, Seq: int64(len(others) + 1)}}
+	if err := st.NoteEdits(t.Context(), "b", mine); err != nil {
+		t.Fatal(err)
+	}
+	l.flush(t.Context())
+	if it := take(t, l); !it.Refetch || it.Message.ID.ServerID() != 4 {
+		t.Fatalf("queued %+v at start, want the noted re-fetch of 4", it)
 	}
 }

@@ -22,7 +22,7 @@ type Store interface {
 	ResumeDeliveries(ctx context.Context, dest tg.ChatID, cause string, now time.Time) (int, error)
 	NoteEdits(ctx context.Context, account string, edits []store.PendingEdit) error
 	ForgetEdits(ctx context.Context, edits []store.PendingEdit) error
-	PendingEdits(ctx context.Context, account string, limit int) ([]store.PendingEdit, error)
+	PendingEdits(ctx context.Context, chats []tg.ChatID, limit int) ([]store.PendingEdit, error)
 }
 
 // Config configures a Listener.

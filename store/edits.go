@@ -59,12 +59,19 @@ func (s *Store) ForgetEdits(ctx context.Context, edits []PendingEdit) error {
 	return nil
 }
 
-// PendingEdits returns at most limit noted edits of account, oldest first.
-func (s *Store) PendingEdits(ctx context.Context, account string, limit int) ([]PendingEdit, error) {
+// PendingEdits returns at most limit noted edits of messages of chats,
+// oldest first, whichever account noted them: a source another account
+// read before (a shared source taken over) keeps its notes, and the notes
+// of chats the caller no longer reads do not fill its page.
+func (s *Store) PendingEdits(ctx context.Context, chats []tg.ChatID, limit int) ([]PendingEdit, error) {
+	ids := make([]int64, len(chats))
+	for i, c := range chats {
+		ids[i] = int64(c)
+	}
 	rows, err := s.pool.Query(ctx, `SELECT chat_id, message_id, seq FROM pending_edits
-		WHERE account = $1 ORDER BY seq LIMIT $2`, account, limit)
+		WHERE chat_id = ANY($1) ORDER BY seq LIMIT $2`, ids, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read the noted edits of %s: %w", account, err)
+		return nil, fmt.Errorf("read the noted edits of %d chats: %w", len(chats), err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PendingEdit, error) {
 		var c, m int64
@@ -74,7 +81,7 @@ func (s *Store) PendingEdits(ctx context.Context, account string, limit int) ([]
 		return e, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the noted edits of %s: %w", account, err)
+		return nil, fmt.Errorf("read the noted edits of %d chats: %w", len(chats), err)
 	}
 	return out, nil
 }
