@@ -245,6 +245,12 @@ func TestPackageIDsMoveOnceTheNewServerTakesWrites(t *testing.T) {
 		}
 	}
 	readOnly(true)
+	// A connection that started before the server turned read-only (the
+	// lease pool keeps one open in the background) must finish its start,
+	// and go, before the change of server is staged: it could write.
+	st.ResetConnections()
+	time.Sleep(500 * time.Millisecond)
+	st.ResetConnections()
 	store.SetServerSeen(st, store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1})
 	st.ResetConnections()
 	if err := st.Ping(ctx); err != nil {
