@@ -140,6 +140,11 @@ func (e *env) daemonConfig(workers int, rate float64) daemon.Config {
 		Accounts: e.accounts, Destinations: e.dests, Workers: workers, QueueCapacity: 1024, Rate: rate,
 		Ingest:       ingest.Config{SetSettle: 300 * time.Millisecond, SetMaxWait: 2 * time.Second},
 		DrainTimeout: 5 * time.Second, Logger: e.r.log,
+		// The simulator here fetches a chat's difference within the
+		// openChat request (no DifferenceDelay), as it answers every
+		// request at once: the wait for it is as short, as the request
+		// rate's limit is lifted.
+		ViewSettle: time.Millisecond,
 	}
 	cfg.Catchup.Interval = 250 * time.Millisecond
 	return cfg
