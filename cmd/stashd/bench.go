@@ -60,7 +60,7 @@ func runBench(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := prepareScratchDir(*dataDir); err != nil {
+	if err := prepareScratchDir(*dataDir, *dbURL == ""); err != nil {
 		fmt.Fprintf(os.Stderr, "stashd bench: --data-dir: %v\n", err)
 		return 1
 	}

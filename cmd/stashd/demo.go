@@ -139,7 +139,7 @@ func runDemo(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if err := prepareScratchDirFor(*dataDir, *dbURL == ""); err != nil {
+	if err := prepareScratchDir(*dataDir, *dbURL == ""); err != nil {
 		fmt.Fprintf(os.Stderr, "stashd demo: --data-dir: %v\n", err)
 		return 1
 	}
@@ -313,12 +313,9 @@ const scratchMarker = ".stashd-scratch"
 
 // prepareScratchDir readies dir for demo or bench: a new or empty
 // directory is created (prepareDataDir) and marked; a marked one is
-// reused; any other is refused untouched, mode included.
-func prepareScratchDir(dir string) error { return prepareScratchDirFor(dir, true) }
-
-// prepareScratchDirFor is prepareScratchDir; embedded says whether the
-// embedded PostgreSQL may run under dir (see prepareDataDir).
-func prepareScratchDirFor(dir string, embedded bool) error {
+// reused; any other is refused untouched, mode included. embedded says
+// whether the embedded PostgreSQL may run under dir (see prepareDataDir).
+func prepareScratchDir(dir string, embedded bool) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -47,7 +47,7 @@ func TestScratchDirMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []string{filepath.Join(root, "new", "demo"), empty} {
-		if err := prepareScratchDir(d); err != nil {
+		if err := prepareScratchDir(d, true); err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
 		if _, err := os.Stat(filepath.Join(d, scratchMarker)); err != nil {
@@ -56,7 +56,7 @@ func TestScratchDirMarked(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(d, "files", "x"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := prepareScratchDir(d); err != nil {
+		if err := prepareScratchDir(d, true); err != nil {
 			t.Errorf("%s made by stashd, second run: %v", d, err)
 		}
 	}
@@ -64,7 +64,7 @@ func TestScratchDirMarked(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := prepareScratchDir(file); err == nil {
+	if err := prepareScratchDir(file, true); err == nil {
 		t.Error("a regular file as the data directory: no error")
 	}
 }
