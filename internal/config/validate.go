@@ -133,10 +133,13 @@ var intBounds = map[string][2]int{
 	"dead_letter_attempts": {1, 100},
 }
 
-// outside reports whether n is outside the range of the setting name.
-func outside(name string, n int) bool {
-	b := intBounds[name]
-	return n < b[0] || n > b[1]
+// checkInt is bad's error for the whole-number setting name when n is
+// outside its range (intBounds), nil otherwise.
+func checkInt(bad badFunc, name string, n int) error {
+	if b := intBounds[name]; n < b[0] || n > b[1] {
+		return bad(name, "%d is outside %d..%d", n, b[0], b[1])
+	}
+	return nil
 }
 
 // MaxDeadLetterDelay bounds dead_letter_delay: doubled at most sixteen
@@ -252,17 +255,17 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if !slices.Contains([]string{RepacksSkip, RepacksDeliver, RepacksLink}, c.Repacks) {
 		return bad("repacks", "%q is not skip, deliver or link", c.Repacks)
 	}
-	if outside("workers", c.Workers) {
-		return bad("workers", "%d is outside 1..256", c.Workers)
+	if err := checkInt(bad, "workers", c.Workers); err != nil {
+		return err
 	}
-	if outside("queue_capacity", c.QueueCapacity) {
-		return bad("queue_capacity", "%d is outside 1..1048576", c.QueueCapacity)
+	if err := checkInt(bad, "queue_capacity", c.QueueCapacity); err != nil {
+		return err
 	}
 	if c.SendRate < 1 || c.SendRate > 6000 {
 		return bad("send_rate", "%v is outside 1..6000 send requests per minute", c.SendRate)
 	}
-	if outside("send_in_flight", c.SendInFlight) {
-		return bad("send_in_flight", "%d is outside 1..64", c.SendInFlight)
+	if err := checkInt(bad, "send_in_flight", c.SendInFlight); err != nil {
+		return err
 	}
 	if c.BackfillRate < 1 || c.BackfillRate > 6000 {
 		return bad("backfill_rate", "%v is outside 1..6000 packages per minute", c.BackfillRate)
@@ -318,8 +321,8 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if d := c.DeadLetterDelay.Duration; d > MaxDeadLetterDelay {
 		return bad("dead_letter_delay", "%s is outside 100ms..24h (it doubles with each attempt)", d)
 	}
-	if outside("dead_letter_attempts", c.DeadLetterAttempts) {
-		return bad("dead_letter_attempts", "%d is outside 1..100", c.DeadLetterAttempts)
+	if err := checkInt(bad, "dead_letter_attempts", c.DeadLetterAttempts); err != nil {
+		return err
 	}
 	if c.DownloadBudget < 1<<20 {
 		return bad("download_budget", "%d bytes is below 1MiB", int64(c.DownloadBudget))
