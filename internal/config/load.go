@@ -131,14 +131,14 @@ func decodeError(path string, body []byte, err error) error {
 	return fmt.Errorf("%s: %s", at, msg)
 }
 
-// secretKey reports whether the TOML key (dotted: accounts.proxy) names a
-// setting that may hold a secret.
+// secretKey reports whether the TOML key (dotted: accounts.proxy, an
+// account's proxy) names a setting that may hold a secret.
 func secretKey(key string) bool {
 	if key == "" {
 		return false
 	}
 	name := key[strings.LastIndex(key, ".")+1:]
-	return slices.Contains(secretSettings, name) || name == "proxy"
+	return slices.Contains(secretSettings, name)
 }
 
 // fileLine returns "path:N" for the first line of the file that sets key,
