@@ -276,9 +276,12 @@ func listWatched(ctx context.Context, format Format, src *partSet, lim Limits, n
 	w.listing.SFX, w.listing.Offset = det.SFX, det.Offset
 	switch format {
 	case FormatZip:
-		err = listZip(w, src)
-		w.zipOverlaps()
-		w.zipPrefix(src)
+		// What the layout hides is judged of a listing that ended well:
+		// not past the time bound, nor of a directory that failed.
+		if err = listZip(w, src); err == nil {
+			w.zipOverlaps()
+			w.zipPrefix(src)
+		}
 	case FormatRar:
 		err = listRar(w, src)
 	case Format7z:
