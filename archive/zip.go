@@ -377,9 +377,6 @@ func (w *walk) addZipCentral(hdr, name, extra []byte) {
 	// stored bytes (Raw, kept whole, when the Path is cleaned or cut: two
 	// names in a DOS code page clean alike, yet are two files).
 	key := cmp.Or(e.Raw, e.Path)
-	if w.zipNames == nil {
-		w.zipNames = map[string]bool{}
-	}
 	if w.zipNames[key] && !w.zipDuplicate {
 		w.zipDuplicate = true // the first one is named
 		w.suspect(fmt.Sprintf("more than one entry named %s", quoteName([]byte(key))))
