@@ -46,7 +46,8 @@ func closeGzip(g *gunzip) {
 	gunzips.Put(g)
 }
 
-// dirReaderSize is the buffer a zip's central directory is read through.
+// dirReaderSize is the buffer a zip's central directory, or a tar's tail
+// after its end blocks, is read through.
 const dirReaderSize = 64 << 10
 
 var dirReaders sync.Pool // *bufio.Reader of dirReaderSize

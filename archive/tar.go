@@ -97,10 +97,15 @@ func listTar(w *walk, src *partSet) error {
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			if err := w.tarOneArchive(r, section, src); err != nil {
-				return err
+			// The tail is read in 512-byte blocks: through a buffer kept
+			// between listings, not one pread or decompressor call a block.
+			br := openDirReader(r)
+			err := w.tarOneArchive(br, section, src)
+			if err == nil {
+				err = w.tarTail(br)
 			}
-			return w.tarTail(r)
+			closeDirReader(br)
+			return err
 		}
 		if err != nil {
 			return w.tarErr(err, len(w.listing.Entries))
@@ -140,10 +145,7 @@ func listTar(w *walk, src *partSet) error {
 // the first archive's entries alone; so is anything but zeros after a
 // plain tar's end.
 func (w *walk) tarTail(r io.Reader) error {
-	if w.format == FormatTar {
-		// Not one pread per block. A decompressor buffers its own reads.
-		r = bufio.NewReaderSize(r, 64<<10)
-	}
+	plain := w.format == FormatTar
 	blk := make([]byte, 512)
 	for {
 		k, eof, err := readBlock(r, blk)
@@ -152,15 +154,9 @@ func (w *walk) tarTail(r io.Reader) error {
 		}
 		if k == 512 && tarHeader(blk) {
 			w.suspect("another tar follows the archive's end blocks: tar --ignore-zeros lists entries this listing does not")
-			if w.format == FormatTar {
-				return nil
-			}
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return w.tarErr(err, len(w.listing.Entries))
-			}
-			return nil
+			break
 		}
-		if w.format == FormatTar && slices.ContainsFunc(blk[:k], func(c byte) bool { return c != 0 }) {
+		if plain && slices.ContainsFunc(blk[:k], func(c byte) bool { return c != 0 }) {
 			// Only zeros pad a plain tar's last record: anything else there
 			// (a zip appended, which unzip lists) the tar hides.
 			w.suspect("bytes that are not zeros after the archive's end blocks")
@@ -170,6 +166,13 @@ func (w *walk) tarTail(r io.Reader) error {
 			return nil
 		}
 	}
+	if plain {
+		return nil // no checksum at the end to reach
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return w.tarErr(err, len(w.listing.Entries))
+	}
+	return nil
 }
 
 // tarOneArchive checks, for the parts of a set, that they are one
@@ -198,7 +201,6 @@ func (w *walk) tarOneArchive(r io.Reader, section *io.SectionReader, src *partSe
 			after = src.Start(i+1) - end
 		}
 	}
-	r = bufio.NewReaderSize(r, 64<<10) // not one Read (a pread, a decompressor call) per block
 	blk := make([]byte, 512)
 	var off int64 // bytes of the tail read before blk
 	for {
