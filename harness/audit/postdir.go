@@ -291,13 +291,11 @@ func (c *checker) postedState(ctx context.Context, key tg.MessageKey) (postedSta
 	}
 	defer rows.Close()
 	s.links = map[int64]string{}
-	if err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM package_links WHERE other_id = $1 AND kind = 'repack')`,
-		s.pkg).Scan(&s.firstOfPair); err != nil {
-		return s, fmt.Errorf("read links to %d: %w", s.pkg, err)
-	}
-	if err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source_messages WHERE package_id = $1 AND outcome = $2
-		AND (chat_id, message_id) <> ($3, $4))`, s.pkg, string(store.OutcomeDuplicate), key.Chat, key.Message).Scan(&s.twinDuplicate); err != nil {
-		return s, fmt.Errorf("read duplicates of %d: %w", s.pkg, err)
+	if err := c.st.Pool().QueryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM package_links WHERE other_id = $1 AND kind = 'repack'),
+		EXISTS (SELECT 1 FROM source_messages WHERE package_id = $1 AND outcome = $2 AND (chat_id, message_id) <> ($3, $4))`,
+		s.pkg, string(store.OutcomeDuplicate), key.Chat, key.Message).Scan(&s.firstOfPair, &s.twinDuplicate); err != nil {
+		return s, fmt.Errorf("read links to and duplicates of %d: %w", s.pkg, err)
 	}
 	for rows.Next() {
 		var other int64
