@@ -273,24 +273,20 @@ func (c *Config) validateTuning(bad badFunc) error {
 	if c.Rate <= 0 || c.Rate > 1000 {
 		return bad("rate", "%v is outside (0, 1000] requests per second", c.Rate)
 	}
-	for _, d := range []struct {
-		name string
-		v    Duration
-	}{{"drain_timeout", c.DrainTimeout}, {"rescan_interval", c.RescanInterval}, {"rescan_window", c.RescanWindow}, {"set_settle", c.SetSettle}, {"set_max_wait", c.SetMaxWait}, {"send_timeout", c.SendTimeout},
-		{"catchup_interval", c.CatchupInterval}, {"retry_interval", c.RetryInterval}, {"dead_letter_delay", c.DeadLetterDelay}} {
-		if d.v.Duration <= 0 {
-			return bad(d.name, "%v: must be positive", d.v.Duration)
-		}
-	}
-	// Intervals below these turn the loops they pace into busy ones.
+	// Every interval is positive; those with a minimum pace loops that
+	// below it turn busy.
 	for _, d := range []struct {
 		name string
 		v    Duration
 		min  time.Duration
-	}{{"catchup_interval", c.CatchupInterval, 100 * time.Millisecond}, {"retry_interval", c.RetryInterval, 100 * time.Millisecond},
-		{"dead_letter_delay", c.DeadLetterDelay, 100 * time.Millisecond}, {"rescan_interval", c.RescanInterval, time.Second},
-		{"send_timeout", c.SendTimeout, time.Second}, {"set_max_wait", c.SetMaxWait, time.Second}} {
-		if d.v.Duration < d.min {
+	}{{"drain_timeout", c.DrainTimeout, 0}, {"rescan_interval", c.RescanInterval, time.Second}, {"rescan_window", c.RescanWindow, 0},
+		{"set_settle", c.SetSettle, 0}, {"set_max_wait", c.SetMaxWait, time.Second}, {"send_timeout", c.SendTimeout, time.Second},
+		{"catchup_interval", c.CatchupInterval, 100 * time.Millisecond}, {"retry_interval", c.RetryInterval, 100 * time.Millisecond},
+		{"dead_letter_delay", c.DeadLetterDelay, 100 * time.Millisecond}} {
+		switch {
+		case d.v.Duration <= 0:
+			return bad(d.name, "%v: must be positive", d.v.Duration)
+		case d.v.Duration < d.min:
 			return bad(d.name, "%s is below the minimum, %s", d.v.Duration, d.min)
 		}
 	}
