@@ -180,20 +180,12 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 			if s.Account == a.Name {
 				continue
 			}
-			keep, why, err := d.keepsSource(ctx, s)
+			moved, err := d.takeOver(ctx, r, s)
 			if err != nil {
 				return err
 			}
-			if keep {
+			if !moved {
 				r.log.Debug("source read by another account", "source", chat, "account_reading_it", s.Account)
-				continue
-			}
-			moved, err := d.store.TakeSource(ctx, chat, s.Account, a.Name)
-			if err != nil {
-				return err
-			}
-			if moved {
-				r.log.Info("source taken over from another account", "source", chat, "from", s.Account, "because", why)
 			}
 			continue
 		}
@@ -222,6 +214,21 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 		}
 	}
 	return nil
+}
+
+// takeOver moves source s, recorded for another account, to r's account
+// unless that account keeps it (keepsSource), and reports whether it
+// moved: false when kept, or when another account took it first.
+func (d *Daemon) takeOver(ctx context.Context, r *accountRun, s store.Source) (bool, error) {
+	keep, why, err := d.keepsSource(ctx, s)
+	if err != nil || keep {
+		return false, err
+	}
+	moved, err := d.store.TakeSource(ctx, s.ChatID, s.Account, r.name)
+	if moved {
+		r.log.Info("source taken over from another account", "source", s.ChatID, "from", s.Account, "because", why)
+	}
+	return moved, err
 }
 
 // keepsSource reports whether source s stays with the account recorded

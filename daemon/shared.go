@@ -64,23 +64,14 @@ func (w *sharedWatch) check(ctx context.Context) error {
 			continue
 		}
 		if src.Account != r.name {
-			keep, why, err := w.d.keepsSource(ctx, src)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if keep {
-				continue
-			}
-			moved, err := w.d.store.TakeSource(ctx, chat, src.Account, r.name)
+			moved, err := w.d.takeOver(ctx, r, src)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			if !moved {
-				continue // another account took it first
+				continue // kept, or another account took it first
 			}
-			r.log.Info("source taken over from another account", "source", chat, "from", src.Account, "because", why)
 			if src, err = w.d.store.GetSource(ctx, chat); err != nil {
 				errs = append(errs, err)
 				continue
