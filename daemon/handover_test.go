@@ -9,6 +9,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/sim/tgsim"
+	"stashd/store"
 	"stashd/tg"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -209,7 +210,6 @@ func TestHandOverOnlyToAnAccountThatKnowsBothChats(t *testing.T) {
 }
 
 func handOverWaits(t *testing.T, pr pair) {
-	ctx := t.Context()
 	st := openStore(t, 16)
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.SetWriteAccess("a", dest, false)
@@ -224,23 +224,7 @@ func handOverWaits(t *testing.T, pr pair) {
 	defer d.Shutdown(context.Background())
 	const n = 3
 	posted := postTars(world, src, "h", n)
-	held := func() int {
-		var k int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE account = 'a' AND strpos(last_error, $1) > 0`,
-			tg.ErrNoWriteAccess.Error()).Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	for deadline := time.Now().Add(30 * time.Second); held() < n; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			var queued int
-			if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries`).Scan(&queued); err != nil {
-				t.Fatal(err)
-			}
-			t.Fatalf("%d of %d deliveries held with a for write access (%d queued): the others were handed to b and given up", held(), n, queued)
-		}
-	}
+	waitHeldForWrite(t, st, n)
 	for _, s := range world.Sends() {
 		if s.Chat == dest {
 			t.Errorf("account %s sent to the destination while a may not write there and b cannot deliver", s.Account)
@@ -275,6 +259,31 @@ func TestAccountRemovedFromDestinationHandsDeliveriesOver(t *testing.T) {
 	for _, s := range world.Sends() {
 		if s.Chat == dest && s.Account != "b" {
 			t.Errorf("account %s's send to a destination it was removed from was accepted", s.Account)
+		}
+	}
+}
+
+// waitHeldForWrite waits until n deliveries are held with account a,
+// refused write access to the destination; it fails the test after 30s:
+// the others were handed to b and given up.
+func waitHeldForWrite(t *testing.T, st *store.Store, n int) {
+	t.Helper()
+	ctx := t.Context()
+	held := func() int {
+		var k int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE account = 'a' AND strpos(last_error, $1) > 0`,
+			tg.ErrNoWriteAccess.Error()).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	for deadline := time.Now().Add(30 * time.Second); held() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var queued int
+			if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries`).Scan(&queued); err != nil {
+				t.Fatal(err)
+			}
+			t.Fatalf("%d of %d deliveries held with a for write access (%d queued): the others were handed to b and given up", held(), n, queued)
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 // once it is a member again, deliveries that only it may send go through
 // it, without a restart.
 func TestAccountBackInTheSourceTakesDeliveriesAgain(t *testing.T) {
-	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 11, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
@@ -34,21 +33,9 @@ func TestAccountBackInTheSourceTakesDeliveriesAgain(t *testing.T) {
 	defer d.Shutdown(context.Background())
 	const n = 3
 	posted := postTars(world, src, "h", n)
-	held := func() int {
-		var k int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE account = 'a' AND strpos(last_error, $1) > 0`,
-			tg.ErrNoWriteAccess.Error()).Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
 	// b was tried (its TDLib knows the source), could not read the parts
 	// and handed the deliveries back: a holds them, refused write access.
-	for deadline := time.Now().Add(30 * time.Second); held() < n; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries held with a for write access", held(), n)
-		}
-	}
+	waitHeldForWrite(t, st, n)
 	world.RemoveMember("b", src, false)
 	waitDocuments(t, world, dest, n)
 	checkOnce(t, world, dest, posted)
