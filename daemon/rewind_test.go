@@ -84,6 +84,28 @@ func (rw *rewindWorld) daemon(st *store.Store) *daemon.Daemon {
 	}, st, func(context.Context, string) (tg.Client, error) { return rw.world.Client("a"), nil })
 }
 
+// restore stops d and closes st once the destination holds 11 documents,
+// none twice, restores the catalogue at url from backup and opens a store
+// on it, closed when the test ends.
+func (rw *rewindWorld) restore(t *testing.T, d *daemon.Daemon, st *store.Store, url, backup string) *store.Store {
+	t.Helper()
+	ctx := t.Context()
+	d.Shutdown(ctx)
+	st.Close()
+	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
+		t.Fatalf("before the restore the destination holds %d documents (twice: %v), want 11", docs, twice)
+	}
+	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
 // A catalogue restored from a backup has forgotten deliveries that
 // happened after the backup. The daemon finds the destination's newest
 // copies unknown, reconciles the destination before sending, and nothing
@@ -109,20 +131,7 @@ func TestRestoredCatalogueSendsNothingTwice(t *testing.T) {
 	}
 	rw.post(6)
 	rw.waitAll(t, st)
-	d.Shutdown(ctx)
-	st.Close()
-	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
-		t.Fatalf("before the restore the destination holds %d documents (twice: %v), want 11", docs, twice)
-	}
-
-	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
-		t.Fatal(err)
-	}
-	st, err = store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st = rw.restore(t, d, st, url, backup)
 	d = rw.daemon(st)
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
@@ -269,20 +278,7 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 	prepareAndRun(t, d)
 	rw.post(6)
 	rw.waitAll(t, st)
-	d.Shutdown(ctx)
-	st.Close()
-	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
-		t.Fatalf("before the restore the destination holds %d documents (twice: %v), want 11", docs, twice)
-	}
-
-	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
-		t.Fatal(err)
-	}
-	st, err = store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st = rw.restore(t, d, st, url, backup)
 	d = in(st, "instance-1")
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
