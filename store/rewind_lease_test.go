@@ -132,20 +132,7 @@ func TestEveryInstanceLearnsOfAFailover(t *testing.T) {
 func TestPackageIDsAreNotReusedAfterAFailover(t *testing.T) {
 	t.Parallel()
 	st := open(t)
-	ctx := t.Context()
-	now, ok, err := st.ServerIdentity(ctx)
-	if err != nil || !ok {
-		t.Skip("the server's identity cannot be read", err)
-	}
-	onePartPackage(t, st, "kept", 1, 1<<20)
-	lost := onePartPackage(t, st, "lost", 2, 2<<20)
-	// The standby lacks the last package and the sequence's step past it.
-	if _, err := st.Pool().Exec(ctx, `DELETE FROM packages WHERE id = $1`, lost); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Pool().Exec(ctx, `SELECT setval('packages_id_seq', $1)`, lost-1); err != nil {
-		t.Fatal(err)
-	}
+	now, lost := loseLastPackage(t, st)
 	store.SetServerSeen(st, store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1})
 	st.ResetConnections()
 	fresh := onePartPackage(t, st, "new", 3, 3<<20)
@@ -214,18 +201,7 @@ func TestPackageIDsMoveOnceTheNewServerTakesWrites(t *testing.T) {
 	url := pgtest.New(t)
 	st := openOn(t, url)
 	ctx := t.Context()
-	now, ok, err := st.ServerIdentity(ctx)
-	if err != nil || !ok {
-		t.Skip("the server's identity cannot be read", err)
-	}
-	onePartPackage(t, st, "kept", 1, 1<<20)
-	lost := onePartPackage(t, st, "lost", 2, 2<<20)
-	if _, err := st.Pool().Exec(ctx, `DELETE FROM packages WHERE id = $1`, lost); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Pool().Exec(ctx, `SELECT setval('packages_id_seq', $1)`, lost-1); err != nil {
-		t.Fatal(err)
-	}
+	now, lost := loseLastPackage(t, st)
 	readOnly := func(on bool) {
 		t.Helper()
 		sql := `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$`
@@ -272,4 +248,26 @@ func TestPackageIDsMoveOnceTheNewServerTakesWrites(t *testing.T) {
 	if fresh <= lost {
 		t.Errorf("a package catalogued once the new server took writes took id %d; the old primary gave out ids up to %d", fresh, lost)
 	}
+}
+
+// loseLastPackage catalogues two packages and takes the last one back out
+// with the sequence's step past it, as a promoted standby lacks them. It
+// returns the server's identity and the lost package's id, and skips the
+// test when the identity cannot be read.
+func loseLastPackage(t *testing.T, st *store.Store) (store.DatabaseIdentity, int64) {
+	t.Helper()
+	ctx := t.Context()
+	now, ok, err := st.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	onePartPackage(t, st, "kept", 1, 1<<20)
+	lost := onePartPackage(t, st, "lost", 2, 2<<20)
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM packages WHERE id = $1`, lost); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `SELECT setval('packages_id_seq', $1)`, lost-1); err != nil {
+		t.Fatal(err)
+	}
+	return now, lost
 }
