@@ -77,28 +77,7 @@ func (w *sharedWatch) check(ctx context.Context) error {
 				continue
 			}
 		}
-		w.adopt(ctx, src)
+		w.d.adopt(ctx, r, src)
 	}
 	return errors.Join(errs...)
-}
-
-// adopt makes src, now the account's, one of the sources it watches,
-// catches up and rescans. It starts dirty: catch-up reads it from its
-// watermark.
-func (w *sharedWatch) adopt(ctx context.Context, src store.Source) {
-	r := w.r
-	r.lst.Watch(src)
-	w.d.mu.Lock()
-	r.account.Sources = append(slices.Clip(r.account.Sources), src.ChatID)
-	r.sources = len(r.account.Sources)
-	w.d.mu.Unlock()
-	// Opened at start already (its updates kept the session's view of it
-	// current since): TDLib does nothing for an open chat, so only an open
-	// that failed at start is tried again.
-	if _, err := r.views.Open(ctx, src.ChatID); err != nil {
-		r.log.Warn("open chat failed; the source relies on catch-up", "source", src.ChatID, "err", err)
-		r.lst.MarkDirty(src.ChatID, "open_failed")
-	}
-	r.catch.AddSource(src.ChatID)
-	r.resc.AddSource(src.ChatID)
 }

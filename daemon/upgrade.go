@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"stashd/internal/service"
+	"stashd/store"
 	"stashd/tg"
 )
 
@@ -78,19 +79,30 @@ func (f *upgradeFollower) follow(ctx context.Context, u tg.ChatUpgraded) error {
 	if already {
 		return nil // configured as a source of its own too
 	}
-	r.lst.Watch(src)
-	f.d.mu.Lock()
-	r.account.Sources = append(slices.Clip(r.account.Sources), u.To)
-	r.sources = len(r.account.Sources)
-	f.d.mu.Unlock()
-	// Updates for supergroups arrive only for opened chats.
-	if err := r.paced.OpenChat(ctx, u.To); err != nil {
-		r.log.Warn("open chat failed; the source relies on catch-up", "source", u.To, "err", err)
-		r.lst.MarkDirty(u.To, "open_failed")
-	}
-	r.catch.AddSource(u.To)
-	r.resc.AddSource(u.To)
+	f.d.adopt(ctx, r, src)
 	return nil
+}
+
+// adopt makes src, new to the account while it runs (a supergroup a
+// source was upgraded to, a shared source taken over), one of the sources
+// it watches, catches up and rescans. It starts
+// dirty: catch-up reads it from its watermark. Updates for supergroups
+// arrive only for opened chats: a chat this session opened already (a
+// shared source, opened at start) is not opened again, TDLib doing
+// nothing for an open chat; an open that fails is tried again by the next
+// one.
+func (d *Daemon) adopt(ctx context.Context, r *accountRun, src store.Source) {
+	r.lst.Watch(src)
+	d.mu.Lock()
+	r.account.Sources = append(slices.Clip(r.account.Sources), src.ChatID)
+	r.sources = len(r.account.Sources)
+	d.mu.Unlock()
+	if _, err := r.views.Open(ctx, src.ChatID); err != nil {
+		r.log.Warn("open chat failed; the source relies on catch-up", "source", src.ChatID, "err", err)
+		r.lst.MarkDirty(src.ChatID, "open_failed")
+	}
+	r.catch.AddSource(src.ChatID)
+	r.resc.AddSource(src.ChatID)
 }
 
 // followStoredUpgrades adds to sources the supergroups that watched basic
