@@ -61,7 +61,7 @@ func (p *Pipeline) recoverTopic(ctx context.Context, in route.Package, dest tg.C
 		}
 		// Updates for a channel come only while it is open: the
 		// topic's reopening must reach the listener.
-		if oerr := p.tg.OpenChat(ctx, dest); oerr != nil {
+		if _, oerr := p.cfg.Views.Open(ctx, dest); oerr != nil {
 			p.log.Warn("open destination to follow its closed topic", "destination", dest, "err", oerr)
 		}
 		// Not wrapped: the refusal is a 400, which would make the

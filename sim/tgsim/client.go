@@ -341,11 +341,15 @@ func (c *Client) SearchPublicChat(ctx context.Context, username string) (tg.Chat
 }
 
 // OpenChat implements tg.Client: channels, supergroups and forums deliver
-// updateNewMessage only to clients that opened them.
+// updateNewMessage only to clients that opened them. The first open
+// fetches the chat's difference; a later one does nothing.
 func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 	return call0(ctx, c, tg.MethodOpenChat, func() error {
 		if _, err := c.chat(id); err != nil {
 			return err
+		}
+		if c.opened[id] {
+			return nil // TDLib's open_dialog does nothing past the first open
 		}
 		c.opened[id] = true
 		if ch := c.w.chats[id]; ch != nil {
