@@ -111,25 +111,18 @@ func (p *Pipeline) deliverDest(ctx context.Context, pkg store.Package, parts []t
 // delivery to another account that can, as a part that cannot be loaded
 // does (Deliverer.unreadable); with none, err stands.
 func (p *Pipeline) refusedThere(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID, err error) (bool, error) {
-	if sourceUnreadable(err) {
-		handed, herr := p.handOver(ctx, pkg.ID, partKeys(parts), in, dest, false, err)
-		switch {
-		case herr != nil:
-			return false, herr
-		case handed:
-			return true, nil
-		}
+	unreadable := sourceUnreadable(err)
+	if !unreadable && !destRefusal(err) {
 		return false, err
 	}
-	if !destRefusal(err) {
-		return false, err
-	}
-	handed, herr := p.handOver(ctx, pkg.ID, partKeys(parts), in, dest, true, err)
+	handed, herr := p.handOver(ctx, pkg.ID, partKeys(parts), in, dest, !unreadable, err)
 	switch {
 	case herr != nil:
 		return false, herr
 	case handed:
 		return true, nil
+	case unreadable:
+		return false, err
 	}
 	// cause with %v: a 400 would make the whole error permanent.
 	return false, fmt.Errorf("deliver package %d to %d: %w (%v)", pkg.ID, dest, tg.ErrNoWriteAccess, err)
