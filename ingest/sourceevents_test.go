@@ -377,6 +377,19 @@ func TestSetPartReplacedUnheardRejoinsItsSet(t *testing.T) {
 func TestHandedDeliveryLoadsAPartTheSessionHoldsStale(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a", "b")
+	deliverHandedStalePart(t, e, func(cb *tgsim.Client, posted tg.Message, edit tgsim.MediaEdit) {
+		if stale := e.view(cb, posted); stale.Document.File.UniqueID != edit.OldUniqueID {
+			t.Fatalf("b reads %q; want its stale copy", stale.Document.FileName)
+		}
+	})
+}
+
+// deliverHandedStalePart posts a document in a's source, lets b's session
+// read it, and replaces it; then checks (edited, when set, with b's
+// client) that a's package of the new document, handed to b, reaches the
+// destination through b as the new document, and only that.
+func deliverHandedStalePart(t *testing.T, e *env, edited func(cb *tgsim.Client, posted tg.Message, edit tgsim.MediaEdit)) {
+	t.Helper()
 	pa, ca := e.pipeline("a")
 	pb, cb := e.pipeline("b")
 	src := e.src["a"]
@@ -387,8 +400,8 @@ func TestHandedDeliveryLoadsAPartTheSessionHoldsStale(t *testing.T) {
 	posted := e.world.Post(src, 0, tgsim.Post{FileName: "v1.tar", Data: tarOf("a", "v1")})
 	e.view(cb, posted) // b's database holds v1
 	edit := e.world.EditMessageMedia(src, posted.ID, tgsim.Post{FileName: "v2.tar", Data: tarOf("a", "v2")})
-	if stale := e.view(cb, posted); stale.Document.File.UniqueID != edit.OldUniqueID {
-		t.Fatalf("b reads %q; want its stale copy", stale.Document.FileName)
+	if edited != nil {
+		edited(cb, posted, edit)
 	}
 
 	// a catalogues v2; its delivery is handed to b (a lost write access).
