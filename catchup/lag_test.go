@@ -176,26 +176,9 @@ func TestNewSourceWithUnknownLastMessageIsPaged(t *testing.T) {
 // source is synced: it costs nothing from the next cycle on.
 func TestDeletedTailSeenBeforeARestartIsSettledOnce(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	w := newWorld(t, 1)
 	chat := w.sources[0]
-	w.post(chat, 0, 3)
-	in := w.start()
-	w.runOnce(in)
-	drain(in.lst.Wake())
-	gone := w.w.Post(chat, 0, tgsim.Post{Text: "soon deleted"})
-	select {
-	case <-in.lst.Wake(): // updateChatLastMessage made it dirty
-	case <-time.After(10 * time.Second):
-		t.Fatal("the source never became dirty")
-	}
-	low, lastSeen, _ := in.lst.Watermark(chat)
-	if lastSeen != gone.ID.ServerID() {
-		t.Fatalf("last seen %d, want %d", lastSeen, gone.ID.ServerID())
-	}
-	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonLastMessage, low, lastSeen); err != nil {
-		t.Fatal(err)
-	}
+	in, gone, low := w.storedSeenBeforeStop(t, 3, tgsim.Post{Text: "soon deleted"})
 	w.w.Delete(chat, gone.ID)
 	_ = in.c.Close()
 
@@ -222,26 +205,9 @@ func TestDeletedTailSeenBeforeARestartIsSettledOnce(t *testing.T) {
 // session's view: the source does not page for ever.
 func TestUnknownLastMessageWithAStoredIdSettles(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	w := newWorld(t, 1)
 	chat := w.sources[0]
-	w.post(chat, 0, 2)
-	in := w.start()
-	w.runOnce(in)
-	drain(in.lst.Wake())
-	text := w.w.Post(chat, 0, tgsim.Post{Text: "just chatter"})
-	select {
-	case <-in.lst.Wake():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the source never became dirty")
-	}
-	low, lastSeen, _ := in.lst.Watermark(chat)
-	if lastSeen != text.ID.ServerID() || low >= lastSeen {
-		t.Fatalf("low %d, last seen %d", low, lastSeen)
-	}
-	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonLastMessage, low, lastSeen); err != nil {
-		t.Fatal(err)
-	}
+	in, _, _ := w.storedSeenBeforeStop(t, 2, tgsim.Post{Text: "just chatter"})
 	_ = in.c.Close()
 	w.w.SetLastMessageUnknown(chat, true)
 
@@ -256,4 +222,32 @@ func TestUnknownLastMessageWithAStoredIdSettles(t *testing.T) {
 	if _, calls = w.runOnce(in2); len(calls) != 0 {
 		t.Errorf("third cycle made calls %v: the source pages for ever", calls)
 	}
+}
+
+// storedSeenBeforeStop runs an instance over n documents of w's first
+// source, posts p there, waits until updateChatLastMessage made the
+// source dirty, and stores the listener's state as its flush would before
+// a stop: p's id as last seen, above the low watermark. It returns the
+// instance, p as posted and the low watermark.
+func (w *world) storedSeenBeforeStop(t *testing.T, n int, p tgsim.Post) (*instance, tg.Message, int64) {
+	t.Helper()
+	chat := w.sources[0]
+	w.post(chat, 0, n)
+	in := w.start()
+	w.runOnce(in)
+	drain(in.lst.Wake())
+	posted := w.w.Post(chat, 0, p)
+	select {
+	case <-in.lst.Wake(): // updateChatLastMessage made it dirty
+	case <-time.After(10 * time.Second):
+		t.Fatal("the source never became dirty")
+	}
+	low, lastSeen, _ := in.lst.Watermark(chat)
+	if lastSeen != posted.ID.ServerID() || low >= lastSeen {
+		t.Fatalf("low %d, last seen %d; want last seen %d above the low watermark", low, lastSeen, posted.ID.ServerID())
+	}
+	if err := w.st.SaveSourceState(t.Context(), chat, true, listener.ReasonLastMessage, low, lastSeen); err != nil {
+		t.Fatal(err)
+	}
+	return in, posted, low
 }
