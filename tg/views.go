@@ -25,10 +25,11 @@ const DefaultViewSettle = 2 * time.Second
 // the difference's round trip. One slower than that (a FLOOD_WAIT on the
 // difference itself) leaves the read as stale as it was without Views.
 type Views struct {
-	open   func(ctx context.Context, chat ChatID) error
-	settle time.Duration
-	mu     sync.Mutex
-	opened map[ChatID]time.Time
+	open    func(ctx context.Context, chat ChatID) error
+	settle  time.Duration
+	mu      sync.Mutex
+	opened  map[ChatID]time.Time
+	opening map[ChatID]chan struct{} // closed when the open under way ends
 }
 
 // NewViews returns the views of the session that open opens chats in;
@@ -37,28 +38,44 @@ func NewViews(open func(ctx context.Context, chat ChatID) error, settle time.Dur
 	if settle <= 0 {
 		settle = DefaultViewSettle
 	}
-	return &Views{open: open, settle: settle, opened: make(map[ChatID]time.Time)}
+	return &Views{open: open, settle: settle, opened: make(map[ChatID]time.Time), opening: make(map[ChatID]chan struct{})}
 }
 
 // Open opens chat unless this session opened it already, and returns when
-// it was opened. A failed open is returned and tried again by the next
-// call.
+// it was opened. Callers that come while it is being opened wait for that
+// open rather than asking again. A failed open is returned and tried again
+// by the next call.
 func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
-	v.mu.Lock()
-	at, ok := v.opened[chat]
+	for {
+		v.mu.Lock()
+		if at, ok := v.opened[chat]; ok {
+			v.mu.Unlock()
+			return at, nil
+		}
+		busy := v.opening[chat]
+		if busy == nil {
+			break // v.mu held: this caller opens chat
+		}
+		v.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+	done := make(chan struct{})
+	v.opening[chat] = done
 	v.mu.Unlock()
-	if ok {
-		return at, nil
-	}
-	if err := v.open(ctx, chat); err != nil {
-		return time.Time{}, err
-	}
+	err := v.open(ctx, chat)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if at, ok = v.opened[chat]; !ok {
-		at = time.Now()
-		v.opened[chat] = at
+	delete(v.opening, chat)
+	close(done)
+	if err != nil {
+		return time.Time{}, err
 	}
+	at := time.Now()
+	v.opened[chat] = at
 	return at, nil
 }
 

@@ -1,0 +1,59 @@
+package tg
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Readers that need a chat open at once share one openChat; a failed open
+// is asked again by the next reader.
+func TestViewsOpenOnceForConcurrentReaders(t *testing.T) {
+	var opens atomic.Int32
+	release := make(chan struct{})
+	fail := true
+	v := NewViews(func(ctx context.Context, chat ChatID) error {
+		opens.Add(1)
+		<-release
+		if fail {
+			return errors.New("open failed")
+		}
+		return nil
+	}, time.Millisecond)
+	ctx := t.Context()
+
+	close(release)
+	if _, err := v.Open(ctx, 1); err == nil {
+		t.Fatal("failed open reported no error")
+	}
+	fail = false
+	release = make(chan struct{})
+	var wg sync.WaitGroup
+	ats := make([]time.Time, 8)
+	for i := range ats {
+		wg.Go(func() {
+			at, err := v.Open(ctx, 1)
+			if err != nil {
+				t.Error(err)
+			}
+			ats[i] = at
+		})
+	}
+	for opens.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // the other readers are waiting
+	close(release)
+	wg.Wait()
+	if got := opens.Load(); got != 2 {
+		t.Errorf("%d opens; want the failed one and one shared by 8 readers", got)
+	}
+	for _, at := range ats {
+		if !at.Equal(ats[0]) {
+			t.Errorf("readers saw opens at %v and %v", ats[0], at)
+		}
+	}
+}
