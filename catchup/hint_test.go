@@ -135,22 +135,7 @@ func TestStoredIdFoundKeepsTheSourceDirtyWhileTheViewLags(t *testing.T) {
 	ctx := t.Context()
 	w := newWorld(t, 1)
 	chat := w.sources[0]
-	w.post(chat, 0, 3)
-	w.runOnce(w.start())
-	src, err := w.st.GetSource(ctx, chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var docs []tg.Message
-	for i := range 2 {
-		docs = append(docs, w.w.Post(chat, 0, tgsim.Post{FileName: "late.tar",
-			Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte{byte(i)}}})}))
-	}
-	newest := docs[len(docs)-1].ID.ServerID()
-	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonGap, src.Watermark, newest); err != nil {
-		t.Fatal(err)
-	}
-	in2 := w.startWith("instance-2", map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)})
+	in2, _, docs := w.lateDocsSeenBeforeStop(t)
 	for cycle := range 2 {
 		if _, err := in2.catch.RunOnce(ctx); err != nil {
 			t.Fatal(err)

@@ -104,42 +104,24 @@ func TestLaggingSessionDoesNotSkipWhatAnotherInstanceSaw(t *testing.T) {
 	ctx := t.Context()
 	w := newWorld(t, 1)
 	chat := w.sources[0]
-	w.post(chat, 0, 3)
-	w.runOnce(w.start())
-	src, err := w.st.GetSource(ctx, chat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		w.w.Post(chat, 0, tgsim.Post{FileName: "late.tar",
-			Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte{byte(i)}}})})
-	}
-	msgs := w.w.Messages(chat)
-	newest := msgs[len(msgs)-1].ID.ServerID()
-	// The first instance's listener saw them and stopped.
-	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonGap, src.Watermark, newest); err != nil {
-		t.Fatal(err)
-	}
-
-	in2 := w.startWith("instance-2", map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)})
+	in2, watermark, docs := w.lateDocsSeenBeforeStop(t)
+	newest := docs[len(docs)-1].ID.ServerID()
 	if _, err := in2.catch.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if low, _, _ := in2.lst.Watermark(chat); low != src.Watermark {
-		t.Fatalf("low watermark %d, want %d: ids up to %d were never handled", low, src.Watermark, newest)
+	if low, _, _ := in2.lst.Watermark(chat); low != watermark {
+		t.Fatalf("low watermark %d, want %d: ids up to %d were never handled", low, watermark, newest)
 	}
 	if !in2.lst.IsDirty(chat) {
 		t.Errorf("source synced over ids it never handled")
 	}
 	// The session's updates bring the documents; the workers handle them.
-	for _, m := range msgs {
-		if m.ID.ServerID() > src.Watermark {
-			seen, err := in2.sess.GetMessage(ctx, chat, m.ID) // as this session sees it
-			if err != nil {
-				t.Fatal(err)
-			}
-			in2.lst.HandleUpdate(tg.NewMessage{Message: seen})
+	for _, m := range docs {
+		seen, err := in2.sess.GetMessage(ctx, chat, m.ID) // as this session sees it
+		if err != nil {
+			t.Fatal(err)
 		}
+		in2.lst.HandleUpdate(tg.NewMessage{Message: seen})
 	}
 	drainQueue(t, in2)
 	if _, err := in2.deliver.RunOnce(ctx); err != nil {
@@ -250,4 +232,31 @@ func (w *world) storedSeenBeforeStop(t *testing.T, n int, p tgsim.Post) (*instan
 		t.Fatal(err)
 	}
 	return in, posted, low
+}
+
+// lateDocsSeenBeforeStop runs an instance over three documents of w's
+// first source, then posts two more that its listener saw and stored as
+// seen before it stopped, unhandled. It returns a second instance, on a
+// TDLib directory of its own whose getChat still shows the last message
+// handled (laggingChat), the watermark, and the two documents.
+func (w *world) lateDocsSeenBeforeStop(t *testing.T) (*instance, int64, []tg.Message) {
+	t.Helper()
+	ctx := t.Context()
+	chat := w.sources[0]
+	w.post(chat, 0, 3)
+	w.runOnce(w.start())
+	src, err := w.st.GetSource(ctx, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []tg.Message
+	for i := range 2 {
+		docs = append(docs, w.w.Post(chat, 0, tgsim.Post{FileName: "late.tar",
+			Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte{byte(i)}}})}))
+	}
+	newest := docs[len(docs)-1].ID.ServerID()
+	if err := w.st.SaveSourceState(ctx, chat, true, listener.ReasonGap, src.Watermark, newest); err != nil {
+		t.Fatal(err)
+	}
+	return w.startWith("instance-2", map[tg.ChatID]tg.MessageID{chat: tg.MessageIDFromServer(src.Watermark)}), src.Watermark, docs
 }
