@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -318,14 +319,20 @@ func (p *Pipeline) GetMessage(ctx context.Context, chat tg.ChatID, id tg.Message
 // chat's difference instead (MessagesManager::add_message_to_dialog, "too
 // new message not from update"). A 404 from a view current already costs
 // nothing more; otherwise the message is read again once it is current.
+// A view that cannot be brought up to date (openChat failed) fails the
+// read with that error: the 404 proves no deletion then.
 func (p *Pipeline) readMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
 	asked := time.Now()
 	m, err := p.tg.GetMessage(ctx, chat, id)
 	if !errors.Is(err, tg.ErrMessageNotFound) {
 		return m, err
 	}
-	if stale, verr := p.cfg.Views.StaleAt(ctx, chat, asked); verr != nil || !stale {
+	stale, verr := p.cfg.Views.StaleAt(ctx, chat, asked)
+	switch {
+	case !stale:
 		return m, err
+	case verr != nil:
+		return tg.Message{}, fmt.Errorf("read message %d of %d again once the chat is open: %w", id.ServerID(), chat, verr)
 	}
 	return p.tg.GetMessage(ctx, chat, id)
 }

@@ -18,6 +18,53 @@ import (
 // deleted at source, never to be retried.
 func TestRetryOfAMessageTheSessionDoesNotKnowYet(t *testing.T) {
 	t.Parallel()
+	e, p2, c2, posted := letterOfAnotherInstance(t)
+	src := e.src["a"]
+	if err := c2.OpenChat(e.ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest.NewRetrier(ingest.RetryConfig{}, p2, e.st, nil).RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := e.st.DeadLetterCounts(e.ctx)
+	if err != nil || counts[store.DeadDeleted] != 0 {
+		t.Fatalf("dead letters by state = %v, %v; want none deleted at source", counts, err)
+	}
+	if out, ok, err := e.st.MessageHandled(e.ctx, tg.MessageKey{Chat: src, Message: posted.ID}); err != nil || !ok || out != store.OutcomePackage {
+		t.Errorf("message handled as %q (%v, %v), want catalogued by the retry", out, ok, err)
+	}
+}
+
+// The same retry while the chat cannot be opened (openChat fails): the
+// 404 proves nothing, so the letter stays pending, and the next retry,
+// with the chat open, catalogues the message.
+func TestRetryWhileTheChatCannotBeOpenedKeepsTheLetter(t *testing.T) {
+	t.Parallel()
+	e, p2, _, posted := letterOfAnotherInstance(t)
+	e.world.InjectError("a", tg.MethodOpenChat, &tg.Error{Code: 500, Message: "INTERNAL"}, 1)
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p2, e.st, nil)
+	if _, err := r.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	letters, err := e.st.DeadLetters(e.ctx, "", 10)
+	if err != nil || len(letters) != 1 || letters[0].State != store.DeadPending {
+		t.Fatalf("dead letters %+v (%v) after a retry whose chat could not be opened; want one pending", letters, err)
+	}
+	e.now = e.now.Add(24 * time.Hour)
+	if _, err := r.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok, err := e.st.MessageHandled(e.ctx, posted.Key()); err != nil || !ok || out != store.OutcomePackage {
+		t.Errorf("message handled as %q (%v, %v), want catalogued by the second retry", out, ok, err)
+	}
+}
+
+// letterOfAnotherInstance records a dead letter of a document of a's
+// source through one instance, and returns a pipeline (and its client)
+// of a second instance on its own TDLib directory, which looked at the
+// chat before the document was posted and has not followed it since.
+func letterOfAnotherInstance(t *testing.T) (*env, *ingest.Pipeline, *tgsim.Client, tg.Message) {
+	t.Helper()
 	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: 300 * time.Millisecond}, "a")
 	src := e.src["a"]
 	before := e.world.ClientIn("a", "instance-2")
@@ -35,19 +82,6 @@ func TestRetryOfAMessageTheSessionDoesNotKnowYet(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.now = e.now.Add(24 * time.Hour)
-
 	p2, c2 := e.pipelineIn("a", "instance-2")
-	if err := c2.OpenChat(e.ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ingest.NewRetrier(ingest.RetryConfig{}, p2, e.st, nil).RunOnce(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	counts, err := e.st.DeadLetterCounts(e.ctx)
-	if err != nil || counts[store.DeadDeleted] != 0 {
-		t.Fatalf("dead letters by state = %v, %v; want none deleted at source", counts, err)
-	}
-	if out, ok, err := e.st.MessageHandled(e.ctx, tg.MessageKey{Chat: src, Message: posted.ID}); err != nil || !ok || out != store.OutcomePackage {
-		t.Errorf("message handled as %q (%v, %v), want catalogued by the retry", out, ok, err)
-	}
+	return e, p2, c2, posted
 }
