@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"stashd/tg"
 )
@@ -39,14 +40,21 @@ var errReplacedAtSource = errors.New("replaced at source by another document")
 // message read once more before the part is taken as replaced. TDLib
 // fetches the difference after openChat has answered, and an already
 // open chat is not fetched again: the read waits for the session's view
-// of the chat (tg.Views), opened once per session.
+// of the chat (tg.Views), opened once per session. A view current already
+// at the first read needs no second one; a chat that cannot be opened
+// fails the load with that error, not as a part replaced.
 func (p *Pipeline) loadPart(ctx context.Context, pkg int64, i int, key tg.MessageKey) (tg.Message, error) {
+	asked := time.Now()
 	m, err := p.readPart(ctx, pkg, i, key)
 	if !errors.Is(err, errReplacedAtSource) {
 		return m, err
 	}
-	if oerr := p.cfg.Views.Current(ctx, key.Chat); oerr != nil {
+	stale, verr := p.cfg.Views.StaleAt(ctx, key.Chat, asked)
+	switch {
+	case !stale:
 		return tg.Message{}, err
+	case verr != nil:
+		return tg.Message{}, fmt.Errorf("read part %d of package %d (%s) again once the chat is open: %w", i, pkg, key, verr)
 	}
 	again, rerr := p.readPart(ctx, pkg, i, key)
 	if again.ID == 0 && rerr != nil {
