@@ -151,3 +151,43 @@ func TestList7zCLIArchives(t *testing.T) {
 		}
 	}
 }
+
+// TestListELFSelfExtractor lists a 7z self-extractor for Linux as 7-Zip
+// writes it (`7z a -sfx7zCon.sfx`: an ELF program with the archive after
+// it), whatever its name: its bytes say 7z, after the stub.
+func TestListELFSelfExtractor(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("7z"); err != nil {
+		t.Skip("7z command not installed (apt-get install p7zip-full)")
+	}
+	src, out := t.TempDir(), filepath.Join(t.TempDir(), "setup")
+	for name, data := range map[string]string{"a.txt": "first", "dir/b.txt": strings.Repeat("b", 4000)} {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("7z", "a", "-bd", "-y", "-sfx7zCon.sfx", out, ".")
+	cmd.Dir = src
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("7z -sfx7zCon.sfx: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "\x7fELF") {
+		t.Fatalf("7z wrote no ELF stub: %q", data[:4])
+	}
+	l, err := List(context.Background(), FormatNone, []string{out}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Format != Format7z || !l.SFX || l.Offset <= 0 {
+		t.Fatalf("format %q, sfx %v, offset %d; want 7z after the ELF stub", l.Format, l.SFX, l.Offset)
+	}
+	checkEntries(t, l.Entries, []Entry{{Path: "dir", Dir: true}, {Path: "a.txt", Size: 5}, {Path: "dir/b.txt", Size: 4000}})
+}

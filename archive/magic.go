@@ -54,7 +54,8 @@ type Detection struct {
 	// Offset is where the archive starts: the size of a self-extractor's
 	// stub before it, 0 for a plain archive.
 	Offset int64
-	// SFX is true for an executable carrying an archive (an "MZ" stub).
+	// SFX is true for an executable carrying an archive: a Windows ("MZ"),
+	// ELF or Mach-O program, or a script, with the archive after it.
 	SFX bool
 }
 
@@ -72,7 +73,7 @@ func Detect(r io.ReaderAt, size int64) Detection {
 	if f := Sniff(head); f != FormatNone {
 		return Detection{Format: f}
 	}
-	sfx := bytes.HasPrefix(head, []byte("MZ"))
+	sfx := executable(head)
 	// A zip's end record sits at its end, whatever precedes the archive:
 	// a stub (self-extractor) or junk.
 	if zipTailEnd(r, size) {
@@ -103,6 +104,30 @@ func Detect(r io.ReaderAt, size int64) Detection {
 		}
 	}
 	return Detection{SFX: true}
+}
+
+// executableStubs are the starts of the programs an archive follows as a
+// self-extractor's stub: Windows ("MZ": 7-Zip's, WinRAR's), ELF (7-Zip's
+// 7zCon.sfx, unzipsfx on Unix), Mach-O (thin, both byte orders, and fat),
+// and a script's #! line (python -m zipapp, executable jars).
+var executableStubs = [][]byte{
+	[]byte("MZ"),
+	[]byte("\x7fELF"),
+	{0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf},
+	{0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe},
+	{0xca, 0xfe, 0xba, 0xbe},
+	[]byte("#!"),
+}
+
+// executable reports whether head starts with a program's magic
+// (executableStubs).
+func executable(head []byte) bool {
+	for _, m := range executableStubs {
+		if bytes.HasPrefix(head, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // zipTailEnd reports whether the last 64 KiB of r hold a zip end of

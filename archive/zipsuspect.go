@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -52,26 +51,9 @@ func (w *walk) zipPrefix(src *partSet) {
 	w.suspect(fmt.Sprintf("%d bytes before the archive's first entry", w.zipFirst))
 }
 
-// executableStubs are the starts of the executables a zip follows as a
-// program's stub: ELF (unzipsfx on Unix), Mach-O (thin, both byte orders,
-// and fat), and a script's #! line (python -m zipapp, executable jars).
-// A Windows stub ("MZ") is Listing.SFX.
-var executableStubs = [][]byte{
-	[]byte("\x7fELF"),
-	{0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf},
-	{0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe},
-	{0xca, 0xfe, 0xba, 0xbe},
-	[]byte("#!"),
-}
-
 // executableStub reports whether src starts with an executable's magic.
 func executableStub(src *partSet) bool {
 	var head [4]byte
 	n, _ := src.ReadAt(head[:], 0)
-	for _, m := range executableStubs {
-		if bytes.HasPrefix(head[:n], m) {
-			return true
-		}
-	}
-	return false
+	return executable(head[:n])
 }

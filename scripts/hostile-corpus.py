@@ -343,6 +343,9 @@ def build(c, work):
     c.write("setup-zip.exe", exe_stub() + zip_of(b, n), expect="delivered", format="zip", flags=["name_lied"])
     b, n = content(8)
     c.write("setup-7z.exe", exe_stub() + sevenzip_of(b, n), expect="delivered", format="7z", flags=["name_lied"])
+    b, n = content(58)
+    # 7-Zip's self-extractor for Linux: an ELF program, the 7z after it.
+    c.write("setup-linux", sevenzip_of(b, n, ("-sfx7zCon.sfx",)), expect="delivered", format="7z", flags=["name_lied"])
     b, n = content(57)
     c.write("zipapp.zip", b"#!/usr/bin/env python3\n" + zip_of(b, n), expect="delivered", format="zip")
     b, n = content(9)
