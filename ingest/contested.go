@@ -1,10 +1,12 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"stashd/archive"
@@ -124,7 +126,24 @@ func (p *Pipeline) messages(ctx context.Context, parts []store.SourceMessage) ([
 // settleRejectedParts records the copies left out of a set just completed
 // as rejected copies of its package, with the reason, and their messages
 // as duplicates of it: they are never delivered.
-func (p *Pipeline) settleRejectedParts(ctx context.Context, ordered []store.SourceMessage, rejected []rejectedPart) error {
+//
+// Copies whose names alone make a whole set are no copies: another set
+// posted under the set's names (two uploads named alike, or names that
+// differ only in case or in invisible characters) before the first was
+// swept. They stay pending, and the next sweep, no longer meeting the
+// parts just catalogued, assembles them as a set of their own.
+func (p *Pipeline) settleRejectedParts(ctx context.Context, setKey string, ordered []store.SourceMessage, rejected []rejectedPart) error {
+	if len(rejected) > 1 {
+		others := make([]store.SourceMessage, len(rejected))
+		for i, r := range rejected {
+			others[i] = r.part
+		}
+		slices.SortFunc(others, func(a, b store.SourceMessage) int { return cmp.Compare(a.Key.Message, b.Key.Message) })
+		if _, _, _, missing := orderSet(setKey, others); missing == "" {
+			p.log.Info("another set posted under the same names waits for the next sweep", "set", ordered[0].FileName, "parts", len(others))
+			return nil
+		}
+	}
 	// A copy whose bytes are a whole archive is no copy: an archive of
 	// its own posted under a part's name.
 	kept := rejected[:0]

@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -79,5 +80,71 @@ func TestSetAssembledFromTheCopiesThatMakeItValid(t *testing.T) {
 	}
 	if v, err := e.st.GetVerification(e.ctx, pkg); err != nil || !v.Verified {
 		t.Errorf("verification %+v, %v; want the chosen copies verified", v, err)
+	}
+}
+
+// Two sets posted under the same names (two uploads named alike, one
+// named in capitals, one with a zero-width space in its name), their parts
+// interleaved, before a sweep: the names make one set, the bytes two.
+// Each is catalogued and delivered whole; neither is taken for damaged
+// copies of the other.
+func TestTwoSetsUnderTheSameNamesAreBothDelivered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, second string }{
+		{"same names", "twin"},
+		{"capitals", "TWIN"},
+		{"zero-width space", "tw\u200bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, "a")
+			p, c := e.pipeline("a")
+			first := archivetest.RarVolumes([]archivetest.File{{Name: "first/data.bin", Data: []byte(strings.Repeat("f", 9000))}}, 3)
+			second := archivetest.RarVolumes([]archivetest.File{{Name: "second/data.bin", Data: []byte(strings.Repeat("s", 9000))}}, 3)
+			var msgs []tg.Message
+			for i := range 3 {
+				for _, post := range []tgsim.Post{
+					{FileName: fmt.Sprintf("twin.part%d.rar", i+1), Data: first[i]},
+					{FileName: fmt.Sprintf("%s.part%d.rar", tc.second, i+1), Data: second[i]},
+				} {
+					m := e.view(c, e.world.Post(e.src["a"], 0, post))
+					mustHandle(t, p, m, store.OutcomePartPending)
+					msgs = append(msgs, m)
+				}
+			}
+			completed := 0
+			for range 3 {
+				e.now = e.now.Add(2 * time.Minute)
+				res, err := p.Sweep(e.ctx)
+				if err != nil || res.DeadLetter != 0 {
+					t.Fatalf("sweep = %+v, %v", res, err)
+				}
+				completed += res.Completed
+			}
+			if completed != 2 {
+				t.Errorf("%d sets completed, want 2", completed)
+			}
+			sent := map[string]bool{}
+			for _, d := range e.delivered() {
+				sent[d.Document.File.UniqueID] = true
+			}
+			for _, m := range msgs {
+				if !sent[m.Document.File.UniqueID] {
+					t.Errorf("%s (message %d) was not delivered", m.Document.FileName, m.Key().Message)
+				}
+				if out, _, err := e.st.MessageHandled(e.ctx, m.Key()); err != nil || out != store.OutcomePackage {
+					t.Errorf("%s (message %d): outcome %q, %v; want it in a package", m.Document.FileName, m.Key().Message, out, err)
+				}
+			}
+			for _, set := range [][]tg.Message{{msgs[0], msgs[2], msgs[4]}, {msgs[1], msgs[3], msgs[5]}} {
+				var ids []string
+				for _, m := range set {
+					ids = append(ids, m.Document.File.UniqueID)
+				}
+				if _, ok, err := e.st.PackageByUniqueIDs(e.ctx, ids); err != nil || !ok {
+					t.Errorf("no package of %s: %v, %v", set[0].Document.FileName, ok, err)
+				}
+			}
+		})
 	}
 }

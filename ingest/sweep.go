@@ -275,7 +275,7 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 		cerr = p.settleDuplicateParts(ctx, ordered, dups)
 	}
 	if cerr == nil {
-		cerr = p.settleRejectedParts(ctx, ordered, rejected)
+		cerr = p.settleRejectedParts(ctx, set.SetKey, ordered, rejected)
 	}
 	if cerr == nil {
 		p.setFailed(set, nil)
