@@ -83,7 +83,18 @@ type Statement struct {
 	// carries the statement starts, before its transaction begins, with
 	// that time (a lock taken ahead counts its life from it).
 	Flushing func(at time.Time)
+	// Serial makes the group commit that carries the statement take the
+	// catalogue's serial lock as it begins (serialLockSQL): such commits
+	// run one at a time, across every instance, so that the statement
+	// sees what every other such commit wrote before its own, or is seen
+	// by it (a package's links to those it contains or is contained in).
+	Serial bool
 }
+
+// serialLockSQL takes the lock of Statement.Serial, held to the end of
+// the transaction. It is taken first, while the transaction holds no
+// other lock, so that it never closes a cycle of waits.
+const serialLockSQL = `SELECT pg_advisory_xact_lock(hashtext('stashd: serial group commits'))`
 
 // unit is one caller's statements and where its result goes.
 type unit struct {
@@ -356,9 +367,13 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 		// undoes nothing another unit did.
 		savepoints := !begin || len(units) > 1
 		b := &pgx.Batch{}
+		serial := false
 		if begin {
 			b.Queue("BEGIN")
 			b.Queue(genericPlansSQL)
+			if serial = anySerial(units); serial {
+				b.Queue(serialLockSQL)
+			}
 		}
 		for _, u := range units {
 			if savepoints {
@@ -372,7 +387,7 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 			}
 		}
 		b.Queue("COMMIT")
-		failed, ferr, err := readBatch(ctx, conn, b, begin, savepoints, units)
+		failed, ferr, err := readBatch(ctx, conn, b, begin, serial, savepoints, units)
 		switch {
 		case err != nil:
 			// Not a unit's own failure: the connection, or the
@@ -401,6 +416,18 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 	}
 }
 
+// anySerial reports whether a statement of units is Serial.
+func anySerial(units []*unit) bool {
+	for _, u := range units {
+		for _, st := range u.stmts {
+			if st.Serial {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // readBatch sends b and reads its results. failed is the index in units
 // of the unit one of whose statements failed (ferr its error), -1 when
 // the batch ran to its COMMIT; err is any other failure (BEGIN, the
@@ -408,7 +435,7 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 // a statement failing is not the server's failure: the batch goes on and
 // commits (the unit's statements must be safe to run again anyway), and
 // the unit is told the reader's error.
-func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, savepoints bool, units []*unit) (failed int, ferr, err error) {
+func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, serial, savepoints bool, units []*unit) (failed int, ferr, err error) {
 	br := conn.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); err == nil && failed < 0 && cerr != nil {
@@ -420,7 +447,11 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, savepoi
 		return err
 	}
 	if begin {
-		for range 2 { // BEGIN, genericPlansSQL
+		opening := 2 // BEGIN, genericPlansSQL
+		if serial {
+			opening++ // serialLockSQL
+		}
+		for range opening {
 			if err := exec(); err != nil {
 				return -1, nil, err
 			}

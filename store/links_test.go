@@ -1,9 +1,13 @@
 package store_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"testing"
+	"time"
 
+	"stashd/archive"
+	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -77,5 +81,94 @@ func TestLinkContainment(t *testing.T) {
 	if err != nil || len(page.Hits) != 1 || len(page.Hits[0].Links) != 1 ||
 		page.Hits[0].Links[0] != (store.HitLink{Relation: "contained in", Other: whole, OtherName: "whole.zip"}) {
 		t.Errorf("search small.zip: %+v, %v; want contained in whole.zip", page.Hits, err)
+	}
+}
+
+// Two instances catalogue two packages at once, one inside the other: the
+// first one's commit is held up (here by a lock row another transaction
+// holds) after its links were looked for, while the second commits. The
+// later commit must still see the earlier package: the link is there
+// once both are catalogued.
+func TestContainmentOfPackagesCataloguedAtOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	a, b := openOn(t, url), openOn(t, url)
+	ctx := t.Context()
+	f := func(path string, size int64, crc uint32) store.FileEntry {
+		return store.FileEntry{Path: path, Size: size, CRC: crc, HasCRC: true}
+	}
+	x, y, z := f("lib/x.txt", 10, 0x1111), f("lib/y.txt", 20, 0x2222), f("lib/z.txt", 30, 0x3333)
+	pkg := func(name string, n int64, files ...store.FileEntry) store.NewPackage {
+		sum := sha256.Sum256([]byte(name))
+		origin := tg.MessageKey{Chat: -1001, Message: tg.MessageIDFromServer(n)}
+		entries := make([]archive.Entry, len(files))
+		for i, fe := range files {
+			entries[i] = archive.Entry{Path: fe.Path, Size: fe.Size, CRC: fe.CRC, HasCRC: true}
+		}
+		sig, _ := archive.ContentSignature(entries)
+		return store.NewPackage{Package: store.Package{ContentHash: sum[:], Name: name, Format: "zip", TotalSize: 100,
+			PartCount: 1, FileCount: len(files), Origin: origin},
+			Parts: []store.Part{{FileName: name, Size: 100, SHA256: sum[:], Source: origin}}, Files: files, Signature: sig}
+	}
+	lock, err := a.Lock(ctx, "h:whole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, err := b.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM package_locks WHERE name = 'h:whole' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	whole := pkg("whole.zip", 1, x, y, z)
+	whole.Release = []*store.Lock{lock}
+	wholeDone := make(chan error, 1)
+	go func() {
+		_, err := a.CataloguePackage(ctx, whole)
+		wholeDone <- err
+	}()
+	// whole.zip's commit waits on the lock row, its links looked for.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := b.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM package_locks%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("whole.zip's commit never waited on its lock row")
+		}
+	}
+	smallDone := make(chan error, 1)
+	go func() {
+		_, err := b.CataloguePackage(ctx, pkg("small.zip", 2, x, y))
+		smallDone <- err
+	}()
+	// small.zip commits, or waits for whole.zip's commit.
+	select {
+	case err := <-smallDone:
+		smallDone <- err
+	case <-time.After(time.Second):
+	}
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, done := range []chan error{wholeDone, smallDone} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var links int
+	if err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM package_links l
+		JOIN packages i ON i.id = l.package_id JOIN packages o ON o.id = l.other_id
+		WHERE i.name = 'small.zip' AND o.name = 'whole.zip' AND l.kind = 'contained_in'`).Scan(&links); err != nil {
+		t.Fatal(err)
+	}
+	if links != 1 {
+		t.Errorf("small.zip linked contained in whole.zip %d times, want once", links)
 	}
 }

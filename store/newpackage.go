@@ -164,7 +164,10 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 		Read: func(rows pgx.Rows) error { return scanOne(rows, &out.ID) },
 	}}
 	if n.Signature != nil {
-		stmts = append(stmts, Statement{SQL: fmt.Sprintf(containmentSQL, packageID), Args: []any{hash}})
+		// Serial: two packages, one inside the other, catalogued at
+		// once by two commits would each miss the other, still
+		// uncommitted; one at a time, the later sees the earlier.
+		stmts = append(stmts, Statement{SQL: fmt.Sprintf(containmentSQL, packageID), Args: []any{hash}, Serial: true})
 	}
 	if n.RepackOf != 0 {
 		stmts = append(stmts, Statement{SQL: `INSERT INTO package_links (package_id, other_id, kind)
