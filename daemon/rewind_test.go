@@ -288,3 +288,42 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
 	}
 }
+
+// A dump restored into the same database keeps the server's identity, so
+// only the destinations could tell the rewind, and a destination's newest
+// page may hold none of stashd's copies: people talk in it. The restore
+// must still be noticed, or the messages catch-up hands to ingest again are
+// sent twice.
+func TestRestoredDumpNoticedBehindAChattyDestination(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.New(t)
+	rw := newRewindWorld(t, 38)
+
+	st, err := store.Open(ctx, store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rw.daemon(st)
+	prepareAndRun(t, d)
+	rw.post(5)
+	rw.waitAll(t, st)
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	rw.post(6)
+	rw.waitAll(t, st)
+	for i := range tg.MaxSearchLimit + 1 {
+		rw.world.Post(rw.dest, 0, tgsim.Post{Text: fmt.Sprintf("a reader's remark %d", i)})
+	}
+	st = rw.restore(t, d, st, url, backup)
+	d = rw.daemon(st)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	rw.post(1)
+	rw.waitAll(t, st)
+	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
+		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
+	}
+}

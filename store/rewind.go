@@ -150,15 +150,21 @@ func (s *Store) ServerChanged() bool {
 // CheckIdentity compares the server the store is connected to with the one
 // the catalogue last recorded, and records the current one. It returns
 // the reason the catalogue may have rewound ("" when it may not): another
-// system identifier (a restore into another cluster) or another timeline
-// (a promoted standby). The first check of a catalogue records the server
-// and reports nothing. A process whose connections moved to another server
+// system identifier (a restore into another cluster), another timeline
+// (a promoted standby), or another OID of the catalogue's own table (a
+// dump restored, into any database: pg_restore and psql create the tables
+// anew, while the server's identity stays the same in the same cluster). A
+// row recorded before the catalogue noted its table's OID (an upgrade, or
+// an older dump restored) is taken for a restore too: nothing else tells
+// the two apart. The first check of a catalogue records the server and
+// reports nothing. A process whose connections moved to another server
 // since its last check is told too when another instance recorded that
 // server first: it ran on the old one, and its own work there may have
-// rewound.
+// rewound. A role that cannot read the server's identity still compares
+// the table's OID.
 func (s *Store) CheckIdentity(ctx context.Context) (reason string, err error) {
 	now, ok, err := s.ServerIdentity(ctx)
-	if err != nil || !ok {
+	if err != nil {
 		return "", err
 	}
 	left, moved := s.server.takeLeft()
@@ -171,23 +177,37 @@ func (s *Store) CheckIdentity(ctx context.Context) (reason string, err error) {
 			s.server.mu.Unlock()
 		}
 	}()
-	var was DatabaseIdentity
-	err = s.pool.QueryRow(ctx, `SELECT system_identifier, timeline FROM database_identity`).Scan(&was.SystemIdentifier, &was.Timeline)
+	var sysid, timeline, oid *int64
+	var table int64
+	err = s.pool.QueryRow(ctx, `SELECT system_identifier, timeline, catalogue_oid, 'database_identity'::regclass::oid::bigint
+		FROM database_identity`).Scan(&sysid, &timeline, &oid, &table)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
 		return "", fmt.Errorf("read the recorded database identity: %w", err)
-	case was.SystemIdentifier != now.SystemIdentifier:
+	case ok && sysid != nil && *sysid != now.SystemIdentifier:
 		reason = fmt.Sprintf("database server changed (system identifier %d, was %d): restored from a backup?",
-			now.SystemIdentifier, was.SystemIdentifier)
-	case was.Timeline != now.Timeline:
-		reason = fmt.Sprintf("database timeline changed (%d, was %d): a standby was promoted", now.Timeline, was.Timeline)
-	case moved && left != now:
+			now.SystemIdentifier, *sysid)
+	case ok && timeline != nil && *timeline != now.Timeline:
+		reason = fmt.Sprintf("database timeline changed (%d, was %d): a standby was promoted", now.Timeline, *timeline)
+	case oid == nil:
+		reason = "the catalogue's tables were not recorded yet (an upgrade, or a restore of an older dump)"
+	case *oid != table:
+		reason = fmt.Sprintf("the catalogue's tables were created anew (table OID %d, was %d): restored from a dump?", table, *oid)
+	case ok && moved && left != now:
 		reason = fmt.Sprintf("database server changed under this process (%s, was %s); another instance recorded it first", now, left)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)
-		ON CONFLICT (singleton) DO UPDATE SET system_identifier = $1, timeline = $2, checked_at = now()`,
-		now.SystemIdentifier, now.Timeline)
+	if ok {
+		_, err = s.pool.Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline, catalogue_oid)
+			VALUES ($1, $2, 'database_identity'::regclass::oid::bigint)
+			ON CONFLICT (singleton) DO UPDATE SET system_identifier = $1, timeline = $2,
+				catalogue_oid = excluded.catalogue_oid, checked_at = now()`,
+			now.SystemIdentifier, now.Timeline)
+	} else {
+		_, err = s.pool.Exec(ctx, `INSERT INTO database_identity (catalogue_oid)
+			VALUES ('database_identity'::regclass::oid::bigint)
+			ON CONFLICT (singleton) DO UPDATE SET catalogue_oid = excluded.catalogue_oid, checked_at = now()`)
+	}
 	if err != nil {
 		return "", fmt.Errorf("record the database identity: %w", err)
 	}

@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"stashd/internal/pgembed"
+	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -257,5 +260,43 @@ func TestPackageIDMovesTakeTurns(t *testing.T) {
 	}
 	if _, err := st.Pool().Exec(ctx, store.SkipIDsSQL, 1); err != nil {
 		t.Fatalf("move after the other's: %v", err)
+	}
+}
+
+// A dump restored into the same database leaves the server's identity as
+// it was, and the identity row restored with the dump names it: the check
+// must still name the restore (the tables were created anew), once.
+func TestCheckIdentityNamesADumpRestoredInPlace(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	st := openOn(t, url)
+	ctx := t.Context()
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("first check: %q, %v; want nothing", reason, err)
+	}
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("same catalogue: %q, %v; want nothing", reason, err)
+	}
+	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	st.ResetConnections()
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("after the dump was restored: %q, %v; want a rewind named", reason, err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("the check records the restored catalogue, but the next one still says %q (%v)", reason, err)
+	}
+	// A row an older stashd recorded, without the table's OID (a dump
+	// taken before it was noted): nothing tells it from a restore.
+	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET catalogue_oid = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("a row without the table's OID: %q, %v; want a rewind named", reason, err)
 	}
 }
