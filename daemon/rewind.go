@@ -145,23 +145,11 @@ func (w *rewindWatch) startCheck(ctx context.Context) {
 }
 
 // checkIdentity asks for every destination to be reconciled when the
-// database server's identity changed since the catalogue last recorded it.
+// database server's identity changed since the catalogue last recorded it:
+// those the catalogue records deliveries in and every running account's,
+// asked for in the commit that records the new identity.
 func (w *rewindWatch) checkIdentity(ctx context.Context) {
-	reason, err := w.d.store.CheckIdentity(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("check the database's identity", "err", err)
-		}
-		return
-	}
-	if reason == "" {
-		return
-	}
-	dests, err := w.d.store.DeliveredDestinations(ctx)
-	if err != nil {
-		w.log.Warn("list destinations to reconcile", "err", err)
-		dests = nil
-	}
+	dests := slices.Clone(w.dests)
 	w.d.mu.Lock()
 	for _, r := range w.d.accounts {
 		if r.rewind == nil {
@@ -174,10 +162,17 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) {
 		}
 	}
 	w.d.mu.Unlock()
-	w.log.Warn("the catalogue may have rewound; reconciling every destination before sending", "reason", reason, "destinations", len(dests))
-	if err := w.d.store.RequestReconcile(ctx, dests, reason); err != nil {
-		w.log.Warn("ask for a reconciliation", "err", err)
+	reason, err := w.d.store.CheckIdentity(ctx, dests...)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("check the database's identity", "err", err)
+		}
+		return
 	}
+	if reason == "" {
+		return
+	}
+	w.log.Warn("the catalogue may have rewound; reconciling every destination before sending", "reason", reason)
 	w.reloadSources(ctx)
 }
 

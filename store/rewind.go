@@ -162,7 +162,13 @@ func (s *Store) ServerChanged() bool {
 // server first: it ran on the old one, and its own work there may have
 // rewound. A role that cannot read the server's identity still compares
 // the table's OID.
-func (s *Store) CheckIdentity(ctx context.Context) (reason string, err error) {
+//
+// A rewind named asks, in the same commit as the record, for every
+// destination the catalogue records a delivery or a found copy in, and
+// every one of dests, to be reconciled (RequestReconcile): once the next
+// check names nothing, those destinations are held already. Checks take
+// turns, so another instance's check that follows finds them held.
+func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason string, err error) {
 	now, ok, err := s.ServerIdentity(ctx)
 	if err != nil {
 		return "", err
@@ -177,42 +183,77 @@ func (s *Store) CheckIdentity(ctx context.Context) (reason string, err error) {
 			s.server.mu.Unlock()
 		}
 	}()
-	var sysid, timeline, oid *int64
-	var table int64
-	err = s.pool.QueryRow(ctx, `SELECT system_identifier, timeline, catalogue_oid, 'database_identity'::regclass::oid::bigint
-		FROM database_identity`).Scan(&sysid, &timeline, &oid, &table)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return "", fmt.Errorf("read the recorded database identity: %w", err)
-	case ok && sysid != nil && *sysid != now.SystemIdentifier:
-		reason = fmt.Sprintf("database server changed (system identifier %d, was %d): restored from a backup?",
-			now.SystemIdentifier, *sysid)
-	case ok && timeline != nil && *timeline != now.Timeline:
-		reason = fmt.Sprintf("database timeline changed (%d, was %d): a standby was promoted", now.Timeline, *timeline)
-	case oid == nil:
-		reason = "the catalogue's tables were not recorded yet (an upgrade, or a restore of an older dump)"
-	case *oid != table:
-		reason = fmt.Sprintf("the catalogue's tables were created anew (table OID %d, was %d): restored from a dump?", table, *oid)
-	case ok && moved && left != now:
-		reason = fmt.Sprintf("database server changed under this process (%s, was %s); another instance recorded it first", now, left)
+	ids := make([]int64, len(dests))
+	for i, d := range dests {
+		ids[i] = int64(d)
 	}
-	if ok {
-		_, err = s.pool.Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline, catalogue_oid)
-			VALUES ($1, $2, 'database_identity'::regclass::oid::bigint)
-			ON CONFLICT (singleton) DO UPDATE SET system_identifier = $1, timeline = $2,
-				catalogue_oid = excluded.catalogue_oid, checked_at = now()`,
-			now.SystemIdentifier, now.Timeline)
-	} else {
-		_, err = s.pool.Exec(ctx, `INSERT INTO database_identity (catalogue_oid)
-			VALUES ('database_identity'::regclass::oid::bigint)
-			ON CONFLICT (singleton) DO UPDATE SET catalogue_oid = excluded.catalogue_oid, checked_at = now()`)
-	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		reason = ""
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('stashd: database identity'))`); err != nil {
+			return fmt.Errorf("wait for the database identity: %w", err)
+		}
+		var sysid, timeline, oid *int64
+		var table int64
+		err := tx.QueryRow(ctx, `SELECT system_identifier, timeline, catalogue_oid, 'database_identity'::regclass::oid::bigint
+			FROM database_identity`).Scan(&sysid, &timeline, &oid, &table)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("read the recorded database identity: %w", err)
+		case ok && sysid != nil && *sysid != now.SystemIdentifier:
+			reason = fmt.Sprintf("database server changed (system identifier %d, was %d): restored from a backup?",
+				now.SystemIdentifier, *sysid)
+		case ok && timeline != nil && *timeline != now.Timeline:
+			reason = fmt.Sprintf("database timeline changed (%d, was %d): a standby was promoted", now.Timeline, *timeline)
+		case oid == nil:
+			reason = "the catalogue's tables were not recorded yet (an upgrade, or a restore of an older dump)"
+		case *oid != table:
+			reason = fmt.Sprintf("the catalogue's tables were created anew (table OID %d, was %d): restored from a dump?", table, *oid)
+		case ok && moved && left != now:
+			reason = fmt.Sprintf("database server changed under this process (%s, was %s); another instance recorded it first", now, left)
+		}
+		if reason != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO reconciles (destination_chat_id, reason)
+				SELECT d, $2 FROM (SELECT destination_chat_id FROM deliveries
+					UNION SELECT destination_chat_id FROM destination_copies
+					UNION SELECT unnest($1::bigint[])) AS t (d)`+reconcileAgain, ids, reason); err != nil {
+				return fmt.Errorf("request reconciliation of every destination: %w", err)
+			}
+		}
+		if ok {
+			_, err = tx.Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline, catalogue_oid)
+				VALUES ($1, $2, 'database_identity'::regclass::oid::bigint)
+				ON CONFLICT (singleton) DO UPDATE SET system_identifier = $1, timeline = $2,
+					catalogue_oid = excluded.catalogue_oid, checked_at = now()`,
+				now.SystemIdentifier, now.Timeline)
+		} else {
+			_, err = tx.Exec(ctx, `INSERT INTO database_identity (catalogue_oid)
+				VALUES ('database_identity'::regclass::oid::bigint)
+				ON CONFLICT (singleton) DO UPDATE SET catalogue_oid = excluded.catalogue_oid, checked_at = now()`)
+		}
+		if err != nil {
+			return fmt.Errorf("record the database identity: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("record the database identity: %w", err)
+		return "", err
 	}
 	return reason, nil
 }
+
+// reconcileAgain ends an INSERT INTO reconciles: a request already
+// waiting keeps its first reason, a finished one waits again.
+const reconcileAgain = `
+	ON CONFLICT (destination_chat_id) DO UPDATE SET reason = CASE
+			WHEN reconciles.finished_at IS NULL THEN reconciles.reason ELSE excluded.reason END,
+		requested_at = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.requested_at ELSE now() END,
+		started_at = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.started_at END,
+		pages = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.pages ELSE 0 END,
+		copies = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.copies ELSE 0 END,
+		recovered = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.recovered ELSE 0 END,
+		last_error = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.last_error ELSE '' END,
+		gave_up = false, finished_at = NULL`
 
 // RequestReconcile asks for every destination in dests to be paged for
 // copies the catalogue has forgotten before anything is sent to it again.
@@ -223,16 +264,7 @@ func (s *Store) RequestReconcile(ctx context.Context, dests []tg.ChatID, reason 
 		ids[i] = int64(d)
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO reconciles (destination_chat_id, reason)
-			SELECT unnest($1::bigint[]), $2
-		ON CONFLICT (destination_chat_id) DO UPDATE SET reason = CASE
-				WHEN reconciles.finished_at IS NULL THEN reconciles.reason ELSE excluded.reason END,
-			requested_at = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.requested_at ELSE now() END,
-			started_at = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.started_at END,
-			pages = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.pages ELSE 0 END,
-			copies = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.copies ELSE 0 END,
-			recovered = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.recovered ELSE 0 END,
-			last_error = CASE WHEN reconciles.finished_at IS NULL THEN reconciles.last_error ELSE '' END,
-			gave_up = false, finished_at = NULL`, ids, reason)
+			SELECT unnest($1::bigint[]), $2`+reconcileAgain, ids, reason)
 	if err != nil {
 		return fmt.Errorf("request reconciliation of %d destinations: %w", len(dests), err)
 	}

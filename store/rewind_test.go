@@ -300,3 +300,42 @@ func TestCheckIdentityNamesADumpRestoredInPlace(t *testing.T) {
 		t.Fatalf("a row without the table's OID: %q, %v; want a rewind named", reason, err)
 	}
 }
+
+// The check that names a rewind also records the new server or tables, so
+// the next check names nothing: the destinations must be held by then, in
+// the same commit. A process that stopped (or failed to write) between the
+// record and its request for reconciliations, or another instance whose
+// check came just after the record, would otherwise send to a destination
+// the rewound catalogue no longer knows it delivered to.
+func TestCheckIdentityHoldsTheDestinationsOfTheRewindItNames(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	const dest = tg.ChatID(-78)
+	hash := make([]byte, 32)
+	hash[0] = 11
+	pkg := store.Package{ContentHash: hash, Name: "h.zip", Format: "zip", TotalSize: 1, PartCount: 1,
+		Origin: tg.MessageKey{Chat: -1, Message: 1 << 20}}
+	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{
+		{Index: 0, FileName: "h.zip", Size: 1, SHA256: hash, UniqueID: "h0", Source: pkg.Origin},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.EnsureIntent(ctx, id, dest, 0, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("first check: %q, %v; want nothing", reason, err)
+	}
+	// The catalogue's tables created anew, as a restored dump has them.
+	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET catalogue_oid = catalogue_oid + 1`); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("after a restore: %q, %v; want a rewind named", reason, err)
+	}
+	if pending, err := st.ReconcilePending(ctx, dest); err != nil || !pending {
+		t.Fatalf("a destination delivered to, once the check named the rewind: pending %v (%v), want held", pending, err)
+	}
+}
