@@ -84,7 +84,11 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (b
 		}
 	}
 	if w.d.store.ServerChanged() {
-		w.checkIdentity(ctx)
+		if err := w.checkIdentity(ctx); err != nil {
+			// Not known yet whether the catalogue rewound: the delivery
+			// waits, and the next one checks again.
+			return true, err
+		}
 		fresh = false
 	}
 	if fresh {
@@ -95,10 +99,9 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (b
 
 // startCheck asks for reconciliations when the database changed or a
 // destination's newest page of history holds copies the catalogue has no
-// sent record of (a catalogue restored from a dump into the same server,
-// which the identity does not tell). Errors are logged: the periodic loop
-// tries the identity again, and a destination that could not be read is
-// checked at the next start.
+// sent record of (a restore the catalogue cannot tell). The identity check
+// is tried until it goes through; other errors are logged, and a
+// destination that could not be read is checked at the next start.
 //
 // The page is read only for a destination whose newest message (getChat,
 // answered from TDLib's own chat cache) is newer than every message the
@@ -112,7 +115,13 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (b
 // read once its difference is in (tg.Views), all of them waited for
 // together.
 func (w *rewindWatch) startCheck(ctx context.Context) {
-	w.checkIdentity(ctx)
+	// Until a check goes through nothing tells whether the catalogue was
+	// restored: the deliveries wait for it (Hold waits for checked).
+	for wait := time.Second; w.checkIdentity(ctx) != nil; wait = min(2*wait, rewindInterval) {
+		if !service.Sleep(ctx, wait) {
+			return
+		}
+	}
 	for _, dest := range w.dests {
 		if _, err := w.r.views.Open(ctx, dest); err != nil && ctx.Err() == nil {
 			w.log.Warn("open a destination", "destination", dest, "err", err)
@@ -147,8 +156,9 @@ func (w *rewindWatch) startCheck(ctx context.Context) {
 // checkIdentity asks for every destination to be reconciled when the
 // database server's identity changed since the catalogue last recorded it:
 // those the catalogue records deliveries in and every running account's,
-// asked for in the commit that records the new identity.
-func (w *rewindWatch) checkIdentity(ctx context.Context) {
+// asked for in the commit that records the new identity. It returns the
+// check's error, logged.
+func (w *rewindWatch) checkIdentity(ctx context.Context) error {
 	dests := slices.Clone(w.dests)
 	w.d.mu.Lock()
 	for _, r := range w.d.accounts {
@@ -167,13 +177,14 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) {
 		if ctx.Err() == nil {
 			w.log.Warn("check the database's identity", "err", err)
 		}
-		return
+		return err
 	}
 	if reason == "" {
-		return
+		return nil
 	}
 	w.log.Warn("the catalogue may have rewound; reconciling every destination before sending", "reason", reason)
 	w.reloadSources(ctx)
+	return nil
 }
 
 // reloadSources gives every running account's listener its sources'
@@ -246,7 +257,7 @@ func (w *rewindWatch) newestCopies(ctx context.Context, dest tg.ChatID) (int, er
 // account's destinations, one destination at a time under a lock that
 // spans accounts and instances.
 func (w *rewindWatch) runOnce(ctx context.Context) {
-	w.checkIdentity(ctx)
+	_ = w.checkIdentity(ctx)
 	waiting, err := w.d.store.Reconciles(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -327,3 +327,56 @@ func TestRestoredDumpNoticedBehindAChattyDestination(t *testing.T) {
 		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
 	}
 }
+
+// The start-up identity check is what names a dump restored in place
+// behind a destination whose newest page shows none of stashd's copies.
+// A check that fails (the database refusing for a moment) must hold the
+// deliveries until one goes through, rather than let them go unchecked
+// until the periodic check.
+func TestStartUpIdentityCheckThatFailsHoldsDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.New(t)
+	rw := newRewindWorld(t, 39)
+
+	st, err := store.Open(ctx, store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rw.daemon(st)
+	prepareAndRun(t, d)
+	rw.post(5)
+	rw.waitAll(t, st)
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	rw.post(6)
+	rw.waitAll(t, st)
+	for i := range tg.MaxSearchLimit + 1 {
+		rw.world.Post(rw.dest, 0, tgsim.Post{Text: fmt.Sprintf("a reader's remark %d", i)})
+	}
+	st = rw.restore(t, d, st, url, backup)
+	// The record of the server's identity fails until the trigger goes.
+	if _, err := st.Pool().Exec(ctx, `CREATE FUNCTION refuse_identity() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused for the test'; END $$;
+		CREATE TRIGGER refuse_identity BEFORE INSERT OR UPDATE ON database_identity
+			FOR EACH ROW EXECUTE FUNCTION refuse_identity()`); err != nil {
+		t.Fatal(err)
+	}
+	d = rw.daemon(st)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	time.Sleep(4 * time.Second) // catch-up hands the forgotten messages to ingest again
+	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
+		t.Fatalf("while the identity check fails the destination came to hold %d documents (twice: %v), want the 11 it held", docs, twice)
+	}
+	if _, err := st.Pool().Exec(ctx, `DROP TRIGGER refuse_identity ON database_identity`); err != nil {
+		t.Fatal(err)
+	}
+	rw.post(1)
+	rw.waitAll(t, st)
+	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
+		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
+	}
+}

@@ -138,7 +138,8 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 // ServerChanged reports, once, that a connection reached another database
 // server than the one before it (another timeline or cluster): the
 // catalogue may have rewound, and CheckIdentity should run before anything
-// is sent.
+// is sent. A CheckIdentity that fails before naming the change makes it
+// report the change again.
 func (s *Store) ServerChanged() bool {
 	s.server.mu.Lock()
 	defer s.server.mu.Unlock()
@@ -169,20 +170,28 @@ func (s *Store) ServerChanged() bool {
 // check names nothing, those destinations are held already. Checks take
 // turns, so another instance's check that follows finds them held.
 func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason string, err error) {
+	var left DatabaseIdentity
+	var moved bool
+	defer func() {
+		if err == nil {
+			return
+		}
+		// The change this check did not get to name is told again, to
+		// ServerChanged as to the next check.
+		s.server.mu.Lock()
+		if moved && !s.server.moved {
+			s.server.left, s.server.moved = left, true
+		}
+		if s.server.moved {
+			s.server.changed = true
+		}
+		s.server.mu.Unlock()
+	}()
 	now, ok, err := s.ServerIdentity(ctx)
 	if err != nil {
 		return "", err
 	}
-	left, moved := s.server.takeLeft()
-	defer func() {
-		if err != nil && moved {
-			s.server.mu.Lock()
-			if !s.server.moved {
-				s.server.left, s.server.moved = left, true
-			}
-			s.server.mu.Unlock()
-		}
-	}()
+	left, moved = s.server.takeLeft()
 	ids := make([]int64, len(dests))
 	for i, d := range dests {
 		ids[i] = int64(d)

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -270,4 +271,57 @@ func loseLastPackage(t *testing.T, st *store.Store) (store.DatabaseIdentity, int
 		t.Fatal(err)
 	}
 	return now, lost
+}
+
+// A failover is noticed on a new connection, and the delivery about to go
+// asks for the identity check (ServerChanged, then CheckIdentity). A check
+// that fails (the promoted server still settling) must leave the change to
+// be told again, or the next delivery's hold finds nothing changed and
+// sends before the rewind was named.
+func TestAFailedIdentityCheckKeepsTheFailoverToTell(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	st := openOn(t, url)
+	ctx := t.Context()
+	now, ok, err := st.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	old := store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)`,
+		old.SystemIdentifier, old.Timeline); err != nil {
+		t.Fatal(err)
+	}
+	store.SetServerSeen(st, old)
+	st.ResetConnections()
+	if err := st.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !st.ServerChanged() {
+		t.Fatal("a connection to another timeline was not noticed")
+	}
+	// The check cannot read the catalogue's record in time.
+	locker, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = locker.Rollback(context.Background()) }()
+	if _, err := locker.Exec(ctx, `LOCK TABLE database_identity IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	reason, err := st.CheckIdentity(short)
+	cancel()
+	if err == nil {
+		t.Fatalf("the check went through a locked record: %q", reason)
+	}
+	if err := locker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !st.ServerChanged() {
+		t.Error("after a failed check the change is no longer told: the next delivery would go unheld")
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Errorf("the next check: %q, %v; want the rewind named", reason, err)
+	}
 }
