@@ -117,6 +117,17 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 	switch {
 	case !w.seen:
 		w.known, w.seen = id, true
+		// A process starting on a promoted standby never saw the old
+		// primary, but another instance that ran there may still hold
+		// the ids it gave out: the catalogue's record of another server
+		// moves them on too (each starting process until a check records
+		// the new server).
+		var rec DatabaseIdentity
+		err := conn.QueryRow(ctx, `SELECT system_identifier, timeline FROM database_identity
+			WHERE system_identifier IS NOT NULL AND timeline IS NOT NULL`).Scan(&rec.SystemIdentifier, &rec.Timeline)
+		if err == nil && rec != id {
+			w.skip = w.writes
+		}
 	case id != w.known:
 		if !w.moved {
 			w.left, w.moved = w.known, true

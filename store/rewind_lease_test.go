@@ -325,3 +325,28 @@ func TestAFailedIdentityCheckKeepsTheFailoverToTell(t *testing.T) {
 		t.Errorf("the next check: %q, %v; want the rewind named", reason, err)
 	}
 }
+
+// An instance that starts on the promoted standby while another, which ran
+// on the old primary, has not reconnected yet: the new instance's packages
+// must not take the ids the old primary gave out, which the other still
+// holds (a due delivery read before the failover). The new instance's
+// connections never saw another server; the catalogue's record of the old
+// one tells it.
+func TestPackageIDsOfAnInstanceStartedAfterAFailoverAreNotReused(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	running := openOn(t, url)
+	ctx := t.Context()
+	if reason, err := running.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("first check: %q, %v", reason, err)
+	}
+	_, lost := loseLastPackage(t, running)
+	// The promoted standby holds the old primary's record, of its timeline.
+	if _, err := running.Pool().Exec(ctx, `UPDATE database_identity SET timeline = timeline - 1`); err != nil {
+		t.Fatal(err)
+	}
+	started := openOn(t, url)
+	if fresh := onePartPackage(t, started, "new", 3, 3<<20); fresh <= lost {
+		t.Errorf("a package catalogued by an instance started after the failover took id %d; the old primary gave out ids up to %d", fresh, lost)
+	}
+}
