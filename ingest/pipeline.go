@@ -42,6 +42,7 @@ type Store interface {
 	MarkSentByToken(ctx context.Context, token string, dest tg.ChatID, destMsg tg.MessageID, account string) (bool, error)
 	DeliveryByToken(ctx context.Context, token string, dest tg.ChatID) (store.Delivery, bool, error)
 	KeptCopy(ctx context.Context, dest tg.ChatID, uniqueID, token string) (tg.MessageID, bool, error)
+	RecordCopy(ctx context.Context, c store.CopyFound) (store.CopyRecord, error)
 	NoteStraySends(ctx context.Context, strays ...store.StraySend) error
 	StraySends(ctx context.Context, account string) ([]store.StraySend, error)
 	ForgetStraySend(ctx context.Context, st store.StraySend) error

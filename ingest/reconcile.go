@@ -300,6 +300,26 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 		if keep, _, err = p.store.KeptCopy(ctx, st.Destination, file, st.Token); err != nil {
 			return false, err
 		}
+		if keep == 0 {
+			// None kept: this copy landed after the reconciliation read
+			// past it, or none ran. It is kept for its file as the
+			// reconciliation would have kept it, so that the package,
+			// catalogued again, is recorded from it rather than sent.
+			rec, err := p.store.RecordCopy(ctx, store.CopyFound{Destination: st.Destination, Message: st.Message,
+				Token: st.Token, UniqueID: file})
+			if err != nil {
+				return false, err
+			}
+			if rec.Outcome.Recovered() {
+				p.log.Info("a send whose delivery the catalogue lost kept for its file", "destination", st.Destination,
+					"message", st.Message.ServerID())
+				return true, nil
+			}
+			if rec.Outcome != store.CopySecond || rec.Recorded == 0 {
+				return false, nil
+			}
+			keep = rec.Recorded // kept meanwhile, by a reconciliation
+		}
 	}
 	if keep == 0 || keep == st.Message {
 		return false, nil

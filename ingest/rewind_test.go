@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
@@ -75,5 +76,56 @@ func TestCopyFoundInDestinationIsNotSentAgain(t *testing.T) {
 	}
 	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 0 {
 		t.Errorf("%d sendMessage calls, want none", sends)
+	}
+}
+
+// A send left pending when its process stopped lands only when TDLib
+// re-sends it, at the next start on its directory: after the catalogue
+// rewound to before its intent (a restore, an asynchronous failover), and
+// possibly after the destination's reconciliation read past the point it
+// lands at (TDLib re-sends once connected, a flood wait later). The
+// session reports it with a token no delivery row carries: the copy must
+// still be remembered by its file, or the package, catalogued again from
+// its source, is sent a second time.
+func TestResentCopyWhoseDeliveryTheRewindLostIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 44, ResendAfterRestart: true}, "a")
+	logs := &lockedBuffer{}
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "late.tar", Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte("late")}})})
+	e.world.HoldSends(true)
+	c1 := e.world.ClientIn("a", "a")
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := tg.NewSession(c1, func(tg.Update) {})
+	crashDelivering(t, e, s1, c1, e.view(c1, posted))
+	<-s1.Done()
+	e.world.HoldSends(false)
+	// The rewind: the catalogue is back at a backup taken before the
+	// package was catalogued.
+	if _, err := e.st.Pool().Exec(e.ctx, `TRUNCATE packages CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	uid := posted.Document.File.UniqueID
+
+	// The account starts again on its directory: TDLib re-sends the
+	// pending message, and the session reports it.
+	a := e.instance("a", logs)
+	for deadline := time.Now().Add(10 * time.Second); len(e.world.Messages(e.dest)) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pending send was not re-sent")
+		}
+	}
+	// The recorder settles it (with the copy remembered by its file once
+	// it can; without, nothing shows, and the wait runs out).
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, ok, err := e.st.KeptCopy(e.ctx, e.dest, uid, ingest.TokenOf(e.world.Messages(e.dest)[0].Caption)); err != nil || ok {
+			break
+		}
+	}
+	// Catch-up hands the forgotten message to ingest again.
+	mustHandle(t, a.p, e.view(a.c, posted), store.OutcomePackage)
+	if n := len(e.copiesOf(uid)); n != 1 {
+		t.Fatalf("the destination holds %d copies of the part, want the one re-sent", n)
 	}
 }
