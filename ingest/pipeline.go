@@ -60,6 +60,7 @@ type Store interface {
 	TopicName(ctx context.Context, chat tg.ChatID, thread int64) (string, bool, error)
 	DestinationTopic(ctx context.Context, dest tg.ChatID, name string) (int64, bool, error)
 	BeginDestinationTopic(ctx context.Context, dest tg.ChatID, name, account string) error
+	ReconcileAsked(ctx context.Context, dest tg.ChatID) (bool, error)
 	SetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64, account string) (int64, error)
 	ForgetDestinationTopic(ctx context.Context, dest tg.ChatID, name string, thread int64) error
 }

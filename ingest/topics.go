@@ -80,7 +80,9 @@ func (p *Pipeline) sameTopic(ctx context.Context, dest tg.ChatID, name string) (
 // recorded one while this one waited for the lock. The creation is
 // recorded as begun first: a creator that died between createForumTopic
 // and recording its topic leaves that mark, and the next one looks the
-// topic up by name (getForumTopics) instead of creating a second. Every
+// topic up by name (getForumTopics) instead of creating a second; so does
+// every creator in a destination that was reconciled (the catalogue
+// rewound, forgetting the topics and marks made since its backup). Every
 // account delivering into the topic waits for that lock: its holder does
 // not sit out a flood wait under it, but fails with it (the delivery is
 // put off by the wait), so that a 429 pauses only its own account.
@@ -95,17 +97,30 @@ func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string)
 	if err != nil || thread != 0 {
 		return thread, err
 	}
-	if begun {
+	// A catalogue that rewound forgot the topics created since its backup,
+	// and their marks: once dest was reconciled, a topic is looked up by
+	// name before one is created.
+	look := begun
+	if !look {
+		if look, err = p.store.ReconcileAsked(ctx, dest); err != nil {
+			return 0, err
+		}
+	}
+	if look {
 		found, err := p.findTopic(ctx, dest, name)
 		if err != nil {
 			return 0, err
 		}
 		if found != 0 {
-			p.log.Info("destination topic found after an interrupted creation", "destination", dest, "topic", found, "name", name)
+			p.log.Info("destination topic found by name (after an interrupted creation, or one the catalogue forgot)",
+				"destination", dest, "topic", found, "name", name)
 			return p.store.SetDestinationTopic(ctx, dest, name, found, p.cfg.Account)
 		}
-	} else if err := p.store.BeginDestinationTopic(ctx, dest, name, p.cfg.Account); err != nil {
-		return 0, err
+	}
+	if !begun {
+		if err := p.store.BeginDestinationTopic(ctx, dest, name, p.cfg.Account); err != nil {
+			return 0, err
+		}
 	}
 	thread, err = p.tg.CreateForumTopic(ctx, dest, name)
 	if _, flood := tg.FloodWait(err); flood && !begun {

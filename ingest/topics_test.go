@@ -435,3 +435,65 @@ func TestHandedDeliveryOfAnUnreadableSourceIsGivenUpInTheEnd(t *testing.T) {
 		})
 	}
 }
+
+// A catalogue that rewound (a restore, an asynchronous failover) forgets
+// the destination topics created since, and the mark a creation leaves
+// before createForumTopic with them. The reconciliation that follows
+// records the copies sent into such a topic; the next package for it must
+// go into that topic, found by name, not into a second topic of the same
+// name.
+func TestTopicTheRewoundCatalogueForgotIsFoundNotCreatedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	forum := e.world.AddChat(tg.KindForum, "forum", "a")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
+		t.Fatal(err)
+	}
+	dragons := e.world.AddTopic(forum, "Dragons")
+	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
+	}})
+	post := func(name string) tg.Message {
+		return e.world.Post(forum, dragons, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p, e.view(c, post("d1.tar")), store.OutcomePackage)
+	e.deliver()
+
+	// The rewind, and its reconciliation of the destination.
+	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM destination_topics`); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RequestReconcile(e.ctx, []tg.ChatID{dest}, "test: the catalogue rewound"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.FinishReconcile(e.ctx, dest, nil); err != nil {
+		t.Fatal(err)
+	}
+	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p2, e.view(c2, post("d2.tar")), store.OutcomePackage)
+	e.deliver()
+
+	var threads []int64
+	for id, name := range e.world.Topics(dest) {
+		if name == "Dragons" {
+			threads = append(threads, id)
+		}
+	}
+	if len(threads) != 1 {
+		t.Fatalf("the destination has %d topics named Dragons, want 1", len(threads))
+	}
+	docs := 0
+	for _, m := range e.world.Messages(dest) {
+		if m.Document != nil {
+			docs++
+			if m.TopicID() != threads[0] {
+				t.Errorf("%s is in topic %d, want the Dragons topic %d", m.Document.FileName, m.TopicID(), threads[0])
+			}
+		}
+	}
+	if docs != 2 {
+		t.Errorf("the destination holds %d documents, want 2", docs)
+	}
+}

@@ -354,6 +354,20 @@ func LookReconcilePending(dest tg.ChatID, out *bool) Statement {
 		Read: func(rows pgx.Rows) error { return scanOne(rows, out) }}
 }
 
+// ReconcileAsked reports whether a reconciliation of dest was ever asked
+// for: the catalogue rewound (or `stashd reconcile` asked), and may have
+// forgotten what was made in dest since its backup, its forum topics
+// among them.
+func (s *Store) ReconcileAsked(ctx context.Context, dest tg.ChatID) (bool, error) {
+	var asked bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM reconciles WHERE destination_chat_id = $1)`,
+		int64(dest)).Scan(&asked)
+	if err != nil {
+		return false, fmt.Errorf("look up reconciliations of %d: %w", dest, err)
+	}
+	return asked, nil
+}
+
 // StartReconcile marks dest's waiting reconciliation as started and counts
 // its progress from zero (a run cut short starts over).
 func (s *Store) StartReconcile(ctx context.Context, dest tg.ChatID) error {
