@@ -173,6 +173,10 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) error {
 	}
 	w.d.mu.Unlock()
 	reason, err := w.d.store.CheckIdentity(ctx, dests...)
+	if ferr := w.d.store.IDMoveFailure(); ferr != nil {
+		w.log.Error("a new package may take the id of one another instance still holds from the old server; "+
+			"grant this role UPDATE on the packages id sequence", "err", ferr)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("check the database's identity", "err", err)

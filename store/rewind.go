@@ -78,6 +78,9 @@ type serverWatch struct {
 	// skip: that move is still to be made (it failed on the connection
 	// that noticed the change, and the next one tries again).
 	writes, skip bool
+	// skipErr is the last failure of that move not yet reported
+	// (IDMoveFailure).
+	skipErr error
 }
 
 // idGap is how far package ids move on when a connection reaches another
@@ -142,8 +145,33 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 		// that takes writes moves them.
 		_, err := conn.Exec(ctx, skipIDsSQL, idGap)
 		w.skip = err != nil
+		var pgErr *pgconn.PgError
+		if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction) {
+			w.skipErr = err
+		}
 	}
 	return nil
+}
+
+// readOnlyTransaction is SQLSTATE read_only_sql_transaction: a standby,
+// or a server set read-only, refused a write.
+const readOnlyTransaction = "25006"
+
+// IDMoveFailure returns, once, the last failure to move the package ids
+// on after a change of server (a role without UPDATE on their sequence),
+// nil when there is none to tell. A server refusing writes is no failure:
+// the ids move once one takes them. Until they move, a new package may
+// take an id another instance still holds for a package the old server
+// catalogued.
+func (s *Store) IDMoveFailure() error {
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	err := s.server.skipErr
+	s.server.skipErr = nil
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("move the package ids on after the change of database server: %w", err)
 }
 
 // ServerChanged reports, once, that a connection reached another database

@@ -3,8 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	neturl "net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"stashd/internal/pgtest"
 	"stashd/store"
@@ -349,4 +353,70 @@ func TestPackageIDsOfAnInstanceStartedAfterAFailoverAreNotReused(t *testing.T) {
 	if fresh := onePartPackage(t, started, "new", 3, 3<<20); fresh <= lost {
 		t.Errorf("a package catalogued by an instance started after the failover took id %d; the old primary gave out ids up to %d", fresh, lost)
 	}
+}
+
+// A role that may write packages but not set their sequence (UPDATE on it)
+// cannot move the ids on after a failover: the store tells that failure,
+// once, for the daemon to log, rather than leaving it silent.
+func TestPackageIDMoveThatIsRefusedIsTold(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	admin := openOn(t, url)
+	ctx := t.Context()
+	var db string
+	if err := admin.Pool().QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	role := "writer_" + db
+	for _, sql := range []string{
+		"CREATE ROLE " + role + " LOGIN IN ROLE pg_monitor",
+		"GRANT USAGE ON SCHEMA public TO " + role,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
+		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO " + role,
+	} {
+		if _, err := admin.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, sql := range []string{"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM " + role,
+			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM " + role, "REVOKE ALL ON SCHEMA public FROM " + role, "DROP ROLE " + role} {
+			_, _ = admin.Pool().Exec(context.Background(), sql)
+		}
+	})
+	st := openOn(t, roleURL(t, url, role))
+	now, ok, err := st.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	if err := st.IDMoveFailure(); err != nil {
+		t.Fatalf("before any change of server: %v", err)
+	}
+	store.SetServerSeen(st, store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1})
+	st.ResetConnections()
+	if _, err := st.Pool().Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	err = st.IDMoveFailure()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("after a refused move: %v; want the permission error", err)
+	}
+	if err := st.IDMoveFailure(); err != nil {
+		t.Errorf("told twice: %v", err)
+	}
+}
+
+// roleURL returns connStr connecting as user.
+func roleURL(t *testing.T, connStr, user string) string {
+	t.Helper()
+	if strings.HasPrefix(connStr, "postgres://") || strings.HasPrefix(connStr, "postgresql://") {
+		u, err := neturl.Parse(connStr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = neturl.User(user)
+		return u.String()
+	}
+	return connStr + " user=" + user
 }
