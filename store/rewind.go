@@ -264,7 +264,7 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 			if _, err := tx.Exec(ctx, `INSERT INTO reconciles (destination_chat_id, reason)
 				SELECT d, $2 FROM (SELECT destination_chat_id FROM deliveries
 					UNION SELECT destination_chat_id FROM destination_copies
-					UNION SELECT unnest($1::bigint[])) AS t (d)`+reconcileAgain, ids, reason); err != nil {
+					UNION SELECT unnest($1::bigint[])) AS t (d) ORDER BY d`+reconcileAgain, ids, reason); err != nil {
 				return fmt.Errorf("request reconciliation of every destination: %w", err)
 			}
 		}
@@ -291,7 +291,9 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 }
 
 // reconcileAgain ends an INSERT INTO reconciles: a request already
-// waiting keeps its first reason, a finished one waits again.
+// waiting keeps its first reason, a finished one waits again. Its rows
+// come in destination order, so two requests for overlapping destinations
+// at once wait on each other's rows in the same order, never in a cycle.
 const reconcileAgain = `
 	ON CONFLICT (destination_chat_id) DO UPDATE SET reason = CASE
 			WHEN reconciles.finished_at IS NULL THEN reconciles.reason ELSE excluded.reason END,
@@ -312,7 +314,7 @@ func (s *Store) RequestReconcile(ctx context.Context, dests []tg.ChatID, reason 
 		ids[i] = int64(d)
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO reconciles (destination_chat_id, reason)
-			SELECT unnest($1::bigint[]), $2`+reconcileAgain, ids, reason)
+			SELECT DISTINCT d, $2 FROM unnest($1::bigint[]) AS d ORDER BY d`+reconcileAgain, ids, reason)
 	if err != nil {
 		return fmt.Errorf("request reconciliation of %d destinations: %w", len(dests), err)
 	}
