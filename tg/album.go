@@ -35,7 +35,7 @@ func (s *Session) SendAlbumTo(ctx context.Context, chat ChatID, thread int64, it
 
 // send makes one send request, method, of n messages into chat and waits
 // for each message's outcome (SendTo, SendAlbumTo): at once a FloodWaitError
-// while a 429 pauses chat; else after the send turn the caller took
+// while a 429 pauses chat, or the account's sends (ErrSendRefused); else after the send turn the caller took
 // (SendTurn), or one of the budget; within SendTimeout. request makes the
 // temporary messages.
 func (s *Session) send(ctx context.Context, chat ChatID, method string, n int, request func(context.Context) ([]Message, error)) ([]AlbumResult, error) {
@@ -61,15 +61,20 @@ func (s *Session) send(ctx context.Context, chat ChatID, method string, n int, r
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrSendTimeout)
 	defer cancel()
 	timedOut := func() bool { return context.Cause(sctx) == ErrSendTimeout && ctx.Err() == nil }
-	tmps, err := request(sctx)
+	// The request does not sit out a flood wait: it holds the account's
+	// send turn, and its caller an intent, which a wait of hours would
+	// hold with it (and a stop would end unsent). The 429 pauses the
+	// account's sends all the same (Paced) and comes back at once.
+	tmps, err := request(WithoutFloodWaits(sctx))
 	started()
 	if err != nil {
 		if timedOut() {
 			return nil, fmt.Errorf("send to %d: %w", chat, ErrSendTimeout)
 		}
 		var api *Error
-		if errors.As(err, &api) {
-			// TDLib answered with an error: no message was made.
+		if _, flood := FloodWait(err); flood || errors.As(err, &api) {
+			// TDLib answered with an error, or the request was not made
+			// (the account's sends are paused): no message was made.
 			return nil, fmt.Errorf("%w: %w", ErrSendRefused, err)
 		}
 		return nil, err

@@ -188,6 +188,11 @@ var noWriteMessages = []string{"Have no write access", "Need administrator right
 // FloodWaitError with the rest of the wait.
 var ErrChatFloodWait = errors.New("sends to the chat are paused by a flood wait")
 
+// ErrSendsPaused: the account's sends are paused because Telegram
+// answered one of its requests with 429 (Paced); it comes wrapped in a
+// FloodWaitError with the rest of the wait.
+var ErrSendsPaused = errors.New("the account's sends are paused by a flood wait")
+
 // ErrTopicClosed: a send into a closed forum topic was refused (400
 // TOPIC_CLOSED) and the account could not reopen it. Not permanent: the
 // topic may be reopened, and the delivery then resumes.

@@ -55,8 +55,10 @@ type PacedConfig struct {
 // Paced wraps a Client with one account's token-bucket limiter and flood-wait
 // pause, and counts every request. A 429 answering a request pauses every
 // request of this account, and only this account, until its retry-after
-// has passed (a send refused in updateMessageSendFailed pauses only the
-// sends to its chat: Session).
+// has passed; a 429 answering a send request (SendMethod) pauses only the
+// account's sends, so that its reading (catch-up, downloads) goes on
+// while its deliveries wait (a send refused in updateMessageSendFailed
+// pauses only the sends to its chat: Session).
 type Paced struct {
 	Client
 	cfg     PacedConfig
@@ -65,6 +67,9 @@ type Paced struct {
 
 	mu          sync.Mutex
 	pausedUntil time.Time
+	// sendPausedUntil is when the pause of the account's sends alone
+	// (a 429 answering a send) ends.
+	sendPausedUntil time.Time
 }
 
 // NewPaced wraps c. m may be nil (no metrics).
@@ -84,19 +89,45 @@ func NewPaced(c Client, cfg PacedConfig, m *Metrics) *Paced {
 	return &Paced{Client: c, cfg: cfg, limiter: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), m: m}
 }
 
-// PausedUntil returns when the current flood-wait pause ends (zero if none).
+// PausedUntil returns when the current flood-wait pause of every request
+// ends (zero if none).
 func (p *Paced) PausedUntil() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.pausedUntil
 }
 
-// wait holds a request while the account is paused by a flood wait, then,
-// unless it is local, takes a token.
-func (p *Paced) wait(ctx context.Context, local bool) error {
+// SendPausedUntil returns when the account may send again: the later end
+// of the pause of every request and of the pause of its sends.
+func (p *Paced) SendPausedUntil() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.until(true)
+}
+
+// SendMethod reports whether method sends messages: a 429 answering it
+// pauses only the account's sends.
+func SendMethod(method string) bool {
+	return method == MethodSendMessage || method == MethodSendMessageAlbum
+}
+
+// until is when the pause a request (a send or not) waits for ends; p.mu
+// held.
+func (p *Paced) until(send bool) time.Time {
+	if send && p.sendPausedUntil.After(p.pausedUntil) {
+		return p.sendPausedUntil
+	}
+	return p.pausedUntil
+}
+
+// wait holds a request of method while the account (or, for a send, its
+// sends) is paused by a flood wait, then, unless it is local, takes a
+// token.
+func (p *Paced) wait(ctx context.Context, method string, local bool) error {
+	send := SendMethod(method)
 	for {
 		p.mu.Lock()
-		d := time.Until(p.pausedUntil)
+		d := time.Until(p.until(send))
 		p.mu.Unlock()
 		if d <= 0 && local {
 			return nil
@@ -159,7 +190,7 @@ func do[T any](ctx context.Context, p *Paced, method string, call func(context.C
 		gctx = WithGate(ctx, p.cfg.Gate)
 	}
 	for attempt := 1; ; attempt++ {
-		if err := p.wait(ctx, local); err != nil {
+		if err := p.wait(ctx, method, local); err != nil {
 			return zero, err
 		}
 		// After the wait, which may have been long: the gate must see the
@@ -191,12 +222,17 @@ func do[T any](ctx context.Context, p *Paced, method string, call func(context.C
 }
 
 // Pause holds every request of the account for d, as a 429 answering a
-// request of method does, and counts the flood wait.
+// request of method does (only its sends, for a SendMethod), and counts
+// the flood wait.
 func (p *Paced) Pause(method string, d time.Duration) {
 	p.count(method, "flood_wait")
 	p.mu.Lock()
-	if until := time.Now().Add(d); until.After(p.pausedUntil) {
-		p.pausedUntil = until
+	paused := &p.pausedUntil
+	if SendMethod(method) {
+		paused = &p.sendPausedUntil
+	}
+	if until := time.Now().Add(d); until.After(*paused) {
+		*paused = until
 	}
 	p.mu.Unlock()
 	if p.m != nil {

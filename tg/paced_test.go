@@ -275,3 +275,43 @@ func TestDeleteMessagesIsPaced(t *testing.T) {
 		t.Errorf("deleteMessages counted %d times, want 1", got)
 	}
 }
+
+// A 429 answering a send request pauses the account's sends, not its
+// reading: its other requests go on at once, its next send fails at once
+// with the time left (a send never sits a flood wait out), and another
+// account is not paused at all.
+func TestSendFloodWaitPausesOnlyTheAccountsSends(t *testing.T) {
+	t.Parallel()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	w.AddAccount("a", false)
+	chat := w.AddChat(tg.KindChannel, "c", "a")
+	c := w.Client("a")
+	defer c.Close()
+	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", MaxFloodWaits: 3}, tg.NewMetrics(prometheus.NewRegistry()))
+	ctx := t.Context()
+	if err := p.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.InjectFloodWait("a", tg.MethodSendMessage, time.Hour, 1)
+	if _, err := p.SendDocumentTo(tg.WithoutFloodWaits(ctx), chat, 0, "remote", "x", tg.SendOptions{}); !isFloodWait(err, time.Hour) {
+		t.Fatalf("SendDocumentTo = %v, want the one-hour flood wait", err)
+	}
+	if time.Until(p.SendPausedUntil()) < 59*time.Minute {
+		t.Fatal("the send's flood wait did not pause the account's sends")
+	}
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := p.GetChatHistory(short, chat, 0, 10); err != nil {
+		t.Fatalf("GetChatHistory while the sends are paused = %v, want it made", err)
+	}
+	if !p.PausedUntil().IsZero() {
+		t.Errorf("account's requests paused until %v by a send's flood wait", p.PausedUntil())
+	}
+	before := w.Calls("a")[tg.MethodSendMessageAlbum]
+	if _, err := p.SendDocumentAlbum(tg.WithoutFloodWaits(ctx), chat, 0, []tg.AlbumItem{{RemoteFileID: "r"}, {RemoteFileID: "s"}}, tg.SendOptions{}); !isFloodWait(err, 59*time.Minute) {
+		t.Fatalf("album send while the sends are paused = %v, want a flood wait of the time left", err)
+	}
+	if got := w.Calls("a")[tg.MethodSendMessageAlbum]; got != before {
+		t.Errorf("paused sends made %d request(s)", got-before)
+	}
+}

@@ -286,6 +286,16 @@ func (s *Session) ChatPause(chat ChatID) time.Duration {
 	return max(time.Until(s.chatPauses[chat]), 0)
 }
 
+// SendPause returns how long the account's sends still wait out a flood
+// wait (a 429 answering one of the account's requests, or one of its
+// sends: Paced); zero when they may go.
+func (s *Session) SendPause() time.Duration {
+	if p, ok := s.Client.(interface{ SendPausedUntil() time.Time }); ok {
+		return max(time.Until(p.SendPausedUntil()), 0)
+	}
+	return 0
+}
+
 // failedDeleteTimeout bounds the deleteMessages that removes a failed
 // local message; it runs after the caller's context may have ended.
 const failedDeleteTimeout = 10 * time.Second
