@@ -91,10 +91,11 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, sends int) (*ingest
 		b := r.sess.Budget
 		free, flight := b.Room()
 		free = free.Add(time.Duration(s.pending[r.name]) * b.Interval())
-		if wait := r.sess.ChatPause(dest); wait > 0 {
+		if wait := max(r.sess.ChatPause(dest), r.sess.SendPause()); wait > 0 {
 			// Telegram told this account to wait before sending to dest
-			// (a 429 there): it cannot send sooner, whatever its budget;
-			// another account's limit there is its own.
+			// (a 429 there, or one that paused all its sends): it cannot
+			// send sooner, whatever its budget; another account's limit
+			// is its own.
 			if until := b.Config().Clock.Now().Add(wait); until.After(free) {
 				free = until
 			}
@@ -123,7 +124,7 @@ func (s *spreader) pick(from string, source, dest tg.ChatID, sends int) (*ingest
 }
 
 // pause is how long before an account that pick could choose may send to
-// dest: the shortest flood wait on dest among the running accounts with a
+// dest: the shortest flood wait on dest (or on all its sends) among the running accounts with a
 // send budget not refused write access there and not found to be no
 // member of it (from's own included, which sends when no other
 // qualifies). It asks no server: an account pick has not asked about dest
@@ -139,7 +140,7 @@ func (s *spreader) pause(from string, dest tg.ChatID) time.Duration {
 		if r.sess.Budget == nil || r.pipe == nil || r.name != from && (s.d.refusedWrite(r.name, dest) || s.stranger(r, dest)) {
 			continue
 		}
-		if w := r.sess.ChatPause(dest); wait < 0 || w < wait {
+		if w := max(r.sess.ChatPause(dest), r.sess.SendPause()); wait < 0 || w < wait {
 			wait = w
 		}
 	}

@@ -134,6 +134,12 @@ type chatPauser interface {
 	ChatPause(chat tg.ChatID) time.Duration
 }
 
+// sendPauser is a session whose sends a 429 answering the account may
+// pause (tg.Session).
+type sendPauser interface {
+	SendPause() time.Duration
+}
+
 // sendTurner is a session with a send budget (tg.Session).
 type sendTurner interface {
 	SendTurn(ctx context.Context) (context.Context, func(), error)
@@ -337,12 +343,18 @@ func withDeliveryEnd(ctx context.Context, end *deliveryEnd) context.Context {
 // sendTurn waits for the turn of a send to dest (of package pkg's part
 // i, first of an album or alone) in the account's send budget and returns
 // the context carrying it; done ends the turn. Sends to dest wait out a 429
-// there: the delivery is then put off by the wait, without taking a send
-// turn from other destinations.
+// there, and every send a 429 answering the account: the delivery is then
+// put off by the wait, without taking a send turn from other destinations
+// or writing its intents.
 func (p *Pipeline) sendTurn(ctx context.Context, pkg store.Package, dest tg.ChatID, i int) (context.Context, func(), error) {
 	if cp, ok := p.tg.(chatPauser); ok {
 		if d := cp.ChatPause(dest); d > 0 {
 			return nil, nil, &tg.FloodWaitError{RetryAfter: d, Err: fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, tg.ErrChatFloodWait)}
+		}
+	}
+	if sp, ok := p.tg.(sendPauser); ok {
+		if d := sp.SendPause(); d > 0 {
+			return nil, nil, &tg.FloodWaitError{RetryAfter: d, Err: fmt.Errorf("deliver package %d part %d to %d: %w", pkg.ID, i, dest, tg.ErrSendsPaused)}
 		}
 	}
 	if st, ok := p.tg.(sendTurner); ok {

@@ -525,15 +525,20 @@ func givesUp(ctx context.Context, err error) bool {
 // stays queued.
 var errHeld = errors.New("destination held")
 
-// destPause is how long before a send to dest may go (Config.DestPause).
+// destPause is how long before a send to dest may go (Config.DestPause):
+// a 429 there, or one that paused the account's sends.
 func (p *Pipeline) destPause(dest tg.ChatID) time.Duration {
 	if p.cfg.DestPause != nil {
 		return p.cfg.DestPause(dest)
 	}
+	var d time.Duration
 	if cp, ok := p.tg.(chatPauser); ok {
-		return cp.ChatPause(dest)
+		d = cp.ChatPause(dest)
 	}
-	return 0
+	if sp, ok := p.tg.(sendPauser); ok {
+		d = max(d, sp.SendPause())
+	}
+	return d
 }
 
 func containsChat(list []tg.ChatID, c tg.ChatID) bool {

@@ -28,13 +28,42 @@ var errSpreadFetch = errors.New("the chosen account cannot load the parts")
 // account, in order, so a destination receives a set's parts in order. The
 // chosen account loads the parts' messages itself: file ids and remote
 // ids are per account, and inputFileRemote needs the account's own. When
-// it cannot, this account sends them.
+// it cannot, this account sends them. A chosen account whose sends a 429
+// paused before a part went hands the delivery to the next pick, which
+// counts that pause.
 func (p *Pipeline) spreadDest(ctx context.Context, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, bool, error) {
 	if p.cfg.Spread == nil {
 		return p.deliverDest(ctx, pkg, parts, in, dest)
 	}
-	via, done := p.cfg.Spread(in.Chat, dest, len(albums(len(parts), p.albumsAllowed())))
-	defer done()
+	sends := len(albums(len(parts), p.albumsAllowed()))
+	via, done := p.cfg.Spread(in.Chat, dest, sends)
+	n, handed, err := p.deliverVia(ctx, via, pkg, parts, in, dest)
+	done()
+	if _, flood := tg.FloodWait(err); flood && n == 0 && !handed && ctx.Err() == nil {
+		// Telegram paused the chosen account's sends (there, or all of
+		// them) before a part went: Spread now counts that pause, and
+		// another account that may send at once takes the delivery
+		// rather than let it wait.
+		again, done := p.cfg.Spread(in.Chat, dest, sends)
+		defer done()
+		if p.orSelf(again) != p.orSelf(via) {
+			return p.deliverVia(ctx, again, pkg, parts, in, dest)
+		}
+	}
+	return n, handed, err
+}
+
+// orSelf is via, or this pipeline when via is nil.
+func (p *Pipeline) orSelf(via *Pipeline) *Pipeline {
+	if via == nil {
+		return p
+	}
+	return via
+}
+
+// deliverVia delivers pkg to dest through via, the account Spread picked
+// (this one when nil).
+func (p *Pipeline) deliverVia(ctx context.Context, via *Pipeline, pkg store.Package, parts []tg.Message, in route.Package, dest tg.ChatID) (int, bool, error) {
 	if via == nil || via == p {
 		return p.deliverDest(ctx, pkg, parts, in, dest)
 	}

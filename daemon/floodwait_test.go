@@ -1,0 +1,150 @@
+package daemon_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// sendFloodWait is a flood wait far longer than any test: a delivery that
+// sits it out never ends within the test.
+const sendFloodWait = time.Hour
+
+// A 429 answering one account's send does not hold the deliveries another
+// account can send: a writes to the destination first (configuration
+// order) and every send of its is answered with an hour's flood wait; b
+// may write there too, and sends every package, a's first included,
+// without waiting for a's pause.
+func TestSendFloodWaitOnOneAccountLeavesTheOtherSending(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 21, "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
+	d := daemon.New(daemon.Config{
+		Accounts:     pr.accounts(),
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+
+	posted := postTars(world, src, "f", 4)
+	waitDocuments(t, world, dest, len(posted))
+	checkOnce(t, world, dest, posted)
+	if n := world.Calls("a")[tg.MethodSendMessage]; n > 1 {
+		t.Errorf("a made %d sends while paused by its first one's flood wait; want 1", n)
+	}
+}
+
+// A 429 answering a send holds the account's sends, not its reading: an
+// archive posted while the account's only delivery waits out an hour's
+// flood wait is catalogued at once, its delivery queued behind the wait.
+func TestSendFloodWaitLeavesTheCatalogueCurrent(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 22, "a")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
+	d := daemon.New(daemon.Config{
+		Accounts:     pr.accounts()[:1],
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+
+	first := postTars(world, src, "g", 1)[0]
+	waitCatalogued(t, st, first.Key())
+	deadline := time.Now().Add(30 * time.Second)
+	for world.Calls("a")[tg.MethodSendMessage] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first package's send was never made")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	second := postTars(world, src, "h", 1)[0]
+	waitCatalogued(t, st, second.Key())
+	if n, err := st.QueuedDeliveries(t.Context(), ""); err != nil || n != 2 {
+		t.Errorf("queued deliveries = %d (%v); want both, waiting for the flood wait", n, err)
+	}
+}
+
+// waitCatalogued waits, bounded, until key is handled (not a part waiting
+// for its set), whatever its deliveries.
+func waitCatalogued(t testing.TB, st *store.Store, key tg.MessageKey) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, ok, err := st.MessageHandled(context.Background(), key)
+		if err == nil && ok && out != store.OutcomePartPending {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message %s never catalogued (last look: %v, %v)", key, out, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A stop while the account's sends wait out a flood wait longer than the
+// drain is prompt and leaves nothing to reconcile: the send refused by
+// the 429 did not sit the wait out holding its intent, the delivery stays
+// queued, put off by the wait, and once the wait has passed a restarted
+// daemon sends it once.
+func TestStopDuringSendFloodWaitLeavesNothingToReconcile(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 23, "a")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1)
+	cfg := daemon.Config{
+		Accounts:     pr.accounts()[:1],
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	posted := postTars(world, src, "s", 1)
+	waitCatalogued(t, st, posted[0].Key())
+	deadline := time.Now().Add(30 * time.Second)
+	for world.Calls("a")[tg.MethodSendMessage] == 0 {
+		if time.Now().After(deadline) {
+			d.Kill()
+			t.Fatal("the package's send was never made")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.Shutdown(context.Background())
+
+	ctx := context.Background()
+	var intents int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE state = 'intent'`).Scan(&intents); err != nil {
+		t.Fatal(err)
+	}
+	if intents != 0 {
+		t.Errorf("%d intent(s) left by the stop; want none (the refused send made no message)", intents)
+	}
+	var opens time.Time
+	if err := st.Pool().QueryRow(ctx, `SELECT opens_at FROM waiting_deliveries`).Scan(&opens); err != nil {
+		t.Fatalf("the delivery left the queue: %v", err)
+	}
+	if time.Until(opens) < sendFloodWait/2 {
+		t.Errorf("the delivery is due %v, before the flood wait ends", opens)
+	}
+
+	// The wait has passed: a restarted daemon sends the package once.
+	if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET opens_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Registry = prometheus.NewRegistry()
+	d = daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	waitHandled(t, st, posted[0].Key())
+	checkOnce(t, world, dest, posted)
+}
