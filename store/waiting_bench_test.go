@@ -1,0 +1,129 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// waitingBacklog is the size of the queue BenchmarkDueWaiting reads.
+const waitingBacklog = 100_000
+
+// loadWaiting queues waitingBacklog deliveries of account "a", oldest
+// first: the oldest blocked of them to destination -1, put off or held as
+// a flood wait or a refused destination leaves them, the rest due to -2.
+func loadWaiting(ctx context.Context, b *testing.B, pool interface {
+	CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error)
+}, blocked int, deferred bool) {
+	b.Helper()
+	now := time.Now()
+	_, err := pool.CopyFrom(ctx, pgx.Identifier{"packages"},
+		[]string{"id", "content_hash", "name", "format", "total_size", "part_count", "file_count", "origin_chat_id", "origin_message_id"},
+		pgx.CopyFromFunc(func() func() ([]any, error) {
+			i := 0
+			return func() ([]any, error) {
+				if i == waitingBacklog {
+					return nil, nil
+				}
+				i++
+				var n [8]byte
+				binary.BigEndian.PutUint64(n[:], uint64(i))
+				h := sha256.Sum256(n[:])
+				return []any{int64(i), h[:], "p.zip", "zip", int64(1), 1, 1, int64(-5), int64(i) << 20}, nil
+			}
+		}()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = pool.CopyFrom(ctx, pgx.Identifier{"waiting_deliveries"},
+		[]string{"package_id", "destination_chat_id", "account", "route", "opens_at", "source_chat_id", "message_ids", "part_count", "created_at", "attempts", "last_error"},
+		pgx.CopyFromFunc(func() func() ([]any, error) {
+			i := 0
+			return func() ([]any, error) {
+				if i == waitingBacklog {
+					return nil, nil
+				}
+				i++
+				created := now.Add(-time.Duration(waitingBacklog-i) * time.Second)
+				dest, opens, attempts, last := int64(-2), created, 0, ""
+				if i <= blocked {
+					dest = -1
+					if deferred {
+						opens, attempts, last = now.Add(time.Hour), 1, "FLOOD_WAIT"
+					}
+				}
+				return []any{int64(i), dest, "a", "", opens, int64(-5), []int64{int64(i)}, 1, created, attempts, last}, nil
+			}
+		}()))
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDueWaiting reads the delivery stage's next batch (100 due
+// deliveries, oldest first) from a queue of 100,000 whose oldest 90,000
+// go to one destination that cannot take them now: put off (a flood
+// wait's deferral) or held for this run (DueWaiting's except). It prints
+// the plan of the read. Printed, not asserted.
+func BenchmarkDueWaiting(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		deferred bool
+	}{{"deferred", true}, {"held", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			st := openBench(b)
+			ctx := context.Background()
+			loadWaiting(ctx, b, st.Pool(), 90_000, c.deferred)
+			if _, err := st.Pool().Exec(ctx, `ANALYZE waiting_deliveries`); err != nil {
+				b.Fatal(err)
+			}
+			var except []tg.ChatID
+			if !c.deferred {
+				except = []tg.ChatID{-1}
+			}
+			skip := []int64{}
+			for _, d := range except {
+				skip = append(skip, int64(d))
+			}
+			rows, err := st.Pool().Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) SELECT package_id FROM waiting_deliveries
+				WHERE account = $1 AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+				ORDER BY created_at, package_id, destination_chat_id LIMIT $3`, "a", time.Now(), 100, skip)
+			if err != nil {
+				b.Fatal(err)
+			}
+			plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, l := range plan {
+				b.Log(l)
+			}
+			b.ResetTimer()
+			for range b.N {
+				due, err := st.DueWaiting(ctx, "a", time.Now(), 100, except...)
+				if err != nil || len(due) != 100 || due[0].Destination != -2 {
+					b.Fatalf("DueWaiting = %d rows (%v)", len(due), err)
+				}
+			}
+		})
+	}
+}
+
+// openBench opens a store on a fresh database of its own.
+func openBench(b *testing.B) *store.Store {
+	b.Helper()
+	st, err := store.Open(context.Background(), store.Config{URL: pgtest.New(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	return st
+}
