@@ -173,6 +173,9 @@ type Daemon struct {
 	// noReadRecheck is how long an account found unable to read a source
 	// is passed over for its packages (spread.go).
 	noReadRecheck time.Duration
+	// pickTimeout bounds the getChat calls of one pick (spread.go;
+	// longer in tests).
+	pickTimeout time.Duration
 	// sharedEvery is how often an account looks at the chats it lists
 	// that another account reads (sharedInterval; shorter in tests).
 	sharedEvery time.Duration
@@ -235,6 +238,7 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 	d.backlogEvery = backlogInterval
 	d.sharedEvery = sharedInterval
 	d.noReadRecheck = noReadRecheck
+	d.pickTimeout = pickTimeout
 	return d
 }
 

@@ -53,3 +53,7 @@ func SetSharedInterval(d *Daemon, every time.Duration) { d.sharedEvery = every }
 // SetNoReadRecheck makes d pass over an account found unable to read a
 // source for every instead of noReadRecheck (set before Prepare).
 func SetNoReadRecheck(d *Daemon, every time.Duration) { d.noReadRecheck = every }
+
+// SetPickTimeout makes d bound the getChat calls of one pick by every
+// instead of pickTimeout (set before Prepare).
+func SetPickTimeout(d *Daemon, every time.Duration) { d.pickTimeout = every }

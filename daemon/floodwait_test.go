@@ -148,3 +148,28 @@ func TestStopDuringSendFloodWaitLeavesNothingToReconcile(t *testing.T) {
 	waitHandled(t, st, posted[0].Key())
 	checkOnce(t, world, dest, posted)
 }
+
+// A flood wait that pauses every request of one account does not hold
+// another account's deliveries: b delivers packages of its own source
+// while a, which could send to the same destination, waits out an hour's
+// pause. Choosing the sender asks a whether it knows b's source (a local
+// getChat), and that question must not sit a's pause out (here its bound
+// is as long as the pause, so sitting it out never ends within the test).
+func TestAccountFloodWaitDoesNotHoldAnotherAccountsPicks(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 24, "a", "b")
+	world, dest := pr.world, pr.dest
+	d := daemon.New(daemon.Config{
+		Accounts:     pr.accounts(),
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}, st, pr.dial)
+	daemon.SetPickTimeout(d, sendFloodWait)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	daemon.AccountPaced(d, "a").Pause(tg.MethodGetChatHistory, sendFloodWait)
+
+	posted := postTars(world, pr.other, "o", 3)
+	waitDocuments(t, world, dest, len(posted))
+	checkOnce(t, world, dest, posted)
+}

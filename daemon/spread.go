@@ -45,7 +45,7 @@ func newSpreader(d *Daemon) *spreader {
 // apart.
 const sameStart = time.Millisecond
 
-// pickTimeout bounds the getChat calls of one pick.
+// pickTimeout bounds the getChat calls of one pick (Daemon.pickTimeout).
 const pickTimeout = 10 * time.Second
 
 // pick returns the pipeline of the account that makes sends send requests
@@ -156,7 +156,9 @@ func (s *spreader) knows(r *accountRun, chat tg.ChatID) bool {
 	if ok, cached := s.seen(r, chat); cached {
 		return ok
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, pickTimeout)
+	// The question does not sit out a flood wait of r's: a paused account
+	// cannot send now anyway, and the pick it holds up is another's.
+	ctx, cancel := context.WithTimeout(tg.WithoutFloodWaits(r.ctx), s.d.pickTimeout)
 	defer cancel()
 	_, err := r.paced.GetChat(ctx, chat)
 	if err != nil && tg.Classify(err) != tg.ClassPermanent {
