@@ -221,6 +221,16 @@ func TestPausedDestinationLoadsNoParts(t *testing.T) {
 	if d := due.Sub(e.now); d < wait-time.Second || d > wait+time.Second {
 		t.Errorf("delivery put off by %s, want the pause's %s", d, wait)
 	}
+	// Put off by Telegram's pacing, the delivery was not tried: a failure
+	// after the wait backs off from the first delay, not from one doubled
+	// by the flood waits it met.
+	var attempts int
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT attempts FROM waiting_deliveries`).Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 0 {
+		t.Errorf("a delivery put off by a flood wait counts %d failed attempts, want 0", attempts)
+	}
 	wait = 0
 	e.now = e.now.Add(2 * time.Minute)
 	if res, err := stage.RunOnce(e.ctx); err != nil || res.Delivered != 1 {

@@ -21,6 +21,7 @@ type DeliveryStore interface {
 	DueWaiting(ctx context.Context, account string, now time.Time, limit int, except ...tg.ChatID) ([]store.Waiting, error)
 	QueuedByRoute(ctx context.Context, account string) ([]store.RouteBacklog, error)
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
+	PutOffDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
 	HoldDestination(ctx context.Context, account string, dest tg.ChatID, at time.Time, cause string) (int, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	LockAhead(name string, reads ...store.Statement) *store.LockAhead
@@ -265,13 +266,16 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 }
 
 // deferDelivery puts w off after a retryable failure: by the flood wait's
-// length when Telegram asked for one, else by RetryDelay doubled per
-// attempt (at most 30 min). The first failure of a delivery is logged.
+// length when Telegram asked for one (Telegram's pacing, not a failed
+// attempt: it is not counted, so it neither lengthens the backoff of a
+// later failure nor uses up the tries of a handed delivery), else by
+// RetryDelay doubled per attempt (at most 30 min). The first failure of a
+// delivery is logged.
 func (ws *Deliverer) deferDelivery(ctx context.Context, w store.Waiting, cause error) error {
-	wait := min(ws.cfg.RetryDelay<<min(w.Attempts, 16), maxRetryDelay)
 	if d, ok := tg.FloodWait(cause); ok {
-		wait = d
+		return ws.store.PutOffDelivery(ctx, w.PackageID, w.Destination, ws.p.cfg.Now().Add(d), cause.Error())
 	}
+	wait := min(ws.cfg.RetryDelay<<min(w.Attempts, 16), maxRetryDelay)
 	if w.Attempts == 0 {
 		ws.p.log.Warn("delivery failed; trying again later", "package", w.PackageID, "destination", w.Destination,
 			"in", wait, "err", cause)

@@ -86,6 +86,18 @@ func (s *Store) DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at
 	return nil
 }
 
+// PutOffDelivery puts the queued delivery of pkg to dest off until at
+// without counting an attempt: Telegram's pacing (a flood wait) held it,
+// no failure of its own. cause is recorded as its last error; it keeps its
+// place among the deliveries due after at.
+func (s *Store) PutOffDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET opens_at = $3, last_error = $4
+		WHERE package_id = $1 AND destination_chat_id = $2`, pkg, int64(dest), at, cause); err != nil {
+		return fmt.Errorf("put off delivery of package %d to %d: %w", pkg, dest, err)
+	}
+	return nil
+}
+
 // DeliveryPromised reports whether pkg's delivery to every one of dests is
 // complete or queued: nothing more is owed by whoever brings its parts.
 func (s *Store) DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error) {
