@@ -9,6 +9,7 @@ import (
 
 	"stashd/daemon"
 	"stashd/ingest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -172,4 +173,40 @@ func TestAccountFloodWaitDoesNotHoldAnotherAccountsPicks(t *testing.T) {
 	posted := postTars(world, pr.other, "o", 3)
 	waitDocuments(t, world, dest, len(posted))
 	checkOnce(t, world, dest, posted)
+}
+
+// A package lock is not held across a flood wait that another account
+// then waits for: a is paused for an hour while it holds the unique-id
+// lock of a file it is about to download, and b, which meets the same
+// file in its own source, catalogues it without waiting for a's pause.
+func TestFloodWaitUnderAPackageLockDoesNotHoldAnotherAccount(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 26, "a", "b")
+	world, src := pr.world, pr.src
+	d := daemon.New(daemon.Config{
+		Accounts:     pr.accounts(),
+		Destinations: []tg.ChatID{pr.dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	daemon.AccountPaced(d, "a").Pause(tg.MethodGetChatHistory, sendFloodWait)
+
+	first := postTars(world, src, "l", 1)[0]
+	uid := first.Document.File.UniqueID
+	// b's copy comes once a holds the lock: a lock held across the pause
+	// stays (b then waits for it), one let go at the flood wait may be gone
+	// before this look sees it, so the look gives up after a while.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		var n int
+		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM package_locks WHERE name = $1`, "u:"+uid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	again := world.Post(pr.other, 0, tgsim.Post{FileName: first.Document.FileName, SameFileAs: uid})
+	waitCatalogued(t, st, again.Key())
 }

@@ -155,9 +155,13 @@ func (p *Pipeline) fetchUnder(ctx context.Context, parts []tg.Message, format ar
 	}
 	lock := u.lock
 	// The lock is a row renewed while held: the work under it stops if it
-	// is lost.
+	// is lost. Other workers, accounts and instances wait for it, so its
+	// requests do not sit out a flood wait of this account: they fail
+	// with it, the lock goes, and the message's retry (Process) or the
+	// set's next sweep waits the flood wait out without it.
 	ctx, unbind := lock.Bind(ctx)
 	defer unbind()
+	ctx = tg.WithoutFloodWaits(ctx)
 	if u.handled.OK && (u.handled.Outcome == store.OutcomePackage || u.handled.Outcome == store.OutcomeDuplicate) {
 		return store.OutcomeDuplicate, nil
 	}
