@@ -242,6 +242,15 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				progressed = true
 				continue
 			default:
+				if n, err := ws.putOffPaused(ctx, w, err); err != nil {
+					return res, err
+				} else if n > 0 {
+					// The rest of the destination's queue waits with it.
+					held[w.Destination] = true
+					res.Deferred += n
+					progressed = true
+					continue
+				}
 				if err := ws.deferDelivery(ctx, w, err); err != nil {
 					return res, err
 				}
@@ -281,6 +290,23 @@ func (ws *Deliverer) deferDelivery(ctx context.Context, w store.Waiting, cause e
 			"in", wait, "err", cause)
 	}
 	return ws.store.DeferDelivery(ctx, w.PackageID, w.Destination, ws.p.cfg.Now().Add(wait), cause.Error())
+}
+
+// putOffPaused puts off every delivery of the account's queue to w's
+// destination, in one statement, when cause is a flood wait and no
+// account that could send there may do so before it ends (destPause): a
+// backlog to a paused destination then costs one write, not one per
+// delivery, and none of them counts an attempt. It returns how many it
+// put off (0 when cause is no such wait).
+func (ws *Deliverer) putOffPaused(ctx context.Context, w store.Waiting, cause error) (int, error) {
+	if _, ok := tg.FloodWait(cause); !ok {
+		return 0, nil
+	}
+	wait := ws.p.destPause(w.Destination)
+	if wait <= 0 {
+		return 0, nil
+	}
+	return ws.store.HoldDestination(ctx, ws.p.cfg.Account, w.Destination, ws.p.cfg.Now().Add(wait), cause.Error())
 }
 
 // maxRetryDelay bounds the wait before a failed delivery, or a
