@@ -86,18 +86,27 @@ func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 // whether it did (false when chat is not from's any more: another
 // instance moved it first). The watermark and the scan history stay; what
 // described from's reading of the chat goes: its access, last error and
-// circuit, so the new account's catch-up scans it at once. Under a fence
-// (WithFence) it is refused once to's lease moved on.
+// circuit, so the new account's catch-up scans it at once. The chat's
+// dead letters not resolved go with it, in the same statement: only the
+// source's account retries them (DueDeadLetters), and the rescan passes
+// over their messages as handled. Under a fence (WithFence) it is refused
+// once to's lease moved on.
 func (s *Store) TakeSource(ctx context.Context, chat tg.ChatID, from, to string) (bool, error) {
 	fa, fe := s.fenceArgs(ctx)
-	tag, err := s.pool.Exec(ctx, `UPDATE sources SET account = $3, access = 'ok', access_reason = '',
-			access_since = NULL, failures = 0, last_error = '', circuit_until = NULL, next_scan_at = now(),
-			updated_at = now(), fence_account = $4, fence_epoch = $5
-		WHERE chat_id = $1 AND account = $2`, int64(chat), from, to, fa, fe)
+	var moved int
+	err := s.pool.QueryRow(ctx, `WITH moved AS (
+			UPDATE sources SET account = $3, access = 'ok', access_reason = '',
+				access_since = NULL, failures = 0, last_error = '', circuit_until = NULL, next_scan_at = now(),
+				updated_at = now(), fence_account = $4, fence_epoch = $5
+			WHERE chat_id = $1 AND account = $2 RETURNING chat_id),
+		letters AS (
+			UPDATE dead_letters SET account = $3, updated_at = now()
+			WHERE chat_id IN (SELECT chat_id FROM moved) AND account <> $3 AND state <> 'resolved')
+		SELECT count(*) FROM moved`, int64(chat), from, to, fa, fe).Scan(&moved)
 	if err != nil {
 		return false, fmt.Errorf("move source %d from %s to %s: %w", chat, from, to, fenced(ctx, err))
 	}
-	return tag.RowsAffected() == 1, nil
+	return moved == 1, nil
 }
 
 const sourceColumns = `chat_id, account, kind, title, watermark, dirty, dirty_reason, last_seen,

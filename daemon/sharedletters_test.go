@@ -1,0 +1,64 @@
+package daemon_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// A source taken over from an account that no longer reads it takes its
+// pending dead letters with it: the retry loop that fetches them is the
+// new account's, and a letter left with the old account would wait for a
+// retry loop that never runs (an account no longer configured, logged
+// out, or gone) while the rescan passes over its message as handled.
+func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	pr := newPair(t, 9, "a", "b")
+	posted := postTars(pr.world, pr.src, "failed", 1)[0]
+
+	// Account a read the source and recorded the archive as a dead letter
+	// due for a retry, then left the configuration.
+	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
+		t.Fatal(err)
+	}
+	letter := store.DeadLetter{Key: posted.Key(), Account: "a", ErrorClass: string(tg.ClassRetryable),
+		Reason: "download stalled", NextAttemptAt: time.Now().Add(-time.Second)}
+	if err := st.RecordDeadLetter(ctx, letter, store.SourceMessage{FileName: posted.Document.FileName,
+		FileSize: posted.Document.File.Size, UniqueID: posted.Document.File.UniqueID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := sharedConfig(pr, "b")
+	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	if src, err := st.GetSource(ctx, pr.src); err != nil || src.Account != "b" {
+		t.Fatalf("the source is recorded for %q (%v), want b, which took it over", src.Account, err)
+	}
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, ok, err := st.MessageHandled(ctx, posted.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && out != store.OutcomeDeadLetter && out != store.OutcomePartPending {
+			return
+		}
+		if time.Now().After(deadline) {
+			letters, _ := st.DeadLetters(ctx, store.DeadPending, 10)
+			t.Fatalf("the dead letter of the taken-over source was never retried: outcome %q; letters %+v", out, letters)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
