@@ -502,15 +502,16 @@ func (c *Client) serverChat(id tg.ChatID) (*chat, error) {
 }
 
 // fileAccessLost reports whether every chat through which this account
-// could see the file with unique id uid has been lost: downloading it is
-// then a server call TDLib cannot make.
+// could see the file with unique id uid has been lost, by every member or
+// by this account alone (removed from it): downloading it is then a
+// server call TDLib cannot make.
 func (c *Client) fileAccessLost(uid string) bool {
 	lost := false
 	for _, ch := range c.w.chats {
 		if ch.fileRefs[uid] == 0 || !ch.isMem[c.account] {
 			continue
 		}
-		if !ch.lostAccess {
+		if !ch.lostAccess && !c.removedFrom(ch) {
 			return false
 		}
 		lost = true

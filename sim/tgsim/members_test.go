@@ -74,3 +74,30 @@ func TestSendOfABannedMemberRefusedByTheServer(t *testing.T) {
 		t.Errorf("send in flight when banned: %+v; want 400 USER_BANNED_IN_CHANNEL, a refusal of the chat's posts", failed)
 	}
 }
+
+// A member removed from a chat cannot download a file it saw only there:
+// TDLib's download needs the file reference of a message the account can
+// read, and its repair reads the message from the server, which answers
+// "Can't access the chat" as for a chat every member lost. A member still
+// there downloads it.
+func TestRemovedMemberCannotDownloadTheChatsFiles(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	bob := f.w.Client("bob")
+	t.Cleanup(func() { bob.Close() })
+	if err := bob.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bobSrc, err := bob.GetMessage(f.ctx, f.chat, f.src.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f.w.RemoveMember("alice", f.chat, true)
+	if _, err := f.c.DownloadFile(f.ctx, f.src.Document.File.ID); !errors.Is(err, tg.ErrNoAccess) {
+		t.Errorf("download by the removed member: %v; want Can't access the chat", err)
+	}
+	if _, err := bob.DownloadFile(f.ctx, bobSrc.Document.File.ID); err != nil {
+		t.Errorf("download by a member still there: %v", err)
+	}
+}
