@@ -62,3 +62,66 @@ func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// An archive whose fetch failed because the account recorded for its
+// source had lost access to the chat is exhausted as a dead letter: no
+// retry by that account could read it. Once another account that reads
+// the chat takes the source over, the letter is that account's to fetch
+// again, or the archive is never catalogued: the watermark is past it
+// and the rescan passes over its message as handled.
+func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	pr := newPair(t, 10, "a", "b")
+	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Account a saw the archive, then was removed from the chat before it
+	// fetched it: its pipeline records the failure.
+	ca := pr.world.Client("a")
+	if err := ca.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	posted := postTars(pr.world, pr.src, "cut", 1)[0]
+	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.world.RemoveMember("a", pr.src, true)
+	sa := tg.NewSession(ca, func(tg.Update) {})
+	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st, sa, nil)
+	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("a's handling after its removal = %q, %v; want a dead letter", out, err)
+	}
+	_ = ca.Close()
+	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := sharedConfig(pr, "b")
+	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, ok, err := st.MessageHandled(ctx, posted.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && out != store.OutcomeDeadLetter && out != store.OutcomePartPending {
+			return
+		}
+		if time.Now().After(deadline) {
+			var letters []store.DeadLetter
+			for _, s := range []store.DeadLetterState{store.DeadPending, store.DeadExhausted} {
+				l, _ := st.DeadLetters(ctx, s, 10)
+				letters = append(letters, l...)
+			}
+			t.Fatalf("the archive a could no longer read was never fetched by b, which took its source over: outcome %q; letters %+v", out, letters)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

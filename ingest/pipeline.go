@@ -421,13 +421,17 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 		// The set's other parts wait for a late or re-posted part, with
 		// backoff and the attempt cap.
 		class = "set_failed"
+	case cannotRead(err):
+		// This account's loss, not the message's: exhausted here, due
+		// again for an account that takes the source over.
+		class = store.ClassNoAccess
 	}
 	previous, aerr := p.store.DeadLetterAttempts(ctx, msg.Key())
 	if aerr != nil {
 		return aerr
 	}
 	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: err.Error(), Waiting: waiting}
-	if !waiting && class != tg.ClassPermanent && previous+1 < p.cfg.DeadLetterAttempts {
+	if !waiting && class != tg.ClassPermanent && class != store.ClassNoAccess && previous+1 < p.cfg.DeadLetterAttempts {
 		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
 	}
 	if !waiting && deletedAtSource(err) {

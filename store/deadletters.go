@@ -25,6 +25,13 @@ const (
 	DeadDeleted DeadLetterState = "deleted"
 )
 
+// ClassNoAccess is the error class of a dead letter its account could not
+// fetch because it cannot read the source any more (removed from the chat,
+// or the chat unknown to it): exhausted, since no retry of that account
+// reads it, until another account takes the source over (TakeSource),
+// which makes it due again for that account's retry loop.
+const ClassNoAccess = "no_access"
+
 // DeadLetter is a source message whose handling failed. It does not hold the
 // watermark back: the retry loop fetches it again by id.
 type DeadLetter struct {

@@ -89,8 +89,9 @@ func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 // circuit, so the new account's catch-up scans it at once. The chat's
 // dead letters not resolved go with it, in the same statement: only the
 // source's account retries them (DueDeadLetters), and the rescan passes
-// over their messages as handled. Under a fence (WithFence) it is refused
-// once to's lease moved on.
+// over their messages as handled. Those exhausted because their account
+// could not read the chat (ClassNoAccess) are due again at once. Under a
+// fence (WithFence) it is refused once to's lease moved on.
 func (s *Store) TakeSource(ctx context.Context, chat tg.ChatID, from, to string) (bool, error) {
 	fa, fe := s.fenceArgs(ctx)
 	var moved int
@@ -100,9 +101,11 @@ func (s *Store) TakeSource(ctx context.Context, chat tg.ChatID, from, to string)
 				updated_at = now(), fence_account = $4, fence_epoch = $5
 			WHERE chat_id = $1 AND account = $2 RETURNING chat_id),
 		letters AS (
-			UPDATE dead_letters SET account = $3, updated_at = now()
+			UPDATE dead_letters SET account = $3, updated_at = now(),
+				state = CASE WHEN state = 'exhausted' AND error_class = $6 THEN 'pending' ELSE state END,
+				next_attempt_at = CASE WHEN state = 'exhausted' AND error_class = $6 THEN now() ELSE next_attempt_at END
 			WHERE chat_id IN (SELECT chat_id FROM moved) AND account <> $3 AND state <> 'resolved')
-		SELECT count(*) FROM moved`, int64(chat), from, to, fa, fe).Scan(&moved)
+		SELECT count(*) FROM moved`, int64(chat), from, to, fa, fe, ClassNoAccess).Scan(&moved)
 	if err != nil {
 		return false, fmt.Errorf("move source %d from %s to %s: %w", chat, from, to, fenced(ctx, err))
 	}
