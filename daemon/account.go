@@ -48,7 +48,10 @@ type accountRun struct {
 	// listed are the sources the configuration gives the account (named
 	// ones resolved, upgrades followed), those another account reads
 	// included.
-	listed   []tg.ChatID
+	listed []tg.ChatID
+	// dests are the destinations the account's routes send to (every
+	// configured one without routes).
+	dests    []tg.ChatID
 	routes   *route.Table
 	haltOnce sync.Once
 	// loggedOut is set when the session reports a remote logout: Health
@@ -325,6 +328,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	if r.routes.Routed() {
 		backlogDests = r.routes.AllDestinations()
 	}
+	r.dests = backlogDests
 	d.backlog.watch(backlogDests)
 	r.backlog = &backlogGauges{d: d, r: r}
 

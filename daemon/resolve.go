@@ -245,21 +245,28 @@ func (d *Daemon) keepsSource(ctx context.Context, s store.Source) (bool, string,
 	if err != nil || !listed {
 		return false, "it does not list the chat", err
 	}
+	away, why, err := d.accountAway(ctx, s.Account)
+	return !away && err == nil, why, err
+}
+
+// accountAway reports whether account does not run, and why: it is not
+// logged in, or no instance has held its lease for sourceOwnerAway.
+func (d *Daemon) accountAway(ctx context.Context, account string) (bool, string, error) {
 	auths, err := d.store.AccountAuths(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	if slices.ContainsFunc(auths, func(x store.AccountAuth) bool { return x.Account == s.Account && !x.LoggedIn }) {
-		return false, "it is not logged in", nil
+	if slices.ContainsFunc(auths, func(x store.AccountAuth) bool { return x.Account == account && !x.LoggedIn }) {
+		return true, "it is not logged in", nil
 	}
-	l, err := d.store.Lease(ctx, s.Account)
+	l, err := d.store.Lease(ctx, account)
 	if err != nil {
 		return false, "", err
 	}
 	if l.Now.Sub(l.Until) > sourceOwnerAway { // lapsed or released that long ago, or never taken
-		return false, "no instance has run it for a while", nil
+		return true, "no instance has run it for a while", nil
 	}
-	return true, "", nil
+	return false, "", nil
 }
 
 // sourceOwnerAway is how long the account recorded for a shared source may

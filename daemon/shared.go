@@ -21,7 +21,13 @@ const sharedInterval = time.Minute
 // catch-up recorded the access lost), stopped listing it, is logged out
 // or has not run for a while (keepsSource): without it, such a chat would
 // wait for this account's next start to be caught up again. An account
-// with no such chat makes no query.
+// with no such chat makes no query for it.
+//
+// It also takes over the deliveries queued for an account that does not
+// run (accountAway: not logged in, or its lease untaken for a while) from
+// a chat this account lists to a destination it sends to: they would
+// otherwise wait for that account's return, for ever if it is gone. That
+// costs one query a look.
 type sharedWatch struct {
 	d   *Daemon
 	r   *accountRun
@@ -79,5 +85,47 @@ func (w *sharedWatch) check(ctx context.Context) error {
 		}
 		w.d.adopt(ctx, r, src)
 	}
+	if err := w.takeDeliveries(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// takeDeliveries moves to this account the deliveries queued for accounts
+// away from the chats it lists to its destinations, and wakes its
+// delivery stage when it moved any.
+func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
+	r := w.r
+	w.d.mu.Lock()
+	listed := slices.Clone(r.listed)
+	w.d.mu.Unlock()
+	if len(listed) == 0 || len(r.dests) == 0 {
+		return nil
+	}
+	others, err := w.d.store.WaitingAccounts(ctx, r.name, listed, r.dests)
+	if err != nil {
+		return err
+	}
+	moved := 0
+	for _, other := range others {
+		away, why, err := w.d.accountAway(ctx, other)
+		if err != nil {
+			return err
+		}
+		if !away {
+			continue
+		}
+		n, err := w.d.store.TakeWaiting(ctx, other, r.name, listed, r.dests)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			r.log.Info("deliveries queued for another account taken over", "from", other, "because", why, "deliveries", n)
+		}
+		moved += n
+	}
+	if moved > 0 {
+		r.pipe.WakeDelivery()
+	}
+	return nil
 }

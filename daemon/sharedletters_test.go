@@ -125,3 +125,46 @@ func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A package an account catalogued and queued for delivery waits for that
+// account's delivery stage. Once the account no longer runs (never
+// started again, logged out, or gone from every configuration) and
+// another account that reads the package's source and posts in its
+// destination runs, the delivery is that account's: it reaches the
+// destination instead of waiting for ever.
+func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	pr := newPair(t, 11, "a", "b")
+	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Account a catalogued the archive and queued its delivery, and has
+	// not run since.
+	ca := pr.world.Client("a")
+	if err := ca.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	posted := postTars(pr.world, pr.src, "queued", 1)[0]
+	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st,
+		tg.NewSession(ca, func(tg.Update) {}), nil)
+	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomePackage {
+		t.Fatalf("a's handling = %q, %v; want a new package", out, err)
+	}
+	_ = ca.Close()
+	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := sharedConfig(pr, "b")
+	d := daemon.New(cfg, st, pr.dial)
+	daemon.SetSharedInterval(d, 50*time.Millisecond)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	waitDocuments(t, pr.world, pr.dest, 1)
+}

@@ -157,6 +157,44 @@ func ClearWaitingUnder(l *Lock, pkg int64, dest tg.ChatID, cleared *bool) Statem
 		}}
 }
 
+// WaitingAccounts returns the accounts other than account with deliveries
+// queued from one of sources to one of dests.
+func (s *Store) WaitingAccounts(ctx context.Context, account string, sources, dests []tg.ChatID) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account FROM waiting_deliveries
+		WHERE account <> $1 AND source_chat_id = ANY($2::bigint[]) AND destination_chat_id = ANY($3::bigint[])
+		ORDER BY account`, account, chatIDs(sources), chatIDs(dests))
+	if err != nil {
+		return nil, fmt.Errorf("list the accounts with deliveries queued from %d sources: %w", len(sources), err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list the accounts with deliveries queued from %d sources: %w", len(sources), err)
+	}
+	return out, nil
+}
+
+// TakeWaiting moves to account to the deliveries queued for account from
+// whose source is one of sources and destination one of dests, and
+// returns how many it moved. Their windows and put-off times stay; their
+// attempts count afresh, as for a delivery handed over.
+func (s *Store) TakeWaiting(ctx context.Context, from, to string, sources, dests []tg.ChatID) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET account = $2, attempts = 0
+		WHERE account = $1 AND source_chat_id = ANY($3::bigint[]) AND destination_chat_id = ANY($4::bigint[])`,
+		from, to, chatIDs(sources), chatIDs(dests))
+	if err != nil {
+		return 0, fmt.Errorf("move the deliveries queued for %s to %s: %w", from, to, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func chatIDs(chats []tg.ChatID) []int64 {
+	out := make([]int64, len(chats))
+	for i, c := range chats {
+		out[i] = int64(c)
+	}
+	return out
+}
+
 // DueWaiting returns up to limit of account's queued deliveries due at or
 // before now, oldest first, but for those to the destinations except.
 func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, limit int, except ...tg.ChatID) ([]Waiting, error) {
