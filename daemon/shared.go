@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"stashd/ingest"
 	"stashd/internal/service"
 	"stashd/store"
 	"stashd/tg"
@@ -115,7 +116,9 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		if !away {
 			continue
 		}
-		n, err := w.d.store.TakeWaiting(ctx, other, r.name, listed, r.dests)
+		// Handed over: one this account finds it cannot read after all is
+		// handed on, or waits, rather than given up as its own source's.
+		n, err := w.d.store.TakeWaiting(ctx, other, r.name, ingest.HandOverRoute, listed, r.dests)
 		if err != nil {
 			return err
 		}

@@ -168,3 +168,55 @@ func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
 	defer d.Shutdown(context.Background())
 	waitDocuments(t, pr.world, pr.dest, 1)
 }
+
+// A delivery taken from an account away by one that then finds it cannot
+// read the source after all (removed from the chat it lists) is not given
+// up as a delivery of a source lost to every account: the account away
+// may read it on its return. It waits, handed over.
+func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	pr := newPair(t, 12, "a", "b")
+	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
+		t.Fatal(err)
+	}
+	ca := pr.world.Client("a")
+	if err := ca.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	posted := postTars(pr.world, pr.src, "kept", 1)[0]
+	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st,
+		tg.NewSession(ca, func(tg.Update) {}), nil)
+	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomePackage {
+		t.Fatalf("a's handling = %q, %v; want a new package", out, err)
+	}
+	_ = ca.Close()
+	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
+		t.Fatal(err)
+	}
+	pr.world.RemoveMember("b", pr.src, true)
+
+	cfg := sharedConfig(pr, "b")
+	d := daemon.New(cfg, st, pr.dial)
+	daemon.SetSharedInterval(d, 50*time.Millisecond)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		ws, err := st.AllWaiting(ctx, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 && ws[0].Attempts > 0 {
+			return // taken, tried, and waiting
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wa, _ := st.AllWaiting(ctx, "a")
+	wb, _ := st.AllWaiting(ctx, "b")
+	t.Fatalf("the delivery taken from a is not waiting with b after a failed try: a %+v, b %+v; destination %+v", wa, wb, pr.world.Messages(pr.dest))
+}

@@ -487,15 +487,16 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 // When the account cannot read the source (cannotRead) the delivery goes
 // to another account that can, and may write to the destination
 // (Pipeline.handOver). When none can: a delivery handed to this account
-// by another (HandOverRoute) is deferred with errSourceUnreadable, as the
-// account that handed it over may read the source and be stopped for now;
+// by another, or taken from one that does not run (HandOverRoute, in a
+// daemon of one account too), is deferred with errSourceUnreadable, as
+// the account it came from may read the source and be stopped for now;
 // after unreadableTries such attempts (about three hours at the default
 // retry delay) it is given up, the source lost for every account. A
 // delivery of the account's own source that no other account can read
 // either is given up at once, as for a source lost.
 func (ws *Deliverer) unreadable(ctx context.Context, w store.Waiting, in route.Package, err error) (bool, error) {
 	p := ws.p
-	if !cannotRead(err) || p.cfg.HandOver == nil || ctx.Err() != nil {
+	if !cannotRead(err) || ctx.Err() != nil {
 		return false, err
 	}
 	handed, herr := p.handOver(ctx, w.PackageID, w.Parts, in, w.Destination, false, err)

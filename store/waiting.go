@@ -173,14 +173,14 @@ func (s *Store) WaitingAccounts(ctx context.Context, account string, sources, de
 	return out, nil
 }
 
-// TakeWaiting moves to account to the deliveries queued for account from
-// whose source is one of sources and destination one of dests, and
-// returns how many it moved. Their windows and put-off times stay; their
+// TakeWaiting moves to account to, under route, the deliveries queued for
+// account from whose source is one of sources and destination one of
+// dests, and returns how many it moved. Their put-off times stay; their
 // attempts count afresh, as for a delivery handed over.
-func (s *Store) TakeWaiting(ctx context.Context, from, to string, sources, dests []tg.ChatID) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET account = $2, attempts = 0
+func (s *Store) TakeWaiting(ctx context.Context, from, to, route string, sources, dests []tg.ChatID) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET account = $2, route = $5, attempts = 0
 		WHERE account = $1 AND source_chat_id = ANY($3::bigint[]) AND destination_chat_id = ANY($4::bigint[])`,
-		from, to, chatIDs(sources), chatIDs(dests))
+		from, to, chatIDs(sources), chatIDs(dests), route)
 	if err != nil {
 		return 0, fmt.Errorf("move the deliveries queued for %s to %s: %w", from, to, err)
 	}
