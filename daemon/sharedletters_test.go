@@ -220,3 +220,60 @@ func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 	wb, _ := st.AllWaiting(ctx, "b")
 	t.Fatalf("the delivery taken from a is not waiting with b after a failed try: a %+v, b %+v; destination %+v", wa, wb, pr.world.Messages(pr.dest))
 }
+
+// The account a source was taken from may still hold some of its messages
+// in its queue, and fail them for want of access after the move: those
+// dead letters are the source's new account's to fetch, not the failing
+// one's, whose retries could never read them.
+func TestLettersOfASourceTakenOverMeanwhileGoToItsAccount(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	pr := newPair(t, 13, "a", "b")
+	ca := pr.world.Client("a")
+	if err := ca.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	posted := postTars(pr.world, pr.src, "late", 1)[0]
+	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b has taken the source over; a, removed from the chat, handles a
+	// message it had queued before.
+	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "b", Kind: tg.KindChannel, Title: "news",
+		Watermark: posted.ID.ServerID()}); err != nil {
+		t.Fatal(err)
+	}
+	pr.world.RemoveMember("a", pr.src, true)
+	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st,
+		tg.NewSession(ca, func(tg.Update) {}), nil)
+	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomeDeadLetter {
+		t.Fatalf("a's handling after its removal = %q, %v; want a dead letter", out, err)
+	}
+	_ = ca.Close()
+
+	cfg := sharedConfig(pr, "b")
+	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, ok, err := st.MessageHandled(ctx, posted.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && out != store.OutcomeDeadLetter && out != store.OutcomePartPending {
+			return
+		}
+		if time.Now().After(deadline) {
+			var letters []store.DeadLetter
+			for _, s := range []store.DeadLetterState{store.DeadPending, store.DeadExhausted} {
+				l, _ := st.DeadLetters(ctx, s, 10)
+				letters = append(letters, l...)
+			}
+			t.Fatalf("the archive a failed after b took its source over was never fetched by b: outcome %q; letters %+v", out, letters)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -54,7 +54,9 @@ type DeadLetter struct {
 // RecordDeadLetter records a failure of key, counting attempts. next is when
 // the retry loop may try again; a zero next marks the letter exhausted. The
 // source message is recorded with outcome dead_letter in the same
-// transaction, so the message counts as handled.
+// transaction, so the message counts as handled. The letter goes to the
+// account of key's source, whose retry loop fetches it: one another
+// account recorded as ClassNoAccess is due at once.
 func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMessage) error {
 	state := DeadPending
 	var next *time.Time
@@ -82,6 +84,22 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 			return err
 		case cur != "" && msg.UniqueID != "" && cur != msg.UniqueID:
 			return nil
+		}
+		// The letter is the source's account's to retry, whichever
+		// account's handling failed (one the source was taken from may
+		// still drain its queue); a failure for want of access of another
+		// account is no reason for the source's own not to read it.
+		var owner string
+		switch err := tx.QueryRow(ctx, `SELECT account FROM sources WHERE chat_id = $1`, int64(d.Key.Chat)).Scan(&owner); {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case owner != d.Account:
+			if d.ErrorClass == ClassNoAccess && state == DeadExhausted {
+				now := time.Now()
+				state, next = DeadPending, &now
+			}
+			d.Account = owner
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
 				attempts, next_attempt_at, state)
