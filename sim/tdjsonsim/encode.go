@@ -488,11 +488,12 @@ func foundChatMessagesObject(msgs []tg.Message) object {
 }
 
 // messagesObject is getChatHistory's answer (messages): total_count is
-// the page's size, as TDLib reports for history.
-func messagesObject(msgs []tg.Message) object {
+// the page's size, as TDLib reports for history. opts gives each message's
+// options (viewOptions).
+func messagesObject(msgs []tg.Message, opts func(tg.Message) messageOptions) object {
 	list := make([]object, len(msgs))
 	for i, m := range msgs {
-		list[i] = messageObject(m, messageOptions{})
+		list[i] = messageObject(m, opts(m))
 	}
 	return object{
 		{"@type", "messages"},

@@ -121,3 +121,18 @@ func downloadFile(ctx context.Context, cl *tgsim.Client, r *request) (object, er
 	}
 	return fileObject(f), nil
 }
+
+// viewOptions are the options of m as cl's session shows it: the
+// session's own message being sent, or whose send failed, is outgoing
+// and carries its sending_state (TDLib keeps both in the chat's history).
+func viewOptions(cl *tgsim.Client) func(tg.Message) messageOptions {
+	return func(m tg.Message) messageOptions {
+		switch st, err := cl.MessageSendingState(m.ChatID, m.ID); st {
+		case tgsim.SendPending:
+			return messageOptions{outgoing: true, sendingState: pendingState()}
+		case tgsim.SendFailedState:
+			return messageOptions{outgoing: true, sendingState: failedState(errorFor(err))}
+		}
+		return messageOptions{}
+	}
+}

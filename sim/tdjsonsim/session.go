@@ -515,7 +515,7 @@ func (s *session) handle(r *request) (object, error) {
 		if err != nil {
 			return nil, err
 		}
-		return messagesObject(msgs), nil
+		return messagesObject(msgs, viewOptions(cl)), nil
 	case tg.MethodGetMessage:
 		var p struct {
 			ChatID    tdInt `json:"chat_id"`
@@ -528,7 +528,7 @@ func (s *session) handle(r *request) (object, error) {
 		if err != nil {
 			return nil, err
 		}
-		return messageObject(m, messageOptions{}), nil
+		return messageObject(m, viewOptions(cl)(m)), nil
 	case tg.MethodGetChatMessageByDate:
 		var p struct {
 			ChatID tdInt `json:"chat_id"`
@@ -546,7 +546,7 @@ func (s *session) handle(r *request) (object, error) {
 			// a 404.
 			return nil, tdError(404, msgNotFound)
 		}
-		return messageObject(m, messageOptions{}), nil
+		return messageObject(m, viewOptions(cl)(m)), nil
 	case tg.MethodGetForumTopic:
 		var p struct {
 			ChatID          tdInt `json:"chat_id"`

@@ -51,7 +51,7 @@ type Client struct {
 	// failed holds the session's failed local messages by chat (see
 	// topicstate.go): TDLib keeps a failed send in the chat, under a new
 	// local id, until it is deleted.
-	failed map[tg.ChatID]map[tg.MessageID]bool
+	failed map[tg.ChatID]map[tg.MessageID]*failedMessage
 	// db is the message database of the client's directory (localview.go).
 	db *localDB
 	// left holds the chats this session learned it left when the server
@@ -318,6 +318,10 @@ func (c *Client) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
 		if ch.lastUnknown || c.w.chance(c.w.cfg.UnknownLastMessageRate) {
 			out.LastMessageID = 0
 		}
+		if m := c.lastLocal(ch.id); m != nil && m.id > out.LastMessageID {
+			// A message being sent, or failed, is the chat's last.
+			out.LastMessageID = m.id
+		}
 		return out, nil
 	})
 }
@@ -386,6 +390,9 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 		if err != nil {
 			return tg.Message{}, err
 		}
+		if m, _, _ := c.localMessage(chat, id); m != nil {
+			return c.view(m), nil
+		}
 		if m, ok := c.stored(ch, id); ok {
 			return c.view(m), nil
 		}
@@ -400,11 +407,19 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 
 // GetChatMessageByDate implements tg.Client: the newest message dated at or
 // before date; like TDLib, a 404 (ErrMessageNotFound) when there is none.
+// As TDLib, the session first looks at the chat's last message as it
+// knows it (lastByDate): when that is not newer than date it is the
+// answer, although the server may hold newer messages the session has not
+// learned, and although it may be the session's own message being sent or
+// failed.
 func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date time.Time) (tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatMessageByDate, func() (tg.Message, error) {
 		ch, err := c.serverChat(chat)
 		if err != nil {
 			return tg.Message{}, err
+		}
+		if m := c.lastByDate(ch, date); m != nil {
+			return c.view(m), nil
 		}
 		for i := len(ch.msgs) - 1; i >= 0; i-- {
 			if !ch.msgs[i].date.After(date) {

@@ -156,7 +156,8 @@ func words(s string) []string {
 // when TDLib answers the part its local database holds and leaves the
 // rest to the next request; an empty page is the chat's beginning. From
 // the end (from 0) the page starts at the last message the session's
-// database knows (historyEnd), not the server's newest.
+// database knows (historyEnd), not the server's newest. The session's own
+// messages being sent and failed are on the page among the others, by id.
 func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatHistory, func() ([]tg.Message, error) {
 		switch {
@@ -171,7 +172,7 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 		if err != nil {
 			return nil, err
 		}
-		start := len(ch.msgs) - 1
+		start, upTo := len(ch.msgs)-1, from
 		if from == 0 {
 			from = c.historyEnd(ch)
 		}
@@ -186,11 +187,14 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 		for i := start; i >= 0 && len(page) < limit; i-- {
 			page = append(page, ch.msgs[i])
 		}
+		page = c.hideTooNew(ch, page)
+		c.remember(page...)
+		// The session's own messages being sent or failed are in its
+		// history too (localmsgs.go).
+		page = c.withLocal(ch.id, page, upTo, limit)
 		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
 			page = page[:1+c.w.rng.IntN(len(page)-1)]
 		}
-		page = c.hideTooNew(ch, page)
-		c.remember(page...)
 		return c.views(page), nil
 	})
 }

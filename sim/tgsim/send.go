@@ -30,7 +30,10 @@ type pendingSend struct {
 	limitErr error
 	// at is when the send was made (the world's clock), for TDLib's
 	// one-day limit on re-sending after a restart.
-	at      time.Time
+	at time.Time
+	// msg is the temporary message, in the sending session's view of dest
+	// until the send settles.
+	msg     *message
 	batch   *sendBatch
 	settled bool
 }
@@ -155,7 +158,7 @@ func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, op
 		doc: &docRef{uid: f.uid, name: f.name, mime: f.mime}, thread: thread, isTopic: thread != 0}
 
 	ps := &pendingSend{c: c, tempID: tempID, dest: dest, thread: thread, uid: f.uid, caption: caption, album: album,
-		at: tmp.date, limitErr: limitErr, outcome: outcome}
+		at: tmp.date, limitErr: limitErr, outcome: outcome, msg: tmp}
 	if a := w.accounts[c.account]; len(a.sendFails) > 0 {
 		switch {
 		case !a.sendFails[0]:
@@ -226,6 +229,11 @@ func (w *World) resend(c *Client, ps *pendingSend) {
 		ps.tempID = c.nextTempID(ps.dest)
 	}
 	ps.at = w.now()
+	if ps.msg != nil {
+		m := *ps.msg
+		m.id, m.date = ps.tempID, ps.at
+		ps.msg = &m
+	}
 	w.sendStats.Resent++
 	w.settleSend(ps)
 }

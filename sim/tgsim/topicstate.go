@@ -197,12 +197,17 @@ func (w *World) failSend(ps *pendingSend, err error) {
 	c := ps.c
 	id := c.nextTempID(ps.dest)
 	if c.failed == nil {
-		c.failed = make(map[tg.ChatID]map[tg.MessageID]bool)
+		c.failed = make(map[tg.ChatID]map[tg.MessageID]*failedMessage)
 	}
 	if c.failed[ps.dest.id] == nil {
-		c.failed[ps.dest.id] = make(map[tg.MessageID]bool)
+		c.failed[ps.dest.id] = make(map[tg.MessageID]*failedMessage)
 	}
-	c.failed[ps.dest.id][id] = true
+	f := &failedMessage{err: err}
+	if ps.msg != nil {
+		f.msg = *ps.msg
+	}
+	f.msg.id, f.msg.chat = id, ps.dest.id
+	c.failed[ps.dest.id][id] = f
 	c.enqueue(tg.SendFailed{Chat: ps.dest.id, OldMessageID: ps.tempID, MessageID: id, Err: err})
 }
 
@@ -238,7 +243,7 @@ func (w *World) FailedMessages(account string) int {
 // them locally: no other session sees them. It runs with w.mu held.
 func (c *Client) deleteFailed(chat tg.ChatID, ids []tg.MessageID) (gone, rest []tg.MessageID) {
 	for _, id := range ids {
-		if c.failed[chat][id] {
+		if c.failed[chat][id] != nil {
 			delete(c.failed[chat], id)
 			gone = append(gone, id)
 			continue

@@ -1,0 +1,63 @@
+package tdjsonsim_test
+
+import (
+	"testing"
+	"time"
+
+	"stashd/sim/tgsim"
+)
+
+// historyPage reads chat's history from the end over c.
+func historyPage(t *testing.T, c *wire, chat int64) []tdObject {
+	t.Helper()
+	page := c.ok(1, "getChatHistory", map[string]any{"chat_id": chat, "from_message_id": 0, "offset": 0, "limit": 100, "only_local": false}, "messages")
+	raw, _ := page.get("messages").([]any)
+	out := make([]tdObject, len(raw))
+	for i, m := range raw {
+		out[i] = tdObject(m.(map[string]any))
+	}
+	return out
+}
+
+// A message being sent is in the session's history, first from the end,
+// as TDLib keeps it in the chat: outgoing, with sending_state pending; it
+// is the chat's last message and getMessage finds it.
+func TestPendingSendInHistoryOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 29, SendLatency: time.Hour})
+	c, m := wireWithDocument(t, w)
+	tmp := sendDoc(c, w.dest, 0, m, "message")
+	page := historyPage(t, c, int64(w.dest))
+	if len(page) != 1 || page[0].int("id") != tmp.int("id") || page[0].get("is_outgoing") != true ||
+		page[0].str("sending_state", "@type") != "messageSendingStatePending" {
+		t.Fatalf("history = %v; want the pending message %d", page, tmp.int("id"))
+	}
+	if got := c.ok(1, "getMessage", map[string]any{"chat_id": w.dest, "message_id": tmp.int("id")}, "message"); got.str("sending_state", "@type") != "messageSendingStatePending" {
+		t.Errorf("getMessage of the pending message = %v", got)
+	}
+	if got := c.ok(1, "getChat", map[string]any{"chat_id": w.dest}, "chat"); got.int("last_message", "id") != tmp.int("id") {
+		t.Errorf("getChat's last message = %v, want the pending %d", got.get("last_message"), tmp.int("id"))
+	}
+}
+
+// A failed send stays in the session's history under its new local id,
+// with sending_state failed and the error, until deleteMessages.
+func TestFailedSendInHistoryOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 29, SendFailRate: 1})
+	c, m := wireWithDocument(t, w)
+	failed := sendOutcome(c, w.dest, 0, m)
+	if failed.typ() != "updateMessageSendFailed" {
+		t.Fatalf("outcome = %v, want a failure", failed)
+	}
+	id := failed.int("message", "id")
+	page := historyPage(t, c, int64(w.dest))
+	if len(page) != 1 || page[0].int("id") != id || page[0].str("sending_state", "@type") != "messageSendingStateFailed" ||
+		page[0].int("sending_state", "error", "code") != failed.int("error", "code") {
+		t.Fatalf("history = %v; want the failed message %d", page, id)
+	}
+	c.ok(1, "deleteMessages", map[string]any{"chat_id": w.dest, "message_ids": []int64{id}, "revoke": true}, "ok")
+	if page := historyPage(t, c, int64(w.dest)); len(page) != 0 {
+		t.Fatalf("history after deleting the failed message = %v", page)
+	}
+}
