@@ -125,3 +125,98 @@ func TestHistoryPolicySurvivesAFailedStart(t *testing.T) {
 		t.Errorf("watermark %d after the retried start, want %d (the newest message: history none)", src.Watermark, last.ID.ServerID())
 	}
 }
+
+// A new source with history "none" starts at its newest message even when
+// the account's session, restarted on its database directory, has not yet
+// learned the messages posted while it did not run: TDLib answers
+// getChatMessageByDate from the chat's last message as the session knows
+// it, until the chat is opened and its difference is in.
+func TestHistoryNoneFromALaggingSession(t *testing.T) {
+	st := openStore(t, 16)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 7, FilesDir: t.TempDir()})
+	world.AddAccount("a", false)
+	dest := world.AddChat(tg.KindChannel, "mirror", "a")
+	none := world.AddChat(tg.KindChannel, "none", "a")
+	world.Post(none, 0, tgsim.Post{FileName: "old.tar", Data: archivetest.Tar([]archivetest.File{{Name: "o", Data: []byte("o")}})})
+	earlier := world.ClientIn("a", "db")
+	if err := earlier.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := earlier.GetChat(t.Context(), none); err != nil {
+		t.Fatal(err)
+	}
+	earlier.Close()
+	newest := world.Post(none, 0, tgsim.Post{FileName: "down.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})})
+
+	cfg := daemon.Config{
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{none}, History: map[string]daemon.History{
+			strconv.FormatInt(int64(none), 10): {None: true},
+		}}},
+		Destinations: []tg.ChatID{dest}, Workers: 1, DrainTimeout: 10 * time.Second, ViewSettle: 100 * time.Millisecond,
+	}
+	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.ClientIn("a", "db"), nil })
+	if err := d.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	src, err := st.GetSource(t.Context(), none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Watermark != newest.ID.ServerID() {
+		t.Errorf("watermark %d, want %d (the newest message: history none)", src.Watermark, newest.ID.ServerID())
+	}
+}
+
+// A new source with history "none" in which the account's session holds a
+// send of its own that failed (a chat that is also a destination) starts
+// at the server's newest message: TDLib answers getChatMessageByDate with
+// that failed message, whose local id names no server message.
+func TestHistoryNoneOverAFailedSendOfTheSession(t *testing.T) {
+	st := openStore(t, 16)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 8, FilesDir: t.TempDir()})
+	world.AddAccount("a", false)
+	dest := world.AddChat(tg.KindChannel, "mirror", "a")
+	feed := world.AddChat(tg.KindChannel, "feed", "a")
+	both := world.AddChat(tg.KindChannel, "both", "a")
+	doc := world.Post(feed, 0, tgsim.Post{FileName: "f.tar", Data: archivetest.Tar([]archivetest.File{{Name: "f", Data: []byte("f")}})})
+	world.Post(both, 0, tgsim.Post{FileName: "older.tar", Data: archivetest.Tar([]archivetest.File{{Name: "a", Data: []byte("a")}})})
+	newest := world.Post(both, 0, tgsim.Post{Text: "newest"})
+
+	c := world.Client("a")
+	if err := c.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.GetMessage(t.Context(), feed, doc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world.InjectSendFailures("a", true)
+	if _, err := c.SendDocument(t.Context(), both, m.Document.File.RemoteID, "x"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(c.FailedMessages(both)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the send did not fail")
+		}
+	}
+
+	cfg := daemon.Config{
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{both}, History: map[string]daemon.History{
+			strconv.FormatInt(int64(both), 10): {None: true},
+		}}},
+		Destinations: []tg.ChatID{dest}, Workers: 1, DrainTimeout: 10 * time.Second, ViewSettle: 100 * time.Millisecond,
+	}
+	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return c, nil })
+	if err := d.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(context.Background())
+	src, err := st.GetSource(t.Context(), both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Watermark != newest.ID.ServerID() {
+		t.Errorf("watermark %d, want %d (the server's newest message: history none)", src.Watermark, newest.ID.ServerID())
+	}
+}

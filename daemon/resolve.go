@@ -146,6 +146,13 @@ func historyStart(ctx context.Context, r *accountRun, chat tg.ChatID, h History)
 	if !h.None {
 		at = at.Add(-h.Since)
 	}
+	// TDLib answers from the chat's last message as the session knows it
+	// when the date is not before it: a session that did not run while
+	// messages were posted there knows them once the chat is opened and
+	// its difference is in.
+	if err := r.views.Current(ctx, chat); err != nil {
+		return 0, fmt.Errorf("open source %d to find the start of its history: %w", chat, err)
+	}
 	m, err := r.paced.GetChatMessageByDate(ctx, chat, at)
 	switch {
 	case errors.Is(err, tg.ErrMessageNotFound):
@@ -153,8 +160,15 @@ func historyStart(ctx context.Context, r *accountRun, chat tg.ChatID, h History)
 	case err != nil:
 		return 0, fmt.Errorf("find the start of source %d's history: %w", chat, err)
 	}
-	r.log.Info("new source catches up from its history policy", "source", chat, "none", h.None, "since", h.Since, "from_message", m.ID.ServerID())
-	return m.ID.ServerID(), nil
+	start := m.ID.ServerID()
+	if start == 0 {
+		// The session's own message being sent or failed there (a source
+		// that is also a destination): its local id lies above the server
+		// message it followed, which is the start.
+		start = int64(m.ID) >> tg.ServerIDShift
+	}
+	r.log.Info("new source catches up from its history policy", "source", chat, "none", h.None, "since", h.Since, "from_message", start)
+	return start, nil
 }
 
 // registerSources records sources the store does not know yet, with their
