@@ -547,7 +547,13 @@ func updateAuthorizationState(name string) object {
 func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 	switch u := u.(type) {
 	case tg.NewMessage:
-		return object{{"@type", "updateNewMessage"}, {"message", messageObject(u.Message, messageOptions{})}}, nil
+		var o messageOptions
+		if !u.Message.ID.IsServer() {
+			// The only local message announced: the session's own, as
+			// its send starts.
+			o = messageOptions{outgoing: true, sendingState: pendingState()}
+		}
+		return object{{"@type", "updateNewMessage"}, {"message", messageObject(u.Message, o)}}, nil
 	case tg.ChatAccessLost:
 		// The kind is not in the update; is_channel and is_forum do not
 		// matter to a client told it has left.

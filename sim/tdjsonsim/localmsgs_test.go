@@ -1,6 +1,7 @@
 package tdjsonsim_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -59,5 +60,36 @@ func TestFailedSendInHistoryOnTheWire(t *testing.T) {
 	c.ok(1, "deleteMessages", map[string]any{"chat_id": w.dest, "message_ids": []int64{id}, "revoke": true}, "ok")
 	if page := historyPage(t, c, int64(w.dest)); len(page) != 0 {
 		t.Fatalf("history after deleting the failed message = %v", page)
+	}
+}
+
+// A send starts with updateNewMessage of its temporary message, outgoing
+// and pending, as TDLib announces it before the outcome.
+func TestSendAnnouncesItsTemporaryMessageOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 31})
+	c, m := wireWithDocument(t, w)
+	res, before := c.call(1, "sendMessage", map[string]any{
+		"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+			"caption":  map[string]any{"@type": "formattedText", "text": "d", "entities": []any{}},
+		},
+	})
+	if res.typ() != "message" {
+		t.Fatalf("sendMessage: %v", res)
+	}
+	isNew := func(o tdObject) bool {
+		return o.typ() == "updateNewMessage" && o.int("message", "id") == res.int("id")
+	}
+	var u tdObject
+	if i := slices.IndexFunc(before, isNew); i >= 0 {
+		u = before[i]
+	} else {
+		u, _ = c.until("updateNewMessage of the temporary message", isNew)
+	}
+	if u.get("message", "is_outgoing") != true || u.str("message", "sending_state", "@type") != "messageSendingStatePending" {
+		t.Errorf("updateNewMessage = %v, want the outgoing pending message", u)
 	}
 }

@@ -142,3 +142,32 @@ func TestMessageByDateFromTheSessionsLastMessage(t *testing.T) {
 		t.Fatalf("by date after the difference = %d, %v; want %d", m.ID, err, newer.ID)
 	}
 }
+
+// A send starts with updateNewMessage of its temporary message and
+// updateChatLastMessage naming it, before its outcome, to the sending
+// session only.
+func TestSendAnnouncesItsTemporaryMessage(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collectUntil(t, f.c, func(u tg.Update) bool { _, ok := u.(tg.SendSucceeded); return ok })
+	newAt, lastAt := -1, -1
+	for i, u := range got {
+		switch u := u.(type) {
+		case tg.NewMessage:
+			if u.Message.ID == tmp.ID && u.Message.ChatID == f.dest && u.Message.Caption == "token" {
+				newAt = i
+			}
+		case tg.ChatLastMessage:
+			if u.Chat == f.dest && u.LastMessageID == tmp.ID {
+				lastAt = i
+			}
+		}
+	}
+	if newAt < 0 || lastAt < 0 {
+		t.Fatalf("updates before the outcome: %v; want updateNewMessage and updateChatLastMessage of %d", got, tmp.ID)
+	}
+}

@@ -171,6 +171,13 @@ func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, op
 		a.sendFails = a.sendFails[1:]
 	}
 	c.sends[tempID] = ps
+	// TDLib adds the temporary message to the chat and tells the sending
+	// session at once, before its answer: updateNewMessage (the message
+	// being sent) and updateChatLastMessage (it is the chat's last;
+	// localmsgs.go). The database's last message, which stands for the
+	// last one learned from the server, does not move.
+	c.enqueue(tg.NewMessage{Message: c.view(tmp)})
+	c.enqueue(tg.ChatLastMessage{Chat: dest.id, LastMessageID: tempID})
 	at := w.cfg.Now()
 	if w.cfg.AccountNow != nil {
 		at = w.cfg.AccountNow(c.account)
