@@ -160,13 +160,10 @@ func historyStart(ctx context.Context, r *accountRun, chat tg.ChatID, h History)
 	case err != nil:
 		return 0, fmt.Errorf("find the start of source %d's history: %w", chat, err)
 	}
-	start := m.ID.ServerID()
-	if start == 0 {
-		// The session's own message being sent or failed there (a source
-		// that is also a destination): its local id lies above the server
-		// message it followed, which is the start.
-		start = int64(m.ID) >> tg.ServerIDShift
-	}
+	// The answer may be the session's own message being sent or failed
+	// there (a source that is also a destination): the server message it
+	// followed is the start.
+	start := m.ID.ServerFloor()
 	r.log.Info("new source catches up from its history policy", "source", chat, "none", h.None, "since", h.Since, "from_message", start)
 	return start, nil
 }

@@ -206,7 +206,10 @@ func (r *Rescan) walk(ctx context.Context, chat tg.ChatID, since time.Time) (sca
 		return 0, 0, fmt.Errorf("find start of window: %w", err)
 	}
 	// The message at or before `since` is outside the window; start after it.
-	from := start.ID.ServerID()
+	// It may be the session's own message being sent or failed there (a
+	// source that is also a destination): then after the server message it
+	// followed.
+	from := start.ID.ServerFloor()
 	for {
 		page, err := tg.DocumentsAfter(ctx, r.tg, chat, from, r.cfg.PageSize)
 		if err != nil {

@@ -28,6 +28,17 @@ func (id MessageID) ServerID() int64 {
 // IsServer reports whether id names a message that exists on the server.
 func (id MessageID) IsServer() bool { return id.ServerID() != 0 }
 
+// ServerFloor returns the server id of id or, for a local id (a message
+// being sent, or whose send failed), that of the server message it
+// follows: TDLib makes a local id above the last server id it knew. 0 for
+// none.
+func (id MessageID) ServerFloor() int64 {
+	if id <= 0 {
+		return 0
+	}
+	return int64(id) >> ServerIDShift
+}
+
 // MessageIDFromServer converts a server sequence number to a TDLib message id.
 func MessageIDFromServer(s int64) MessageID { return MessageID(s << ServerIDShift) }
 

@@ -1,0 +1,79 @@
+package rescan_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/archive/archivetest"
+	"stashd/ingest"
+	"stashd/internal/pgtest"
+	"stashd/rescan"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// The start of a rescan's window may be the session's own message whose
+// send failed there (a source that is also a destination): TDLib answers
+// getChatMessageByDate from the chat's last message when it is not newer
+// than the date. The window then starts after the server message that
+// failed message followed, not at the chat's beginning.
+func TestRescanWindowStartsAtAFailedSendsServerMessage(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var offset atomic.Int64 // the world's clock, relative to now
+	w := tgsim.NewWorld(tgsim.Config{Seed: 9, FilesDir: t.TempDir(),
+		Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
+	w.AddAccount("a", false)
+	dest := w.AddChat(tg.KindChannel, "mirror", "a")
+	feed := w.AddChat(tg.KindChannel, "feed", "a")
+	both := w.AddChat(tg.KindChannel, "both", "a")
+	if err := st.EnsureSource(ctx, store.Source{ChatID: both, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	offset.Store(int64(-5 * 24 * time.Hour))
+	w.Post(both, 0, tgsim.Post{FileName: "outside.tar", Data: archivetest.Tar([]archivetest.File{{Name: "o", Data: []byte("o")}})})
+	doc := w.Post(feed, 0, tgsim.Post{FileName: "f.tar", Data: archivetest.Tar([]archivetest.File{{Name: "f", Data: []byte("f")}})})
+	offset.Store(int64(-4 * 24 * time.Hour))
+	w.Post(both, 0, tgsim.Post{Text: "before the failed send"})
+
+	c := w.Client("a")
+	defer c.Close()
+	sess := tg.NewSession(c, func(tg.Update) {})
+	if err := sess.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sess.GetMessage(ctx, feed, doc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.InjectSendFailures("a", true)
+	if _, err := c.SendDocument(ctx, both, m.Document.File.RemoteID, "x"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(c.FailedMessages(both)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the send did not fail")
+		}
+	}
+	offset.Store(0)
+
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{dest}}, st, sess, nil)
+	r := rescan.New(rescan.Config{Account: "a", Sources: []tg.ChatID{both}, Window: 3 * 24 * time.Hour}, sess, st, p,
+		rescan.NewMetrics(prometheus.NewRegistry()))
+	res, err := r.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Found != 0 {
+		t.Errorf("rescan = %+v; want nothing found: the only document is older than the window", res)
+	}
+}
