@@ -54,8 +54,11 @@ func TestCancelAndDeleteOnTheWire(t *testing.T) {
 	id := downloadOn(t, w, c)
 	c.ok(1, "downloadFile", downloadParams(id), "file")
 	okThenUpdate(c, "cancelDownloadFile", map[string]any{"file_id": id, "only_if_pending": false}, "cancelled download", id)
-	if res := c.ok(1, "cancelDownloadFile", map[string]any{"file_id": 1 << 30, "only_if_pending": false}, "error"); res.int("code") != 400 {
-		t.Errorf("cancelDownloadFile of an unknown file: %v, want 400", res)
+	// TDLib answers ok for a file it does not know (FileManager::cancel_download).
+	c.ok(1, "cancelDownloadFile", map[string]any{"file_id": 1 << 30, "only_if_pending": false}, "ok")
+	c.ok(1, "deleteFile", map[string]any{"file_id": 1 << 30}, "ok")
+	if res := c.ok(1, "downloadFile", downloadParams(1<<30), "error"); res.int("code") != 400 || res.str("message") != "File not found" {
+		t.Errorf("downloadFile of an unknown file: %v, want 400 File not found", res)
 	}
 
 	w2 := newWorld(t, tgsim.Config{Seed: 2})

@@ -109,7 +109,7 @@ func downloadFile(ctx context.Context, cl *tgsim.Client, r *request) (object, er
 	}
 	switch {
 	case p.Priority < 1 || p.Priority > 32:
-		return nil, tdError(400, "Download priority must be between 1 and 32")
+		return nil, tdError(400, "Priority must be between 1 and 32")
 	case p.Synchronous:
 		return nil, notSimulated("synchronous downloadFile")
 	case p.Offset != 0 || p.Limit != 0:

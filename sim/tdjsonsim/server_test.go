@@ -196,7 +196,7 @@ func TestErrorsAsTDLibWritesThem(t *testing.T) {
 		{"not a forum", "getForumTopic", map[string]any{"chat_id": w.channel, "message_thread_id": 1 << 20}, 400, "Chat is not a forum", false},
 		{"not simulated", "getStickers", nil, 400, "tdjsonsim: getStickers is not simulated", false},
 		{"bad parameters", "getChat", map[string]any{"chat_id": "x"}, 400, "", true},
-		{"bad priority", "downloadFile", map[string]any{"file_id": 1, "priority": 0}, 400, "Download priority must be between 1 and 32", false},
+		{"bad priority", "downloadFile", map[string]any{"file_id": 1, "priority": 0}, 400, "Priority must be between 1 and 32", false},
 	} {
 		var res tdObject
 		if tc.malformed {

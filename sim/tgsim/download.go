@@ -40,7 +40,8 @@ var (
 // FileUpdated and the last with DownloadDone and LocalPath. A file this
 // client has already downloaded (and whose local copy still exists) is
 // returned complete with no update; a download already running is not
-// started twice. An id this client never saw fails with 400.
+// started twice. An id this client never saw fails with TDLib's 400 "File
+// not found" (FileManager::download_file).
 //
 // With Config.StallDownloadRate a download stops after its first chunk and
 // reports nothing more until cancelled; with Config.FailDownloadRate it ends
@@ -50,7 +51,7 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		w := c.w
 		cf := c.files[id]
 		if cf == nil {
-			return tg.File{}, errBadRequest("Invalid file identifier")
+			return tg.File{}, errBadRequest("File not found")
 		}
 		if c.fileAccessLost(cf.uid) {
 			return tg.File{}, errNoAccess()
@@ -94,26 +95,25 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 
 // CancelDownloadFile implements tg.Client: a running download stops and
 // reports a FileUpdated neither active nor complete; an idle file is left
-// alone. An id this client never saw fails with 400.
+// alone. As in TDLib (FileManager::cancel_download), an id this client
+// never saw is answered ok too.
 func (c *Client) CancelDownloadFile(ctx context.Context, id int32) error {
 	return call0(ctx, c, tg.MethodCancelDownloadFile, func() error {
-		cf := c.files[id]
-		if cf == nil {
-			return errBadRequest("Invalid file identifier")
+		if cf := c.files[id]; cf != nil {
+			cf.stop()
 		}
-		cf.stop()
 		return nil
 	})
 }
 
 // DeleteFile implements tg.Client: it stops a running download and removes
-// the local copy, reporting the file as no longer downloaded. An id this
-// client never saw fails with 400.
+// the local copy, reporting the file as no longer downloaded. As in TDLib
+// (FileManager::delete_file), an id this client never saw is answered ok.
 func (c *Client) DeleteFile(ctx context.Context, id int32) error {
 	return call0(ctx, c, tg.MethodDeleteFile, func() error {
 		cf := c.files[id]
 		if cf == nil {
-			return errBadRequest("Invalid file identifier")
+			return nil
 		}
 		if cf.active {
 			cf.stop() // the download removes its partial file and reports
