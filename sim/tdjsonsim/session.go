@@ -591,8 +591,10 @@ func (s *session) handle(r *request) (object, error) {
 			return nil, err
 		}
 		switch {
-		case p.Limit <= 0 || p.Limit > tg.MaxSearchLimit:
-			return nil, tdError(400, "Parameter limit must be positive")
+		case p.Limit <= 0:
+			// ForumTopicManager::get_forum_topics; a limit above the
+			// server's 100 is answered with at most 100.
+			return nil, tdError(400, "Invalid limit specified")
 		case p.OffsetDate != 0 || p.OffsetMessageID != 0 || p.OffsetMessageThreadID != 0:
 			return nil, notSimulated("getForumTopics beyond the first page")
 		}
