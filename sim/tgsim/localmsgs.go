@@ -82,15 +82,15 @@ func (c *Client) MessageSendingState(chat tg.ChatID, id tg.MessageID) (SendingSt
 }
 
 // withLocal merges this session's local messages of chat at or below
-// upTo (0: all of them) into page, newest first, and keeps the newest
-// limit. w.mu is held.
-func (c *Client) withLocal(chat tg.ChatID, page []*message, upTo tg.MessageID, limit int) []*message {
+// upTo (0: no bound) and above down (0: no bound) into page, newest first,
+// and keeps the newest limit. w.mu is held.
+func (c *Client) withLocal(chat tg.ChatID, page []*message, upTo, down tg.MessageID, limit int) []*message {
 	local := c.localMessages(chat)
 	if len(local) == 0 {
 		return page
 	}
 	for _, m := range local {
-		if upTo == 0 || m.id <= upTo {
+		if (upTo == 0 || m.id <= upTo) && m.id > down {
 			page = append(page, m)
 		}
 	}

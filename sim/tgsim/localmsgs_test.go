@@ -2,6 +2,7 @@ package tgsim
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -169,5 +170,40 @@ func TestSendAnnouncesItsTemporaryMessage(t *testing.T) {
 	}
 	if newAt < 0 || lastAt < 0 {
 		t.Fatalf("updates before the outcome: %v; want updateNewMessage and updateChatLastMessage of %d", got, tmp.ID)
+	}
+}
+
+// A short history page holds the session's local messages only down to its
+// oldest server message: one below it would make the page skip the server
+// messages in between.
+func TestShortHistoryPageKeepsLocalMessagesInPlace(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendFailRate: 1, ShortPageRate: 1, Seed: 3})
+	f.w.Post(f.dest, 0, Post{Text: "before"})
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "token"); err != nil {
+		t.Fatal(err)
+	}
+	failed := next[tg.SendFailed](t, f.c, nil)
+	after := postN(f.w, f.dest, 0, 6, "after")
+	for range 20 {
+		page, err := f.c.GetChatHistory(f.ctx, f.dest, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 || len(page) == 8 {
+			t.Fatalf("page = %v; want a short one", msgIDs(page))
+		}
+		// Every message above the page's oldest is on it.
+		oldest := page[len(page)-1].ID
+		want := []tg.MessageID{}
+		for i := len(after) - 1; i >= 0 && after[i].ID >= oldest; i-- {
+			want = append(want, after[i].ID)
+			if i == 0 && failed.MessageID >= oldest {
+				want = append(want, failed.MessageID)
+			}
+		}
+		if !slices.Equal(msgIDs(page), want) {
+			t.Fatalf("page = %v; want %v", msgIDs(page), want)
+		}
 	}
 }

@@ -187,14 +187,23 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 		for i := start; i >= 0 && len(page) < limit; i-- {
 			page = append(page, ch.msgs[i])
 		}
+		// The chat's beginning is reached when the page holds its
+		// oldest message.
+		begun := len(page) > 0 && page[len(page)-1] == ch.msgs[0]
+		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
+			page = page[:1+c.w.rng.IntN(len(page)-1)]
+			begun = false
+		}
 		page = c.hideTooNew(ch, page)
 		c.remember(page...)
 		// The session's own messages being sent or failed are in its
-		// history too (localmsgs.go).
-		page = c.withLocal(ch.id, page, upTo, limit)
-		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
-			page = page[:1+c.w.rng.IntN(len(page)-1)]
+		// history too (localmsgs.go), down to the page's oldest server
+		// message unless the page reached the chat's beginning.
+		var down tg.MessageID
+		if len(page) > 0 && !begun {
+			down = page[len(page)-1].id
 		}
+		page = c.withLocal(ch.id, page, upTo, down, limit)
 		return c.views(page), nil
 	})
 }
