@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stashd/sim/tgsim"
+	"stashd/tg"
 )
 
 // historyPage reads chat's history from the end over c.
@@ -92,4 +93,28 @@ func TestSendAnnouncesItsTemporaryMessageOnTheWire(t *testing.T) {
 	if u.get("message", "is_outgoing") != true || u.str("message", "sending_state", "@type") != "messageSendingStatePending" {
 		t.Errorf("updateNewMessage = %v, want the outgoing pending message", u)
 	}
+}
+
+// A basic group's message newer than the last the instance learned through
+// updates answers getMessage with TDLib's 404 until its update comes.
+func TestBasicGroupTooNewOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 37})
+	group := w.AddChat(tg.KindBasicGroup, "group", "acct1")
+	w.Post(group, 0, tgsim.Post{Text: "first"})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c.ok(1, "getChat", map[string]any{"chat_id": group}, "chat")
+	w.Disconnect("acct1", time.Hour)
+	late := w.Post(group, 0, tgsim.Post{Text: "late"})
+	if res := c.ok(1, "getMessage", map[string]any{"chat_id": group, "message_id": late.ID}, "error"); res.int("code") != 404 {
+		t.Fatalf("getMessage of a message newer than the instance knows: %v, want 404", res)
+	}
+	w.Reconnect("acct1")
+	c.until("updateChatLastMessage", func(o tdObject) bool {
+		return o.typ() == "updateChatLastMessage" && o.int("chat_id") == int64(group) && o.int("last_message", "id") == int64(late.ID)
+	})
+	c.ok(1, "getMessage", map[string]any{"chat_id": group, "message_id": late.ID}, "message")
 }

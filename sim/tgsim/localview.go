@@ -155,12 +155,15 @@ func (c *Client) historyEnd(ch *chat) tg.MessageID {
 // newer than the dialog's last_new_message_id, and schedules
 // get_channel_difference instead (MessagesManager::add_message_to_dialog,
 // "too new message not from update"; the history and search answers drop
-// them the same way). Basic groups and private chats have no such check,
-// nor does a chat whose last message the session never learned, nor
-// anything under Config.ServerView. The order of msgs is kept. w.mu is
-// held.
+// them the same way). A basic group's too new message is dropped the
+// same way, with no difference to start: it comes with its update
+// (getMessage of one does not even ask the server:
+// get_message_force_from_server). Private chats are left alone, as is a
+// chat whose last message the session never learned and anything under
+// Config.ServerView. The order of msgs is kept. w.mu is held.
 func (c *Client) hideTooNew(ch *chat, msgs []*message) []*message {
-	if c.w.cfg.ServerView || c.db == nil || c.closed || (ch.kind != tg.KindChannel && ch.kind != tg.KindSupergroup && ch.kind != tg.KindForum) {
+	channel := ch.kind == tg.KindChannel || ch.kind == tg.KindSupergroup || ch.kind == tg.KindForum
+	if c.w.cfg.ServerView || c.db == nil || c.closed || (!channel && ch.kind != tg.KindBasicGroup) {
 		return msgs
 	}
 	last, ok := c.db.last[ch.id]
@@ -173,10 +176,23 @@ func (c *Client) hideTooNew(ch *chat, msgs []*message) []*message {
 			kept = append(kept, m)
 		}
 	}
-	if len(kept) < len(msgs) {
+	if len(kept) < len(msgs) && channel {
 		c.fetchDifference(ch)
 	}
 	return kept
+}
+
+// startDifference is TDLib's getDifference as an instance starts: the
+// account's common update box brings what basic groups received while no
+// instance on the directory ran, as updateNewMessage (or, past a gap's
+// worth, the last message alone), whether or not the chat is opened;
+// channels wait for their own difference (openChat). w.mu is held.
+func (c *Client) startDifference(a *account) {
+	for id := range a.member {
+		if ch := c.w.chats[id]; ch != nil && ch.kind == tg.KindBasicGroup {
+			c.catchUpLast(ch)
+		}
+	}
 }
 
 // catchUpLast is TDLib's channel difference when the session opens ch: a

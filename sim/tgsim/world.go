@@ -534,6 +534,7 @@ func (w *World) ClientIn(account, dir string) *Client {
 	for _, ps := range a.takeResend(dir) {
 		w.resend(c, ps)
 	}
+	c.startDifference(a)
 	return c
 }
 

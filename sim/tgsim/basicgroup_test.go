@@ -1,0 +1,68 @@
+package tgsim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"stashd/tg"
+)
+
+// A basic group's message newer than the last one the session learned
+// through updates is not shown from the server: getMessage answers 404
+// without asking, the history leaves it out, and no difference is started;
+// its update brings it.
+func TestBasicGroupHidesTooNewUntilItsUpdate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	group := f.w.AddChat(tg.KindBasicGroup, "group", "alice")
+	first := f.w.Post(group, 0, Post{Text: "first"})
+	if err := f.c.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.GetChat(f.ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	f.w.Disconnect("alice", time.Hour) // its updates wait for the reconnect
+	late := f.w.Post(group, 0, Post{Text: "late"})
+	if _, err := f.c.GetMessage(f.ctx, group, late.ID); !errors.Is(err, tg.ErrMessageNotFound) {
+		t.Fatalf("getMessage of a message newer than the session knows: %v, want 404", err)
+	}
+	page, err := f.c.GetChatHistory(f.ctx, group, late.ID, 10)
+	if err != nil || len(page) != 1 || page[0].ID != first.ID {
+		t.Fatalf("history from the new message = %v, %v; want %d alone", msgIDs(page), err, first.ID)
+	}
+	f.w.Reconnect("alice")
+	next[tg.ChatLastMessage](t, f.c, func(u tg.ChatLastMessage) bool { return u.Chat == group && u.LastMessageID == late.ID })
+	if m, err := f.c.GetMessage(f.ctx, group, late.ID); err != nil || m.ID != late.ID {
+		t.Fatalf("getMessage after the update = %d, %v", m.ID, err)
+	}
+}
+
+// An instance started on a database directory learns, as TDLib's
+// getDifference at start brings it, what its basic groups received while
+// no instance ran there: updateNewMessage, without opening the chat.
+func TestStartDifferenceBringsBasicGroupMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	group := f.w.AddChat(tg.KindBasicGroup, "group", "alice")
+	f.w.Post(group, 0, Post{Text: "first"})
+	earlier := f.w.ClientIn("alice", "db")
+	if err := earlier.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := earlier.GetChat(f.ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	earlier.Close()
+	missed := f.w.Post(group, 0, Post{Text: "while down"})
+	later := f.w.ClientIn("alice", "db")
+	defer later.Close()
+	next[tg.NewMessage](t, later, func(u tg.NewMessage) bool { return u.Message.ID == missed.ID })
+	if err := later.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := later.GetMessage(f.ctx, group, missed.ID); err != nil || m.ID != missed.ID {
+		t.Fatalf("getMessage of the missed message = %d, %v", m.ID, err)
+	}
+}
