@@ -87,3 +87,6 @@ func SetServerSeen(s *Store, id DatabaseIdentity) {
 // SkipIDsSQL is the statement that moves package ids on after a change of
 // server.
 const SkipIDsSQL = skipIDsSQL
+
+// DueWaitingSQL is DueWaiting's query.
+const DueWaitingSQL = dueWaitingSQL

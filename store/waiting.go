@@ -202,18 +202,38 @@ func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, l
 	for i, d := range except {
 		skip[i] = int64(d)
 	}
-	return s.waiting(ctx, `WHERE account = $1 AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
-		ORDER BY created_at, package_id, destination_chat_id LIMIT $3`, account, now, limit, skip)
+	return s.waiting(ctx, dueWaitingSQL, account, now, limit, skip)
 }
+
+// waitingColumns are the columns of a Waiting, as waiting() scans them.
+const waitingColumns = `package_id, destination_chat_id, account, route, opens_at, source_chat_id,
+	source_topic_id, message_ids, part_count, created_at, attempts, last_error`
+
+// dueWaitingSQL reads DueWaiting's batch: the oldest due deliveries no
+// failure put off, read along the queue index (migration 031), merged by
+// age with the due ones a failure put off, read by when they are due.
+// Deliveries a failure put off for later thus cost a batch nothing, however
+// many sit at the head of the queue; those waiting for a route's window
+// are read past in the queue order, as before their window opens.
+const dueWaitingSQL = `SELECT ` + waitingColumns + ` FROM (
+	(SELECT ` + waitingColumns + ` FROM waiting_deliveries
+		WHERE account = $1 AND last_error = '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+		ORDER BY created_at, package_id, destination_chat_id LIMIT $3)
+	UNION ALL
+	(SELECT ` + waitingColumns + ` FROM (SELECT ` + waitingColumns + ` FROM waiting_deliveries
+			WHERE account = $1 AND last_error <> '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+			OFFSET 0) AS put_off
+		ORDER BY created_at, package_id, destination_chat_id LIMIT $3)
+) AS due ORDER BY created_at, package_id, destination_chat_id LIMIT $3`
 
 // AllWaiting returns every waiting delivery of account.
 func (s *Store) AllWaiting(ctx context.Context, account string) ([]Waiting, error) {
-	return s.waiting(ctx, `WHERE account = $1 ORDER BY created_at, package_id, destination_chat_id`, account)
+	return s.waiting(ctx, `SELECT `+waitingColumns+` FROM waiting_deliveries
+		WHERE account = $1 ORDER BY created_at, package_id, destination_chat_id`, account)
 }
 
-func (s *Store) waiting(ctx context.Context, where string, args ...any) ([]Waiting, error) {
-	rows, err := s.pool.Query(ctx, `SELECT package_id, destination_chat_id, account, route, opens_at, source_chat_id,
-			source_topic_id, message_ids, part_count, created_at, attempts, last_error FROM waiting_deliveries `+where, args...)
+func (s *Store) waiting(ctx context.Context, sql string, args ...any) ([]Waiting, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read waiting deliveries: %w", err)
 	}

@@ -93,9 +93,7 @@ func BenchmarkDueWaiting(b *testing.B) {
 			for _, d := range except {
 				skip = append(skip, int64(d))
 			}
-			rows, err := st.Pool().Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) SELECT package_id FROM waiting_deliveries
-				WHERE account = $1 AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
-				ORDER BY created_at, package_id, destination_chat_id LIMIT $3`, "a", time.Now(), 100, skip)
+			rows, err := st.Pool().Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+store.DueWaitingSQL, "a", time.Now(), 100, skip)
 			if err != nil {
 				b.Fatal(err)
 			}
