@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -75,31 +74,31 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 		// The message may carry another document by now (an edit replaced
 		// it) whose own handling recorded it: a failure of the old
 		// document is then no dead letter of the message.
-		var cur string
-		err := tx.QueryRow(ctx, `SELECT unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2 FOR UPDATE`,
-			int64(d.Key.Chat), int64(d.Key.Message)).Scan(&cur)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return err
-		case cur != "" && msg.UniqueID != "" && cur != msg.UniqueID:
-			return nil
-		}
+		//
 		// The letter is the source's account's to retry, whichever
 		// account's handling failed (one the source was taken from may
 		// still drain its queue); a failure for want of access of another
-		// account is no reason for the source's own not to read it.
-		var owner string
-		switch err := tx.QueryRow(ctx, `SELECT account FROM sources WHERE chat_id = $1`, int64(d.Key.Chat)).Scan(&owner); {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
+		// account is no reason for the source's own not to read it. The
+		// source is read FOR SHARE, in the same round trip: a TakeSource
+		// of it waits for this commit and then moves the letter too, or
+		// this read waits for the move and finds the new account.
+		var cur, owner *string
+		err := tx.QueryRow(ctx, `SELECT
+				(SELECT unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2 FOR UPDATE),
+				(SELECT account FROM sources WHERE chat_id = $1 FOR SHARE)`,
+			int64(d.Key.Chat), int64(d.Key.Message)).Scan(&cur, &owner)
+		if err != nil {
 			return err
-		case owner != d.Account:
+		}
+		if cur != nil && *cur != "" && msg.UniqueID != "" && *cur != msg.UniqueID {
+			return nil
+		}
+		if owner != nil && *owner != d.Account {
 			if d.ErrorClass == ClassNoAccess && state == DeadExhausted {
 				now := time.Now()
 				state, next = DeadPending, &now
 			}
-			d.Account = owner
+			d.Account = *owner
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
 				attempts, next_attempt_at, state)

@@ -87,29 +87,37 @@ func (s *Store) EnsureSource(ctx context.Context, src Source) error {
 // instance moved it first). The watermark and the scan history stay; what
 // described from's reading of the chat goes: its access, last error and
 // circuit, so the new account's catch-up scans it at once. The chat's
-// dead letters not resolved go with it, in the same statement: only the
+// dead letters not resolved go with it, in the same transaction: only the
 // source's account retries them (DueDeadLetters), and the rescan passes
 // over their messages as handled. Those exhausted because their account
 // could not read the chat (ClassNoAccess) are due again at once. Under a
 // fence (WithFence) it is refused once to's lease moved on.
 func (s *Store) TakeSource(ctx context.Context, chat tg.ChatID, from, to string) (bool, error) {
 	fa, fe := s.fenceArgs(ctx)
-	var moved int
-	err := s.pool.QueryRow(ctx, `WITH moved AS (
-			UPDATE sources SET account = $3, access = 'ok', access_reason = '',
+	moved := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE sources SET account = $3, access = 'ok', access_reason = '',
 				access_since = NULL, failures = 0, last_error = '', circuit_until = NULL, next_scan_at = now(),
 				updated_at = now(), fence_account = $4, fence_epoch = $5
-			WHERE chat_id = $1 AND account = $2 RETURNING chat_id),
-		letters AS (
-			UPDATE dead_letters SET account = $3, updated_at = now(),
-				state = CASE WHEN state = 'exhausted' AND error_class = $6 THEN 'pending' ELSE state END,
-				next_attempt_at = CASE WHEN state = 'exhausted' AND error_class = $6 THEN now() ELSE next_attempt_at END
-			WHERE chat_id IN (SELECT chat_id FROM moved) AND account <> $3 AND state <> 'resolved')
-		SELECT count(*) FROM moved`, int64(chat), from, to, fa, fe, ClassNoAccess).Scan(&moved)
+			WHERE chat_id = $1 AND account = $2`, int64(chat), from, to, fa, fe)
+		if err != nil || tag.RowsAffected() != 1 {
+			return err
+		}
+		moved = true
+		// A statement of its own, after the source's row is ours: its
+		// snapshot sees a letter whose RecordDeadLetter held the row
+		// (FOR SHARE) and committed while the move waited for it, which
+		// one statement's snapshot, taken before that wait, would miss.
+		_, err = tx.Exec(ctx, `UPDATE dead_letters SET account = $2, updated_at = now(),
+				state = CASE WHEN state = 'exhausted' AND error_class = $3 THEN 'pending' ELSE state END,
+				next_attempt_at = CASE WHEN state = 'exhausted' AND error_class = $3 THEN now() ELSE next_attempt_at END
+			WHERE chat_id = $1 AND account <> $2 AND state <> 'resolved'`, int64(chat), to, ClassNoAccess)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("move source %d from %s to %s: %w", chat, from, to, fenced(ctx, err))
 	}
-	return moved == 1, nil
+	return moved, nil
 }
 
 const sourceColumns = `chat_id, account, kind, title, watermark, dirty, dirty_reason, last_seen,
