@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"testing"
-	"time"
 
 	"stashd/archive"
 	"stashd/internal/pgtest"
@@ -130,30 +129,14 @@ func TestContainmentOfPackagesCataloguedAtOnce(t *testing.T) {
 		wholeDone <- err
 	}()
 	// whole.zip's commit waits on the lock row, its links looked for.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var n int
-		if err := b.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM package_locks%'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("whole.zip's commit never waited on its lock row")
-		}
-	}
+	waitLockWaiters(t, b, 1, nil)
 	smallDone := make(chan error, 1)
 	go func() {
 		_, err := b.CataloguePackage(ctx, pkg("small.zip", 2, x, y))
 		smallDone <- err
 	}()
 	// small.zip commits, or waits for whole.zip's commit.
-	select {
-	case err := <-smallDone:
-		smallDone <- err
-	case <-time.After(time.Second):
-	}
+	waitLockWaiters(t, b, 2, smallDone)
 	if err := hold.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}

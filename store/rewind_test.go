@@ -312,16 +312,7 @@ func TestCheckIdentityHoldsTheDestinationsOfTheRewindItNames(t *testing.T) {
 	st := open(t)
 	ctx := t.Context()
 	const dest = tg.ChatID(-78)
-	hash := make([]byte, 32)
-	hash[0] = 11
-	pkg := store.Package{ContentHash: hash, Name: "h.zip", Format: "zip", TotalSize: 1, PartCount: 1,
-		Origin: tg.MessageKey{Chat: -1, Message: 1 << 20}}
-	id, _, err := st.CreatePackage(ctx, pkg, []store.Part{
-		{Index: 0, FileName: "h.zip", Size: 1, SHA256: hash, UniqueID: "h0", Source: pkg.Origin},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := onePartPackage(t, st, "h0", 11, 1<<20)
 	if _, _, err := st.EnsureIntent(ctx, id, dest, 0, "a"); err != nil {
 		t.Fatal(err)
 	}

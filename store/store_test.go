@@ -189,3 +189,28 @@ func TestParkedAndWaitingDeadLettersAreNotDue(t *testing.T) {
 		t.Fatalf("pending = %+v, %v; want both letters still pending", pending, err)
 	}
 }
+
+// waitLockWaiters waits until n backends of st's database wait on a lock,
+// or done has a value (which it puts back).
+func waitLockWaiters(t *testing.T, st *store.Store, n int, done chan error) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-done:
+			done <- err
+			return
+		default:
+		}
+		var waiting int
+		if err := st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends never waited on a lock", n)
+		}
+	}
+}
