@@ -323,10 +323,31 @@ func TestCheckIdentityHoldsTheDestinationsOfTheRewindItNames(t *testing.T) {
 	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET catalogue_oid = catalogue_oid + 1`); err != nil {
 		t.Fatal(err)
 	}
-	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+	// The destinations the caller names (here one named twice, and the
+	// one delivered to) are held with those the catalogue records.
+	const named = tg.ChatID(-81)
+	if reason, err := st.CheckIdentity(ctx, named, dest, named); err != nil || reason == "" {
 		t.Fatalf("after a restore: %q, %v; want a rewind named", reason, err)
 	}
-	if pending, err := st.ReconcilePending(ctx, dest); err != nil || !pending {
-		t.Fatalf("a destination delivered to, once the check named the rewind: pending %v (%v), want held", pending, err)
+	for _, d := range []tg.ChatID{dest, named} {
+		if pending, err := st.ReconcilePending(ctx, d); err != nil || !pending {
+			t.Errorf("destination %d, once the check named the rewind: pending %v (%v), want held", d, pending, err)
+		}
+	}
+}
+
+// A destination named twice in a request is asked for once: ON CONFLICT
+// DO UPDATE refuses to touch a row twice in one statement.
+func TestReconcileRequestTakesADestinationNamedTwice(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	if err := st.RequestReconcile(ctx, []tg.ChatID{-80, -82, -80}, "twice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []tg.ChatID{-80, -82} {
+		if pending, err := st.ReconcilePending(ctx, d); err != nil || !pending {
+			t.Errorf("destination %d: pending %v (%v), want held", d, pending, err)
+		}
 	}
 }
