@@ -146,7 +146,10 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, skipIDsSQL, idGap)
 		w.skip = err != nil
 		var pgErr *pgconn.PgError
-		if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction) {
+		switch {
+		case err == nil:
+			w.skipErr = nil // moved: an earlier refusal no longer holds
+		case !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction):
 			w.skipErr = err
 		}
 	}
@@ -159,7 +162,7 @@ const readOnlyTransaction = "25006"
 
 // IDMoveFailure returns, once, the last failure to move the package ids
 // on after a change of server (a role without UPDATE on their sequence),
-// nil when there is none to tell. A server refusing writes is no failure:
+// nil when there is none to tell or a later move went through. A server refusing writes is no failure:
 // the ids move once one takes them. Until they move, a new package may
 // take an id another instance still holds for a package the old server
 // catalogued.

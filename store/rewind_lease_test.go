@@ -405,6 +405,22 @@ func TestPackageIDMoveThatIsRefusedIsTold(t *testing.T) {
 	if err := st.IDMoveFailure(); err != nil {
 		t.Errorf("told twice: %v", err)
 	}
+	// Refused again, then granted: a move that went through leaves no
+	// failure to tell.
+	st.ResetConnections()
+	if _, err := st.Pool().Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Pool().Exec(ctx, "GRANT UPDATE ON ALL SEQUENCES IN SCHEMA public TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	st.ResetConnections()
+	if _, err := st.Pool().Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.IDMoveFailure(); err != nil {
+		t.Errorf("after the ids moved on: %v; want nothing to tell", err)
+	}
 }
 
 // roleURL returns connStr connecting as user.
