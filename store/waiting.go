@@ -214,7 +214,10 @@ const waitingColumns = `package_id, destination_chat_id, account, route, opens_a
 // age with the due ones a failure put off, read by when they are due.
 // Deliveries a failure put off for later thus cost a batch nothing, however
 // many sit at the head of the queue; those waiting for a route's window
-// are read past in the queue order, as before their window opens.
+// are read past in the queue order, as before their window opens. Once
+// due again, those a failure put off are all sorted by age for each batch
+// (their index is by when they are due, not by age), and those to the
+// destinations excepted are filtered one by one in either part.
 const dueWaitingSQL = `SELECT ` + waitingColumns + ` FROM (
 	(SELECT ` + waitingColumns + ` FROM waiting_deliveries
 		WHERE account = $1 AND last_error = '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
