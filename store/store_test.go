@@ -17,7 +17,7 @@ func open(t *testing.T) *store.Store { return openConfig(t, store.Config{}) }
 
 // openConfig opens a store with cfg on a fresh database of its own, closed
 // when the test ends.
-func openConfig(t *testing.T, cfg store.Config) *store.Store {
+func openConfig(t testing.TB, cfg store.Config) *store.Store {
 	t.Helper()
 	cfg.URL = pgtest.New(t)
 	st, err := store.Open(t.Context(), cfg)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"stashd/internal/pgtest"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -27,42 +26,28 @@ func loadWaiting(ctx context.Context, b *testing.B, pool interface {
 	now := time.Now()
 	_, err := pool.CopyFrom(ctx, pgx.Identifier{"packages"},
 		[]string{"id", "content_hash", "name", "format", "total_size", "part_count", "file_count", "origin_chat_id", "origin_message_id"},
-		pgx.CopyFromFunc(func() func() ([]any, error) {
-			i := 0
-			return func() ([]any, error) {
-				if i == waitingBacklog {
-					return nil, nil
-				}
-				i++
-				var n [8]byte
-				binary.BigEndian.PutUint64(n[:], uint64(i))
-				h := sha256.Sum256(n[:])
-				return []any{int64(i), h[:], "p.zip", "zip", int64(1), 1, 1, int64(-5), int64(i) << 20}, nil
-			}
-		}()))
+		copyRows(waitingBacklog, func(i int) []any {
+			var n [8]byte
+			binary.BigEndian.PutUint64(n[:], uint64(i))
+			h := sha256.Sum256(n[:])
+			return []any{int64(i), h[:], "p.zip", "zip", int64(1), 1, 1, int64(-5), int64(i) << 20}
+		}))
 	if err != nil {
 		b.Fatal(err)
 	}
 	_, err = pool.CopyFrom(ctx, pgx.Identifier{"waiting_deliveries"},
 		[]string{"package_id", "destination_chat_id", "account", "route", "opens_at", "source_chat_id", "message_ids", "part_count", "created_at", "attempts", "last_error"},
-		pgx.CopyFromFunc(func() func() ([]any, error) {
-			i := 0
-			return func() ([]any, error) {
-				if i == waitingBacklog {
-					return nil, nil
+		copyRows(waitingBacklog, func(i int) []any {
+			created := now.Add(-time.Duration(waitingBacklog-i) * time.Second)
+			dest, opens, attempts, last := int64(-2), created, 0, ""
+			if i <= blocked {
+				dest = -1
+				if deferred {
+					opens, attempts, last = now.Add(time.Hour), 1, "FLOOD_WAIT"
 				}
-				i++
-				created := now.Add(-time.Duration(waitingBacklog-i) * time.Second)
-				dest, opens, attempts, last := int64(-2), created, 0, ""
-				if i <= blocked {
-					dest = -1
-					if deferred {
-						opens, attempts, last = now.Add(time.Hour), 1, "FLOOD_WAIT"
-					}
-				}
-				return []any{int64(i), dest, "a", "", opens, int64(-5), []int64{int64(i)}, 1, created, attempts, last}, nil
 			}
-		}()))
+			return []any{int64(i), dest, "a", "", opens, int64(-5), []int64{int64(i)}, 1, created, attempts, last}
+		}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +64,7 @@ func BenchmarkDueWaiting(b *testing.B) {
 		deferred bool
 	}{{"deferred", true}, {"held", false}} {
 		b.Run(c.name, func(b *testing.B) {
-			st := openBench(b)
+			st := openConfig(b, store.Config{})
 			ctx := context.Background()
 			loadWaiting(ctx, b, st.Pool(), 90_000, c.deferred)
 			if _, err := st.Pool().Exec(ctx, `ANALYZE waiting_deliveries`); err != nil {
@@ -115,13 +100,14 @@ func BenchmarkDueWaiting(b *testing.B) {
 	}
 }
 
-// openBench opens a store on a fresh database of its own.
-func openBench(b *testing.B) *store.Store {
-	b.Helper()
-	st, err := store.Open(context.Background(), store.Config{URL: pgtest.New(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(st.Close)
-	return st
+// copyRows is a CopyFrom source of n rows, row(1) … row(n).
+func copyRows(n int, row func(i int) []any) pgx.CopyFromSource {
+	i := 0
+	return pgx.CopyFromFunc(func() ([]any, error) {
+		if i == n {
+			return nil, nil
+		}
+		i++
+		return row(i), nil
+	})
 }
