@@ -90,3 +90,6 @@ const SkipIDsSQL = skipIDsSQL
 
 // DueWaitingSQL is DueWaiting's query.
 const DueWaitingSQL = dueWaitingSQL
+
+// WaitingAccountsSQL is WaitingAccounts' query.
+const WaitingAccountsSQL = waitingAccountsSQL

@@ -1,0 +1,78 @@
+package store_test
+
+import (
+	"crypto/sha256"
+	"slices"
+	"testing"
+	"time"
+
+	"stashd/tg"
+)
+
+// WaitingAccounts names the other accounts with deliveries queued from one
+// of the sources to one of the destinations, each once and in order, and
+// TakeWaiting moves exactly those deliveries of one of them, keeping when
+// they are due and counting their attempts afresh.
+func TestDeliveriesQueuedForAnotherAccountAreFoundAndTaken(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	later := time.Now().Add(time.Hour).Truncate(time.Second)
+	rows := []struct {
+		pkg     int64
+		account string
+		source  int64
+		dest    int64
+	}{
+		{1, "c", -5, -1},
+		{2, "c", -5, -1}, // a second for c: c is named once
+		{3, "a", -5, -2},
+		{4, "b", -5, -1}, // the asking account's own
+		{5, "d", -6, -1}, // another source
+		{6, "e", -5, -3}, // another destination
+		{7, "a", -6, -2}, // a's, from another source: stays
+	}
+	for _, r := range rows {
+		h := sha256.Sum256([]byte{byte(r.pkg)})
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO packages (id, content_hash, name, format, total_size, part_count, file_count,
+			origin_chat_id, origin_message_id) VALUES ($1, $2, 'p.zip', 'zip', 1, 1, 1, $3, $4)`, r.pkg, h[:], r.source, r.pkg<<20); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO waiting_deliveries (package_id, destination_chat_id, account, route, opens_at,
+			source_chat_id, message_ids, part_count, attempts, last_error)
+			VALUES ($1, $2, $3, '', $4, $5, ARRAY[$6::bigint], 1, 3, 'FLOOD_WAIT')`,
+			r.pkg, r.dest, r.account, later, r.source, r.pkg<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources, dests := []tg.ChatID{-5, -7}, []tg.ChatID{-2, -1}
+	others, err := st.WaitingAccounts(ctx, "b", sources, dests)
+	if err != nil || !slices.Equal(others, []string{"a", "c"}) {
+		t.Fatalf("WaitingAccounts = %v, %v; want [a c]", others, err)
+	}
+	if others, err := st.WaitingAccounts(ctx, "b", nil, dests); err != nil || len(others) != 0 {
+		t.Errorf("WaitingAccounts of no source = %v, %v; want none", others, err)
+	}
+	n, err := st.TakeWaiting(ctx, "a", "b", "handed", sources, dests)
+	if err != nil || n != 1 {
+		t.Fatalf("TakeWaiting = %d, %v; want 1", n, err)
+	}
+	taken, err := st.AllWaiting(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, w := range taken {
+		got = append(got, w.PackageID)
+		if w.PackageID == 3 && (w.Route != "handed" || w.Attempts != 0 || !w.OpensAt.Equal(later)) {
+			t.Errorf("taken delivery: route %q, attempts %d, opens %v; want handed, 0, %v", w.Route, w.Attempts, w.OpensAt, later)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int64{3, 4}) {
+		t.Errorf("b's queue after the take: %v, want [3 4]", got)
+	}
+	if others, err := st.WaitingAccounts(ctx, "b", sources, dests); err != nil || !slices.Equal(others, []string{"c"}) {
+		t.Errorf("WaitingAccounts after the take = %v, %v; want [c]", others, err)
+	}
+}
