@@ -81,7 +81,9 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 		// account is no reason for the source's own not to read it. The
 		// source is read FOR SHARE, in the same round trip: a TakeSource
 		// of it waits for this commit and then moves the letter too, or
-		// this read waits for the move and finds the new account.
+		// this read waits for the move and finds the new account. (A
+		// ClaimSources meanwhile skips the source, as any row being
+		// written, and claims it at its next pass.)
 		var cur, owner *string
 		err := tx.QueryRow(ctx, `SELECT
 				(SELECT unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2 FOR UPDATE),
