@@ -223,22 +223,23 @@ const waitingColumns = `package_id, destination_chat_id, account, route, opens_a
 	source_topic_id, message_ids, part_count, created_at, attempts, last_error`
 
 // dueWaitingSQL reads DueWaiting's batch: the oldest due deliveries no
-// failure put off, read along the queue index (migration 031), merged by
-// age with the due ones a failure put off, read by when they are due.
-// Deliveries a failure put off for later thus cost a batch nothing, however
-// many sit at the head of the queue; those waiting for a route's window
-// are read past in the queue order, as before their window opens. Once
-// due again, those a failure put off are all sorted by age for each batch
-// (their index is by when they are due, not by age), and those to the
-// destinations excepted are filtered one by one in either part.
+// failure put off, read along the queue index, merged by age with the due
+// ones a failure put off, read along an index of their own (migration
+// 031). That part is read only when one of them is due (the first along
+// their index by when they are due is), so deliveries a failure
+// put off for later cost a batch nothing, however many head the queue;
+// once due they are read by age as the others are. Those waiting for a
+// route's window, and those to the destinations excepted, are read past
+// one by one in the queue order.
 const dueWaitingSQL = `SELECT ` + waitingColumns + ` FROM (
 	(SELECT ` + waitingColumns + ` FROM waiting_deliveries
 		WHERE account = $1 AND last_error = '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
 		ORDER BY created_at, package_id, destination_chat_id LIMIT $3)
 	UNION ALL
-	(SELECT ` + waitingColumns + ` FROM (SELECT ` + waitingColumns + ` FROM waiting_deliveries
-			WHERE account = $1 AND last_error <> '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
-			OFFSET 0) AS put_off
+	(SELECT ` + waitingColumns + ` FROM waiting_deliveries
+		WHERE account = $1 AND last_error <> '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+			AND (SELECT opens_at FROM waiting_deliveries WHERE account = $1 AND last_error <> ''
+				ORDER BY opens_at LIMIT 1) <= $2
 		ORDER BY created_at, package_id, destination_chat_id LIMIT $3)
 ) AS due ORDER BY created_at, package_id, destination_chat_id LIMIT $3`
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,12 +17,19 @@ import (
 // waitingBacklog is the size of the queue BenchmarkDueWaiting reads.
 const waitingBacklog = 100_000
 
+// The states loadWaiting leaves the blocked deliveries in.
+const (
+	blockedHeld     = "held"      // due, to a destination DueWaiting is told to pass
+	blockedPutOff   = "put off"   // put off by a flood wait for another hour
+	blockedDueAgain = "due again" // put off by a flood wait that has passed
+)
+
 // loadWaiting queues waitingBacklog deliveries of account "a", oldest
-// first: the oldest blocked of them to destination -1, put off or held as
-// a flood wait or a refused destination leaves them, the rest due to -2.
+// first: the oldest blocked of them to destination -1, in state, the rest
+// due to -2.
 func loadWaiting(ctx context.Context, b *testing.B, pool interface {
 	CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error)
-}, blocked int, deferred bool) {
+}, blocked int, state string) {
 	b.Helper()
 	now := time.Now()
 	_, err := pool.CopyFrom(ctx, pgx.Identifier{"packages"},
@@ -42,8 +50,11 @@ func loadWaiting(ctx context.Context, b *testing.B, pool interface {
 			dest, opens, attempts, last := int64(-2), created, 0, ""
 			if i <= blocked {
 				dest = -1
-				if deferred {
+				switch state {
+				case blockedPutOff:
 					opens, attempts, last = now.Add(time.Hour), 1, "FLOOD_WAIT"
+				case blockedDueAgain:
+					opens, attempts, last = now.Add(-time.Minute), 1, "FLOOD_WAIT"
 				}
 			}
 			return []any{int64(i), dest, "a", "", opens, int64(-5), []int64{int64(i)}, 1, created, attempts, last}
@@ -55,23 +66,20 @@ func loadWaiting(ctx context.Context, b *testing.B, pool interface {
 
 // BenchmarkDueWaiting reads the delivery stage's next batch (100 due
 // deliveries, oldest first) from a queue of 100,000 whose oldest 90,000
-// go to one destination that cannot take them now: put off (a flood
-// wait's deferral) or held for this run (DueWaiting's except). It prints
-// the plan of the read. Printed, not asserted.
+// go to one destination: put off by a flood wait, the same once the wait
+// passed (they are then the batch), or held for this run (DueWaiting's
+// except). It prints the plan of the read. Printed, not asserted.
 func BenchmarkDueWaiting(b *testing.B) {
-	for _, c := range []struct {
-		name     string
-		deferred bool
-	}{{"deferred", true}, {"held", false}} {
-		b.Run(c.name, func(b *testing.B) {
+	for _, state := range []string{blockedPutOff, blockedDueAgain, blockedHeld} {
+		b.Run(strings.ReplaceAll(state, " ", "-"), func(b *testing.B) {
 			st := openConfig(b, store.Config{})
 			ctx := context.Background()
-			loadWaiting(ctx, b, st.Pool(), 90_000, c.deferred)
+			loadWaiting(ctx, b, st.Pool(), 90_000, state)
 			if _, err := st.Pool().Exec(ctx, `ANALYZE waiting_deliveries`); err != nil {
 				b.Fatal(err)
 			}
 			var except []tg.ChatID
-			if !c.deferred {
+			if state == blockedHeld {
 				except = []tg.ChatID{-1}
 			}
 			skip := []int64{}
@@ -92,7 +100,11 @@ func BenchmarkDueWaiting(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				due, err := st.DueWaiting(ctx, "a", time.Now(), 100, except...)
-				if err != nil || len(due) != 100 || due[0].Destination != -2 {
+				want := tg.ChatID(-2)
+				if state == blockedDueAgain {
+					want = -1
+				}
+				if err != nil || len(due) != 100 || due[0].Destination != want {
 					b.Fatalf("DueWaiting = %d rows (%v)", len(due), err)
 				}
 			}
