@@ -207,3 +207,24 @@ func TestShortHistoryPageKeepsLocalMessagesInPlace(t *testing.T) {
 		}
 	}
 }
+
+// A failed send keeps its temporary message's place, after the server
+// message the temporary id followed, although the chat received messages
+// between the send and its failure (TDLib's fail_send_message): its
+// ServerFloor is where a read starting after it must start.
+func TestFailedSendKeepsItsPlace(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendFailRate: 1})
+	f.w.HoldSends(true)
+	before := f.w.Post(f.dest, 0, Post{Text: "before"})
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	between := f.w.Post(f.dest, 0, Post{Text: "between"})
+	f.c.Close() // a held send settles as its client closes
+	failed := f.c.FailedMessages(f.dest)
+	if len(failed) != 1 || failed[0].ServerFloor() != before.ID.ServerID() {
+		t.Fatalf("failed %v (temporary %d); want one after %d, below %d", failed, tmp.ID, before.ID, between.ID)
+	}
+}

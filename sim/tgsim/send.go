@@ -211,8 +211,14 @@ func (c *Client) settleLater(pss []*pendingSend) {
 // ids are. The low bits come from a per-client counter so that temporary
 // ids never repeat within a client, whatever the chat. w.mu is held.
 func (c *Client) nextTempID(dest *chat) tg.MessageID {
+	return c.localIDAfter(dest.lastSeq)
+}
+
+// localIDAfter returns a new local message id between server id seq and
+// the next one. w.mu is held.
+func (c *Client) localIDAfter(seq int64) tg.MessageID {
 	c.tempSeq++
-	return tg.MessageIDFromServer(dest.lastSeq) + tg.MessageID(1+(c.tempSeq-1)%(1<<tg.ServerIDShift-1))
+	return tg.MessageIDFromServer(seq) + tg.MessageID(1+(c.tempSeq-1)%(1<<tg.ServerIDShift-1))
 }
 
 // resendMaxAge is how old a pending message TDLib still re-sends after a

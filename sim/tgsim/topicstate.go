@@ -191,11 +191,14 @@ func (w *World) topicRefusal(account string, dest *chat, thread int64) error {
 // failSend ends a pending send with err as TDLib does: the temporary
 // message becomes a failed message under a new local id, which stays in
 // this session's view of the chat until it is deleted (deleteMessages),
-// and the client receives updateMessageSendFailed naming both ids. It
-// runs with w.mu held.
+// and the client receives updateMessageSendFailed naming both ids. The
+// new id keeps the temporary message's place, after the server message
+// the temporary id followed, however many messages the chat received
+// since (MessagesManager::fail_send_message, "trying to keep message
+// position"). It runs with w.mu held.
 func (w *World) failSend(ps *pendingSend, err error) {
 	c := ps.c
-	id := c.nextTempID(ps.dest)
+	id := c.localIDAfter(ps.tempID.ServerFloor())
 	if c.failed == nil {
 		c.failed = make(map[tg.ChatID]map[tg.MessageID]*failedMessage)
 	}
