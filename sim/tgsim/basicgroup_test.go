@@ -2,67 +2,116 @@ package tgsim
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"stashd/tg"
 )
 
-// A basic group's message newer than the last one the session learned
-// through updates is not shown from the server: getMessage answers 404
-// without asking, the history leaves it out, and no difference is started;
-// its update brings it.
-func TestBasicGroupHidesTooNewUntilItsUpdate(t *testing.T) {
+// commonBoxKinds are the kinds of chat whose updates come in the
+// account's common update box: TDLib checks their messages against the
+// last one learned through updates as it checks a channel's.
+var commonBoxKinds = []tg.ChatKind{tg.KindBasicGroup, tg.KindPrivate}
+
+// A basic group's or a private chat's message newer than the last one the
+// session learned through updates is not shown from the server: getMessage
+// answers 404 without asking, the history leaves it out, and no difference
+// is started; its update brings it.
+func TestCommonBoxChatHidesTooNewUntilItsUpdate(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{})
-	group := f.w.AddChat(tg.KindBasicGroup, "group", "alice")
-	first := f.w.Post(group, 0, Post{Text: "first"})
-	if err := f.c.LoadChats(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.c.GetChat(f.ctx, group); err != nil {
-		t.Fatal(err)
-	}
-	f.w.Disconnect("alice", time.Hour) // its updates wait for the reconnect
-	late := f.w.Post(group, 0, Post{Text: "late"})
-	if _, err := f.c.GetMessage(f.ctx, group, late.ID); !errors.Is(err, tg.ErrMessageNotFound) {
-		t.Fatalf("getMessage of a message newer than the session knows: %v, want 404", err)
-	}
-	page, err := f.c.GetChatHistory(f.ctx, group, late.ID, 10)
-	if err != nil || len(page) != 1 || page[0].ID != first.ID {
-		t.Fatalf("history from the new message = %v, %v; want %d alone", msgIDs(page), err, first.ID)
-	}
-	f.w.Reconnect("alice")
-	next[tg.ChatLastMessage](t, f.c, func(u tg.ChatLastMessage) bool { return u.Chat == group && u.LastMessageID == late.ID })
-	if m, err := f.c.GetMessage(f.ctx, group, late.ID); err != nil || m.ID != late.ID {
-		t.Fatalf("getMessage after the update = %d, %v", m.ID, err)
+	for _, kind := range commonBoxKinds {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, Config{})
+			group := f.w.AddChat(kind, "group", "alice")
+			first := f.w.Post(group, 0, Post{Text: "first"})
+			if err := f.c.LoadChats(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.c.GetChat(f.ctx, group); err != nil {
+				t.Fatal(err)
+			}
+			f.w.Disconnect("alice", time.Hour) // its updates wait for the reconnect
+			late := f.w.Post(group, 0, Post{Text: "late"})
+			if _, err := f.c.GetMessage(f.ctx, group, late.ID); !errors.Is(err, tg.ErrMessageNotFound) {
+				t.Fatalf("getMessage of a message newer than the session knows: %v, want 404", err)
+			}
+			page, err := f.c.GetChatHistory(f.ctx, group, late.ID, 10)
+			if err != nil || len(page) != 1 || page[0].ID != first.ID {
+				t.Fatalf("history from the new message = %v, %v; want %d alone", msgIDs(page), err, first.ID)
+			}
+			f.w.Reconnect("alice")
+			next[tg.ChatLastMessage](t, f.c, func(u tg.ChatLastMessage) bool { return u.Chat == group && u.LastMessageID == late.ID })
+			if m, err := f.c.GetMessage(f.ctx, group, late.ID); err != nil || m.ID != late.ID {
+				t.Fatalf("getMessage after the update = %d, %v", m.ID, err)
+			}
+		})
 	}
 }
 
 // An instance started on a database directory learns, as TDLib's
-// getDifference at start brings it, what its basic groups received while
-// no instance ran there: updateNewMessage, without opening the chat.
-func TestStartDifferenceBringsBasicGroupMessages(t *testing.T) {
+// getDifference at start brings it, what its basic groups and private
+// chats received while no instance ran there: updateNewMessage, without
+// opening the chat.
+func TestStartDifferenceBringsCommonBoxMessages(t *testing.T) {
+	t.Parallel()
+	for _, kind := range commonBoxKinds {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, Config{})
+			group := f.w.AddChat(kind, "group", "alice")
+			f.w.Post(group, 0, Post{Text: "first"})
+			earlier := f.w.ClientIn("alice", "db")
+			if err := earlier.LoadChats(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := earlier.GetChat(f.ctx, group); err != nil {
+				t.Fatal(err)
+			}
+			earlier.Close()
+			missed := f.w.Post(group, 0, Post{Text: "while down"})
+			later := f.w.ClientIn("alice", "db")
+			defer later.Close()
+			next[tg.NewMessage](t, later, func(u tg.NewMessage) bool { return u.Message.ID == missed.ID })
+			if err := later.LoadChats(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := later.GetMessage(f.ctx, group, missed.ID); err != nil || m.ID != missed.ID {
+				t.Fatalf("getMessage of the missed message = %d, %v", m.ID, err)
+			}
+		})
+	}
+}
+
+// The difference at start brings the basic groups' messages in the order
+// the common box numbered them, the same on every run.
+func TestStartDifferenceInBoxOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{})
-	group := f.w.AddChat(tg.KindBasicGroup, "group", "alice")
-	f.w.Post(group, 0, Post{Text: "first"})
+	var groups []tg.ChatID
+	for i := range 8 {
+		groups = append(groups, f.w.AddChat(tg.KindBasicGroup, fmt.Sprint("group", i), "alice"))
+	}
 	earlier := f.w.ClientIn("alice", "db")
 	if err := earlier.LoadChats(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := earlier.GetChat(f.ctx, group); err != nil {
-		t.Fatal(err)
+	for _, g := range groups {
+		if _, err := earlier.GetChat(f.ctx, g); err != nil {
+			t.Fatal(err)
+		}
 	}
 	earlier.Close()
-	missed := f.w.Post(group, 0, Post{Text: "while down"})
+	var want []tg.MessageID
+	for _, g := range groups {
+		want = append(want, f.w.Post(g, 0, Post{Text: "while down"}).ID)
+	}
 	later := f.w.ClientIn("alice", "db")
 	defer later.Close()
-	next[tg.NewMessage](t, later, func(u tg.NewMessage) bool { return u.Message.ID == missed.ID })
-	if err := later.LoadChats(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := later.GetMessage(f.ctx, group, missed.ID); err != nil || m.ID != missed.ID {
-		t.Fatalf("getMessage of the missed message = %d, %v", m.ID, err)
+	for _, id := range want {
+		if u := next[tg.NewMessage](t, later, nil); u.Message.ID != id {
+			t.Fatalf("updateNewMessage of %d; want %d (box order %v)", u.Message.ID, id, want)
+		}
 	}
 }

@@ -155,15 +155,14 @@ func (c *Client) historyEnd(ch *chat) tg.MessageID {
 // newer than the dialog's last_new_message_id, and schedules
 // get_channel_difference instead (MessagesManager::add_message_to_dialog,
 // "too new message not from update"; the history and search answers drop
-// them the same way). A basic group's too new message is dropped the
-// same way, with no difference to start: it comes with its update
-// (getMessage of one does not even ask the server:
-// get_message_force_from_server). Private chats are left alone, as is a
-// chat whose last message the session never learned and anything under
-// Config.ServerView. The order of msgs is kept. w.mu is held.
+// them the same way). A basic group's or a private chat's too new message
+// is dropped the same way (the check is on every kind of chat), with no
+// difference to start: it comes with its update (getMessage of one does
+// not even ask the server: get_message_force_from_server). A chat whose
+// last message the session never learned is left alone, as is anything
+// under Config.ServerView. The order of msgs is kept. w.mu is held.
 func (c *Client) hideTooNew(ch *chat, msgs []*message) []*message {
-	channel := ch.kind == tg.KindChannel || ch.kind == tg.KindSupergroup || ch.kind == tg.KindForum
-	if c.w.cfg.ServerView || c.db == nil || c.closed || (!channel && ch.kind != tg.KindBasicGroup) {
+	if c.w.cfg.ServerView || c.db == nil || c.closed {
 		return msgs
 	}
 	last, ok := c.db.last[ch.id]
@@ -176,22 +175,37 @@ func (c *Client) hideTooNew(ch *chat, msgs []*message) []*message {
 			kept = append(kept, m)
 		}
 	}
-	if len(kept) < len(msgs) && channel {
+	if len(kept) < len(msgs) && !commonBox(ch) {
 		c.fetchDifference(ch)
 	}
 	return kept
 }
 
+// commonBox reports whether ch's updates come in the account's common
+// update box (basic groups and private chats) rather than in a channel
+// difference of their own.
+func commonBox(ch *chat) bool {
+	return ch.kind == tg.KindBasicGroup || ch.kind == tg.KindPrivate
+}
+
 // startDifference is TDLib's getDifference as an instance starts: the
-// account's common update box brings what basic groups received while no
-// instance on the directory ran, as updateNewMessage (or, past a gap's
-// worth, the last message alone), whether or not the chat is opened;
-// channels wait for their own difference (openChat). w.mu is held.
+// account's common update box brings what basic groups and private chats
+// received while no instance on the directory ran, as updateNewMessage
+// (or, past a gap's worth, the last message alone), whether or not the
+// chat is opened; channels wait for their own difference (openChat).
+// The chats come in the order of their last messages, as the box numbers
+// them (one chat's messages are not interleaved with another's). w.mu is
+// held.
 func (c *Client) startDifference(a *account) {
+	var chats []*chat
 	for id := range a.member {
-		if ch := c.w.chats[id]; ch != nil && ch.kind == tg.KindBasicGroup {
-			c.catchUpLast(ch)
+		if ch := c.w.chats[id]; ch != nil && commonBox(ch) {
+			chats = append(chats, ch)
 		}
+	}
+	slices.SortFunc(chats, func(x, y *chat) int { return cmp.Or(cmp.Compare(x.lastID(), y.lastID()), cmp.Compare(x.id, y.id)) })
+	for _, ch := range chats {
+		c.catchUpLast(ch)
 	}
 }
 
