@@ -228,3 +228,34 @@ func TestFailedSendKeepsItsPlace(t *testing.T) {
 		t.Fatalf("failed %v (temporary %d); want one after %d, below %d", failed, tmp.ID, before.ID, between.ID)
 	}
 }
+
+// A history page whose server messages were all too new to show holds
+// none of the session's local messages below them: the next page, from
+// such a message, would skip the server messages in between.
+func TestHiddenHistoryPageHoldsNoLocalMessageBelowIt(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendFailRate: 1})
+	group := f.w.AddChat(tg.KindBasicGroup, "group", "alice")
+	f.w.Post(group, 0, Post{Text: "first"})
+	if err := f.c.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.GetChat(f.ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.SendDocument(f.ctx, group, f.src.Document.File.RemoteID, "token"); err != nil {
+		t.Fatal(err)
+	}
+	failed := next[tg.SendFailed](t, f.c, nil)
+	known := postN(f.w, group, 0, 3, "known")
+	next[tg.ChatLastMessage](t, f.c, func(u tg.ChatLastMessage) bool { return u.LastMessageID == known[2].ID })
+	f.w.Disconnect("alice", time.Hour)
+	late := postN(f.w, group, 0, 2, "late")
+	page, err := f.c.GetChatHistory(f.ctx, group, late[1].ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(msgIDs(page), failed.MessageID) {
+		t.Fatalf("page from %d = %v; holds the failed %d below the known %v", late[1].ID, msgIDs(page), failed.MessageID, known)
+	}
+}

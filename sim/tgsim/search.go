@@ -187,22 +187,20 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 		for i := start; i >= 0 && len(page) < limit; i-- {
 			page = append(page, ch.msgs[i])
 		}
-		// The chat's beginning is reached when the page holds its
-		// oldest message.
-		begun := len(page) > 0 && page[len(page)-1] == ch.msgs[0]
 		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
 			page = page[:1+c.w.rng.IntN(len(page)-1)]
-			begun = false
+		}
+		// The session's own messages being sent or failed are in its
+		// history too (localmsgs.go), down to the oldest server message
+		// the page covers (shown or too new to show) unless that is the
+		// chat's first: one below it would make the next page, read from
+		// it, skip the server messages in between.
+		var down tg.MessageID
+		if len(page) > 0 && page[len(page)-1] != ch.msgs[0] {
+			down = page[len(page)-1].id
 		}
 		page = c.hideTooNew(ch, page)
 		c.remember(page...)
-		// The session's own messages being sent or failed are in its
-		// history too (localmsgs.go), down to the page's oldest server
-		// message unless the page reached the chat's beginning.
-		var down tg.MessageID
-		if len(page) > 0 && !begun {
-			down = page[len(page)-1].id
-		}
 		page = c.withLocal(ch.id, page, upTo, down, limit)
 		return c.views(page), nil
 	})
