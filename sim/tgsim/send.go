@@ -171,13 +171,7 @@ func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, op
 		a.sendFails = a.sendFails[1:]
 	}
 	c.sends[tempID] = ps
-	// TDLib adds the temporary message to the chat and tells the sending
-	// session at once, before its answer: updateNewMessage (the message
-	// being sent) and updateChatLastMessage (it is the chat's last;
-	// localmsgs.go). The database's last message, which stands for the
-	// last one learned from the server, does not move.
-	c.enqueue(tg.NewMessage{Message: c.view(tmp)})
-	c.enqueue(tg.ChatLastMessage{Chat: dest.id, LastMessageID: tempID})
+	c.announceSend(ps)
 	at := w.cfg.Now()
 	if w.cfg.AccountNow != nil {
 		at = w.cfg.AccountNow(c.account)
@@ -222,20 +216,24 @@ func (c *Client) localIDAfter(seq int64) tg.MessageID {
 }
 
 // resendMaxAge is how old a pending message TDLib still re-sends after a
-// restart; an older one is dropped unsent.
+// restart; an older one fails with errTooOldToResend.
 const resendMaxAge = 24 * time.Hour
+
+// errTooOldToResend is TDLib's failure of a pending message more than
+// resendMaxAge old at start-up (MessagesManager::continue_send_message).
+func errTooOldToResend() error {
+	return errBadRequest("Message is too old to be re-sent automatically")
+}
 
 // resend re-sends, from new client c, a send a closed client on its
 // database directory left pending, as TDLib does at start-up from its
-// binlog: under a new temporary id of c's, dated now, and only when it is
-// at most a day old (an older one is dropped: nothing lands and nobody is
-// told). w.mu is held.
+// binlog (continue_send_message): under a new temporary id of c's, dated
+// now, announced to c as a send's start is (updateNewMessage,
+// updateChatLastMessage), then settled. One more than a day old is not
+// sent: it fails with 400 "Message is too old to be re-sent
+// automatically" and stays in c's view as a failed message. w.mu is held.
 func (w *World) resend(c *Client, ps *pendingSend) {
-	if w.now().Sub(ps.at) > resendMaxAge {
-		ps.settled = true
-		w.sendStats.Expired++
-		return
-	}
+	tooOld := w.now().Sub(ps.at) > resendMaxAge
 	ps.c = c
 	old := ps.tempID
 	for ps.tempID == old { // a new id, never the one the closed client knew
@@ -246,9 +244,26 @@ func (w *World) resend(c *Client, ps *pendingSend) {
 		m := *ps.msg
 		m.id, m.date = ps.tempID, ps.at
 		ps.msg = &m
+		c.announceSend(ps)
+	}
+	if tooOld {
+		ps.settled = true
+		w.sendStats.Expired++
+		w.failSend(ps, errTooOldToResend())
+		return
 	}
 	w.sendStats.Resent++
 	w.settleSend(ps)
+}
+
+// announceSend tells ps's session of its temporary message as TDLib does
+// when the send starts, before its answer: updateNewMessage (the message
+// being sent) and updateChatLastMessage (it is the chat's last;
+// localmsgs.go). The database's last message, which stands for the last
+// one learned from the server, does not move. w.mu is held.
+func (c *Client) announceSend(ps *pendingSend) {
+	c.enqueue(tg.NewMessage{Message: c.view(ps.msg)})
+	c.enqueue(tg.ChatLastMessage{Chat: ps.dest.id, LastMessageID: ps.tempID})
 }
 
 // HoldSends makes the sends started while hold is true wait for their

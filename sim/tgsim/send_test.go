@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,7 +239,8 @@ func TestSendVanishes(t *testing.T) {
 // With ResendAfterRestart a send pending at Close lands when the account's
 // next client starts, which re-sends it as TDLib does: under a new
 // temporary id of its own (not the one the closed client issued), dated
-// now. A pending send more than a day old is dropped unsent.
+// now, announced as a send's start is. A pending send more than a day old
+// fails unsent.
 func TestSendResentAfterRestart(t *testing.T) {
 	t.Parallel()
 	f := newSendFixture(t, Config{SendLatency: time.Hour, ResendAfterRestart: true})
@@ -254,7 +256,12 @@ func TestSendResentAfterRestart(t *testing.T) {
 	}
 	c2 := f.w.Client("alice")
 	defer c2.Close()
+	// TDLib announces the re-sent message as a send's start, then settles it.
+	resent := next[tg.NewMessage](t, c2, func(u tg.NewMessage) bool { return u.Message.Caption == "stashd:tok1" })
 	ok := next[tg.SendSucceeded](t, c2, nil)
+	if ok.OldMessageID != resent.Message.ID {
+		t.Fatalf("outcome of %d; announced %d", ok.OldMessageID, resent.Message.ID)
+	}
 	truth := f.w.Messages(f.dest)
 	if ok.OldMessageID == tmp.ID || ok.OldMessageID.IsServer() || len(truth) != 1 || ok.Message.ID != truth[0].ID || ok.Message.Caption != "stashd:tok1" {
 		t.Fatalf("re-sent outcome %+v (closed client's temporary id %d), destination %+v", ok, tmp.ID, truth)
@@ -263,7 +270,8 @@ func TestSendResentAfterRestart(t *testing.T) {
 		t.Fatalf("send stats = %+v", st)
 	}
 
-	// A send left pending more than a day before the restart is dropped.
+	// A send left pending more than a day before the restart fails, as
+	// TDLib fails it, and stays in the session's view as a failed message.
 	if err := c2.LoadChats(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +284,12 @@ func TestSendResentAfterRestart(t *testing.T) {
 	f.clk.Advance(25 * time.Hour)
 	c3 := f.w.Client("alice")
 	defer c3.Close()
+	failed := next[tg.SendFailed](t, c3, nil)
+	if failed.Err == nil || !strings.Contains(failed.Err.Error(), "Message is too old to be re-sent automatically") || !slices.Equal(c3.FailedMessages(f.dest), []tg.MessageID{failed.MessageID}) {
+		t.Fatalf("send failed = %+v, failed messages %v; want it too old to re-send, kept", failed, c3.FailedMessages(f.dest))
+	}
 	if got := f.w.Messages(f.dest); len(got) != 1 {
-		t.Fatalf("destination after a restart a day later = %+v; want the old send dropped", got)
+		t.Fatalf("destination after a restart a day later = %+v; want the old send not sent", got)
 	}
 	if st := f.w.SendStats(); st.Resent != 1 || st.Expired != 1 {
 		t.Fatalf("send stats = %+v; want one resent and one expired", st)

@@ -43,8 +43,8 @@ type Config struct {
 	// only when the account's next client on the same database directory
 	// starts, which re-sends it under a new temporary id of its own and
 	// the current date and receives its outcome; a send more than a day
-	// old is dropped instead. When false, the send lands at Close and its
-	// outcome reaches nobody.
+	// old fails instead, as TDLib fails it. When false, the send lands at
+	// Close and its outcome reaches nobody.
 	ResendAfterRestart bool
 	// SearchIndexLag is how long the server takes to index a message for
 	// searchChatMessages with a non-empty query: younger messages are not
@@ -160,7 +160,7 @@ type SendStats struct {
 	// (LimitChatSends).
 	ChatFlooded int
 	// Expired counts sends of a closed client that the account's next
-	// client dropped unsent, being more than a day old.
+	// client failed unsent, being more than a day old.
 	Expired int
 }
 
