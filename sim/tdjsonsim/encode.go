@@ -321,7 +321,10 @@ func chatObject(c tg.Chat) object {
 		{"can_be_reported", true},
 		{"default_disable_notification", false},
 		{"unread_count", 0},
-		{"last_read_inbox_message_id", int64(c.LastMessageID)},
+		// Read up to the last message, which is always a server one:
+		// the session's own local last message is read past the server
+		// message it followed.
+		{"last_read_inbox_message_id", int64(tg.MessageIDFromServer(c.LastMessageID.ServerFloor()))},
 		{"last_read_outbox_message_id", 0},
 		{"unread_mention_count", 0},
 		{"unread_reaction_count", 0},

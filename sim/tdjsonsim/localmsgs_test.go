@@ -37,8 +37,13 @@ func TestPendingSendInHistoryOnTheWire(t *testing.T) {
 	if got := c.ok(1, "getMessage", map[string]any{"chat_id": w.dest, "message_id": tmp.int("id")}, "message"); got.str("sending_state", "@type") != "messageSendingStatePending" {
 		t.Errorf("getMessage of the pending message = %v", got)
 	}
-	if got := c.ok(1, "getChat", map[string]any{"chat_id": w.dest}, "chat"); got.int("last_message", "id") != tmp.int("id") {
+	got := c.ok(1, "getChat", map[string]any{"chat_id": w.dest}, "chat")
+	if got.int("last_message", "id") != tmp.int("id") {
 		t.Errorf("getChat's last message = %v, want the pending %d", got.get("last_message"), tmp.int("id"))
+	}
+	// Only incoming server messages are read: never a local id.
+	if read := tg.MessageID(got.int("last_read_inbox_message_id")); read != 0 && !read.IsServer() {
+		t.Errorf("getChat's last_read_inbox_message_id = %d, a local id", read)
 	}
 }
 
