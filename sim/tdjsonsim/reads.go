@@ -127,6 +127,9 @@ func downloadFile(ctx context.Context, cl *tgsim.Client, r *request) (object, er
 // and carries its sending_state (TDLib keeps both in the chat's history).
 func viewOptions(cl *tgsim.Client) func(tg.Message) messageOptions {
 	return func(m tg.Message) messageOptions {
+		if m.ID.IsServer() {
+			return messageOptions{} // no need to ask the world
+		}
 		switch st, err := cl.MessageSendingState(m.ChatID, m.ID); st {
 		case tgsim.SendPending:
 			return messageOptions{outgoing: true, sendingState: pendingState()}
