@@ -7,7 +7,6 @@ import (
 
 	"stashd/archive/archivetest"
 	"stashd/ingest"
-	"stashd/internal/pgtest"
 	"stashd/rescan"
 	"stashd/sim/tgsim"
 	"stashd/store"
@@ -20,27 +19,11 @@ import (
 func TestRescanFindsReplacedDocument(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
-	w.AddAccount("a", false)
-	dest := w.AddChat(tg.KindChannel, "mirror", "a")
-	src := w.AddChat(tg.KindChannel, "releases", "a")
-	if err := st.EnsureSource(ctx, store.Source{ChatID: src, Account: "a"}); err != nil {
-		t.Fatal(err)
-	}
+	f := newFixture(t, tgsim.Config{Seed: 6}, tg.KindChannel, "releases")
+	st, w, dest, src := f.st, f.w, f.dest, f.src
 	posted := w.Post(src, 0, tgsim.Post{FileName: "v1.tar", Data: archivetest.Tar([]archivetest.File{{Name: "x", Data: []byte("v1")}})})
-	c := w.Client("a")
-	defer c.Close()
-	sess := tg.NewSession(c, func(tg.Update) {})
-	if err := sess.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{dest}}, st, sess, nil)
-	r := rescan.New(rescan.Config{Account: "a", Sources: []tg.ChatID{src}}, sess, st, p, rescan.NewMetrics(prometheus.NewRegistry()))
+	_, sess := f.session(t)
+	p, r := f.rescanner(sess, rescan.Config{}, rescan.NewMetrics(prometheus.NewRegistry()))
 	first, err := sess.GetMessage(ctx, src, posted.ID)
 	if err != nil {
 		t.Fatal(err)

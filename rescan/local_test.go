@@ -8,11 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"stashd/archive/archivetest"
-	"stashd/ingest"
-	"stashd/internal/pgtest"
 	"stashd/rescan"
 	"stashd/sim/tgsim"
-	"stashd/store"
 	"stashd/tg"
 )
 
@@ -24,33 +21,18 @@ import (
 func TestRescanWindowStartsAtAFailedSendsServerMessage(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	var offset atomic.Int64 // the world's clock, relative to now
-	w := tgsim.NewWorld(tgsim.Config{Seed: 9, FilesDir: t.TempDir(),
-		Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
-	w.AddAccount("a", false)
-	dest := w.AddChat(tg.KindChannel, "mirror", "a")
+	f := newFixture(t, tgsim.Config{Seed: 9, Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }},
+		tg.KindChannel, "both")
+	w, both := f.w, f.src
 	feed := w.AddChat(tg.KindChannel, "feed", "a")
-	both := w.AddChat(tg.KindChannel, "both", "a")
-	if err := st.EnsureSource(ctx, store.Source{ChatID: both, Account: "a"}); err != nil {
-		t.Fatal(err)
-	}
 	offset.Store(int64(-5 * 24 * time.Hour))
 	w.Post(both, 0, tgsim.Post{FileName: "outside.tar", Data: archivetest.Tar([]archivetest.File{{Name: "o", Data: []byte("o")}})})
 	doc := w.Post(feed, 0, tgsim.Post{FileName: "f.tar", Data: archivetest.Tar([]archivetest.File{{Name: "f", Data: []byte("f")}})})
 	offset.Store(int64(-4 * 24 * time.Hour))
 	w.Post(both, 0, tgsim.Post{Text: "before the failed send"})
 
-	c := w.Client("a")
-	defer c.Close()
-	sess := tg.NewSession(c, func(tg.Update) {})
-	if err := sess.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, sess := f.session(t)
 	m, err := sess.GetMessage(ctx, feed, doc.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +48,7 @@ func TestRescanWindowStartsAtAFailedSendsServerMessage(t *testing.T) {
 	}
 	offset.Store(0)
 
-	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{dest}}, st, sess, nil)
-	r := rescan.New(rescan.Config{Account: "a", Sources: []tg.ChatID{both}, Window: 3 * 24 * time.Hour}, sess, st, p,
-		rescan.NewMetrics(prometheus.NewRegistry()))
+	_, r := f.rescanner(sess, rescan.Config{Window: 3 * 24 * time.Hour}, rescan.NewMetrics(prometheus.NewRegistry()))
 	res, err := r.RunOnce(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -19,33 +19,65 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// fixture is a rescan test's catalogue and world: account "a" with the
+// destination channel "mirror" and one source, recorded in the catalogue.
+type fixture struct {
+	st        *store.Store
+	w         *tgsim.World
+	dest, src tg.ChatID
+}
+
+// newFixture opens a catalogue on a database of its own and a world of cfg
+// (its files in a temporary directory) where account "a" has the
+// destination and a source of kind named title.
+func newFixture(t *testing.T, cfg tgsim.Config, kind tg.ChatKind, title string) fixture {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	cfg.FilesDir = t.TempDir()
+	w := tgsim.NewWorld(cfg)
+	w.AddAccount("a", false)
+	f := fixture{st: st, w: w, dest: w.AddChat(tg.KindChannel, "mirror", "a"), src: w.AddChat(kind, title, "a")}
+	if err := st.EnsureSource(t.Context(), store.Source{ChatID: f.src, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// session starts a client and session of account "a", its chats loaded.
+func (f fixture) session(t *testing.T) (*tgsim.Client, *tg.Session) {
+	t.Helper()
+	c := f.w.Client("a")
+	t.Cleanup(func() { c.Close() })
+	sess := tg.NewSession(c, func(tg.Update) {})
+	if err := sess.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return c, sess
+}
+
+// rescanner returns the pipeline to the destination and a rescan of the
+// source for account "a" with cfg's other settings.
+func (f fixture) rescanner(sess *tg.Session, cfg rescan.Config, m *rescan.Metrics) (*ingest.Pipeline, *rescan.Rescan) {
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{f.dest}}, f.st, sess, nil)
+	cfg.Account, cfg.Sources = "a", []tg.ChatID{f.src}
+	return p, rescan.New(cfg, sess, f.st, p, m)
+}
+
 // A document edited into an old message, below the watermark, is invisible
 // to the live stream's continuity and to catch-up; the rescan finds it.
 func TestRescanFindsDocumentEditedIntoOldMessage(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
-	w.AddAccount("a", false)
-	dest := w.AddChat(tg.KindChannel, "mirror", "a")
-	src := w.AddChat(tg.KindSupergroup, "group", "a")
-	if err := st.EnsureSource(ctx, store.Source{ChatID: src, Account: "a"}); err != nil {
-		t.Fatal(err)
-	}
+	f := newFixture(t, tgsim.Config{Seed: 5}, tg.KindSupergroup, "group")
+	st, w, dest, src := f.st, f.w, f.dest, f.src
 	old := w.Post(src, 0, tgsim.Post{Text: "archive coming soon"})
-	c := w.Client("a")
-	defer c.Close()
-	sess := tg.NewSession(c, func(tg.Update) {})
-	if err := sess.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{dest}}, st, sess, nil)
+	_, sess := f.session(t)
 	m := rescan.NewMetrics(prometheus.NewRegistry())
-	r := rescan.New(rescan.Config{Account: "a", Sources: []tg.ChatID{src}}, sess, st, p, m)
+	p, r := f.rescanner(sess, rescan.Config{}, m)
 
 	// The chat is synced past the old message; then a document is edited in.
 	if err := st.SaveSourceState(ctx, src, false, "", old.ID.ServerID(), old.ID.ServerID()); err != nil {
