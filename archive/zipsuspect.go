@@ -42,18 +42,11 @@ func (w *walk) zipOverlaps() {
 // split zip's marker: a reader from the front sees another file there.
 // A listing cut by MaxEntries may not have met the first header.
 func (w *walk) zipPrefix(src *partSet) {
-	if w.zipFirst <= 0 || w.listing.SFX || w.listing.Truncated || executableStub(src) {
+	if w.zipFirst <= 0 || w.listing.SFX || w.listing.Truncated {
 		return
 	}
 	if w.zipFirst == 4 && (zipSigAt(src, 0, zipSpanSig) || zipSigAt(src, 0, zipSpanTempSig)) {
 		return
 	}
 	w.suspect(fmt.Sprintf("%d bytes before the archive's first entry", w.zipFirst))
-}
-
-// executableStub reports whether src starts with an executable's magic.
-func executableStub(src *partSet) bool {
-	var head [4]byte
-	n, _ := src.ReadAt(head[:], 0)
-	return executable(head[:n])
 }
