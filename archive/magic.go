@@ -97,7 +97,7 @@ func Detect(r io.ReaderAt, size int64) Detection {
 				break
 			}
 			at := from + i
-			if m.format != Format7z || sevenZipStartOK(buf[at:]) {
+			if m.format == Format7z && sevenZipStartOK(buf[at:]) || m.format == FormatRar && rarStartOK(buf[at:]) {
 				return Detection{Format: m.format, Offset: int64(at), SFX: true}
 			}
 			from = at + 1
@@ -154,6 +154,35 @@ func zipTailEnd(r io.ReaderAt, size int64) bool {
 func sevenZipStartOK(b []byte) bool {
 	return len(b) >= sz7SignatureLen && string(b[:len(sz7Signature)]) == sz7Signature &&
 		crc32.ChecksumIEEE(b[12:sz7SignatureLen]) == le32(b[8:])
+}
+
+// rarStartOK reports whether b starts with a RAR signature followed by a
+// whole header whose checksum matches: RAR5's first header (CRC32 of its
+// size and body) or RAR4's main header (the low 16 bits of the CRC32 of
+// the header from its type on). The signature alone is data some programs
+// hold (7-Zip's, unrar's).
+func rarStartOK(b []byte) bool {
+	switch {
+	case bytes.HasPrefix(b, []byte(rar5Sig)):
+		h := b[len(rar5Sig):]
+		if len(h) < 5 {
+			return false
+		}
+		size, n := uvarint(h[4:])
+		return n > 0 && size > 0 && size <= rar5MaxBlock && uint64(len(h)) >= 4+uint64(n)+size &&
+			crc32.ChecksumIEEE(h[4:4+n+int(size)]) == le32(h)
+	case bytes.HasPrefix(b, []byte(rar4Sig)):
+		h := b[len(rar4Sig):]
+		if len(h) < 7 || h[2] != rar4Main {
+			return false
+		}
+		size := int(le16(h[5:]))
+		if le16(h[3:])&rar4MainComment != 0 {
+			size = 13 // as list4 reads it: the comment is a block of its own
+		}
+		return size >= 7 && len(h) >= size && uint16(crc32.ChecksumIEEE(h[2:size])) == le16(h)
+	}
+	return false
 }
 
 // sniffParts detects the format of the first part.

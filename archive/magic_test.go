@@ -77,3 +77,29 @@ func TestListEmptyFile(t *testing.T) {
 		t.Errorf("Detect of zero bytes: %+v", d)
 	}
 }
+
+// RAR's signature inside a program (p7zip's own 7z.so holds it as data)
+// is no archive: the header after it must check out, as a 7z's start
+// header must. A self-extractor whose stub holds the signature before its
+// archive is listed from the archive's own.
+func TestRarSignatureInsideAStub(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	stub := append([]byte("\x7fELF\x02\x01\x01\x00"), bytes.Repeat([]byte("code "), 500)...)
+	stub = append(stub, "Rar!\x1a\x07\x00 not a header, Rar!\x1a\x07\x01\x00 nor this"...)
+	stub = append(stub, bytes.Repeat([]byte("more code "), 100)...)
+	if d := Detect(bytes.NewReader(stub), int64(len(stub))); d.Format != FormatNone || !d.SFX {
+		t.Errorf("program holding RAR's signature: %+v, want no archive", d)
+	}
+	for name, rar := range map[string][]byte{"rar5": archivetest.Rar(files), "rar4": rar4Volumes(files, 1)[0]} {
+		data := append(append([]byte{}, stub...), rar...)
+		if d := Detect(bytes.NewReader(data), int64(len(data))); d.Format != FormatRar || d.Offset != int64(len(stub)) {
+			t.Errorf("%s after the stub: %+v, want rar at %d", name, d, len(stub))
+		}
+		l, err := memList(context.Background(), FormatNone, Limits{}, data)
+		if err != nil || l.Format != FormatRar || !l.SFX {
+			t.Fatalf("%s after the stub: %+v, %v", name, l, err)
+		}
+		checkEntries(t, l.Entries, wantEntries(files))
+	}
+}

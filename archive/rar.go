@@ -139,7 +139,21 @@ func (v *rarVolume) signature() (pos int64, version int, err error) {
 		if _, err := v.r.ReadAt(head, 0); err != nil && err != io.EOF {
 			return 0, 0, v.w.readErr("signature", err)
 		}
-		if at = bytes.Index(head, []byte(rarSigPrefix)); at < 0 {
+		// The stub may hold the signature as data: take the first
+		// occurrence whose header checks out, else the first.
+		at = bytes.Index(head, []byte(rarSigPrefix))
+		for from := at; from >= 0; {
+			if rarStartOK(head[from:]) {
+				at = from
+				break
+			}
+			i := bytes.Index(head[from+1:], []byte(rarSigPrefix))
+			if i < 0 {
+				break
+			}
+			from += 1 + i
+		}
+		if at < 0 {
 			if bytes.HasPrefix(head, []byte("RE~^")) {
 				return 0, 0, &ListError{Format: v.w.format, Reason: "RAR 1.4 archives are not supported", Err: ErrUnsupported}
 			}
