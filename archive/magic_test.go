@@ -103,3 +103,20 @@ func TestRarSignatureInsideAStub(t *testing.T) {
 		checkEntries(t, l.Entries, wantEntries(files))
 	}
 }
+
+// A RAR self-extractor is listed wherever Detect finds its archive: after
+// a stub of more than a MiB too.
+func TestRarAfterALargeStub(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	stub := append([]byte("\x7fELF\x02\x01\x01\x00"), bytes.Repeat([]byte("code "), 2<<20/5)...)
+	data := append(stub, archivetest.Rar(files)...)
+	if d := Detect(bytes.NewReader(data), int64(len(data))); d.Format != FormatRar || d.Offset != int64(len(stub)) {
+		t.Fatalf("Detect = %+v, want rar at %d", d, len(stub))
+	}
+	l, err := memList(context.Background(), FormatNone, Limits{}, data)
+	if err != nil || l.Format != FormatRar {
+		t.Fatalf("listing = %+v, %v", l, err)
+	}
+	checkEntries(t, l.Entries, wantEntries(files))
+}

@@ -24,7 +24,6 @@ const (
 	rarSigPrefix = "Rar!\x1a\x07"
 	rar5Sig      = rarSigPrefix + "\x01\x00"
 	rar4Sig      = rarSigPrefix + "\x00"
-	rarSFXSearch = 1 << 20 // how far into a first volume to look for the signature (self-extractors)
 	rar5MaxBlock = 2 << 20 // RAR5 header sizes are at most 3 vint bytes: 2 MiB
 
 	// RAR5 header types and flags.
@@ -120,11 +119,12 @@ func listRar(w *walk, src *partSet) error {
 }
 
 // signature finds the RAR signature: at the start of a volume, or within the
-// first MiB of a first volume (a self-extractor stub before it).
+// first sfxSearch bytes of a first volume (a self-extractor stub before it),
+// where Detect finds it.
 func (v *rarVolume) signature() (pos int64, version int, err error) {
 	n := min(v.size, int64(len(rar5Sig)))
 	if v.index == 0 {
-		n = min(v.size, rarSFXSearch+int64(len(rar5Sig)))
+		n = min(v.size, sfxSearch) // as far as Detect looks
 	}
 	head := make([]byte, min(n, int64(len(rar5Sig))))
 	if _, err := v.r.ReadAt(head, 0); err != nil && err != io.EOF {
