@@ -267,17 +267,24 @@ func (d *Daemon) accountAway(ctx context.Context, account string) (bool, string,
 	if err != nil {
 		return false, "", err
 	}
-	if slices.ContainsFunc(auths, func(x store.AccountAuth) bool { return x.Account == account && !x.LoggedIn }) {
-		return true, "it is not logged in", nil
-	}
 	l, err := d.store.Lease(ctx, account)
 	if err != nil {
 		return false, "", err
 	}
-	if l.Now.Sub(l.Until) > sourceOwnerAway { // lapsed or released that long ago, or never taken
-		return true, "no instance has run it for a while", nil
+	away, why := awayBy(l, auths)
+	return away, why, nil
+}
+
+// awayBy reports whether the account of lease l does not run, and why,
+// by its lease and the accounts' login states (accountAway).
+func awayBy(l store.Lease, auths []store.AccountAuth) (bool, string) {
+	if slices.ContainsFunc(auths, func(x store.AccountAuth) bool { return x.Account == l.Account && !x.LoggedIn }) {
+		return true, "it is not logged in"
 	}
-	return false, "", nil
+	if l.Now.Sub(l.Until) > sourceOwnerAway { // lapsed or released that long ago, or never taken
+		return true, "no instance has run it for a while"
+	}
+	return false, ""
 }
 
 // sourceOwnerAway is how long the account recorded for a shared source may

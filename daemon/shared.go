@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -28,11 +29,15 @@ const sharedInterval = time.Minute
 // run (accountAway: not logged in, or its lease untaken for a while) from
 // a chat this account lists to a destination it sends to: they would
 // otherwise wait for that account's return, for ever if it is gone. That
-// costs one query a look.
+// costs two small reads a look (takeDeliveries).
 type sharedWatch struct {
 	d   *Daemon
 	r   *accountRun
 	run service.Runner
+	// looked names, by account away, the absence (and this account's
+	// chats and destinations) its queue was last looked at for
+	// (takeDeliveries).
+	looked map[string]string
 }
 
 // Start starts the watch's goroutine.
@@ -95,6 +100,12 @@ func (w *sharedWatch) check(ctx context.Context) error {
 // takeDeliveries moves to this account the deliveries queued for accounts
 // away from the chats it lists to its destinations, and wakes its
 // delivery stage when it moved any.
+//
+// An account away queues nothing (only a running account queues or is
+// handed deliveries), so its queue is looked at once per absence (its
+// lease's end, or its logout) and per set of chats and destinations of
+// this account: a look costs two small reads (the leases and the login
+// states), not a pass over every queue.
 func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 	r := w.r
 	w.d.mu.Lock()
@@ -103,27 +114,39 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 	if len(listed) == 0 || len(r.dests) == 0 {
 		return nil
 	}
-	others, err := w.d.store.WaitingAccounts(ctx, r.name, listed, r.dests)
+	leases, err := w.d.store.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	auths, err := w.d.store.AccountAuths(ctx)
 	if err != nil {
 		return err
 	}
 	moved := 0
-	for _, other := range others {
-		away, why, err := w.d.accountAway(ctx, other)
-		if err != nil {
-			return err
+	for _, l := range leases {
+		if l.Account == r.name {
+			continue
 		}
+		away, why := awayBy(l, auths)
 		if !away {
 			continue
 		}
+		look := absence(l, auths) + fmt.Sprint(listed, r.dests)
+		if w.looked[l.Account] == look {
+			continue // nothing queued for it since this account's last look
+		}
 		// Handed over: one this account finds it cannot read after all is
 		// handed on, or waits, rather than given up as its own source's.
-		n, err := w.d.store.TakeWaiting(ctx, other, r.name, ingest.HandOverRoute, listed, r.dests)
+		n, err := w.d.store.TakeWaiting(ctx, l.Account, r.name, ingest.HandOverRoute, listed, r.dests)
 		if err != nil {
 			return err
 		}
+		if w.looked == nil {
+			w.looked = map[string]string{}
+		}
+		w.looked[l.Account] = look
 		if n > 0 {
-			r.log.Info("deliveries queued for another account taken over", "from", other, "because", why, "deliveries", n)
+			r.log.Info("deliveries queued for another account taken over", "from", l.Account, "because", why, "deliveries", n)
 		}
 		moved += n
 	}
@@ -131,4 +154,15 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		r.pipe.WakeDelivery()
 	}
 	return nil
+}
+
+// absence names the absence of the account of lease l: when it logged out,
+// else when its lease ended. A later absence is another name.
+func absence(l store.Lease, auths []store.AccountAuth) string {
+	for _, a := range auths {
+		if a.Account == l.Account && !a.LoggedIn {
+			return "logged out " + a.Since.String()
+		}
+	}
+	return "lease ended " + l.Until.String()
 }
