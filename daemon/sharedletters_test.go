@@ -46,21 +46,7 @@ func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 		t.Fatalf("the source is recorded for %q (%v), want b, which took it over", src.Account, err)
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, ok, err := st.MessageHandled(ctx, posted.Key())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok && out != store.OutcomeDeadLetter && out != store.OutcomePartPending {
-			return
-		}
-		if time.Now().After(deadline) {
-			letters, _ := st.DeadLetters(ctx, store.DeadPending, 10)
-			t.Fatalf("the dead letter of the taken-over source was never retried: outcome %q; letters %+v", out, letters)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFetched(t, st, posted.Key(), "the dead letter of the taken-over source was never retried")
 }
 
 // An archive whose fetch failed because the account recorded for its
@@ -79,22 +65,7 @@ func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 
 	// Account a saw the archive, then was removed from the chat before it
 	// fetched it: its pipeline records the failure.
-	ca := pr.world.Client("a")
-	if err := ca.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	posted := postTars(pr.world, pr.src, "cut", 1)[0]
-	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr.world.RemoveMember("a", pr.src, true)
-	sa := tg.NewSession(ca, func(tg.Update) {})
-	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st, sa, nil)
-	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomeDeadLetter {
-		t.Fatalf("a's handling after its removal = %q, %v; want a dead letter", out, err)
-	}
-	_ = ca.Close()
+	posted := handledByA(t, st, pr, "cut", store.OutcomeDeadLetter, func(tg.Message) { pr.world.RemoveMember("a", pr.src, true) })
 	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
 		t.Fatal(err)
 	}
@@ -105,25 +76,7 @@ func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, ok, err := st.MessageHandled(ctx, posted.Key())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok && out != store.OutcomeDeadLetter && out != store.OutcomePartPending {
-			return
-		}
-		if time.Now().After(deadline) {
-			var letters []store.DeadLetter
-			for _, s := range []store.DeadLetterState{store.DeadPending, store.DeadExhausted} {
-				l, _ := st.DeadLetters(ctx, s, 10)
-				letters = append(letters, l...)
-			}
-			t.Fatalf("the archive a could no longer read was never fetched by b, which took its source over: outcome %q; letters %+v", out, letters)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFetched(t, st, posted.Key(), "the archive a could no longer read was never fetched by b, which took its source over")
 }
 
 // A package an account catalogued and queued for delivery waits for that
@@ -142,21 +95,7 @@ func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
 
 	// Account a catalogued the archive and queued its delivery, and has
 	// not run since.
-	ca := pr.world.Client("a")
-	if err := ca.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	posted := postTars(pr.world, pr.src, "queued", 1)[0]
-	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st,
-		tg.NewSession(ca, func(tg.Update) {}), nil)
-	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomePackage {
-		t.Fatalf("a's handling = %q, %v; want a new package", out, err)
-	}
-	_ = ca.Close()
+	posted := handledByA(t, st, pr, "queued", store.OutcomePackage, nil)
 	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
 		t.Fatal(err)
 	}
@@ -180,21 +119,7 @@ func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
 		t.Fatal(err)
 	}
-	ca := pr.world.Client("a")
-	if err := ca.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	posted := postTars(pr.world, pr.src, "kept", 1)[0]
-	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st,
-		tg.NewSession(ca, func(tg.Update) {}), nil)
-	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomePackage {
-		t.Fatalf("a's handling = %q, %v; want a new package", out, err)
-	}
-	_ = ca.Close()
+	posted := handledByA(t, st, pr, "kept", store.OutcomePackage, nil)
 	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
 		t.Fatal(err)
 	}
@@ -229,37 +154,61 @@ func TestLettersOfASourceTakenOverMeanwhileGoToItsAccount(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 13, "a", "b")
-	ca := pr.world.Client("a")
-	if err := ca.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	posted := postTars(pr.world, pr.src, "late", 1)[0]
-	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// b has taken the source over; a, removed from the chat, handles a
 	// message it had queued before.
-	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "b", Kind: tg.KindChannel, Title: "news",
-		Watermark: posted.ID.ServerID()}); err != nil {
-		t.Fatal(err)
-	}
-	pr.world.RemoveMember("a", pr.src, true)
-	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st,
-		tg.NewSession(ca, func(tg.Update) {}), nil)
-	if out, err := pa.Process(ctx, m); err != nil || out != store.OutcomeDeadLetter {
-		t.Fatalf("a's handling after its removal = %q, %v; want a dead letter", out, err)
-	}
-	_ = ca.Close()
+	posted := handledByA(t, st, pr, "late", store.OutcomeDeadLetter, func(posted tg.Message) {
+		if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "b", Kind: tg.KindChannel, Title: "news",
+			Watermark: posted.ID.ServerID()}); err != nil {
+			t.Fatal(err)
+		}
+		pr.world.RemoveMember("a", pr.src, true)
+	})
 
 	cfg := sharedConfig(pr, "b")
 	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
+	waitFetched(t, st, posted.Key(), "the archive a failed after b took its source over was never fetched by b")
+}
+
+// handledByA posts one archive named after stem to pr's source, seen by
+// account a, runs before (when not nil) with the message once a holds it, then
+// has a's own pipeline handle it, wanting outcome want. a does not run
+// afterwards.
+func handledByA(t *testing.T, st *store.Store, pr pair, stem string, want store.Outcome, before func(tg.Message)) tg.Message {
+	t.Helper()
+	ctx := t.Context()
+	ca := pr.world.Client("a")
+	defer ca.Close()
+	if err := ca.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	posted := postTars(pr.world, pr.src, stem, 1)[0]
+	m, err := ca.GetMessage(ctx, pr.src, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != nil {
+		before(posted)
+	}
+	pa := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{pr.dest}}, st,
+		tg.NewSession(ca, func(tg.Update) {}), nil)
+	if out, err := pa.Process(ctx, m); err != nil || out != want {
+		t.Fatalf("a's handling = %q, %v; want %q", out, err, want)
+	}
+	return posted
+}
+
+// waitFetched waits until key's message is handled as other than a dead
+// letter or a pending part, and fails with what, and the dead letters,
+// after ten seconds.
+func waitFetched(t *testing.T, st *store.Store, key tg.MessageKey, what string) {
+	t.Helper()
+	ctx := t.Context()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		out, ok, err := st.MessageHandled(ctx, posted.Key())
+		out, ok, err := st.MessageHandled(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +221,7 @@ func TestLettersOfASourceTakenOverMeanwhileGoToItsAccount(t *testing.T) {
 				l, _ := st.DeadLetters(ctx, s, 10)
 				letters = append(letters, l...)
 			}
-			t.Fatalf("the archive a failed after b took its source over was never fetched by b: outcome %q; letters %+v", out, letters)
+			t.Fatalf("%s: outcome %q; letters %+v", what, out, letters)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
