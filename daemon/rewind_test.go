@@ -296,29 +296,8 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 // sent twice.
 func TestRestoredDumpNoticedBehindAChattyDestination(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	url := pgtest.New(t)
-	rw := newRewindWorld(t, 38)
-
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rw, st := restoredBehindAChattyDestination(t, 38)
 	d := rw.daemon(st)
-	prepareAndRun(t, d)
-	rw.post(5)
-	rw.waitAll(t, st)
-	backup := filepath.Join(t.TempDir(), "catalogue.dump")
-	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
-		t.Fatal(err)
-	}
-	rw.post(6)
-	rw.waitAll(t, st)
-	for i := range tg.MaxSearchLimit + 1 {
-		rw.world.Post(rw.dest, 0, tgsim.Post{Text: fmt.Sprintf("a reader's remark %d", i)})
-	}
-	st = rw.restore(t, d, st, url, backup)
-	d = rw.daemon(st)
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
 	rw.post(1)
@@ -335,10 +314,57 @@ func TestRestoredDumpNoticedBehindAChattyDestination(t *testing.T) {
 // until the periodic check.
 func TestStartUpIdentityCheckThatFailsHoldsDeliveries(t *testing.T) {
 	t.Parallel()
+	rw, st := restoredBehindAChattyDestination(t, 39)
+	// The record of the server's identity fails until the trigger goes.
+	ctx := t.Context()
+	if _, err := st.Pool().Exec(ctx, `CREATE FUNCTION refuse_identity() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused for the test'; END $$;
+		CREATE TRIGGER refuse_identity BEFORE INSERT OR UPDATE ON database_identity
+			FOR EACH ROW EXECUTE FUNCTION refuse_identity()`); err != nil {
+		t.Fatal(err)
+	}
+	d := rw.daemon(st)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	// Catch-up hands the 6 forgotten messages to ingest again, which
+	// queues their deliveries; the delivery stage then meets them.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var queued int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries`).Scan(&queued); err != nil {
+			t.Fatal(err)
+		}
+		if docs, _ := rw.copies(); queued >= 6 || docs > 11 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the forgotten messages were not queued again: %d deliveries queued", queued)
+		}
+	}
+	time.Sleep(time.Second)
+	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
+		t.Fatalf("while the identity check fails the destination came to hold %d documents (twice: %v), want the 11 it held", docs, twice)
+	}
+	if _, err := st.Pool().Exec(ctx, `DROP TRIGGER refuse_identity ON database_identity`); err != nil {
+		t.Fatal(err)
+	}
+	rw.post(1)
+	rw.waitAll(t, st)
+	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
+		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
+	}
+}
+
+// restoredBehindAChattyDestination runs a daemon of a rewind world of
+// seed that delivers 11 packages, then restores the catalogue in place
+// from a dump taken after the first 5, with more than a search page of
+// readers' messages posted in the destination since: a rewind that
+// neither the server's identity nor the destination's newest page tells.
+// It returns the world and the restored catalogue, no daemon running.
+func restoredBehindAChattyDestination(t *testing.T, seed int64) (*rewindWorld, *store.Store) {
+	t.Helper()
 	ctx := t.Context()
 	url := pgtest.New(t)
-	rw := newRewindWorld(t, 39)
-
+	rw := newRewindWorld(t, seed)
 	st, err := store.Open(ctx, store.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
@@ -356,27 +382,5 @@ func TestStartUpIdentityCheckThatFailsHoldsDeliveries(t *testing.T) {
 	for i := range tg.MaxSearchLimit + 1 {
 		rw.world.Post(rw.dest, 0, tgsim.Post{Text: fmt.Sprintf("a reader's remark %d", i)})
 	}
-	st = rw.restore(t, d, st, url, backup)
-	// The record of the server's identity fails until the trigger goes.
-	if _, err := st.Pool().Exec(ctx, `CREATE FUNCTION refuse_identity() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'refused for the test'; END $$;
-		CREATE TRIGGER refuse_identity BEFORE INSERT OR UPDATE ON database_identity
-			FOR EACH ROW EXECUTE FUNCTION refuse_identity()`); err != nil {
-		t.Fatal(err)
-	}
-	d = rw.daemon(st)
-	prepareAndRun(t, d)
-	defer d.Shutdown(context.Background())
-	time.Sleep(4 * time.Second) // catch-up hands the forgotten messages to ingest again
-	if docs, twice := rw.copies(); docs != 11 || len(twice) > 0 {
-		t.Fatalf("while the identity check fails the destination came to hold %d documents (twice: %v), want the 11 it held", docs, twice)
-	}
-	if _, err := st.Pool().Exec(ctx, `DROP TRIGGER refuse_identity ON database_identity`); err != nil {
-		t.Fatal(err)
-	}
-	rw.post(1)
-	rw.waitAll(t, st)
-	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
-		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
-	}
+	return rw, rw.restore(t, d, st, url, backup)
 }
