@@ -12,6 +12,7 @@ import (
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/sim/tgsim"
+	"stashd/store"
 	"stashd/tg"
 )
 
@@ -148,23 +149,8 @@ func TestHistoryNoneFromALaggingSession(t *testing.T) {
 	earlier.Close()
 	newest := world.Post(none, 0, tgsim.Post{FileName: "down.tar", Data: archivetest.Tar([]archivetest.File{{Name: "d", Data: []byte("d")}})})
 
-	cfg := daemon.Config{
-		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{none}, History: map[string]daemon.History{
-			strconv.FormatInt(int64(none), 10): {None: true},
-		}}},
-		Destinations: []tg.ChatID{dest}, Workers: 1, DrainTimeout: 10 * time.Second, ViewSettle: 100 * time.Millisecond,
-	}
-	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.ClientIn("a", "db"), nil })
-	if err := d.Prepare(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Shutdown(context.Background())
-	src, err := st.GetSource(t.Context(), none)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if src.Watermark != newest.ID.ServerID() {
-		t.Errorf("watermark %d, want %d (the newest message: history none)", src.Watermark, newest.ID.ServerID())
+	if got := historyNoneStart(t, st, none, dest, func() tg.Client { return world.ClientIn("a", "db") }); got != newest.ID.ServerID() {
+		t.Errorf("watermark %d, want %d (the newest message: history none)", got, newest.ID.ServerID())
 	}
 }
 
@@ -201,22 +187,30 @@ func TestHistoryNoneOverAFailedSendOfTheSession(t *testing.T) {
 		}
 	}
 
+	if got := historyNoneStart(t, st, both, dest, func() tg.Client { return c }); got != newest.ID.ServerID() {
+		t.Errorf("watermark %d, want %d (the server's newest message: history none)", got, newest.ID.ServerID())
+	}
+}
+
+// historyNoneStart prepares a daemon of account a, whose session client
+// dials, with the new source chat under history "none" and dest, and
+// returns the watermark the source was registered with.
+func historyNoneStart(t *testing.T, st *store.Store, chat, dest tg.ChatID, client func() tg.Client) int64 {
+	t.Helper()
 	cfg := daemon.Config{
-		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{both}, History: map[string]daemon.History{
-			strconv.FormatInt(int64(both), 10): {None: true},
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{chat}, History: map[string]daemon.History{
+			strconv.FormatInt(int64(chat), 10): {None: true},
 		}}},
 		Destinations: []tg.ChatID{dest}, Workers: 1, DrainTimeout: 10 * time.Second, ViewSettle: 100 * time.Millisecond,
 	}
-	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return c, nil })
+	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return client(), nil })
 	if err := d.Prepare(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	defer d.Shutdown(context.Background())
-	src, err := st.GetSource(t.Context(), both)
+	src, err := st.GetSource(t.Context(), chat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src.Watermark != newest.ID.ServerID() {
-		t.Errorf("watermark %d, want %d (the server's newest message: history none)", src.Watermark, newest.ID.ServerID())
-	}
+	return src.Watermark
 }
