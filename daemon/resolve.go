@@ -275,11 +275,14 @@ func (d *Daemon) accountAway(ctx context.Context, account string) (bool, string,
 	return away, why, nil
 }
 
+// whyLoggedOut is why awayBy finds an account away that is not logged in.
+const whyLoggedOut = "it is not logged in"
+
 // awayBy reports whether the account of lease l does not run, and why,
 // by its lease and the accounts' login states (accountAway).
 func awayBy(l store.Lease, auths []store.AccountAuth) (bool, string) {
 	if slices.ContainsFunc(auths, func(x store.AccountAuth) bool { return x.Account == l.Account && !x.LoggedIn }) {
-		return true, "it is not logged in"
+		return true, whyLoggedOut
 	}
 	if l.Now.Sub(l.Until) > sourceOwnerAway { // lapsed or released that long ago, or never taken
 		return true, "no instance has run it for a while"

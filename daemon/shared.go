@@ -34,8 +34,8 @@ type sharedWatch struct {
 	d   *Daemon
 	r   *accountRun
 	run service.Runner
-	// looked names, by account away, the absence (and this account's
-	// chats and destinations) its queue was last looked at for
+	// looked names, by account away, the end of the lease (and this
+	// account's chats and destinations) its queue was last looked at for
 	// (takeDeliveries).
 	looked map[string]string
 }
@@ -101,11 +101,14 @@ func (w *sharedWatch) check(ctx context.Context) error {
 // away from the chats it lists to its destinations, and wakes its
 // delivery stage when it moved any.
 //
-// An account away queues nothing (only a running account queues or is
-// handed deliveries), so its queue is looked at once per absence (its
-// lease's end, or its logout) and per set of chats and destinations of
-// this account: a look costs two small reads (the leases and the login
-// states), not a pass over every queue.
+// An account whose lease no instance has held for a while queues nothing
+// and is handed nothing (only a running account queues, and hand-overs go
+// to accounts running in the same daemon), so its queue is looked at once
+// per absence (its lease's end) and per set of chats and destinations of
+// this account. An account logged out may still run, and be handed
+// deliveries: its queue is looked at every time. Either look reads that
+// account's queue alone, after two small reads (the leases and the login
+// states), not every account's queue.
 func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 	r := w.r
 	w.d.mu.Lock()
@@ -131,8 +134,11 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		if !away {
 			continue
 		}
-		look := absence(l, auths) + fmt.Sprint(listed, r.dests)
-		if w.looked[l.Account] == look {
+		look := ""
+		if why != whyLoggedOut {
+			look = fmt.Sprint(l.Until.UnixNano(), listed, r.dests)
+		}
+		if look != "" && w.looked[l.Account] == look {
 			continue // nothing queued for it since this account's last look
 		}
 		// Handed over: one this account finds it cannot read after all is
@@ -154,15 +160,4 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		r.pipe.WakeDelivery()
 	}
 	return nil
-}
-
-// absence names the absence of the account of lease l: when it logged out,
-// else when its lease ended. A later absence is another name.
-func absence(l store.Lease, auths []store.AccountAuth) string {
-	for _, a := range auths {
-		if a.Account == l.Account && !a.LoggedIn {
-			return "logged out " + a.Since.String()
-		}
-	}
-	return "lease ended " + l.Until.String()
 }

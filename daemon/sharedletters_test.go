@@ -130,7 +130,7 @@ func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 	daemon.SetSharedInterval(d, 50*time.Millisecond)
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		ws, err := st.AllWaiting(ctx, "b")
 		if err != nil {
