@@ -251,16 +251,8 @@ func (g *gateProbe) LoadChats(ctx context.Context) error {
 // pauses the account.
 func TestDeleteMessagesIsPaced(t *testing.T) {
 	t.Parallel()
-	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
-	w.AddAccount("a", false)
-	chat := w.AddChat(tg.KindChannel, "c", "a")
-	c := w.Client("a")
-	defer c.Close()
-	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", MaxFloodWaits: 1}, tg.NewMetrics(prometheus.NewRegistry()))
+	w, chat, p := pacedChannel(t, 1)
 	ctx := t.Context()
-	if err := p.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if tg.LocalMethod(tg.MethodDeleteMessages) {
 		t.Error("deleteMessages taken for a local request")
 	}
@@ -282,16 +274,8 @@ func TestDeleteMessagesIsPaced(t *testing.T) {
 // account is not paused at all.
 func TestSendFloodWaitPausesOnlyTheAccountsSends(t *testing.T) {
 	t.Parallel()
-	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
-	w.AddAccount("a", false)
-	chat := w.AddChat(tg.KindChannel, "c", "a")
-	c := w.Client("a")
-	defer c.Close()
-	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", MaxFloodWaits: 3}, tg.NewMetrics(prometheus.NewRegistry()))
+	w, chat, p := pacedChannel(t, 3)
 	ctx := t.Context()
-	if err := p.LoadChats(ctx); err != nil {
-		t.Fatal(err)
-	}
 	w.InjectFloodWait("a", tg.MethodSendMessage, time.Hour, 1)
 	if _, err := p.SendDocumentTo(tg.WithoutFloodWaits(ctx), chat, 0, "remote", "x", tg.SendOptions{}); !isFloodWait(err, time.Hour) {
 		t.Fatalf("SendDocumentTo = %v, want the one-hour flood wait", err)
@@ -314,4 +298,21 @@ func TestSendFloodWaitPausesOnlyTheAccountsSends(t *testing.T) {
 	if got := w.Calls("a")[tg.MethodSendMessageAlbum]; got != before {
 		t.Errorf("paused sends made %d request(s)", got-before)
 	}
+}
+
+// pacedChannel is a world with account a, a member of one channel, and a
+// Paced over a's client (its chats loaded) that sits out maxFloodWaits
+// flood waits a request.
+func pacedChannel(t *testing.T, maxFloodWaits int) (*tgsim.World, tg.ChatID, *tg.Paced) {
+	t.Helper()
+	w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+	w.AddAccount("a", false)
+	chat := w.AddChat(tg.KindChannel, "c", "a")
+	c := w.Client("a")
+	t.Cleanup(func() { c.Close() })
+	p := tg.NewPaced(c, tg.PacedConfig{Account: "a", MaxFloodWaits: maxFloodWaits}, tg.NewMetrics(prometheus.NewRegistry()))
+	if err := p.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return w, chat, p
 }
