@@ -149,11 +149,7 @@ func TestSameTopicIsCreatedOnceAndReused(t *testing.T) {
 func TestSameTopicOnAChannelFailsPermanently(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
-	forum := e.world.AddChat(tg.KindForum, "forum", "a")
-	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
-		t.Fatal(err)
-	}
-	dragons := e.world.AddTopic(forum, "Dragons")
+	forum, dragons := sourceForum(t, e)
 	tbl := route.NewTable(nil, []route.Route{{
 		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{e.dest}, Topics: []route.Topic{{Same: true}},
 	}})
@@ -191,11 +187,7 @@ func (s topicCrashSession) CreateForumTopic(ctx context.Context, chat tg.ChatID,
 func TestTopicCreatedBeforeACrashIsFoundNotCreatedAgain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
-	forum := e.world.AddChat(tg.KindForum, "forum", "a")
-	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
-		t.Fatal(err)
-	}
-	dragons := e.world.AddTopic(forum, "Dragons")
+	forum, dragons := sourceForum(t, e)
 	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
 	e.world.AddTopic(dest, "Dragons and more") // a name the search also finds
 	tbl := route.NewTable(nil, []route.Route{{
@@ -224,13 +216,12 @@ func TestTopicCreatedBeforeACrashIsFoundNotCreatedAgain(t *testing.T) {
 		t.Errorf("createForumTopic called %d times, want 1", n)
 	}
 	var thread int64
-	for id, name := range e.world.Topics(dest) {
-		if name == "Dragons" {
-			if thread != 0 {
-				t.Errorf("two topics named Dragons in the destination")
-			}
-			thread = id
-		}
+	switch threads := topicsNamed(e, dest, "Dragons"); len(threads) {
+	case 0:
+	case 1:
+		thread = threads[0]
+	default:
+		t.Errorf("%d topics named Dragons in the destination", len(threads))
 	}
 	docs := 0
 	for _, m := range e.world.Messages(dest) {
@@ -344,11 +335,7 @@ func TestTopicStepRefusedByTheDestinationHoldsOrHandsOver(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, "a")
-			forum := e.world.AddChat(tg.KindForum, "forum", "a")
-			if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
-				t.Fatal(err)
-			}
-			dragons := e.world.AddTopic(forum, "Dragons")
+			forum, dragons := sourceForum(t, e)
 			mirror := e.world.AddChat(tg.KindForum, "mirror", "a")
 			tbl := route.NewTable(nil, []route.Route{{Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{mirror},
 				Topics: []route.Topic{{Same: true}}}})
@@ -445,11 +432,7 @@ func TestHandedDeliveryOfAnUnreadableSourceIsGivenUpInTheEnd(t *testing.T) {
 func TestTopicTheRewoundCatalogueForgotIsFoundNotCreatedAgain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
-	forum := e.world.AddChat(tg.KindForum, "forum", "a")
-	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
-		t.Fatal(err)
-	}
-	dragons := e.world.AddTopic(forum, "Dragons")
+	forum, dragons := sourceForum(t, e)
 	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
 	tbl := route.NewTable(nil, []route.Route{{
 		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
@@ -475,12 +458,7 @@ func TestTopicTheRewoundCatalogueForgotIsFoundNotCreatedAgain(t *testing.T) {
 	mustHandle(t, p2, e.view(c2, post("d2.tar")), store.OutcomePackage)
 	e.deliver()
 
-	var threads []int64
-	for id, name := range e.world.Topics(dest) {
-		if name == "Dragons" {
-			threads = append(threads, id)
-		}
-	}
+	threads := topicsNamed(e, dest, "Dragons")
 	if len(threads) != 1 {
 		t.Fatalf("the destination has %d topics named Dragons, want 1", len(threads))
 	}
@@ -496,4 +474,26 @@ func TestTopicTheRewoundCatalogueForgotIsFoundNotCreatedAgain(t *testing.T) {
 	if docs != 2 {
 		t.Errorf("the destination holds %d documents, want 2", docs)
 	}
+}
+
+// sourceForum adds a forum, recorded as account a's source, with a topic
+// named Dragons, and returns both.
+func sourceForum(t *testing.T, e *env) (tg.ChatID, int64) {
+	t.Helper()
+	forum := e.world.AddChat(tg.KindForum, "forum", "a")
+	if err := e.st.EnsureSource(e.ctx, store.Source{ChatID: forum, Account: "a", Kind: tg.KindForum}); err != nil {
+		t.Fatal(err)
+	}
+	return forum, e.world.AddTopic(forum, "Dragons")
+}
+
+// topicsNamed returns the threads of chat's topics named name.
+func topicsNamed(e *env, chat tg.ChatID, name string) []int64 {
+	var threads []int64
+	for id, n := range e.world.Topics(chat) {
+		if n == name {
+			threads = append(threads, id)
+		}
+	}
+	return threads
 }
