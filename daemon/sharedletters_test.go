@@ -226,3 +226,39 @@ func waitFetched(t *testing.T, st *store.Store, key tg.MessageKey, what string) 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// An account logged out may still run and be handed deliveries: one queued
+// for it after another account's last look at its queue is taken at the
+// next look all the same.
+func TestDeliveriesQueuedLaterForALoggedOutAccountAreTaken(t *testing.T) {
+	ctx := t.Context()
+	st := openStore(t, 16)
+	pr := newPair(t, 14, "a", "b")
+	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
+		t.Fatal(err)
+	}
+	posted := handledByA(t, st, pr, "later", store.OutcomePackage, nil)
+	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
+		t.Fatal(err)
+	}
+	// The delivery is hidden from b (from a chat b does not list) while b
+	// first looks at a's queue.
+	if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET source_chat_id = -source_chat_id`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetAccountAuth(ctx, store.AccountAuth{Account: "a", LoggedIn: false, State: "closed",
+		Reason: "logged out", Since: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := sharedConfig(pr, "b")
+	d := daemon.New(cfg, st, pr.dial)
+	daemon.SetSharedInterval(d, 50*time.Millisecond)
+	prepareAndRun(t, d)
+	defer d.Shutdown(context.Background())
+	time.Sleep(300 * time.Millisecond) // b looks at a's empty queue
+	if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET source_chat_id = -source_chat_id`); err != nil {
+		t.Fatal(err)
+	}
+	waitDocuments(t, pr.world, pr.dest, 1)
+}
