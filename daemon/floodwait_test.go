@@ -28,11 +28,7 @@ func TestSendFloodWaitOnOneAccountLeavesTheOtherSending(t *testing.T) {
 	pr := newPair(t, 21, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
-	d := daemon.New(daemon.Config{
-		Accounts:     pr.accounts(),
-		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
-	}, st, pr.dial)
+	d := daemon.New(floodConfig(pr.accounts(), dest), st, pr.dial)
 	prepareAndRun(t, d)
 	defer d.Kill()
 
@@ -52,11 +48,7 @@ func TestSendFloodWaitLeavesTheCatalogueCurrent(t *testing.T) {
 	pr := newPair(t, 22, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
-	d := daemon.New(daemon.Config{
-		Accounts:     pr.accounts()[:1],
-		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
-	}, st, pr.dial)
+	d := daemon.New(floodConfig(pr.accounts()[:1], dest), st, pr.dial)
 	prepareAndRun(t, d)
 	defer d.Kill()
 
@@ -103,11 +95,7 @@ func TestStopDuringSendFloodWaitLeavesNothingToReconcile(t *testing.T) {
 	pr := newPair(t, 23, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1)
-	cfg := daemon.Config{
-		Accounts:     pr.accounts()[:1],
-		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
-	}
+	cfg := floodConfig(pr.accounts()[:1], dest)
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	posted := postTars(world, src, "s", 1)
@@ -168,11 +156,7 @@ func TestAccountFloodWaitDoesNotHoldAnotherAccountsPicks(t *testing.T) {
 	st := openStore(t, 16)
 	pr := newPair(t, 24, "a", "b")
 	world, dest := pr.world, pr.dest
-	d := daemon.New(daemon.Config{
-		Accounts:     pr.accounts(),
-		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
-	}, st, pr.dial)
+	d := daemon.New(floodConfig(pr.accounts(), dest), st, pr.dial)
 	daemon.SetPickTimeout(d, sendFloodWait)
 	prepareAndRun(t, d)
 	defer d.Kill()
@@ -191,11 +175,7 @@ func TestFloodWaitUnderAPackageLockDoesNotHoldAnotherAccount(t *testing.T) {
 	st := openStore(t, 16)
 	pr := newPair(t, 26, "a", "b")
 	world, src := pr.world, pr.src
-	d := daemon.New(daemon.Config{
-		Accounts:     pr.accounts(),
-		Destinations: []tg.ChatID{pr.dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
-	}, st, pr.dial)
+	d := daemon.New(floodConfig(pr.accounts(), pr.dest), st, pr.dial)
 	prepareAndRun(t, d)
 	defer d.Kill()
 	daemon.AccountPaced(d, "a").Pause(tg.MethodGetChatHistory, sendFloodWait)
@@ -217,4 +197,15 @@ func TestFloodWaitUnderAPackageLockDoesNotHoldAnotherAccount(t *testing.T) {
 	}
 	again := world.Post(pr.other, 0, tgsim.Post{FileName: first.Document.FileName, SameFileAs: uid})
 	waitCatalogued(t, st, again.Key())
+}
+
+// floodConfig is the configuration of the flood wait tests' daemons:
+// accounts sending to dest at 600 a minute, two workers, sets settling
+// fast.
+func floodConfig(accounts []daemon.Account, dest tg.ChatID) daemon.Config {
+	return daemon.Config{
+		Accounts:     accounts,
+		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}
 }
