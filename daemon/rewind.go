@@ -86,8 +86,10 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (b
 	if w.d.store.ServerChanged() {
 		if err := w.checkIdentity(ctx); err != nil {
 			// Not known yet whether the catalogue rewound: the delivery
-			// waits, and the next one checks again.
-			return true, err
+			// is held (checkIdentity logged why), as a destination
+			// waiting for its reconciliation is, not deferred as a failed
+			// attempt, and the next one checks again.
+			return true, nil
 		}
 		fresh = false
 	}
