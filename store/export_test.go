@@ -90,6 +90,3 @@ const SkipIDsSQL = skipIDsSQL
 
 // DueWaitingSQL is DueWaiting's query.
 const DueWaitingSQL = dueWaitingSQL
-
-// WaitingAccountsSQL is WaitingAccounts' query.
-const WaitingAccountsSQL = waitingAccountsSQL

@@ -157,35 +157,6 @@ func ClearWaitingUnder(l *Lock, pkg int64, dest tg.ChatID, cleared *bool) Statem
 		}}
 }
 
-// WaitingAccounts returns the accounts other than account with deliveries
-// queued from one of sources to one of dests.
-func (s *Store) WaitingAccounts(ctx context.Context, account string, sources, dests []tg.ChatID) ([]string, error) {
-	rows, err := s.pool.Query(ctx, waitingAccountsSQL, account, chatIDs(sources), chatIDs(dests))
-	if err != nil {
-		return nil, fmt.Errorf("list the accounts with deliveries queued from %d sources: %w", len(sources), err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list the accounts with deliveries queued from %d sources: %w", len(sources), err)
-	}
-	return out, nil
-}
-
-// waitingAccountsSQL is WaitingAccounts' query. It walks the queue's
-// accounts along the index that leads with them, one step each, and looks
-// in each other account's deliveries only until one matches: it costs
-// what the accounts cost, not what the whole queue does, unless an
-// account's deliveries hold no match.
-const waitingAccountsSQL = `WITH RECURSIVE accounts (account) AS (
-		SELECT min(account) FROM waiting_deliveries
-		UNION ALL
-		SELECT (SELECT min(w.account) FROM waiting_deliveries w WHERE w.account > a.account)
-		FROM accounts a WHERE a.account IS NOT NULL)
-	SELECT account FROM accounts a
-	WHERE account IS NOT NULL AND account <> $1 AND EXISTS (SELECT 1 FROM waiting_deliveries w
-		WHERE w.account = a.account AND w.source_chat_id = ANY($2::bigint[]) AND w.destination_chat_id = ANY($3::bigint[]))
-	ORDER BY account`
-
 // TakeWaiting moves to account to, under route, the deliveries queued for
 // account from whose source is one of sources and destination one of
 // dests, and returns how many it moved. Their put-off times stay; their
