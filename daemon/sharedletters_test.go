@@ -24,23 +24,16 @@ func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 
 	// Account a read the source and recorded the archive as a dead letter
 	// due for a retry, then left the configuration.
-	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
-		t.Fatal(err)
-	}
+	sourceOfA(t, st, pr)
 	letter := store.DeadLetter{Key: posted.Key(), Account: "a", ErrorClass: string(tg.ClassRetryable),
 		Reason: "download stalled", NextAttemptAt: time.Now().Add(-time.Second)}
 	if err := st.RecordDeadLetter(ctx, letter, store.SourceMessage{FileName: posted.Document.FileName,
 		FileSize: posted.Document.File.Size, UniqueID: posted.Document.File.UniqueID}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
-		t.Fatal(err)
-	}
+	watermarkPast(t, st, pr, posted)
 
-	cfg := sharedConfig(pr, "b")
-	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
-	d := daemon.New(cfg, st, pr.dial)
-	prepareAndRun(t, d)
+	d := runBRetrying(t, st, pr)
 	defer d.Shutdown(context.Background())
 	if src, err := st.GetSource(ctx, pr.src); err != nil || src.Account != "b" {
 		t.Fatalf("the source is recorded for %q (%v), want b, which took it over", src.Account, err)
@@ -56,24 +49,16 @@ func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 // again, or the archive is never catalogued: the watermark is past it
 // and the rescan passes over its message as handled.
 func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
-	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 10, "a", "b")
-	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
-		t.Fatal(err)
-	}
+	sourceOfA(t, st, pr)
 
 	// Account a saw the archive, then was removed from the chat before it
 	// fetched it: its pipeline records the failure.
 	posted := handledByA(t, st, pr, "cut", store.OutcomeDeadLetter, func(tg.Message) { pr.world.RemoveMember("a", pr.src, true) })
-	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
-		t.Fatal(err)
-	}
+	watermarkPast(t, st, pr, posted)
 
-	cfg := sharedConfig(pr, "b")
-	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
-	d := daemon.New(cfg, st, pr.dial)
-	prepareAndRun(t, d)
+	d := runBRetrying(t, st, pr)
 	defer d.Shutdown(context.Background())
 
 	waitFetched(t, st, posted.Key(), "the archive a could no longer read was never fetched by b, which took its source over")
@@ -86,24 +71,16 @@ func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 // destination runs, the delivery is that account's: it reaches the
 // destination instead of waiting for ever.
 func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
-	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 11, "a", "b")
-	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
-		t.Fatal(err)
-	}
+	sourceOfA(t, st, pr)
 
 	// Account a catalogued the archive and queued its delivery, and has
 	// not run since.
 	posted := handledByA(t, st, pr, "queued", store.OutcomePackage, nil)
-	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
-		t.Fatal(err)
-	}
+	watermarkPast(t, st, pr, posted)
 
-	cfg := sharedConfig(pr, "b")
-	d := daemon.New(cfg, st, pr.dial)
-	daemon.SetSharedInterval(d, 50*time.Millisecond)
-	prepareAndRun(t, d)
+	d := runBSharing(t, st, pr)
 	defer d.Shutdown(context.Background())
 	waitDocuments(t, pr.world, pr.dest, 1)
 }
@@ -116,19 +93,12 @@ func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 12, "a", "b")
-	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
-		t.Fatal(err)
-	}
+	sourceOfA(t, st, pr)
 	posted := handledByA(t, st, pr, "kept", store.OutcomePackage, nil)
-	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
-		t.Fatal(err)
-	}
+	watermarkPast(t, st, pr, posted)
 	pr.world.RemoveMember("b", pr.src, true)
 
-	cfg := sharedConfig(pr, "b")
-	d := daemon.New(cfg, st, pr.dial)
-	daemon.SetSharedInterval(d, 50*time.Millisecond)
-	prepareAndRun(t, d)
+	d := runBSharing(t, st, pr)
 	defer d.Shutdown(context.Background())
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -164,10 +134,7 @@ func TestLettersOfASourceTakenOverMeanwhileGoToItsAccount(t *testing.T) {
 		pr.world.RemoveMember("a", pr.src, true)
 	})
 
-	cfg := sharedConfig(pr, "b")
-	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
-	d := daemon.New(cfg, st, pr.dial)
-	prepareAndRun(t, d)
+	d := runBRetrying(t, st, pr)
 	defer d.Shutdown(context.Background())
 	waitFetched(t, st, posted.Key(), "the archive a failed after b took its source over was never fetched by b")
 }
@@ -198,6 +165,43 @@ func handledByA(t *testing.T, st *store.Store, pr pair, stem string, want store.
 		t.Fatalf("a's handling = %q, %v; want %q", out, err, want)
 	}
 	return posted
+}
+
+// sourceOfA records pr's source as account a's.
+func sourceOfA(t *testing.T, st *store.Store, pr pair) {
+	t.Helper()
+	if err := st.EnsureSource(t.Context(), store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// watermarkPast advances the watermark of pr's source to posted.
+func watermarkPast(t *testing.T, st *store.Store, pr pair, posted tg.Message) {
+	t.Helper()
+	if err := st.AdvanceWatermark(t.Context(), pr.src, posted.ID.ServerID()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runBRetrying starts a daemon in which only account b of pr runs,
+// retrying dead letters every 50ms.
+func runBRetrying(t *testing.T, st *store.Store, pr pair) *daemon.Daemon {
+	t.Helper()
+	cfg := sharedConfig(pr, "b")
+	cfg.Retry = ingest.RetryConfig{Interval: 50 * time.Millisecond}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	return d
+}
+
+// runBSharing starts a daemon in which only account b of pr runs, looking
+// for deliveries of accounts away every 50ms.
+func runBSharing(t *testing.T, st *store.Store, pr pair) *daemon.Daemon {
+	t.Helper()
+	d := daemon.New(sharedConfig(pr, "b"), st, pr.dial)
+	daemon.SetSharedInterval(d, 50*time.Millisecond)
+	prepareAndRun(t, d)
+	return d
 }
 
 // waitFetched waits until key's message is handled as other than a dead
@@ -234,13 +238,9 @@ func TestDeliveriesQueuedLaterForALoggedOutAccountAreTaken(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 14, "a", "b")
-	if err := st.EnsureSource(ctx, store.Source{ChatID: pr.src, Account: "a", Kind: tg.KindChannel, Title: "news"}); err != nil {
-		t.Fatal(err)
-	}
+	sourceOfA(t, st, pr)
 	posted := handledByA(t, st, pr, "later", store.OutcomePackage, nil)
-	if err := st.AdvanceWatermark(ctx, pr.src, posted.ID.ServerID()); err != nil {
-		t.Fatal(err)
-	}
+	watermarkPast(t, st, pr, posted)
 	// The delivery is hidden from b (from a chat b does not list) while b
 	// first looks at a's queue.
 	if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET source_chat_id = -source_chat_id`); err != nil {
@@ -251,10 +251,7 @@ func TestDeliveriesQueuedLaterForALoggedOutAccountAreTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := sharedConfig(pr, "b")
-	d := daemon.New(cfg, st, pr.dial)
-	daemon.SetSharedInterval(d, 50*time.Millisecond)
-	prepareAndRun(t, d)
+	d := runBSharing(t, st, pr)
 	defer d.Shutdown(context.Background())
 	time.Sleep(300 * time.Millisecond) // b looks at a's empty queue
 	if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET source_chat_id = -source_chat_id`); err != nil {
