@@ -84,6 +84,38 @@ func (rw *rewindWorld) daemon(st *store.Store) *daemon.Daemon {
 	}, st, func(context.Context, string) (tg.Client, error) { return rw.world.Client("a"), nil })
 }
 
+// run starts rw.daemon on st.
+func (rw *rewindWorld) run(t *testing.T, st *store.Store) *daemon.Daemon {
+	t.Helper()
+	d := rw.daemon(st)
+	prepareAndRun(t, d)
+	return d
+}
+
+// dumpAfter posts n archives, waits until they are handled and dumps the
+// catalogue at url, returning the dump's path.
+func (rw *rewindWorld) dumpAfter(t *testing.T, st *store.Store, url string, n int) string {
+	t.Helper()
+	rw.post(n)
+	rw.waitAll(t, st)
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(t.Context(), "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	return backup
+}
+
+// wantOneMoreAfterRestore posts one archive to the 11 delivered before a
+// restore and wants the destination to hold 12 documents, none twice.
+func (rw *rewindWorld) wantOneMoreAfterRestore(t *testing.T, st *store.Store) {
+	t.Helper()
+	rw.post(1)
+	rw.waitAll(t, st)
+	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
+		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
+	}
+}
+
 // restore stops d and closes st once the destination holds 11 documents,
 // none twice, restores the catalogue at url from backup and opens a store
 // on it, closed when the test ends.
@@ -121,25 +153,14 @@ func TestRestoredCatalogueSendsNothingTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := rw.daemon(st)
-	prepareAndRun(t, d)
-	rw.post(5)
-	rw.waitAll(t, st)
-	backup := filepath.Join(t.TempDir(), "catalogue.dump")
-	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
-		t.Fatal(err)
-	}
+	d := rw.run(t, st)
+	backup := rw.dumpAfter(t, st, url, 5)
 	rw.post(6)
 	rw.waitAll(t, st)
 	st = rw.restore(t, d, st, url, backup)
-	d = rw.daemon(st)
-	prepareAndRun(t, d)
+	d = rw.run(t, st)
 	defer d.Shutdown(context.Background())
-	rw.post(1)
-	rw.waitAll(t, st)
-	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
-		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
-	}
+	rw.wantOneMoreAfterRestore(t, st)
 	if n, err := st.RecoveredDeliveries(ctx); err != nil || n < 6 {
 		t.Fatalf("recovered deliveries %d (%v), want the 6 the backup lacked", n, err)
 	}
@@ -153,15 +174,13 @@ func TestRestartOverCurrentCatalogueReadsNoHistory(t *testing.T) {
 	ctx := t.Context()
 	rw := newRewindWorld(t, 32)
 	st := openStore(t, 8)
-	d := rw.daemon(st)
-	prepareAndRun(t, d)
+	d := rw.run(t, st)
 	rw.post(3)
 	rw.waitAll(t, st)
 	d.Shutdown(ctx)
 
 	before := rw.world.Calls("a")[tg.MethodGetChatHistory]
-	d = rw.daemon(st)
-	prepareAndRun(t, d)
+	d = rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	rw.post(1)
 	rw.waitAll(t, st)
@@ -211,8 +230,7 @@ func TestFailoverToAPromotedStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	d := rw.daemon(st)
-	prepareAndRun(t, d)
+	d := rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	rw.post(4)
 	rw.waitAll(t, st)
@@ -266,12 +284,7 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 	}
 	d := in(st, "instance-1")
 	prepareAndRun(t, d)
-	rw.post(5)
-	rw.waitAll(t, st)
-	backup := filepath.Join(t.TempDir(), "catalogue.dump")
-	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
-		t.Fatal(err)
-	}
+	backup := rw.dumpAfter(t, st, url, 5)
 	d.Shutdown(ctx)
 	// Another instance delivers while the first is stopped.
 	d = in(st, "instance-2")
@@ -282,11 +295,7 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 	d = in(st, "instance-1")
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
-	rw.post(1)
-	rw.waitAll(t, st)
-	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
-		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
-	}
+	rw.wantOneMoreAfterRestore(t, st)
 }
 
 // A dump restored into the same database keeps the server's identity, so
@@ -297,14 +306,9 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 func TestRestoredDumpNoticedBehindAChattyDestination(t *testing.T) {
 	t.Parallel()
 	rw, st := restoredBehindAChattyDestination(t, 38)
-	d := rw.daemon(st)
-	prepareAndRun(t, d)
+	d := rw.run(t, st)
 	defer d.Shutdown(context.Background())
-	rw.post(1)
-	rw.waitAll(t, st)
-	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
-		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
-	}
+	rw.wantOneMoreAfterRestore(t, st)
 }
 
 // The start-up identity check is what names a dump restored in place
@@ -323,8 +327,7 @@ func TestStartUpIdentityCheckThatFailsHoldsDeliveries(t *testing.T) {
 			FOR EACH ROW EXECUTE FUNCTION refuse_identity()`); err != nil {
 		t.Fatal(err)
 	}
-	d := rw.daemon(st)
-	prepareAndRun(t, d)
+	d := rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	// Catch-up hands the 6 forgotten messages to ingest again, which
 	// queues their deliveries; the delivery stage then meets them.
@@ -347,11 +350,7 @@ func TestStartUpIdentityCheckThatFailsHoldsDeliveries(t *testing.T) {
 	if _, err := st.Pool().Exec(ctx, `DROP TRIGGER refuse_identity ON database_identity`); err != nil {
 		t.Fatal(err)
 	}
-	rw.post(1)
-	rw.waitAll(t, st)
-	if docs, twice := rw.copies(); docs != 12 || len(twice) > 0 {
-		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 12", docs, twice)
-	}
+	rw.wantOneMoreAfterRestore(t, st)
 }
 
 // restoredBehindAChattyDestination runs a daemon of a rewind world of
@@ -369,14 +368,8 @@ func restoredBehindAChattyDestination(t *testing.T, seed int64) (*rewindWorld, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := rw.daemon(st)
-	prepareAndRun(t, d)
-	rw.post(5)
-	rw.waitAll(t, st)
-	backup := filepath.Join(t.TempDir(), "catalogue.dump")
-	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
-		t.Fatal(err)
-	}
+	d := rw.run(t, st)
+	backup := rw.dumpAfter(t, st, url, 5)
 	rw.post(6)
 	rw.waitAll(t, st)
 	for i := range tg.MaxSearchLimit + 1 {
