@@ -27,6 +27,67 @@ func openOn(t *testing.T, url string) *store.Store {
 	return st
 }
 
+// leasedToHost1 records chat as a source of account "acc" and has
+// "host:1" take acc's lease on st.
+func leasedToHost1(t *testing.T, st *store.Store, chat tg.ChatID) store.Acquired {
+	t.Helper()
+	ctx := t.Context()
+	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
+		t.Fatal(err)
+	}
+	first, ok, err := st.AcquireLease(ctx, "acc", "host:1", time.Minute, "")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	return first
+}
+
+// takenOverByHost2 lets the lease first expire (through a) and has
+// "host:2" take acc over on b, at the next epoch.
+func takenOverByHost2(t *testing.T, a, b *store.Store, first store.Acquired) store.Acquired {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := a.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	second, ok, err := b.AcquireLease(ctx, "acc", "host:2", time.Minute, "")
+	if err != nil || !ok || second.Epoch != first.Epoch+1 {
+		t.Fatal(second, ok, err)
+	}
+	return second
+}
+
+// oldServerRecorded records in st's catalogue the identity of the server
+// before a failover (the current one's, a timeline back) and returns it.
+// It skips the test when the identity cannot be read.
+func oldServerRecorded(t *testing.T, st *store.Store) store.DatabaseIdentity {
+	t.Helper()
+	ctx := t.Context()
+	now, ok, err := st.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	old := store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)`,
+		old.SystemIdentifier, old.Timeline); err != nil {
+		t.Fatal(err)
+	}
+	return old
+}
+
+// reconnectNoticing drops st's connections and pings, wanting the new
+// connection to notice it reached another timeline.
+func reconnectNoticing(t *testing.T, st *store.Store) {
+	t.Helper()
+	st.ResetConnections()
+	if err := st.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !st.ServerChanged() {
+		t.Fatal("a connection to another timeline was not noticed")
+	}
+}
+
 // A catalogue that rewinds (a lagging standby promoted, a restore) brings
 // an account's lease row back to an epoch an instance has since passed:
 // the next acquisition hands that later epoch out again, to another owner.
@@ -38,26 +99,14 @@ func TestFenceRefusesAnEpochReusedAfterARewind(t *testing.T) {
 	a, b := openOn(t, url), openOn(t, url)
 	ctx := t.Context()
 	chat := tg.ChatID(-100)
-	if err := a.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
-		t.Fatal(err)
-	}
-	first, ok, err := a.AcquireLease(ctx, "acc", "host:1", time.Minute, "")
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
+	first := leasedToHost1(t, a, chat)
 	// The backup (or the standby) has the row as it stands now.
 	var taken time.Time
 	if err := a.Pool().QueryRow(ctx, `SELECT lease_taken_at FROM accounts WHERE name = 'acc'`).Scan(&taken); err != nil {
 		t.Fatal(err)
 	}
 	// host:1 pauses past its lease; host:2 takes the account over.
-	if _, err := a.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
-	second, ok, err := b.AcquireLease(ctx, "acc", "host:2", time.Minute, "")
-	if err != nil || !ok || second.Epoch != first.Epoch+1 {
-		t.Fatal(second, ok, err)
-	}
+	second := takenOverByHost2(t, a, b, first)
 	staleB := store.WithFence(ctx, "acc", second.Epoch, nil)
 	if err := b.AdvanceWatermark(staleB, chat, 10); err != nil {
 		t.Fatal(err)
@@ -96,27 +145,13 @@ func TestEveryInstanceLearnsOfAFailover(t *testing.T) {
 	url := pgtest.New(t)
 	a, b := openOn(t, url), openOn(t, url)
 	ctx := t.Context()
-	now, ok, err := a.ServerIdentity(ctx)
-	if err != nil || !ok {
-		t.Skip("the server's identity cannot be read", err)
-	}
-	old := store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1}
 	// Both ran on the old primary, whose identity the catalogue recorded.
-	if _, err := a.Pool().Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)`,
-		old.SystemIdentifier, old.Timeline); err != nil {
-		t.Fatal(err)
-	}
+	old := oldServerRecorded(t, a)
 	store.SetServerSeen(a, old)
 	store.SetServerSeen(b, old)
 	// The standby is promoted: new connections reach it.
 	for _, st := range []*store.Store{a, b} {
-		st.ResetConnections()
-		if err := st.Ping(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if !st.ServerChanged() {
-			t.Fatal("a connection to another timeline was not noticed")
-		}
+		reconnectNoticing(t, st)
 	}
 	if reason, err := a.CheckIdentity(ctx); err != nil || reason == "" {
 		t.Fatalf("first instance: %q, %v; want a rewind named", reason, err)
@@ -157,20 +192,8 @@ func TestFenceRefusesAReusedEpochOnceReleased(t *testing.T) {
 	a, b := openOn(t, url), openOn(t, url)
 	ctx := t.Context()
 	chat := tg.ChatID(-100)
-	if err := a.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
-		t.Fatal(err)
-	}
-	first, ok, err := a.AcquireLease(ctx, "acc", "host:1", time.Minute, "")
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	if _, err := a.Pool().Exec(ctx, `UPDATE accounts SET lease_until = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
-	second, ok, err := b.AcquireLease(ctx, "acc", "host:2", time.Minute, "")
-	if err != nil || !ok || second.Epoch != first.Epoch+1 {
-		t.Fatal(second, ok, err)
-	}
+	first := leasedToHost1(t, a, chat)
+	second := takenOverByHost2(t, a, b, first)
 	staleB := store.WithFence(ctx, "acc", second.Epoch, nil)
 	// The rewind brings the row back to host:1's epoch, lapsed; host:1
 	// takes the next epoch, host:2's, and stops cleanly.
@@ -233,13 +256,7 @@ func TestPackageIDsMoveOnceTheNewServerTakesWrites(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	st.ResetConnections()
 	store.SetServerSeen(st, store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1})
-	st.ResetConnections()
-	if err := st.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !st.ServerChanged() {
-		t.Fatal("a connection to another timeline was not noticed")
-	}
+	reconnectNoticing(t, st)
 	var seq int64
 	if err := st.Pool().QueryRow(ctx, `SELECT last_value FROM packages_id_seq`).Scan(&seq); err != nil {
 		t.Fatal(err)
@@ -287,23 +304,9 @@ func TestAFailedIdentityCheckKeepsTheFailoverToTell(t *testing.T) {
 	url := pgtest.New(t)
 	st := openOn(t, url)
 	ctx := t.Context()
-	now, ok, err := st.ServerIdentity(ctx)
-	if err != nil || !ok {
-		t.Skip("the server's identity cannot be read", err)
-	}
-	old := store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1}
-	if _, err := st.Pool().Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline) VALUES ($1, $2)`,
-		old.SystemIdentifier, old.Timeline); err != nil {
-		t.Fatal(err)
-	}
+	old := oldServerRecorded(t, st)
 	store.SetServerSeen(st, old)
-	st.ResetConnections()
-	if err := st.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !st.ServerChanged() {
-		t.Fatal("a connection to another timeline was not noticed")
-	}
+	reconnectNoticing(t, st)
 	// The check cannot read the catalogue's record in time.
 	locker, err := st.Pool().Begin(ctx)
 	if err != nil {
