@@ -76,13 +76,7 @@ func TestSendOfEarlierSessionRecordedByToken(t *testing.T) {
 	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "resent.tar", Data: archivetest.Tar([]archivetest.File{{Name: "r", Data: []byte("r")}})})
 	e.world.HoldSends(true)
 
-	c1 := e.world.Client("a")
-	if err := c1.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s1 := tg.NewSession(c1, func(tg.Update) {})
-	crashDelivering(t, e, s1, c1, e.view(c1, posted))
-	<-s1.Done()
+	crashOn(t, e, e.world.Client("a"), posted)
 	if n := len(e.delivered()); n != 0 {
 		t.Fatalf("the pending send landed before a client restarted: %d documents", n)
 	}

@@ -86,13 +86,7 @@ func pendingThenSentElsewhere(t *testing.T, e *env, logs *lockedBuffer) (uid str
 	t.Helper()
 	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "twice.tar", Data: archivetest.Tar([]archivetest.File{{Name: "t", Data: []byte("t")}})})
 	e.world.HoldSends(true)
-	c1 := e.world.ClientIn("a", "a")
-	if err := c1.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s1 := tg.NewSession(c1, func(tg.Update) {})
-	crashDelivering(t, e, s1, c1, e.view(c1, posted))
-	<-s1.Done()
+	crashOn(t, e, e.world.ClientIn("a", "a"), posted)
 	e.world.HoldSends(false)
 
 	b := e.instance("b", logs)

@@ -9,7 +9,6 @@ import (
 	"stashd/archive/archivetest"
 	"stashd/sim/tgsim"
 	"stashd/store"
-	"stashd/tg"
 )
 
 // TDLib answers getChatHistory from the end of a chat (from_message_id
@@ -38,31 +37,12 @@ func TestReconcileFindsAnotherInstancesCopyLagging(t *testing.T) {
 	_ = before.Close()
 
 	// The first instance sends and dies before recording the send.
-	c1 := e.world.Client("a")
-	if err := c1.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s1 := tg.NewSession(c1, func(tg.Update) {})
-	crashDelivering(t, e, s1, c1, e.view(c1, posted))
-	<-s1.Done()
+	crashOn(t, e, e.world.Client("a"), posted)
 
 	// The second instance starts again on its directory and takes the
 	// delivery over.
 	p2, c2 := e.pipelineIn("a", "instance-2")
-	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
-	e.deliver()
-	copies := 0
-	for _, m := range e.world.Messages(e.dest) {
-		if m.Document != nil && m.Document.File.UniqueID == posted.Document.File.UniqueID {
-			copies++
-		}
-	}
-	if copies != 1 {
-		t.Fatalf("destination holds %d copies after the other instance reconciled, want 1", copies)
-	}
-	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
-		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
-	}
+	wantOneCopyTakenOver(t, e, p2, c2, posted)
 }
 
 // A set's parts recorded by one instance are loaded by id (getMessage) by

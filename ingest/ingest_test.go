@@ -536,6 +536,18 @@ func crashDelivering(t *testing.T, e *env, s1 *tg.Session, c1 tg.Client, m tg.Me
 	}
 }
 
+// crashOn loads c1's chats and handles posted through crashDelivering on
+// a session of c1, returning once that session has ended.
+func crashOn(t *testing.T, e *env, c1 *tgsim.Client, posted tg.Message) {
+	t.Helper()
+	if err := c1.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := tg.NewSession(c1, func(tg.Update) {})
+	crashDelivering(t, e, s1, c1, e.view(c1, posted))
+	<-s1.Done()
+}
+
 func TestCrashMidDeliveryIsReconciledWithoutResend(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")

@@ -32,6 +32,27 @@ func (e *env) pipelineIn(account, dir string) (*ingest.Pipeline, *tgsim.Client) 
 	return p, c
 }
 
+// wantOneCopyTakenOver has p2 (on c2, another instance's) take over the
+// delivery of posted, whose send crashed, and wants the destination to
+// hold one copy of it, sent by the crashed send alone.
+func wantOneCopyTakenOver(t *testing.T, e *env, p2 *ingest.Pipeline, c2 *tgsim.Client, posted tg.Message) {
+	t.Helper()
+	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
+	e.deliver()
+	copies := 0
+	for _, m := range e.world.Messages(e.dest) {
+		if m.Document != nil && m.Document.File.UniqueID == posted.Document.File.UniqueID {
+			copies++
+		}
+	}
+	if copies != 1 {
+		t.Fatalf("destination holds %d copies after the other instance reconciled, want 1", copies)
+	}
+	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
+		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
+	}
+}
+
 // TDLib answers searchChatMessages with a filter and an empty query from
 // its own message database once that holds the chat's index, and a
 // destination channel no session opens receives no new messages by
@@ -55,13 +76,7 @@ func TestReconcileFindsAnotherInstancesCopy(t *testing.T) {
 	}
 
 	// The first instance sends and dies before recording the send.
-	c1 := e.world.Client("a")
-	if err := c1.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s1 := tg.NewSession(c1, func(tg.Update) {})
-	crashDelivering(t, e, s1, c1, e.view(c1, posted))
-	<-s1.Done()
+	crashOn(t, e, e.world.Client("a"), posted)
 	if n := len(e.world.Messages(e.dest)); n != 1 {
 		t.Fatalf("destination holds %d messages after the crashed send, want 1", n)
 	}
@@ -72,20 +87,7 @@ func TestReconcileFindsAnotherInstancesCopy(t *testing.T) {
 	}
 
 	// The second instance takes the delivery over.
-	mustHandle(t, p2, e.view(c2, posted), store.OutcomeDuplicate)
-	e.deliver()
-	copies := 0
-	for _, m := range e.world.Messages(e.dest) {
-		if m.Document != nil && m.Document.File.UniqueID == posted.Document.File.UniqueID {
-			copies++
-		}
-	}
-	if copies != 1 {
-		t.Fatalf("destination holds %d copies after the other instance reconciled, want 1", copies)
-	}
-	if sends := e.world.Calls("a")[tg.MethodSendMessage]; sends != 1 {
-		t.Errorf("%d sendMessage calls, want 1 (the crashed one)", sends)
-	}
+	wantOneCopyTakenOver(t, e, p2, c2, posted)
 	counts, err := e.st.DeliveryCounts(e.ctx)
 	if err != nil || counts[store.DeliverySent] != 1 || counts[store.DeliveryIntent] != 0 {
 		t.Fatalf("deliveries = %v, %v; want the intent recorded as sent", counts, err)

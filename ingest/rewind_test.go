@@ -93,13 +93,7 @@ func TestResentCopyWhoseDeliveryTheRewindLostIsNotSentAgain(t *testing.T) {
 	logs := &lockedBuffer{}
 	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "late.tar", Data: archivetest.Tar([]archivetest.File{{Name: "l", Data: []byte("late")}})})
 	e.world.HoldSends(true)
-	c1 := e.world.ClientIn("a", "a")
-	if err := c1.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s1 := tg.NewSession(c1, func(tg.Update) {})
-	crashDelivering(t, e, s1, c1, e.view(c1, posted))
-	<-s1.Done()
+	crashOn(t, e, e.world.ClientIn("a", "a"), posted)
 	e.world.HoldSends(false)
 	// The rewind: the catalogue is back at a backup taken before the
 	// package was catalogued.
