@@ -20,17 +20,9 @@ import (
 // deletion and forget the change.
 func TestNotedEditOfAMessageTheSessionDoesNotKnowYet(t *testing.T) {
 	t.Parallel()
-	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: 300 * time.Millisecond}, "a")
-	src := e.src["a"]
 	// The second instance ran before and looked at the source.
-	before := e.world.ClientIn("a", "instance-2")
-	if err := before.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := before.GetChat(e.ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	_ = before.Close()
+	e := sourceSeenByInstance2(t)
+	src := e.src["a"]
 
 	// The first instance handles a text message, which an edit then turns
 	// into a tar; it notes the change and stops before fetching it.

@@ -59,22 +59,31 @@ func TestRetryWhileTheChatCannotBeOpenedKeepsTheLetter(t *testing.T) {
 	}
 }
 
+// sourceSeenByInstance2 returns an env of account a whose world brings a
+// chat's difference 300ms late, in which a second instance, on TDLib
+// directory instance-2, has looked at a's source and stopped.
+func sourceSeenByInstance2(t *testing.T) *env {
+	t.Helper()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: 300 * time.Millisecond}, "a")
+	before := e.world.ClientIn("a", "instance-2")
+	if err := before.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.GetChat(e.ctx, e.src["a"]); err != nil {
+		t.Fatal(err)
+	}
+	_ = before.Close()
+	return e
+}
+
 // letterOfAnotherInstance records a dead letter of a document of a's
 // source through one instance, and returns a pipeline (and its client)
 // of a second instance on its own TDLib directory, which looked at the
 // chat before the document was posted and has not followed it since.
 func letterOfAnotherInstance(t *testing.T) (*env, *ingest.Pipeline, *tgsim.Client, tg.Message) {
 	t.Helper()
-	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: 300 * time.Millisecond}, "a")
+	e := sourceSeenByInstance2(t)
 	src := e.src["a"]
-	before := e.world.ClientIn("a", "instance-2")
-	if err := before.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := before.GetChat(e.ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	_ = before.Close()
 
 	p1, c1 := e.pipeline("a")
 	posted := e.view(c1, e.world.Post(src, 0, tgsim.Post{FileName: "flaky.tar", Data: tarOf("a", "flaky")}))
