@@ -146,19 +146,8 @@ func (rw *rewindWorld) restore(t *testing.T, d *daemon.Daemon, st *store.Store, 
 func TestRestoredCatalogueSendsNothingTwice(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	url := pgtest.New(t)
-	rw := newRewindWorld(t, 31)
-
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rw, st := restoredAfterABackup(t, 31, nil)
 	d := rw.run(t, st)
-	backup := rw.dumpAfter(t, st, url, 5)
-	rw.post(6)
-	rw.waitAll(t, st)
-	st = rw.restore(t, d, st, url, backup)
-	d = rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	rw.wantOneMoreAfterRestore(t, st)
 	if n, err := st.RecoveredDeliveries(ctx); err != nil || n < 6 {
@@ -353,13 +342,24 @@ func TestStartUpIdentityCheckThatFailsHoldsDeliveries(t *testing.T) {
 	rw.wantOneMoreAfterRestore(t, st)
 }
 
-// restoredBehindAChattyDestination runs a daemon of a rewind world of
-// seed that delivers 11 packages, then restores the catalogue in place
-// from a dump taken after the first 5, with more than a search page of
-// readers' messages posted in the destination since: a rewind that
-// neither the server's identity nor the destination's newest page tells.
-// It returns the world and the restored catalogue, no daemon running.
+// restoredBehindAChattyDestination is restoredAfterABackup with more than
+// a search page of readers' messages posted in the destination since the
+// dump: a rewind that neither the server's identity nor the destination's
+// newest page tells.
 func restoredBehindAChattyDestination(t *testing.T, seed int64) (*rewindWorld, *store.Store) {
+	t.Helper()
+	return restoredAfterABackup(t, seed, func(rw *rewindWorld) {
+		for i := range tg.MaxSearchLimit + 1 {
+			rw.world.Post(rw.dest, 0, tgsim.Post{Text: fmt.Sprintf("a reader's remark %d", i)})
+		}
+	})
+}
+
+// restoredAfterABackup runs a daemon of a rewind world of seed that
+// delivers 11 packages, runs meanwhile (when not nil), then restores the
+// catalogue in place from a dump taken after the first 5. It returns the
+// world and the restored catalogue, no daemon running.
+func restoredAfterABackup(t *testing.T, seed int64, meanwhile func(rw *rewindWorld)) (*rewindWorld, *store.Store) {
 	t.Helper()
 	ctx := t.Context()
 	url := pgtest.New(t)
@@ -372,8 +372,8 @@ func restoredBehindAChattyDestination(t *testing.T, seed int64) (*rewindWorld, *
 	backup := rw.dumpAfter(t, st, url, 5)
 	rw.post(6)
 	rw.waitAll(t, st)
-	for i := range tg.MaxSearchLimit + 1 {
-		rw.world.Post(rw.dest, 0, tgsim.Post{Text: fmt.Sprintf("a reader's remark %d", i)})
+	if meanwhile != nil {
+		meanwhile(rw)
 	}
 	return rw, rw.restore(t, d, st, url, backup)
 }
