@@ -51,12 +51,9 @@ func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 	st := openStore(t, 16)
 	pr := newPair(t, 10, "a", "b")
-	sourceOfA(t, st, pr)
-
 	// Account a saw the archive, then was removed from the chat before it
 	// fetched it: its pipeline records the failure.
-	posted := handledByA(t, st, pr, "cut", store.OutcomeDeadLetter, func(tg.Message) { pr.world.RemoveMember("a", pr.src, true) })
-	watermarkPast(t, st, pr, posted)
+	posted := handledByAOfItsSource(t, st, pr, "cut", store.OutcomeDeadLetter, func(tg.Message) { pr.world.RemoveMember("a", pr.src, true) })
 
 	d := runBRetrying(t, st, pr)
 	defer d.Shutdown(context.Background())
@@ -73,12 +70,9 @@ func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
 	st := openStore(t, 16)
 	pr := newPair(t, 11, "a", "b")
-	sourceOfA(t, st, pr)
-
 	// Account a catalogued the archive and queued its delivery, and has
 	// not run since.
-	posted := handledByA(t, st, pr, "queued", store.OutcomePackage, nil)
-	watermarkPast(t, st, pr, posted)
+	handledByAOfItsSource(t, st, pr, "queued", store.OutcomePackage, nil)
 
 	d := runBSharing(t, st, pr)
 	defer d.Shutdown(context.Background())
@@ -93,9 +87,7 @@ func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 12, "a", "b")
-	sourceOfA(t, st, pr)
-	posted := handledByA(t, st, pr, "kept", store.OutcomePackage, nil)
-	watermarkPast(t, st, pr, posted)
+	handledByAOfItsSource(t, st, pr, "kept", store.OutcomePackage, nil)
 	pr.world.RemoveMember("b", pr.src, true)
 
 	d := runBSharing(t, st, pr)
@@ -204,6 +196,16 @@ func runBSharing(t *testing.T, st *store.Store, pr pair) *daemon.Daemon {
 	return d
 }
 
+// handledByAOfItsSource records pr's source as a's, has a handle one
+// archive there (handledByA) and advances the source's watermark past it.
+func handledByAOfItsSource(t *testing.T, st *store.Store, pr pair, stem string, want store.Outcome, before func(tg.Message)) tg.Message {
+	t.Helper()
+	sourceOfA(t, st, pr)
+	posted := handledByA(t, st, pr, stem, want, before)
+	watermarkPast(t, st, pr, posted)
+	return posted
+}
+
 // waitFetched waits until key's message is handled as other than a dead
 // letter or a pending part, and fails with what, and the dead letters,
 // after ten seconds.
@@ -238,9 +240,7 @@ func TestDeliveriesQueuedLaterForALoggedOutAccountAreTaken(t *testing.T) {
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 14, "a", "b")
-	sourceOfA(t, st, pr)
-	posted := handledByA(t, st, pr, "later", store.OutcomePackage, nil)
-	watermarkPast(t, st, pr, posted)
+	handledByAOfItsSource(t, st, pr, "later", store.OutcomePackage, nil)
 	// The delivery is hidden from b (from a chat b does not list) while b
 	// first looks at a's queue.
 	if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET source_chat_id = -source_chat_id`); err != nil {
