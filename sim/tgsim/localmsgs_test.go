@@ -113,12 +113,7 @@ func TestMessageByDateFromTheSessionsLastMessage(t *testing.T) {
 	old := f.w.Post(f.chat, 0, Post{Text: "old"})
 	dir := t.TempDir()
 	c1 := f.w.ClientIn("alice", dir)
-	if err := c1.LoadChats(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c1.GetChat(f.ctx, f.chat); err != nil {
-		t.Fatal(err)
-	}
+	lookAt(t, f, c1, f.chat)
 	c1.Close()
 	f.clk.Advance(time.Hour)
 	newer := f.w.Post(f.chat, 0, Post{Text: "newer"})
@@ -237,12 +232,7 @@ func TestHiddenHistoryPageHoldsNoLocalMessageBelowIt(t *testing.T) {
 	f := newSendFixture(t, Config{SendFailRate: 1})
 	group := f.w.AddChat(tg.KindBasicGroup, "group", "alice")
 	f.w.Post(group, 0, Post{Text: "first"})
-	if err := f.c.LoadChats(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.c.GetChat(f.ctx, group); err != nil {
-		t.Fatal(err)
-	}
+	lookAt(t, f.fixture, f.c, group)
 	if _, err := f.c.SendDocument(f.ctx, group, f.src.Document.File.RemoteID, "token"); err != nil {
 		t.Fatal(err)
 	}
