@@ -15,10 +15,7 @@ import (
 // instance. Rows another transaction is claiming at this moment are
 // skipped (FOR UPDATE SKIP LOCKED), so instances never wait on each other.
 func (s *Store) ClaimSources(ctx context.Context, account, owner string, chats []tg.ChatID, ttl time.Duration) ([]Source, error) {
-	ids := make([]int64, len(chats))
-	for i, c := range chats {
-		ids[i] = int64(c)
-	}
+	ids := chatIDs(chats)
 	rows, err := s.pool.Query(ctx, `UPDATE sources SET claim_owner = $2, claim_until = now() + $3::interval
 		WHERE chat_id IN (
 			SELECT chat_id FROM sources

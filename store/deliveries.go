@@ -207,10 +207,7 @@ func (s *Store) markSentByToken(ctx context.Context, token string, dest tg.ChatI
 // LookDeliveryComplete reads whether every part of pkg is recorded sent to
 // every one of dests into out.
 func LookDeliveryComplete(pkg int64, dests []tg.ChatID, out *bool) Statement {
-	ids := make([]int64, len(dests))
-	for i, d := range dests {
-		ids[i] = int64(d)
-	}
+	ids := chatIDs(dests)
 	return Statement{SQL: `SELECT
 			(SELECT count(*) FROM deliveries WHERE package_id = $1 AND state = 'sent' AND destination_chat_id = ANY($2)),
 			(SELECT part_count FROM packages WHERE id = $1)`, Args: []any{pkg, ids},

@@ -64,10 +64,7 @@ func (s *Store) ForgetEdits(ctx context.Context, edits []PendingEdit) error {
 // read before (a shared source taken over) keeps its notes, and the notes
 // of chats the caller no longer reads do not fill its page.
 func (s *Store) PendingEdits(ctx context.Context, chats []tg.ChatID, limit int) ([]PendingEdit, error) {
-	ids := make([]int64, len(chats))
-	for i, c := range chats {
-		ids[i] = int64(c)
-	}
+	ids := chatIDs(chats)
 	rows, err := s.pool.Query(ctx, `SELECT chat_id, message_id, seq FROM pending_edits
 		WHERE chat_id = ANY($1) ORDER BY seq LIMIT $2`, ids, limit)
 	if err != nil {

@@ -234,10 +234,7 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 		return "", err
 	}
 	left, moved = s.server.takeLeft()
-	ids := make([]int64, len(dests))
-	for i, d := range dests {
-		ids[i] = int64(d)
-	}
+	ids := chatIDs(dests)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		reason = ""
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('stashd: database identity'))`); err != nil {
@@ -312,10 +309,7 @@ const reconcileAgain = `
 // copies the catalogue has forgotten before anything is sent to it again.
 // A request already waiting keeps its first reason.
 func (s *Store) RequestReconcile(ctx context.Context, dests []tg.ChatID, reason string) error {
-	ids := make([]int64, len(dests))
-	for i, d := range dests {
-		ids[i] = int64(d)
-	}
+	ids := chatIDs(dests)
 	_, err := s.pool.Exec(ctx, `INSERT INTO reconciles (destination_chat_id, reason)
 			SELECT DISTINCT d, $2 FROM unnest($1::bigint[]) AS d ORDER BY d`+reconcileAgain, ids, reason)
 	if err != nil {

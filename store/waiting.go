@@ -101,10 +101,7 @@ func (s *Store) PutOffDelivery(ctx context.Context, pkg int64, dest tg.ChatID, a
 // DeliveryPromised reports whether pkg's delivery to every one of dests is
 // complete or queued: nothing more is owed by whoever brings its parts.
 func (s *Store) DeliveryPromised(ctx context.Context, pkg int64, dests []tg.ChatID) (bool, error) {
-	ids := make([]int64, len(dests))
-	for i, d := range dests {
-		ids[i] = int64(d)
-	}
+	ids := chatIDs(dests)
 	var owed int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM unnest($2::bigint[]) d(dest)
 		WHERE NOT EXISTS (SELECT 1 FROM waiting_deliveries w WHERE w.package_id = $1 AND w.destination_chat_id = d.dest)
@@ -171,6 +168,7 @@ func (s *Store) TakeWaiting(ctx context.Context, from, to, route string, sources
 	return int(tag.RowsAffected()), nil
 }
 
+// chatIDs is chats as the bigint[] a query takes.
 func chatIDs(chats []tg.ChatID) []int64 {
 	out := make([]int64, len(chats))
 	for i, c := range chats {
@@ -182,11 +180,7 @@ func chatIDs(chats []tg.ChatID) []int64 {
 // DueWaiting returns up to limit of account's queued deliveries due at or
 // before now, oldest first, but for those to the destinations except.
 func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, limit int, except ...tg.ChatID) ([]Waiting, error) {
-	skip := make([]int64, len(except))
-	for i, d := range except {
-		skip[i] = int64(d)
-	}
-	return s.waiting(ctx, dueWaitingSQL, account, now, limit, skip)
+	return s.waiting(ctx, dueWaitingSQL, account, now, limit, chatIDs(except))
 }
 
 // waitingColumns are the columns of a Waiting, as waiting() scans them.
