@@ -366,21 +366,27 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 // fetchDifference is TDLib's channel difference when the session opens
 // ch (MessagesManager::open_dialog sends get_channel_difference and
 // returns): the session learns what changed in ch, at once or, with
-// DifferenceDelay, that much later. w.mu is held.
+// DifferenceDelay, that much later (a client closing meanwhile learns
+// nothing, and its Close does not wait for the delay). w.mu is held.
 func (c *Client) fetchDifference(ch *chat) {
-	if c.w.cfg.DifferenceDelay <= 0 {
+	learn := func() {
 		c.relearnChat(ch)
 		c.catchUpLast(ch)
+	}
+	if c.w.cfg.DifferenceDelay <= 0 {
+		learn()
 		return
 	}
 	c.wg.Add(1)
-	time.AfterFunc(c.w.cfg.DifferenceDelay, func() {
+	go func() {
 		defer c.wg.Done()
+		if c.sleep(context.Background(), c.w.cfg.DifferenceDelay) != nil {
+			return // closed
+		}
 		c.w.mu.Lock()
 		defer c.w.mu.Unlock()
-		c.relearnChat(ch)
-		c.catchUpLast(ch)
-	})
+		learn()
+	}()
 }
 
 // GetMessage implements tg.Client.
