@@ -41,7 +41,7 @@ type failedMessage struct {
 }
 
 // localMessages returns this session's pending and failed messages in
-// chat, ascending. w.mu is held.
+// chat, in no order. w.mu is held.
 func (c *Client) localMessages(chat tg.ChatID) []*message {
 	var out []*message
 	for _, ps := range c.sends {
@@ -52,7 +52,6 @@ func (c *Client) localMessages(chat tg.ChatID) []*message {
 	for _, f := range c.failed[chat] {
 		out = append(out, &f.msg)
 	}
-	slices.SortFunc(out, func(a, b *message) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
 
@@ -101,11 +100,13 @@ func (c *Client) withLocal(chat tg.ChatID, page []*message, upTo, down tg.Messag
 // lastLocal is this session's newest local message in chat, nil when none.
 // w.mu is held.
 func (c *Client) lastLocal(chat tg.ChatID) *message {
-	local := c.localMessages(chat)
-	if len(local) == 0 {
-		return nil
+	var last *message
+	for _, m := range c.localMessages(chat) {
+		if last == nil || m.id > last.id {
+			last = m
+		}
 	}
-	return local[len(local)-1]
+	return last
 }
 
 // lastByDate is getChatMessageByDate's answer from the session's loaded
