@@ -120,18 +120,23 @@ func listRar(w *walk, src *partSet) error {
 
 // signature finds the RAR signature: at the start of a volume, or within the
 // first sfxSearch bytes of a first volume (a self-extractor stub before it),
-// where Detect finds it.
+// where Detect finds it. When Detect found it past a stub (Listing.Offset),
+// its header checked, it is read there, not searched for again.
 func (v *rarVolume) signature() (pos int64, version int, err error) {
 	n := min(v.size, int64(len(rar5Sig)))
 	if v.index == 0 {
 		n = min(v.size, sfxSearch) // as far as Detect looks
 	}
-	head := make([]byte, min(n, int64(len(rar5Sig))))
-	if _, err := v.r.ReadAt(head, 0); err != nil && err != io.EOF {
+	var start int64
+	if v.index == 0 && v.w.listing.Offset > 0 && v.w.listing.Offset < v.size {
+		start = v.w.listing.Offset
+	}
+	head := make([]byte, min(n-start, int64(len(rar5Sig))))
+	if _, err := v.r.ReadAt(head, start); err != nil && err != io.EOF {
 		return 0, 0, v.w.readErr("signature", err)
 	}
 	at := 0
-	if !bytes.HasPrefix(head, []byte(rarSigPrefix)) {
+	if start == 0 && !bytes.HasPrefix(head, []byte(rarSigPrefix)) {
 		if n <= int64(len(head)) {
 			return 0, 0, malformed(v.w.format, "RAR signature not found in volume %d", v.index+1)
 		}
@@ -163,9 +168,9 @@ func (v *rarVolume) signature() (pos int64, version int, err error) {
 	rest := head[at:]
 	switch {
 	case bytes.HasPrefix(rest, []byte(rar5Sig)):
-		return int64(at + len(rar5Sig)), 5, nil
+		return start + int64(at+len(rar5Sig)), 5, nil
 	case bytes.HasPrefix(rest, []byte(rar4Sig)):
-		return int64(at + len(rar4Sig)), 4, nil
+		return start + int64(at+len(rar4Sig)), 4, nil
 	case len(rest) < len(rar5Sig):
 		return 0, 0, malformed(v.w.format, "truncated signature in volume %d", v.index+1)
 	}
