@@ -39,6 +39,9 @@ type Client struct {
 	// archiveLoaded: the archive chat list has been loaded.
 	archiveLoaded bool
 	opened        map[tg.ChatID]bool
+	// differing holds the chats whose delayed channel difference
+	// (fetchDifference) is under way.
+	differing map[tg.ChatID]bool
 	// public holds the public channels this session resolved by name
 	// without being a member (searchPublicChat): TDLib then knows them
 	// and reads their history from the server.
@@ -367,7 +370,9 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 // ch (MessagesManager::open_dialog sends get_channel_difference and
 // returns): the session learns what changed in ch, at once or, with
 // DifferenceDelay, that much later (a client closing meanwhile learns
-// nothing, and its Close does not wait for the delay). w.mu is held.
+// nothing, and its Close does not wait for the delay). One asked for while
+// the chat's difference is under way is that one, as in TDLib
+// (get_channel_difference runs once per channel at a time). w.mu is held.
 func (c *Client) fetchDifference(ch *chat) {
 	learn := func() {
 		c.relearnChat(ch)
@@ -377,6 +382,13 @@ func (c *Client) fetchDifference(ch *chat) {
 		learn()
 		return
 	}
+	if c.differing[ch.id] {
+		return
+	}
+	if c.differing == nil {
+		c.differing = make(map[tg.ChatID]bool)
+	}
+	c.differing[ch.id] = true
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -385,6 +397,7 @@ func (c *Client) fetchDifference(ch *chat) {
 		}
 		c.w.mu.Lock()
 		defer c.w.mu.Unlock()
+		delete(c.differing, ch.id)
 		learn()
 	}()
 }
