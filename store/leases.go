@@ -220,10 +220,8 @@ func (s *Store) fenceArgs(ctx context.Context) (account *string, epoch *int64) {
 		return nil, nil
 	}
 	acc := f.account
-	if s != nil {
-		if owner, ok := s.owners.owner(f.account, f.epoch); ok {
-			acc += "\x1f" + owner
-		}
+	if owner, ok := s.owners.owner(f.account, f.epoch); ok {
+		acc += "\x1f" + owner
 	}
 	return &acc, &f.epoch
 }
