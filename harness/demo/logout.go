@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"time"
+
+	"stashd/internal/service"
 )
 
 // logouts logs LogoutAccounts accounts out remotely a third of the way
@@ -15,14 +17,14 @@ func (r *runner) logouts(ctx context.Context) {
 	n := min(r.o.LogoutAccounts, len(accounts))
 	out := accounts[len(accounts)-n:]
 	defer r.logBackIn(out)
-	if !sleepCtx(ctx, r.o.Duration/3) {
+	if !service.Sleep(ctx, r.o.Duration/3) {
 		return
 	}
 	for _, a := range out {
 		r.log.Info("demo: logging the account out remotely", "account", a)
 		r.world.LogOut(a)
 	}
-	sleepCtx(ctx, r.o.Duration/3)
+	service.Sleep(ctx, r.o.Duration/3)
 }
 
 // logBackIn logs accounts in again and waits until the daemon runs each
@@ -52,16 +54,4 @@ func (r *runner) logBackIn(accounts []string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	r.log.Warn("demo: an account logged in again did not resume within a minute")
-}
-
-// sleepCtx sleeps d; false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
