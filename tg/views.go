@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"stashd/internal/service"
 )
 
 // DefaultViewSettle is how long after opening a channel a session's view
@@ -101,15 +103,8 @@ func (v *Views) Current(ctx context.Context, chat ChatID) error {
 		return err
 	}
 	wait := time.Until(at.Add(v.settle))
-	if wait <= 0 {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if wait > 0 && !service.Sleep(ctx, wait) {
 		return ctx.Err()
 	}
+	return nil
 }
