@@ -186,12 +186,13 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 	for _, s := range srcs {
 		recorded[s.ChatID] = s
 	}
+	owners := &ownerLooks{}
 	for _, chat := range a.Sources {
 		if s, ok := recorded[chat]; ok {
 			if s.Account == a.Name {
 				continue
 			}
-			moved, err := d.takeOver(ctx, r, s)
+			moved, err := d.takeOver(ctx, r, owners, s)
 			if err != nil {
 				return err
 			}
@@ -229,9 +230,10 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 
 // takeOver moves source s, recorded for another account, to r's account
 // unless that account keeps it (keepsSource), and reports whether it
-// moved: false when kept, or when another account took it first.
-func (d *Daemon) takeOver(ctx context.Context, r *accountRun, s store.Source) (bool, error) {
-	keep, why, err := d.keepsSource(ctx, s)
+// moved: false when kept, or when another account took it first. owners
+// holds what one pass over the shared sources learned of their accounts.
+func (d *Daemon) takeOver(ctx context.Context, r *accountRun, owners *ownerLooks, s store.Source) (bool, error) {
+	keep, why, err := d.keepsSource(ctx, owners, s)
 	if err != nil || keep {
 		return false, err
 	}
@@ -248,16 +250,51 @@ func (d *Daemon) takeOver(ctx context.Context, r *accountRun, s store.Source) (b
 // to it. Taken from a running account that can read it, the chat would
 // change hands at every start, each time read by a session that knows it
 // less well.
-func (d *Daemon) keepsSource(ctx context.Context, s store.Source) (bool, string, error) {
+func (d *Daemon) keepsSource(ctx context.Context, owners *ownerLooks, s store.Source) (bool, string, error) {
 	if s.Access == store.AccessLost {
 		return false, "it lost access to the chat", nil
 	}
-	listed, err := d.lists(ctx, s.Account, s.ChatID)
-	if err != nil || !listed {
-		return false, "it does not list the chat", err
+	listed, ok := owners.listed[s.Account]
+	if !ok {
+		var err error
+		if listed, err = d.listedBy(ctx, s.Account); err != nil {
+			return false, "", err
+		}
+		owners.listed = mapSet(owners.listed, s.Account, listed)
 	}
-	away, why, err := d.accountAway(ctx, s.Account)
-	return !away && err == nil, why, err
+	if !slices.Contains(listed, s.ChatID) {
+		return false, "it does not list the chat", nil
+	}
+	away, ok := owners.away[s.Account]
+	if !ok {
+		var err error
+		if away.away, away.why, err = d.accountAway(ctx, s.Account); err != nil {
+			return false, away.why, err
+		}
+		owners.away = mapSet(owners.away, s.Account, away)
+	}
+	return !away.away, away.why, nil
+}
+
+// ownerLooks is what one pass over the shared sources (registerSources,
+// sharedWatch.check) learned of the accounts recorded for them, each read
+// once per pass rather than once per chat: the chats an account lists and
+// whether it is away.
+type ownerLooks struct {
+	listed map[string][]tg.ChatID
+	away   map[string]struct {
+		away bool
+		why  string
+	}
+}
+
+// mapSet sets m[k] to v, making m when nil, and returns m.
+func mapSet[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[k] = v
+	return m
 }
 
 // accountAway reports whether account does not run, and why: it is not
@@ -298,20 +335,20 @@ func awayBy(l store.Lease, auths []store.AccountAuth) (bool, string) {
 // not started yet.
 const sourceOwnerAway = 10 * time.Minute
 
-// lists reports whether the configuration makes chat a source of account:
-// by id, by a name resolved to it before, or as the supergroup a basic
-// group it lists was upgraded to.
-func (d *Daemon) lists(ctx context.Context, account string, chat tg.ChatID) (bool, error) {
+// listedBy returns the chats the configuration makes sources of account:
+// by id, by a name resolved to one before, and the supergroups basic
+// groups it lists were upgraded to.
+func (d *Daemon) listedBy(ctx context.Context, account string) ([]tg.ChatID, error) {
 	i := slices.IndexFunc(d.cfg.Accounts, func(a Account) bool { return a.Name == account })
 	if i < 0 {
-		return false, nil
+		return nil, nil
 	}
 	a := d.cfg.Accounts[i]
 	listed := slices.Clone(a.Sources)
 	for _, name := range a.Named {
 		id, ok, err := d.store.ResolvedName(ctx, account, strings.ToLower(strings.TrimPrefix(name, "@")))
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if ok {
 			listed = append(listed, id)
@@ -319,11 +356,11 @@ func (d *Daemon) lists(ctx context.Context, account string, chat tg.ChatID) (boo
 	}
 	srcs, err := d.store.Sources(ctx, account)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	upgraded := map[tg.ChatID]tg.ChatID{}
 	for _, s := range srcs {
 		upgraded[s.ChatID] = s.UpgradedTo
 	}
-	return slices.Contains(followStoredUpgrades(listed, upgraded), chat), nil
+	return followStoredUpgrades(listed, upgraded), nil
 }

@@ -67,6 +67,7 @@ func (w *sharedWatch) check(ctx context.Context) error {
 	}
 	w.d.mu.Unlock()
 	var errs []error
+	owners := &ownerLooks{}
 	for _, chat := range others {
 		src, err := w.d.store.GetSource(ctx, chat)
 		if err != nil {
@@ -76,7 +77,7 @@ func (w *sharedWatch) check(ctx context.Context) error {
 			continue
 		}
 		if src.Account != r.name {
-			moved, err := w.d.takeOver(ctx, r, src)
+			moved, err := w.d.takeOver(ctx, r, owners, src)
 			if err != nil {
 				errs = append(errs, err)
 				continue
