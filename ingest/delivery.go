@@ -446,6 +446,11 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 	}
 	lctx, unbind := lock.Bind(ctx)
 	defer unbind()
+	// Other accounts and instances wait for the lock: its requests (the
+	// parts' reads, the destination's history, its opening) do not sit
+	// out a flood wait of this account but fail with it, and the delivery
+	// is put off by the wait without the lock, as a send's 429 puts it off.
+	lctx = tg.WithoutFloodWaits(lctx)
 	// The delivery's last send, when it lands, clears the queue row and
 	// lets the lock go in the commit that records it.
 	end.stmts = ending(store.ClearWaitingStatement(w.PackageID, w.Destination))
