@@ -180,12 +180,9 @@ type Config struct {
 	DownloadBudget int64
 	// Views, when set, is the session's views of chats (tg.Views), shared
 	// with the account's other readers of its destinations. Nil: the
-	// pipeline keeps its own over its client, settling for ViewSettle.
+	// pipeline keeps its own over its client, settling for
+	// tg.DefaultViewSettle.
 	Views *tg.Views
-	// ViewSettle is how long after opening a destination its history is
-	// taken as current (tg.Views); zero means tg.DefaultViewSettle. Unused
-	// with Views.
-	ViewSettle time.Duration
 	// Caption is the template of the captions of sent documents; the zero
 	// Template is caption.Default (name and "(part i/n)"). The delivery
 	// token is always the caption's last line.
@@ -263,7 +260,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		cfg.Now = time.Now
 	}
 	if cfg.Views == nil {
-		cfg.Views = tg.NewViews(t.OpenChat, cfg.ViewSettle)
+		cfg.Views = tg.NewViews(t.OpenChat, 0)
 	}
 	log := cfg.Logger
 	if log == nil {
