@@ -72,7 +72,7 @@ type Telegram interface {
 	DeleteFile(ctx context.Context, file int32) error
 	SendTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string) (tg.Message, error)
 	CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error)
-	SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error)
+	SearchForumTopics(ctx context.Context, chat tg.ChatID, query string, offset tg.TopicOffset, limit int) (tg.TopicPage, error)
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
 	GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error)

@@ -476,6 +476,70 @@ func TestTopicTheRewoundCatalogueForgotIsFoundNotCreatedAgain(t *testing.T) {
 	}
 }
 
+// In a busy destination forum more than a page of getForumTopics (100)
+// topics match the name looked for, and all of them were active after the
+// topic stashd created and the rewound catalogue forgot: the lookup pages
+// on through the server's order until it meets that topic, and the next
+// package goes into it rather than into a second topic of the same name.
+func TestTopicBeyondTheFirstPageOfTheLookupIsFoundNotCreatedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	forum, dragons := sourceForum(t, e)
+	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
+	}})
+	post := func(name string) tg.Message {
+		return e.world.Post(forum, dragons, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p, e.view(c, post("d1.tar")), store.OutcomePackage)
+	e.deliver()
+	// 150 topics the search for "Dragons" finds too, each newer than the
+	// Dragons topic, one of them active again since.
+	var others []int64
+	for i := range 150 {
+		others = append(others, e.world.AddTopic(dest, fmt.Sprintf("Dragons %d", i)))
+	}
+	e.world.Post(dest, others[0], tgsim.Post{Text: "still busy"})
+
+	// The rewind, and its reconciliation of the destination.
+	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM destination_topics`); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RequestReconcile(e.ctx, []tg.ChatID{dest}, "test: the catalogue rewound"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.FinishReconcile(e.ctx, dest, nil); err != nil {
+		t.Fatal(err)
+	}
+	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p2, e.view(c2, post("d2.tar")), store.OutcomePackage)
+	e.deliver()
+
+	threads := topicsNamed(e, dest, "Dragons")
+	if len(threads) != 1 {
+		t.Fatalf("the destination has %d topics named Dragons, want 1", len(threads))
+	}
+	docs := 0
+	for _, m := range e.world.Messages(dest) {
+		if m.Document != nil {
+			docs++
+			if m.TopicID() != threads[0] {
+				t.Errorf("%s is in topic %d, want the Dragons topic %d", m.Document.FileName, m.TopicID(), threads[0])
+			}
+		}
+	}
+	if docs != 2 {
+		t.Errorf("the destination holds %d documents, want 2", docs)
+	}
+	// The topic is on the second page: two requests, not one per page of
+	// the whole forum.
+	if n := e.world.Calls("a")[tg.MethodGetForumTopics]; n != 2 {
+		t.Errorf("getForumTopics called %d times, want 2", n)
+	}
+}
+
 // sourceForum adds a forum, recorded as account a's source, with a topic
 // named Dragons, and returns both.
 func sourceForum(t *testing.T, e *env) (tg.ChatID, int64) {

@@ -78,10 +78,12 @@ type Client interface {
 	// (forumTopicInfo.message_thread_id). A chat that is not a forum fails
 	// with 400.
 	CreateForumTopic(ctx context.Context, chat ChatID, name string) (threadID int64, err error)
-	// SearchForumTopics returns the topics of forum chat whose names match
-	// query, as the server finds them (getForumTopics, first page of up to
-	// MaxSearchLimit, newest first); the caller compares names itself.
-	SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error)
+	// SearchForumTopics returns one page, of up to limit (1..100), of the
+	// topics of forum chat whose names match query, as the server finds
+	// them (getForumTopics): the most recently active first, starting
+	// after offset (zero: from the first). The caller compares names
+	// itself; ForumTopics pages through them.
+	SearchForumTopics(ctx context.Context, chat ChatID, query string, offset TopicOffset, limit int) (TopicPage, error)
 	// ToggleForumTopicIsClosed closes or reopens forum topic thread of
 	// chat (toggleForumTopicIsClosed). The account needs the right to
 	// manage topics there, or to have created the topic: otherwise 400

@@ -355,8 +355,10 @@ func (p *Paced) CreateForumTopic(ctx context.Context, chat ChatID, name string) 
 }
 
 // SearchForumTopics implements Client.
-func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string) ([]Topic, error) {
-	return do(ctx, p, MethodGetForumTopics, func(ctx context.Context) ([]Topic, error) { return p.Client.SearchForumTopics(ctx, chat, query) })
+func (p *Paced) SearchForumTopics(ctx context.Context, chat ChatID, query string, offset TopicOffset, limit int) (TopicPage, error) {
+	return do(ctx, p, MethodGetForumTopics, func(ctx context.Context) (TopicPage, error) {
+		return p.Client.SearchForumTopics(ctx, chat, query, offset, limit)
+	})
 }
 
 // ToggleForumTopicIsClosed implements Client.

@@ -67,3 +67,44 @@ func splitAfter(msgs []Message, after int64, page []Message) ([]Message, bool) {
 	}
 	return page, reached
 }
+
+// TopicSearcher is the one request ForumTopics needs.
+type TopicSearcher interface {
+	SearchForumTopics(ctx context.Context, chat ChatID, query string, offset TopicOffset, limit int) (TopicPage, error)
+}
+
+// ForumTopics pages through the topics of forum chat whose names match
+// query (getForumTopics, MaxSearchLimit a page), in the server's order,
+// and returns those it read: every page, or, when done is not nil, the
+// pages up to the first of which done reports true, so that a topic looked
+// for costs no request past the page that holds it.
+//
+// The pages end with an empty one (TDLib's next offsets are then zero, and
+// sending them would start over), or with one shorter than asked once the
+// topics read reach the server's count (TDLib may answer fewer than asked
+// with more to come, and the count is approximate: either alone is no
+// end). A next offset that does not move on ends them too, so that a
+// server answering the same page again cannot keep the walk going.
+func ForumTopics(ctx context.Context, s TopicSearcher, chat ChatID, query string, done func(page []Topic) bool) ([]Topic, error) {
+	var out []Topic
+	var offset TopicOffset
+	for {
+		page, err := s.SearchForumTopics(ctx, chat, query, offset, MaxSearchLimit)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, page.Topics...)
+		switch {
+		case done != nil && done(page.Topics),
+			len(page.Topics) == 0 || page.Next.IsZero() || page.Next.same(offset),
+			len(page.Topics) < MaxSearchLimit && len(out) >= page.TotalCount:
+			return out, nil
+		}
+		offset = page.Next
+	}
+}
+
+// same reports whether o and p start the same page.
+func (o TopicOffset) same(p TopicOffset) bool {
+	return o.Date.Equal(p.Date) && o.MessageID == p.MessageID && o.ThreadID == p.ThreadID
+}

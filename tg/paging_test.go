@@ -1,8 +1,12 @@
 package tg_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"stashd/sim/tgsim"
 	"stashd/tg"
@@ -54,5 +58,95 @@ func TestDocumentsAfterSurvivesShortPages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ForumTopics reads the pages of getForumTopics until the one holding what
+// it looks for, or to the end: the page after the last topic, or the short
+// page that brings the topics read to the server's count.
+func TestForumTopicsPagesUntilFoundOrTheEnd(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		others int  // topics named "books N", all newer than "books"
+		find   bool // look for "books"
+		calls  int
+		read   int
+	}{
+		{"found on the third page", 250, true, 3, 251},
+		{"found on the first page", 20, true, 1, 21},
+		{"every page, the last one short", 250, false, 3, 251},
+		{"every page, the last one full", 199, false, 3, 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := tgsim.NewWorld(tgsim.Config{Seed: 1})
+			w.AddAccount("a", false)
+			forum := w.AddChat(tg.KindForum, "forum", "a")
+			books := w.AddTopic(forum, "books")
+			for i := range tt.others {
+				w.AddTopic(forum, fmt.Sprintf("books %d", i))
+			}
+			w.AddTopic(forum, "films")
+			c := w.Client("a")
+			defer c.Close()
+			if err := c.LoadChats(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			var done func([]tg.Topic) bool
+			if tt.find {
+				done = func(page []tg.Topic) bool {
+					return slices.ContainsFunc(page, func(t tg.Topic) bool { return t.ThreadID == books })
+				}
+			}
+			got, err := tg.ForumTopics(t.Context(), c, forum, "books", done)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.read || got[len(got)-1].ThreadID != books {
+				t.Errorf("read %d topics, the last %+v; want %d, the last books (%d)", len(got), got[len(got)-1], tt.read, books)
+			}
+			if n := w.Calls("a")[tg.MethodGetForumTopics]; n != tt.calls {
+				t.Errorf("getForumTopics called %d times, want %d", n, tt.calls)
+			}
+		})
+	}
+}
+
+// pages answers getForumTopics from a script of pages, whatever the offset.
+type pages struct {
+	script []tg.TopicPage
+	asked  []tg.TopicOffset
+}
+
+func (p *pages) SearchForumTopics(_ context.Context, _ tg.ChatID, _ string, offset tg.TopicOffset, _ int) (tg.TopicPage, error) {
+	p.asked = append(p.asked, offset)
+	if len(p.asked) > len(p.script) {
+		return tg.TopicPage{}, errors.New("asked past the script")
+	}
+	return p.script[len(p.asked)-1], nil
+}
+
+// A short page is no end while the server counts more topics (TDLib may
+// answer fewer than asked), and a page whose next offset does not move on
+// ends the pages rather than asking for it forever.
+func TestForumTopicsShortPagesAndStuckOffsets(t *testing.T) {
+	t.Parallel()
+	at := func(thread int64) tg.TopicOffset {
+		return tg.TopicOffset{Date: time.Unix(1_750_000_000+thread, 0), MessageID: tg.MessageIDFromServer(thread), ThreadID: thread << 20}
+	}
+	topics := func(n int) []tg.Topic { return make([]tg.Topic, n) }
+	p := &pages{script: []tg.TopicPage{
+		{Topics: topics(60), TotalCount: 200, Next: at(9)},
+		{Topics: topics(60), TotalCount: 200, Next: at(8)},
+		{Topics: topics(30), TotalCount: 200, Next: at(7)},
+		{Topics: topics(30), TotalCount: 200, Next: at(7)}, // the same next offset again
+	}}
+	got, err := tg.ForumTopics(t.Context(), p, -1002123456789, "", nil)
+	if err != nil || len(got) != 180 {
+		t.Fatalf("read %d topics, %v; want 180", len(got), err)
+	}
+	if want := []tg.TopicOffset{{}, at(9), at(8), at(7)}; !slices.Equal(p.asked, want) {
+		t.Errorf("asked from %v, want %v", p.asked, want)
 	}
 }

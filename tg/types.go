@@ -168,6 +168,33 @@ type Topic struct {
 	IsClosed bool
 }
 
+// TopicOffset is where a page of getForumTopics starts (offset_date,
+// offset_message_id, offset_message_thread_id): zero for the first page,
+// then the Next of the page before, which TDLib takes from that page's
+// last topic.
+type TopicOffset struct {
+	// Date is the date of the last topic's last message, or its creation
+	// date when TDLib knows no last message (seconds, as Telegram dates).
+	Date time.Time
+	// MessageID is the last topic's last message; 0 when TDLib knows none.
+	MessageID MessageID
+	// ThreadID is the last topic's thread.
+	ThreadID int64
+}
+
+// IsZero reports whether o is the zero offset: the first page, or the Next
+// of an empty page (the end of the topics).
+func (o TopicOffset) IsZero() bool { return o.Date.IsZero() && o.MessageID == 0 && o.ThreadID == 0 }
+
+// TopicPage is one page of getForumTopics (forumTopics).
+type TopicPage struct {
+	Topics []Topic
+	// TotalCount is the server's approximate number of matching topics.
+	TotalCount int
+	// Next starts the following page; zero after an empty page.
+	Next TopicOffset
+}
+
 // SearchFilter selects the kind of messages searchChatMessages returns.
 type SearchFilter string
 

@@ -150,7 +150,7 @@ func listPlanChats(ctx context.Context, p plan, account, filter string, topics b
 // listChats lists the chats of one account's client: getChats of the
 // main and the archive list, then getChat and, for channels and
 // supergroups, getSupergroup of each (both answered locally); with topics,
-// getForumTopics of each forum.
+// getForumTopics of each forum, every page.
 func listChats(ctx context.Context, c tg.Client, account string, r roles, filter string, topics bool) ([]chatEntry, error) {
 	dir, ok := c.(tg.Directory)
 	if !ok {
@@ -189,7 +189,7 @@ func listChats(ctx context.Context, c tg.Client, account string, r roles, filter
 			}
 			e.Role = r.of(id, e.Username)
 			if topics && ch.Kind == tg.KindForum {
-				ts, err := c.SearchForumTopics(ctx, id, "")
+				ts, err := tg.ForumTopics(ctx, c, id, "", nil)
 				if err != nil {
 					return out, fmt.Errorf("topics of chat %d: %w", id, err)
 				}

@@ -1,6 +1,12 @@
 package tdjsonsim
 
-import "stashd/tg"
+import (
+	"context"
+	"time"
+
+	"stashd/sim/tgsim"
+	"stashd/tg"
+)
 
 // forumTopicInfoObject is TDLib's forumTopicInfo. The simulator keeps no
 // icon, creation date or creator: they are written as TDLib's defaults.
@@ -48,24 +54,53 @@ func forumTopicObject(t tg.Topic) object {
 	}...)
 }
 
-// forumTopicsObject is getForumTopics' answer: one page, so the next
-// offsets are those of its last topic (zero for an empty page).
-func forumTopicsObject(topics []tg.Topic) object {
-	list := make([]object, len(topics))
-	for i, t := range topics {
+// getForumTopics answers a page of a forum's topics, as the server pages
+// them (tgsim.Client.SearchForumTopics).
+func getForumTopics(ctx context.Context, cl *tgsim.Client, r *request) (object, error) {
+	var p struct {
+		ChatID                tdInt  `json:"chat_id"`
+		Query                 string `json:"query"`
+		OffsetDate            tdInt  `json:"offset_date"`
+		OffsetMessageID       tdInt  `json:"offset_message_id"`
+		OffsetMessageThreadID tdInt  `json:"offset_message_thread_id"`
+		Limit                 tdInt  `json:"limit"`
+	}
+	if err := r.params(&p); err != nil {
+		return nil, err
+	}
+	offset := tg.TopicOffset{MessageID: tg.MessageID(p.OffsetMessageID), ThreadID: int64(p.OffsetMessageThreadID)}
+	switch {
+	case p.OffsetDate < 0:
+		// ForumTopicManager::get_forum_topics
+		return nil, tdError(400, "Invalid offset date specified")
+	case p.OffsetDate > 0:
+		offset.Date = time.Unix(int64(p.OffsetDate), 0)
+	}
+	page, err := cl.SearchForumTopics(ctx, tg.ChatID(p.ChatID), p.Query, offset, int(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	return forumTopicsObject(page), nil
+}
+
+// forumTopicsObject is getForumTopics' answer: the page's topics, the
+// server's count of the matching topics and the next offsets, which TDLib
+// takes from the page's last topic (all zero for an empty page).
+func forumTopicsObject(page tg.TopicPage) object {
+	list := make([]object, len(page.Topics))
+	for i, t := range page.Topics {
 		list[i] = forumTopicObject(t)
 	}
-	var lastMsg, lastThread int64
-	if len(topics) > 0 {
-		last := topics[len(topics)-1]
-		lastMsg, lastThread = int64(last.LastMessageID), last.ThreadID
+	var date int64
+	if !page.Next.Date.IsZero() {
+		date = page.Next.Date.Unix()
 	}
 	return object{
 		{"@type", "forumTopics"},
-		{"total_count", len(topics)},
+		{"total_count", page.TotalCount},
 		{"topics", list},
-		{"next_offset_date", 0},
-		{"next_offset_message_id", lastMsg},
-		{"next_offset_message_thread_id", lastThread},
+		{"next_offset_date", date},
+		{"next_offset_message_id", int64(page.Next.MessageID)},
+		{"next_offset_message_thread_id", page.Next.ThreadID},
 	}
 }

@@ -1,6 +1,7 @@
 package tdjsonsim_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -566,5 +567,63 @@ func TestCreateForumTopicAndSendIntoIt(t *testing.T) {
 	}
 	if got := w.Calls("acct1")[tg.MethodCreateForumTopic]; got != 2 {
 		t.Errorf("createForumTopic counted %d times, want 2", got)
+	}
+}
+
+// getForumTopics pages as TDLib 1.8.40 does: each page's next offsets are
+// its last topic's (last message date and id, thread), the request that
+// sends them back gets the following topics, and after the last topic an
+// empty page with zero offsets; total_count counts every matching topic,
+// and a limit above the server's 100 gets 100.
+func TestGetForumTopicsPages(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 7})
+	want := map[int64]bool{}
+	for i := range 130 {
+		want[w.AddTopic(w.forum, fmt.Sprintf("Dragons %d", i))] = true
+	}
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	offset := map[string]any{"offset_date": 0, "offset_message_id": 0, "offset_message_thread_id": 0}
+	var sizes []int
+	for range 4 {
+		page := c.ok(1, "getForumTopics", map[string]any{"chat_id": w.forum, "query": "dragons", "limit": 150,
+			"offset_date": offset["offset_date"], "offset_message_id": offset["offset_message_id"],
+			"offset_message_thread_id": offset["offset_message_thread_id"]}, "forumTopics")
+		topics, _ := page.get("topics").([]any)
+		sizes = append(sizes, len(topics))
+		if page.int("total_count") != 130 {
+			t.Errorf("total_count %d, want 130", page.int("total_count"))
+		}
+		next := map[string]any{"offset_date": page.int("next_offset_date"), "offset_message_id": page.int("next_offset_message_id"),
+			"offset_message_thread_id": page.int("next_offset_message_thread_id")}
+		if len(topics) == 0 {
+			if next["offset_date"] != int64(0) || next["offset_message_id"] != int64(0) || next["offset_message_thread_id"] != int64(0) {
+				t.Errorf("an empty page's next offsets are %v, want zero", next)
+			}
+			break
+		}
+		last := tdObject(topics[len(topics)-1].(map[string]any))
+		if next["offset_message_thread_id"] != last.int("info", "message_thread_id") || next["offset_message_id"] != last.int("last_message", "id") ||
+			next["offset_date"] == int64(0) {
+			t.Errorf("next offsets %v, want those of the last topic %v", next, last)
+		}
+		for _, o := range topics {
+			thread := tdObject(o.(map[string]any)).int("info", "message_thread_id")
+			if !want[thread] {
+				t.Errorf("topic %d listed twice, or not one of the Dragons", thread)
+			}
+			delete(want, thread)
+		}
+		offset = next
+	}
+	if len(sizes) != 3 || sizes[0] != 100 || sizes[1] != 30 || len(want) != 0 {
+		t.Errorf("pages of %v topics, %d never listed; want 100, 30, then an empty page", sizes, len(want))
+	}
+	if res := c.ok(1, "getForumTopics", map[string]any{"chat_id": w.forum, "query": "", "limit": 0, "offset_date": 0,
+		"offset_message_id": 0, "offset_message_thread_id": 0}, "error"); res.int("code") != 400 || res.str("message") != "Invalid limit specified" {
+		t.Errorf("getForumTopics with limit 0: %v", res)
 	}
 }

@@ -579,33 +579,7 @@ func (s *session) handle(r *request) (object, error) {
 		t := tg.Topic{ChatID: tg.ChatID(p.ChatID), ThreadID: thread, Name: tg.CleanTopicName(p.Name)}
 		return createdForumTopicInfoObject(t), nil
 	case tg.MethodGetForumTopics:
-		var p struct {
-			ChatID                tdInt  `json:"chat_id"`
-			Query                 string `json:"query"`
-			OffsetDate            tdInt  `json:"offset_date"`
-			OffsetMessageID       tdInt  `json:"offset_message_id"`
-			OffsetMessageThreadID tdInt  `json:"offset_message_thread_id"`
-			Limit                 tdInt  `json:"limit"`
-		}
-		if err := r.params(&p); err != nil {
-			return nil, err
-		}
-		switch {
-		case p.Limit <= 0:
-			// ForumTopicManager::get_forum_topics; a limit above the
-			// server's 100 is answered with at most 100.
-			return nil, tdError(400, "Invalid limit specified")
-		case p.OffsetDate != 0 || p.OffsetMessageID != 0 || p.OffsetMessageThreadID != 0:
-			return nil, notSimulated("getForumTopics beyond the first page")
-		}
-		topics, err := cl.SearchForumTopics(ctx, tg.ChatID(p.ChatID), p.Query)
-		if err != nil {
-			return nil, err
-		}
-		if len(topics) > int(p.Limit) {
-			topics = topics[:p.Limit]
-		}
-		return forumTopicsObject(topics), nil
+		return getForumTopics(ctx, cl, r)
 	case tg.MethodDownloadFile:
 		return downloadFile(ctx, cl, r)
 	case tg.MethodCancelDownloadFile:

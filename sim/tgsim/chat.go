@@ -57,6 +57,9 @@ type topic struct {
 	// made): it may close and reopen it without the right to manage topics.
 	creator string
 	closed  bool
+	// created is the date of its creation message, which getForumTopics
+	// orders it by while it has no other message.
+	created time.Time
 }
 
 // message is a live message; deleted messages are removed from the chat.

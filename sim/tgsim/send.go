@@ -1,10 +1,7 @@
 package tgsim
 
 import (
-	"cmp"
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"stashd/tg"
@@ -400,38 +397,5 @@ func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name stri
 			return 0, errBadRequest("Name must be non-empty")
 		}
 		return w.addTopic(ch, name, c.account), nil
-	})
-}
-
-// SearchForumTopics implements tg.Client (getForumTopics): the forum's
-// topics whose names contain query, ignoring case (Telegram matches
-// words; a name equal to the query is always found), at most
-// tg.MaxSearchLimit, in the server's order: by last message, the most
-// recently active first (a topic without a message by its creation),
-// as channels.getForumTopics answers unless order_by_create_date (TDLib
-// takes its next offsets from the last topic's last message).
-func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error) {
-	return call(ctx, c, tg.MethodGetForumTopics, func() ([]tg.Topic, error) {
-		ch, err := c.serverChat(chat)
-		if err != nil {
-			return nil, err
-		}
-		if ch.kind != tg.KindForum {
-			return nil, errBadRequest("Chat is not a forum")
-		}
-		var out []tg.Topic
-		for thread, t := range ch.topics {
-			if strings.Contains(strings.ToLower(t.name), strings.ToLower(query)) {
-				out = append(out, c.w.topicView(ch, thread))
-			}
-		}
-		activity := func(t tg.Topic) tg.MessageID { return max(t.LastMessageID, tg.MessageID(t.ThreadID)) }
-		slices.SortFunc(out, func(a, b tg.Topic) int {
-			return cmp.Or(cmp.Compare(activity(b), activity(a)), cmp.Compare(b.ThreadID, a.ThreadID))
-		})
-		if len(out) > tg.MaxSearchLimit {
-			out = out[:tg.MaxSearchLimit]
-		}
-		return out, nil
 	})
 }

@@ -558,10 +558,10 @@ func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread i
 }
 
 // SearchForumTopics implements tg.Client.
-func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string) ([]tg.Topic, error) {
-	data, err := c.call(ctx, getForumTopicsRequest(chat, query))
+func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query string, offset tg.TopicOffset, limit int) (tg.TopicPage, error) {
+	data, err := c.call(ctx, getForumTopicsRequest(chat, query, offset, limit))
 	if err != nil {
-		return nil, fmt.Errorf("search forum topics %q of chat %d: %w", query, chat, err)
+		return tg.TopicPage{}, fmt.Errorf("search forum topics %q of chat %d: %w", query, chat, err)
 	}
 	return decodeForumTopics(chat, data)
 }

@@ -105,8 +105,8 @@ func (*Client) CreateForumTopic(context.Context, tg.ChatID, string) (int64, erro
 }
 
 // SearchForumTopics implements tg.Client.
-func (*Client) SearchForumTopics(context.Context, tg.ChatID, string) ([]tg.Topic, error) {
-	return nil, tg.ErrNoTDLib
+func (*Client) SearchForumTopics(context.Context, tg.ChatID, string, tg.TopicOffset, int) (tg.TopicPage, error) {
+	return tg.TopicPage{}, tg.ErrNoTDLib
 }
 
 // ToggleForumTopicIsClosed implements tg.Client.

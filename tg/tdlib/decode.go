@@ -326,23 +326,35 @@ func decodeForumTopic(chat tg.ChatID, data []byte) (tg.Topic, error) {
 	}, nil
 }
 
-// decodeForumTopics decodes forumTopics (getForumTopics) of chat.
-func decodeForumTopics(chat tg.ChatID, data []byte) ([]tg.Topic, error) {
+// decodeForumTopics decodes forumTopics (getForumTopics) of chat: a page
+// of topics and the offsets of the next page (zero after an empty one).
+func decodeForumTopics(chat tg.ChatID, data []byte) (tg.TopicPage, error) {
 	var v struct {
-		Topics []json.RawMessage `json:"topics"`
+		TotalCount          tdInt             `json:"total_count"`
+		Topics              []json.RawMessage `json:"topics"`
+		NextOffsetDate      tdInt             `json:"next_offset_date"`
+		NextOffsetMessageID tdInt             `json:"next_offset_message_id"`
+		NextOffsetThreadID  tdInt             `json:"next_offset_message_thread_id"`
 	}
 	if err := decodeAs(data, "forumTopics", &v); err != nil {
-		return nil, err
+		return tg.TopicPage{}, err
 	}
-	out := make([]tg.Topic, 0, len(v.Topics))
+	page := tg.TopicPage{
+		Topics:     make([]tg.Topic, 0, len(v.Topics)),
+		TotalCount: int(v.TotalCount),
+		Next:       tg.TopicOffset{MessageID: tg.MessageID(v.NextOffsetMessageID), ThreadID: int64(v.NextOffsetThreadID)},
+	}
+	if v.NextOffsetDate != 0 {
+		page.Next.Date = time.Unix(int64(v.NextOffsetDate), 0)
+	}
 	for _, raw := range v.Topics {
 		t, err := decodeForumTopic(chat, raw)
 		if err != nil {
-			return nil, err
+			return tg.TopicPage{}, err
 		}
-		out = append(out, t)
+		page.Topics = append(page.Topics, t)
 	}
-	return out, nil
+	return page, nil
 }
 
 // decodeForumTopicInfo returns the thread id of a forumTopicInfo

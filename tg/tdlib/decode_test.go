@@ -407,8 +407,18 @@ func TestDecodeForumTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []tg.Topic{{ChatID: forum, ThreadID: 4194304, Name: "Dragons"}, {ChatID: forum, ThreadID: 3145728, Name: "Dragons (old)"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %+v, want %+v", got, want)
+	if !slices.Equal(got.Topics, want) {
+		t.Errorf("got %+v, want %+v", got.Topics, want)
+	}
+	// The next page starts at the last topic, which has no last message:
+	// its creation date and no message id.
+	if next := (tg.TopicOffset{Date: time.Unix(1725000000, 0), ThreadID: 3145728}); got.TotalCount != 2 || !got.Next.Date.Equal(next.Date) || got.Next.MessageID != 0 || got.Next.ThreadID != next.ThreadID {
+		t.Errorf("count %d, next offsets %+v; want 2, %+v", got.TotalCount, got.Next, next)
+	}
+	// The page after the last is empty, its next offsets zero.
+	end, err := decodeForumTopics(forum, []byte(`{"@type":"forumTopics","total_count":2,"topics":[],"next_offset_date":0,"next_offset_message_id":0,"next_offset_message_thread_id":0}`))
+	if err != nil || len(end.Topics) != 0 || !end.Next.IsZero() {
+		t.Errorf("empty page: %+v, %v; want no topic and zero offsets", end, err)
 	}
 }
 

@@ -214,16 +214,21 @@ func createForumTopicRequest(chat tg.ChatID, name string) request {
 	}}
 }
 
-// getForumTopicsRequest asks for the first page of chat's topics whose
-// names match query, newest first.
-func getForumTopicsRequest(chat tg.ChatID, query string) request {
+// getForumTopicsRequest asks for a page of chat's topics whose names match
+// query, the most recently active first, starting after offset (zero: the
+// first page); a limit above tg.MaxSearchLimit is lowered to it.
+func getForumTopicsRequest(chat tg.ChatID, query string, offset tg.TopicOffset, limit int) request {
+	var date int64
+	if !offset.Date.IsZero() {
+		date = offset.Date.Unix()
+	}
 	return request{tg.MethodGetForumTopics, map[string]any{
 		"chat_id":                  int64(chat),
 		"query":                    query,
-		"offset_date":              0,
-		"offset_message_id":        0,
-		"offset_message_thread_id": 0,
-		"limit":                    tg.MaxSearchLimit,
+		"offset_date":              date,
+		"offset_message_id":        int64(offset.MessageID),
+		"offset_message_thread_id": offset.ThreadID,
+		"limit":                    min(limit, tg.MaxSearchLimit),
 	}}
 }
 
