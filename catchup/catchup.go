@@ -299,7 +299,7 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		}
 		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent,
 			NoAccess: errors.Is(scanErr, tg.ErrNoAccess), Protected: sc.chat.Protected, ChatRead: sc.chatRead,
-			NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged}
+			Read: scanErr == nil && sc.decision == DecisionPaged, NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged}
 		// Recording the outcome must survive the scan's own failure.
 		after, err := c.store.FinishScan(ctx, src.ChatID, c.cfg.Owner, out, c.cfg.Policy)
 		if err != nil {
@@ -405,9 +405,13 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 	// After a lost access getChat still answers from local state: only a
 	// server call tells whether the source can be read, and it disproves
 	// only the losses reported before it (mark): one reported while the
-	// scan runs stays in doubt.
+	// scan runs stays in doubt. A source recorded inaccessible is read
+	// from the server too, whatever this session heard (a restart, a fetch
+	// refused for it): only a scan that paged records it readable again,
+	// which makes its letters lost for want of access due
+	// (store.FinishScan).
 	mark := c.lst.AccessMark(src.ChatID)
-	verify := c.lst.AccessInDoubt(src.ChatID)
+	verify := c.lst.AccessInDoubt(src.ChatID) || src.Access == store.AccessLost
 	if known && last <= w && !verify {
 		if err := c.settleHint(ctx, src.ChatID, max(w, seen), false); err != nil {
 			return 0, DecisionError, err

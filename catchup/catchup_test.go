@@ -426,8 +426,8 @@ func TestLostAccessRecordsSourceInaccessible(t *testing.T) {
 		}
 	}
 
-	// Access comes back: the next successful scan records it.
-	if src, err = w.st.FinishScan(t.Context(), lost, "test", store.ScanOutcome{ChatRead: true}, store.ScanPolicy{}); err != nil || src.Access != store.AccessOK || src.AccessReason != "" {
+	// Access comes back: the next scan that reads the source records it.
+	if src, err = w.st.FinishScan(t.Context(), lost, "test", store.ScanOutcome{ChatRead: true, Read: true}, store.ScanPolicy{}); err != nil || src.Access != store.AccessOK || src.AccessReason != "" {
 		t.Errorf("after a successful scan: access %q (%q), %v; want %q", src.Access, src.AccessReason, err, store.AccessOK)
 	}
 }

@@ -443,7 +443,17 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	if logIt {
 		p.log.Warn("dead letter", "source", msg.ChatID, "message", msg.ID.ServerID(), "class", class, "attempt", previous+1, "reason", err)
 	}
-	return p.store.RecordDeadLetter(ctx, d, sourceMessage(msg, store.OutcomeDeadLetter, 0))
+	if err := p.store.RecordDeadLetter(ctx, d, sourceMessage(msg, store.OutcomeDeadLetter, 0)); err != nil {
+		return err
+	}
+	if class == store.ClassNoAccess && p.cfg.AccessLost != nil {
+		// The letter recorded the source inaccessible: catch-up reads it
+		// again, and finds the loss, or that the account is back, which
+		// makes the letter due. Told before the record, a scan in between
+		// could have found the account back and passed the letter by.
+		p.cfg.AccessLost(msg.ChatID)
+	}
+	return nil
 }
 
 func sourceMessage(msg tg.Message, out store.Outcome, pkg int64) store.SourceMessage {

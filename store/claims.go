@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,11 +48,16 @@ type ScanOutcome struct {
 	Permanent bool
 	// NoAccess says Err is a lost access (tg.ErrNoAccess): the source is
 	// recorded as inaccessible with Err as its reason. A scan without error
-	// records the source accessible again.
+	// that read the source (Read) records it accessible again.
 	NoAccess bool
 	// Protected is the chat's has_protected_content, when the scan read the
 	// chat (ChatRead); otherwise the stored flag is kept.
 	Protected, ChatRead bool
+	// Read says the scan read the source from the server (it paged), and
+	// so proved it readable: only such a scan records a source recorded
+	// inaccessible readable again (FinishScan). One that trusted the
+	// session's local view keeps the mark for a later scan to settle.
+	Read bool
 	// NotMember says the scan read the source from the server although
 	// TDLib reported the account's status in it as "left": a public chat
 	// the account reads without having joined it (AccessNotMember). A
@@ -76,7 +82,9 @@ type ScanPolicy struct {
 }
 
 // FinishScan records a scan's outcome, schedules the next one and releases
-// the claim. A source with pending dead letters never counts as empty.
+// the claim. A source with pending dead letters never counts as empty. A
+// scan that read a source recorded inaccessible records it readable again
+// (regainAccess), which makes its no_access letters due.
 func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o ScanOutcome, p ScanPolicy) (Source, error) {
 	errText := ""
 	if o.Err != nil {
@@ -98,10 +106,13 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 				WHEN $2 = 0 AND empty_scans + 1 >= $9 THEN now() + $5::interval
 				ELSE now() END,
 			access = CASE WHEN $11 THEN 'inaccessible'
+				WHEN access = 'inaccessible' THEN access
 				WHEN $3 = '' AND ($14 OR access = 'not_member') THEN 'not_member'
 				WHEN $3 = '' THEN 'ok' ELSE access END,
-			access_reason = CASE WHEN $11 THEN $3 WHEN $3 = '' THEN '' ELSE access_reason END,
-			access_since = CASE WHEN $11 THEN coalesce(access_since, now()) WHEN $3 = '' THEN NULL ELSE access_since END,
+			access_reason = CASE WHEN $11 THEN $3 WHEN access = 'inaccessible' THEN access_reason
+				WHEN $3 = '' THEN '' ELSE access_reason END,
+			access_since = CASE WHEN $11 THEN coalesce(access_since, now()) WHEN access = 'inaccessible' THEN access_since
+				WHEN $3 = '' THEN NULL ELSE access_since END,
 			protected = CASE WHEN $12 THEN $13 ELSE protected END,
 			claim_owner = NULL, claim_until = NULL, updated_at = now()
 		WHERE chat_id = $1 AND (claim_owner = $10 OR claim_owner IS NULL)
@@ -111,6 +122,49 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 	src, err := scanSource(row)
 	if err != nil {
 		return Source{}, fmt.Errorf("finish scan of %d: %w", chat, err)
+	}
+	if o.Err == nil && o.Read && src.Access == AccessLost {
+		// The mark was kept above: it goes with the letters' revival, in
+		// one transaction, so that a stop between the two loses neither.
+		return s.regainAccess(ctx, chat, o.NotMember)
+	}
+	return src, nil
+}
+
+// regainAccess records chat, recorded inaccessible, as readable again
+// (not_member when notMember) and makes its dead letters of class
+// ClassNoAccess due now, for its account: the account can read the chat
+// again, and nothing else would fetch them (the watermark is past their
+// messages, the rescan passes over them as handled). A letter recorded
+// while this runs either is seen by the revival, or marks the source
+// inaccessible again after it (RecordDeadLetter), for the next scan.
+func (s *Store) regainAccess(ctx context.Context, chat tg.ChatID, notMember bool) (Source, error) {
+	var src Source
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		src, err = scanSource(tx.QueryRow(ctx, `UPDATE sources SET
+				access = CASE WHEN $2 THEN 'not_member' ELSE 'ok' END, access_reason = '', access_since = NULL,
+				updated_at = now()
+			WHERE chat_id = $1 AND access = 'inaccessible'
+			RETURNING `+sourceColumns, int64(chat), notMember))
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Another scan regained it first.
+			src, err = scanSource(tx.QueryRow(ctx, `SELECT `+sourceColumns+` FROM sources WHERE chat_id = $1`, int64(chat)))
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		// A statement of its own, after the source's row is ours: its
+		// snapshot sees a letter whose RecordDeadLetter held the row and
+		// committed while the update above waited for it.
+		_, err = tx.Exec(ctx, `UPDATE dead_letters SET account = $2, state = 'pending', next_attempt_at = now(),
+				updated_at = now()
+			WHERE chat_id = $1 AND state = 'exhausted' AND error_class = $3`, int64(chat), src.Account, ClassNoAccess)
+		return err
+	})
+	if err != nil {
+		return Source{}, fmt.Errorf("record access to %d regained: %w", chat, err)
 	}
 	return src, nil
 }

@@ -27,8 +27,11 @@ const (
 // ClassNoAccess is the error class of a dead letter its account could not
 // fetch because it cannot read the source any more (removed from the chat,
 // or the chat unknown to it): exhausted, since no retry of that account
-// reads it, until another account takes the source over (TakeSource),
-// which makes it due again for that account's retry loop.
+// reads it while it cannot, and the source is recorded inaccessible. It is
+// due again once the source's account reads the chat again (a scan
+// without error of the source recorded inaccessible: FinishScan), or once
+// another account takes the source over (TakeSource), for that account's
+// retry loop.
 const ClassNoAccess = "no_access"
 
 // DeadLetter is a source message whose handling failed. It does not hold the
@@ -55,7 +58,11 @@ type DeadLetter struct {
 // source message is recorded with outcome dead_letter in the same
 // transaction, so the message counts as handled. The letter goes to the
 // account of key's source, whose retry loop fetches it: one another
-// account recorded as ClassNoAccess is due at once.
+// account recorded as ClassNoAccess is due at once. One of the source's
+// own account exhausted as ClassNoAccess records the source inaccessible,
+// with the letter's reason unless it was already: the scan that reads the
+// chat again makes the letter due (FinishScan), also when no scan saw the
+// loss (the account was back before one ran, or the daemon stopped).
 func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMessage) error {
 	state := DeadPending
 	var next *time.Time
@@ -83,11 +90,18 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 		// of it waits for this commit and then moves the letter too, or
 		// this read waits for the move and finds the new account. (A
 		// ClaimSources meanwhile skips the source, as any row being
-		// written, and claims it at its next pass.)
+		// written, and claims it at its next pass.) A letter for want of
+		// access may write the source's row below: it takes the row for
+		// that at once, since two such letters each holding it FOR SHARE
+		// would deadlock there.
+		lock := "FOR SHARE"
+		if d.ErrorClass == ClassNoAccess {
+			lock = "FOR NO KEY UPDATE"
+		}
 		var cur, owner *string
 		err := tx.QueryRow(ctx, `SELECT
 				(SELECT unique_id FROM source_messages WHERE chat_id = $1 AND message_id = $2 FOR UPDATE),
-				(SELECT account FROM sources WHERE chat_id = $1 FOR SHARE)`,
+				(SELECT account FROM sources WHERE chat_id = $1 `+lock+`)`,
 			int64(d.Key.Chat), int64(d.Key.Message)).Scan(&cur, &owner)
 		if err != nil {
 			return err
@@ -101,6 +115,15 @@ func (s *Store) RecordDeadLetter(ctx context.Context, d DeadLetter, msg SourceMe
 				state, next = DeadPending, &now
 			}
 			d.Account = *owner
+		}
+		if owner != nil && d.ErrorClass == ClassNoAccess && state == DeadExhausted {
+			_, err = tx.Exec(ctx, `UPDATE sources SET access = 'inaccessible',
+					access_reason = CASE WHEN access = 'inaccessible' THEN access_reason ELSE $2 END,
+					access_since = coalesce(access_since, now()), updated_at = now()
+				WHERE chat_id = $1`, int64(d.Key.Chat), text(d.Reason))
+			if err != nil {
+				return err
+			}
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO dead_letters (chat_id, message_id, account, error_class, reason,
 				attempts, next_attempt_at, state)

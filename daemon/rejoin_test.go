@@ -1,0 +1,109 @@
+package daemon_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"stashd/catchup"
+	"stashd/daemon"
+	"stashd/ingest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// An archive an account could not fetch because it had been removed from
+// its source is exhausted as a no_access dead letter: no retry of that
+// account reads it while it is out. Once the account is a member again,
+// with no other account to take the source over, the letter is due once
+// more and the archive is catalogued and delivered, with no operator's
+// retry: the watermark is past it and the rescan passes over its message
+// as handled, so nothing else would fetch it.
+func TestRejoinedAccountFetchesWhatItsLostAccessExhausted(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 21, "a")
+	posted := exhaustedForLostAccess(t, st, pr, "rejoin")
+
+	// The daemon runs while a is still out: catch-up records the loss.
+	d := runAAlone(t, st, pr)
+	defer d.Shutdown(context.Background())
+	waitAccess(t, st, pr.src, store.AccessLost)
+
+	pr.world.RemoveMember("a", pr.src, false)
+	// A catch-up scan reads the source again.
+	waitAccess(t, st, pr.src, store.AccessOK, store.AccessNotMember)
+	waitFetched(t, st, posted.Key(), "the archive a could not read while removed was never fetched once it was back")
+	waitDocuments(t, pr.world, pr.dest, 1)
+}
+
+// The same when the account is back before any catch-up recorded the
+// loss: the failed fetch alone said the source could not be read, and
+// the next start finds it readable.
+func TestAccountBackBeforeItsLossWasRecordedFetchesWhatItExhausted(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 22, "a")
+	posted := exhaustedForLostAccess(t, st, pr, "early")
+	pr.world.RemoveMember("a", pr.src, false)
+
+	d := runAAlone(t, st, pr)
+	defer d.Shutdown(context.Background())
+	waitFetched(t, st, posted.Key(), "the archive a could not read while removed was never fetched once it was back")
+	waitDocuments(t, pr.world, pr.dest, 1)
+}
+
+// exhaustedForLostAccess posts one archive to pr's source, recorded as
+// a's, has a's pipeline handle it after a was removed from the chat,
+// and checks that it is an exhausted no_access letter the watermark
+// passed. a stays removed.
+func exhaustedForLostAccess(t *testing.T, st *store.Store, pr pair, stem string) tg.Message {
+	t.Helper()
+	posted := handledByAOfItsSource(t, st, pr, stem, store.OutcomeDeadLetter,
+		func(tg.Message) { pr.world.RemoveMember("a", pr.src, true) })
+	letters, err := st.DeadLetters(t.Context(), store.DeadExhausted, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(letters) != 1 || letters[0].Key != posted.Key() || letters[0].ErrorClass != store.ClassNoAccess || letters[0].Account != "a" {
+		t.Fatalf("exhausted letters %+v, want a's no_access letter of %s", letters, posted.Key())
+	}
+	return posted
+}
+
+// runAAlone starts a daemon in which only account a of pr runs, reading
+// pr's source, with short catch-up, circuit and retry intervals.
+func runAAlone(t *testing.T, st *store.Store, pr pair) *daemon.Daemon {
+	t.Helper()
+	cfg := daemon.Config{
+		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{pr.src}}},
+		Destinations: []tg.ChatID{pr.dest}, Workers: 2, DrainTimeout: 5 * time.Second,
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+		Catchup: catchup.Config{Interval: 50 * time.Millisecond,
+			Policy: store.ScanPolicy{CircuitBase: 100 * time.Millisecond, MaxDelay: 200 * time.Millisecond}},
+		Delivery: ingest.DeliveryConfig{Interval: 50 * time.Millisecond},
+		Retry:    ingest.RetryConfig{Interval: 50 * time.Millisecond},
+	}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	return d
+}
+
+// waitAccess waits, bounded, until chat's access is recorded as one of
+// want.
+func waitAccess(t *testing.T, st *store.Store, chat tg.ChatID, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		src, err := st.GetSource(t.Context(), chat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(want, src.Access) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("source %d's access is %q, want one of %q", chat, src.Access, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
