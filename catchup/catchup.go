@@ -23,6 +23,7 @@ import (
 // Store is what catch-up reads and writes.
 type Store interface {
 	ClaimSources(ctx context.Context, account, owner string, chats []tg.ChatID, ttl time.Duration) ([]store.Source, error)
+	ReopenInaccessible(ctx context.Context, account string, chats []tg.ChatID) (int, error)
 	FinishScan(ctx context.Context, chat tg.ChatID, owner string, o store.ScanOutcome, p store.ScanPolicy) (store.Source, error)
 	AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error
 	Sources(ctx context.Context, account string) ([]store.Source, error)
@@ -34,6 +35,8 @@ type Listener interface {
 	AccessInDoubt(chat tg.ChatID) bool
 	AccessMark(chat tg.ChatID) uint64
 	AccessRead(chat tg.ChatID, mark uint64)
+	TakeRejoined() []tg.ChatID
+	MemberSinceLoss(chat tg.ChatID) bool
 	CaughtUp(chat tg.ChatID, w int64) bool
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
 	LiveSeen(chat tg.ChatID) int64
@@ -271,6 +274,17 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 	if len(dirty) == 0 {
 		return res, nil
 	}
+	if back := c.lst.TakeRejoined(); len(back) > 0 {
+		// TDLib says the account is a member again: a source recorded
+		// inaccessible is read now, not when its circuit closes.
+		n, err := c.store.ReopenInaccessible(ctx, c.cfg.Account, back)
+		if err != nil {
+			return res, err
+		}
+		if n > 0 {
+			c.log.Info("account back in sources recorded inaccessible; reading them", "sources", n)
+		}
+	}
 	claimed, err := c.store.ClaimSources(ctx, c.cfg.Account, c.cfg.Owner, dirty, c.cfg.ClaimTTL)
 	if err != nil {
 		return res, err
@@ -284,9 +298,10 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 	for _, src := range claimed {
 		// TDLib reports a public chat the account never joined with the
 		// status "left", like one it lost: a scan that then reads it
-		// from the server tells the two apart.
+		// from the server tells the two apart, unless TDLib has since
+		// reported the account a member again.
 		c.observe(src) // as recorded, until the scan says more
-		doubt := c.lst.AccessInDoubt(src.ChatID)
+		doubt := c.lst.AccessInDoubt(src.ChatID) && !c.lst.MemberSinceLoss(src.ChatID)
 		sc := c.scan(ctx, src)
 		found, decision, scanErr := sc.found, sc.decision, sc.err
 		if ctx.Err() != nil {

@@ -52,6 +52,65 @@ func TestAccountBackBeforeItsLossWasRecordedFetchesWhatItExhausted(t *testing.T)
 	waitDocuments(t, pr.world, pr.dest, 1)
 }
 
+// TDLib tells the account's return (updateSupergroup with the status
+// member): the source is read again at once, not when the circuit its
+// loss opened closes (an hour here), and recorded readable as a member's,
+// not as a public chat read from outside.
+func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 23, "a")
+	posted := exhaustedForLostAccess(t, st, pr, "circuit")
+
+	policy := store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour}
+	d := runAAloneWith(t, st, pr, policy)
+	defer d.Shutdown(context.Background())
+	waitCircuitOpen(t, st, pr.src)
+
+	pr.world.RemoveMember("a", pr.src, false)
+	waitAccess(t, st, pr.src, store.AccessOK)
+	waitFetched(t, st, posted.Key(), "the archive a could not read while removed was not fetched once TDLib said it was back")
+	waitDocuments(t, pr.world, pr.dest, 1)
+}
+
+// The same when the account came back while the daemon was down: TDLib
+// reports its status as it loads its chats at the start.
+func TestAccountBackWhileStoppedIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 24, "a")
+	posted := exhaustedForLostAccess(t, st, pr, "stopped")
+	policy := store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour}
+	d := runAAloneWith(t, st, pr, policy)
+	waitCircuitOpen(t, st, pr.src)
+	d.Shutdown(context.Background())
+
+	pr.world.RemoveMember("a", pr.src, false)
+	d = runAAloneWith(t, st, pr, policy)
+	defer d.Shutdown(context.Background())
+	waitAccess(t, st, pr.src, store.AccessOK)
+	waitFetched(t, st, posted.Key(), "the archive a could not read while removed was not fetched after a restart that found it back")
+	waitDocuments(t, pr.world, pr.dest, 1)
+}
+
+// waitCircuitOpen waits, bounded, until a catch-up scan of chat failed for
+// want of access and opened its circuit for more than half an hour.
+func waitCircuitOpen(t *testing.T, st *store.Store, chat tg.ChatID) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		src, err := st.GetSource(t.Context(), chat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Access == store.AccessLost && time.Until(src.CircuitUntil) > 30*time.Minute {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("source %+v: want it inaccessible, its circuit open for about an hour", src)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // exhaustedForLostAccess posts one archive to pr's source, recorded as
 // a's, has a's pipeline handle it after a was removed from the chat,
 // and checks that it is an exhausted no_access letter the watermark
@@ -74,12 +133,17 @@ func exhaustedForLostAccess(t *testing.T, st *store.Store, pr pair, stem string)
 // pr's source, with short catch-up, circuit and retry intervals.
 func runAAlone(t *testing.T, st *store.Store, pr pair) *daemon.Daemon {
 	t.Helper()
+	return runAAloneWith(t, st, pr, store.ScanPolicy{CircuitBase: 100 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
+}
+
+// runAAloneWith is runAAlone with catch-up's scan policy p.
+func runAAloneWith(t *testing.T, st *store.Store, pr pair, p store.ScanPolicy) *daemon.Daemon {
+	t.Helper()
 	cfg := daemon.Config{
 		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{pr.src}}},
 		Destinations: []tg.ChatID{pr.dest}, Workers: 2, DrainTimeout: 5 * time.Second,
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
-		Catchup: catchup.Config{Interval: 50 * time.Millisecond,
-			Policy: store.ScanPolicy{CircuitBase: 100 * time.Millisecond, MaxDelay: 200 * time.Millisecond}},
+		Ingest:   ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
+		Catchup:  catchup.Config{Interval: 50 * time.Millisecond, Policy: p},
 		Delivery: ingest.DeliveryConfig{Interval: 50 * time.Millisecond},
 		Retry:    ingest.RetryConfig{Interval: 50 * time.Millisecond},
 	}

@@ -12,9 +12,62 @@ const maxLeftBeforeWatch = 4096
 // its sources. Watch then starts the source in doubt about its access, so
 // catch-up's first server read tells whether the account can read it.
 func (l *Listener) noteLeftLocked(chat tg.ChatID) {
+	delete(l.joined, chat)
 	if len(l.left) < maxLeftBeforeWatch {
 		l.left[chat] = true
 	}
+}
+
+// noteHeldLocked remembers a chat TDLib reported the account a member of
+// (tg.ChatAccessHeld) before it was watched, as TDLib does for each
+// supergroup it loads at the start: Watch then offers the source to
+// TakeRejoined, in case the catalogue recorded it inaccessible.
+func (l *Listener) noteHeldLocked(chat tg.ChatID) {
+	delete(l.left, chat)
+	if len(l.joined) < maxLeftBeforeWatch {
+		l.joined[chat] = true
+	}
+}
+
+// heldLocked takes TDLib's report that the account is a member of st's
+// chat: access lost before is back, and a source whose scans failed for
+// want of it need not wait for its circuit (TakeRejoined). A source in
+// doubt is dirty already; catch-up is woken to take it.
+func (l *Listener) heldLocked(st *source) {
+	st.member, st.memberMark, st.rejoined = true, st.lostMarks, true
+	if st.dirty {
+		select {
+		case l.dirtyWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// TakeRejoined returns the sources TDLib reported the account a member of
+// since the last call (tg.ChatAccessHeld), and forgets them. Catch-up
+// reads those the catalogue recorded inaccessible at once, rather than
+// when their circuit closes: one server read each, taken once per report.
+func (l *Listener) TakeRejoined() []tg.ChatID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []tg.ChatID
+	for chat, st := range l.sources {
+		if st.rejoined {
+			st.rejoined = false
+			out = append(out, chat)
+		}
+	}
+	return out
+}
+
+// MemberSinceLoss reports whether TDLib reported the account a member of
+// chat after the last loss it reported: a scan that then reads the chat
+// shows a member's access, not a public chat read from outside.
+func (l *Listener) MemberSinceLoss(chat tg.ChatID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	return st != nil && st.member && st.memberMark == st.lostMarks
 }
 
 // startReasonLocked is why a newly watched source starts dirty: the start,

@@ -94,6 +94,11 @@ type source struct {
 	// last one a later server call disproved (AccessRead); while one is not,
 	// catch-up's progress leaves the source dirty (left.go).
 	lostMarks, readMark uint64
+	// member: TDLib reported the account a member (tg.ChatAccessHeld) when
+	// lostMarks was memberMark. rejoined: such a report came and catch-up
+	// has not taken it yet (TakeRejoined).
+	member, rejoined bool
+	memberMark       uint64
 }
 
 // Listener is one account's realtime intake. See the package doc.
@@ -111,6 +116,7 @@ type Listener struct {
 	mu       sync.Mutex
 	sources  map[tg.ChatID]*source
 	left     map[tg.ChatID]bool // see noteLeftLocked
+	joined   map[tg.ChatID]bool // see noteHeldLocked
 	inflight map[tg.MessageKey]struct{}
 	pending  map[tg.ChatID]struct{} // sources whose state must be written
 	topics   []tg.Topic
@@ -161,6 +167,7 @@ func New(cfg Config, st Store, m *Metrics) *Listener {
 		dirtyWake: make(chan struct{}, 1),
 		sources:   map[tg.ChatID]*source{},
 		left:      map[tg.ChatID]bool{},
+		joined:    map[tg.ChatID]bool{},
 		inflight:  map[tg.MessageKey]struct{}{},
 		pending:   map[tg.ChatID]struct{}{},
 		awaySince: cfg.Now(),
@@ -189,6 +196,10 @@ func (l *Listener) Watch(src store.Source) {
 	}
 	l.sources[src.ChatID] = st
 	l.lagLocked(st)
+	if l.joined[src.ChatID] {
+		delete(l.joined, src.ChatID)
+		st.member, st.rejoined = true, true
+	}
 	l.markDirtyLocked(st, l.startReasonLocked(src.ChatID))
 }
 
@@ -269,9 +280,16 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 	case tg.ChatAccessLost:
 		// Catch-up's next server call finds out and records it.
 		if st := l.sources[u.Chat]; st != nil {
+			st.rejoined = false
 			l.markDirtyLocked(st, ReasonAccessLost)
 		} else {
 			l.noteLeftLocked(u.Chat)
+		}
+	case tg.ChatAccessHeld:
+		if st := l.sources[u.Chat]; st != nil {
+			l.heldLocked(st)
+		} else {
+			l.noteHeldLocked(u.Chat)
 		}
 	case tg.ConnectionStateChanged:
 		l.connectionLocked(u.State)

@@ -2,6 +2,7 @@ package listener
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -333,6 +334,31 @@ func TestAccessLostDuringAScanStaysInDoubt(t *testing.T) {
 	l.AccessRead(chat, l.AccessMark(chat)) // the next scan reads the chat
 	if !l.CaughtUp(chat, 10) || l.IsDirty(chat) || l.AccessInDoubt(chat) {
 		t.Error("a scan after the lost access read the chat, and the source is not synced")
+	}
+}
+
+// TDLib's report of the account a member again (updateSupergroup) is
+// offered to catch-up once, and makes a scan after it read a member's
+// chat; a loss reported after it takes both back.
+func TestAccessHeldAfterALoss(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 8, 10)
+	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
+	if l.MemberSinceLoss(chat) || len(l.TakeRejoined()) != 0 {
+		t.Fatal("a lost chat counts as a member's")
+	}
+	l.HandleUpdate(tg.ChatAccessHeld{Chat: chat})
+	if got := l.TakeRejoined(); !slices.Equal(got, []tg.ChatID{chat}) || !l.MemberSinceLoss(chat) || !l.AccessInDoubt(chat) {
+		t.Fatalf("after the member report: rejoined %v, member %v, doubt %v; want the source, true, true (a scan must still read it)",
+			got, l.MemberSinceLoss(chat), l.AccessInDoubt(chat))
+	}
+	if got := l.TakeRejoined(); len(got) != 0 {
+		t.Errorf("the report was offered twice: %v", got)
+	}
+	l.HandleUpdate(tg.ChatAccessHeld{Chat: chat})
+	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
+	if got := l.TakeRejoined(); len(got) != 0 || l.MemberSinceLoss(chat) {
+		t.Errorf("a loss after the member report: rejoined %v, member %v; want neither", got, l.MemberSinceLoss(chat))
 	}
 }
 

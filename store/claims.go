@@ -37,6 +37,22 @@ func (s *Store) ClaimSources(ctx context.Context, account, owner string, chats [
 	return out, nil
 }
 
+// ReopenInaccessible makes those of chats that account's sources recorded
+// inaccessible due for a scan now, their circuit closed: TDLib reports the
+// account a member again, and the scan that reads the source records it
+// readable and revives what its loss exhausted (FinishScan). Their failure
+// count stays, so a report that proves wrong reopens a circuit as long as
+// before. It returns how many it reopened.
+func (s *Store) ReopenInaccessible(ctx context.Context, account string, chats []tg.ChatID) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE sources SET circuit_until = NULL, next_scan_at = now(), updated_at = now()
+		WHERE account = $1 AND chat_id = ANY($2) AND access = 'inaccessible'
+			AND (circuit_until > now() OR next_scan_at > now())`, account, chatIDs(chats))
+	if err != nil {
+		return 0, fmt.Errorf("reopen sources the account is back in: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // ScanOutcome is what one catch-up scan of a source found.
 type ScanOutcome struct {
 	// Found is the number of messages handed to ingest.

@@ -74,6 +74,13 @@ type MessageContentChanged struct {
 // openChat still answer from TDLib's local state.
 type ChatAccessLost struct{ Chat ChatID }
 
+// ChatAccessHeld is updateSupergroup with the account a member of the
+// chat (creator, administrator, member, or restricted while a member).
+// TDLib sends updateSupergroup whenever the supergroup changes and for
+// each supergroup it loads, so it says the account is a member now, not
+// that it just joined: after a ChatAccessLost, access is back.
+type ChatAccessHeld struct{ Chat ChatID }
+
 // ChatUpgraded is updateBasicGroup with upgraded_to_supergroup_id set: the
 // basic group From became the supergroup To, a new chat with its own
 // message ids (its history starts with messageChatUpgradeFrom). From keeps
@@ -82,6 +89,7 @@ type ChatUpgraded struct{ From, To ChatID }
 
 func (ChatUpgraded) isUpdate()           {}
 func (ChatAccessLost) isUpdate()         {}
+func (ChatAccessHeld) isUpdate()         {}
 func (NewMessage) isUpdate()             {}
 func (ChatLastMessage) isUpdate()        {}
 func (ConnectionStateChanged) isUpdate() {}

@@ -561,6 +561,8 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 		// The kind is not in the update; is_channel and is_forum do not
 		// matter to a client told it has left.
 		return object{{"@type", "updateSupergroup"}, {"supergroup", supergroupWithStatus(supergroupID(u.Chat), tg.KindSupergroup, "chatMemberStatusLeft")}}, nil
+	case tg.ChatAccessHeld:
+		return object{{"@type", "updateSupergroup"}, {"supergroup", supergroupWithStatus(supergroupID(u.Chat), tg.KindSupergroup, "chatMemberStatusMember")}}, nil
 	case tg.ChatUpgraded:
 		return object{{"@type", "updateBasicGroup"}, {"basic_group", object{
 			{"@type", "basicGroup"},

@@ -627,3 +627,26 @@ func TestGetForumTopicsPages(t *testing.T) {
 		t.Errorf("getForumTopics with limit 0: %v", res)
 	}
 }
+
+// TDLib reports the account's status in each supergroup it loads, and its
+// change: updateSupergroup with the status member at loadChats, left once
+// the account is removed, member again once it is back.
+func TestMembershipOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 5})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	status := func(want string) func(tdObject) bool {
+		return func(o tdObject) bool {
+			return o.typ() == "updateSupergroup" && o.int("supergroup", "id") == -1_000_000_000_000-int64(w.channel) &&
+				o.str("supergroup", "status", "@type") == want
+		}
+	}
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c.until("the status member at load", status("chatMemberStatusMember"))
+	w.RemoveMember("acct1", w.channel, true)
+	c.until("the status left", status("chatMemberStatusLeft"))
+	w.RemoveMember("acct1", w.channel, false)
+	c.until("the status member again", status("chatMemberStatusMember"))
+}

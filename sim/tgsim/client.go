@@ -243,25 +243,32 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 func (c *Client) LoadChats(ctx context.Context) error {
 	return call0(ctx, c, tg.MethodLoadChats, func() error {
 		c.loaded, c.archiveLoaded = true, true
-		c.announceLeft()
+		c.announceStatus()
 		return nil
 	})
 }
 
-// announceLeft reports the chats the account lost as TDLib reports them
-// when it loads them: updateSupergroup with the status left
-// (ChatAccessLost), which a session started after the loss hears too.
+// announceStatus reports the account's status in the supergroups it
+// loads, as TDLib does with updateSupergroup for each: left for those it
+// lost (ChatAccessLost, which a session started after the loss hears
+// too), a member of the others (ChatAccessHeld), as far as the session
+// knows: a chat made private behind its back still shows it a member.
 // w.mu is held.
-func (c *Client) announceLeft() {
+func (c *Client) announceStatus() {
 	ids := make([]tg.ChatID, 0)
 	for id := range c.w.accounts[c.account].member {
-		if ch := c.w.chats[id]; ch != nil && (ch.lostAccess || c.removedFrom(ch)) && c.knows(ch) {
+		if ch := c.w.chats[id]; c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		c.reportLeft(c.w.chats[id])
+		switch ch := c.w.chats[id]; {
+		case ch.lostAccess || c.removedFrom(ch):
+			c.reportLeft(ch)
+		case !c.left[id]:
+			c.enqueue(tg.ChatAccessHeld{Chat: id})
+		}
 	}
 }
 
@@ -280,11 +287,15 @@ func (c *Client) reportLeft(ch *chat) {
 	c.enqueue(tg.ChatAccessLost{Chat: ch.id})
 }
 
-// rejoin forgets that the session left chat: access is back (TDLib hears
-// the account's new status in updateSupergroup). w.mu is held.
-func (c *Client) rejoin(chat tg.ChatID) {
-	delete(c.left, chat)
-	delete(c.leftReported, chat)
+// rejoin forgets that the session left ch: access is back, and TDLib
+// hears the account's new status, a member (updateSupergroup:
+// ChatAccessHeld). w.mu is held.
+func (c *Client) rejoin(ch *chat) {
+	delete(c.left, ch.id)
+	delete(c.leftReported, ch.id)
+	if c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
+		c.enqueue(tg.ChatAccessHeld{Chat: ch.id})
+	}
 }
 
 // LoadChatList loads one chat list, as one TDLib loadChats request does:
@@ -297,7 +308,7 @@ func (c *Client) LoadChatList(ctx context.Context, archive bool) error {
 		} else {
 			c.loaded = true
 		}
-		c.announceLeft()
+		c.announceStatus()
 		return nil
 	})
 }

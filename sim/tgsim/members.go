@@ -30,7 +30,7 @@ func (w *World) RemoveMember(account string, chat tg.ChatID, removed bool) {
 		if removed {
 			cl.learnLeft(c)
 		} else {
-			cl.rejoin(c.id)
+			cl.rejoin(c)
 		}
 	}
 }
@@ -80,7 +80,7 @@ func (w *World) SetPrivate(chat tg.ChatID, private bool) {
 func (w *World) rejoined(c *chat) {
 	for _, name := range c.members {
 		for _, cl := range w.accounts[name].clients {
-			cl.rejoin(c.id)
+			cl.rejoin(c)
 		}
 	}
 }

@@ -439,8 +439,11 @@ type tdUpdate struct {
 	IsPermanent  bool              `json:"is_permanent"`
 	FromCache    bool              `json:"from_cache"`
 	Supergroup   *struct {
-		ID     tdInt  `json:"id"`
-		Status tdType `json:"status"`
+		ID     tdInt `json:"id"`
+		Status struct {
+			Type     string `json:"@type"`
+			IsMember bool   `json:"is_member"`
+		} `json:"status"`
 	} `json:"supergroup"`
 	BasicGroup *struct {
 		ID                     tdInt `json:"id"`
@@ -542,11 +545,24 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 		if v.Supergroup == nil {
 			return nil, false, missing("supergroup")
 		}
-		// Only a status that takes the chat away matters to stashd; the
-		// chat id of supergroup s is -1000000000000 - s.
-		switch v.Supergroup.Status.Type {
+		// Only the account's status matters to stashd: whether it can
+		// read the chat. The chat id of supergroup s is -1000000000000 - s.
+		chat := supergroupChat(int64(v.Supergroup.ID))
+		switch st := v.Supergroup.Status; st.Type {
 		case "chatMemberStatusLeft", "chatMemberStatusBanned":
-			return tg.ChatAccessLost{Chat: supergroupChat(int64(v.Supergroup.ID))}, true, nil
+			return tg.ChatAccessLost{Chat: chat}, true, nil
+		case "chatMemberStatusMember", "chatMemberStatusAdministrator":
+			return tg.ChatAccessHeld{Chat: chat}, true, nil
+		case "chatMemberStatusRestricted":
+			if st.IsMember {
+				return tg.ChatAccessHeld{Chat: chat}, true, nil
+			}
+			return tg.ChatAccessLost{Chat: chat}, true, nil
+		case "chatMemberStatusCreator":
+			// A creator who left may come back at will: no loss to tell.
+			if st.IsMember {
+				return tg.ChatAccessHeld{Chat: chat}, true, nil
+			}
 		}
 		return nil, false, nil
 	case "updateBasicGroup":

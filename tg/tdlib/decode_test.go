@@ -502,13 +502,27 @@ func TestDecodeUpdateSendFailedFloodWait(t *testing.T) {
 
 func TestDecodeUpdateSupergroupStatus(t *testing.T) {
 	t.Parallel()
-	u, ok, err := decodeUpdate([]byte(`{"@type":"updateSupergroup","supergroup":{"@type":"supergroup","id":1987654321,"status":{"@type":"chatMemberStatusLeft"}}}`))
-	if err != nil || !ok || u != (tg.ChatAccessLost{Chat: -1001987654321}) {
-		t.Errorf("left: %#v, %v, %v; want ChatAccessLost of -1001987654321", u, ok, err)
+	lost, held := tg.ChatAccessLost{Chat: -1001987654321}, tg.ChatAccessHeld{Chat: -1001987654321}
+	for _, c := range []struct {
+		status string
+		want   tg.Update
+	}{
+		{`{"@type":"chatMemberStatusLeft"}`, lost},
+		{`{"@type":"chatMemberStatusBanned","banned_until_date":0}`, lost},
+		{`{"@type":"chatMemberStatusRestricted","is_member":false,"restricted_until_date":0}`, lost},
+		{`{"@type":"chatMemberStatusCreator","custom_title":"","is_anonymous":false,"is_member":false}`, nil},
+		{`{"@type":"chatMemberStatusMember"}`, held},
+		{`{"@type":"chatMemberStatusAdministrator","custom_title":"","can_be_edited":false}`, held},
+		{`{"@type":"chatMemberStatusRestricted","is_member":true,"restricted_until_date":0}`, held},
+		{`{"@type":"chatMemberStatusCreator","custom_title":"","is_anonymous":false,"is_member":true}`, held},
+	} {
+		u, ok, err := decodeUpdate([]byte(`{"@type":"updateSupergroup","supergroup":{"@type":"supergroup","id":1987654321,"status":` + c.status + `}}`))
+		if err != nil || ok != (c.want != nil) || u != c.want {
+			t.Errorf("%s: %#v, %v, %v; want %#v", c.status, u, ok, err, c.want)
+		}
 	}
-	u, ok, err = decodeUpdate([]byte(`{"@type":"updateSupergroup","supergroup":{"@type":"supergroup","id":1987654321,"status":{"@type":"chatMemberStatusMember"}}}`))
-	if err != nil || ok {
-		t.Errorf("member: %#v, %v, %v; want no update", u, ok, err)
+	if u, ok, err := decodeUpdate(fixture(t, "update_supergroup_member.json")); err != nil || !ok || u != held {
+		t.Errorf("update_supergroup_member.json: %#v, %v, %v; want %#v", u, ok, err, held)
 	}
 }
 
