@@ -46,8 +46,9 @@ type accountRun struct {
 	sources  int
 	account  Account // with named sources resolved; only those it reads
 	// listed are the sources the configuration gives the account (named
-	// ones resolved, upgrades followed), those another account reads
-	// included.
+	// ones resolved, upgrades followed, also those made while it runs),
+	// those another account reads included. Guarded by Daemon.mu once the
+	// account's loops run.
 	listed []tg.ChatID
 	// dests are the destinations the account's routes send to (every
 	// configured one without routes).
@@ -234,17 +235,20 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		return fail(err)
 	}
 	// Basic groups upgraded in an earlier run continue in their
-	// supergroups, which are sources of their own by now.
+	// supergroups, which are sources of their own by now: listed by every
+	// account listing the group, whichever reads it.
 	known, err := d.store.Sources(ctx, a.Name)
 	if err != nil {
 		return fail(err)
 	}
-	upgraded := map[tg.ChatID]tg.ChatID{}
+	upgraded, err := d.store.Upgrades(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	owned := map[tg.ChatID]bool{}
 	for _, s := range known {
 		owned[s.ChatID] = true
 		if s.UpgradedTo != 0 {
-			upgraded[s.ChatID] = s.UpgradedTo
 			log.Info("source was upgraded to a supergroup; following it", "source", s.ChatID, "supergroup", s.UpgradedTo)
 		}
 	}

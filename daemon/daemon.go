@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -317,7 +318,10 @@ func (d *Daemon) checkRoutes(ctx context.Context) error {
 	watched := map[tg.ChatID]bool{}
 	kinds := map[tg.ChatID]tg.ChatKind{}
 	for _, r := range runs {
-		for _, c := range r.listed {
+		d.mu.Lock()
+		listed := slices.Clone(r.listed) // an upgrade followed adds to it
+		d.mu.Unlock()
+		for _, c := range listed {
 			watched[c] = true
 		}
 		srcs, err := d.store.Sources(ctx, r.name)

@@ -337,7 +337,8 @@ const sourceOwnerAway = 10 * time.Minute
 
 // listedBy returns the chats the configuration makes sources of account:
 // by id, by a name resolved to one before, and the supergroups basic
-// groups it lists were upgraded to.
+// groups it lists were upgraded to, whichever account reads them (as its
+// run's listed chats).
 func (d *Daemon) listedBy(ctx context.Context, account string) ([]tg.ChatID, error) {
 	i := slices.IndexFunc(d.cfg.Accounts, func(a Account) bool { return a.Name == account })
 	if i < 0 {
@@ -354,13 +355,9 @@ func (d *Daemon) listedBy(ctx context.Context, account string) ([]tg.ChatID, err
 			listed = append(listed, id)
 		}
 	}
-	srcs, err := d.store.Sources(ctx, account)
+	upgraded, err := d.store.Upgrades(ctx)
 	if err != nil {
 		return nil, err
-	}
-	upgraded := map[tg.ChatID]tg.ChatID{}
-	for _, s := range srcs {
-		upgraded[s.ChatID] = s.UpgradedTo
 	}
 	return followStoredUpgrades(listed, upgraded), nil
 }

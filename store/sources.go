@@ -229,6 +229,26 @@ func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool,
 	return nil
 }
 
+// Upgrades returns, by recorded source, the supergroup each basic group
+// was upgraded to, whichever account reads it: every account listing the
+// group lists the supergroup too.
+func (s *Store) Upgrades(ctx context.Context) (map[tg.ChatID]tg.ChatID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT chat_id, upgraded_to FROM sources WHERE upgraded_to <> 0`)
+	if err != nil {
+		return nil, fmt.Errorf("list source upgrades: %w", err)
+	}
+	out := map[tg.ChatID]tg.ChatID{}
+	var from, to int64
+	_, err = pgx.ForEachRow(rows, []any{&from, &to}, func() error {
+		out[tg.ChatID(from)] = tg.ChatID(to)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list source upgrades: %w", err)
+	}
+	return out, nil
+}
+
 // FollowUpgrade records that the basic group from was upgraded to the
 // supergroup to and makes to a source of from's account: a new source
 // starts dirty at watermark 0 (its history starts at the upgrade, so

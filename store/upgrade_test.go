@@ -10,7 +10,8 @@ import (
 
 // Following an upgrade marks the old source and creates the new one dirty
 // at watermark 0 for the same account; the old watermark stays, a chat
-// already watched keeps its state, and status shows the upgrade.
+// already watched keeps its state, and status shows the upgrade. Upgrades
+// lists every account's upgraded groups.
 func TestFollowUpgrade(t *testing.T) {
 	t.Parallel()
 	st := open(t)
@@ -47,6 +48,16 @@ func TestFollowUpgrade(t *testing.T) {
 	}
 	if _, err := st.FollowUpgrade(ctx, -4000000009, to, "upgraded"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("follow of an unknown source: %v; want ErrNotFound", err)
+	}
+	if err := st.EnsureSource(ctx, store.Source{ChatID: -4000000004, Account: "b", Kind: tg.KindBasicGroup}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FollowUpgrade(ctx, -4000000004, -1001000000005, "upgraded"); err != nil {
+		t.Fatal(err)
+	}
+	ups, err := st.Upgrades(ctx)
+	if err != nil || len(ups) != 2 || ups[group] != watched || ups[-4000000004] != -1001000000005 {
+		t.Errorf("upgrades = %v, %v; want both accounts' groups with their supergroups", ups, err)
 	}
 	rep, err := st.Status(ctx)
 	if err != nil {
