@@ -207,8 +207,11 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 			w.log.Warn("reload the sources' watermarks after a rewind", "account", r.name, "err", err)
 			continue
 		}
+		w.d.mu.Lock()
+		owned := slices.Clone(r.account.Sources)
+		w.d.mu.Unlock()
 		for _, s := range srcs {
-			if slices.Contains(r.account.Sources, s.ChatID) {
+			if slices.Contains(owned, s.ChatID) {
 				r.lst.Watch(s)
 			}
 		}
