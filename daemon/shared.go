@@ -99,23 +99,25 @@ func (w *sharedWatch) check(ctx context.Context) error {
 }
 
 // takeDeliveries moves to this account the deliveries queued for accounts
-// away from the chats it lists to its destinations, and wakes its
-// delivery stage when it moved any.
+// away from the chats it lists to its destinations, settles those
+// accounts' notes of sends to its destinations (ingest.SettleStraysOf),
+// and wakes its delivery stage when it moved any.
 //
-// An account whose lease no instance has held for a while queues nothing
-// and is handed nothing (only a running account queues, and hand-overs go
-// to accounts running in the same daemon), so its queue is looked at once
-// per absence (its lease's end) and per set of chats and destinations of
-// this account. An account logged out may still run, and be handed
-// deliveries: its queue is looked at every time. Either look reads that
-// account's queue alone, after two small reads (the leases and the login
-// states), not every account's queue.
+// An account whose lease no instance has held for a while queues nothing,
+// notes nothing and is handed nothing (only a running account queues and
+// notes, and hand-overs go to accounts running in the same daemon), so its
+// queue and notes are looked at once per absence (its lease's end) and per
+// set of chats and destinations of this account, or again when a note's
+// settling failed for a reason that may pass. An account logged out may
+// still run, and be handed deliveries: it is looked at every time. Either
+// look reads that account's queue and notes alone, after two small reads
+// (the leases and the login states), not every account's.
 func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 	r := w.r
 	w.d.mu.Lock()
 	listed := slices.Clone(r.listed)
 	w.d.mu.Unlock()
-	if len(listed) == 0 || len(r.dests) == 0 {
+	if len(r.dests) == 0 {
 		return nil
 	}
 	leases, err := w.d.store.Leases(ctx)
@@ -127,6 +129,7 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		return err
 	}
 	moved := 0
+	var errs []error
 	for _, l := range leases {
 		if l.Account == r.name {
 			continue
@@ -140,25 +143,34 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 			look = fmt.Sprint(l.Until.UnixNano(), listed, r.dests)
 		}
 		if look != "" && w.looked[l.Account] == look {
-			continue // nothing queued for it since this account's last look
+			continue // nothing queued or noted for it since this account's last look
 		}
-		// Handed over: one this account finds it cannot read after all is
-		// handed on, or waits, rather than given up as its own source's.
-		n, err := w.d.store.TakeWaiting(ctx, l.Account, r.name, ingest.HandOverRoute, listed, r.dests)
-		if err != nil {
-			return err
+		if len(listed) > 0 {
+			// Handed over: one this account finds it cannot read after all
+			// is handed on, or waits, rather than given up as its own
+			// source's.
+			n, err := w.d.store.TakeWaiting(ctx, l.Account, r.name, ingest.HandOverRoute, listed, r.dests)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				r.log.Info("deliveries queued for another account taken over", "from", l.Account, "because", why, "deliveries", n)
+			}
+			moved += n
+		}
+		// Sends it could not settle would otherwise wait for its return:
+		// a second copy it noted would stay in the destination for ever.
+		if _, err := r.pipe.SettleStraysOf(ctx, l.Account, r.dests); err != nil {
+			errs = append(errs, err) // looked at again next time
+			continue
 		}
 		if w.looked == nil {
 			w.looked = map[string]string{}
 		}
 		w.looked[l.Account] = look
-		if n > 0 {
-			r.log.Info("deliveries queued for another account taken over", "from", l.Account, "because", why, "deliveries", n)
-		}
-		moved += n
 	}
 	if moved > 0 {
 		r.pipe.WakeDelivery()
 	}
-	return nil
+	return errors.Join(errs...)
 }

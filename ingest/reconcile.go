@@ -212,7 +212,7 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	ok, err := p.settleSend(ctx, st, true)
+	ok, err := p.settleSend(ctx, st, byReporter)
 	// A caller that is stopping notes what it holds at once (noteSends).
 	if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 		if nerr := p.noteStrays(ctx, st); nerr != nil {
@@ -250,19 +250,40 @@ func (p *Pipeline) noteSends(ctx context.Context, msgs []tg.Message) error {
 	return p.noteStrays(ctx, strays...)
 }
 
+// settler is who settles a send, which decides what a failure does with
+// its note.
+type settler int
+
+const (
+	// byReporter is the session that reports the send (RecordSend): a
+	// deletion that fails for a reason that may pass notes the send for
+	// the account's owner, any other failure is returned and RecordSend
+	// notes it.
+	byReporter settler = iota
+	// byOwner is the account's owner settling its notes (SettleStrays): a
+	// failure that may pass is returned (the note stays), one that will
+	// not drops the note.
+	byOwner
+	// byTaker is an account settling the notes of another one, away
+	// (SettleStraysOf): every failure is returned and keeps the note, as
+	// it may be this account's own (no right to delete another's message,
+	// the destination lost) and not one the note's account would meet.
+	byTaker
+)
+
 // settleSend records st's message as the delivery its token names, or,
 // when that delivery is recorded with another message (or, its row lost
 // with a rewind, a reconciliation kept another copy of the same file
 // carrying the token), deletes it from the destination as a second copy
-// (noting it for the account's owner when this session cannot, and note
-// is set; returning the failure when it is not, unless no session could
-// delete it). It reports whether it recorded it.
+// (noting it for the account's owner when this session cannot, by
+// byReporter; returning the failure otherwise, unless by is byOwner and
+// no session could delete it). It reports whether it recorded it.
 //
 // A second copy is deleted only while the recorded copy stands and carries
 // the same file: a reader's admin who deleted the recorded copy (or
 // replaced its media) left the noted one as the part's only copy, and it
 // stays.
-func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool) (bool, error) {
+func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, by settler) (bool, error) {
 	ok, err := p.store.MarkSentByToken(ctx, st.Token, st.Destination, st.Message, st.Account)
 	if err != nil {
 		return false, err
@@ -283,11 +304,11 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	// daemon follows its sources, not its destinations): opening the chat
 	// makes TDLib fetch its difference, which the read waits for.
 	if err := p.cfg.Views.Current(ctx, st.Destination); err != nil {
-		return false, p.readFailed(ctx, st, note, err)
+		return false, p.readFailed(ctx, st, by, err)
 	}
 	file, err := p.fileOf(ctx, st.Destination, st.Message)
 	if err != nil {
-		return false, p.readFailed(ctx, st, note, err)
+		return false, p.readFailed(ctx, st, by, err)
 	}
 	if file == "" {
 		return false, nil // gone already, or no document: nothing to delete
@@ -326,27 +347,28 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, note bool
 	}
 	switch kept, err := p.fileOf(ctx, st.Destination, keep); {
 	case err != nil:
-		return false, p.readFailed(ctx, st, note, err)
+		return false, p.readFailed(ctx, st, by, err)
 	case kept != file:
 		p.log.Warn("a copy noted as a second copy stays: the copy recorded for its part is gone from the destination, or carries another file",
 			"destination", st.Destination, "token", st.Token, "recorded", keep.ServerID(), "message", st.Message.ServerID())
 		return false, nil
 	}
-	err = p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, note)
-	if err != nil && (errors.Is(err, errNotNoted) || !note && tg.MayPass(err)) {
+	err = p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, by == byReporter)
+	if err != nil && (errors.Is(err, errNotNoted) || by == byTaker || by == byOwner && tg.MayPass(err)) {
 		return false, err // kept for the next try
 	}
 	return false, nil
 }
 
 // readFailed is what settleSend returns when a read of the destination
-// failed. With note set (a send this session reports) the failure is
-// returned, and RecordSend notes st for the account's owner. Otherwise a
-// failure that will not pass (the account lost the destination) forgets
-// the note, and any other keeps it for the next settling.
-func (p *Pipeline) readFailed(ctx context.Context, st store.StraySend, note bool, err error) error {
+// failed. A send this session reports (byReporter) returns the failure,
+// and RecordSend notes st for the account's owner; another account's note
+// (byTaker) returns it and stays. For the owner's notes a failure that
+// will not pass (the account lost the destination) forgets the note, and
+// any other keeps it for the next settling.
+func (p *Pipeline) readFailed(ctx context.Context, st store.StraySend, by settler, err error) error {
 	switch {
-	case note:
+	case by != byOwner:
 	case tg.Classify(err) == tg.ClassPermanent:
 		p.log.Warn("a noted send cannot be settled: its destination cannot be read; the note is dropped",
 			"destination", st.Destination, "message", st.Message.ServerID(), "err", err)
@@ -408,7 +430,7 @@ func (p *Pipeline) SettleStrays(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		_, err := p.settleSend(ctx, st, false)
+		_, err := p.settleSend(ctx, st, byOwner)
 		switch {
 		case err != nil && !st.Overdue:
 			errs = append(errs, fmt.Errorf("settle send %d in %d: %w", st.Message.ServerID(), st.Destination, err))
@@ -422,6 +444,52 @@ func (p *Pipeline) SettleStrays(ctx context.Context) (int, error) {
 		if err := p.store.ForgetStraySend(ctx, st); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// SettleStraysOf settles, through this account's session, the notes of
+// account's sends to dests (store.StraySend), each as SettleStrays would:
+// account is away (logged out, or its lease untaken), so no delivery stage
+// of its own settles them, and this account sends to those destinations
+// and takes account's deliveries there. Left, a noted second copy would
+// stay in its destination for ever. This session reads the destination
+// itself: it opens it, so that TDLib fetches what account's session
+// posted there. A note it fails to settle stays, for
+// account's return or the next call, and is never given up here. It
+// returns how many it settled, and the failures that may pass joined;
+// those that will not (this account's own: no right to delete another's
+// message, the destination lost) are logged.
+func (p *Pipeline) SettleStraysOf(ctx context.Context, account string, dests []tg.ChatID) (int, error) {
+	strays, err := p.store.StraySends(ctx, account)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var errs []error
+	for _, st := range strays {
+		if ctx.Err() != nil {
+			break
+		}
+		if !slices.Contains(dests, st.Destination) {
+			continue
+		}
+		switch _, err := p.settleSend(ctx, st, byTaker); {
+		case err == nil:
+			if err := p.store.ForgetStraySend(ctx, st); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+		case tg.MayPass(err):
+			errs = append(errs, fmt.Errorf("settle send %d of %s in %d: %w", st.Message.ServerID(), account, st.Destination, err))
+		default:
+			p.log.Warn("a send noted for another account cannot be settled by this one; the note is left for it",
+				"noted_for", account, "destination", st.Destination, "message", st.Message.ServerID(), "err", err)
+		}
+	}
+	if n > 0 {
+		p.log.Info("sends noted for an account away settled", "noted_for", account, "settled", n)
 	}
 	return n, errors.Join(errs...)
 }

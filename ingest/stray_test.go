@@ -356,3 +356,43 @@ func TestStrayReadFailures(t *testing.T) {
 		t.Errorf("destination holds %d documents, want both copies (nothing deleted on a failed read)", got)
 	}
 }
+
+// Account a's noted second copy, a away, is settled by account b through
+// b's own session, which never followed the destination while a posted
+// there: only the notes to the destinations b is given, and a copy b may
+// not delete (another sender's, without the right) is left noted for a,
+// not dropped. Given the right, b deletes it.
+func TestStrayOfAnAccountAwaySettledByAnother(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a", "b")
+	pb, _ := e.pipeline("b")
+	p, c := e.pipeline("a")
+	first, second, _ := deliveredWithCopy(t, e, p, c, "away.tar")
+	if err := e.st.NoteStraySends(e.ctx, store.StraySend{Destination: e.dest, Message: second.ID, Token: ingest.TokenOf(first.Caption), Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	notes := func() int {
+		t.Helper()
+		left, err := e.st.StraySends(e.ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left)
+	}
+	if n, err := pb.SettleStraysOf(e.ctx, "a", []tg.ChatID{e.src["b"]}); n != 0 || err != nil || notes() != 1 {
+		t.Fatalf("settled %d, %v for another destination, %d notes left; want the note untouched", n, err, notes())
+	}
+	if n, err := pb.SettleStraysOf(e.ctx, "a", []tg.ChatID{e.dest}); n != 0 || err != nil || notes() != 1 {
+		t.Fatalf("settled %d, %v without the right to delete a's copy, %d notes left; want the note left for a", n, err, notes())
+	}
+	if got := len(e.documents()); got != 2 {
+		t.Fatalf("destination holds %d documents, want both copies", got)
+	}
+	e.world.SetDeleteRights("b", e.dest, true)
+	if n, err := pb.SettleStraysOf(e.ctx, "a", []tg.ChatID{e.dest}); n != 1 || err != nil || notes() != 0 {
+		t.Fatalf("settled %d, %v with the right, %d notes left; want the note settled", n, err, notes())
+	}
+	if docs := e.documents(); len(docs) != 1 || docs[0].ID != first.ID {
+		t.Fatalf("destination holds %v, want only the delivered copy %v", docs, first.ID)
+	}
+}

@@ -32,7 +32,8 @@ type StraySend struct {
 const StrayPatience = 24 * time.Hour
 
 // NoteStraySends keeps strays for the account's owner to settle (see
-// migration 025). The write is not fenced: it is what an instance whose
+// migration 025), or, while that account is away, a running account that
+// sends to their destinations. The write is not fenced: it is what an instance whose
 // fenced record was refused still may write.
 func (s *Store) NoteStraySends(ctx context.Context, strays ...StraySend) error {
 	b := &pgx.Batch{}
