@@ -38,6 +38,7 @@ type accountRun struct {
 	deliver  *ingest.Deliverer
 	rec      *ingest.SendRecorder
 	backlog  *backlogGauges
+	pauses   *pauseRecorder
 	rewind   *rewindWatch
 	follow   *upgradeFollower
 	shared   *sharedWatch
@@ -84,6 +85,7 @@ func (r *accountRun) halt(graceful bool) {
 				r.log.Warn("close telegram client", "err", err)
 			}
 			<-r.sess.Done()
+			r.pauses.wait()
 			r.rec.NoteLeft()
 			return
 		}
@@ -104,6 +106,7 @@ func (r *accountRun) halt(graceful bool) {
 		r.rec.Stop()
 		r.lst.Kill()
 		<-r.sess.Done()
+		r.pauses.wait()
 		r.rec.NoteLeft()
 	})
 }
@@ -138,6 +141,12 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	if err := h.gate(); err != nil {
 		return nil, err
 	}
+	// The flood waits an earlier run (or another instance) met that still
+	// run: the account's first request waits for them.
+	waits, err := d.store.FloodWaits(ctx, a.Name)
+	if err != nil {
+		return nil, err
+	}
 	client, err := d.dial(ctx, a.Name)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -154,7 +163,8 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		return nil, err
 	}
 
-	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate, Gate: h.gate}, d.tgm)
+	r.pauses = &pauseRecorder{st: d.store, account: a.Name, log: log}
+	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate, Gate: h.gate, OnPause: r.pauses.recordPaced}, d.tgm)
 	r.views = tg.NewViews(r.paced.OpenChat, d.cfg.ViewSettle)
 	// Set below, while the session's pump may already be reporting a
 	// reconnect: published atomically so the pump sees a whole Rescan.
@@ -187,6 +197,8 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		}
 		lst.HandleUpdate(u)
 	})
+	r.sess.RecordChatPauses(r.pauses.recordChat)
+	restorePauses(r, waits)
 	r.sess.SendTimeout = d.cfg.SendTimeout
 	r.sess.Silent = d.cfg.Silent
 	if d.cfg.SendRate > 0 {

@@ -280,6 +280,18 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 			l.log.Info("account held by another instance; standing by", "owner", lease.Owner, "epoch", lease.Epoch)
 			continue
 		}
+		// An account a recorded flood wait holds entirely would make no
+		// request, its start included, until the wait is over: its leaser
+		// starts it (taking the lease again at once), so that the other
+		// accounts and the daemon's start do not wait for it.
+		if left, err := d.pausedAtStart(ctx, a.Name); err != nil {
+			d.Shutdown(context.Background())
+			return fmt.Errorf("start account %s: %w", a.Name, err)
+		} else if left > 0 {
+			l.log.Info("a flood wait holds every request of the account; it starts once the wait is over", "left", left.Round(time.Second).String())
+			l.end(h, true)
+			continue
+		}
 		run, err := d.startAccount(ctx, a, h)
 		if errors.Is(err, tg.ErrNotLoggedIn) {
 			// Not run, and not the others' concern: the leaser tries it

@@ -50,6 +50,11 @@ type PacedConfig struct {
 	// passed), so a process resumed after a pause makes no request for an
 	// account another instance may already run. Nil: no gate.
 	Gate func() error
+	// OnPause, when set, is told of every pause a 429 starts (send: only
+	// the account's sends; d from now), before the request that met the
+	// 429 goes on: the daemon records it, so that the account's next run
+	// honours a wait that outlives this process (RestorePause).
+	OnPause func(send bool, d time.Duration)
 }
 
 // Paced wraps a Client with one account's token-bucket limiter and flood-wait
@@ -222,21 +227,33 @@ func do[T any](ctx context.Context, p *Paced, method string, call func(context.C
 }
 
 // Pause holds every request of the account for d, as a 429 answering a
-// request of method does (only its sends, for a SendMethod), and counts
-// the flood wait.
+// request of method does (only its sends, for a SendMethod), counts the
+// flood wait and tells PacedConfig.OnPause.
 func (p *Paced) Pause(method string, d time.Duration) {
 	p.count(method, "flood_wait")
+	send := SendMethod(method)
+	p.RestorePause(send, d)
+	if p.m != nil {
+		p.m.floodWait.WithLabelValues(p.cfg.Account).Add(d.Seconds())
+	}
+	if p.cfg.OnPause != nil {
+		p.cfg.OnPause(send, d)
+	}
+}
+
+// RestorePause holds every request of the account (only its sends, when
+// send is set) for d, as Pause does, without counting a flood wait: the
+// daemon restores a wait an earlier run recorded, before the account's
+// first request.
+func (p *Paced) RestorePause(send bool, d time.Duration) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	paused := &p.pausedUntil
-	if SendMethod(method) {
+	if send {
 		paused = &p.sendPausedUntil
 	}
 	if until := time.Now().Add(d); until.After(*paused) {
 		*paused = until
-	}
-	p.mu.Unlock()
-	if p.m != nil {
-		p.m.floodWait.WithLabelValues(p.cfg.Account).Add(d.Seconds())
 	}
 }
 

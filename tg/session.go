@@ -42,9 +42,12 @@ type Session struct {
 	// chatPauses holds, by chat, when sends there may go again after a
 	// send was refused with 429 (pauseChat).
 	chatPauses map[ChatID]time.Time
-	options    map[string]string
-	conn       ConnectionState
-	connSince  time.Time // when conn last changed (or the session began)
+	// onChatPause is told of every pause pauseChat starts
+	// (RecordChatPauses).
+	onChatPause func(chat ChatID, d time.Duration)
+	options     map[string]string
+	conn        ConnectionState
+	connSince   time.Time // when conn last changed (or the session began)
 
 	// ended is set, with the waiters failed, when the update stream has
 	// ended: a wait registered after that would never be answered.
@@ -262,6 +265,30 @@ func (s *Session) SendTo(ctx context.Context, chat ChatID, thread int64, remoteF
 // chat wait; the account's other requests (catch-up, downloads, sends to
 // other chats) go on.
 func (s *Session) pauseChat(chat ChatID, d time.Duration) {
+	s.RestoreChatPause(chat, d)
+	s.mu.Lock()
+	record := s.onChatPause
+	s.mu.Unlock()
+	if record != nil {
+		record(chat, d)
+	}
+}
+
+// RecordChatPauses makes the session tell record of every pause of the
+// sends to a chat that a 429 starts (d from now), so that the account's
+// next run honours a wait that outlives this process
+// (RestoreChatPause). record is called from the pump goroutine and must
+// not block.
+func (s *Session) RecordChatPauses(record func(chat ChatID, d time.Duration)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onChatPause = record
+}
+
+// RestoreChatPause holds sends to chat for d, as a 429 refusing a send
+// there does (pauseChat), without telling RecordChatPauses' record: the
+// daemon restores a wait an earlier run recorded.
+func (s *Session) RestoreChatPause(chat ChatID, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.chatPauses == nil {
