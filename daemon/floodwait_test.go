@@ -68,6 +68,28 @@ func TestSendFloodWaitLeavesTheCatalogueCurrent(t *testing.T) {
 	}
 }
 
+// A delivery a send's flood wait put off is sent once the wait ends, not
+// at the delivery stage's next look (an hour here): nothing else wakes
+// the stage.
+func TestDeliveryPutOffByAFloodWaitIsSentWhenItEnds(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 25, "a")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.InjectFloodWait("a", tg.MethodSendMessage, 2*time.Second, 1)
+	cfg := floodConfig(pr.accounts()[:1], dest)
+	cfg.Delivery.Interval = time.Hour
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+
+	posted := postTars(world, src, "w", 1)
+	waitDocuments(t, world, dest, 1)
+	checkOnce(t, world, dest, posted)
+	if n := world.Calls("a")[tg.MethodSendMessage]; n != 2 {
+		t.Errorf("a made %d sends; want the one the flood wait refused and the one after it", n)
+	}
+}
+
 // waitCatalogued waits, bounded, until key is handled (not a part waiting
 // for its set), whatever its deliveries.
 func waitCatalogued(t testing.TB, st *store.Store, key tg.MessageKey) {

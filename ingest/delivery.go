@@ -23,6 +23,7 @@ type DeliveryStore interface {
 	DeferDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
 	PutOffDelivery(ctx context.Context, pkg int64, dest tg.ChatID, at time.Time, cause string) error
 	HoldDestination(ctx context.Context, account string, dest tg.ChatID, at time.Time, cause string) (int, error)
+	NextPutOff(ctx context.Context, account string, now time.Time) (time.Time, bool, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	LockAhead(name string, reads ...store.Statement) *store.LockAhead
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
@@ -31,8 +32,9 @@ type DeliveryStore interface {
 // DeliveryConfig configures a Deliverer.
 type DeliveryConfig struct {
 	// Interval between looks at the queue when nothing wakes the stage (a
-	// window opening, a deferred delivery falling due); zero means 30 s.
-	// Ingest wakes it at once when it queues a delivery.
+	// window opening); zero means 30 s. Ingest wakes it at once when it
+	// queues a delivery, and a delivery put off (a flood wait, a failure)
+	// when it falls due.
 	Interval time.Duration
 	// Batch is the most queued deliveries read at a time; it bounds the
 	// stage's memory whatever the backlog. Zero means 100.
@@ -120,7 +122,8 @@ func NewDeliverer(cfg DeliveryConfig, p *Pipeline, st DeliveryStore, m *WindowMe
 }
 
 // Start starts the stage's goroutine: it runs at once, then whenever
-// ingest queues a delivery and every Interval.
+// ingest queues a delivery, when the first delivery put off falls due,
+// and every Interval.
 func (ws *Deliverer) Start(ctx context.Context) error {
 	// The window metrics exist from the start, not from the first look.
 	routes := ws.p.cfg.Routes.Routes()
@@ -131,6 +134,8 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 	return ws.run.StartFunc(ctx, func(ctx context.Context) {
 		tick := time.NewTicker(ws.cfg.Interval)
 		defer tick.Stop()
+		due := time.NewTimer(ws.cfg.Interval)
+		defer due.Stop()
 		settle := true
 		for {
 			if settle {
@@ -152,15 +157,34 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 				}
 				ws.p.log.Info("delivery stage", attrs...)
 			}
+			// A delivery put off is sent when it falls due, not up to an
+			// Interval later: sends are the scarcest budget.
+			due.Reset(ws.untilPutOffDue(ctx))
 			select {
 			case <-ctx.Done():
 				return
 			case <-ws.p.wake:
+			case <-due.C:
 			case <-tick.C:
 				settle = true
 			}
 		}
 	})
+}
+
+// minPutOffWake is the shortest wait untilPutOffDue gives, so that a
+// delivery due in a moment costs one look, not a spin.
+const minPutOffWake = 100 * time.Millisecond
+
+// untilPutOffDue returns how long until the first delivery put off falls
+// due, at most Interval (also when the read fails).
+func (ws *Deliverer) untilPutOffDue(ctx context.Context) time.Duration {
+	now := ws.p.cfg.Now()
+	at, ok, err := ws.store.NextPutOff(ctx, ws.p.cfg.Account, now)
+	if err != nil || !ok {
+		return ws.cfg.Interval
+	}
+	return min(max(at.Sub(now), minPutOffWake), ws.cfg.Interval)
 }
 
 // Stop stops the stage; what is queued stays queued.

@@ -177,6 +177,21 @@ func chatIDs(chats []tg.ChatID) []int64 {
 	return out
 }
 
+// NextPutOff returns when the first of account's deliveries a failure put
+// off until after now falls due (along migration 031's index by due
+// time); ok is false when none is put off.
+func (s *Store) NextPutOff(ctx context.Context, account string, now time.Time) (at time.Time, ok bool, err error) {
+	var next *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT min(opens_at) FROM waiting_deliveries
+		WHERE account = $1 AND last_error <> '' AND opens_at > $2`, account, now).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("read when the next put-off delivery is due: %w", err)
+	}
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return *next, true, nil
+}
+
 // DueWaiting returns up to limit of account's queued deliveries due at or
 // before now, oldest first, but for those to the destinations except.
 func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, limit int, except ...tg.ChatID) ([]Waiting, error) {
