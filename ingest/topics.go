@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"stashd/route"
@@ -148,20 +147,20 @@ func (p *Pipeline) createTopic(ctx context.Context, dest tg.ChatID, name string)
 // findTopic returns the oldest topic of dest named name, 0 when there is
 // none. Names are compared as TDLib stores them (tg.CleanTopicName: spaces
 // folded, cut to 128 characters): the topic created under name carries
-// the cleaned name. The search pages through the matching topics, the most
-// recently active first, and stops at the first page holding one so
-// named: in a busy forum the topic looked for may lie pages back, behind
-// others whose names share its words.
+// the cleaned name. The search reads every page of the matching topics,
+// which come the most recently active first: in a busy forum the topic
+// looked for may lie pages back, behind others whose names share its words
+// and behind a newer one of the same name (a member's), which the first
+// page holding the name would give instead.
 func (p *Pipeline) findTopic(ctx context.Context, dest tg.ChatID, name string) (int64, error) {
 	clean := tg.CleanTopicName(name)
-	named := func(t tg.Topic) bool { return tg.CleanTopicName(t.Name) == clean }
-	topics, err := tg.ForumTopics(ctx, p.tg, dest, clean, func(page []tg.Topic) bool { return slices.ContainsFunc(page, named) })
+	topics, err := tg.ForumTopics(ctx, p.tg, dest, clean)
 	if err != nil {
 		return 0, fmt.Errorf("look for topic %q in destination %d: %w", name, dest, err)
 	}
 	var oldest int64
 	for _, t := range topics {
-		if named(t) && (oldest == 0 || t.ThreadID < oldest) {
+		if tg.CleanTopicName(t.Name) == clean && (oldest == 0 || t.ThreadID < oldest) {
 			oldest = t.ThreadID
 		}
 	}

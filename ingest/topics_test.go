@@ -540,6 +540,54 @@ func TestTopicBeyondTheFirstPageOfTheLookupIsFoundNotCreatedAgain(t *testing.T) 
 	}
 }
 
+// A member made a second topic named Dragons after more than a page of
+// others, and posts in it: the lookup after the rewind still takes the
+// oldest Dragons topic, the one stashd created and delivered into, though
+// the member's lies on an earlier page of getForumTopics.
+func TestTopicLookupTakesTheOldestSameNamedTopicOnAnyPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	forum, dragons := sourceForum(t, e)
+	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
+	tbl := route.NewTable(nil, []route.Route{{
+		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
+	}})
+	post := func(name string) tg.Message {
+		return e.world.Post(forum, dragons, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
+	}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p, e.view(c, post("d1.tar")), store.OutcomePackage)
+	e.deliver()
+	first := topicsNamed(e, dest, "Dragons")
+	if len(first) != 1 {
+		t.Fatalf("the destination has %d topics named Dragons, want 1", len(first))
+	}
+	for i := range 150 {
+		e.world.AddTopic(dest, fmt.Sprintf("Dragons %d", i))
+	}
+	second := e.world.AddTopic(dest, "Dragons")
+	e.world.Post(dest, second, tgsim.Post{Text: "a member's own Dragons topic"})
+
+	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM destination_topics`); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RequestReconcile(e.ctx, []tg.ChatID{dest}, "test: the catalogue rewound"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.FinishReconcile(e.ctx, dest, nil); err != nil {
+		t.Fatal(err)
+	}
+	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	mustHandle(t, p2, e.view(c2, post("d2.tar")), store.OutcomePackage)
+	e.deliver()
+
+	for _, m := range e.world.Messages(dest) {
+		if m.Document != nil && m.TopicID() != first[0] {
+			t.Errorf("%s is in topic %d, want the Dragons topic stashd created (%d)", m.Document.FileName, m.TopicID(), first[0])
+		}
+	}
+}
+
 // sourceForum adds a forum, recorded as account a's source, with a topic
 // named Dragons, and returns both.
 func sourceForum(t *testing.T, e *env) (tg.ChatID, int64) {

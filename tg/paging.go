@@ -75,9 +75,7 @@ type TopicSearcher interface {
 
 // ForumTopics pages through the topics of forum chat whose names match
 // query (getForumTopics, MaxSearchLimit a page), in the server's order,
-// and returns those it read: every page, or, when done is not nil, the
-// pages up to the first of which done reports true, so that a topic looked
-// for costs no request past the page that holds it.
+// and returns those of every page.
 //
 // The pages end with an empty one (TDLib's next offsets are then zero, and
 // sending them would start over), or with one shorter than asked once the
@@ -85,7 +83,7 @@ type TopicSearcher interface {
 // with more to come, and the count is approximate: either alone is no
 // end). A next offset that does not move on ends them too, so that a
 // server answering the same page again cannot keep the walk going.
-func ForumTopics(ctx context.Context, s TopicSearcher, chat ChatID, query string, done func(page []Topic) bool) ([]Topic, error) {
+func ForumTopics(ctx context.Context, s TopicSearcher, chat ChatID, query string) ([]Topic, error) {
 	var out []Topic
 	var offset TopicOffset
 	for {
@@ -95,8 +93,7 @@ func ForumTopics(ctx context.Context, s TopicSearcher, chat ChatID, query string
 		}
 		out = append(out, page.Topics...)
 		switch {
-		case done != nil && done(page.Topics),
-			len(page.Topics) == 0 || page.Next.IsZero() || page.Next.same(offset),
+		case len(page.Topics) == 0 || page.Next.IsZero() || page.Next.same(offset),
 			len(page.Topics) < MaxSearchLimit && len(out) >= page.TotalCount:
 			return out, nil
 		}

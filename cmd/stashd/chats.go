@@ -189,7 +189,7 @@ func listChats(ctx context.Context, c tg.Client, account string, r roles, filter
 			}
 			e.Role = r.of(id, e.Username)
 			if topics && ch.Kind == tg.KindForum {
-				ts, err := tg.ForumTopics(ctx, c, id, "", nil)
+				ts, err := tg.ForumTopics(ctx, c, id, "")
 				if err != nil {
 					return out, fmt.Errorf("topics of chat %d: %w", id, err)
 				}
