@@ -38,6 +38,11 @@ type sharedWatch struct {
 	// account's chats and destinations) its queue was last looked at for
 	// (takeDeliveries).
 	looked map[string]string
+	// settled names, by account away, the absence (the end of its lease,
+	// or when it logged out) and this account's destinations its notes of
+	// unsettled sends were last settled for, none failing for a reason
+	// that may pass.
+	settled map[string]string
 }
 
 // Start starts the watch's goroutine.
@@ -109,9 +114,13 @@ func (w *sharedWatch) check(ctx context.Context) error {
 // queue and notes are looked at once per absence (its lease's end) and per
 // set of chats and destinations of this account, or again when a note's
 // settling failed for a reason that may pass. An account logged out may
-// still run, and be handed deliveries: it is looked at every time. Either
-// look reads that account's queue and notes alone, after two small reads
-// (the leases and the login states), not every account's.
+// still run, and be handed deliveries: its queue is looked at every time.
+// It sends nothing, so notes nothing new: its notes are settled once per
+// logout (the login state's Since) and set of destinations, or again after
+// a failure that may pass, so that a note this account cannot settle (no
+// right to delete another's message) costs no request and no log line a
+// minute. Either look reads that account's queue and notes alone, after
+// two small reads (the leases and the login states), not every account's.
 func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 	r := w.r
 	w.d.mu.Lock()
@@ -138,9 +147,13 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		if !away {
 			continue
 		}
-		look := ""
+		look, notes := "", ""
 		if why != whyLoggedOut {
 			look = fmt.Sprint(l.Until.UnixNano(), listed, r.dests)
+			notes = look
+		} else {
+			i := slices.IndexFunc(auths, func(a store.AccountAuth) bool { return a.Account == l.Account })
+			notes = fmt.Sprint("logged out ", auths[i].Since.UnixNano(), r.dests)
 		}
 		if look != "" && w.looked[l.Account] == look {
 			continue // nothing queued or noted for it since this account's last look
@@ -160,9 +173,15 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		}
 		// Sends it could not settle would otherwise wait for its return:
 		// a second copy it noted would stay in the destination for ever.
-		if _, err := r.pipe.SettleStraysOf(ctx, l.Account, r.dests); err != nil {
-			errs = append(errs, err) // looked at again next time
-			continue
+		if w.settled[l.Account] != notes {
+			if _, err := r.pipe.SettleStraysOf(ctx, l.Account, r.dests); err != nil {
+				errs = append(errs, err) // looked at again next time
+				continue
+			}
+			if w.settled == nil {
+				w.settled = map[string]string{}
+			}
+			w.settled[l.Account] = notes
 		}
 		if w.looked == nil {
 			w.looked = map[string]string{}

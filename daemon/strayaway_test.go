@@ -191,3 +191,58 @@ func TestSecondCopyNotedByAnAccountAwayIsDeleted(t *testing.T) {
 		t.Fatalf("the destination holds %+v; want only the delivered copy %d", left, first.ID)
 	}
 }
+
+// Account a, logged out, noted a second copy that account b, which takes
+// its deliveries, has no right to delete. b tries once, and leaves the
+// note for a: it does not ask Telegram to delete the copy again (and log
+// its failure) at every look at a's queue, for as long as a stays logged
+// out.
+func TestNoteAnAccountAwayCannotSettleIsTriedOncePerAbsence(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 16, "a", "b")
+	posted := handledByAOfItsSource(t, st, pr, "stuck", store.OutcomePackage, nil)
+
+	pa := aloneOfA(t, st, pr, nil)
+	if res := deliverAsA(t, st, pa); res.Delivered != 1 {
+		t.Fatalf("a's delivery: %+v; want it sent", res)
+	}
+	first := documentsIn(pr)[0]
+	cb := pr.world.Client("a")
+	defer cb.Close()
+	if err := cb.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	view, err := cb.GetMessage(t.Context(), posted.ChatID, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tg.NewSession(cb, func(tg.Update) {}).Send(t.Context(), pr.dest, view.Document.File.RemoteID, first.Caption)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noteForA(t, st, second)
+	logOutA(t, st)
+
+	d := runBSharing(t, st, pr)
+	defer d.Shutdown(context.Background())
+	deletes := func() int { return pr.world.Calls("b")[tg.MethodDeleteMessages] }
+	deadline := time.Now().Add(30 * time.Second)
+	for deletes() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("b never tried to settle a's note")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Twenty more looks at a's queue (every 50ms).
+	time.Sleep(time.Second)
+	if n := deletes(); n != 1 {
+		t.Errorf("b asked to delete a's noted copy %d times, want once while a stays logged out", n)
+	}
+	left, err := st.StraySends(t.Context(), "a")
+	if err != nil || len(left) != 1 {
+		t.Fatalf("a's notes %+v, %v; want the note left for a", left, err)
+	}
+	if got := len(documentsIn(pr)); got != 2 {
+		t.Fatalf("the destination holds %d documents, want both copies", got)
+	}
+}
