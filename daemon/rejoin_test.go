@@ -53,42 +53,32 @@ func TestAccountBackBeforeItsLossWasRecordedFetchesWhatItExhausted(t *testing.T)
 }
 
 // TDLib tells the account's return (updateSupergroup with the status
-// member): the source is read again at once, not when the circuit its
+// member, while the daemon runs, or as it loads its chats at the next
+// start): the source is read again at once, not when the circuit its
 // loss opened closes (an hour here), and recorded readable as a member's,
 // not as a public chat read from outside.
 func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
-	st := openStore(t, 16)
-	pr := newPair(t, 23, "a")
-	posted := exhaustedForLostAccess(t, st, pr, "circuit")
-
-	policy := store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour}
-	d := runAAloneWith(t, st, pr, policy)
-	defer d.Shutdown(context.Background())
-	waitCircuitOpen(t, st, pr.src)
-
-	pr.world.RemoveMember("a", pr.src, false)
-	waitAccess(t, st, pr.src, store.AccessOK)
-	waitFetched(t, st, posted.Key(), "the archive a could not read while removed was not fetched once TDLib said it was back")
-	waitDocuments(t, pr.world, pr.dest, 1)
-}
-
-// The same when the account came back while the daemon was down: TDLib
-// reports its status as it loads its chats at the start.
-func TestAccountBackWhileStoppedIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
-	st := openStore(t, 16)
-	pr := newPair(t, 24, "a")
-	posted := exhaustedForLostAccess(t, st, pr, "stopped")
-	policy := store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour}
-	d := runAAloneWith(t, st, pr, policy)
-	waitCircuitOpen(t, st, pr.src)
-	d.Shutdown(context.Background())
-
-	pr.world.RemoveMember("a", pr.src, false)
-	d = runAAloneWith(t, st, pr, policy)
-	defer d.Shutdown(context.Background())
-	waitAccess(t, st, pr.src, store.AccessOK)
-	waitFetched(t, st, posted.Key(), "the archive a could not read while removed was not fetched after a restart that found it back")
-	waitDocuments(t, pr.world, pr.dest, 1)
+	for i, stopped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "back while running", true: "back while stopped"}[stopped], func(t *testing.T) {
+			st := openStore(t, 16)
+			pr := newPair(t, int64(23+i), "a")
+			posted := exhaustedForLostAccess(t, st, pr, "circuit")
+			policy := store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour}
+			d := runAAloneWith(t, st, pr, policy)
+			waitCircuitOpen(t, st, pr.src)
+			if stopped {
+				d.Shutdown(context.Background())
+			}
+			pr.world.RemoveMember("a", pr.src, false)
+			if stopped {
+				d = runAAloneWith(t, st, pr, policy)
+			}
+			defer d.Shutdown(context.Background())
+			waitAccess(t, st, pr.src, store.AccessOK)
+			waitFetched(t, st, posted.Key(), "the archive a could not read while removed was not fetched once TDLib said it was back")
+			waitDocuments(t, pr.world, pr.dest, 1)
+		})
+	}
 }
 
 // waitCircuitOpen waits, bounded, until a catch-up scan of chat failed for
