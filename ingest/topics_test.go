@@ -431,49 +431,8 @@ func TestHandedDeliveryOfAnUnreadableSourceIsGivenUpInTheEnd(t *testing.T) {
 // name.
 func TestTopicTheRewoundCatalogueForgotIsFoundNotCreatedAgain(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "a")
-	forum, dragons := sourceForum(t, e)
-	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
-	tbl := route.NewTable(nil, []route.Route{{
-		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
-	}})
-	post := func(name string) tg.Message {
-		return e.world.Post(forum, dragons, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
-	}
-	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
-	mustHandle(t, p, e.view(c, post("d1.tar")), store.OutcomePackage)
-	e.deliver()
-
-	// The rewind, and its reconciliation of the destination.
-	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM destination_topics`); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.RequestReconcile(e.ctx, []tg.ChatID{dest}, "test: the catalogue rewound"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.FinishReconcile(e.ctx, dest, nil); err != nil {
-		t.Fatal(err)
-	}
-	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
-	mustHandle(t, p2, e.view(c2, post("d2.tar")), store.OutcomePackage)
-	e.deliver()
-
-	threads := topicsNamed(e, dest, "Dragons")
-	if len(threads) != 1 {
-		t.Fatalf("the destination has %d topics named Dragons, want 1", len(threads))
-	}
-	docs := 0
-	for _, m := range e.world.Messages(dest) {
-		if m.Document != nil {
-			docs++
-			if m.TopicID() != threads[0] {
-				t.Errorf("%s is in topic %d, want the Dragons topic %d", m.Document.FileName, m.TopicID(), threads[0])
-			}
-		}
-	}
-	if docs != 2 {
-		t.Errorf("the destination holds %d documents, want 2", docs)
-	}
+	e, dest := deliveredAcrossARewind(t, nil)
+	checkAllInOneTopic(t, e, dest)
 }
 
 // In a busy destination forum more than a page of getForumTopics (100)
@@ -483,58 +442,17 @@ func TestTopicTheRewoundCatalogueForgotIsFoundNotCreatedAgain(t *testing.T) {
 // package goes into it rather than into a second topic of the same name.
 func TestTopicBeyondTheFirstPageOfTheLookupIsFoundNotCreatedAgain(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "a")
-	forum, dragons := sourceForum(t, e)
-	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
-	tbl := route.NewTable(nil, []route.Route{{
-		Sources: []route.Source{{Chat: forum}}, Destinations: []tg.ChatID{dest}, Topics: []route.Topic{{Same: true}},
-	}})
-	post := func(name string) tg.Message {
-		return e.world.Post(forum, dragons, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})})
-	}
-	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
-	mustHandle(t, p, e.view(c, post("d1.tar")), store.OutcomePackage)
-	e.deliver()
-	// 150 topics the search for "Dragons" finds too, each newer than the
-	// Dragons topic, one of them active again since.
-	var others []int64
-	for i := range 150 {
-		others = append(others, e.world.AddTopic(dest, fmt.Sprintf("Dragons %d", i)))
-	}
-	e.world.Post(dest, others[0], tgsim.Post{Text: "still busy"})
-
-	// The rewind, and its reconciliation of the destination.
-	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM destination_topics`); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.RequestReconcile(e.ctx, []tg.ChatID{dest}, "test: the catalogue rewound"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.st.FinishReconcile(e.ctx, dest, nil); err != nil {
-		t.Fatal(err)
-	}
-	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
-	mustHandle(t, p2, e.view(c2, post("d2.tar")), store.OutcomePackage)
-	e.deliver()
-
-	threads := topicsNamed(e, dest, "Dragons")
-	if len(threads) != 1 {
-		t.Fatalf("the destination has %d topics named Dragons, want 1", len(threads))
-	}
-	docs := 0
-	for _, m := range e.world.Messages(dest) {
-		if m.Document != nil {
-			docs++
-			if m.TopicID() != threads[0] {
-				t.Errorf("%s is in topic %d, want the Dragons topic %d", m.Document.FileName, m.TopicID(), threads[0])
-			}
+	e, dest := deliveredAcrossARewind(t, func(e *env, dest tg.ChatID) {
+		// 150 topics the search for "Dragons" finds too, each newer than
+		// the Dragons topic, one of them active again since.
+		var others []int64
+		for i := range 150 {
+			others = append(others, e.world.AddTopic(dest, fmt.Sprintf("Dragons %d", i)))
 		}
-	}
-	if docs != 2 {
-		t.Errorf("the destination holds %d documents, want 2", docs)
-	}
-	// The topic is on the second page: two requests, not one per page of
-	// the whole forum.
+		e.world.Post(dest, others[0], tgsim.Post{Text: "still busy"})
+	})
+	checkAllInOneTopic(t, e, dest)
+	// The lookup reads the matching topics to their end: two pages.
 	if n := e.world.Calls("a")[tg.MethodGetForumTopics]; n != 2 {
 		t.Errorf("getForumTopics called %d times, want 2", n)
 	}
@@ -546,6 +464,31 @@ func TestTopicBeyondTheFirstPageOfTheLookupIsFoundNotCreatedAgain(t *testing.T) 
 // the member's lies on an earlier page of getForumTopics.
 func TestTopicLookupTakesTheOldestSameNamedTopicOnAnyPage(t *testing.T) {
 	t.Parallel()
+	var first []int64
+	e, dest := deliveredAcrossARewind(t, func(e *env, dest tg.ChatID) {
+		if first = topicsNamed(e, dest, "Dragons"); len(first) != 1 {
+			t.Fatalf("the destination has %d topics named Dragons, want 1", len(first))
+		}
+		for i := range 150 {
+			e.world.AddTopic(dest, fmt.Sprintf("Dragons %d", i))
+		}
+		second := e.world.AddTopic(dest, "Dragons")
+		e.world.Post(dest, second, tgsim.Post{Text: "a member's own Dragons topic"})
+	})
+	for _, m := range e.world.Messages(dest) {
+		if m.Document != nil && m.TopicID() != first[0] {
+			t.Errorf("%s is in topic %d, want the Dragons topic stashd created (%d)", m.Document.FileName, m.TopicID(), first[0])
+		}
+	}
+}
+
+// deliveredAcrossARewind routes a's source forum's Dragons topic to a
+// new destination forum (same topics), delivers d1.tar there, runs
+// between, rewinds the catalogue's destination topics (with the
+// reconciliation of the destination that follows a rewind) and delivers
+// d2.tar through a new pipeline.
+func deliveredAcrossARewind(t *testing.T, between func(e *env, dest tg.ChatID)) (*env, tg.ChatID) {
+	t.Helper()
 	e := newEnv(t, "a")
 	forum, dragons := sourceForum(t, e)
 	dest := e.world.AddChat(tg.KindForum, "mirror forum", "a")
@@ -558,16 +501,9 @@ func TestTopicLookupTakesTheOldestSameNamedTopicOnAnyPage(t *testing.T) {
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
 	mustHandle(t, p, e.view(c, post("d1.tar")), store.OutcomePackage)
 	e.deliver()
-	first := topicsNamed(e, dest, "Dragons")
-	if len(first) != 1 {
-		t.Fatalf("the destination has %d topics named Dragons, want 1", len(first))
+	if between != nil {
+		between(e, dest)
 	}
-	for i := range 150 {
-		e.world.AddTopic(dest, fmt.Sprintf("Dragons %d", i))
-	}
-	second := e.world.AddTopic(dest, "Dragons")
-	e.world.Post(dest, second, tgsim.Post{Text: "a member's own Dragons topic"})
-
 	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM destination_topics`); err != nil {
 		t.Fatal(err)
 	}
@@ -580,11 +516,28 @@ func TestTopicLookupTakesTheOldestSameNamedTopicOnAnyPage(t *testing.T) {
 	p2, c2, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
 	mustHandle(t, p2, e.view(c2, post("d2.tar")), store.OutcomePackage)
 	e.deliver()
+	return e, dest
+}
 
+// checkAllInOneTopic checks that dest has one topic named Dragons and
+// that both documents deliveredAcrossARewind sent are in it.
+func checkAllInOneTopic(t *testing.T, e *env, dest tg.ChatID) {
+	t.Helper()
+	threads := topicsNamed(e, dest, "Dragons")
+	if len(threads) != 1 {
+		t.Fatalf("the destination has %d topics named Dragons, want 1", len(threads))
+	}
+	docs := 0
 	for _, m := range e.world.Messages(dest) {
-		if m.Document != nil && m.TopicID() != first[0] {
-			t.Errorf("%s is in topic %d, want the Dragons topic stashd created (%d)", m.Document.FileName, m.TopicID(), first[0])
+		if m.Document != nil {
+			docs++
+			if m.TopicID() != threads[0] {
+				t.Errorf("%s is in topic %d, want the Dragons topic %d", m.Document.FileName, m.TopicID(), threads[0])
+			}
 		}
+	}
+	if docs != 2 {
+		t.Errorf("the destination holds %d documents, want 2", docs)
 	}
 }
 
