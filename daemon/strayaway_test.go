@@ -162,26 +162,7 @@ func TestSecondCopyNotedByAnAccountAwayIsDeleted(t *testing.T) {
 	pr.world.SetDeleteRights("b", pr.dest, true)
 	posted := handledByAOfItsSource(t, st, pr, "twice", store.OutcomePackage, nil)
 
-	pa := aloneOfA(t, st, pr, nil)
-	if res := deliverAsA(t, st, pa); res.Delivered != 1 {
-		t.Fatalf("a's delivery: %+v; want it sent", res)
-	}
-	first := documentsIn(pr)[0]
-	// The re-sent copy, on a session of its own.
-	cb := pr.world.Client("a")
-	defer cb.Close()
-	if err := cb.LoadChats(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	view, err := cb.GetMessage(t.Context(), posted.ChatID, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := tg.NewSession(cb, func(tg.Update) {}).Send(t.Context(), pr.dest, view.Document.File.RemoteID, first.Caption)
-	if err != nil {
-		t.Fatal(err)
-	}
-	noteForA(t, st, second)
+	first := deliveredAndCopiedByA(t, st, pr, posted)
 
 	d := runBSharing(t, st, pr)
 	defer d.Shutdown(context.Background())
@@ -202,25 +183,7 @@ func TestNoteAnAccountAwayCannotSettleIsTriedOncePerAbsence(t *testing.T) {
 	pr := newPair(t, 16, "a", "b")
 	posted := handledByAOfItsSource(t, st, pr, "stuck", store.OutcomePackage, nil)
 
-	pa := aloneOfA(t, st, pr, nil)
-	if res := deliverAsA(t, st, pa); res.Delivered != 1 {
-		t.Fatalf("a's delivery: %+v; want it sent", res)
-	}
-	first := documentsIn(pr)[0]
-	cb := pr.world.Client("a")
-	defer cb.Close()
-	if err := cb.LoadChats(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	view, err := cb.GetMessage(t.Context(), posted.ChatID, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := tg.NewSession(cb, func(tg.Update) {}).Send(t.Context(), pr.dest, view.Document.File.RemoteID, first.Caption)
-	if err != nil {
-		t.Fatal(err)
-	}
-	noteForA(t, st, second)
+	deliveredAndCopiedByA(t, st, pr, posted)
 	logOutA(t, st)
 
 	d := runBSharing(t, st, pr)
@@ -245,4 +208,32 @@ func TestNoteAnAccountAwayCannotSettleIsTriedOncePerAbsence(t *testing.T) {
 	if got := len(documentsIn(pr)); got != 2 {
 		t.Fatalf("the destination holds %d documents, want both copies", got)
 	}
+}
+
+// deliveredAndCopiedByA delivers posted as a, then sends a second copy of
+// it to the destination on a session of its own (as a's TDLib re-sending
+// an old pending send would) and notes that copy for a to settle. It
+// returns the delivered copy.
+func deliveredAndCopiedByA(t *testing.T, st *store.Store, pr pair, posted tg.Message) tg.Message {
+	t.Helper()
+	pa := aloneOfA(t, st, pr, nil)
+	if res := deliverAsA(t, st, pa); res.Delivered != 1 {
+		t.Fatalf("a's delivery: %+v; want it sent", res)
+	}
+	first := documentsIn(pr)[0]
+	cb := pr.world.Client("a")
+	defer cb.Close()
+	if err := cb.LoadChats(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	view, err := cb.GetMessage(t.Context(), posted.ChatID, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tg.NewSession(cb, func(tg.Update) {}).Send(t.Context(), pr.dest, view.Document.File.RemoteID, first.Caption)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noteForA(t, st, second)
+	return first
 }
