@@ -59,8 +59,9 @@ type Client struct {
 	db *localDB
 	// left holds the chats this session learned it left when the server
 	// refused a send there with CHANNEL_PRIVATE (see sendChat);
-	// leftReported those it was told it left (reportLeft).
-	left, leftReported map[tg.ChatID]bool
+	// leftReported those it was told it left (reportLeft), heldReported
+	// those it was told it is a member of since (reportHeld).
+	left, leftReported, heldReported map[tg.ChatID]bool
 }
 
 // clientFile is a file as one TDLib instance knows it: its session-local id
@@ -267,7 +268,7 @@ func (c *Client) announceStatus() {
 		case ch.lostAccess || c.removedFrom(ch):
 			c.reportLeft(ch)
 		case !c.left[id]:
-			c.enqueue(tg.ChatAccessHeld{Chat: id})
+			c.reportHeld(ch)
 		}
 	}
 }
@@ -277,6 +278,7 @@ func (c *Client) announceStatus() {
 // status comes in updateBasicGroup, which stashd does not follow, and a
 // private chat has none. w.mu is held.
 func (c *Client) reportLeft(ch *chat) {
+	delete(c.heldReported, ch.id)
 	if ch.kind == tg.KindPrivate || ch.kind == tg.KindBasicGroup || c.leftReported[ch.id] {
 		return
 	}
@@ -291,11 +293,32 @@ func (c *Client) reportLeft(ch *chat) {
 // hears the account's new status, a member (updateSupergroup:
 // ChatAccessHeld). w.mu is held.
 func (c *Client) rejoin(ch *chat) {
+	if ch.lostAccess || c.removedFrom(ch) {
+		// Given back to others (or opened again) while this account is
+		// still out: it is no member yet.
+		return
+	}
 	delete(c.left, ch.id)
 	delete(c.leftReported, ch.id)
-	if c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
-		c.enqueue(tg.ChatAccessHeld{Chat: ch.id})
+	if c.knows(ch) {
+		c.reportHeld(ch)
 	}
+}
+
+// reportHeld tells the session the account is a member of ch, as TDLib
+// does with updateSupergroup (ChatAccessHeld): once, until a loss is
+// reported (reportLeft). A basic group's status comes in
+// updateBasicGroup, which stashd does not follow, and a private chat has
+// none. w.mu is held.
+func (c *Client) reportHeld(ch *chat) {
+	if ch.kind == tg.KindPrivate || ch.kind == tg.KindBasicGroup || c.heldReported[ch.id] {
+		return
+	}
+	if c.heldReported == nil {
+		c.heldReported = make(map[tg.ChatID]bool)
+	}
+	c.heldReported[ch.id] = true
+	c.enqueue(tg.ChatAccessHeld{Chat: ch.id})
 }
 
 // LoadChatList loads one chat list, as one TDLib loadChats request does:
