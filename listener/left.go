@@ -34,7 +34,7 @@ func (l *Listener) noteHeldLocked(chat tg.ChatID) {
 // want of it need not wait for its circuit (TakeRejoined). A source in
 // doubt is dirty already; catch-up is woken to take it.
 func (l *Listener) heldLocked(st *source) {
-	st.member, st.memberMark, st.rejoined = true, st.lostMarks, true
+	st.member, st.rejoined = true, true
 	if st.dirty {
 		select {
 		case l.dirtyWake <- struct{}{}:
@@ -62,12 +62,15 @@ func (l *Listener) TakeRejoined() []tg.ChatID {
 
 // MemberSinceLoss reports whether TDLib reported the account a member of
 // chat after the last loss it reported: a scan that then reads the chat
-// shows a member's access, not a public chat read from outside.
+// shows a member's access, not a public chat read from outside. A fetch
+// refused meanwhile (MarkDirty with ReasonAccessLost) puts the access in
+// doubt but is no status of TDLib's: its letter may be recorded after the
+// report of the account's return.
 func (l *Listener) MemberSinceLoss(chat tg.ChatID) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.sources[chat]
-	return st != nil && st.member && st.memberMark == st.lostMarks
+	return st != nil && st.member
 }
 
 // startReasonLocked is why a newly watched source starts dirty: the start,

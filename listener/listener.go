@@ -94,11 +94,10 @@ type source struct {
 	// last one a later server call disproved (AccessRead); while one is not,
 	// catch-up's progress leaves the source dirty (left.go).
 	lostMarks, readMark uint64
-	// member: TDLib reported the account a member (tg.ChatAccessHeld) when
-	// lostMarks was memberMark. rejoined: such a report came and catch-up
-	// has not taken it yet (TakeRejoined).
+	// member: TDLib's last report of the account's status was a member's
+	// (tg.ChatAccessHeld, not tg.ChatAccessLost). rejoined: such a report
+	// came and catch-up has not taken it yet (TakeRejoined).
 	member, rejoined bool
-	memberMark       uint64
 }
 
 // Listener is one account's realtime intake. See the package doc.
@@ -280,7 +279,7 @@ func (l *Listener) HandleUpdate(u tg.Update) {
 	case tg.ChatAccessLost:
 		// Catch-up's next server call finds out and records it.
 		if st := l.sources[u.Chat]; st != nil {
-			st.rejoined = false
+			st.member, st.rejoined = false, false
 			l.markDirtyLocked(st, ReasonAccessLost)
 		} else {
 			l.noteLeftLocked(u.Chat)

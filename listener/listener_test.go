@@ -362,6 +362,24 @@ func TestAccessHeldAfterALoss(t *testing.T) {
 	}
 }
 
+// A fetch refused for want of access that is recorded after TDLib
+// reported the account a member again (the refusal came first, its
+// letter's record later) puts the source in doubt, so a scan reads it,
+// but is no loss TDLib reported: the account is still a member, and the
+// scan that reads the chat shows a member's access, not a public chat
+// read from outside (not_member).
+func TestRefusedFetchAfterTheMemberReportKeepsTheMember(t *testing.T) {
+	t.Parallel()
+	l, _, _ := setup(t, 8, 10)
+	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
+	l.HandleUpdate(tg.ChatAccessHeld{Chat: chat})
+	l.MarkDirty(chat, ReasonAccessLost)
+	if !l.AccessInDoubt(chat) || !l.MemberSinceLoss(chat) {
+		t.Fatalf("doubt %v, member %v; want both: a scan reads the source, and records a member's access",
+			l.AccessInDoubt(chat), l.MemberSinceLoss(chat))
+	}
+}
+
 // A watched source's lag is exported from the start, before any update,
 // so dashboards and alerts see every source at once.
 func TestLagExportedOnWatch(t *testing.T) {
