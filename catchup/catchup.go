@@ -148,6 +148,10 @@ type Catchup struct {
 	// sources are the watched chats: cfg.Sources and those added since
 	// (AddSource); replaced, never changed in place, under mu.
 	sources []tg.ChatID
+	// back holds the sources TDLib reported the account a member of
+	// (Listener.TakeRejoined) whose reopening failed, for the next
+	// cycle: the listener offers each report once. Under mu.
+	back []tg.ChatID
 }
 
 // AddSource starts catching up one more chat (a basic group's new
@@ -274,11 +278,20 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 	if len(dirty) == 0 {
 		return res, nil
 	}
-	if back := c.lst.TakeRejoined(); len(back) > 0 {
+	c.mu.Lock()
+	back := slices.Concat(c.back, c.lst.TakeRejoined())
+	c.back = nil
+	c.mu.Unlock()
+	if len(back) > 0 {
 		// TDLib says the account is a member again: a source recorded
 		// inaccessible is read now, not when its circuit closes.
 		n, err := c.store.ReopenInaccessible(ctx, c.cfg.Account, back)
 		if err != nil {
+			// Taken from the listener, the reports are the next cycle's.
+			slices.Sort(back)
+			c.mu.Lock()
+			c.back = slices.Compact(append(c.back, back...))
+			c.mu.Unlock()
 			return res, err
 		}
 		if n > 0 {
