@@ -314,7 +314,8 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		// from the server tells the two apart, unless TDLib has since
 		// reported the account a member again.
 		c.observe(src) // as recorded, until the scan says more
-		doubt := c.lst.AccessInDoubt(src.ChatID) && !c.lst.MemberSinceLoss(src.ChatID)
+		member := c.lst.MemberSinceLoss(src.ChatID)
+		doubt := c.lst.AccessInDoubt(src.ChatID) && !member
 		sc := c.scan(ctx, src)
 		found, decision, scanErr := sc.found, sc.decision, sc.err
 		if ctx.Err() != nil {
@@ -327,7 +328,7 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		}
 		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent,
 			NoAccess: errors.Is(scanErr, tg.ErrNoAccess), Protected: sc.chat.Protected, ChatRead: sc.chatRead,
-			Read: scanErr == nil && sc.decision == DecisionPaged, NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged}
+			Read: scanErr == nil && sc.decision == DecisionPaged, NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged, Member: member}
 		// Recording the outcome must survive the scan's own failure.
 		after, err := c.store.FinishScan(ctx, src.ChatID, c.cfg.Owner, out, c.cfg.Policy)
 		if err != nil {

@@ -77,8 +77,13 @@ type ScanOutcome struct {
 	// NotMember says the scan read the source from the server although
 	// TDLib reported the account's status in it as "left": a public chat
 	// the account reads without having joined it (AccessNotMember). A
-	// later scan without error keeps that mark.
+	// later scan without error keeps that mark, unless Member.
 	NotMember bool
+	// Member says TDLib reported the account a member of the source since
+	// the last "left" it reported: a scan without error records the access
+	// ok, also over a not_member mark (the account joined, or a scan read
+	// it before the report of its return came).
+	Member bool
 }
 
 // ScanPolicy sets the scheduling that FinishScan applies.
@@ -123,7 +128,7 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 				ELSE now() END,
 			access = CASE WHEN $11 THEN 'inaccessible'
 				WHEN access = 'inaccessible' THEN access
-				WHEN $3 = '' AND ($14 OR access = 'not_member') THEN 'not_member'
+				WHEN $3 = '' AND ($14 OR access = 'not_member' AND NOT $15) THEN 'not_member'
 				WHEN $3 = '' THEN 'ok' ELSE access END,
 			access_reason = CASE WHEN $11 THEN $3 WHEN access = 'inaccessible' THEN access_reason
 				WHEN $3 = '' THEN '' ELSE access_reason END,
@@ -134,7 +139,7 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 		WHERE chat_id = $1 AND (claim_owner = $10 OR claim_owner IS NULL)
 		RETURNING `+sourceColumns,
 		int64(chat), o.Found, errText, o.Permanent, p.ColdDelay.String(), p.CircuitBase.String(),
-		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner, o.NoAccess, o.ChatRead, o.Protected, o.NotMember)
+		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner, o.NoAccess, o.ChatRead, o.Protected, o.NotMember, o.Member)
 	src, err := scanSource(row)
 	if err != nil {
 		return Source{}, fmt.Errorf("finish scan of %d: %w", chat, err)

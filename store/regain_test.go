@@ -138,3 +138,37 @@ func TestNoAccessLettersRecordedTogether(t *testing.T) {
 		t.Errorf("%d letters recorded, want 16", len(letters))
 	}
 }
+
+// A public chat read without joining it is recorded not_member, and stays
+// so through scans without error, until one follows TDLib's report of the
+// account a member (it joined, or the report of its return came after a
+// scan had read the chat): that scan records the access ok.
+func TestNotMemberBecomesOkOnceTDLibReportsAMember(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	const chat = tg.ChatID(-78)
+	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(o store.ScanOutcome) string {
+		t.Helper()
+		if _, err := st.ClaimSources(ctx, "a", "o", []tg.ChatID{chat}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		src, err := st.FinishScan(ctx, chat, "o", o, store.ScanPolicy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src.Access
+	}
+	if got := scan(store.ScanOutcome{Read: true, NotMember: true}); got != store.AccessNotMember {
+		t.Fatalf("a chat read from outside: access %q, want %q", got, store.AccessNotMember)
+	}
+	if got := scan(store.ScanOutcome{Read: true}); got != store.AccessNotMember {
+		t.Errorf("a later scan without a member's report: access %q, want %q kept", got, store.AccessNotMember)
+	}
+	if got := scan(store.ScanOutcome{Read: true, Member: true}); got != store.AccessOK {
+		t.Errorf("a scan after TDLib reported a member: access %q, want %q", got, store.AccessOK)
+	}
+}
