@@ -97,6 +97,10 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.m.configured.WithLabelValues(p.cfg.Account).Set(float64(p.cfg.Workers))
 		p.m.alive.WithLabelValues(p.cfg.Account).Set(0)
 	}
+	// The workers count as alive once Start returns, not once their
+	// goroutines first run: a health check right after a start (systemd's
+	// READY=1, then /readyz) must not find none.
+	p.setAlive(int32(p.cfg.Workers))
 	for i := range p.cfg.Workers {
 		p.wg.Add(1)
 		go p.supervise(ctx, i)
@@ -150,7 +154,9 @@ func (p *Pool) supervise(ctx context.Context, id int) {
 	b.MaxElapsedTime = 0
 	crashes := 0
 	for attempt := 1; ; attempt++ {
-		p.setAlive(1)
+		if attempt > 1 {
+			p.setAlive(1) // restarted; Start counted the first
+		}
 		handled, crashed := p.work(ctx)
 		p.setAlive(-1)
 		if !crashed {

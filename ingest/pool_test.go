@@ -140,6 +140,30 @@ func TestAllWorkersDeadIsFatal(t *testing.T) {
 	}
 }
 
+// The workers count as alive as soon as Start returns: the daemon tells
+// systemd it is ready right after, and a health check then must not find
+// none because their goroutines have not run yet.
+func TestWorkersAliveOnceStartReturns(t *testing.T) {
+	t.Parallel()
+	q := newChanQueue(1)
+	pool := ingest.NewPool(ingest.PoolConfig{Account: "a", Workers: 3}, q, &panicky{}, nil)
+	if err := pool.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := pool.Alive(); n != 3 {
+		t.Errorf("%d workers alive as Start returns, want 3", n)
+	}
+	close(q.ch)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !pool.Wait(ctx) {
+		t.Fatal("drain did not finish")
+	}
+	if n := pool.Alive(); n != 0 {
+		t.Errorf("%d workers alive after the drain, want 0", n)
+	}
+}
+
 func TestDrainHandlesQueuedItemsThenStops(t *testing.T) {
 	t.Parallel()
 	q := newChanQueue(16)
