@@ -81,6 +81,13 @@ type Deliverer struct {
 	open       map[string]bool
 	sent       map[string]int
 	unwritable map[tg.ChatID]time.Duration
+	// putOff is when the first delivery put off falls due (zero: none),
+	// as the queue last said; known while nothing since can have changed
+	// it (untilPutOffDue). Only the stage's goroutine touches it.
+	putOff struct {
+		known bool
+		at    time.Time
+	}
 	// ahead is the lock of the next delivery, with its looks and the
 	// intents of its first send, taken in the round trip that ended the
 	// last one (one); nil when none was.
@@ -159,7 +166,7 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 			}
 			// A delivery put off is sent when it falls due, not up to an
 			// Interval later: sends are the scarcest budget.
-			due.Reset(ws.untilPutOffDue(ctx))
+			due.Reset(ws.untilPutOffDue(ctx, res.Deferred > 0 || res.Held > 0))
 			select {
 			case <-ctx.Done():
 				return
@@ -167,6 +174,7 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 			case <-due.C:
 			case <-tick.C:
 				settle = true
+				ws.putOff.known = false // another account may have handed some over
 			}
 		}
 	})
@@ -177,14 +185,28 @@ func (ws *Deliverer) Start(ctx context.Context) error {
 const minPutOffWake = 100 * time.Millisecond
 
 // untilPutOffDue returns how long until the first delivery put off falls
-// due, at most Interval (also when the read fails).
-func (ws *Deliverer) untilPutOffDue(ctx context.Context) time.Duration {
+// due, at most Interval (also when the read fails). It reads the queue
+// only when what it knows may be stale: the run just put deliveries off
+// (putOff), the time it knew has come, or the Interval's look; so a run
+// that only sent, as on the realtime path, costs no read.
+func (ws *Deliverer) untilPutOffDue(ctx context.Context, putOff bool) time.Duration {
 	now := ws.p.cfg.Now()
-	at, ok, err := ws.store.NextPutOff(ctx, ws.p.cfg.Account, now)
-	if err != nil || !ok {
+	known := &ws.putOff
+	if putOff || !known.known || !known.at.IsZero() && !now.Before(known.at) {
+		at, ok, err := ws.store.NextPutOff(ctx, ws.p.cfg.Account, now)
+		if err != nil {
+			known.known = false
+			return ws.cfg.Interval
+		}
+		known.known, known.at = true, time.Time{}
+		if ok {
+			known.at = at
+		}
+	}
+	if known.at.IsZero() {
 		return ws.cfg.Interval
 	}
-	return min(max(at.Sub(now), minPutOffWake), ws.cfg.Interval)
+	return min(max(known.at.Sub(now), minPutOffWake), ws.cfg.Interval)
 }
 
 // Stop stops the stage; what is queued stays queued.
