@@ -60,6 +60,10 @@ func set(chats []tg.ChatID) map[tg.ChatID]bool {
 	return out
 }
 
+// maxOverlapNames bounds Report.SessionOverlapNames: the first few say
+// what went wrong.
+const maxOverlapNames = 10
+
 type checker struct {
 	st        *store.Store
 	t         Truth
@@ -72,7 +76,7 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 	unique := c.t.unique()
 	rep := Report{Mode: c.mode, UniquePackages: len(unique), StalledDownloads: c.t.DownloadFaults, Calls: c.t.Calls,
 		SessionOverlaps: c.t.SessionOverlaps}
-	for _, o := range c.t.OverlapExamples {
+	for _, o := range c.t.OverlapExamples[:min(len(c.t.OverlapExamples), maxOverlapNames)] {
 		rep.SessionOverlapNames = append(rep.SessionOverlapNames, o.String())
 	}
 	dead, err := deadLetterReasons(ctx, c.st)

@@ -167,6 +167,11 @@ type Report struct {
 	// SessionOverlaps counts requests the world saw from an older session
 	// of an account after a newer one had made its own.
 	SessionOverlaps int `json:"session_overlaps"`
+	// InFlightAtFreeze counts the requests a paused daemon had in flight
+	// at its SIGSTOP, which reached the world right after its SIGCONT,
+	// once another instance ran the account (freeze.go): no overlap of
+	// stashd's making.
+	InFlightAtFreeze int `json:"in_flight_at_freeze"`
 	// LocalView: the world's TDLib sessions answered local-capable
 	// requests from their own message databases, as TDLib does.
 	LocalView bool `json:"local_view"`
@@ -241,6 +246,8 @@ type harness struct {
 	// daemon losing a lease.
 	struck   map[int]bool
 	pgKilled []time.Time
+	// freezes are the pauses of daemons, for excuseFrozen.
+	freezes []freeze
 
 	db *pgxpool.Pool
 }

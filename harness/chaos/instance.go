@@ -236,6 +236,7 @@ func (h *harness) pause(ctx context.Context) error {
 	h.struck[p.pid()] = true
 	h.mu.Unlock()
 	h.obs.strike(p)
+	frozen := time.Now()
 	p.signal(syscall.SIGSTOP)
 	h.mu.Lock()
 	h.rep.Pauses++
@@ -246,6 +247,11 @@ func (h *harness) pause(ctx context.Context) error {
 	case <-p.exited:
 	case <-ctx.Done():
 	}
+	// Noted before the continue: a request in flight may reach the
+	// world at once.
+	h.mu.Lock()
+	h.freezes = append(h.freezes, freeze{dataDir: in.dataDir, from: frozen, to: time.Now()})
+	h.mu.Unlock()
 	p.signal(syscall.SIGCONT)
 	h.log.Info("daemon continued", "instance", in.n)
 	return ctx.Err()

@@ -33,6 +33,9 @@ func (h *harness) settle(ctx context.Context, auditURL string) (audit.Report, er
 		if err != nil {
 			return rep, err
 		}
+		h.mu.Lock()
+		h.rep.InFlightAtFreeze = excuseFrozen(&truth, h.freezes)
+		h.mu.Unlock()
 		if h.o.Audit == AuditCatalogue {
 			rep, err = audit.CheckCatalogue(ctx, st, truth)
 		} else {

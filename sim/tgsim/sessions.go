@@ -1,6 +1,9 @@
 package tgsim
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Every client World.Client (or ClientIn) starts is a session of its
 // account, numbered in start order (Client.Session). Two stashd instances
@@ -13,8 +16,10 @@ import "fmt"
 // world pushes to an old session are not its doing.
 
 // maxOverlapExamples bounds the overlaps World.SessionOverlaps keeps: the
-// first few show what went wrong, the count how often.
-const maxOverlapExamples = 10
+// first ones show what went wrong, and let a harness that froze a process
+// tell the request it had in flight at the freeze (SessionOverlap.At); the
+// count says how often.
+const maxOverlapExamples = 1000
 
 // SessionOverlap is a request an older session of an account made after a
 // newer session of the same account had made one.
@@ -25,6 +30,10 @@ type SessionOverlap struct {
 	Older  int32  `json:"older_session"`
 	Newer  int32  `json:"newer_session"`
 	Method string `json:"method"`
+	// At is when the world received the request (its clock), Dir the
+	// older session's database directory ("" for World.Client's).
+	At  time.Time `json:"at"`
+	Dir string    `json:"dir,omitempty"`
 }
 
 // String describes the overlap in one line.
@@ -44,7 +53,7 @@ type sessionLog struct {
 func (c *Client) Session() int32 { return c.session }
 
 // SessionOverlaps returns how many overlapping requests the world has seen
-// and the first few of them (at most 10).
+// and the first ones of them (at most 1,000).
 func (w *World) SessionOverlaps() (int, []SessionOverlap) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -62,7 +71,8 @@ func (w *World) noteRequest(a *account, c *Client, method string) {
 	w.sessions.overlaps++
 	if len(w.sessions.examples) < maxOverlapExamples {
 		w.sessions.examples = append(w.sessions.examples,
-			SessionOverlap{Account: a.name, Older: c.session, Newer: a.activeSession, Method: method})
+			SessionOverlap{Account: a.name, Older: c.session, Newer: a.activeSession, Method: method,
+				At: w.cfg.Now(), Dir: c.dir})
 	}
 }
 

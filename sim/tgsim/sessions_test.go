@@ -55,6 +55,12 @@ func TestSessionOverlaps(t *testing.T) {
 		}
 		n, ex := w.SessionOverlaps()
 		want := SessionOverlap{Account: "alice", Older: a.Session(), Newer: b.Session(), Method: tg.MethodLoadChats}
+		if n == 1 && len(ex) == 1 {
+			if ex[0].At.IsZero() {
+				t.Errorf("overlap %v carries no time", ex[0])
+			}
+			ex[0].At = time.Time{}
+		}
 		if n != 1 || len(ex) != 1 || ex[0] != want {
 			t.Errorf("overlaps = %d %v, want 1 [%v]", n, ex, want)
 		}
