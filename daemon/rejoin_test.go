@@ -52,25 +52,37 @@ func TestAccountBackBeforeItsLossWasRecordedFetchesWhatItExhausted(t *testing.T)
 	waitDocuments(t, pr.world, pr.dest, 1)
 }
 
-// TDLib tells the account's return (updateSupergroup with the status
-// member, while the daemon runs, or as it loads its chats at the next
-// start): the source is read again at once, not when the circuit its
-// loss opened closes (an hour here), and recorded readable as a member's,
-// not as a public chat read from outside.
+// TDLib tells the account's return (updateSupergroup, or for a basic
+// group updateBasicGroup, with the status member, while the daemon runs,
+// or as it loads its chats at the next start): the source is read again
+// at once, not when the circuit its loss opened closes (an hour here), and
+// recorded readable as a member's, not as a public chat read from outside.
 func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
-	for i, stopped := range []bool{false, true} {
-		t.Run(map[bool]string{false: "back while running", true: "back while stopped"}[stopped], func(t *testing.T) {
+	for i, c := range []struct {
+		name    string
+		kind    tg.ChatKind
+		stopped bool
+	}{
+		{"back while running", tg.KindChannel, false},
+		{"back while stopped", tg.KindChannel, true},
+		{"basic group, back while running", tg.KindBasicGroup, false},
+		{"basic group, back while stopped", tg.KindBasicGroup, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			st := openStore(t, 16)
 			pr := newPair(t, int64(23+i), "a")
+			if c.kind != tg.KindChannel {
+				pr.src = pr.world.AddChat(c.kind, "club", "a", "b")
+			}
 			posted := exhaustedForLostAccess(t, st, pr, "circuit")
 			policy := store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour}
 			d := runAAloneWith(t, st, pr, policy)
 			waitCircuitOpen(t, st, pr.src)
-			if stopped {
+			if c.stopped {
 				d.Shutdown(context.Background())
 			}
 			pr.world.RemoveMember("a", pr.src, false)
-			if stopped {
+			if c.stopped {
 				d = runAAloneWith(t, st, pr, policy)
 			}
 			defer d.Shutdown(context.Background())
@@ -79,6 +91,24 @@ func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
 			waitDocuments(t, pr.world, pr.dest, 1)
 		})
 	}
+}
+
+// TDLib tells the account's removal from a basic group source
+// (updateBasicGroup with the status banned) as it tells one from a
+// channel: catch-up's next cycle reads the chat from the server, which
+// refuses, and records the source inaccessible at once, although
+// getChat still answers from the session's local view and no read of
+// the daemon's own failed.
+func TestRemovalFromABasicGroupIsRecordedFromTheReport(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 27, "a")
+	pr.src = pr.world.AddChat(tg.KindBasicGroup, "club", "a", "b")
+	d := runAAloneWith(t, st, pr, store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour})
+	defer d.Shutdown(context.Background())
+	postTars(pr.world, pr.src, "club", 1)
+	waitDocuments(t, pr.world, pr.dest, 1)
+	pr.world.RemoveMember("a", pr.src, true)
+	waitAccess(t, st, pr.src, store.AccessLost)
 }
 
 // waitCircuitOpen waits, bounded, until a catch-up scan of chat failed for

@@ -3,7 +3,7 @@ package listener
 import "stashd/tg"
 
 // maxLeftBeforeWatch bounds the chats remembered as "left" before they
-// are watched (TDLib announces every supergroup it learns).
+// are watched (TDLib announces every supergroup and basic group it learns).
 const maxLeftBeforeWatch = 4096
 
 // noteLeftLocked remembers a chat TDLib reported the account "left"
@@ -20,7 +20,7 @@ func (l *Listener) noteLeftLocked(chat tg.ChatID) {
 
 // noteHeldLocked remembers a chat TDLib reported the account a member of
 // (tg.ChatAccessHeld) before it was watched, as TDLib does for each
-// supergroup it loads at the start: Watch then offers the source to
+// supergroup and basic group it loads at the start: Watch then offers the source to
 // TakeRejoined, in case the catalogue recorded it inaccessible.
 func (l *Listener) noteHeldLocked(chat tg.ChatID) {
 	delete(l.left, chat)

@@ -69,16 +69,18 @@ type MessageContentChanged struct {
 	Message MessageID
 }
 
-// ChatAccessLost is updateSupergroup with the account's status left or
-// banned: the account can no longer read the chat, although getChat and
-// openChat still answer from TDLib's local state.
+// ChatAccessLost is updateSupergroup, or updateBasicGroup of a group
+// still active, with the account's status left or banned (a member
+// removed from a basic group is shown banned): the account can no longer
+// read the chat, although getChat and openChat still answer from TDLib's
+// local state.
 type ChatAccessLost struct{ Chat ChatID }
 
-// ChatAccessHeld is updateSupergroup with the account a member of the
-// chat (creator, administrator, member, or restricted while a member).
-// TDLib sends updateSupergroup whenever the supergroup changes and for
-// each supergroup it loads, so it says the account is a member now, not
-// that it just joined: after a ChatAccessLost, access is back.
+// ChatAccessHeld is updateSupergroup or updateBasicGroup with the account
+// a member of the chat (creator, administrator, member, or restricted
+// while a member). TDLib sends each whenever the group changes and for
+// each group it loads, so it says the account is a member now, not that
+// it just joined: after a ChatAccessLost, access is back.
 type ChatAccessHeld struct{ Chat ChatID }
 
 // ChatUpgraded is updateBasicGroup with upgraded_to_supergroup_id set: the

@@ -281,6 +281,24 @@ func floodWaitOf(message any) (time.Duration, bool) {
 // chat id is -1000000000000 - supergroup_id.
 func supergroupID(chat tg.ChatID) int64 { return -1_000_000_000_000 - int64(chat) }
 
+// isBasicGroup reports whether chat is a basic group's: TDLib's chat id of
+// basic group g is -g, above the supergroups' -1000000000000 - s.
+func isBasicGroup(chat tg.ChatID) bool { return chat < 0 && chat > -1_000_000_000_000 }
+
+// updateBasicGroup is TDLib's updateBasicGroup of chat's group with the
+// account's status, is_active and the supergroup it was upgraded to (0 if
+// none). The member count is not modelled.
+func updateBasicGroup(chat tg.ChatID, status string, active bool, upgradedTo int64) object {
+	return object{{"@type", "updateBasicGroup"}, {"basic_group", object{
+		{"@type", "basicGroup"},
+		{"id", -int64(chat)},
+		{"member_count", 0},
+		{"status", memberStatus(status)},
+		{"is_active", active},
+		{"upgraded_to_supergroup_id", upgradedTo},
+	}}}
+}
+
 // chatObject is TDLib's chat. A private chat's user is the chat id itself,
 // as in TDLib.
 func chatObject(c tg.Chat) object {
@@ -558,20 +576,23 @@ func updateObject(u tg.Update, failed *tg.Message) (object, error) {
 		}
 		return object{{"@type", "updateNewMessage"}, {"message", messageObject(u.Message, o)}}, nil
 	case tg.ChatAccessLost:
+		if isBasicGroup(u.Chat) {
+			// A member removed from a basic group gets the group as
+			// chatForbidden from the server, which TDLib shows as banned.
+			return updateBasicGroup(u.Chat, "chatMemberStatusBanned", true, 0), nil
+		}
 		// The kind is not in the update; is_channel and is_forum do not
 		// matter to a client told it has left.
 		return object{{"@type", "updateSupergroup"}, {"supergroup", supergroupWithStatus(supergroupID(u.Chat), tg.KindSupergroup, "chatMemberStatusLeft")}}, nil
 	case tg.ChatAccessHeld:
+		if isBasicGroup(u.Chat) {
+			return updateBasicGroup(u.Chat, "chatMemberStatusMember", true, 0), nil
+		}
 		return object{{"@type", "updateSupergroup"}, {"supergroup", supergroupWithStatus(supergroupID(u.Chat), tg.KindSupergroup, "chatMemberStatusMember")}}, nil
 	case tg.ChatUpgraded:
-		return object{{"@type", "updateBasicGroup"}, {"basic_group", object{
-			{"@type", "basicGroup"},
-			{"id", -int64(u.From)},
-			{"member_count", 0},
-			{"status", memberStatus("chatMemberStatusMember")},
-			{"is_active", false},
-			{"upgraded_to_supergroup_id", supergroupID(u.To)},
-		}}}, nil
+		// The upgrade deactivates the group, and TDLib shows the status
+		// in a deactivated group as banned, whatever the account's.
+		return updateBasicGroup(u.From, "chatMemberStatusBanned", false, supergroupID(u.To)), nil
 	case tg.ChatLastMessage:
 		out := withLastMessage(object{{"@type", "updateChatLastMessage"}, {"chat_id", int64(u.Chat)}}, u.Chat, u.LastMessageID)
 		return append(out, member{"positions", []any{}}), nil

@@ -210,6 +210,8 @@ func TestUpdatesHaveTDLibsShape(t *testing.T) {
 	sameShape(t, "update_message_content.json", update(tg.MessageContentChanged{Chat: m.ChatID, Message: m.ID}, nil), "new_content.text")
 	sameShape(t, "update_supergroup_member.json", update(tg.ChatAccessHeld{Chat: -1001987654321}, nil))
 	sameShape(t, "update_basic_group_upgraded.json", update(tg.ChatUpgraded{From: -4012345678, To: -1002123456789}, nil))
+	sameShape(t, "update_basic_group.json", update(tg.ChatAccessHeld{Chat: -4012345678}, nil))
+	sameShape(t, "update_basic_group_banned.json", update(tg.ChatAccessLost{Chat: -4012345678}, nil))
 	sameShape(t, "update_new_message_upgrade_to.json",
 		update(tg.NewMessage{Message: tg.Message{ID: 7 << 20, ChatID: -4012345678, Date: m.Date, UpgradedTo: -1002123456789}}, nil),
 		prefixed("message.", messageSkipped)...)

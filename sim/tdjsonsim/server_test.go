@@ -630,10 +630,14 @@ func TestGetForumTopicsPages(t *testing.T) {
 
 // TDLib reports the account's status in each supergroup it loads, and its
 // change: updateSupergroup with the status member at loadChats, left once
-// the account is removed, member again once it is back.
+// the account is removed, member again once it is back. A basic group's
+// comes in updateBasicGroup, the group active, the account removed shown
+// banned; once the group is upgraded its status says banned too, the group
+// inactive and naming the supergroup.
 func TestMembershipOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 5})
+	group := w.AddChat(tg.KindBasicGroup, "club", "acct1")
 	_, path := startServer(t, w.World)
 	c := dialWire(t, path)
 	c.login(1, w.dir, "acct1")
@@ -643,10 +647,32 @@ func TestMembershipOnTheWire(t *testing.T) {
 				o.str("supergroup", "status", "@type") == want
 		}
 	}
+	groupStatus := func(want string, active bool, upgradedTo tg.ChatID) func(tdObject) bool {
+		return func(o tdObject) bool {
+			if o.typ() != "updateBasicGroup" || o.int("basic_group", "id") != -int64(group) {
+				return false
+			}
+			if o.str("basic_group", "status", "@type") != want || o.get("basic_group", "is_active") != active {
+				t.Fatalf("basic group %v, want the status %s, active %v", o, want, active)
+			}
+			if up := o.int("basic_group", "upgraded_to_supergroup_id"); up != 0 && up != -1_000_000_000_000-int64(upgradedTo) ||
+				(up == 0) != (upgradedTo == 0) {
+				t.Fatalf("basic group %v, want it upgraded to chat %d", o, upgradedTo)
+			}
+			return true
+		}
+	}
 	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
 	c.until("the status member at load", status("chatMemberStatusMember"))
+	c.until("the group's status member at load", groupStatus("chatMemberStatusMember", true, 0))
 	w.RemoveMember("acct1", w.channel, true)
 	c.until("the status left", status("chatMemberStatusLeft"))
 	w.RemoveMember("acct1", w.channel, false)
 	c.until("the status member again", status("chatMemberStatusMember"))
+	w.RemoveMember("acct1", group, true)
+	c.until("the group's status banned", groupStatus("chatMemberStatusBanned", true, 0))
+	w.RemoveMember("acct1", group, false)
+	c.until("the group's status member again", groupStatus("chatMemberStatusMember", true, 0))
+	sg := w.UpgradeBasicGroup(group)
+	c.until("the group upgraded", groupStatus("chatMemberStatusBanned", false, sg))
 }

@@ -249,16 +249,16 @@ func (c *Client) LoadChats(ctx context.Context) error {
 	})
 }
 
-// announceStatus reports the account's status in the supergroups it
-// loads, as TDLib does with updateSupergroup for each: left for those it
-// lost (ChatAccessLost, which a session started after the loss hears
-// too), a member of the others (ChatAccessHeld), as far as the session
-// knows: a chat made private behind its back still shows it a member.
-// w.mu is held.
+// announceStatus reports the account's status in the groups and channels
+// it loads, as TDLib does with updateSupergroup and updateBasicGroup for
+// each: left for those it lost (ChatAccessLost, which a session started
+// after the loss hears too), a member of the others (ChatAccessHeld), as
+// far as the session knows: a chat made private behind its back still
+// shows it a member. w.mu is held.
 func (c *Client) announceStatus() {
 	ids := make([]tg.ChatID, 0)
 	for id := range c.w.accounts[c.account].member {
-		if ch := c.w.chats[id]; c.knows(ch) && ch.kind != tg.KindPrivate && ch.kind != tg.KindBasicGroup {
+		if ch := c.w.chats[id]; c.knows(ch) && hasStatus(ch) {
 			ids = append(ids, id)
 		}
 	}
@@ -273,13 +273,21 @@ func (c *Client) announceStatus() {
 	}
 }
 
+// hasStatus reports whether TDLib reports the account's status in ch: a
+// supergroup's or channel's in updateSupergroup, a basic group's in
+// updateBasicGroup. A private chat has none, and the updateBasicGroup of
+// a group upgraded to a supergroup tells the upgrade (ChatUpgraded): its
+// status, "banned" as TDLib shows every deactivated group, is no loss.
+func hasStatus(ch *chat) bool {
+	return ch.kind != tg.KindPrivate && ch.upgradedTo == 0
+}
+
 // reportLeft tells the session, once, that the account left ch: TDLib's
-// updateSupergroup with the status left (ChatAccessLost). A basic group's
-// status comes in updateBasicGroup, which stashd does not follow, and a
-// private chat has none. w.mu is held.
+// updateSupergroup with the status left, or updateBasicGroup with the
+// status banned (ChatAccessLost). w.mu is held.
 func (c *Client) reportLeft(ch *chat) {
 	delete(c.heldReported, ch.id)
-	if ch.kind == tg.KindPrivate || ch.kind == tg.KindBasicGroup || c.leftReported[ch.id] {
+	if !hasStatus(ch) || c.leftReported[ch.id] {
 		return
 	}
 	if c.leftReported == nil {
@@ -290,8 +298,8 @@ func (c *Client) reportLeft(ch *chat) {
 }
 
 // rejoin forgets that the session left ch: access is back, and TDLib
-// hears the account's new status, a member (updateSupergroup:
-// ChatAccessHeld). w.mu is held.
+// hears the account's new status, a member (updateSupergroup or
+// updateBasicGroup: ChatAccessHeld). w.mu is held.
 func (c *Client) rejoin(ch *chat) {
 	if ch.lostAccess || c.removedFrom(ch) {
 		// Given back to others (or opened again) while this account is
@@ -306,12 +314,10 @@ func (c *Client) rejoin(ch *chat) {
 }
 
 // reportHeld tells the session the account is a member of ch, as TDLib
-// does with updateSupergroup (ChatAccessHeld): once, until a loss is
-// reported (reportLeft). A basic group's status comes in
-// updateBasicGroup, which stashd does not follow, and a private chat has
-// none. w.mu is held.
+// does with updateSupergroup or updateBasicGroup (ChatAccessHeld): once,
+// until a loss is reported (reportLeft). w.mu is held.
 func (c *Client) reportHeld(ch *chat) {
-	if ch.kind == tg.KindPrivate || ch.kind == tg.KindBasicGroup || c.heldReported[ch.id] {
+	if !hasStatus(ch) || c.heldReported[ch.id] {
 		return
 	}
 	if c.heldReported == nil {

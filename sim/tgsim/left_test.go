@@ -9,8 +9,8 @@ import (
 
 // TDLib reports that the account left a supergroup or channel once
 // (updateSupergroup, status left), however many chat lists the session
-// loads; a basic group's status comes in updateBasicGroup, which the port
-// does not carry, so it reports nothing there.
+// loads, and a basic group it was removed from the same way
+// (updateBasicGroup, status banned); a private chat has no status.
 func TestLeftChatReportedOnce(t *testing.T) {
 	t.Parallel()
 	w := NewWorld(Config{Seed: 1, FilesDir: t.TempDir()})
@@ -18,8 +18,10 @@ func TestLeftChatReportedOnce(t *testing.T) {
 	w.AddAccount("b", false)
 	channel := w.AddChat(tg.KindChannel, "channel", "a", "b")
 	group := w.AddChat(tg.KindBasicGroup, "group", "a", "b")
+	private := w.AddChat(tg.KindPrivate, "b", "a")
 	w.LoseAccess(channel, true)
 	w.RemoveMember("a", group, true)
+	w.LoseAccess(private, true)
 	ctx := t.Context()
 	c := w.Client("a")
 	t.Cleanup(func() { _ = c.Close() })
@@ -43,16 +45,17 @@ func TestLeftChatReportedOnce(t *testing.T) {
 		}
 		break
 	}
-	if reports[channel] != 1 || reports[group] != 0 {
-		t.Errorf("left reports %v; want the channel once, the basic group never", reports)
+	if reports[channel] != 1 || reports[group] != 1 || reports[private] != 0 {
+		t.Errorf("left reports %v; want the channel and the basic group once, the private chat never", reports)
 	}
 }
 
 // TDLib reports the account a member of a supergroup or channel once
-// (updateSupergroup), however many chat lists the session loads, and
-// again only after a loss; a chat given back to its other members, or
-// opened again, is no member's status for an account still removed
-// from it.
+// (updateSupergroup), or of a basic group (updateBasicGroup), however
+// many chat lists the session loads, and again only after a loss; a
+// chat given back to its other members, or opened again, is no member's
+// status for an account still removed from it. A group upgraded to a
+// supergroup tells the upgrade, not a status.
 func TestMemberStatusReportedOnceAndOnlyToAMember(t *testing.T) {
 	t.Parallel()
 	w := NewWorld(Config{Seed: 1, FilesDir: t.TempDir()})
@@ -60,6 +63,9 @@ func TestMemberStatusReportedOnceAndOnlyToAMember(t *testing.T) {
 	w.AddAccount("b", false)
 	channel := w.AddChat(tg.KindChannel, "channel", "a", "b")
 	other := w.AddChat(tg.KindChannel, "other", "a", "b")
+	group := w.AddChat(tg.KindBasicGroup, "group", "a", "b")
+	upgraded := w.AddChat(tg.KindBasicGroup, "upgraded", "a", "b")
+	w.UpgradeBasicGroup(upgraded)
 	ctx := t.Context()
 	c := w.Client("a")
 	t.Cleanup(func() { _ = c.Close() })
@@ -71,8 +77,13 @@ func TestMemberStatusReportedOnceAndOnlyToAMember(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if held := heldReports(c); held[channel] != 1 || held[other] != 1 {
-		t.Errorf("member reports at load %v; want each channel once", held)
+	if held := heldReports(c); held[channel] != 1 || held[other] != 1 || held[group] != 1 || held[upgraded] != 0 {
+		t.Errorf("member reports at load %v; want each channel and the basic group once, the upgraded group never", held)
+	}
+	w.RemoveMember("a", group, true)
+	w.RemoveMember("a", group, false)
+	if held := heldReports(c); held[group] != 1 {
+		t.Errorf("member reports once the account is back in the basic group %v; want one", held)
 	}
 	w.RemoveMember("a", other, true)
 	w.LoseAccess(other, true)

@@ -4,16 +4,18 @@ import "stashd/tg"
 
 // RemoveMember takes account's access to chat away, or gives it back,
 // while the chat's other members keep theirs: the way TDLib shows a
-// channel or supergroup one account was removed from (kicked, banned, or
-// it left on another device). Its sessions receive tg.ChatAccessLost
-// (updateSupergroup with status left) and still know the chat locally
+// channel, supergroup or basic group one account was removed from
+// (kicked, banned, or it left on another device). Its sessions receive
+// tg.ChatAccessLost (updateSupergroup with status left, updateBasicGroup
+// with status banned; none for a private chat) and still know the chat locally
 // (getChat and openChat succeed); its server calls about the chat
 // (getMessage, getForumTopic, createForumTopic, …) fail with 400 "Can't
 // access the chat", wrapping tg.ErrNoAccess; its sessions refuse its sends
 // there with 400 "Have no write access to the chat", and a send made
 // before reaches the server as a non-member's (CHANNEL_PRIVATE). Given
-// back, the account's sessions take sends there again. LoseAccess does
-// the same for every member at once.
+// back, the account's sessions take sends there again, and receive
+// tg.ChatAccessHeld (the status member). LoseAccess does the same for
+// every member at once.
 func (w *World) RemoveMember(account string, chat tg.ChatID, removed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -75,8 +77,8 @@ func (w *World) SetPrivate(chat tg.ChatID, private bool) {
 }
 
 // rejoined forgets that the sessions of c's members left it: access is
-// back (TDLib hears the account's new status in updateSupergroup). w.mu is
-// held.
+// back (TDLib hears the account's new status in updateSupergroup or
+// updateBasicGroup). w.mu is held.
 func (w *World) rejoined(c *chat) {
 	for _, name := range c.members {
 		for _, cl := range w.accounts[name].clients {
@@ -92,15 +94,17 @@ func (w *World) rejoined(c *chat) {
 // downloadFile of its files) fail with 400 "Can't access the chat", a
 // permanent error wrapping tg.ErrNoAccess, and no update about it arrives
 // but one: clients of the members receive tg.ChatAccessLost (TDLib's
-// updateSupergroup with status left). Their sessions then refuse sends
+// updateSupergroup with status left, or updateBasicGroup with status
+// banned). Their sessions then refuse sends
 // there with 400 "Have no write access to the chat"; a send made before
 // fails when the server gets it (updateMessageSendFailed, CHANNEL_PRIVATE).
 func (w *World) LoseAccess(chat tg.ChatID, lost bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.mustChat(chat)
-	if lost && !c.lostAccess && c.kind != tg.KindPrivate && c.kind != tg.KindBasicGroup {
-		// TDLib reports the account's new status (left) in updateSupergroup.
+	if lost && !c.lostAccess {
+		// TDLib reports the account's new status (left, banned) in
+		// updateSupergroup or updateBasicGroup (reportLeft).
 		w.eachClient(c, func(cl *Client) { cl.reportLeft(c) })
 	}
 	c.lostAccess = lost

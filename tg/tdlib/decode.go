@@ -439,16 +439,41 @@ type tdUpdate struct {
 	IsPermanent  bool              `json:"is_permanent"`
 	FromCache    bool              `json:"from_cache"`
 	Supergroup   *struct {
-		ID     tdInt `json:"id"`
-		Status struct {
-			Type     string `json:"@type"`
-			IsMember bool   `json:"is_member"`
-		} `json:"status"`
+		ID     tdInt          `json:"id"`
+		Status tdMemberStatus `json:"status"`
 	} `json:"supergroup"`
 	BasicGroup *struct {
-		ID                     tdInt `json:"id"`
-		UpgradedToSupergroupID tdInt `json:"upgraded_to_supergroup_id"`
+		ID                     tdInt          `json:"id"`
+		Status                 tdMemberStatus `json:"status"`
+		IsActive               bool           `json:"is_active"`
+		UpgradedToSupergroupID tdInt          `json:"upgraded_to_supergroup_id"`
 	} `json:"basic_group"`
+}
+
+// tdMemberStatus is TDLib's ChatMemberStatus, reduced.
+type tdMemberStatus struct {
+	Type     string `json:"@type"`
+	IsMember bool   `json:"is_member"`
+}
+
+// accessReport is the account's status st in chat as the port tells it:
+// whether the account can read the chat. ok is false for a creator who
+// left, who may come back at will: no loss to tell.
+func accessReport(chat tg.ChatID, st tdMemberStatus) (tg.Update, bool) {
+	switch st.Type {
+	case "chatMemberStatusLeft", "chatMemberStatusBanned":
+		return tg.ChatAccessLost{Chat: chat}, true
+	case "chatMemberStatusMember", "chatMemberStatusAdministrator":
+		return tg.ChatAccessHeld{Chat: chat}, true
+	case "chatMemberStatusRestricted", "chatMemberStatusCreator":
+		if st.IsMember {
+			return tg.ChatAccessHeld{Chat: chat}, true
+		}
+		if st.Type == "chatMemberStatusRestricted" {
+			return tg.ChatAccessLost{Chat: chat}, true
+		}
+	}
+	return nil, false
 }
 
 // isPortUpdate reports whether decodeUpdate translates the TDLib update
@@ -547,38 +572,29 @@ func decodeUpdate(data []byte) (u tg.Update, ok bool, err error) {
 		}
 		// Only the account's status matters to stashd: whether it can
 		// read the chat. The chat id of supergroup s is -1000000000000 - s.
-		chat := supergroupChat(int64(v.Supergroup.ID))
-		switch st := v.Supergroup.Status; st.Type {
-		case "chatMemberStatusLeft", "chatMemberStatusBanned":
-			return tg.ChatAccessLost{Chat: chat}, true, nil
-		case "chatMemberStatusMember", "chatMemberStatusAdministrator":
-			return tg.ChatAccessHeld{Chat: chat}, true, nil
-		case "chatMemberStatusRestricted":
-			if st.IsMember {
-				return tg.ChatAccessHeld{Chat: chat}, true, nil
-			}
-			return tg.ChatAccessLost{Chat: chat}, true, nil
-		case "chatMemberStatusCreator":
-			// A creator who left may come back at will: no loss to tell.
-			if st.IsMember {
-				return tg.ChatAccessHeld{Chat: chat}, true, nil
-			}
-		}
-		return nil, false, nil
+		u, ok := accessReport(supergroupChat(int64(v.Supergroup.ID)), v.Supergroup.Status)
+		return u, ok, nil
 	case "updateBasicGroup":
 		if v.BasicGroup == nil {
 			return nil, false, missing("basic_group")
 		}
-		// Only an upgrade matters to stashd: the group's messages
-		// continue in a new supergroup chat. A basic group's chat id is
-		// -basic_group_id.
-		if v.BasicGroup.UpgradedToSupergroupID == 0 {
+		// An upgrade, or the account's status: whether it can read the
+		// group (a member removed gets it as banned, one who left as
+		// left). A basic group's chat id is -basic_group_id.
+		chat := tg.ChatID(-int64(v.BasicGroup.ID))
+		if v.BasicGroup.UpgradedToSupergroupID != 0 {
+			// The group's messages continue in a new supergroup chat.
+			return tg.ChatUpgraded{From: chat, To: supergroupChat(int64(v.BasicGroup.UpgradedToSupergroupID))}, true, nil
+		}
+		if !v.BasicGroup.IsActive {
+			// TDLib shows every deactivated group's status as banned, the
+			// account's own or not. An upgrade deactivates the group (one
+			// that names no supergroup is an upgrade TDLib could not
+			// read): no loss of the account's.
 			return nil, false, nil
 		}
-		return tg.ChatUpgraded{
-			From: tg.ChatID(-int64(v.BasicGroup.ID)),
-			To:   supergroupChat(int64(v.BasicGroup.UpgradedToSupergroupID)),
-		}, true, nil
+		u, ok := accessReport(chat, v.BasicGroup.Status)
+		return u, ok, nil
 	}
 	return nil, false, nil
 }

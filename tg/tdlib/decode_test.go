@@ -2,6 +2,7 @@ package tdlib
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -528,20 +529,50 @@ func TestDecodeUpdateSupergroupStatus(t *testing.T) {
 
 // A basic group upgraded to a supergroup: updateBasicGroup names the new
 // supergroup (chat -1000000000000 - id), and the old chat's last message is
-// messageChatUpgradeTo. Any other basic group change is no port update.
+// messageChatUpgradeTo. The group's status then says banned, as TDLib
+// shows every deactivated group's: no lost access.
 func TestDecodeBasicGroupUpgrade(t *testing.T) {
 	t.Parallel()
 	u, ok, err := decodeUpdate(fixture(t, "update_basic_group_upgraded.json"))
 	if err != nil || !ok || u != (tg.ChatUpgraded{From: -4012345678, To: -1002123456789}) {
 		t.Errorf("upgraded: %#v, %v, %v; want ChatUpgraded from -4012345678 to -1002123456789", u, ok, err)
 	}
-	u, ok, err = decodeUpdate(fixture(t, "update_basic_group.json"))
-	if err != nil || ok {
-		t.Errorf("not upgraded: %#v, %v, %v; want no update", u, ok, err)
-	}
 	u, ok, err = decodeUpdate(fixture(t, "update_new_message_upgrade_to.json"))
 	nm, is := u.(tg.NewMessage)
 	if err != nil || !ok || !is || nm.Message.UpgradedTo != -1002123456789 || nm.Message.Document != nil {
 		t.Errorf("messageChatUpgradeTo: %#v, %v, %v; want a message with UpgradedTo -1002123456789", u, ok, err)
+	}
+}
+
+// A basic group's updateBasicGroup tells the account's status there as
+// updateSupergroup does a supergroup's (a member removed is shown banned);
+// a deactivated group's status is banned whoever asks, and tells nothing.
+func TestDecodeBasicGroupStatus(t *testing.T) {
+	t.Parallel()
+	lost, held := tg.ChatAccessLost{Chat: -4012345678}, tg.ChatAccessHeld{Chat: -4012345678}
+	for _, c := range []struct {
+		status string
+		active bool
+		want   tg.Update
+	}{
+		{`{"@type":"chatMemberStatusLeft"}`, true, lost},
+		{`{"@type":"chatMemberStatusBanned","banned_until_date":0}`, true, lost},
+		{`{"@type":"chatMemberStatusCreator","custom_title":"","is_anonymous":false,"is_member":false}`, true, nil},
+		{`{"@type":"chatMemberStatusMember","member_until_date":0}`, true, held},
+		{`{"@type":"chatMemberStatusAdministrator","custom_title":"","can_be_edited":false}`, true, held},
+		{`{"@type":"chatMemberStatusCreator","custom_title":"","is_anonymous":false,"is_member":true}`, true, held},
+		{`{"@type":"chatMemberStatusBanned","banned_until_date":0}`, false, nil},
+	} {
+		raw := fmt.Sprintf(`{"@type":"updateBasicGroup","basic_group":{"@type":"basicGroup","id":4012345678,"member_count":0,`+
+			`"status":%s,"is_active":%v,"upgraded_to_supergroup_id":0}}`, c.status, c.active)
+		u, ok, err := decodeUpdate([]byte(raw))
+		if err != nil || ok != (c.want != nil) || u != c.want {
+			t.Errorf("%s, active %v: %#v, %v, %v; want %#v", c.status, c.active, u, ok, err, c.want)
+		}
+	}
+	for name, want := range map[string]tg.Update{"update_basic_group.json": held, "update_basic_group_banned.json": lost} {
+		if u, ok, err := decodeUpdate(fixture(t, name)); err != nil || !ok || u != want {
+			t.Errorf("%s: %#v, %v, %v; want %#v", name, u, ok, err, want)
+		}
 	}
 }

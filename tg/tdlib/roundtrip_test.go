@@ -44,6 +44,8 @@ func TestReencodedUpdates(t *testing.T) {
 		"update_forum_topic_info.json",
 		"update_message_content.json",
 		"update_basic_group_upgraded.json",
+		"update_basic_group.json",
+		"update_basic_group_banned.json",
 		"update_new_message_upgrade_to.json",
 	} {
 		t.Run(name, func(t *testing.T) {
