@@ -123,3 +123,38 @@ func TestBasicGroupTooNewOnTheWire(t *testing.T) {
 	})
 	c.ok(1, "getMessage", map[string]any{"chat_id": group, "message_id": late.ID}, "message")
 }
+
+// A send whose request left the client lands after its session closed
+// (HoldInFlight): another account's session that opened the chat is told
+// of it as of any new post, with its caption.
+func TestSendInFlightLandsAfterCloseOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 37})
+	w.AddAccount("acct2", false)
+	w.Join("acct2", w.dest)
+	c, m := wireWithDocument(t, w)
+	c.login(2, t.TempDir(), "acct2")
+	c.ok(2, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c.ok(2, "openChat", map[string]any{"chat_id": w.dest}, "ok")
+	w.HoldInFlight(true)
+	sendDoc(c, w.dest, 0, m, "message")
+	w.HoldInFlight(false)
+	c.ok(1, "close", nil, "ok")
+	c.until("authorizationStateClosed", func(o tdObject) bool {
+		return o.int("@client_id") == 1 && o.typ() == "updateAuthorizationState" &&
+			o.str("authorization_state", "@type") == "authorizationStateClosed"
+	})
+	if n := w.LandInFlight(); n != 1 {
+		t.Fatalf("LandInFlight landed %d requests, want 1", n)
+	}
+	landed := w.Messages(w.dest)
+	if len(landed) != 1 {
+		t.Fatalf("destination = %+v; want the late send", landed)
+	}
+	nm, _ := c.until("updateNewMessage of the late send", func(o tdObject) bool {
+		return o.int("@client_id") == 2 && o.typ() == "updateNewMessage" && o.int("message", "chat_id") == int64(w.dest)
+	})
+	if tg.MessageID(nm.int("message", "id")) != landed[0].ID || nm.str("message", "content", "caption", "text") != "d" {
+		t.Fatalf("updateNewMessage = %v; want the late send %d", nm, landed[0].ID)
+	}
+}

@@ -117,7 +117,8 @@ func (c *Client) Updates() <-chan tg.Update { return c.out }
 // Close implements tg.Client. Sends still in flight complete in the world
 // (their messages appear in the destination) but no outcome is delivered to
 // anyone, unless Config.ResendAfterRestart holds them for the account's next
-// client; downloads in flight stop. A second Close returns tg.ErrClosed.
+// client, or World.HoldInFlight holds them until World.LandInFlight;
+// downloads in flight stop. A second Close returns tg.ErrClosed.
 func (c *Client) Close() error {
 	w := c.w
 	w.mu.Lock()
@@ -137,8 +138,8 @@ func (c *Client) Close() error {
 	seen := make(map[*sendBatch]bool)
 	for _, ps := range sends {
 		b := ps.batch
-		if seen[b] {
-			continue
+		if seen[b] || b.inFlight {
+			continue // an in-flight send lands at LandInFlight
 		}
 		seen[b] = true
 		if b.timer == nil || b.timer.Stop() {

@@ -37,10 +37,13 @@ type pendingSend struct {
 
 // sendBatch is the sends one request made (an album's messages, or one
 // message) and the timer that settles them together, in order; the timer
-// is nil while sends are held (World.HoldSends).
+// is nil while sends are held (World.HoldSends, World.HoldInFlight).
 type sendBatch struct {
 	timer *time.Timer
 	sends []*pendingSend
+	// inFlight: held by HoldInFlight, landed by LandInFlight only, whether
+	// or not its client has closed meanwhile.
+	inFlight bool
 }
 
 // sendOutcome is how a pending send ends.
@@ -187,6 +190,11 @@ func (c *Client) settleLater(pss []*pendingSend) {
 	for _, ps := range pss {
 		ps.batch = b
 	}
+	if w.holdInFlight {
+		b.inFlight = true
+		w.inFlight = append(w.inFlight, b)
+		return // settled by LandInFlight
+	}
 	if w.holdSends {
 		return // settled by Close
 	}
@@ -270,6 +278,33 @@ func (w *World) HoldSends(hold bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.holdSends = hold
+}
+
+// HoldInFlight makes the sends started while hold is true stay in flight
+// until LandInFlight, also past their client's Close: the request has left
+// the client and reached the server, which posts the message a little
+// later, as when a session is closed (a remote logout, a stop) right after
+// sendMessage. The message then lands in the chat, and every other session
+// that follows the chat is told of it (updateNewMessage) as of any post;
+// the closed session hears nothing. A session still open when the send
+// lands gets its outcome as usual.
+func (w *World) HoldInFlight(hold bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holdInFlight = hold
+}
+
+// LandInFlight lands the sends HoldInFlight held, in the order they were
+// made, and returns how many batches (requests) it landed.
+func (w *World) LandInFlight() int {
+	w.mu.Lock()
+	held := w.inFlight
+	w.inFlight = nil
+	w.mu.Unlock()
+	for _, b := range held {
+		w.finishBatch(b)
+	}
+	return len(held)
 }
 
 // finishBatch applies the outcomes of b's sends, once each, in order and

@@ -541,3 +541,41 @@ func TestSendToAChatTheAccountWasRemovedFrom(t *testing.T) {
 		t.Errorf("send once the channel is accessible again: %v", err)
 	}
 }
+
+// A send whose request left the client lands after the client closed
+// (HoldInFlight): the closed session hears nothing, and another session
+// that follows the chat is told of the new post as of any other.
+func TestSendInFlightLandsAfterItsClientClosed(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{})
+	bob := f.w.Client("bob")
+	defer bob.Close()
+	if err := bob.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.OpenChat(f.ctx, f.dest); err != nil {
+		t.Fatal(err)
+	}
+	f.w.HoldInFlight(true)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "late"); err != nil {
+		t.Fatal(err)
+	}
+	f.w.HoldInFlight(false)
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.w.Messages(f.dest); len(got) != 0 {
+		t.Fatalf("the destination holds %+v before the send landed", got)
+	}
+	if n := f.w.LandInFlight(); n != 1 {
+		t.Fatalf("LandInFlight landed %d requests, want 1", n)
+	}
+	truth := f.w.Messages(f.dest)
+	if len(truth) != 1 || truth[0].Caption != "late" {
+		t.Fatalf("destination = %+v; want the late send", truth)
+	}
+	got := next[tg.NewMessage](t, bob, func(u tg.NewMessage) bool { return u.Message.ChatID == f.dest })
+	if got.Message.ID != truth[0].ID || got.Message.Caption != "late" || got.Message.Document == nil {
+		t.Fatalf("bob was told of %+v; want the late send %d", got.Message, truth[0].ID)
+	}
+}

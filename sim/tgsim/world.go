@@ -133,6 +133,10 @@ type World struct {
 	// topicsClosed and topicsDeleted count CloseTopic and DeleteTopic.
 	topicsClosed, topicsDeleted int
 	holdSends                   bool
+	// inFlight holds the sends started while HoldInFlight was on, until
+	// LandInFlight; a client's Close leaves them in flight.
+	holdInFlight bool
+	inFlight     []*sendBatch
 	// deletedIn counts the messages accounts deleted, by chat (Deleted).
 	deletedIn map[tg.ChatID]int
 	// mediaEdits records every editMessageMedia (EditMessageMedia).
