@@ -37,6 +37,7 @@ type accountRun struct {
 	backfill *ingest.Backfiller
 	deliver  *ingest.Deliverer
 	rec      *ingest.SendRecorder
+	late     *ingest.LateSends // the tokens of intents taken from accounts away
 	backlog  *backlogGauges
 	pauses   *pauseRecorder
 	rewind   *rewindWatch
@@ -180,6 +181,10 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	// Sends of an earlier session that TDLib finished by itself reach this
 	// session unclaimed; the recorder records them by token.
 	unclaimed := ingest.NewUnclaimedSends()
+	// So do the sends of an account away whose deliveries this account
+	// took over, landed late: the session is told of them as new posts.
+	r.late = ingest.NewLateSends()
+	late := r.late
 	lst := r.lst
 	follow := newUpgradeFollower(d, r)
 	r.follow = follow
@@ -188,6 +193,10 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		switch u := u.(type) {
 		case tg.SendSucceeded:
 			unclaimed.Push(u.Message)
+		case tg.NewMessage:
+			if late.Claims(u.Message) {
+				unclaimed.Push(u.Message)
+			}
 		case tg.ChatUpgraded:
 			follow.offer(u)
 		case tg.LoggedOut:
@@ -313,6 +322,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	icfg.InFlight = lst.InFlight
 	icfg.AccessLost = func(chat tg.ChatID) { lst.MarkDirty(chat, listener.ReasonAccessLost) }
 	icfg.SendScope = r.ctx
+	icfg.LateSends = r.late
 	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
 	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
 	r.sweep = ingest.NewSetSweeper(r.pipe, 0, d.cfg.Workers)

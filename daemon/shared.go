@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -162,7 +163,7 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 			// Handed over: one this account finds it cannot read after all
 			// is handed on, or waits, rather than given up as its own
 			// source's.
-			n, err := w.d.store.TakeWaiting(ctx, l.Account, r.name, ingest.HandOverRoute, listed, r.dests)
+			n, intents, err := w.d.store.TakeWaiting(ctx, l.Account, r.name, ingest.HandOverRoute, listed, r.dests)
 			if err != nil {
 				return err
 			}
@@ -170,6 +171,7 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 				r.log.Info("deliveries queued for another account taken over", "from", l.Account, "because", why, "deliveries", n)
 			}
 			moved += n
+			w.watchLate(ctx, intents)
 		}
 		// Sends it could not settle would otherwise wait for its return:
 		// a second copy it noted would stay in the destination for ever.
@@ -192,4 +194,40 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 		r.pipe.WakeDelivery()
 	}
 	return errors.Join(errs...)
+}
+
+// watchLate watches, for lateSendWindow, the destinations of intents, left
+// by the deliveries just taken over, for messages carrying their tokens
+// (ingest.LateSends): a send of the account away may still be on its way,
+// and land after this account read the destination, found nothing and
+// sent the part itself. Each destination is opened, so that the session
+// is told of new posts there (TDLib sends a channel's updateNewMessage
+// only to sessions that opened it) for as long as it runs.
+func (w *sharedWatch) watchLate(ctx context.Context, intents []store.TakenIntent) {
+	if len(intents) == 0 {
+		return
+	}
+	r := w.r
+	if left := r.late.Watch(w.d.lateSendWindow(), intents...); left > 0 {
+		r.log.Warn("too many sends taken over to watch for late landings; a late one may stay in its destination as a second copy", "unwatched", left)
+	}
+	opened := map[tg.ChatID]bool{}
+	for _, in := range intents {
+		if opened[in.Destination] {
+			continue
+		}
+		opened[in.Destination] = true
+		if _, err := r.views.Open(ctx, in.Destination); err != nil && ctx.Err() == nil {
+			r.log.Warn("open a destination to watch for late sends of an account away", "destination", in.Destination, "err", err)
+		}
+	}
+}
+
+// lateSendWindow is how long an account watches the sends it took over
+// (watchLate): the send timeout, stashd's longest wait for a send's
+// outcome. Every send of the account away was made before its absence
+// began, so before the take, and the window covers each for at least that
+// long after it was made.
+func (d *Daemon) lateSendWindow() time.Duration {
+	return cmp.Or(d.cfg.SendTimeout, tg.DefaultSendTimeout)
 }

@@ -155,6 +155,10 @@ type Config struct {
 	// stop never leaves a message sent but unrecorded; a lost delivery
 	// lock still ends them. Nil: the caller's context ends it.
 	SendScope context.Context
+	// LateSends, when set, names the tokens of the intents this account
+	// took over from an account away: a message carrying one that the
+	// session reports is recorded (RecordSend) as that account's send.
+	LateSends *LateSends
 	// SetMaxWait is how long parts wait for their set to complete before the
 	// set becomes a dead letter; zero means 1 h.
 	SetMaxWait time.Duration

@@ -193,7 +193,9 @@ func TokenOf(caption string) string {
 }
 
 // RecordSend records m, a message Telegram reports sent that no Send of
-// this session was waiting for, as the delivery its caption's token names.
+// this session was waiting for (or, LateSends, a send of an account away
+// whose delivery this account took over, landed late), as the delivery its
+// caption's token names.
 // After a restart TDLib finishes the previous session's pending sends by
 // itself; recording them here, rather than leaving their intents for
 // reconciliation, keeps the destination from getting them twice. When the
@@ -212,7 +214,14 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	ok, err := p.settleSend(ctx, st, byReporter)
+	// A send of an account away whose delivery this account took over
+	// (LateSends) is recorded as that account's; a note of it is this
+	// account's to settle, as the other account no longer runs.
+	sender := st
+	if from, ok := p.cfg.LateSends.senderOf(st.Token, st.Destination); ok {
+		sender.Account = from
+	}
+	ok, err := p.settleSend(ctx, sender, byReporter)
 	// A caller that is stopping notes what it holds at once (noteSends).
 	if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 		if nerr := p.noteStrays(ctx, st); nerr != nil {

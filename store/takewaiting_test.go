@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"stashd/store"
 	"stashd/tg"
 )
 
 // TakeWaiting moves exactly the deliveries of one account queued from one
 // of the sources to one of the destinations, keeping when they are due and
-// counting their attempts afresh.
+// counting their attempts afresh, and names the intents their sends left.
 func TestDeliveriesQueuedForAnotherAccountAreTaken(t *testing.T) {
 	t.Parallel()
 	st := open(t)
@@ -44,10 +45,26 @@ func TestDeliveriesQueuedForAnotherAccountAreTaken(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The taken delivery's part 0 has an intent, its part 1 is sent; the
+	// delivery that stays has an intent too.
+	for _, d := range []struct {
+		pkg, part    int
+		token, state string
+		msg          any
+	}{{3, 0, "t3", "intent", nil}, {3, 1, "t3b", "sent", int64(9 << 20)}, {7, 0, "t7", "intent", nil}} {
+		dest := map[int]int64{3: -2, 7: -2}[d.pkg]
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO deliveries (package_id, destination_chat_id, part_idx, token, state, dest_message_id, account)
+			VALUES ($1, $2, $3, $4, $5, $6, 'a')`, d.pkg, dest, d.part, d.token, d.state, d.msg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sources, dests := []tg.ChatID{-5, -7}, []tg.ChatID{-2, -1}
-	n, err := st.TakeWaiting(ctx, "a", "b", "handed", sources, dests)
+	n, intents, err := st.TakeWaiting(ctx, "a", "b", "handed", sources, dests)
 	if err != nil || n != 1 {
 		t.Fatalf("TakeWaiting = %d, %v; want 1", n, err)
+	}
+	if want := []store.TakenIntent{{Destination: -2, Token: "t3", Account: "a"}}; !slices.Equal(intents, want) {
+		t.Errorf("intents left by the taken deliveries: %+v, want %+v", intents, want)
 	}
 	taken, err := st.AllWaiting(ctx, "b")
 	if err != nil {

@@ -156,16 +156,52 @@ func ClearWaitingUnder(l *Lock, pkg int64, dest tg.ChatID, cleared *bool) Statem
 
 // TakeWaiting moves to account to, under route, the deliveries queued for
 // account from whose source is one of sources and destination one of
-// dests, and returns how many it moved. Their put-off times stay; their
-// attempts count afresh, as for a delivery handed over.
-func (s *Store) TakeWaiting(ctx context.Context, from, to, route string, sources, dests []tg.ChatID) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE waiting_deliveries SET account = $2, route = $5, attempts = 0
-		WHERE account = $1 AND source_chat_id = ANY($3::bigint[]) AND destination_chat_id = ANY($4::bigint[])`,
+// dests, and returns how many it moved, with the intents their sends left
+// (not recorded sent: a send of one may still be on its way, and land
+// after the new account read the destination for it). Their put-off times
+// stay; their attempts count afresh, as for a delivery handed over.
+func (s *Store) TakeWaiting(ctx context.Context, from, to, route string, sources, dests []tg.ChatID) (int, []TakenIntent, error) {
+	rows, err := s.pool.Query(ctx, `WITH moved AS (
+			UPDATE waiting_deliveries SET account = $2, route = $5, attempts = 0
+			WHERE account = $1 AND source_chat_id = ANY($3::bigint[]) AND destination_chat_id = ANY($4::bigint[])
+			RETURNING package_id, destination_chat_id)
+		SELECT m.package_id, m.destination_chat_id, d.token, d.account
+		FROM moved m LEFT JOIN deliveries d ON d.package_id = m.package_id
+			AND d.destination_chat_id = m.destination_chat_id AND d.state = 'intent'`,
 		from, to, chatIDs(sources), chatIDs(dests), route)
 	if err != nil {
-		return 0, fmt.Errorf("move the deliveries queued for %s to %s: %w", from, to, err)
+		return 0, nil, fmt.Errorf("move the deliveries queued for %s to %s: %w", from, to, err)
 	}
-	return int(tag.RowsAffected()), nil
+	defer rows.Close()
+	type key struct {
+		pkg, dest int64
+	}
+	moved := map[key]bool{}
+	var intents []TakenIntent
+	for rows.Next() {
+		var k key
+		var token, account *string
+		if err := rows.Scan(&k.pkg, &k.dest, &token, &account); err != nil {
+			return 0, nil, fmt.Errorf("move the deliveries queued for %s to %s: %w", from, to, err)
+		}
+		moved[k] = true
+		if token != nil {
+			intents = append(intents, TakenIntent{Destination: tg.ChatID(k.dest), Token: *token, Account: *account})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("move the deliveries queued for %s to %s: %w", from, to, err)
+	}
+	return len(moved), intents, nil
+}
+
+// TakenIntent is an intent of a delivery TakeWaiting moved: its send may
+// have left the account that wrote it and not landed yet.
+type TakenIntent struct {
+	Destination tg.ChatID
+	Token       string
+	// Account is the account that wrote it, and may have sent it.
+	Account string
 }
 
 // chatIDs is chats as the bigint[] a query takes.
