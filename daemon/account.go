@@ -144,7 +144,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 	}
 	// The flood waits an earlier run (or another instance) met that still
 	// run: the account's first request waits for them.
-	waits, err := d.store.FloodWaits(ctx, a.Name)
+	waits, err := d.recordedWaits(ctx, a.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*acco
 		return nil, err
 	}
 
-	r.pauses = &pauseRecorder{st: d.store, account: a.Name, log: log}
+	r.pauses = &pauseRecorder{st: d.store, file: d.floodFiles[a.Name], account: a.Name, log: log}
 	r.paced = tg.NewPaced(client, tg.PacedConfig{Account: a.Name, Rate: d.cfg.Rate, Gate: h.gate, OnPause: r.pauses.recordPaced}, d.tgm)
 	r.views = tg.NewViews(r.paced.OpenChat, d.cfg.ViewSettle)
 	// Set below, while the session's pump may already be reporting a

@@ -142,6 +142,10 @@ type Config struct {
 	// OnLease, when set, is told every step of every account's lease (in
 	// the goroutine that took it; it must not block).
 	OnLease func(LeaseEvent)
+	// DataDir is the data directory; each account keeps its live flood
+	// waits in DataDir/accounts/NAME/flood_waits.json. "" keeps them in
+	// the database only.
+	DataDir string
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Registry receives every metric; nil means a private registry.
@@ -204,6 +208,11 @@ type Daemon struct {
 
 	// spread picks the account that sends each delivery (spread.go).
 	spread *spreader
+
+	// floodFiles keep each account's live flood waits in its directory
+	// (floodfile.go); none without Config.DataDir. Shared by the
+	// account's runs in this process.
+	floodFiles map[string]*floodFile
 }
 
 // New returns a daemon over st; nothing starts until Start.
@@ -235,6 +244,10 @@ func New(cfg Config, st *store.Store, dial Dialer) *Daemon {
 	}
 	reg.MustRegister(newDBCollector(st))
 	d.spread = newSpreader(d)
+	d.floodFiles = map[string]*floodFile{}
+	for _, a := range cfg.Accounts {
+		d.floodFiles[a.Name] = newFloodFile(cfg.DataDir, a.Name, log)
+	}
 	d.backlogM.alert.Set(cfg.DrainAlert.Seconds())
 	d.backlogEvery = backlogInterval
 	d.sharedEvery = sharedInterval

@@ -1,7 +1,14 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,5 +190,232 @@ func TestChatFloodWaitOutlivesARestart(t *testing.T) {
 	}
 	if n := world.ChatFlooded(dest); n != 1 {
 		t.Errorf("the destination refused %d sends after the restart: the account sent inside its wait", n-1)
+	}
+}
+
+// waitFloodWaitRow waits, bounded, until account a's flood wait of scope
+// is in flood_waits: the write a test then undoes has happened.
+func waitFloodWaitRow(t *testing.T, st *store.Store, scope store.FloodWaitScope) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM flood_waits WHERE account = 'a' AND scope = $1`, string(scope)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood wait of scope %s was never recorded", scope)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A flood wait whose rows the database lost (restored from a dump taken
+// before the 429, or failed over to a replica that had not seen them)
+// still holds the account after a restart: the account's own directory
+// keeps it too.
+func TestAccountFloodWaitOutlivesItsLostRecord(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 31, "a")
+	world, src := pr.world, pr.src
+	cfg := floodConfig(pr.accounts()[:1], pr.dest)
+	cfg.DataDir = t.TempDir()
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	world.InjectFloodWait("a", tg.MethodDownloadFile, restartFloodWait, 1)
+	posted := postTars(world, src, "w", 1)
+	until := waitPaused(t, d, (*tg.Paced).PausedUntil)
+	waitFloodWaitRow(t, st, store.FloodWaitAll)
+	d.Kill()
+	if _, err := st.Pool().Exec(t.Context(), `DELETE FROM flood_waits`); err != nil {
+		t.Fatal(err)
+	}
+
+	before := world.Calls("a")
+	cfg.Registry = prometheus.NewRegistry()
+	d = daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	noCallsBefore(t, func() map[string]int { return world.Calls("a") }, before, until, func(string) bool { return true })
+	waitCatalogued(t, st, posted[0].Key())
+}
+
+// A destination's wait whose write the database refused (down at the
+// 429; the write runs beside the session's pump, so a stop right after
+// the 429 loses it the same way) still holds the account's sends there
+// after a restart.
+func TestChatFloodWaitOutlivesAnUnrecordedPause(t *testing.T) {
+	st := openStore(t, 16)
+	ctx := context.Background()
+	// Every write of a flood wait fails, as with the database unreachable.
+	if _, err := st.Pool().Exec(ctx, `
+		CREATE FUNCTION refuse_flood_waits() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'the database is unreachable'; END $$;
+		CREATE TRIGGER refuse_flood_waits BEFORE INSERT OR UPDATE ON flood_waits
+		FOR EACH ROW EXECUTE FUNCTION refuse_flood_waits()`); err != nil {
+		t.Fatal(err)
+	}
+	pr := newPair(t, 32, "a")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.LimitChatSends(dest, 1.0/600, 1) // one send, then ten minutes
+	cfg := floodConfig(pr.accounts()[:1], dest)
+	cfg.DataDir = t.TempDir()
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	postTars(world, src, "c", 2)
+	deadline := time.Now().Add(30 * time.Second)
+	for daemon.DestPause(d, "a", dest) < time.Minute {
+		if time.Now().After(deadline) {
+			d.Kill()
+			t.Fatalf("the destination never paused the account's sends (refused: %d)", world.ChatFlooded(dest))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The stop waits for the pause's write, which fails.
+	d.Kill()
+	if _, err := st.Pool().Exec(ctx, `DROP TRIGGER refuse_flood_waits ON flood_waits`); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Registry = prometheus.NewRegistry()
+	d = daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	third := postTars(world, src, "e", 1)[0]
+	waitCatalogued(t, st, third.Key())
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE opens_at > now() + interval '1 minute'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries put off by the destination's wait; want 2 (refused: %d)", n, world.ChatFlooded(dest))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := world.ChatFlooded(dest); n != 1 {
+		t.Errorf("the destination refused %d sends after the restart: the account sent inside its wait", n-1)
+	}
+}
+
+// lockedBuffer is a log sink the daemon's goroutines may write to while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// An account's flood-wait file that is damaged, another account's, or
+// holds an end no wait of Telegram's reaches neither stops the account
+// nor holds it: it is ignored, with a line saying so.
+func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
+	far := time.Now().Add(90 * 24 * time.Hour).UTC().Format(time.RFC3339Nano)
+	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+	for _, c := range []struct{ name, content string }{
+		{"damaged", `{"format":"stashd flood waits 1","account":"a","waits":[{"scope":`},
+		{"foreign", `{"format":"something else","waits":[{"scope":"all","until":"` + soon + `"}]}`},
+		{"another account's", `{"format":"stashd flood waits 1","account":"b","waits":[{"scope":"all","until":"` + soon + `"}]}`},
+		{"implausibly late", `{"format":"stashd flood waits 1","account":"a","waits":[{"scope":"all","until":"` + far + `"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := openStore(t, 16)
+			pr := newPair(t, 33, "a")
+			cfg := floodConfig(pr.accounts()[:1], pr.dest)
+			cfg.DataDir = t.TempDir()
+			dir := filepath.Join(cfg.DataDir, "accounts", "a")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "flood_waits.json"), []byte(c.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var logs lockedBuffer
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			d := daemon.New(cfg, st, pr.dial)
+			prepareAndRun(t, d)
+			defer d.Kill()
+			posted := postTars(pr.world, pr.src, "p", 1)
+			waitCatalogued(t, st, posted[0].Key())
+			if !strings.Contains(logs.String(), "flood-wait file") {
+				t.Errorf("no line says the flood-wait file was ignored; logs:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// A flood wait is written to the account's directory as it starts, in a
+// file only the daemon's user may read, holding the wait's end in UTC and
+// nothing else of the account's.
+func TestFloodWaitFileIsWrittenPrivately(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 34, "a")
+	cfg := floodConfig(pr.accounts()[:1], pr.dest)
+	cfg.DataDir = t.TempDir()
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	pr.world.InjectFloodWait("a", tg.MethodDownloadFile, 3*time.Second, 1)
+	postTars(pr.world, pr.src, "w", 1)
+	until := waitPaused(t, d, (*tg.Paced).PausedUntil)
+	waitFloodWaitRow(t, st, store.FloodWaitAll) // written after the file
+
+	dir := filepath.Join(cfg.DataDir, "accounts", "a")
+	path := filepath.Join(dir, "flood_waits.json")
+	for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm != want {
+			t.Errorf("%s has mode %o; want %o", p, perm, want)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Format  string `json:"format"`
+		Account string `json:"account"`
+		Waits   []struct {
+			Scope string `json:"scope"`
+			Chat  int64  `json:"chat"`
+			Until string `json:"until"`
+		} `json:"waits"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if len(f.Waits) != 1 || f.Waits[0].Scope != "all" || f.Waits[0].Chat != 0 {
+		t.Fatalf("the file holds %s; want the one wait of every request", b)
+	}
+	end, err := time.Parse(time.RFC3339Nano, f.Waits[0].Until)
+	if err != nil || !strings.HasSuffix(f.Waits[0].Until, "Z") {
+		t.Fatalf("the wait's end %q is not a UTC time (%v)", f.Waits[0].Until, err)
+	}
+	if off := end.Sub(until); off < -time.Second || off > time.Second {
+		t.Errorf("the file says the wait ends at %v; the account's pause ends at %v", end, until)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the account's directory holds %d entries; want the file alone (no temporary one left)", len(entries))
 	}
 }

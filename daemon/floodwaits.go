@@ -13,27 +13,42 @@ import (
 // floodWaitWriteTimeout bounds the write of one flood wait.
 const floodWaitWriteTimeout = 10 * time.Second
 
-// pauseRecorder writes an account's flood waits to the store as they
-// start (migration 033), so that the account's next run, in this
-// instance or the one taking it over, honours a wait that outlives the
-// process: restorePauses puts them back before its first request. A wait
-// is the account's whoever holds its lease, so the write is not fenced.
+// floodWaitSlack is how much shorter than the account's file the table
+// may say a wait runs before the table counts as having lost it: the two
+// were read a moment apart.
+const floodWaitSlack = time.Second
+
+// pauseRecorder writes an account's flood waits as they start to the
+// account's file (floodFile) and to the store (migration 033), so that
+// the account's next run, in this instance or the one taking it over,
+// honours a wait that outlives the process: restorePauses puts them back
+// before its first request. A wait is the account's whoever holds its
+// lease, so the write is not fenced.
 type pauseRecorder struct {
 	st      *store.Store
+	file    *floodFile
 	account string
 	log     *slog.Logger
 	// chats are the writes of chat pauses in flight (recordChat).
 	chats sync.WaitGroup
 }
 
-// record writes one wait of scope holding the account for d from now. It
-// holds no connection beyond the one statement, and no wait of Telegram's
-// is sat out meanwhile.
+// record writes one wait of scope holding the account for d from now:
+// the file first (local, a few milliseconds), then the table. It holds
+// no connection beyond the one statement, and no wait of Telegram's is
+// sat out meanwhile.
 func (p *pauseRecorder) record(scope store.FloodWaitScope, chat tg.ChatID, d time.Duration) {
+	p.file.add(store.FloodWait{Scope: scope, Chat: chat, Left: d})
+	p.recordInStore(scope, chat, d)
+}
+
+// recordInStore writes one wait of scope holding the account for d from
+// now to the table.
+func (p *pauseRecorder) recordInStore(scope store.FloodWaitScope, chat tg.ChatID, d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), floodWaitWriteTimeout)
 	defer cancel()
 	if err := p.st.RecordFloodWait(ctx, p.account, scope, chat, d); err != nil {
-		p.log.Warn("flood wait not recorded: a restart within it would not honour it", "err", err,
+		p.log.Warn("flood wait not recorded in the database: only this instance's next run of the account honours it", "err", err,
 			"scope", scope, "chat", chat, "wait", d.String())
 	}
 }
@@ -50,12 +65,15 @@ func (p *pauseRecorder) recordPaced(send bool, d time.Duration) {
 }
 
 // recordChat is the session's RecordChatPauses hook. It is called from
-// the session's pump, which must not block: the write runs on its own.
+// the session's pump, which must not wait on the database: the file is
+// written before it returns (a stop right after the 429 still finds the
+// wait there), the table's write runs on its own.
 func (p *pauseRecorder) recordChat(chat tg.ChatID, d time.Duration) {
+	p.file.add(store.FloodWait{Scope: store.FloodWaitChat, Chat: chat, Left: d})
 	p.chats.Add(1)
 	go func() {
 		defer p.chats.Done()
-		p.record(store.FloodWaitChat, chat, d)
+		p.recordInStore(store.FloodWaitChat, chat, d)
 	}()
 }
 
@@ -81,10 +99,48 @@ func restorePauses(r *accountRun, waits []store.FloodWait) {
 	}
 }
 
+// recordedWaits returns the flood waits of account that still run: for
+// each scope and chat, the later end of what flood_waits and the
+// account's file say. A wait the table lost (a restore or lagging
+// failover rewound it, or the database was down at the 429) is recorded
+// there again, so that an instance taking the account over honours it
+// too; one only the table knows (met by another instance) is added to
+// the file.
+func (d *Daemon) recordedWaits(ctx context.Context, account string) ([]store.FloodWait, error) {
+	waits, err := d.store.FloodWaits(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	f := d.floodFiles[account]
+	f.add(waits...)
+	at := map[floodKey]int{}
+	for i, w := range waits {
+		at[floodKey{scope: w.Scope, chat: w.Chat}] = i
+	}
+	for _, w := range f.waits() {
+		i, ok := at[floodKey{scope: w.Scope, chat: w.Chat}]
+		if ok && waits[i].Left >= w.Left-floodWaitSlack {
+			continue
+		}
+		d.log.Warn("the database lost a flood wait the account's directory kept; it is recorded again",
+			"account", account, "scope", w.Scope, "chat", w.Chat, "left", w.Left.Round(time.Second).String())
+		if err := d.store.RecordFloodWait(ctx, account, w.Scope, w.Chat, w.Left); err != nil {
+			d.log.Warn("flood wait not recorded in the database again: an instance taking the account over would not honour it",
+				"account", account, "err", err)
+		}
+		if ok {
+			waits[i].Left = w.Left
+		} else {
+			waits = append(waits, w)
+		}
+	}
+	return waits, nil
+}
+
 // pausedAtStart returns how long a recorded flood wait still holds every
 // request of account (0 for none).
 func (d *Daemon) pausedAtStart(ctx context.Context, account string) (time.Duration, error) {
-	waits, err := d.store.FloodWaits(ctx, account)
+	waits, err := d.recordedWaits(ctx, account)
 	if err != nil {
 		return 0, err
 	}

@@ -332,6 +332,7 @@ func (s *server) daemonConfig(ctx context.Context, simulate bool, seed int64, ra
 		LeaseTTL:     c.LeaseTTL.Duration,
 		DrainAlert:   c.DeliveryDrainAlert.Duration,
 		Backfill:     ingest.BackfillConfig{Rate: c.BackfillRate},
+		DataDir:      c.DataDir,
 		Logger:       s.log,
 		Registry:     reg,
 	}
