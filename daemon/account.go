@@ -78,6 +78,7 @@ func (r *accountRun) halt(graceful bool) {
 			r.deliver.Stop()
 			r.backlog.Stop()
 			r.rewind.Stop()
+			r.pauses.Stop()
 			r.sweep.Stop()
 			r.cancel()
 			r.rec.Stop()
@@ -103,6 +104,7 @@ func (r *accountRun) halt(graceful bool) {
 		r.deliver.Stop()
 		r.backlog.Stop()
 		r.rewind.Stop()
+		r.pauses.Stop()
 		r.sweep.Stop()
 		r.rec.Stop()
 		r.lst.Kill()
@@ -115,7 +117,7 @@ func (r *accountRun) halt(graceful bool) {
 func (r *accountRun) startLoops(fatal chan<- error) error {
 	// The backfill first: it records new routes before ingest delivers
 	// anything under them, so its walk ends where routing at ingest starts.
-	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.rewind, r.deliver, r.backlog, r.follow, r.shared} {
+	for _, s := range []interface{ Start(context.Context) error }{r.backfill, r.rec, r.lst, r.pool, r.sweep, r.catch, r.resc, r.retry, r.rewind, r.deliver, r.backlog, r.follow, r.shared, r.pauses} {
 		if err := s.Start(r.ctx); err != nil {
 			return err
 		}

@@ -419,3 +419,32 @@ func TestFloodWaitFileIsWrittenPrivately(t *testing.T) {
 		t.Errorf("the account's directory holds %d entries; want the file alone (no temporary one left)", len(entries))
 	}
 }
+
+// A running account whose flood wait the database lost (a dump restored
+// under it, a failover to a replica that lagged, or the database down at
+// the 429) records it again while the wait runs: an instance taking the
+// account over after this one dies honours it too.
+func TestRunningAccountRecordsALostFloodWaitAgain(t *testing.T) {
+	st := openStore(t, 16)
+	pr := newPair(t, 35, "a")
+	cfg := floodConfig(pr.accounts()[:1], pr.dest)
+	cfg.DataDir = t.TempDir()
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	pr.world.InjectFloodWait("a", tg.MethodDownloadFile, 10*time.Minute, 1)
+	postTars(pr.world, pr.src, "w", 1)
+	waitPaused(t, d, (*tg.Paced).PausedUntil)
+	waitFloodWaitRow(t, st, store.FloodWaitAll)
+	if _, err := st.Pool().Exec(t.Context(), `DELETE FROM flood_waits`); err != nil {
+		t.Fatal(err)
+	}
+	waitFloodWaitRow(t, st, store.FloodWaitAll)
+	var left float64
+	if err := st.Pool().QueryRow(t.Context(), `SELECT extract(epoch FROM until - now()) FROM flood_waits WHERE account = 'a'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left < 5*60 {
+		t.Errorf("the wait recorded again ends in %.0f s; want what is left of the ten minutes", left)
+	}
+}

@@ -6,12 +6,17 @@ import (
 	"sync"
 	"time"
 
+	"stashd/internal/service"
 	"stashd/store"
 	"stashd/tg"
 )
 
 // floodWaitWriteTimeout bounds the write of one flood wait.
 const floodWaitWriteTimeout = 10 * time.Second
+
+// floodWaitCheck is how often a running account with a live flood wait
+// looks whether the table still holds it.
+const floodWaitCheck = 10 * time.Second
 
 // floodWaitSlack is how much shorter than the account's file the table
 // may say a wait runs before the table counts as having lost it: the two
@@ -31,7 +36,34 @@ type pauseRecorder struct {
 	log     *slog.Logger
 	// chats are the writes of chat pauses in flight (recordChat).
 	chats sync.WaitGroup
+	run   service.Runner
 }
+
+// Start runs the loop that records in the table again, every
+// floodWaitCheck, the live waits of the account's file that the table
+// lost while the account runs (a dump restored or a lagging failover
+// under it, the database down at the 429), so that an instance taking
+// the account over honours them. It asks the database only while a wait
+// runs, and makes no request of Telegram's, so a wait of every request
+// does not hold it up. Without a file it does not run.
+func (p *pauseRecorder) Start(ctx context.Context) error {
+	if p.file == nil {
+		return nil
+	}
+	return p.run.StartFunc(ctx, func(ctx context.Context) {
+		service.Ticks(ctx, floodWaitCheck, nil, func(ctx context.Context) {
+			if len(p.file.waits()) == 0 {
+				return
+			}
+			if _, err := recordedWaits(ctx, p.st, p.file, p.account, p.log); err != nil && ctx.Err() == nil {
+				p.log.Warn("read the flood waits the database recorded", "err", err)
+			}
+		})
+	})
+}
+
+// Stop stops the loop.
+func (p *pauseRecorder) Stop() { p.run.Stop() }
 
 // record writes one wait of scope holding the account for d from now:
 // the file first (local, a few milliseconds), then the table. It holds
@@ -107,11 +139,16 @@ func restorePauses(r *accountRun, waits []store.FloodWait) {
 // too; one only the table knows (met by another instance) is added to
 // the file.
 func (d *Daemon) recordedWaits(ctx context.Context, account string) ([]store.FloodWait, error) {
-	waits, err := d.store.FloodWaits(ctx, account)
+	return recordedWaits(ctx, d.store, d.floodFiles[account], account, d.log.With("account", account))
+}
+
+// recordedWaits is Daemon.recordedWaits over st and the account's file
+// f, logging to the account's log.
+func recordedWaits(ctx context.Context, st *store.Store, f *floodFile, account string, log *slog.Logger) ([]store.FloodWait, error) {
+	waits, err := st.FloodWaits(ctx, account)
 	if err != nil {
 		return nil, err
 	}
-	f := d.floodFiles[account]
 	f.add(waits...)
 	at := map[floodKey]int{}
 	for i, w := range waits {
@@ -122,11 +159,11 @@ func (d *Daemon) recordedWaits(ctx context.Context, account string) ([]store.Flo
 		if ok && waits[i].Left >= w.Left-floodWaitSlack {
 			continue
 		}
-		d.log.Warn("the database lost a flood wait the account's directory kept; it is recorded again",
-			"account", account, "scope", w.Scope, "chat", w.Chat, "left", w.Left.Round(time.Second).String())
-		if err := d.store.RecordFloodWait(ctx, account, w.Scope, w.Chat, w.Left); err != nil {
-			d.log.Warn("flood wait not recorded in the database again: an instance taking the account over would not honour it",
-				"account", account, "err", err)
+		log.Warn("the database lost a flood wait the account's directory kept; it is recorded again",
+			"scope", w.Scope, "chat", w.Chat, "left", w.Left.Round(time.Second).String())
+		if err := st.RecordFloodWait(ctx, account, w.Scope, w.Chat, w.Left); err != nil {
+			log.Warn("flood wait not recorded in the database again: an instance taking the account over would not honour it",
+				"err", err)
 		}
 		if ok {
 			waits[i].Left = w.Left
