@@ -23,6 +23,7 @@ import (
 // (single-part packages at one send a minute: 60 s each), next to the
 // alert's bound, stashd_delivery_drain_alert_seconds.
 func TestDeliveryBacklogMetrics(t *testing.T) {
+	t.Parallel()
 	m := newMirror(t, openStore(t, 8), 23, daemon.Config{Workers: 2, SendRate: 1, DrainAlert: 5 * time.Minute})
 	daemon.SetBacklogInterval(m.d, 50*time.Millisecond)
 	prepareAndRun(t, m.d)
@@ -69,6 +70,7 @@ func TestDeliveryBacklogMetrics(t *testing.T) {
 // reads them once an interval, not once per account: two accounts read
 // them about as often as one would.
 func TestBacklogReadOncePerInstance(t *testing.T) {
+	t.Parallel()
 	var reads atomic.Int64
 	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 16, Tracer: pgtrips.Tracer{Sent: func(what string) {
 		if strings.Contains(what, "WITH due AS") {

@@ -21,6 +21,7 @@ import (
 // at the epoch it took, every package is catalogued (ingest never waits
 // for the budget), and the deliveries wait in the queue.
 func TestSendBudgetBacklogKeepsTheLease(t *testing.T) {
+	t.Parallel()
 	const workers = 4
 	const ttl = 600 * time.Millisecond
 	st := openStore(t, workers)

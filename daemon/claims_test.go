@@ -18,6 +18,7 @@ import (
 // new process on the same host, releases them and catches up at once
 // instead of waiting ten minutes for them to expire.
 func TestRestartReleasesClaimsOfDeadProcess(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})

@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // every document at or below a source's stored watermark is in the
 // catalogue, so a restart that resumes from the watermark loses nothing.
 func TestShutdownUnderLoadKeepsWatermarksTrue(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 11, FilesDir: t.TempDir()})
@@ -87,6 +88,7 @@ func TestShutdownUnderLoadKeepsWatermarksTrue(t *testing.T) {
 // to a send lets the send finish and records it: no delivery is left an
 // intent, and every message in the destination is recorded as sent.
 func TestShutdownFinishesTheSendInFlight(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 8)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir(), SendLatency: 300 * time.Millisecond})

@@ -15,6 +15,7 @@ import (
 // one unit each (a package, an intent, a sent record, a release), none
 // failed, and the pool reports its bound and its connections.
 func TestDatabaseMetrics(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 8)
 	m := newMirror(t, st, 29, daemon.Config{Workers: 2})
 	prepareAndRun(t, m.d)

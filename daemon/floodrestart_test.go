@@ -68,12 +68,14 @@ func noCallsBefore(t *testing.T, calls func() map[string]int, before map[string]
 // no request of the account until the wait has ended; then it catalogues
 // what the first one could not.
 func TestAccountFloodWaitOutlivesARestart(t *testing.T) {
+	t.Parallel()
 	testAccountFloodWaitOutlives(t, 27, false)
 }
 
 // The instance that takes over an account whose owner died inside a flood
 // wait honours the wait as well.
 func TestAccountFloodWaitHoldsTheInstanceTakingOver(t *testing.T) {
+	t.Parallel()
 	testAccountFloodWaitOutlives(t, 29, true)
 }
 
@@ -110,6 +112,7 @@ func testAccountFloodWaitOutlives(t *testing.T, seed int64, takeover bool) {
 // nothing, a package posted after the restart included, until the wait
 // has ended; then it delivers both.
 func TestSendFloodWaitOutlivesARestart(t *testing.T) {
+	t.Parallel()
 	// The killed daemon may hold the first package's delivery lock: a
 	// short lifetime lets the new one take it soon after the wait.
 	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 16, LockTTL: 3 * time.Second})
@@ -146,6 +149,7 @@ func TestSendFloodWaitOutlivesARestart(t *testing.T) {
 // restart too: a package posted after the restart is put off by the wait
 // without a send that the destination would refuse again.
 func TestChatFloodWaitOutlivesARestart(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 30, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
@@ -218,6 +222,7 @@ func waitFloodWaitRow(t *testing.T, st *store.Store, scope store.FloodWaitScope)
 // still holds the account after a restart: the account's own directory
 // keeps it too.
 func TestAccountFloodWaitOutlivesItsLostRecord(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 31, "a")
 	world, src := pr.world, pr.src
@@ -248,6 +253,7 @@ func TestAccountFloodWaitOutlivesItsLostRecord(t *testing.T) {
 // the 429 loses it the same way) still holds the account's sends there
 // after a restart.
 func TestChatFloodWaitOutlivesAnUnrecordedPause(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	ctx := context.Background()
 	// Every write of a flood wait fails, as with the database unreachable.
@@ -328,6 +334,7 @@ func (l *lockedBuffer) String() string {
 // holds an end no wait of Telegram's reaches neither stops the account
 // nor holds it: it is ignored, with a line saying so.
 func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
+	t.Parallel()
 	far := time.Now().Add(90 * 24 * time.Hour).UTC().Format(time.RFC3339Nano)
 	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	for _, c := range []struct{ name, content string }{
@@ -366,6 +373,7 @@ func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
 // file only the daemon's user may read, holding the wait's end in UTC and
 // nothing else of the account's.
 func TestFloodWaitFileIsWrittenPrivately(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 34, "a")
 	cfg := floodConfig(pr.accounts()[:1], pr.dest)
@@ -425,6 +433,7 @@ func TestFloodWaitFileIsWrittenPrivately(t *testing.T) {
 // the 429) records it again while the wait runs: an instance taking the
 // account over after this one dies honours it too.
 func TestRunningAccountRecordsALostFloodWaitAgain(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 35, "a")
 	cfg := floodConfig(pr.accounts()[:1], pr.dest)

@@ -24,6 +24,7 @@ const sendFloodWait = time.Hour
 // may write there too, and sends every package, a's first included,
 // without waiting for a's pause.
 func TestSendFloodWaitOnOneAccountLeavesTheOtherSending(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 21, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
@@ -44,6 +45,7 @@ func TestSendFloodWaitOnOneAccountLeavesTheOtherSending(t *testing.T) {
 // archive posted while the account's only delivery waits out an hour's
 // flood wait is catalogued at once, its delivery queued behind the wait.
 func TestSendFloodWaitLeavesTheCatalogueCurrent(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 22, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
@@ -72,6 +74,7 @@ func TestSendFloodWaitLeavesTheCatalogueCurrent(t *testing.T) {
 // at the delivery stage's next look (an hour here): nothing else wakes
 // the stage.
 func TestDeliveryPutOffByAFloodWaitIsSentWhenItEnds(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 25, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
@@ -113,6 +116,7 @@ func waitCatalogued(t testing.TB, st *store.Store, key tg.MessageKey) {
 // queued, put off by the wait, and once the wait has passed a restarted
 // daemon sends it once.
 func TestStopDuringSendFloodWaitLeavesNothingToReconcile(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 23, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
@@ -179,6 +183,7 @@ func TestStopDuringSendFloodWaitLeavesNothingToReconcile(t *testing.T) {
 // getChat), and that question must not sit a's pause out (here its bound
 // is as long as the pause, so sitting it out never ends within the test).
 func TestAccountFloodWaitDoesNotHoldAnotherAccountsPicks(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 24, "a", "b")
 	world, dest := pr.world, pr.dest
@@ -198,6 +203,7 @@ func TestAccountFloodWaitDoesNotHoldAnotherAccountsPicks(t *testing.T) {
 // lock of a file it is about to download, and b, which meets the same
 // file in its own source, catalogues it without waiting for a's pause.
 func TestFloodWaitUnderAPackageLockDoesNotHoldAnotherAccount(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 26, "a", "b")
 	world, src := pr.world, pr.src

@@ -19,6 +19,7 @@ import (
 // write access to the chat") hands its deliveries there to another account
 // that can see the files; each package arrives once, sent by that account.
 func TestAccountWithoutWriteAccessHandsDeliveriesOver(t *testing.T) {
+	t.Parallel()
 	t.Run("ingesting account", func(t *testing.T) { handOverRun(t, 0) })
 	// With send budgets the deliveries spread over the accounts: the one
 	// refused is not chosen again once refused.
@@ -74,6 +75,7 @@ func handOverRun(t *testing.T, sendRate float64) {
 // the sends itself; not told (the channel made private), it makes them,
 // and the server refuses each with CHANNEL_PRIVATE.
 func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
+	t.Parallel()
 	removed := func(w *tgsim.World, _ string, chat tg.ChatID, ok bool) { w.LoseAccess(chat, !ok) }
 	private := func(w *tgsim.World, _ string, chat tg.ChatID, ok bool) { w.SetPrivate(chat, !ok) }
 	for _, c := range []struct {
@@ -185,6 +187,7 @@ func deliveriesWaitForWriteAccess(t *testing.T, kind tg.ChatKind, revoke func(w 
 // back and is not chosen again for that source). None is given up, b
 // sends nothing, and each package goes once a may write again.
 func TestHandOverOnlyToAnAccountThatKnowsBothChats(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name            string
 		src, destMember []string

@@ -39,6 +39,7 @@ func holdPool(t *testing.T, st *store.Store) {
 // connection of the main pool is busy: it asks the database through a
 // path ingest load cannot take.
 func TestHealthAnswersWhileMainPoolIsExhausted(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 2)
 	d := daemon.New(daemon.Config{}, st, func(context.Context, string) (tg.Client, error) { return nil, nil })
 	holdPool(t, st)

@@ -19,6 +19,7 @@ import (
 // A newly added source catches up by its history policy: everything (the
 // default), nothing from before it was added, or the last 30 days.
 func TestNewSourceHistoryPolicy(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	var offset atomic.Int64 // the world's clock, relative to now
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir(),
@@ -96,6 +97,7 @@ func TestNewSourceHistoryPolicy(t *testing.T) {
 // again, and the source still starts where its policy says, not at its
 // beginning.
 func TestHistoryPolicySurvivesAFailedStart(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
@@ -133,6 +135,7 @@ func TestHistoryPolicySurvivesAFailedStart(t *testing.T) {
 // getChatMessageByDate from the chat's last message as the session knows
 // it, until the chat is opened and its difference is in.
 func TestHistoryNoneFromALaggingSession(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 7, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
@@ -159,6 +162,7 @@ func TestHistoryNoneFromALaggingSession(t *testing.T) {
 // at the server's newest message: TDLib answers getChatMessageByDate with
 // that failed message, whose local id names no server message.
 func TestHistoryNoneOverAFailedSendOfTheSession(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 8, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)

@@ -18,6 +18,7 @@ import (
 // since it read it), and b deletes it as a second copy: the destination
 // holds the part once, b's recorded copy.
 func TestLateSendOfAnAccountAwayIsNotLeftAsASecondCopy(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 17, "a", "b")
@@ -43,6 +44,7 @@ func TestLateSendOfAnAccountAwayIsNotLeftAsASecondCopy(t *testing.T) {
 // its way: whichever is recorded first is the delivery, and the other is
 // deleted, b's own copy too (its record names a's message).
 func TestLateSendOfAnAccountAwayLandingDuringTheTakersSend(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 18, "a", "b")
 	pr.world.SetDeleteRights("b", pr.dest, true)

@@ -161,6 +161,7 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // failover, releases a's source claims and mirrors what is posted next;
 // a's late fenced write is refused by the database.
 func TestPausedOwnerStopsBeforeItsLeaseLapsesAndStandbyTakesOver(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 3, FilesDir: t.TempDir()})
@@ -253,6 +254,7 @@ func TestPausedOwnerStopsBeforeItsLeaseLapsesAndStandbyTakesOver(t *testing.T) {
 // every request. The gate closes when the local deadline passes (the
 // monotonic clock runs during a pause), renewed or not.
 func TestLeaseGateBlocksRequestsAfterTheDeadline(t *testing.T) {
+	t.Parallel()
 	t.Run("deadline", func(t *testing.T) {
 		t.Parallel()
 		now := time.Now()
@@ -330,6 +332,7 @@ func TestLeaseGateBlocksRequestsAfterTheDeadline(t *testing.T) {
 // its lease is released (a standby may take it) and the start is retried
 // with backoff, at the next epoch.
 func TestFailedTakeoverReleasesTheLeaseAndRetries(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 32)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})

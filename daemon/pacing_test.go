@@ -18,6 +18,7 @@ import (
 // and each destination receives a set's parts in order although workers
 // deliver sets at once.
 func TestSendBudgetPacesDeliveriesAndKeepsPartOrder(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)

@@ -16,6 +16,7 @@ import (
 // once it is a member again, deliveries that only it may send go through
 // it, without a restart.
 func TestAccountBackInTheSourceTakesDeliveriesAgain(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 11, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest

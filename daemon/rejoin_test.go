@@ -21,6 +21,7 @@ import (
 // retry: the watermark is past it and the rescan passes over its message
 // as handled, so nothing else would fetch it.
 func TestRejoinedAccountFetchesWhatItsLostAccessExhausted(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 21, "a")
 	posted := exhaustedForLostAccess(t, st, pr, "rejoin")
@@ -41,6 +42,7 @@ func TestRejoinedAccountFetchesWhatItsLostAccessExhausted(t *testing.T) {
 // loss: the failed fetch alone said the source could not be read, and
 // the next start finds it readable.
 func TestAccountBackBeforeItsLossWasRecordedFetchesWhatItExhausted(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 22, "a")
 	posted := exhaustedForLostAccess(t, st, pr, "early")
@@ -58,6 +60,7 @@ func TestAccountBackBeforeItsLossWasRecordedFetchesWhatItExhausted(t *testing.T)
 // at once, not when the circuit its loss opened closes (an hour here), and
 // recorded readable as a member's, not as a public chat read from outside.
 func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
+	t.Parallel()
 	for i, c := range []struct {
 		name    string
 		kind    tg.ChatKind
@@ -100,6 +103,7 @@ func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
 // getChat still answers from the session's local view and no read of
 // the daemon's own failed.
 func TestRemovalFromABasicGroupIsRecordedFromTheReport(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 27, "a")
 	pr.src = pr.world.AddChat(tg.KindBasicGroup, "club", "a", "b")

@@ -18,6 +18,7 @@ import (
 // Routes are resolved and checked at start: every problem stops the start
 // with a line of its own, and good routes decide where packages go.
 func TestRoutesAreCheckedAtStart(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	var err error

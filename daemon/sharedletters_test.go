@@ -17,6 +17,7 @@ import (
 // retry loop that never runs (an account no longer configured, logged
 // out, or gone) while the rescan passes over its message as handled.
 func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 9, "a", "b")
@@ -49,6 +50,7 @@ func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 // again, or the archive is never catalogued: the watermark is past it
 // and the rescan passes over its message as handled.
 func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 10, "a", "b")
 	// Account a saw the archive, then was removed from the chat before it
@@ -68,6 +70,7 @@ func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 // destination runs, the delivery is that account's: it reaches the
 // destination instead of waiting for ever.
 func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 11, "a", "b")
 	// Account a catalogued the archive and queued its delivery, and has
@@ -84,6 +87,7 @@ func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
 // up as a delivery of a source lost to every account: the account away
 // may read it on its return. It waits, handed over.
 func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 12, "a", "b")
@@ -113,6 +117,7 @@ func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 // dead letters are the source's new account's to fetch, not the failing
 // one's, whose retries could never read them.
 func TestLettersOfASourceTakenOverMeanwhileGoToItsAccount(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 13, "a", "b")
@@ -237,6 +242,7 @@ func waitFetched(t *testing.T, st *store.Store, key tg.MessageKey, what string) 
 // for it after another account's last look at its queue is taken at the
 // next look all the same.
 func TestDeliveriesQueuedLaterForALoggedOutAccountAreTaken(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 14, "a", "b")

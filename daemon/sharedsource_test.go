@@ -34,6 +34,7 @@ func sharedConfig(pr pair, order ...string) daemon.Config {
 // nothing about it (no getChat for a known source), and neither account
 // takes it from the other.
 func TestSharedSourceKeepsItsAccountAcrossStarts(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 7, "a", "b")
@@ -79,6 +80,7 @@ func TestSharedSourceKeepsItsAccountAcrossStarts(t *testing.T) {
 // names first. The account removed may be recorded for it first; once
 // its catch-up finds the access lost, the other takes the chat over.
 func TestSharedSourceReadByTheAccountThatCan(t *testing.T) {
+	t.Parallel()
 	for _, order := range [][]string{{"a", "b"}, {"b", "a"}} {
 		t.Run(order[0]+" first", func(t *testing.T) {
 			ctx := t.Context()

@@ -121,6 +121,7 @@ func BenchmarkSpreadSends(b *testing.B) {
 // times from the simulator, on each account's virtual clock), and the
 // deliveries take about half the time one account needs.
 func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
+	t.Parallel()
 	const n, perMinute = 24, 40.0
 	interval := time.Duration(float64(time.Minute) / perMinute)
 
@@ -165,6 +166,7 @@ func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
 // is one album, one send; the budget, 60 a minute, is tight enough that the
 // first account's is busy when the next set is ready.)
 func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 9, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
@@ -212,6 +214,7 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 // source but is no member of the destination, and a's sends there are
 // paused by the chat's limit.
 func TestDestPauseLeavesOutAccountsThatCannotSendThere(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 13, "a")
 	world, src, dest := pr.world, pr.src, pr.dest

@@ -112,6 +112,7 @@ func documentsIn(pr pair) []tg.Message {
 // recognises by its token and does not send again, and a's note is
 // settled rather than left for an account that will not run.
 func TestUnsettledSendOfAnAccountAwayIsNeitherLostNorSentTwice(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	pr := newPair(t, 15, "a", "b")
@@ -157,6 +158,7 @@ func TestUnsettledSendOfAnAccountAwayIsNeitherLostNorSentTwice(t *testing.T) {
 // to delete others' messages there, settles a's note: the second copy
 // goes, the delivered one stays.
 func TestSecondCopyNotedByAnAccountAwayIsDeleted(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 16, "a", "b")
 	pr.world.SetDeleteRights("b", pr.dest, true)
@@ -179,6 +181,7 @@ func TestSecondCopyNotedByAnAccountAwayIsDeleted(t *testing.T) {
 // its failure) at every look at a's queue, for as long as a stays logged
 // out.
 func TestNoteAnAccountAwayCannotSettleIsTriedOncePerAbsence(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 16, "a", "b")
 	posted := handledByAOfItsSource(t, st, pr, "stuck", store.OutcomePackage, nil)

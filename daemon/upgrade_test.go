@@ -18,6 +18,7 @@ import (
 // history. After a restart with the same configuration (the old group
 // only) the new chat is still followed.
 func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := openStore(t, 16)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
@@ -91,6 +92,7 @@ func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
 // queued for the account away from it (here held because that account may
 // not write to the destination).
 func TestUpgradeOfASharedBasicGroupIsFollowedByEveryAccountListingIt(t *testing.T) {
+	t.Parallel()
 	t.Run("upgraded while both run", func(t *testing.T) { sharedUpgradeRun(t, false) })
 	t.Run("second account started after the upgrade", func(t *testing.T) { sharedUpgradeRun(t, true) })
 }
