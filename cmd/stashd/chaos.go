@@ -162,6 +162,9 @@ func printChaosReport(r chaos.Report, dir string) {
 	}
 	fmt.Printf("published %d archives, %d unique packages; missing %d, delivered twice %d, dead letters %d, session overlaps %d\n",
 		r.PublishedArchives, r.UniquePackages, r.Missing, r.DuplicateDeliveries, r.DeadLetters, r.SessionOverlaps)
+	if r.InFlightAtFreeze > 0 {
+		fmt.Printf("  requests in flight at a pause's SIGSTOP, reaching the world after its SIGCONT (no overlap): %d\n", r.InFlightAtFreeze)
+	}
 	for _, n := range r.Audit.MissingNames {
 		fmt.Printf("  missing: %s\n", n)
 	}
