@@ -56,7 +56,15 @@ type floodFile struct {
 
 	mu     sync.Mutex
 	loaded bool
-	until  map[floodKey]time.Time // the waits known, by wall-clock end
+	until  map[floodKey]floodEnd // the waits known
+}
+
+// floodEnd is when a wait ends, by the wall clock, and how long it was
+// when it was noted: a clock stepped back since cannot make it hold the
+// account for longer than that.
+type floodEnd struct {
+	until time.Time
+	wait  time.Duration
 }
 
 // floodFileJSON is the file's content.
@@ -70,6 +78,10 @@ type floodWaitJSON struct {
 	Scope store.FloodWaitScope `json:"scope"`
 	Chat  int64                `json:"chat,omitempty"`
 	Until time.Time            `json:"until"` // UTC
+	// Wait is how long the wait was when it was noted, in seconds: at
+	// most this much of it is honoured after a restart. 0 (a file written
+	// before it was kept) bounds the wait by floodFileLongest alone.
+	Wait float64 `json:"wait_seconds,omitempty"`
 }
 
 // newFloodFile returns the flood-wait file of account under dataDir, or
@@ -95,8 +107,8 @@ func (f *floodFile) waits() []store.FloodWait {
 	f.loadLocked()
 	now := time.Now()
 	var out []store.FloodWait
-	for k, until := range f.until {
-		if left := until.Sub(now); left > 0 {
+	for k, e := range f.until {
+		if left := e.until.Sub(now); left > 0 {
 			out = append(out, store.FloodWait{Scope: k.scope, Chat: k.chat, Left: left})
 		}
 	}
@@ -119,8 +131,8 @@ func (f *floodFile) add(waits ...store.FloodWait) {
 		if w.Scope != store.FloodWaitChat {
 			k.chat = 0
 		}
-		if until := now.Add(w.Left); until.After(f.until[k]) {
-			f.until[k] = until
+		if until := now.Add(w.Left); until.After(f.until[k].until) {
+			f.until[k] = floodEnd{until: until, wait: w.Left}
 			changed = true
 		}
 	}
@@ -140,7 +152,7 @@ func (f *floodFile) loadLocked() {
 		return
 	}
 	f.loaded = true
-	f.until = map[floodKey]time.Time{}
+	f.until = map[floodKey]floodEnd{}
 	waits, err := readFloodFile(f.path, f.account)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -149,16 +161,25 @@ func (f *floodFile) loadLocked() {
 		f.log.Warn("flood-wait file ignored: the account honours the waits the database recorded only", "err", err)
 		return
 	}
-	horizon := time.Now().Add(floodFileLongest)
+	now := time.Now()
+	horizon := now.Add(floodFileLongest)
 	for _, w := range waits {
 		k := floodKey{scope: w.Scope, chat: tg.ChatID(w.Chat)}
+		wait := time.Duration(w.Wait * float64(time.Second))
+		if wait > 0 && w.Until.After(now.Add(wait)) {
+			// The end was noted by a clock that was ahead (or the clock
+			// was stepped back since): Telegram asked for wait, no more.
+			f.log.Warn("flood-wait file: entry ending later than its wait allows (the clock went back); honoured for its wait",
+				"scope", w.Scope, "chat", w.Chat, "until", w.Until, "wait", wait.String())
+			w.Until = now.Add(wait)
+		}
 		switch {
 		case !floodEntryValid(w):
 			f.log.Warn("flood-wait file: entry not understood ignored", "scope", w.Scope, "chat", w.Chat)
 		case w.Until.After(horizon):
 			f.log.Warn("flood-wait file: entry ending implausibly late ignored", "scope", w.Scope, "chat", w.Chat, "until", w.Until)
-		case w.Until.After(f.until[k]):
-			f.until[k] = w.Until
+		case w.Until.After(f.until[k].until):
+			f.until[k] = floodEnd{until: w.Until, wait: wait}
 		}
 	}
 }
@@ -207,12 +228,12 @@ func readFloodFile(path, account string) ([]floodWaitJSON, error) {
 // file, and the directory synced. f.mu held.
 func (f *floodFile) writeLocked(now time.Time) error {
 	c := floodFileJSON{Format: floodFileFormat, Account: f.account, Waits: []floodWaitJSON{}}
-	for k, until := range f.until {
-		if !until.After(now) {
+	for k, e := range f.until {
+		if !e.until.After(now) {
 			delete(f.until, k)
 			continue
 		}
-		c.Waits = append(c.Waits, floodWaitJSON{Scope: k.scope, Chat: int64(k.chat), Until: until.UTC()})
+		c.Waits = append(c.Waits, floodWaitJSON{Scope: k.scope, Chat: int64(k.chat), Until: e.until.UTC(), Wait: e.wait.Seconds()})
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

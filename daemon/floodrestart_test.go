@@ -457,3 +457,64 @@ func TestRunningAccountRecordsALostFloodWaitAgain(t *testing.T) {
 		t.Errorf("the wait recorded again ends in %.0f s; want what is left of the ten minutes", left)
 	}
 }
+
+// A flood wait's end is kept in the account's file by the wall clock. A
+// clock that was ahead when the wait was written (a host that booted with
+// its hardware clock hours fast, then stepped back by NTP) makes that end
+// look hours away: the account's next start must hold it no longer than
+// Telegram asked, nor record that length in the table, where it would
+// hold every instance taking the account over.
+func TestFloodWaitFileAfterAClockStepBackHoldsNoLongerThanAsked(t *testing.T) {
+	t.Parallel()
+	const asked = time.Minute
+	st := openStore(t, 16)
+	pr := newPair(t, 36, "a")
+	cfg := floodConfig(pr.accounts()[:1], pr.dest)
+	cfg.DataDir = t.TempDir()
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	pr.world.InjectFloodWait("a", tg.MethodDownloadFile, asked, 1)
+	postTars(pr.world, pr.src, "w", 1)
+	waitPaused(t, d, (*tg.Paced).PausedUntil)
+	waitFloodWaitRow(t, st, store.FloodWaitAll)
+	d.Kill()
+
+	// The file as a clock three hours fast would have written it.
+	path := filepath.Join(cfg.DataDir, "accounts", "a", "flood_waits.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	waits, _ := f["waits"].([]any)
+	if len(waits) != 1 {
+		t.Fatalf("the file holds %s; want one wait", b)
+	}
+	w := waits[0].(map[string]any)
+	until, err := time.Parse(time.RFC3339Nano, w["until"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w["until"] = until.Add(3 * time.Hour).UTC().Format(time.RFC3339Nano)
+	if b, err = json.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Registry = prometheus.NewRegistry()
+	d = daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	var left float64
+	if err := st.Pool().QueryRow(t.Context(), `SELECT coalesce(max(extract(epoch FROM until - now())), 0) FROM flood_waits WHERE account = 'a'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left > asked.Seconds() {
+		t.Errorf("after the clock stepped back the table holds the account %.0f s more; Telegram asked for %v", left, asked)
+	}
+}
