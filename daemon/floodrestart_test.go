@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -517,4 +519,51 @@ func TestFloodWaitFileAfterAClockStepBackHoldsNoLongerThanAsked(t *testing.T) {
 	if left > asked.Seconds() {
 		t.Errorf("after the clock stepped back the table holds the account %.0f s more; Telegram asked for %v", left, asked)
 	}
+}
+
+// The session's update pump goes on while a chat's pause is written to
+// the account's file: a write that does not complete (a disk stalled in
+// fsync, a hung mount; here a FIFO no one reads in place of the
+// temporary file) must not stop the account from taking in its updates.
+func TestChatFloodWaitFileWriteDoesNotHoldThePump(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, 16)
+	pr := newPair(t, 37, "a")
+	world, src, dest := pr.world, pr.src, pr.dest
+	world.LimitChatSends(dest, 1.0/600, 1) // one send, then ten minutes
+	cfg := floodConfig(pr.accounts()[:1], dest)
+	cfg.DataDir = t.TempDir()
+	dir := filepath.Join(cfg.DataDir, "accounts", "a")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "flood_waits.json.tmp")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+	// Lets the write through at the end, so that the stop does not wait
+	// for it for ever.
+	defer func() {
+		fh, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return
+		}
+		go func() {
+			defer fh.Close()
+			_, _ = io.Copy(io.Discard, fh)
+		}()
+	}()
+	postTars(world, src, "c", 2)
+	deadline := time.Now().Add(30 * time.Second)
+	for daemon.DestPause(d, "a", dest) < time.Minute {
+		if time.Now().After(deadline) {
+			t.Fatalf("the destination never paused the account's sends (refused: %d)", world.ChatFlooded(dest))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	third := postTars(world, src, "e", 1)[0]
+	waitCatalogued(t, st, third.Key())
 }

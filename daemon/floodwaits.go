@@ -97,15 +97,18 @@ func (p *pauseRecorder) recordPaced(send bool, d time.Duration) {
 }
 
 // recordChat is the session's RecordChatPauses hook. It is called from
-// the session's pump, which must not wait on the database: the file is
-// written before it returns (a stop right after the 429 still finds the
-// wait there), the table's write runs on its own.
+// the session's pump, which must wait neither on the database nor on the
+// disk (an fsync can stall for seconds behind the downloads' writes): both
+// writes run on their own, the file's first, and a stop waits for them
+// (wait). The session holds the chat's sends meanwhile.
 func (p *pauseRecorder) recordChat(chat tg.ChatID, d time.Duration) {
-	p.file.add(store.FloodWait{Scope: store.FloodWaitChat, Chat: chat, Left: d})
+	at := time.Now()
 	p.chats.Add(1)
 	go func() {
 		defer p.chats.Done()
-		p.recordInStore(store.FloodWaitChat, chat, d)
+		if left := d - time.Since(at); left > 0 {
+			p.record(store.FloodWaitChat, chat, left)
+		}
 	}()
 }
 

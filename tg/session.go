@@ -278,7 +278,7 @@ func (s *Session) pauseChat(chat ChatID, d time.Duration) {
 // sends to a chat that a 429 starts (d from now), so that the account's
 // next run honours a wait that outlives this process
 // (RestoreChatPause). record is called from the pump goroutine and must
-// return promptly (a local file write, not a database round trip).
+// not block: neither a database round trip nor a disk write.
 func (s *Session) RecordChatPauses(record func(chat ChatID, d time.Duration)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
