@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -34,11 +35,20 @@ type LateSends struct {
 	dests map[tg.ChatID]int
 }
 
+// maxClaimedPerToken bounds the messages remembered as claimed for one
+// token: the late send is one message, and another account's send of the
+// same part (handed on) may be told of too.
+const maxClaimedPerToken = 4
+
 // lateSend is one token LateSends watches.
 type lateSend struct {
 	dest    tg.ChatID
 	account string
 	until   time.Time
+	// claimed holds the messages Claims claimed for the token: only those
+	// are the away account's sends. This account's own sends carry the
+	// token too, and one no waiter claimed is its own.
+	claimed []tg.MessageID
 }
 
 // NewLateSends returns a LateSends watching nothing.
@@ -102,19 +112,24 @@ func (l *LateSends) Claims(m tg.Message) bool {
 		l.forget(tok, ls)
 		return false
 	}
+	if !slices.Contains(ls.claimed, m.ID) && len(ls.claimed) < maxClaimedPerToken {
+		ls.claimed = append(ls.claimed, m.ID)
+		l.byToken[tok] = ls
+	}
 	return true
 }
 
-// senderOf returns the account that may have sent the message carrying
-// token to dest, when it is a send taken over; ok is false otherwise.
-func (l *LateSends) senderOf(token string, dest tg.ChatID) (string, bool) {
+// senderOf returns the account that may have sent message id of dest,
+// carrying token, when Claims claimed it as a send taken over; ok is false
+// otherwise (this account's own send carrying the token among them).
+func (l *LateSends) senderOf(token string, dest tg.ChatID, id tg.MessageID) (string, bool) {
 	if l == nil {
 		return "", false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ls, ok := l.byToken[token]
-	if !ok || ls.dest != dest {
+	if !ok || ls.dest != dest || !slices.Contains(ls.claimed, id) {
 		return "", false
 	}
 	return ls.account, true

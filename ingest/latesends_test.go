@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stashd/ingest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -49,5 +50,57 @@ func TestLateSendsClaimsOnlyTheTokensTakenInTheirWindow(t *testing.T) {
 	}
 	if !l.Claims(msg(dest, 7, "t1")) {
 		t.Error("a token watched before the bound was reached is no longer claimed")
+	}
+}
+
+// Every send of a delivery carries its intent's token, the taker's own
+// too. A send of the taker's own that no waiter claimed (its wait timed
+// out) is its send, recorded as such: only a post its session was told
+// of as new (Claims) is the away account's.
+func TestOwnSendOfADeliveryTakenOverIsRecordedAsItsOwn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a", "b")
+	late := ingest.NewLateSends()
+	p, c, _ := e.pipelineWith("b", func(cfg *ingest.Config) { cfg.LateSends = late }, nil)
+	posted := e.world.Post(e.src["b"], 0, tgsim.Post{FileName: "own.zip", Data: zipOf("own", "own")})
+	mustHandle(t, p, e.view(c, posted), store.OutcomePackage)
+	docs := e.delivered()
+	if len(docs) != 1 {
+		t.Fatalf("destination holds %d documents, want b's send", len(docs))
+	}
+	own := docs[0]
+	token := ingest.TokenOf(own.Caption)
+	// As if the intent had been a's, taken over by b, and b's send of it
+	// had outlived its wait.
+	reopen := func() {
+		t.Helper()
+		if _, err := e.st.Pool().Exec(e.ctx, `UPDATE deliveries SET state = 'intent', dest_message_id = NULL, account = 'a'
+			WHERE token = $1`, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopen()
+	late.Watch(time.Hour, store.TakenIntent{Destination: e.dest, Token: token, Account: "a"})
+	recordedAs := func() string {
+		t.Helper()
+		if ok, err := p.RecordSend(e.ctx, own); err != nil || !ok {
+			t.Fatalf("RecordSend = %v, %v; want the intent recorded", ok, err)
+		}
+		dl, ok, err := e.st.DeliveryByToken(e.ctx, token, e.dest)
+		if err != nil || !ok || dl.State != store.DeliverySent || dl.DestMessageID != own.ID {
+			t.Fatalf("delivery = %+v, %v, %v; want it recorded with %d", dl, ok, err, own.ID)
+		}
+		return dl.Account
+	}
+	if got := recordedAs(); got != "b" {
+		t.Errorf("b's own send, unclaimed, recorded as %q's; want b's", got)
+	}
+	// Told of as a new post, the same message is a's late send.
+	reopen()
+	if !late.Claims(own) {
+		t.Fatal("a post carrying the token taken is not claimed")
+	}
+	if got := recordedAs(); got != "a" {
+		t.Errorf("a post claimed as a late send recorded as %q's; want a's", got)
 	}
 }

@@ -215,10 +215,12 @@ func (p *Pipeline) RecordSend(ctx context.Context, m tg.Message) (bool, error) {
 		return false, nil
 	}
 	// A send of an account away whose delivery this account took over
-	// (LateSends) is recorded as that account's; a note of it is this
-	// account's to settle, as the other account no longer runs.
+	// (LateSends: a post the session was told of as new, not a send of
+	// its own, which carries the same token) is recorded as that
+	// account's; a note of it is this account's to settle, as the other
+	// account no longer runs.
 	sender := st
-	if from, ok := p.cfg.LateSends.senderOf(st.Token, st.Destination); ok {
+	if from, ok := p.cfg.LateSends.senderOf(st.Token, st.Destination, st.Message); ok {
 		sender.Account = from
 	}
 	ok, err := p.settleSend(ctx, sender, byReporter)
