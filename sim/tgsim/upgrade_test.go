@@ -68,3 +68,47 @@ func TestUpgradeBasicGroupMovesToNewSupergroup(t *testing.T) {
 	}()
 	f.w.Post(group, 0, Post{Text: "too late"})
 }
+
+// A member removed from a basic group (the server gives it the group as
+// chatForbidden) is no participant the upgrade carries over: it is no
+// member of the new supergroup and hears nothing of the upgrade, which
+// the group's members alone are told of.
+func TestUpgradeLeavesOutAMemberRemovedFromTheGroup(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	f.w.AddAccount("bob", false)
+	group := f.w.AddChat(tg.KindBasicGroup, "small group", "alice", "bob")
+	bob := f.w.Client("bob")
+	t.Cleanup(func() { bob.Close() })
+	for _, c := range []*Client{f.c, bob} {
+		if err := c.LoadChats(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	f.w.RemoveMember("alice", group, true)
+	to := f.w.UpgradeBasicGroup(group)
+	if up := next(t, bob, func(u tg.ChatUpgraded) bool { return u.From == group }); up.To != to {
+		t.Fatalf("bob told of %+v; want the upgrade to %d", up, to)
+	}
+	// Updates come in order: alice's told of the upgrade, if at all, before
+	// a post made after it.
+	mark := f.w.Post(f.chat, 0, Post{Text: "after the upgrade"})
+	for _, u := range collectUntil(t, f.c, func(u tg.Update) bool {
+		nm, ok := u.(tg.NewMessage)
+		return ok && nm.Message.ChatID == f.chat && nm.Message.ID == mark.ID
+	}) {
+		if up, ok := u.(tg.ChatUpgraded); ok && up.From == group {
+			t.Errorf("alice, removed from the group, told of its upgrade: %+v", up)
+		}
+	}
+	first := f.w.Messages(to)[0]
+	if _, err := f.c.GetMessage(f.ctx, to, first.ID); err == nil {
+		t.Errorf("alice, removed from the group, reads the supergroup it was upgraded to")
+	}
+	if _, err := bob.GetMessage(f.ctx, to, first.ID); err != nil {
+		t.Errorf("bob, a member, cannot read the supergroup: %v", err)
+	}
+}

@@ -343,8 +343,9 @@ func (w *World) SetLastMessageUnknown(chat tg.ChatID, unknown bool) {
 // The old chat keeps its history and gets a last service message
 // (messageChatUpgradeTo); clients that opened it receive that message, and
 // every client of every member receives tg.ChatUpgraded (TDLib's
-// updateBasicGroup with upgraded_to_supergroup_id). It returns the new
-// chat's id.
+// updateBasicGroup with upgraded_to_supergroup_id). A member removed from
+// the group (RemoveMember) is not carried over and is told nothing. It
+// returns the new chat's id.
 func (w *World) UpgradeBasicGroup(group tg.ChatID) tg.ChatID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -359,15 +360,23 @@ func (w *World) UpgradeBasicGroup(group tg.ChatID) tg.ChatID {
 		isMem: make(map[string]bool), topics: make(map[int64]*topic), fileRefs: make(map[string]int),
 	}
 	w.chats[c.id] = c
+	// A member removed from the group (RemoveMember: chatForbidden to it)
+	// is no participant the upgrade carries over, and hears nothing of it.
 	for _, m := range old.members {
-		w.join(m, c)
+		if !w.accounts[m].removed[old.id] {
+			w.join(m, c)
+		}
 	}
 	w.publish(c, w.newMessage(c), nil) // messageChatUpgradeFrom
 	m := w.newMessage(old)
 	m.upgradedTo = c.id
 	w.publish(old, m, nil)
 	old.upgradedTo = c.id
-	w.eachClient(old, func(cl *Client) { cl.enqueue(tg.ChatUpgraded{From: old.id, To: c.id}) })
+	w.eachClient(old, func(cl *Client) {
+		if !cl.removedFrom(old) {
+			cl.enqueue(tg.ChatUpgraded{From: old.id, To: c.id})
+		}
+	})
 	return c.id
 }
 
