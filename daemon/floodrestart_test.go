@@ -71,32 +71,61 @@ func noCallsBefore(t *testing.T, calls func() map[string]int, before map[string]
 // what the first one could not.
 func TestAccountFloodWaitOutlivesARestart(t *testing.T) {
 	t.Parallel()
-	testAccountFloodWaitOutlives(t, 27, false)
+	testAccountFloodWaitOutlives(t, 27, restartSame)
 }
 
 // The instance that takes over an account whose owner died inside a flood
 // wait honours the wait as well.
 func TestAccountFloodWaitHoldsTheInstanceTakingOver(t *testing.T) {
 	t.Parallel()
-	testAccountFloodWaitOutlives(t, 29, true)
+	testAccountFloodWaitOutlives(t, 29, restartTakeOver)
 }
 
-func testAccountFloodWaitOutlives(t *testing.T, seed int64, takeover bool) {
+// A flood wait whose rows the database lost (restored from a dump taken
+// before the 429, or failed over to a replica that had not seen them)
+// still holds the account after a restart: the account's own directory
+// keeps it too.
+func TestAccountFloodWaitOutlivesItsLostRecord(t *testing.T) {
+	t.Parallel()
+	testAccountFloodWaitOutlives(t, 31, restartRowsLost)
+}
+
+// How testAccountFloodWaitOutlives restarts the account.
+type restartKind int
+
+const (
+	restartSame     restartKind = iota // the same instance starts again
+	restartTakeOver                    // another instance takes the account over
+	restartRowsLost                    // the same instance, its data directory kept, the table's rows lost
+)
+
+func testAccountFloodWaitOutlives(t *testing.T, seed int64, kind restartKind) {
 	st := openStore(t, 16)
 	pr := newPair(t, seed, "a")
 	world, src := pr.world, pr.src
 	cfg := floodConfig(pr.accounts()[:1], pr.dest)
 	cfg.Instance, cfg.LeaseTTL = "one", 3*time.Second
+	if kind == restartRowsLost {
+		cfg.DataDir = t.TempDir()
+	}
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	world.InjectFloodWait("a", tg.MethodDownloadFile, restartFloodWait, 1)
 	posted := postTars(world, src, "w", 1)
 	until := waitPaused(t, d, (*tg.Paced).PausedUntil)
+	if kind == restartRowsLost {
+		waitFloodWaitRow(t, st, store.FloodWaitAll)
+	}
 	d.Kill()
+	if kind == restartRowsLost {
+		if _, err := st.Pool().Exec(t.Context(), `DELETE FROM flood_waits`); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	before := world.Calls("a")
 	cfg.Registry = prometheus.NewRegistry()
-	if takeover {
+	if kind == restartTakeOver {
 		// It stands by until the dead owner's lease lapses, well
 		// inside the wait.
 		cfg.Instance = "two"
@@ -217,37 +246,6 @@ func waitFloodWaitRow(t *testing.T, st *store.Store, scope store.FloodWaitScope)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// A flood wait whose rows the database lost (restored from a dump taken
-// before the 429, or failed over to a replica that had not seen them)
-// still holds the account after a restart: the account's own directory
-// keeps it too.
-func TestAccountFloodWaitOutlivesItsLostRecord(t *testing.T) {
-	t.Parallel()
-	st := openStore(t, 16)
-	pr := newPair(t, 31, "a")
-	world, src := pr.world, pr.src
-	cfg := floodConfig(pr.accounts()[:1], pr.dest)
-	cfg.DataDir = t.TempDir()
-	d := daemon.New(cfg, st, pr.dial)
-	prepareAndRun(t, d)
-	world.InjectFloodWait("a", tg.MethodDownloadFile, restartFloodWait, 1)
-	posted := postTars(world, src, "w", 1)
-	until := waitPaused(t, d, (*tg.Paced).PausedUntil)
-	waitFloodWaitRow(t, st, store.FloodWaitAll)
-	d.Kill()
-	if _, err := st.Pool().Exec(t.Context(), `DELETE FROM flood_waits`); err != nil {
-		t.Fatal(err)
-	}
-
-	before := world.Calls("a")
-	cfg.Registry = prometheus.NewRegistry()
-	d = daemon.New(cfg, st, pr.dial)
-	prepareAndRun(t, d)
-	defer d.Kill()
-	noCallsBefore(t, func() map[string]int { return world.Calls("a") }, before, until, func(string) bool { return true })
-	waitCatalogued(t, st, posted[0].Key())
 }
 
 // A destination's wait whose write the database refused (down at the
