@@ -65,9 +65,13 @@ vet: deps
 # compressors). Within `make test` the
 # simulator's TDLib-JSON face (sim/tdjsonsim) is left to test-standin,
 # which runs all of its tests too, through the stand-in library.
+# UNIT_P packages' test binaries run at once (go test -p): most of their
+# time is spent waiting on simulated clocks and the database, so four on
+# two cores finish the phase sooner than go's default of one per core.
 UNIT_PKGS ?= ./...
+UNIT_P ?= 4
 unit: deps postgres hostile-tools
-	$(UNIT_GO_ENV) $(GO) test $(GOTEST_FLAGS) $(UNIT_PKGS)
+	$(UNIT_GO_ENV) $(GO) test $(GOTEST_FLAGS) -p $(UNIT_P) $(UNIT_PKGS)
 
 # Within `make test` go vet and every test (unit, test-tdlib, test-standin,
 # test-browser, and the stashd binaries cmd/stashd's tests build) are
