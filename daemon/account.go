@@ -137,17 +137,13 @@ func (r *accountRun) startLoops(fatal chan<- error) error {
 
 // startAccount starts account a under the lease tenure h: every fenced
 // write it makes carries h's epoch (and a refusal loses the lease), and
-// every Telegram request is gated on h.
-func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding) (*accountRun, error) {
+// every Telegram request is gated on h. waits are the flood waits an
+// earlier run (or another instance) met that still run (recordedWaits):
+// the account's first request waits for them.
+func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits []store.FloodWait) (*accountRun, error) {
 	log := d.log.With("account", a.Name)
 	ctx = store.WithFence(ctx, a.Name, h.epoch, h.lose)
 	if err := h.gate(); err != nil {
-		return nil, err
-	}
-	// The flood waits an earlier run (or another instance) met that still
-	// run: the account's first request waits for them.
-	waits, err := d.recordedWaits(ctx, a.Name)
-	if err != nil {
 		return nil, err
 	}
 	client, err := d.dial(ctx, a.Name)

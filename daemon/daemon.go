@@ -297,15 +297,17 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 		// request, its start included, until the wait is over: its leaser
 		// starts it (taking the lease again at once), so that the other
 		// accounts and the daemon's start do not wait for it.
-		if left, err := d.pausedAtStart(ctx, a.Name); err != nil {
+		waits, err := d.recordedWaits(ctx, a.Name)
+		if err != nil {
 			d.Shutdown(context.Background())
 			return fmt.Errorf("start account %s: %w", a.Name, err)
-		} else if left > 0 {
+		}
+		if left := heldEntirely(waits); left > 0 {
 			l.log.Info("a flood wait holds every request of the account; it starts once the wait is over", "left", left.Round(time.Second).String())
 			l.end(h, true)
 			continue
 		}
-		run, err := d.startAccount(ctx, a, h)
+		run, err := d.startAccount(ctx, a, h, waits)
 		if errors.Is(err, tg.ErrNotLoggedIn) {
 			// Not run, and not the others' concern: the leaser tries it
 			// again every LoginPoll, and the lease is free meanwhile.

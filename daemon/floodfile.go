@@ -131,7 +131,10 @@ func (f *floodFile) add(waits ...store.FloodWait) {
 		if w.Scope != store.FloodWaitChat {
 			k.chat = 0
 		}
-		if until := now.Add(w.Left); until.After(f.until[k].until) {
+		// A wait read back from the table ends a query's latency later
+		// than the one it was written from: only an end later beyond
+		// floodWaitSlack is news worth a write (and its fsync).
+		if until := now.Add(w.Left); until.After(f.until[k].until.Add(floodWaitSlack)) {
 			f.until[k] = floodEnd{until: until, wait: w.Left}
 			changed = true
 		}

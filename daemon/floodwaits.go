@@ -177,17 +177,13 @@ func recordedWaits(ctx context.Context, st *store.Store, f *floodFile, account s
 	return waits, nil
 }
 
-// pausedAtStart returns how long a recorded flood wait still holds every
-// request of account (0 for none).
-func (d *Daemon) pausedAtStart(ctx context.Context, account string) (time.Duration, error) {
-	waits, err := d.recordedWaits(ctx, account)
-	if err != nil {
-		return 0, err
-	}
+// heldEntirely returns how long waits hold every request of the
+// account (0 when none does).
+func heldEntirely(waits []store.FloodWait) time.Duration {
 	for _, w := range waits {
 		if w.Scope == store.FloodWaitAll {
-			return w.Left, nil
+			return w.Left
 		}
 	}
-	return 0, nil
+	return 0
 }

@@ -490,7 +490,11 @@ func (l *leaser) start(h *holding) error {
 		case <-ctx.Done():
 		}
 	}()
-	r, err := l.d.startAccount(ctx, l.a, h)
+	waits, err := l.d.recordedWaits(ctx, l.a.Name)
+	if err != nil {
+		return fmt.Errorf("start account %s: %w", l.a.Name, err)
+	}
+	r, err := l.d.startAccount(ctx, l.a, h, waits)
 	if err != nil {
 		return fmt.Errorf("start account %s: %w", l.a.Name, err)
 	}
