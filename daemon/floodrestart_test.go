@@ -18,6 +18,7 @@ import (
 
 	"stashd/daemon"
 	"stashd/internal/pgtest"
+	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -189,14 +190,7 @@ func TestChatFloodWaitOutlivesARestart(t *testing.T) {
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	postTars(world, src, "c", 2)
-	deadline := time.Now().Add(30 * time.Second)
-	for daemon.DestPause(d, "a", dest) < time.Minute {
-		if time.Now().After(deadline) {
-			d.Kill()
-			t.Fatalf("the destination never paused the account's sends (refused: %d)", world.ChatFlooded(dest))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitDestPaused(t, d, world, dest)
 	d.Kill()
 
 	cfg.Registry = prometheus.NewRegistry()
@@ -209,7 +203,7 @@ func TestChatFloodWaitOutlivesARestart(t *testing.T) {
 	// wait: the one refused before the stop (if the stop did not come
 	// first) and the one posted after it.
 	ctx := context.Background()
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var n int
 		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE opens_at > now() + interval '1 minute'`).Scan(&n); err != nil {
@@ -272,14 +266,7 @@ func TestChatFloodWaitOutlivesAnUnrecordedPause(t *testing.T) {
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	postTars(world, src, "c", 2)
-	deadline := time.Now().Add(30 * time.Second)
-	for daemon.DestPause(d, "a", dest) < time.Minute {
-		if time.Now().After(deadline) {
-			d.Kill()
-			t.Fatalf("the destination never paused the account's sends (refused: %d)", world.ChatFlooded(dest))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitDestPaused(t, d, world, dest)
 	// The stop waits for the pause's write, which fails.
 	d.Kill()
 	if _, err := st.Pool().Exec(ctx, `DROP TRIGGER refuse_flood_waits ON flood_waits`); err != nil {
@@ -292,7 +279,7 @@ func TestChatFloodWaitOutlivesAnUnrecordedPause(t *testing.T) {
 	defer d.Kill()
 	third := postTars(world, src, "e", 1)[0]
 	waitCatalogued(t, st, third.Key())
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var n int
 		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM waiting_deliveries WHERE opens_at > now() + interval '1 minute'`).Scan(&n); err != nil {
@@ -564,4 +551,19 @@ func TestChatFloodWaitFileWriteDoesNotHoldThePump(t *testing.T) {
 	}
 	third := postTars(world, src, "e", 1)[0]
 	waitCatalogued(t, st, third.Key())
+}
+
+// waitDestPaused waits until dest's send limit has paused account a's
+// sends there for a minute or more (killing d and failing after thirty
+// seconds).
+func waitDestPaused(t *testing.T, d *daemon.Daemon, world *tgsim.World, dest tg.ChatID) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for daemon.DestPause(d, "a", dest) < time.Minute {
+		if time.Now().After(deadline) {
+			d.Kill()
+			t.Fatalf("the destination never paused the account's sends (refused: %d)", world.ChatFlooded(dest))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
