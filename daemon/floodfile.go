@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"stashd/store"
@@ -201,11 +202,18 @@ func floodEntryValid(w floodWaitJSON) bool {
 
 // readFloodFile returns the waits the file at path holds for account.
 func readFloodFile(path, account string) ([]floodWaitJSON, error) {
-	fh, err := os.Open(path)
+	// Non-blocking: a named pipe in the file's place answers the open at
+	// once, instead of holding the account's start until someone writes.
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
 	b, err := io.ReadAll(io.LimitReader(fh, floodFileMax+1))
 	if err != nil {
 		return nil, err

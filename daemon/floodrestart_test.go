@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -324,11 +325,15 @@ func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
 	t.Parallel()
 	far := time.Now().Add(90 * 24 * time.Hour).UTC().Format(time.RFC3339Nano)
 	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
-	for _, c := range []struct{ name, content string }{
-		{"damaged", `{"format":"stashd flood waits 1","account":"a","waits":[{"scope":`},
-		{"foreign", `{"format":"something else","waits":[{"scope":"all","until":"` + soon + `"}]}`},
-		{"another account's", `{"format":"stashd flood waits 1","account":"b","waits":[{"scope":"all","until":"` + soon + `"}]}`},
-		{"implausibly late", `{"format":"stashd flood waits 1","account":"a","waits":[{"scope":"all","until":"` + far + `"}]}`},
+	for _, c := range []struct {
+		name, content string
+		fifo          bool // a named pipe nobody writes to, in place of the file
+	}{
+		{name: "damaged", content: `{"format":"stashd flood waits 1","account":"a","waits":[{"scope":`},
+		{name: "foreign", content: `{"format":"something else","waits":[{"scope":"all","until":"` + soon + `"}]}`},
+		{name: "another account's", content: `{"format":"stashd flood waits 1","account":"b","waits":[{"scope":"all","until":"` + soon + `"}]}`},
+		{name: "implausibly late", content: `{"format":"stashd flood waits 1","account":"a","waits":[{"scope":"all","until":"` + far + `"}]}`},
+		{name: "a named pipe", fifo: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := openStore(t, 16)
@@ -339,7 +344,27 @@ func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "flood_waits.json"), []byte(c.content), 0o600); err != nil {
+			path := filepath.Join(dir, "flood_waits.json")
+			var unblocked atomic.Bool
+			if c.fifo {
+				if err := syscall.Mkfifo(path, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				// A start that waits on the pipe is let go after a
+				// minute, and fails the test below.
+				started := make(chan struct{})
+				defer close(started)
+				go func() {
+					select {
+					case <-started:
+					case <-time.After(time.Minute):
+						unblocked.Store(true)
+						if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+							w.Close()
+						}
+					}
+				}()
+			} else if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			var logs lockedBuffer
@@ -347,6 +372,9 @@ func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
 			d := daemon.New(cfg, st, pr.dial)
 			prepareAndRun(t, d)
 			defer d.Kill()
+			if unblocked.Load() {
+				t.Errorf("the account's start waited a minute on a named pipe in place of its flood-wait file")
+			}
 			posted := postTars(pr.world, pr.src, "p", 1)
 			waitCatalogued(t, st, posted[0].Key())
 			if !strings.Contains(logs.String(), "flood-wait file") {
