@@ -91,10 +91,8 @@ func newFloodFile(dataDir, account string, log *slog.Logger) *floodFile {
 	if dataDir == "" {
 		return nil
 	}
-	return &floodFile{
-		path: filepath.Join(dataDir, "accounts", account, floodFileName), account: account,
-		log: log.With("account", account, "file", filepath.Join(dataDir, "accounts", account, floodFileName)),
-	}
+	path := filepath.Join(dataDir, "accounts", account, floodFileName)
+	return &floodFile{path: path, account: account, log: log.With("account", account, "file", path)}
 }
 
 // waits returns the waits the file (read at the first call) and this
