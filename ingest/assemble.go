@@ -358,7 +358,9 @@ func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.Sour
 	} else if ok && out != store.OutcomeDeadLetter {
 		return notMember() // recorded already: a part of it, or something else
 	}
-	m, err := p.tg.GetMessage(ctx, chat, key.Message)
+	// Through readMessage: a 404 for an id newer than the session's view
+	// of the chat is no proof that the set ends before it.
+	m, err := p.readMessage(ctx, chat, key.Message)
 	if err != nil && tg.Classify(err) != tg.ClassPermanent {
 		return false, fmt.Errorf("look up message %d near set %s: %w", s, displaySet(setKey), err)
 	}
