@@ -297,6 +297,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 			r.lst.MarkDirty(chat, "open_failed")
 		}
 	}
+	// A send of an account away this account took over before (in an
+	// earlier run, or on another instance) may still land.
+	if err := r.shared.resumeLate(ctx); err != nil {
+		return fail(err)
+	}
 
 	icfg := d.cfg.Ingest
 	icfg.Account, icfg.Destinations, icfg.Logger, icfg.Accept = a.Name, dests, d.log, accept

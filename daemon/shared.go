@@ -163,7 +163,7 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 			// Handed over: one this account finds it cannot read after all
 			// is handed on, or waits, rather than given up as its own
 			// source's.
-			n, intents, err := w.d.store.TakeWaiting(ctx, l.Account, r.name, ingest.HandOverRoute, listed, r.dests)
+			n, intents, err := w.d.store.TakeWaiting(ctx, l.Account, r.name, ingest.HandOverRoute, listed, r.dests, w.d.lateSendWindow())
 			if err != nil {
 				return err
 			}
@@ -196,19 +196,20 @@ func (w *sharedWatch) takeDeliveries(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// watchLate watches, for lateSendWindow, the destinations of intents, left
-// by the deliveries just taken over, for messages carrying their tokens
-// (ingest.LateSends): a send of the account away may still be on its way,
-// and land after this account read the destination, found nothing and
-// sent the part itself. Each destination is opened, so that the session
-// is told of new posts there (TDLib sends a channel's updateNewMessage
-// only to sessions that opened it) for as long as it runs.
+// watchLate watches, for what is left of their lateSendWindow, the
+// destinations of intents, left by deliveries taken over, for messages
+// carrying their tokens (ingest.LateSends): a send of the account away may
+// still be on its way, and land after this account read the destination,
+// found nothing and sent the part itself. Each destination is opened, so
+// that the session is told of new posts there (TDLib sends a channel's
+// updateNewMessage only to sessions that opened it) for as long as it
+// runs.
 func (w *sharedWatch) watchLate(ctx context.Context, intents []store.TakenIntent) {
 	if len(intents) == 0 {
 		return
 	}
 	r := w.r
-	if left := r.late.Watch(w.d.lateSendWindow(), intents...); left > 0 {
+	if left := r.late.Watch(intents...); left > 0 {
 		r.log.Warn("too many sends taken over to watch for late landings; a late one may stay in its destination as a second copy", "unwatched", left)
 	}
 	opened := map[tg.ChatID]bool{}
@@ -221,6 +222,23 @@ func (w *sharedWatch) watchLate(ctx context.Context, intents []store.TakenIntent
 			r.log.Warn("open a destination to watch for late sends of an account away", "destination", in.Destination, "err", err)
 		}
 	}
+}
+
+// resumeLate watches again, at the account's start, the intents an
+// earlier run of it (or another instance holding its lease) took over
+// and whose window has not passed (store.LateSendsWatched): that run's
+// watch went with it, and this one takes nothing over again, the
+// deliveries being its own already.
+func (w *sharedWatch) resumeLate(ctx context.Context) error {
+	intents, err := w.d.store.LateSendsWatched(ctx, w.r.name)
+	if err != nil {
+		return err
+	}
+	if len(intents) > 0 {
+		w.r.log.Info("watching again for late sends of accounts away taken over before the start", "tokens", len(intents))
+	}
+	w.watchLate(ctx, intents)
+	return nil
 }
 
 // lateSendWindow is how long an account watches the sends it took over

@@ -22,7 +22,10 @@ const maxLateSends = 10_000
 // told of it as of any new post in a channel it opened (updateNewMessage),
 // and Claims hands such a message to the SendRecorder, which records it
 // or deletes it as a second copy (RecordSend). Only the tokens taken are
-// looked for, in memory: no other post costs a look in the catalogue.
+// looked for, in memory: no other post costs a look in the catalogue. The
+// database keeps them too (store.TakeWaiting), and a new run of the
+// account watches again those whose window has not passed
+// (store.LateSendsWatched).
 // The zero value is not usable; NewLateSends makes one. It is safe for
 // concurrent use (Claims runs on the session's pump).
 type LateSends struct {
@@ -56,10 +59,10 @@ func NewLateSends() *LateSends {
 	return &LateSends{byToken: map[string]lateSend{}, dests: map[tg.ChatID]int{}}
 }
 
-// Watch watches the tokens of intents for window from now, and forgets
-// those whose window has passed. Beyond maxLateSends tokens the new ones
-// are not watched, and Watch returns how many it left out.
-func (l *LateSends) Watch(window time.Duration, intents ...store.TakenIntent) (left int) {
+// Watch watches the tokens of intents, each for its Left from now, and
+// forgets those whose window has passed. Beyond maxLateSends tokens the
+// new ones are not watched, and Watch returns how many it left out.
+func (l *LateSends) Watch(intents ...store.TakenIntent) (left int) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -76,7 +79,7 @@ func (l *LateSends) Watch(window time.Duration, intents ...store.TakenIntent) (l
 		if old, ok := l.byToken[in.Token]; ok {
 			l.forget(in.Token, old)
 		}
-		l.byToken[in.Token] = lateSend{dest: in.Destination, account: in.Account, until: now.Add(window)}
+		l.byToken[in.Token] = lateSend{dest: in.Destination, account: in.Account, until: now.Add(in.Left)}
 		l.dests[in.Destination]++
 	}
 	return left

@@ -24,8 +24,8 @@ func TestLateSendsClaimsOnlyTheTokensTakenInTheirWindow(t *testing.T) {
 	if l.Claims(msg(dest, 1, "t1")) {
 		t.Fatal("claimed a message while watching nothing")
 	}
-	l.Watch(time.Hour, store.TakenIntent{Destination: dest, Token: "t1", Account: "a"})
-	l.Watch(0, store.TakenIntent{Destination: dest, Token: "gone", Account: "a"})
+	l.Watch(store.TakenIntent{Destination: dest, Token: "t1", Account: "a", Left: time.Hour})
+	l.Watch(store.TakenIntent{Destination: dest, Token: "gone", Account: "a"})
 	for _, c := range []struct {
 		m    tg.Message
 		want bool
@@ -43,9 +43,9 @@ func TestLateSendsClaimsOnlyTheTokensTakenInTheirWindow(t *testing.T) {
 	}
 	var many []store.TakenIntent
 	for i := range 10_000 {
-		many = append(many, store.TakenIntent{Destination: other, Token: fmt.Sprint("m", i), Account: "a"})
+		many = append(many, store.TakenIntent{Destination: other, Token: fmt.Sprint("m", i), Account: "a", Left: time.Hour})
 	}
-	if left := l.Watch(time.Hour, many...); left != 1 {
+	if left := l.Watch(many...); left != 1 {
 		t.Errorf("watching 10,000 more tokens left out %d, want 1 (the bound)", left)
 	}
 	if !l.Claims(msg(dest, 7, "t1")) {
@@ -80,7 +80,7 @@ func TestOwnSendOfADeliveryTakenOverIsRecordedAsItsOwn(t *testing.T) {
 		}
 	}
 	reopen()
-	late.Watch(time.Hour, store.TakenIntent{Destination: e.dest, Token: token, Account: "a"})
+	late.Watch(store.TakenIntent{Destination: e.dest, Token: token, Account: "a", Left: time.Hour})
 	recordedAs := func() string {
 		t.Helper()
 		if ok, err := p.RecordSend(e.ctx, own); err != nil || !ok {

@@ -12,7 +12,9 @@ import (
 
 // TakeWaiting moves exactly the deliveries of one account queued from one
 // of the sources to one of the destinations, keeping when they are due and
-// counting their attempts afresh, and names the intents their sends left.
+// counting their attempts afresh, and names the intents their sends left,
+// which the taking account watches for the window given, across its
+// restarts (LateSendsWatched).
 func TestDeliveriesQueuedForAnotherAccountAreTaken(t *testing.T) {
 	t.Parallel()
 	st := open(t)
@@ -59,11 +61,11 @@ func TestDeliveriesQueuedForAnotherAccountAreTaken(t *testing.T) {
 		}
 	}
 	sources, dests := []tg.ChatID{-5, -7}, []tg.ChatID{-2, -1}
-	n, intents, err := st.TakeWaiting(ctx, "a", "b", "handed", sources, dests)
+	n, intents, err := st.TakeWaiting(ctx, "a", "b", "handed", sources, dests, time.Hour)
 	if err != nil || n != 1 {
 		t.Fatalf("TakeWaiting = %d, %v; want 1", n, err)
 	}
-	if want := []store.TakenIntent{{Destination: -2, Token: "t3", Account: "a"}}; !slices.Equal(intents, want) {
+	if want := []store.TakenIntent{{Destination: -2, Token: "t3", Account: "a", Left: time.Hour}}; !slices.Equal(intents, want) {
 		t.Errorf("intents left by the taken deliveries: %+v, want %+v", intents, want)
 	}
 	taken, err := st.AllWaiting(ctx, "b")
@@ -80,5 +82,58 @@ func TestDeliveriesQueuedForAnotherAccountAreTaken(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, []int64{3, 4}) {
 		t.Errorf("b's queue after the take: %v, want [3 4]", got)
+	}
+	watched, err := st.LateSendsWatched(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(watched) != 1 || watched[0].Token != "t3" || watched[0].Destination != -2 || watched[0].Account != "a" ||
+		watched[0].Left <= 0 || watched[0].Left > time.Hour {
+		t.Errorf("b watches %+v after the take; want t3 in -2, sent by a, for at most an hour", watched)
+	}
+	if watched, err := st.LateSendsWatched(ctx, "a"); err != nil || len(watched) != 0 {
+		t.Errorf("a watches %+v, %v; want nothing", watched, err)
+	}
+}
+
+// A watch whose window has passed is not read back, and its row goes,
+// whichever account it was.
+func TestLateSendsWatchedOnlyWithinTheirWindow(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	for _, r := range []struct {
+		token, account string
+		until          string
+	}{{"ended", "b", "-1 second"}, {"live", "b", "1 hour"}, {"other", "c", "-1 hour"}} {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO late_sends (token, destination_chat_id, sender, account, until)
+			VALUES ($1, -2, 'a', $2, now() + $3::interval)`, r.token, r.account, r.until); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watched, err := st.LateSendsWatched(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(watched) != 1 || watched[0].Token != "live" {
+		t.Errorf("b watches %+v; want only live", watched)
+	}
+	var left []string
+	rows, err := st.Pool().Query(ctx, `SELECT token FROM late_sends ORDER BY token`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var tok string
+		if err := rows.Scan(&tok); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, tok)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(left, []string{"live"}) {
+		t.Errorf("late_sends rows after the read: %v; want those whose watch has not ended, [live]", left)
 	}
 }

@@ -159,16 +159,31 @@ func ClearWaitingUnder(l *Lock, pkg int64, dest tg.ChatID, cleared *bool) Statem
 // dests, and returns how many it moved, with the intents their sends left
 // (not recorded sent: a send of one may still be on its way, and land
 // after the new account read the destination for it). Their put-off times
-// stay; their attempts count afresh, as for a delivery handed over.
-func (s *Store) TakeWaiting(ctx context.Context, from, to, route string, sources, dests []tg.ChatID) (int, []TakenIntent, error) {
+// stay; their attempts count afresh, as for a delivery handed over. The
+// same statement keeps the intents' tokens in late_sends as watched by to
+// for window (LateSendsWatched reads them back when to starts again), so
+// that no take leaves its watch unwritten, and deletes the rows whose
+// watch has ended.
+func (s *Store) TakeWaiting(ctx context.Context, from, to, route string, sources, dests []tg.ChatID, window time.Duration) (int, []TakenIntent, error) {
 	rows, err := s.pool.Query(ctx, `WITH moved AS (
 			UPDATE waiting_deliveries SET account = $2, route = $5, attempts = 0
 			WHERE account = $1 AND source_chat_id = ANY($3::bigint[]) AND destination_chat_id = ANY($4::bigint[])
-			RETURNING package_id, destination_chat_id)
-		SELECT m.package_id, m.destination_chat_id, d.token, d.account
-		FROM moved m LEFT JOIN deliveries d ON d.package_id = m.package_id
-			AND d.destination_chat_id = m.destination_chat_id AND d.state = 'intent'`,
-		from, to, chatIDs(sources), chatIDs(dests), route)
+			RETURNING package_id, destination_chat_id),
+		taken AS (
+			SELECT m.package_id, m.destination_chat_id, d.token, d.account
+			FROM moved m LEFT JOIN deliveries d ON d.package_id = m.package_id
+				AND d.destination_chat_id = m.destination_chat_id AND d.state = 'intent'),
+		watched AS (
+			INSERT INTO late_sends (token, destination_chat_id, sender, account, until)
+			SELECT token, destination_chat_id, account, $2, now() + $6 * interval '1 microsecond'
+			FROM taken WHERE token IS NOT NULL
+			ON CONFLICT (token) DO UPDATE SET destination_chat_id = excluded.destination_chat_id,
+				sender = excluded.sender, account = excluded.account, until = excluded.until),
+		ended AS (
+			DELETE FROM late_sends WHERE `+lateSendEnded+`
+				AND token NOT IN (SELECT token FROM taken WHERE token IS NOT NULL))
+		SELECT package_id, destination_chat_id, token, account FROM taken`,
+		from, to, chatIDs(sources), chatIDs(dests), route, window.Microseconds())
 	if err != nil {
 		return 0, nil, fmt.Errorf("move the deliveries queued for %s to %s: %w", from, to, err)
 	}
@@ -186,7 +201,7 @@ func (s *Store) TakeWaiting(ctx context.Context, from, to, route string, sources
 		}
 		moved[k] = true
 		if token != nil {
-			intents = append(intents, TakenIntent{Destination: tg.ChatID(k.dest), Token: *token, Account: *account})
+			intents = append(intents, TakenIntent{Destination: tg.ChatID(k.dest), Token: *token, Account: *account, Left: window})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -202,6 +217,8 @@ type TakenIntent struct {
 	Token       string
 	// Account is the account that wrote it, and may have sent it.
 	Account string
+	// Left is how long from now its token is still watched for.
+	Left time.Duration
 }
 
 // chatIDs is chats as the bigint[] a query takes.
