@@ -72,6 +72,11 @@ type account struct {
 	sendFails []bool
 	// local holds each database directory's message store (localview.go).
 	local map[string]*localDB
+	// holds are the flood waits the world asked of the account, by what
+	// they hold, until when; breaches the requests made inside one
+	// (floodwaits.go).
+	holds    map[floodHold]time.Time
+	breaches []FloodWaitBreach
 }
 
 // errInjection is a pending InjectError.

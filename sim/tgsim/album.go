@@ -27,7 +27,7 @@ import (
 // carrying the album's id.
 func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessageAlbum, func() ([]tg.Message, error) {
-		return c.sendDocs(chat, thread, items, opts)
+		return c.sendDocs(tg.MethodSendMessageAlbum, chat, thread, items, opts)
 	})
 }
 
@@ -35,8 +35,9 @@ func (c *Client) SendDocumentAlbum(ctx context.Context, chat tg.ChatID, thread i
 // thread of chat as one request: the request is checked in TDLib's order
 // (see SendDocumentAlbum), every item before any is sent, the chat's send
 // limit judges the request once by its messages, and the messages settle
-// together. w.mu is held.
-func (c *Client) sendDocs(chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
+// together. A request inside a flood wait that holds it is noted
+// (floodwaits.go). w.mu is held.
+func (c *Client) sendDocs(method string, chat tg.ChatID, thread int64, items []tg.AlbumItem, opts tg.SendOptions) ([]tg.Message, error) {
 	dest, err := c.sendChat(chat)
 	if err != nil {
 		return nil, err
@@ -59,6 +60,7 @@ func (c *Client) sendDocs(chat tg.ChatID, thread int64, items []tg.AlbumItem, op
 	if err := checkThread(dest, thread); err != nil {
 		return nil, err
 	}
+	c.w.noteRequestInWait(c.w.accounts[c.account], method, dest.id, false)
 	var limitErr error
 	if dest.sendLimit != nil {
 		// The server judges the chat's rate when the send reaches it.

@@ -185,6 +185,9 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 	a.calls[method]++
 	if !tg.LocalMethod(method) { // answered by the session's own TDLib
 		w.noteRequest(a, c, method)
+		if !tg.SendMethod(method) { // a send is judged with its chat (sendDocs)
+			w.noteRequestInWait(a, method, 0, false)
+		}
 	}
 	failure := a.takeFlood(method)
 	if failure == nil {
@@ -201,6 +204,7 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 		return zero, err
 	}
 	if failure != nil {
+		w.noteFloodAnswer(a, method, failure)
 		return zero, failure
 	}
 	w.mu.Lock()

@@ -97,7 +97,7 @@ func (c *Client) SendDocument(ctx context.Context, chat tg.ChatID, remoteFileID,
 // message thread ID specified". Thread 0 in a forum is its General topic.
 func (c *Client) SendDocumentTo(ctx context.Context, chat tg.ChatID, thread int64, remoteFileID, caption string, opts tg.SendOptions) (tg.Message, error) {
 	return call(ctx, c, tg.MethodSendMessage, func() (tg.Message, error) {
-		ms, err := c.sendDocs(chat, thread, []tg.AlbumItem{{RemoteFileID: remoteFileID, Caption: caption}}, opts)
+		ms, err := c.sendDocs(tg.MethodSendMessage, chat, thread, []tg.AlbumItem{{RemoteFileID: remoteFileID, Caption: caption}}, opts)
 		if err != nil {
 			return tg.Message{}, err
 		}
@@ -236,7 +236,10 @@ func errTooOldToResend() error {
 // now, announced to c as a send's start is (updateNewMessage,
 // updateChatLastMessage), then settled. One more than a day old is not
 // sent: it fails with 400 "Message is too old to be re-sent
-// automatically" and stays in c's view as a failed message. w.mu is held.
+// automatically" and stays in c's view as a failed message. The server
+// judges a re-sent message as it does any send reaching it: the chat's
+// send limit may refuse it (429), and one inside a flood wait that holds
+// it is noted (floodwaits.go). w.mu is held.
 func (w *World) resend(c *Client, ps *pendingSend) {
 	tooOld := w.now().Sub(ps.at) > resendMaxAge
 	ps.c = c
@@ -256,6 +259,10 @@ func (w *World) resend(c *Client, ps *pendingSend) {
 		w.sendStats.Expired++
 		w.failSend(ps, errTooOldToResend())
 		return
+	}
+	w.noteRequestInWait(w.accounts[c.account], tg.MethodSendMessage, ps.dest.id, true)
+	if l := ps.dest.sendLimit; l != nil {
+		ps.limitErr = l.admitSend(c.account, w.cfg.Now(), 1)
 	}
 	w.sendStats.Resent++
 	w.settleSend(ps)

@@ -195,7 +195,8 @@ func (w *World) topicRefusal(account string, dest *chat, thread int64) error {
 // new id keeps the temporary message's place, after the server message
 // the temporary id followed, however many messages the chat received
 // since (MessagesManager::fail_send_message, "trying to keep message
-// position"). It runs with w.mu held.
+// position"). A 429 starts a wait of the account's sends to the chat
+// (floodwaits.go). It runs with w.mu held.
 func (w *World) failSend(ps *pendingSend, err error) {
 	c := ps.c
 	id := c.localIDAfter(ps.tempID.ServerFloor())
@@ -211,6 +212,7 @@ func (w *World) failSend(ps *pendingSend, err error) {
 	}
 	f.msg.id, f.msg.chat = id, ps.dest.id
 	c.failed[ps.dest.id][id] = f
+	w.noteSendRefused(w.accounts[c.account], ps.dest.id, err)
 	c.enqueue(tg.SendFailed{Chat: ps.dest.id, OldMessageID: ps.tempID, MessageID: id, Err: err})
 }
 
