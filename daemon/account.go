@@ -139,7 +139,8 @@ func (r *accountRun) startLoops(fatal chan<- error) error {
 // write it makes carries h's epoch (and a refusal loses the lease), and
 // every Telegram request is gated on h. waits are the flood waits an
 // earlier run (or another instance) met that still run (recordedWaits):
-// the account's first request waits for them.
+// the account's first request waits for them. Its caller has waited for
+// those that the TDLib client's start would break (clientHold).
 func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits []store.FloodWait) (*accountRun, error) {
 	log := d.log.With("account", a.Name)
 	ctx = store.WithFence(ctx, a.Name, h.epoch, h.lose)

@@ -293,17 +293,21 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 			l.log.Info("account held by another instance; standing by", "owner", lease.Owner, "epoch", lease.Epoch)
 			continue
 		}
-		// An account a recorded flood wait holds entirely would make no
-		// request, its start included, until the wait is over: its leaser
-		// starts it (taking the lease again at once), so that the other
+		// An account whose start a recorded flood wait holds (clientHold:
+		// a wait of every request, or one its pending sends would break)
+		// starts once the wait is over: its leaser starts it (taking the
+		// lease again at once, and saying why it waits), so that the other
 		// accounts and the daemon's start do not wait for it.
 		waits, err := d.recordedWaits(ctx, a.Name)
+		var left time.Duration
+		if err == nil {
+			left, _, err = clientHold(ctx, d.store, a.Name, waits)
+		}
 		if err != nil {
 			d.Shutdown(context.Background())
 			return fmt.Errorf("start account %s: %w", a.Name, err)
 		}
-		if left := heldEntirely(waits); left > 0 {
-			l.log.Info("a flood wait holds every request of the account; it starts once the wait is over", "left", left.Round(time.Second).String())
+		if left > 0 {
 			l.end(h, true)
 			continue
 		}

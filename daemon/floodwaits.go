@@ -177,13 +177,72 @@ func recordedWaits(ctx context.Context, st *store.Store, f *floodFile, account s
 	return waits, nil
 }
 
-// heldEntirely returns how long waits hold every request of the
-// account (0 when none does).
-func heldEntirely(waits []store.FloodWait) time.Duration {
+// clientHold returns how long the account's TDLib client must not start
+// yet, and which wait holds it (0 when it may start now). TDLib re-sends,
+// as its client starts and before any request of stashd's, the sends its
+// database holds pending, and the pacing restorePauses puts back cannot
+// hold those. So the start waits for a wait of every request (TDLib's
+// start makes requests of its own as well), for a wait of the account's
+// sends while any of its delivery intents is open, and for a chat's wait
+// while one is open to that chat: an open intent is a send that may be
+// pending there (one never sent holds the start no longer than the wait
+// does). The deliveries are read only when such a wait runs.
+func clientHold(ctx context.Context, st *store.Store, account string, waits []store.FloodWait) (time.Duration, store.FloodWait, error) {
+	var hold store.FloodWait
+	var open map[tg.ChatID]bool // read at the first wait of sends
 	for _, w := range waits {
-		if w.Scope == store.FloodWaitAll {
-			return w.Left
+		if w.Left <= hold.Left {
+			continue
+		}
+		if w.Scope != store.FloodWaitAll && open == nil {
+			dests, err := st.IntentDestinations(ctx, account)
+			if err != nil {
+				return 0, hold, err
+			}
+			open = make(map[tg.ChatID]bool, len(dests))
+			for _, c := range dests {
+				open[c] = true
+			}
+		}
+		switch {
+		case w.Scope == store.FloodWaitAll,
+			w.Scope == store.FloodWaitSends && len(open) > 0,
+			w.Scope == store.FloodWaitChat && open[w.Chat]:
+			hold = w
 		}
 	}
-	return 0
+	return hold.Left, hold, nil
+}
+
+// waitClientHold waits, before the account's TDLib client starts, until
+// no recorded flood wait holds the start (clientHold), saying once why and
+// until when. It returns early with ctx's error, or with
+// tg.ErrLeaseLost when the lease is lost meanwhile (kept by its renewals
+// while it waits). The waits are read again after each hold: none starts
+// while the account does not run, so the second look lets it go.
+func (d *Daemon) waitClientHold(ctx context.Context, account string, h *holding) ([]store.FloodWait, error) {
+	log := d.log.With("account", account)
+	for {
+		waits, err := d.recordedWaits(ctx, account)
+		if err != nil {
+			return nil, err
+		}
+		left, w, err := clientHold(ctx, d.store, account, waits)
+		if err != nil || left <= 0 {
+			return waits, err
+		}
+		log.Info("a flood wait holds the account's start: TDLib would re-send at once what it holds pending, inside the wait",
+			"scope", w.Scope, "chat", w.Chat, "until", time.Now().Add(left).UTC().Round(time.Second).Format(time.RFC3339),
+			"left", left.Round(time.Second).String())
+		t := time.NewTimer(left)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-h.lostCh:
+			t.Stop()
+			return nil, tg.ErrLeaseLost
+		}
+	}
 }

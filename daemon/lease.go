@@ -490,7 +490,7 @@ func (l *leaser) start(h *holding) error {
 		case <-ctx.Done():
 		}
 	}()
-	waits, err := l.d.recordedWaits(ctx, l.a.Name)
+	waits, err := l.d.waitClientHold(ctx, l.a.Name, h)
 	if err != nil {
 		return fmt.Errorf("start account %s: %w", l.a.Name, err)
 	}

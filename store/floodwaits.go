@@ -75,3 +75,26 @@ func (s *Store) FloodWaits(ctx context.Context, account string) ([]FloodWait, er
 	}
 	return out, nil
 }
+
+// IntentDestinations returns the destinations account has delivery
+// intents open to: parts whose send was written ahead and never recorded
+// as sent, any of which may be pending in the account's TDLib database,
+// which re-sends it when the account's client starts again. Asked only at
+// an account's start under a live wait of its sends, it reads the
+// deliveries once.
+func (s *Store) IntentDestinations(ctx context.Context, account string) ([]tg.ChatID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT destination_chat_id FROM deliveries
+		WHERE account = $1 AND state = 'intent' ORDER BY destination_chat_id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("read the open delivery intents of account %s: %w", account, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tg.ChatID, error) {
+		var chat int64
+		err := r.Scan(&chat)
+		return tg.ChatID(chat), err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the open delivery intents of account %s: %w", account, err)
+	}
+	return out, nil
+}

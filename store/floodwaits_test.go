@@ -57,3 +57,34 @@ func TestFloodWaits(t *testing.T) {
 		t.Errorf("flood waits kept for a = %d (%v); want the 3 that run", rows, err)
 	}
 }
+
+// The destinations an account has delivery intents open to are those of
+// its intents not recorded as sent: not another account's, not a sent
+// one's.
+func TestIntentDestinations(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	first := onePartPackage(t, st, "first", 1, 1<<20)
+	second := onePartPackage(t, st, "second", 2, 2<<20)
+	for _, in := range []struct {
+		pkg     int64
+		dest    tg.ChatID
+		account string
+	}{{first, -300, "a"}, {second, -300, "a"}, {first, -400, "a"}, {first, -500, "b"}} {
+		if _, err := st.EnsureIntents(ctx, in.pkg, in.dest, []int{0}, in.account); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _, err := st.EnsureIntent(ctx, first, -400, 0, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.MarkSent(ctx, d, tg.MessageIDFromServer(9)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.IntentDestinations(ctx, "a")
+	if err != nil || len(got) != 1 || got[0] != -300 {
+		t.Fatalf("open intents of a to %v (%v); want -300 alone", got, err)
+	}
+}
