@@ -45,7 +45,8 @@ line naming it, with exit status 2, and nothing is started.
 Under systemd (Type=notify) it reports READY=1 once the database is up and
 every account whose lease it took is running (accounts another instance
 holds are stood by for: see lease_ttl; an account a recorded flood wait
-holds entirely starts once the wait is over), feeds the watchdog while it
+holds entirely, or whose TDLib would re-send a pending send inside one,
+starts once the wait is over), feeds the watchdog while it
 is healthy and reports STOPPING=1 when asked to stop.
 
 metrics_addr (default 127.0.0.1:9464, loopback only) serves /metrics,
