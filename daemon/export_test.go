@@ -3,6 +3,7 @@ package daemon
 import (
 	"time"
 
+	"stashd/store"
 	"stashd/tg"
 )
 
@@ -57,3 +58,8 @@ func SetNoReadRecheck(d *Daemon, every time.Duration) { d.noReadRecheck = every 
 // SetPickTimeout makes d bound the getChat calls of one pick by every
 // instead of pickTimeout (set before Prepare).
 func SetPickTimeout(d *Daemon, every time.Duration) { d.pickTimeout = every }
+
+// ConfigFingerprint is the fingerprint and summary of account a under cfg,
+// and ConfigDiff how one summary differs from another.
+func ConfigFingerprint(cfg Config, a Account) store.AccountConfig { return configFingerprint(cfg, a) }
+func ConfigDiff(summary, holders string) string                   { return configDiff(summary, holders) }

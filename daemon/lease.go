@@ -28,11 +28,13 @@ const DefaultLeaseTTL = 30 * time.Second
 // make renewals fail, as a database out of reach or a paused process
 // would).
 type leaseStore interface {
-	AcquireLease(ctx context.Context, account, owner string, ttl time.Duration, deadOwner string) (store.Acquired, bool, error)
+	AcquireLeaseWith(ctx context.Context, account, owner string, ttl time.Duration, deadOwner string, cfg store.AccountConfig) (store.Acquired, bool, error)
 	RenewLease(ctx context.Context, account, owner string, epoch int64, ttl time.Duration) (time.Time, error)
 	ReleaseLease(ctx context.Context, account, owner string, epoch int64) error
 	Lease(ctx context.Context, account string) (store.Lease, error)
 	ReleaseAccountClaims(ctx context.Context, account, owner string) (int, error)
+	RecordConfigMismatch(ctx context.Context, m store.ConfigMismatch) error
+	ClearConfigMismatches(ctx context.Context, account, holder, fingerprint string) error
 }
 
 // leaseMetrics are the account lease metrics.
@@ -40,6 +42,7 @@ type leaseMetrics struct {
 	owned     *prometheus.GaugeVec
 	failovers *prometheus.CounterVec
 	ownerless *prometheus.GaugeVec
+	mismatch  *prometheus.GaugeVec
 }
 
 func newLeaseMetrics(reg prometheus.Registerer) *leaseMetrics {
@@ -56,8 +59,12 @@ func newLeaseMetrics(reg prometheus.Registerer) *leaseMetrics {
 			Name: "stashd_account_lease_ownerless_seconds",
 			Help: "Seconds since the account's lease lapsed or was released with nobody taking it (0 while someone holds it), as the database shows it.",
 		}, []string{"account"}),
+		mismatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stashd_config_mismatch",
+			Help: "1 while this instance's configuration of the account (sources, topics, routes, destinations) differs from the one its lease holder wrote, else 0.",
+		}, []string{"account"}),
 	}
-	reg.MustRegister(m.owned, m.failovers, m.ownerless)
+	reg.MustRegister(m.owned, m.failovers, m.ownerless, m.mismatch)
 	return m
 }
 
@@ -176,6 +183,11 @@ type leaser struct {
 	log  *slog.Logger
 	ttl  time.Duration
 	life time.Duration // ttl - margin: how long a renewal keeps the lease locally
+	// config is this instance's configuration of the account, written
+	// with every acquisition; seen is the holder's configuration it was
+	// last compared with (compareConfig).
+	config store.AccountConfig
+	seen   string
 
 	quit    chan struct{} // closed: acquire nothing more
 	finish  chan struct{} // closed: end the tenure (after the account stopped)
@@ -197,7 +209,7 @@ type leaser struct {
 func (d *Daemon) newLeaser(a Account) *leaser {
 	ttl := d.cfg.LeaseTTL
 	l := &leaser{
-		d: d, a: a, log: d.log.With("account", a.Name), ttl: ttl,
+		d: d, a: a, log: d.log.With("account", a.Name), ttl: ttl, config: configFingerprint(d.cfg, a),
 		// The margin covers the delay between the lease's expiry as the
 		// database sees it and this process noticing its deadline.
 		life: ttl - ttl/6,
@@ -205,6 +217,7 @@ func (d *Daemon) newLeaser(a Account) *leaser {
 	}
 	d.leaseM.owned.WithLabelValues(a.Name).Set(0)
 	d.leaseM.failovers.WithLabelValues(a.Name)
+	d.leaseM.mismatch.WithLabelValues(a.Name).Set(0)
 	return l
 }
 
@@ -234,12 +247,13 @@ func (l *leaser) tryAcquire(ctx context.Context) (*holding, error) {
 		dead = cur.Owner
 	}
 	sent := time.Now()
-	a, ok, err := l.d.leases.AcquireLease(ctx, l.a.Name, me, l.ttl, dead)
+	a, ok, err := l.d.leases.AcquireLeaseWith(ctx, l.a.Name, me, l.ttl, dead, l.config)
 	if err != nil {
 		return nil, err
 	}
 	l.d.leaseM.ownerless.WithLabelValues(l.a.Name).Set(a.Ownerless().Seconds())
 	if !ok {
+		l.compareConfig(ctx, a.Lease)
 		return nil, nil
 	}
 	h := newHolding(a.Epoch, sent, l.life)
@@ -257,6 +271,7 @@ func (l *leaser) tryAcquire(ctx context.Context) (*holding, error) {
 	} else {
 		l.log.Info("account lease taken", "epoch", a.Epoch)
 	}
+	l.tookConfig(ctx, a)
 	// The lease is exclusive: claims on the account's sources held by
 	// anyone else are a previous owner's (maybe paused, not dead), and
 	// catch-up must not wait ten minutes for them to expire.

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -48,11 +49,11 @@ func (p *pausable) RenewLease(ctx context.Context, account, owner string, epoch 
 	return until, err
 }
 
-func (p *pausable) AcquireLease(ctx context.Context, account, owner string, ttl time.Duration, dead string) (store.Acquired, bool, error) {
+func (p *pausable) AcquireLeaseWith(ctx context.Context, account, owner string, ttl time.Duration, dead string, cfg store.AccountConfig) (store.Acquired, bool, error) {
 	if p.paused.Load() {
 		return store.Acquired{}, false, errPaused
 	}
-	a, ok, err := p.LeaseStore.AcquireLease(ctx, account, owner, ttl, dead)
+	a, ok, err := p.LeaseStore.AcquireLeaseWith(ctx, account, owner, ttl, dead, cfg)
 	if ok {
 		p.mu.Lock()
 		p.lastUntil = a.Until
@@ -116,13 +117,20 @@ type instance struct {
 
 func startInstance(t *testing.T, name string, st *store.Store, world *tgsim.World, src, dest tg.ChatID, ttl time.Duration, ev *events) instance {
 	t.Helper()
+	return runInstance(t, name, st, world, daemon.Config{Destinations: []tg.ChatID{dest}, LeaseTTL: ttl}, src, ev, os.Stderr)
+}
+
+// runInstance starts instance name of account acc, watching src, on st
+// with cfg (its accounts, instance, lease hook, registry and logger
+// filled in), its lease store pausable and its log written to logs.
+func runInstance(t *testing.T, name string, st *store.Store, world *tgsim.World, cfg daemon.Config, src tg.ChatID, ev *events, logs io.Writer) instance {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	d := daemon.New(daemon.Config{
-		Accounts: []daemon.Account{{Name: "acc", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest},
-		Workers: 2, Instance: name, LeaseTTL: ttl, OnLease: ev.hook(name), Registry: reg,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("instance", name),
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
-	}, st, func(context.Context, string) (tg.Client, error) { return world.Client("acc"), nil })
+	cfg.Accounts = []daemon.Account{{Name: "acc", Sources: []tg.ChatID{src}}}
+	cfg.Workers, cfg.Instance, cfg.OnLease, cfg.Registry = 2, name, ev.hook(name), reg
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("instance", name)
+	cfg.Ingest = ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second}
+	d := daemon.New(cfg, st, func(context.Context, string) (tg.Client, error) { return world.Client("acc"), nil })
 	p := &pausable{LeaseStore: st}
 	daemon.SetLeaseStore(d, p)
 	if err := d.Prepare(t.Context()); err != nil {

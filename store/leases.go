@@ -38,6 +38,20 @@ type Lease struct {
 	// Now is the database's clock when the row was read: expiry is judged
 	// by it, never by the reader's clock.
 	Now time.Time
+	// Config is the account's configuration as the instance ConfigBy had
+	// it when it last took the lease (empty when not recorded; migration
+	// 035).
+	Config   AccountConfig
+	ConfigBy string
+}
+
+// AccountConfig is what an account does as an instance is configured to
+// run it, which every instance sharing the database must agree on.
+type AccountConfig struct {
+	// Fingerprint is a hash of Summary ("" when unknown).
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Summary is one "key: value" line per item.
+	Summary string `json:"summary,omitempty"`
 }
 
 // Held reports whether someone holds an unexpired lease.
@@ -60,14 +74,20 @@ type Acquired struct {
 	// released cleanly or never taken); PrevUntil is when it lapsed.
 	PrevOwner string
 	PrevUntil time.Time
+	// PrevConfig is the configuration the lease carried before, written by
+	// PrevConfigBy.
+	PrevConfig   AccountConfig
+	PrevConfigBy string
 }
 
-const leaseColumns = `name, coalesce(lease_owner, ''), lease_epoch, lease_until, lease_taken_at, now()`
+const leaseColumns = `name, coalesce(lease_owner, ''), lease_epoch, lease_until, lease_taken_at, now(),
+	coalesce(config_fingerprint, ''), coalesce(config_summary, ''), coalesce(config_owner, '')`
 
 func scanLease(row pgx.Row) (Lease, error) {
 	var l Lease
 	var until, taken *time.Time
-	if err := row.Scan(&l.Account, &l.Owner, &l.Epoch, &until, &taken, &l.Now); err != nil {
+	if err := row.Scan(&l.Account, &l.Owner, &l.Epoch, &until, &taken, &l.Now,
+		&l.Config.Fingerprint, &l.Config.Summary, &l.ConfigBy); err != nil {
 		return Lease{}, err
 	}
 	if until != nil {
@@ -84,22 +104,34 @@ func scanLease(row pgx.Row) (Lease, error) {
 // (a restart of the same instance takes it back at once), or held by
 // deadOwner (a process the caller knows is gone; "" for none). Every
 // acquisition increments the epoch. ok is false when another owner holds
-// it; the lease is then returned as it stands.
+// it; the lease is then returned as it stands. The lease carries no
+// configuration (AcquireLeaseWith).
 func (s *Store) AcquireLease(ctx context.Context, account, owner string, ttl time.Duration, deadOwner string) (Acquired, bool, error) {
+	return s.AcquireLeaseWith(ctx, account, owner, ttl, deadOwner, AccountConfig{})
+}
+
+// AcquireLeaseWith is AcquireLease writing cfg, owner's configuration of
+// the account, with the lease (replacing the previous holder's, which
+// Acquired.PrevConfig returns).
+func (s *Store) AcquireLeaseWith(ctx context.Context, account, owner string, ttl time.Duration, deadOwner string, cfg AccountConfig) (Acquired, bool, error) {
 	if _, err := s.leases().Exec(ctx, `INSERT INTO accounts (name) VALUES ($1) ON CONFLICT DO NOTHING`, account); err != nil {
 		return Acquired{}, false, fmt.Errorf("acquire lease of %s: %w", account, err)
 	}
 	var a Acquired
 	var prevUntil, until, taken *time.Time
 	err := s.leases().QueryRow(ctx, `UPDATE accounts a SET lease_owner = $2, lease_last_owner = $2, lease_until = now() + $3::interval,
-			lease_epoch = a.lease_epoch + 1, lease_taken_at = now()
-		FROM (SELECT name, lease_owner, lease_until FROM accounts WHERE name = $1 FOR UPDATE) p
+			lease_epoch = a.lease_epoch + 1, lease_taken_at = now(),
+			config_fingerprint = nullif($5, ''), config_summary = nullif($6, ''), config_owner = $2
+		FROM (SELECT name, lease_owner, lease_until, config_fingerprint, config_summary, config_owner
+			FROM accounts WHERE name = $1 FOR UPDATE) p
 		WHERE a.name = p.name AND (p.lease_owner IS NULL OR p.lease_until IS NULL OR p.lease_until < now()
 			OR p.lease_owner = $2 OR p.lease_owner = $4)
 		RETURNING a.name, a.lease_owner, a.lease_epoch, a.lease_until, a.lease_taken_at, now(),
-			coalesce(p.lease_owner, ''), p.lease_until`,
-		account, owner, ttl.String(), deadOwner).
-		Scan(&a.Account, &a.Owner, &a.Epoch, &until, &taken, &a.Now, &a.PrevOwner, &prevUntil)
+			coalesce(p.lease_owner, ''), p.lease_until,
+			coalesce(p.config_fingerprint, ''), coalesce(p.config_summary, ''), coalesce(p.config_owner, '')`,
+		account, owner, ttl.String(), deadOwner, cfg.Fingerprint, cfg.Summary).
+		Scan(&a.Account, &a.Owner, &a.Epoch, &until, &taken, &a.Now, &a.PrevOwner, &prevUntil,
+			&a.PrevConfig.Fingerprint, &a.PrevConfig.Summary, &a.PrevConfigBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		l, err := s.Lease(ctx, account)
 		return Acquired{Lease: l}, false, err
@@ -108,11 +140,62 @@ func (s *Store) AcquireLease(ctx context.Context, account, owner string, ttl tim
 		return Acquired{}, false, fmt.Errorf("acquire lease of %s: %w", account, err)
 	}
 	a.Until, a.TakenAt = *until, *taken
+	a.Config, a.ConfigBy = cfg, owner
 	s.owners.took(account, a.Epoch, owner)
 	if prevUntil != nil {
 		a.PrevUntil = *prevUntil
 	}
 	return a, true, nil
+}
+
+// ClearConfigMismatches deletes the configuration mismatches of account
+// that no longer hold once holder took its lease with configuration
+// fingerprint: holder's own, and those found against another
+// configuration.
+func (s *Store) ClearConfigMismatches(ctx context.Context, account, holder, fingerprint string) error {
+	if _, err := s.leases().Exec(ctx, `DELETE FROM config_mismatches
+		WHERE account = $1 AND (instance = $2 OR holder_fingerprint IS DISTINCT FROM nullif($3, ''))`,
+		account, holder, fingerprint); err != nil {
+		return fmt.Errorf("clear the configuration mismatches of %s: %w", account, err)
+	}
+	return nil
+}
+
+// ConfigMismatch is an instance's configuration of an account differing
+// from the one the account's lease holder wrote.
+type ConfigMismatch struct {
+	Account  string `json:"account"`
+	Instance string `json:"instance"`
+	Holder   string `json:"holder"`
+	// HolderFingerprint and Fingerprint are the two configurations'.
+	HolderFingerprint string `json:"holder_fingerprint"`
+	Fingerprint       string `json:"fingerprint"`
+	// Differs says how, item by item.
+	Differs string `json:"differs"`
+	// Since is when the instance first found this difference.
+	Since time.Time `json:"since"`
+}
+
+// RecordConfigMismatch records m (Since is the database's clock when the
+// instance first found this pair of fingerprints), or, when m.Differs is
+// "", deletes what m.Instance recorded for m.Account.
+func (s *Store) RecordConfigMismatch(ctx context.Context, m ConfigMismatch) error {
+	var err error
+	if m.Differs == "" {
+		_, err = s.leases().Exec(ctx, `DELETE FROM config_mismatches WHERE account = $1 AND instance = $2`, m.Account, m.Instance)
+	} else {
+		_, err = s.leases().Exec(ctx, `INSERT INTO config_mismatches AS c (account, instance, holder, holder_fingerprint, fingerprint, differs)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (account, instance) DO UPDATE SET holder = excluded.holder, differs = excluded.differs,
+				holder_fingerprint = excluded.holder_fingerprint, fingerprint = excluded.fingerprint,
+				since = CASE WHEN (c.holder_fingerprint, c.fingerprint) = (excluded.holder_fingerprint, excluded.fingerprint)
+					THEN c.since ELSE now() END`,
+			m.Account, m.Instance, m.Holder, m.HolderFingerprint, m.Fingerprint, m.Differs)
+	}
+	if err != nil {
+		return fmt.Errorf("record the configuration mismatch of %s on %s: %w", m.Account, m.Instance, err)
+	}
+	return nil
 }
 
 // RenewLease extends owner's lease of account at epoch to now + ttl and

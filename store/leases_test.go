@@ -211,3 +211,65 @@ func TestStatusShowsLeases(t *testing.T) {
 		t.Errorf("lapsed lease in status = %+v; want no owner for about 12s", a)
 	}
 }
+
+// An acquisition writes the holder's configuration with the lease and
+// returns the one it replaced; a mismatch recorded against the holder's
+// configuration shows in the status until the account is taken with
+// another one, and keeps the time it was first found while it lasts.
+func TestLeaseCarriesTheHoldersConfiguration(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := context.Background()
+	one := store.AccountConfig{Fingerprint: "f1", Summary: "sources: 1"}
+	two := store.AccountConfig{Fingerprint: "f2", Summary: "sources: 2"}
+	a, ok, err := st.AcquireLeaseWith(ctx, "acc", "a", time.Minute, "", one)
+	if err != nil || !ok || a.PrevConfig != (store.AccountConfig{}) {
+		t.Fatalf("first acquisition = %+v, %v, %v", a, ok, err)
+	}
+	l, err := st.Lease(ctx, "acc")
+	if err != nil || l.Config != one || l.ConfigBy != "a" {
+		t.Fatalf("lease = %+v, %v; want a's configuration", l, err)
+	}
+	m := store.ConfigMismatch{Account: "acc", Instance: "b", Holder: "a", HolderFingerprint: "f1", Fingerprint: "f2", Differs: "sources: here 2, holder 1"}
+	if err := st.RecordConfigMismatch(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	first := mismatches(t, st)
+	if len(first) != 1 || first[0].Instance != "b" || first[0].Differs != m.Differs {
+		t.Fatalf("status mismatches = %+v, want b's", first)
+	}
+	if err := st.RecordConfigMismatch(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if again := mismatches(t, st); len(again) != 1 || !again[0].Since.Equal(first[0].Since) {
+		t.Errorf("the same mismatch recorded again: %+v, want since %v kept", again, first[0].Since)
+	}
+	// b takes the account over with its configuration: a's record of the
+	// past pair no longer holds, nor does b's own.
+	if err := st.ReleaseLease(ctx, "acc", "a", a.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	b, ok, err := st.AcquireLeaseWith(ctx, "acc", "b", time.Minute, "", two)
+	if err != nil || !ok || b.PrevConfig != one || b.PrevConfigBy != "a" {
+		t.Fatalf("b's acquisition = %+v, %v, %v; want a's configuration before", b, ok, err)
+	}
+	if err := st.ClearConfigMismatches(ctx, "acc", "b", two.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	if left := mismatches(t, st); len(left) != 0 {
+		t.Errorf("mismatches after b took the account = %+v, want none", left)
+	}
+}
+
+func mismatches(t *testing.T, st *store.Store) []store.ConfigMismatch {
+	t.Helper()
+	rep, err := st.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []store.ConfigMismatch
+	for _, a := range rep.Accounts {
+		out = append(out, a.ConfigMismatches...)
+	}
+	return out
+}

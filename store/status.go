@@ -55,6 +55,11 @@ type AccountStatus struct {
 	// OwnerlessSeconds is how long the account has had no owner (its lease
 	// lapsed or was released and nobody took it); 0 while it has one.
 	OwnerlessSeconds float64 `json:"ownerless_seconds"`
+	// ConfigFingerprint is the fingerprint of the account's configuration
+	// its last lease holder wrote ("" when not recorded), and
+	// ConfigMismatches the instances that found theirs differing from it.
+	ConfigFingerprint string           `json:"config_fingerprint,omitempty"`
+	ConfigMismatches  []ConfigMismatch `json:"config_mismatches,omitempty"`
 }
 
 // SourceStatus is one source as `stashd status` shows it.
@@ -157,7 +162,8 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 	rows, err := s.pool.Query(ctx, `SELECT name, is_premium, connected, queue_depth, queue_capacity, status_at,
 			CASE WHEN lease_until > now() THEN coalesce(lease_owner, '') ELSE '' END, lease_epoch, lease_until, lease_taken_at,
 			CASE WHEN lease_owner IS NOT NULL AND lease_until > now() OR lease_until IS NULL THEN 0
-				ELSE extract(epoch FROM now() - lease_until)::float8 END
+				ELSE extract(epoch FROM now() - lease_until)::float8 END,
+			coalesce(config_fingerprint, '')
 		FROM accounts ORDER BY name`)
 	if err != nil {
 		return st, fmt.Errorf("read accounts: %w", err)
@@ -165,11 +171,14 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 	st.Accounts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AccountStatus, error) {
 		var a AccountStatus
 		err := r.Scan(&a.Name, &a.Premium, &a.Connected, &a.QueueDepth, &a.QueueCapacity, &a.StatusAt,
-			&a.Owner, &a.Epoch, &a.LeaseUntil, &a.LeaseTakenAt, &a.OwnerlessSeconds)
+			&a.Owner, &a.Epoch, &a.LeaseUntil, &a.LeaseTakenAt, &a.OwnerlessSeconds, &a.ConfigFingerprint)
 		return a, err
 	})
 	if err != nil {
 		return st, fmt.Errorf("read accounts: %w", err)
+	}
+	if err := s.configMismatches(ctx, st.Accounts); err != nil {
+		return st, err
 	}
 	rows, err = s.pool.Query(ctx, `SELECT s.chat_id, s.account, s.kind, s.title,
 			CASE WHEN s.circuit_until > now() THEN 'circuit_open' WHEN s.dirty THEN 'dirty' ELSE 'synced' END,
@@ -243,4 +252,31 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 		}
 	}
 	return st, nil
+}
+
+// configMismatches fills in the accounts' configuration mismatches: those
+// found against the configuration the account carries now.
+func (s *Store) configMismatches(ctx context.Context, accounts []AccountStatus) error {
+	rows, err := s.pool.Query(ctx, `SELECT m.account, m.instance, m.holder, m.holder_fingerprint, m.fingerprint, m.differs, m.since
+		FROM config_mismatches m JOIN accounts a ON a.name = m.account AND a.config_fingerprint = m.holder_fingerprint
+		ORDER BY m.account, m.instance`)
+	if err != nil {
+		return fmt.Errorf("read configuration mismatches: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ConfigMismatch, error) {
+		var m ConfigMismatch
+		err := r.Scan(&m.Account, &m.Instance, &m.Holder, &m.HolderFingerprint, &m.Fingerprint, &m.Differs, &m.Since)
+		return m, err
+	})
+	if err != nil {
+		return fmt.Errorf("read configuration mismatches: %w", err)
+	}
+	for _, m := range found {
+		for i := range accounts {
+			if accounts[i].Name == m.Account {
+				accounts[i].ConfigMismatches = append(accounts[i].ConfigMismatches, m)
+			}
+		}
+	}
+	return nil
 }

@@ -20,7 +20,8 @@ import (
 
 const statusHelp = `Shows what stashd knows, read from its database: accounts (connected,
 Premium, ingest queue; the instance holding the account's lease, its epoch
-and expiry, or how long it has had no owner), sources (synced: catalogue
+and expiry, or how long it has had no owner; an instance whose
+configuration of the account differs from the holder's, and how), sources (synced: catalogue
 current and no delivery of its packages due; "catalogue synced, N
 deliveries waiting" while the deliveries are behind; dirty or circuit open;
 inaccessible when the account lost access, protected when its documents
@@ -76,6 +77,12 @@ func printStatus(rep store.Status) {
 		if !l.LoggedIn {
 			fmt.Fprintf(w, "account %s is not logged in (%s, since %s) and is not run: %s\n",
 				l.Account, cmp.Or(l.State, "unknown state"), ago(&l.Since), l.Reason)
+		}
+	}
+	for _, a := range rep.Accounts {
+		for _, m := range a.ConfigMismatches {
+			fmt.Fprintf(w, "account %s: instance %s is configured otherwise than %s, which holds it (found %s), and runs it that way should it take it over: %s\n",
+				web.Printable(a.Name), web.Printable(m.Instance), web.Printable(m.Holder), ago(&m.Since), web.Printable(m.Differs))
 		}
 	}
 	for _, a := range rep.Accounts {

@@ -77,6 +77,28 @@ func TestStatusNamesAnUnreachableAccount(t *testing.T) {
 	}
 }
 
+// An instance configured otherwise than the account's lease holder is
+// named, with the holder and what differs.
+func TestStatusNamesAnInstanceConfiguredOtherwise(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	printStatus(store.Status{Accounts: []store.AccountStatus{
+		{Name: "main", Owner: "one", Connected: true, ConfigMismatches: []store.ConfigMismatch{{Account: "main", Instance: "two",
+			Holder: "one", Differs: "route r: here 1 -> 3, holder 1 -> 2", Since: time.Now()}}},
+	}})
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if !strings.Contains(string(out), "account main: instance two is configured otherwise than one") ||
+		!strings.Contains(string(out), "route r: here 1 -> 3, holder 1 -> 2") {
+		t.Errorf("status does not name the instance configured otherwise:\n%s", out)
+	}
+}
+
 // A source title or error from Telegram holding a bidi override, a
 // zero-width space or a control character is shown escaped, never raw.
 func TestStatusEscapesHiddenCharacters(t *testing.T) {

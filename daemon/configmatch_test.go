@@ -1,0 +1,128 @@
+package daemon_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"stashd/daemon"
+	"stashd/route"
+	"stashd/sim/tgsim"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// routedInstance starts instance name of account acc on st, routing src to
+// dest, its log in logs.
+func routedInstance(t *testing.T, name string, st *store.Store, world *tgsim.World, src, dest tg.ChatID, ev *events, logs *lockedBuffer) instance {
+	t.Helper()
+	return runInstance(t, name, st, world, daemon.Config{LeaseTTL: 3 * time.Second,
+		Routes: []route.Spec{{Name: "main", Sources: []route.SpecSource{{Chat: route.Chat{ID: src}}},
+			Destinations: []route.Chat{{ID: dest}}}}}, src, ev, logs)
+}
+
+// mismatchGauge is instance i's stashd_config_mismatch for acc (-1 when
+// it is not exported).
+func mismatchGauge(t *testing.T, i instance) float64 {
+	t.Helper()
+	mfs, err := i.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := metricIn(mfs, "stashd_config_mismatch", "acc")
+	if !ok {
+		return -1
+	}
+	return v
+}
+
+// Two instances share a database and run account acc in turn, but route
+// its source to different destinations: after a failover its packages
+// would go elsewhere. The standby reports the difference (a warning naming
+// the account, the holder and what differs; stashd_config_mismatch 1;
+// stashd status), and an instance configured the same way reports none.
+// A standby with a differing configuration still takes the account over
+// when its holder is gone, and the former holder, standing by now,
+// reports the difference in turn.
+func TestStandbyReportsAConfigurationDifferingFromTheHolders(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := openStore(t, 32)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
+	world.AddAccount("acc", false)
+	src := world.AddChat(tg.KindChannel, "news", "acc")
+	d1 := world.AddChat(tg.KindChannel, "mirror-one", "acc")
+	d2 := world.AddChat(tg.KindChannel, "mirror-two", "acc")
+	ev := newEvents()
+
+	var aLogs, bLogs, cLogs lockedBuffer
+	a := routedInstance(t, "a", st, world, src, d1, ev, &aLogs)
+	defer a.d.Shutdown(context.Background())
+	ev.wait(t, "a", "acquired")
+	same := routedInstance(t, "c", st, world, src, d1, ev, &cLogs)
+	defer same.d.Shutdown(context.Background())
+	b := routedInstance(t, "b", st, world, src, d2, ev, &bLogs)
+	defer b.d.Shutdown(context.Background())
+
+	if got := mismatchGauge(t, b); got != 1 {
+		t.Errorf("standby b routes acc's source to another destination than holder a: stashd_config_mismatch{account=acc} = %v, want 1 (-1: not exported)", got)
+	}
+	warn := ""
+	for _, line := range strings.Split(bLogs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "configuration") {
+			warn = line
+		}
+	}
+	if warn == "" {
+		t.Errorf("standby b logged no warning of its configuration differing from holder a's; its log:\n%s", bLogs.String())
+	} else {
+		for _, want := range []string{"account=acc", "holder=a", "route main", "-> " + itoa(d1), "-> " + itoa(d2)} {
+			if !strings.Contains(warn, want) {
+				t.Errorf("b's warning %q does not say %q", warn, want)
+			}
+		}
+	}
+	if got := mismatchGauge(t, same); got != 0 {
+		t.Errorf("standby c, configured as holder a is: stashd_config_mismatch = %v, want 0", got)
+	}
+	if strings.Contains(cLogs.String(), "differs") {
+		t.Errorf("standby c, configured as holder a is, reported a difference:\n%s", cLogs.String())
+	}
+	rep, err := st.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []store.ConfigMismatch
+	for _, acc := range rep.Accounts {
+		found = append(found, acc.ConfigMismatches...)
+	}
+	if len(found) != 1 || found[0].Instance != "b" || found[0].Holder != "a" || !strings.Contains(found[0].Differs, itoa(d2)) {
+		t.Errorf("stashd status shows the configuration mismatches %+v, want one of standby b against holder a", found)
+	}
+
+	// a is gone (its database calls fail): b takes the account over all
+	// the same, with its own configuration, which a reports once back.
+	same.d.Shutdown(ctx)
+	a.lease.paused.Store(true)
+	ev.wait(t, "a", "stopped")
+	ev.wait(t, "b", "acquired")
+	if got := mismatchGauge(t, b); got != 0 {
+		t.Errorf("b, holding acc now: stashd_config_mismatch = %v, want 0", got)
+	}
+	a.lease.paused.Store(false)
+	timeout := time.After(60 * time.Second)
+	for mismatchGauge(t, a) != 1 {
+		select {
+		case <-timeout:
+			t.Fatalf("a, standing by behind b, never reported b's differing configuration; a's log:\n%s", aLogs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if !strings.Contains(aLogs.String(), "holder=b") {
+		t.Errorf("a's warning does not name holder b:\n%s", aLogs.String())
+	}
+}
+
+func itoa(c tg.ChatID) string { return strconv.FormatInt(int64(c), 10) }
