@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"stashd/internal/proc"
 )
 
@@ -207,6 +209,7 @@ func clearStale(ctx context.Context, dir, dataDir string, wait time.Duration) er
 			return err
 		}
 	}
+	shm, hasShm := shmID(pidFile)
 	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale %s: %w", pidFile, err)
 	}
@@ -216,17 +219,54 @@ func clearStale(ctx context.Context, dir, dataDir string, wait time.Duration) er
 	defer tick.Stop()
 	for {
 		left := serverProcesses(dataDir)
-		if len(left) == 0 {
+		// The new postmaster looks at the segment's count of attached
+		// processes, not at the processes: a backend on its way out can
+		// be gone from its data directory and still be counted.
+		attached := hasShm && shmAttached(shm)
+		if len(left) == 0 && !attached {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for old server processes to exit: %w", ctx.Err())
 		case <-deadline.C:
+			if len(left) == 0 {
+				return fmt.Errorf("the shared memory segment %d of cluster %s's old server is still attached after %v: terminate the processes using it (ipcs -mp)", shm, dataDir, wait)
+			}
 			return fmt.Errorf("old server processes %v of cluster %s are still running after %v: terminate them", left, dataDir, wait)
 		case <-tick.C:
 		}
 	}
+}
+
+// shmID returns the id of the System V shared memory segment a
+// postmaster.pid records (its seventh line holds the segment's key and
+// id), and whether there is one.
+func shmID(pidFile string) (int, bool) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return 0, false
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return 0, false
+	}
+	id, err := strconv.Atoi(f[1])
+	return id, err == nil && id >= 0
+}
+
+// shmAttached reports whether processes are attached to the shared memory
+// segment id; false when it is gone.
+func shmAttached(id int) bool {
+	var d unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &d); err != nil {
+		return false
+	}
+	return d.Nattch > 0
 }
 
 // orphanShutdown asks the postmaster pid of a dead stashd process for a
