@@ -132,11 +132,24 @@ func testAccountFloodWaitOutlives(t *testing.T, seed int64, kind restartKind) {
 		// inside the wait.
 		cfg.Instance = "two"
 	}
+	var logs lockedBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	d = daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	defer d.Kill()
 	noCallsBefore(t, func() map[string]int { return world.Calls("a") }, before, until, func(string) bool { return true })
 	waitCatalogued(t, st, posted[0].Key())
+	// The line saying why the start waits names the wait of every request,
+	// not a re-send: the account had no send pending.
+	var held string
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "holds the account's start") {
+			held = line
+		}
+	}
+	if !strings.Contains(held, "scope=all") || strings.Contains(held, "re-send") {
+		t.Errorf("the line saying why the account's start waits: %q; want it to name the wait of every request, and no re-send", held)
+	}
 }
 
 // A 429 answering a send holds the account's sends after a restart too,

@@ -215,8 +215,8 @@ func clientHold(ctx context.Context, st *store.Store, account string, waits []st
 }
 
 // waitClientHold waits, before the account's TDLib client starts, until
-// no recorded flood wait holds the start (clientHold), saying once why and
-// until when. It returns early with ctx's error, or with
+// no recorded flood wait holds the start (clientHold), saying once why (a
+// wait of every request, or a re-send it would break) and until when. It returns early with ctx's error, or with
 // tg.ErrLeaseLost when the lease is lost meanwhile (kept by its renewals
 // while it waits). The waits are read again after each hold: none starts
 // while the account does not run, so the second look lets it go.
@@ -231,7 +231,11 @@ func (d *Daemon) waitClientHold(ctx context.Context, account string, h *holding)
 		if err != nil || left <= 0 {
 			return waits, err
 		}
-		log.Info("a flood wait holds the account's start: TDLib would re-send at once what it holds pending, inside the wait",
+		why := "TDLib would re-send at once what it holds pending, inside the wait"
+		if w.Scope == store.FloodWaitAll {
+			why = "TDLib's start makes requests of its own, inside the wait of every request"
+		}
+		log.Info("a flood wait holds the account's start: "+why,
 			"scope", w.Scope, "chat", w.Chat, "until", time.Now().Add(left).UTC().Round(time.Second).Format(time.RFC3339),
 			"left", left.Round(time.Second).String())
 		t := time.NewTimer(left)
