@@ -79,12 +79,20 @@ func (s *Store) FloodWaits(ctx context.Context, account string) ([]FloodWait, er
 // IntentDestinations returns the destinations account has delivery
 // intents open to: parts whose send was written ahead and never recorded
 // as sent, any of which may be pending in the account's TDLib database,
-// which re-sends it when the account's client starts again. Asked only at
-// an account's start under a live wait of its sends, it reads the
-// deliveries once.
+// which re-sends it when the account's client starts again. Those are the
+// account's own intents, and those of the deliveries queued for it: one
+// taken over from an account away (TakeWaiting) is sent with the intent
+// that account wrote, whose row still names it. Asked only at an
+// account's start under a live wait of its sends, it reads the deliveries
+// once.
 func (s *Store) IntentDestinations(ctx context.Context, account string) ([]tg.ChatID, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT destination_chat_id FROM deliveries
-		WHERE account = $1 AND state = 'intent' ORDER BY destination_chat_id`, account)
+	rows, err := s.pool.Query(ctx, `SELECT destination_chat_id FROM deliveries
+			WHERE account = $1 AND state = 'intent'
+		UNION
+		SELECT w.destination_chat_id FROM waiting_deliveries w
+			JOIN deliveries d ON d.package_id = w.package_id AND d.destination_chat_id = w.destination_chat_id
+			WHERE w.account = $1 AND d.state = 'intent'
+		ORDER BY destination_chat_id`, account)
 	if err != nil {
 		return nil, fmt.Errorf("read the open delivery intents of account %s: %w", account, err)
 	}

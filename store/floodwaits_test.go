@@ -88,3 +88,36 @@ func TestIntentDestinations(t *testing.T) {
 		t.Fatalf("open intents of a to %v (%v); want -300 alone", got, err)
 	}
 }
+
+// A delivery an account took over from an account away is sent with the
+// intent the away account wrote (its token, its row): that send may be
+// pending in the taking account's TDLib database too, so the destination
+// is one the taking account has an intent open to.
+func TestIntentDestinationsHoldTheDeliveriesTakenOver(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	pkg := onePartPackage(t, st, "taken", 3, 3<<20)
+	if err := st.WaitDelivery(ctx, store.Waiting{PackageID: pkg, Destination: -600, Account: "a", OpensAt: time.Now(),
+		Parts: []tg.MessageKey{{Chat: -1, Message: 3 << 20}}, PartCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EnsureIntents(ctx, pkg, -600, []int{0}, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := st.TakeWaiting(ctx, "a", "b", "handed", []tg.ChatID{-1}, []tg.ChatID{-600}, time.Minute); err != nil || n != 1 {
+		t.Fatalf("TakeWaiting = %d, %v; want 1", n, err)
+	}
+	// b's attempt reads the intent a wrote, and sends with its token.
+	ins, err := st.EnsureIntents(ctx, pkg, -600, []int{0}, "b")
+	if err != nil || len(ins) != 1 || ins[0].Fresh {
+		t.Fatalf("b's intents %+v, %v; want a's, not a fresh one", ins, err)
+	}
+	got, err := st.IntentDestinations(ctx, "b")
+	if err != nil || len(got) != 1 || got[0] != -600 {
+		t.Fatalf("open intents of b to %v (%v); want -600, where b sends with the intent of a it took over", got, err)
+	}
+	if got, err := st.IntentDestinations(ctx, "a"); err != nil || len(got) != 1 || got[0] != -600 {
+		t.Fatalf("open intents of a to %v (%v); want -600, where a's own send may be pending", got, err)
+	}
+}
