@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"time"
 
 	"stashd/store"
@@ -63,3 +64,10 @@ func SetPickTimeout(d *Daemon, every time.Duration) { d.pickTimeout = every }
 // and ConfigDiff how one summary differs from another.
 func ConfigFingerprint(cfg Config, a Account) store.AccountConfig { return configFingerprint(cfg, a) }
 func ConfigDiff(summary, holders string) string                   { return configDiff(summary, holders) }
+
+// ClientHold is clientHold: how long the account's TDLib client must not
+// start under waits.
+func ClientHold(ctx context.Context, st *store.Store, account string, waits []store.FloodWait) (time.Duration, error) {
+	left, _, err := clientHold(ctx, st, account, waits)
+	return left, err
+}
