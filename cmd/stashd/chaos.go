@@ -171,6 +171,12 @@ func printChaosReport(r chaos.Report, dir string) {
 	for _, n := range r.Audit.DuplicateNames {
 		fmt.Printf("  twice: %s\n", n)
 	}
+	if r.Audit.FloodWaitBreaches > 0 {
+		fmt.Printf("  requests inside a flood wait Telegram asked for: %d\n", r.Audit.FloodWaitBreaches)
+	}
+	for _, n := range r.Audit.FloodWaitBreachNames {
+		fmt.Printf("  inside a flood wait: %s\n", n)
+	}
 	for _, n := range r.Audit.SessionOverlapNames {
 		fmt.Printf("  overlap: %s\n", n)
 	}

@@ -254,6 +254,12 @@ func printReport(r demo.Report) {
 	for _, n := range r.RouteViolationNames {
 		fmt.Fprintf(w, "  route violation: %s\n", n)
 	}
+	if r.FloodWaitBreaches > 0 {
+		fmt.Fprintf(w, "  requests inside a flood wait Telegram asked for: %d\n", r.FloodWaitBreaches)
+	}
+	for _, n := range r.FloodWaitBreachNames {
+		fmt.Fprintf(w, "  inside a flood wait: %s\n", n)
+	}
 	fmt.Fprintf(w, "  telegram calls: %s\n", formatCalls(r.Calls))
 	if r.RestartCalls != nil {
 		fmt.Fprintf(w, "  first catch-up cycle after an idle restart: %s\n", formatCalls(r.RestartCalls))

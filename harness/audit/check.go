@@ -35,7 +35,9 @@ type partRef struct {
 //   - a package published only in sources that lost access (recorded so
 //     in the catalogue) or that protect their content (a dead letter says
 //     so) is explained rather than missing;
-//   - no account ever ran in two sessions at once (Truth.SessionOverlaps).
+//   - no account ever ran in two sessions at once (Truth.SessionOverlaps);
+//   - no account made a request inside a flood wait it was asked for
+//     (Truth.FloodWaitBreaches).
 //
 // Settled and the run's own figures are left to the caller.
 func Check(ctx context.Context, st *store.Store, t Truth) (Report, error) {
@@ -75,9 +77,12 @@ type checker struct {
 func (c *checker) check(ctx context.Context) (Report, error) {
 	unique := c.t.unique()
 	rep := Report{Mode: c.mode, UniquePackages: len(unique), StalledDownloads: c.t.DownloadFaults, Calls: c.t.Calls,
-		SessionOverlaps: c.t.SessionOverlaps}
+		SessionOverlaps: c.t.SessionOverlaps, FloodWaitBreaches: c.t.FloodWaitBreaches}
 	for _, o := range c.t.OverlapExamples[:min(len(c.t.OverlapExamples), maxOverlapNames)] {
 		rep.SessionOverlapNames = append(rep.SessionOverlapNames, o.String())
+	}
+	for _, b := range c.t.BreachExamples[:min(len(c.t.BreachExamples), maxOverlapNames)] {
+		rep.FloodWaitBreachNames = append(rep.FloodWaitBreachNames, b.String())
 	}
 	dead, err := deadLetterReasons(ctx, c.st)
 	if err != nil {

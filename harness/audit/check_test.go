@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"stashd/internal/cataloguetest"
 	"stashd/internal/pgtest"
@@ -52,6 +53,27 @@ func TestCheckFailsOnSessionOverlaps(t *testing.T) {
 	}
 	if len(rep.SessionOverlapNames) != 1 || !strings.Contains(rep.SessionOverlapNames[0], "acct1") {
 		t.Errorf("overlap names = %q, want the example's account", rep.SessionOverlapNames)
+	}
+}
+
+// A request made inside a flood wait Telegram asked for fails the audit,
+// whatever else holds.
+func TestCheckFailsOnFloodWaitBreaches(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := openStore(t)
+	breach := tgsim.FloodWaitBreach{Account: "acct1", Method: "sendMessage", Chat: -100, Left: 3 * time.Second, Resend: true}
+	rep, err := Check(ctx, st, Truth{FloodWaitBreaches: 1, BreachExamples: []tgsim.FloodWaitBreach{breach}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Settled = true
+	if rep.OK() || rep.FloodWaitBreaches != 1 {
+		t.Errorf("a request inside a flood wait: OK %v, breaches %d; want a failure counting 1", rep.OK(), rep.FloodWaitBreaches)
+	}
+	want := "account acct1: sendMessage to chat -100 (TDLib's re-send at a client's start) with 3s of a flood wait left"
+	if len(rep.FloodWaitBreachNames) != 1 || rep.FloodWaitBreachNames[0] != want {
+		t.Errorf("breach names = %q, want [%q]", rep.FloodWaitBreachNames, want)
 	}
 }
 

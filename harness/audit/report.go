@@ -106,6 +106,11 @@ type Report struct {
 	// account at once); SessionOverlapNames describes the first few.
 	SessionOverlaps     int      `json:"session_overlaps"`
 	SessionOverlapNames []string `json:"session_overlap_names,omitempty"`
+	// FloodWaitBreaches counts the requests an account made inside a flood
+	// wait Telegram had asked of it; FloodWaitBreachNames describes the
+	// first few.
+	FloodWaitBreaches    int      `json:"flood_wait_breaches"`
+	FloodWaitBreachNames []string `json:"flood_wait_breach_names,omitempty"`
 	// DeliveriesRecovered counts the delivery records rebuilt from the
 	// destinations after the catalogue rewound; RestoredBackup says the
 	// run restored its catalogue from a backup before this audit.
@@ -158,7 +163,8 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // vanished send delivered later or a dead letter, the downloads within their
 // budget; a package of a source that lost access or protects its content
 // may instead be explained by the source's recorded access or its dead
-// letters; no account ever ran in two sessions at once; and every file
+// letters; no account ever ran in two sessions at once, nor made a
+// request inside a flood wait Telegram asked of it; and every file
 // posted from a directory met its manifest's expectation.
 //
 // With ModeCatalogue a package needs only its catalogue row: its
@@ -167,14 +173,14 @@ func (r Report) MarshalJSON() ([]byte, error) {
 func (r Report) OK() bool {
 	if r.Mode == ModeCatalogue {
 		return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
-			r.SessionOverlaps == 0 &&
+			r.SessionOverlaps == 0 && r.FloodWaitBreaches == 0 &&
 			r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded+r.CorruptDeadLettered >= r.UniquePackages &&
 			r.RecordedInaccessible == r.InaccessibleSources &&
 			r.CorruptListingErrors+r.CorruptDeadLettered == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&
 			r.IncompleteDelivered == 0 && r.PostDirWrong == 0 && r.RepacksDetected == r.RepacksPublished
 	}
 	return r.Settled && r.Missing == 0 && r.DuplicateDeliveries == 0 && r.RouteViolations == 0 && !r.DiskOverBudget &&
-		r.SessionOverlaps == 0 &&
+		r.SessionOverlaps == 0 && r.FloodWaitBreaches == 0 &&
 		r.CataloguedPackages+r.LostUndelivered+r.ProtectedRecorded+r.CorruptDeadLettered >= r.UniquePackages &&
 		r.RecordedInaccessible == r.InaccessibleSources &&
 		r.CorruptListingErrors+r.CorruptDeadLettered == r.Corrupt && r.IncompleteDeadLettered == r.IncompleteSets &&

@@ -72,6 +72,12 @@ type Truth struct {
 	// first few.
 	SessionOverlaps int                    `json:"session_overlaps"`
 	OverlapExamples []tgsim.SessionOverlap `json:"session_overlap_examples,omitempty"`
+	// FloodWaitBreaches counts the requests an account made inside a flood
+	// wait the world had asked of it (tgsim.World.FloodWaitBreaches),
+	// TDLib's own re-sends at a client's start included; BreachExamples
+	// are the first few.
+	FloodWaitBreaches int                     `json:"flood_wait_breaches"`
+	BreachExamples    []tgsim.FloodWaitBreach `json:"flood_wait_breach_examples,omitempty"`
 	// PostedFiles are the files posted from a directory, with the
 	// manifest's expectation of each (demo --post-dir).
 	PostedFiles []tgsim.PostedFile `json:"posted_files,omitempty"`
@@ -274,6 +280,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	t.DownloadFaults = w.DownloadFaults()
 	t.Calls = w.TotalCalls()
 	t.SessionOverlaps, t.OverlapExamples = w.SessionOverlaps()
+	t.FloodWaitBreaches, t.BreachExamples = w.AllFloodWaitBreaches(maxOverlapNames)
 	return t
 }
 

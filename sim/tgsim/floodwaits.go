@@ -2,6 +2,8 @@ package tgsim
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"time"
 
 	"stashd/tg"
@@ -103,4 +105,36 @@ func (w *World) noteRequestInWait(a *account, method string, chat tg.ChatID, res
 	if left > 0 {
 		a.breaches = append(a.breaches, FloodWaitBreach{Account: a.name, Method: method, Chat: chat, Left: left, Resend: resend})
 	}
+}
+
+// AllFloodWaitBreaches returns how many requests every account made inside
+// a flood wait the world had asked of it, and the first max of them, by
+// account name, then in order.
+func (w *World) AllFloodWaitBreaches(max int) (int, []FloodWaitBreach) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := make([]string, 0, len(w.accounts))
+	for name := range w.accounts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	n := 0
+	var first []FloodWaitBreach
+	for _, name := range names {
+		b := w.accounts[name].breaches
+		n += len(b)
+		first = append(first, b[:min(len(b), max-len(first))]...)
+	}
+	return n, first
+}
+
+func (b FloodWaitBreach) String() string {
+	what := b.Method
+	if b.Chat != 0 {
+		what = fmt.Sprintf("%s to chat %d", b.Method, b.Chat)
+	}
+	if b.Resend {
+		what += " (TDLib's re-send at a client's start)"
+	}
+	return fmt.Sprintf("account %s: %s with %s of a flood wait left", b.Account, what, b.Left.Round(time.Millisecond))
 }

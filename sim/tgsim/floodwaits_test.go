@@ -40,6 +40,10 @@ func TestRequestInsideAnAccountFloodWaitIsNoted(t *testing.T) {
 	if b := f.w.FloodWaitBreaches("alice"); len(b) != 1 {
 		t.Fatalf("breaches = %+v; a request after the wait is none", b)
 	}
+	n, first := f.w.AllFloodWaitBreaches(10)
+	if n != 1 || len(first) != 1 || first[0].String() != "account alice: getMe with 30s of a flood wait left" {
+		t.Fatalf("every account's breaches = %d, %v; want alice's getMe", n, first)
+	}
 }
 
 // A chat's send limit refusing a message holds the account's sends to
