@@ -126,3 +126,56 @@ func TestStandbyReportsAConfigurationDifferingFromTheHolders(t *testing.T) {
 }
 
 func itoa(c tg.ChatID) string { return strconv.FormatInt(int64(c), 10) }
+
+// An instance's name is host:pid by default, so a standby restarted (with
+// its configuration put right, as the runbook says) comes back under
+// another name, and one taken out of service never comes back: what it
+// recorded must not stay in stashd status for good. Here b, configured
+// otherwise than holder a, reports it, then stops; "b again", configured
+// as a is, stands by in its place.
+func TestStatusForgetsTheMismatchOfAStandbyGone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := openStore(t, 32)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
+	world.AddAccount("acc", false)
+	src := world.AddChat(tg.KindChannel, "news", "acc")
+	d1 := world.AddChat(tg.KindChannel, "mirror-one", "acc")
+	d2 := world.AddChat(tg.KindChannel, "mirror-two", "acc")
+	ev := newEvents()
+
+	var aLogs, bLogs, cLogs lockedBuffer
+	a := routedInstance(t, "a", st, world, src, d1, ev, &aLogs)
+	defer a.d.Shutdown(context.Background())
+	ev.wait(t, "a", "acquired")
+	b := routedInstance(t, "b", st, world, src, d2, ev, &bLogs)
+	if got := mismatchGauge(t, b); got != 1 {
+		t.Fatalf("standby b, configured otherwise than holder a: stashd_config_mismatch = %v, want 1", got)
+	}
+	b.d.Shutdown(ctx)
+	again := routedInstance(t, "b again", st, world, src, d1, ev, &cLogs)
+	defer again.d.Shutdown(context.Background())
+	if got := mismatchGauge(t, again); got != 0 {
+		t.Fatalf("b restarted configured as holder a is: stashd_config_mismatch = %v, want 0", got)
+	}
+	var found []store.ConfigMismatch
+	deadline := time.After(60 * time.Second)
+	for {
+		rep, err := st.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = found[:0]
+		for _, acc := range rep.Accounts {
+			found = append(found, acc.ConfigMismatches...)
+		}
+		if len(found) == 0 {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("a minute after standby b stopped and came back configured as holder a is, stashd status still shows %d configuration mismatch(es): %+v", len(found), found)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

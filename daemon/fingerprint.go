@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"stashd/route"
 	"stashd/store"
@@ -202,6 +203,10 @@ func summaryItems(summary string) map[string]string {
 // the holder's configuration or of the outcome is logged once (a warning
 // naming what differs) and recorded for stashd status. A holder that
 // recorded none (another stashd version) is taken as matching.
+//
+// The record of a difference lapses after mismatchLife lease TTLs unless
+// renewed, which is done every TTL while it lasts: this instance, once
+// restarted (another host:pid) or gone, leaves none behind for good.
 func (l *leaser) compareConfig(ctx context.Context, lease store.Lease) {
 	me := l.d.cfg.Instance
 	theirs := lease.Config
@@ -211,12 +216,14 @@ func (l *leaser) compareConfig(ctx context.Context, lease store.Lease) {
 	}
 	l.d.leaseM.mismatch.WithLabelValues(l.a.Name).Set(map[bool]float64{true: 1, false: 0}[differs != ""])
 	seen := lease.ConfigBy + "\x00" + theirs.Fingerprint
-	if seen == l.seen {
+	changed := seen != l.seen
+	if !changed && (differs == "" || time.Since(l.recorded) < l.ttl) {
 		return
 	}
 	was := l.seen
 	l.seen = seen
 	switch {
+	case !changed: // a renewal of the record
 	case differs != "":
 		l.log.Warn("this instance's configuration of the account differs from its lease holder's: should the holder go, "+
 			"this instance takes the account over and runs it as configured here; configure every instance sharing the database the same way",
@@ -226,11 +233,20 @@ func (l *leaser) compareConfig(ctx context.Context, lease store.Lease) {
 	}
 	m := store.ConfigMismatch{Account: l.a.Name, Instance: me, Holder: lease.ConfigBy,
 		HolderFingerprint: theirs.Fingerprint, Fingerprint: l.config.Fingerprint, Differs: differs}
-	if err := l.d.leases.RecordConfigMismatch(ctx, m); err != nil {
-		l.log.Warn("record the configuration mismatch", "err", err)
+	if err := l.d.leases.RecordConfigMismatch(ctx, m, mismatchLife*l.ttl); err != nil {
+		if changed {
+			l.log.Warn("record the configuration mismatch", "err", err)
+		}
 		l.seen = was // recorded at the next look
+		return
 	}
+	l.recorded = time.Now()
 }
+
+// mismatchLife is how many lease TTLs a recorded configuration mismatch
+// lasts unless renewed: its instance renews it every TTL, so two looks at
+// the lease may fail in a row without it lapsing.
+const mismatchLife = 3
 
 // tookConfig follows an acquisition of the lease, a: this instance's
 // configuration is the account's now (stashd_config_mismatch 0), what was

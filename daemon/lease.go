@@ -33,7 +33,7 @@ type leaseStore interface {
 	ReleaseLease(ctx context.Context, account, owner string, epoch int64) error
 	Lease(ctx context.Context, account string) (store.Lease, error)
 	ReleaseAccountClaims(ctx context.Context, account, owner string) (int, error)
-	RecordConfigMismatch(ctx context.Context, m store.ConfigMismatch) error
+	RecordConfigMismatch(ctx context.Context, m store.ConfigMismatch, ttl time.Duration) error
 	ClearConfigMismatches(ctx context.Context, account, holder, fingerprint string) error
 }
 
@@ -185,9 +185,11 @@ type leaser struct {
 	life time.Duration // ttl - margin: how long a renewal keeps the lease locally
 	// config is this instance's configuration of the account, written
 	// with every acquisition; seen is the holder's configuration it was
-	// last compared with (compareConfig).
-	config store.AccountConfig
-	seen   string
+	// last compared with, and recorded when a difference from it was last
+	// recorded (compareConfig).
+	config   store.AccountConfig
+	seen     string
+	recorded time.Time
 
 	quit    chan struct{} // closed: acquire nothing more
 	finish  chan struct{} // closed: end the tenure (after the account stopped)

@@ -150,11 +150,11 @@ func (s *Store) AcquireLeaseWith(ctx context.Context, account, owner string, ttl
 
 // ClearConfigMismatches deletes the configuration mismatches of account
 // that no longer hold once holder took its lease with configuration
-// fingerprint: holder's own, and those found against another
-// configuration.
+// fingerprint: holder's own, those found against another configuration,
+// and those their instances stopped renewing.
 func (s *Store) ClearConfigMismatches(ctx context.Context, account, holder, fingerprint string) error {
 	if _, err := s.leases().Exec(ctx, `DELETE FROM config_mismatches
-		WHERE account = $1 AND (instance = $2 OR holder_fingerprint IS DISTINCT FROM nullif($3, ''))`,
+		WHERE account = $1 AND (instance = $2 OR holder_fingerprint IS DISTINCT FROM nullif($3, '') OR until < now())`,
 		account, holder, fingerprint); err != nil {
 		return fmt.Errorf("clear the configuration mismatches of %s: %w", account, err)
 	}
@@ -174,23 +174,28 @@ type ConfigMismatch struct {
 	Differs string `json:"differs"`
 	// Since is when the instance first found this difference.
 	Since time.Time `json:"since"`
+	// Until is when the record lapses unless the instance renews it (by
+	// the database's clock): an instance restarted or gone, under another
+	// name from then on, leaves none behind for good.
+	Until time.Time `json:"until"`
 }
 
-// RecordConfigMismatch records m (Since is the database's clock when the
-// instance first found this pair of fingerprints), or, when m.Differs is
-// "", deletes what m.Instance recorded for m.Account.
-func (s *Store) RecordConfigMismatch(ctx context.Context, m ConfigMismatch) error {
+// RecordConfigMismatch records m, or renews it, until ttl from now (Since
+// is the database's clock when the instance first found this pair of
+// fingerprints), or, when m.Differs is "", deletes what m.Instance
+// recorded for m.Account.
+func (s *Store) RecordConfigMismatch(ctx context.Context, m ConfigMismatch, ttl time.Duration) error {
 	var err error
 	if m.Differs == "" {
 		_, err = s.leases().Exec(ctx, `DELETE FROM config_mismatches WHERE account = $1 AND instance = $2`, m.Account, m.Instance)
 	} else {
-		_, err = s.leases().Exec(ctx, `INSERT INTO config_mismatches AS c (account, instance, holder, holder_fingerprint, fingerprint, differs)
-			VALUES ($1, $2, $3, $4, $5, $6)
+		_, err = s.leases().Exec(ctx, `INSERT INTO config_mismatches AS c (account, instance, holder, holder_fingerprint, fingerprint, differs, until)
+			VALUES ($1, $2, $3, $4, $5, $6, now() + $7::interval)
 			ON CONFLICT (account, instance) DO UPDATE SET holder = excluded.holder, differs = excluded.differs,
-				holder_fingerprint = excluded.holder_fingerprint, fingerprint = excluded.fingerprint,
+				holder_fingerprint = excluded.holder_fingerprint, fingerprint = excluded.fingerprint, until = excluded.until,
 				since = CASE WHEN (c.holder_fingerprint, c.fingerprint) = (excluded.holder_fingerprint, excluded.fingerprint)
 					THEN c.since ELSE now() END`,
-			m.Account, m.Instance, m.Holder, m.HolderFingerprint, m.Fingerprint, m.Differs)
+			m.Account, m.Instance, m.Holder, m.HolderFingerprint, m.Fingerprint, m.Differs, ttl.String())
 	}
 	if err != nil {
 		return fmt.Errorf("record the configuration mismatch of %s on %s: %w", m.Account, m.Instance, err)

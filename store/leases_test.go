@@ -231,18 +231,28 @@ func TestLeaseCarriesTheHoldersConfiguration(t *testing.T) {
 		t.Fatalf("lease = %+v, %v; want a's configuration", l, err)
 	}
 	m := store.ConfigMismatch{Account: "acc", Instance: "b", Holder: "a", HolderFingerprint: "f1", Fingerprint: "f2", Differs: "sources: here 2, holder 1"}
-	if err := st.RecordConfigMismatch(ctx, m); err != nil {
+	if err := st.RecordConfigMismatch(ctx, m, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	first := mismatches(t, st)
 	if len(first) != 1 || first[0].Instance != "b" || first[0].Differs != m.Differs {
 		t.Fatalf("status mismatches = %+v, want b's", first)
 	}
-	if err := st.RecordConfigMismatch(ctx, m); err != nil {
+	if err := st.RecordConfigMismatch(ctx, m, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if again := mismatches(t, st); len(again) != 1 || !again[0].Since.Equal(first[0].Since) {
 		t.Errorf("the same mismatch recorded again: %+v, want since %v kept", again, first[0].Since)
+	}
+	// An instance that stopped renewing its record (restarted under
+	// another name, or gone) is no longer shown.
+	gone := m
+	gone.Instance = "gone"
+	if err := st.RecordConfigMismatch(ctx, gone, -time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if shown := mismatches(t, st); len(shown) != 1 || shown[0].Instance != "b" {
+		t.Errorf("status mismatches with one past its until = %+v, want b's alone", shown)
 	}
 	// b takes the account over with its configuration: a's record of the
 	// past pair no longer holds, nor does b's own.

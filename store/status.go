@@ -255,17 +255,19 @@ func (s *Store) Status(ctx context.Context) (Status, error) {
 }
 
 // configMismatches fills in the accounts' configuration mismatches: those
-// found against the configuration the account carries now.
+// found against the configuration the account carries now, by instances
+// still renewing them.
 func (s *Store) configMismatches(ctx context.Context, accounts []AccountStatus) error {
-	rows, err := s.pool.Query(ctx, `SELECT m.account, m.instance, m.holder, m.holder_fingerprint, m.fingerprint, m.differs, m.since
+	rows, err := s.pool.Query(ctx, `SELECT m.account, m.instance, m.holder, m.holder_fingerprint, m.fingerprint, m.differs, m.since, m.until
 		FROM config_mismatches m JOIN accounts a ON a.name = m.account AND a.config_fingerprint = m.holder_fingerprint
+		WHERE m.until > now()
 		ORDER BY m.account, m.instance`)
 	if err != nil {
 		return fmt.Errorf("read configuration mismatches: %w", err)
 	}
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ConfigMismatch, error) {
 		var m ConfigMismatch
-		err := r.Scan(&m.Account, &m.Instance, &m.Holder, &m.HolderFingerprint, &m.Fingerprint, &m.Differs, &m.Since)
+		err := r.Scan(&m.Account, &m.Instance, &m.Holder, &m.HolderFingerprint, &m.Fingerprint, &m.Differs, &m.Since, &m.Until)
 		return m, err
 	})
 	if err != nil {
