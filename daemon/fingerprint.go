@@ -41,16 +41,16 @@ func configFingerprint(cfg Config, a Account) store.AccountConfig {
 		}
 		add("named sources", joinSorted(named))
 	}
-	for _, chat := range slices.Sorted(maps.Keys(a.Topics)) {
-		add("topics of "+chat, joinSorted(int64s(a.Topics[chat])))
+	for _, chat := range sortedKeys(a.Topics) {
+		add("topics of "+chatKey(chat), joinSorted(int64s(a.Topics[chat])))
 	}
-	for _, chat := range slices.Sorted(maps.Keys(a.History)) {
+	for _, chat := range sortedKeys(a.History) {
 		h := a.History[chat]
 		switch {
 		case h.None:
-			add("history of "+chat, "none")
+			add("history of "+chatKey(chat), "none")
 		case h.Since > 0:
-			add("history of "+chat, "since "+h.Since.String())
+			add("history of "+chatKey(chat), "since "+h.Since.String())
 		}
 	}
 	if len(cfg.Routes) > 0 {
@@ -113,6 +113,20 @@ func routeLine(r route.Spec) string {
 	return line
 }
 
+// chatKey is key of Account.Topics or History (a chat id, or "@username")
+// with the username without regard to case.
+func chatKey(key string) string {
+	if strings.HasPrefix(key, "@") {
+		return strings.ToLower(key)
+	}
+	return key
+}
+
+// sortedKeys are m's keys in the order of their chatKey.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.SortedFunc(maps.Keys(m), func(x, y string) int { return cmp.Compare(chatKey(x), chatKey(y)) })
+}
+
 // chatText is c as the configuration names it, a username without regard
 // to case.
 func chatText(c route.Chat) string {
@@ -143,10 +157,15 @@ func sortedInts(xs []int64) []string {
 	return int64s(slices.Compact(s))
 }
 
+// patterns are ps as written, globs without regard to case (as they
+// match); regular expressions are taken as written.
 func patterns(ps []route.Pattern) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.String()
+		if !strings.HasPrefix(out[i], "re:") {
+			out[i] = strings.ToLower(out[i])
+		}
 	}
 	return out
 }

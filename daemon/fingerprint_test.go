@@ -78,3 +78,23 @@ func TestConfigFingerprintFollowsWhatTheAccountDoes(t *testing.T) {
 		}
 	}
 }
+
+// Telegram usernames and route globs are compared without regard to case
+// by stashd: a named source's topics and history, or a glob, written in
+// another case on another instance mean the same and must not be reported
+// as a difference.
+func TestConfigFingerprintFoldsCaseWhereStashdDoes(t *testing.T) {
+	t.Parallel()
+	write := func(name, glob string) (daemon.Config, daemon.Account) {
+		return daemon.Config{Routes: []route.Spec{{Name: "r", Sources: []route.SpecSource{{Chat: route.Chat{Username: name}}},
+				Destinations: []route.Chat{{ID: 10}}, Filter: route.Filter{Include: []route.Pattern{route.MustPattern(glob)}}}}},
+			daemon.Account{Name: "acc", Named: []string{name},
+				Topics:  map[string][]int64{"@" + name: {3}},
+				History: map[string]daemon.History{"@" + name: {None: true}}}
+	}
+	one := daemon.ConfigFingerprint(write("News", "*.ZIP"))
+	other := daemon.ConfigFingerprint(write("news", "*.zip"))
+	if one.Fingerprint != other.Fingerprint {
+		t.Errorf("@News and @news, *.ZIP and *.zip: fingerprints differ; reported as %q", daemon.ConfigDiff(one.Summary, other.Summary))
+	}
+}
