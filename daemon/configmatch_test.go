@@ -179,3 +179,35 @@ func TestStatusForgetsTheMismatchOfAStandbyGone(t *testing.T) {
 		}
 	}
 }
+
+// A holder running a stashd that records no configuration with the lease
+// (one from before the check, during a rolling upgrade) leaves the one its
+// predecessor wrote in place: a standby must not take it for the holder's
+// and report a difference from an instance that no longer holds the
+// account.
+func TestStandbyComparesNothingWithAHolderThatRecordedNone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := openStore(t, 32)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 7, FilesDir: t.TempDir()})
+	world.AddAccount("acc", false)
+	src := world.AddChat(tg.KindChannel, "news", "acc")
+	d1 := world.AddChat(tg.KindChannel, "mirror-one", "acc")
+	d2 := world.AddChat(tg.KindChannel, "mirror-two", "acc")
+	ev := newEvents()
+
+	var aLogs, bLogs lockedBuffer
+	a := routedInstance(t, "a", st, world, src, d1, ev, &aLogs)
+	ev.wait(t, "a", "acquired")
+	a.d.Shutdown(ctx)
+	// The older stashd's acquisition, which writes no configuration.
+	if _, err := st.Pool().Exec(ctx, `UPDATE accounts SET lease_owner = 'older stashd', lease_last_owner = 'older stashd',
+		lease_until = now() + interval '1 hour', lease_epoch = lease_epoch + 1, lease_taken_at = now() WHERE name = 'acc'`); err != nil {
+		t.Fatal(err)
+	}
+	b := routedInstance(t, "b", st, world, src, d2, ev, &bLogs)
+	defer b.d.Shutdown(context.Background())
+	if got := mismatchGauge(t, b); got != 0 {
+		t.Errorf("standby b behind a holder that recorded no configuration: stashd_config_mismatch = %v, want 0; b's log:\n%s", got, bLogs.String())
+	}
+}

@@ -221,7 +221,9 @@ func summaryItems(summary string) map[string]string {
 // stashd_config_mismatch says whether they differ, and every change of
 // the holder's configuration or of the outcome is logged once (a warning
 // naming what differs) and recorded for stashd status. A holder that
-// recorded none (another stashd version) is taken as matching.
+// recorded none (another stashd version) is taken as matching: the
+// configuration the lease carries is then a predecessor's, written by
+// another instance than the holder.
 //
 // The record of a difference lapses after mismatchLife lease TTLs unless
 // renewed, which is done every TTL while it lasts: this instance, once
@@ -229,6 +231,9 @@ func summaryItems(summary string) map[string]string {
 func (l *leaser) compareConfig(ctx context.Context, lease store.Lease) {
 	me := l.d.cfg.Instance
 	theirs := lease.Config
+	if lease.ConfigBy != lease.Owner {
+		theirs = store.AccountConfig{}
+	}
 	differs := ""
 	if theirs.Fingerprint != "" && lease.ConfigBy != me && theirs.Fingerprint != l.config.Fingerprint {
 		differs = configDiff(l.config.Summary, theirs.Summary)
