@@ -12,7 +12,13 @@
 -- (holder_fingerprint), with differs saying how, item by item. The row is
 -- deleted once the instance finds them equal; a row against a fingerprint
 -- the account no longer carries is stale and is deleted by the next
--- acquisition. stashd status shows the current ones.
+-- acquisition. A row is an instance's report, renewed while the
+-- difference lasts: an instance is named host:pid by default, so one
+-- restarted (its configuration put right) or taken out of service never
+-- deletes what it recorded under its old name. until, by the database's
+-- clock, is three lease TTLs of the recording instance after it last
+-- renewed the row; stashd status shows only rows not past it, and the
+-- next acquisition of the account deletes those past it.
 ALTER TABLE accounts
     ADD COLUMN config_fingerprint text,
     ADD COLUMN config_summary     text,
@@ -26,6 +32,7 @@ CREATE TABLE config_mismatches (
     fingerprint        text NOT NULL,
     differs            text NOT NULL,
     since              timestamptz NOT NULL DEFAULT now(),
+    until              timestamptz NOT NULL,
     PRIMARY KEY (account, instance)
 );
 
