@@ -328,12 +328,18 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		}
 		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent,
 			NoAccess: errors.Is(scanErr, tg.ErrNoAccess), Protected: sc.chat.Protected, ChatRead: sc.chatRead,
-			Read: scanErr == nil && sc.decision == DecisionPaged, NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged, Member: member}
+			Read: scanErr == nil && sc.decision == DecisionPaged, NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged, Member: member,
+			Account: c.cfg.Account}
 		// Recording the outcome must survive the scan's own failure.
 		after, err := c.store.FinishScan(ctx, src.ChatID, c.cfg.Owner, out, c.cfg.Policy)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Another account took the source over while it was scanned
+			// (or another instance claimed it): its catch-up scans it.
+			c.log.Info("source moved on while it was scanned; its outcome is not recorded", "source", src.ChatID, "err", err)
+		case err != nil:
 			errs = append(errs, err)
-		} else {
+		default:
 			c.observe(after)
 		}
 		c.decide(decision)

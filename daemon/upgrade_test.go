@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -113,8 +114,10 @@ func sharedUpgradeRun(t *testing.T, bLater bool) {
 	if _, ok, err := st.AcquireLease(ctx, "b", "two", time.Minute, ""); err != nil || !ok {
 		t.Fatalf("lease of b for the second instance: %v, %v", ok, err)
 	}
+	logs := &lockedBuffer{}
 	start := func(instance string) {
 		d := daemon.New(daemon.Config{
+			Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("instance", instance),
 			Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{group}}, {Name: "b", Sources: []tg.ChatID{group}}},
 			Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: 5 * time.Second, Instance: instance,
 			Ingest:    ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
@@ -176,7 +179,7 @@ func sharedUpgradeRun(t *testing.T, bLater bool) {
 			}
 			rows.Close()
 			t.Fatalf("after a went away: the supergroup's later archive handled %v, %d of 2 documents delivered; "+
-				"the supergroup is recorded for %s, deliveries queued for %v", ok, docs, src.Account, queued)
+				"the supergroup is recorded for %s, deliveries queued for %v; the daemons' log:\n%s", ok, docs, src.Account, queued, logs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -84,6 +84,10 @@ type ScanOutcome struct {
 	// ok, also over a not_member mark (the account joined, or a scan read
 	// it before the report of its return came).
 	Member bool
+	// Account, when set, is the account that scanned: nothing is recorded
+	// when the source is another's by now (TakeSource moved it while the
+	// scan ran: its outcome is the old account's, not the source's).
+	Account string
 }
 
 // ScanPolicy sets the scheduling that FinishScan applies.
@@ -136,11 +140,17 @@ func (s *Store) FinishScan(ctx context.Context, chat tg.ChatID, owner string, o 
 				WHEN $3 = '' THEN NULL ELSE access_since END,
 			protected = CASE WHEN $12 THEN $13 ELSE protected END,
 			claim_owner = NULL, claim_until = NULL, updated_at = now()
-		WHERE chat_id = $1 AND (claim_owner = $10 OR claim_owner IS NULL)
+		WHERE chat_id = $1 AND (claim_owner = $10 OR claim_owner IS NULL) AND ($16 = '' OR account = $16)
 		RETURNING `+sourceColumns,
 		int64(chat), o.Found, errText, o.Permanent, p.ColdDelay.String(), p.CircuitBase.String(),
-		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner, o.NoAccess, o.ChatRead, o.Protected, o.NotMember, o.Member)
+		p.RetryDelay.String(), p.MaxDelay.String(), p.ColdAfter, owner, o.NoAccess, o.ChatRead, o.Protected, o.NotMember, o.Member,
+		o.Account)
 	src, err := scanSource(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Claimed by another instance since (the claim expired), or moved
+		// to another account: the outcome is no longer the source's.
+		return Source{}, fmt.Errorf("finish scan of %d: the source is no longer this scan's: %w", chat, ErrNotFound)
+	}
 	if err != nil {
 		return Source{}, fmt.Errorf("finish scan of %d: %w", chat, err)
 	}

@@ -96,8 +96,12 @@ func (s *Store) TakeSource(ctx context.Context, chat tg.ChatID, from, to string)
 	fa, fe := s.fenceArgs(ctx)
 	moved := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// A claim held is the old account's catch-up's (a scan under way on
+		// another instance, or one that stopped mid-scan): it must not keep
+		// the new account off the source until it expires.
 		tag, err := tx.Exec(ctx, `UPDATE sources SET account = $3, access = 'ok', access_reason = '',
 				access_since = NULL, failures = 0, last_error = '', circuit_until = NULL, next_scan_at = now(),
+				claim_owner = NULL, claim_until = NULL,
 				updated_at = now(), fence_account = $4, fence_epoch = $5
 			WHERE chat_id = $1 AND account = $2`, int64(chat), from, to, fa, fe)
 		if err != nil || tag.RowsAffected() != 1 {
