@@ -41,6 +41,13 @@ func TestMemberReportOutlivesAFailedReopening(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := w.start() // TDLib reports the account a member as it loads its chats
+	// The report comes through the session's update pump: the cycle below
+	// must have it to try the reopening.
+	for deadline := time.Now().Add(10 * time.Second); !in.lst.MemberSinceLoss(src); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("TDLib's report of the account a member of the source never reached the listener")
+		}
+	}
 	st := &failingReopen{Store: w.st, fail: true}
 	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, Policy: policy},
 		st, in.sess, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
