@@ -75,7 +75,7 @@ type account struct {
 	// holds are the flood waits the world asked of the account, by what
 	// they hold, until when; breaches the requests made inside one
 	// (floodwaits.go).
-	holds    map[floodHold]time.Time
+	holds    map[floodHold]floodSpan
 	breaches []FloodWaitBreach
 }
 

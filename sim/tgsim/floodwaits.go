@@ -18,7 +18,7 @@ import (
 // account's sends; one failing a sent message (updateMessageSendFailed),
 // the account's sends to that chat. A wait starts when its 429 reaches
 // the client (after Latency), so a request already on its way then is no
-// breach. A breach is noted, not refused, except where Telegram's own
+// breach, nor one within floodWaitGrace of it. A breach is noted, not refused, except where Telegram's own
 // limit refuses it (a chat's send limit, LimitChatSends, judges a re-sent
 // message again; the account's request limit, LimitRequests, every
 // request).
@@ -63,7 +63,8 @@ func (w *World) noteFloodAnswer(a *account, method string, err error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	a.hold(floodHold{sends: tg.SendMethod(method)}, w.cfg.Now().Add(fw.RetryAfter))
+	now := w.cfg.Now()
+	a.hold(floodHold{sends: tg.SendMethod(method)}, now, now.Add(fw.RetryAfter))
 }
 
 // noteSendRefused starts the wait a 429 failing a message sent into chat
@@ -71,18 +72,31 @@ func (w *World) noteFloodAnswer(a *account, method string, err error) {
 func (w *World) noteSendRefused(a *account, chat tg.ChatID, err error) {
 	var fw *tg.FloodWaitError
 	if errors.As(err, &fw) {
-		a.hold(floodHold{sends: true, chat: chat}, w.cfg.Now().Add(fw.RetryAfter))
+		now := w.cfg.Now()
+		a.hold(floodHold{sends: true, chat: chat}, now, now.Add(fw.RetryAfter))
 	}
 }
 
-// hold notes that a wait holds h of a until until (a later end stays).
-// w.mu is held.
-func (a *account) hold(h floodHold, until time.Time) {
+// floodSpan is when a wait started (its 429 reached the client) and ends.
+type floodSpan struct{ from, until time.Time }
+
+// floodWaitGrace is how long after a 429 reaches the client a request it
+// holds is still no breach: a request the client had decided on before it
+// could read the 429. A send's 429 comes in an update the session's pump
+// hands on (updateMessageSendFailed), and a send to the same chat already
+// under way meanwhile goes out, from TDLib as from stashd; Telegram then
+// answers it with its own 429. TDLib's re-sends at a client's start, and
+// any request made once the wait is known, come later than that.
+const floodWaitGrace = 250 * time.Millisecond
+
+// hold notes that a wait holds h of a from from until until (a later end
+// stays). w.mu is held.
+func (a *account) hold(h floodHold, from, until time.Time) {
 	if a.holds == nil {
-		a.holds = make(map[floodHold]time.Time)
+		a.holds = make(map[floodHold]floodSpan)
 	}
-	if until.After(a.holds[h]) {
-		a.holds[h] = until
+	if until.After(a.holds[h].until) {
+		a.holds[h] = floodSpan{from, until}
 	}
 }
 
@@ -92,15 +106,15 @@ func (a *account) hold(h floodHold, until time.Time) {
 func (w *World) noteRequestInWait(a *account, method string, chat tg.ChatID, resend bool) {
 	now := w.cfg.Now()
 	var left time.Duration
-	for h, until := range a.holds {
-		if !until.After(now) {
+	for h, span := range a.holds {
+		if !span.until.After(now) {
 			delete(a.holds, h)
 			continue
 		}
-		if h.sends && (!tg.SendMethod(method) || h.chat != 0 && h.chat != chat) {
+		if h.sends && (!tg.SendMethod(method) || h.chat != 0 && h.chat != chat) || now.Sub(span.from) < floodWaitGrace {
 			continue
 		}
-		left = max(left, until.Sub(now))
+		left = max(left, span.until.Sub(now))
 	}
 	if left > 0 {
 		a.breaches = append(a.breaches, FloodWaitBreach{Account: a.name, Method: method, Chat: chat, Left: left, Resend: resend})
