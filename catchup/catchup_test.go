@@ -363,13 +363,18 @@ func TestUnknownLastMessagePagesInsteadOfShortcut(t *testing.T) {
 	}
 	// TDLib drops from the search the messages newer than the last one the
 	// session learned through updates, and fetches the chat's difference,
-	// which brings them as updateNewMessage.
-	drainQueue(t, in)
-	if _, err := in.deliver.RunOnce(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.delivered(); got != 3 {
-		t.Errorf("delivered %d, want all 3 distinct packages", got)
+	// which brings them as updateNewMessage, through the session's update
+	// pump: they are waited for.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		drainQueue(t, in)
+		if _, err := in.deliver.RunOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.delivered(); got == 3 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("delivered %d, want all 3 distinct packages", got)
+		}
 	}
 	if in.lst.IsDirty(chat) {
 		t.Error("source still dirty after paging")
