@@ -85,8 +85,9 @@ type floodSpan struct{ from, until time.Time }
 // could read the 429. A send's 429 comes in an update the session's pump
 // hands on (updateMessageSendFailed), and a send to the same chat already
 // under way meanwhile goes out, from TDLib as from stashd; Telegram then
-// answers it with its own 429. TDLib's re-sends at a client's start, and
-// any request made once the wait is known, come later than that.
+// answers it with its own 429. Any request made once the wait is known
+// comes later than that; TDLib's re-sends at a client's start are
+// breaches however soon they come.
 const floodWaitGrace = 250 * time.Millisecond
 
 // hold notes that a wait holds h of a from from until until (a later end
@@ -111,7 +112,7 @@ func (w *World) noteRequestInWait(a *account, method string, chat tg.ChatID, res
 			delete(a.holds, h)
 			continue
 		}
-		if h.sends && (!tg.SendMethod(method) || h.chat != 0 && h.chat != chat) || now.Sub(span.from) < floodWaitGrace {
+		if h.sends && (!tg.SendMethod(method) || h.chat != 0 && h.chat != chat) || !resend && now.Sub(span.from) < floodWaitGrace {
 			continue
 		}
 		left = max(left, span.until.Sub(now))
