@@ -273,12 +273,12 @@ func (l *leaser) compareConfig(ctx context.Context, lease store.Lease) {
 const mismatchLife = 3
 
 // tookConfig follows an acquisition of the lease, a: this instance's
-// configuration is the account's now (stashd_config_mismatch 0), what was
-// found against another one no longer holds, and a takeover from an
+// configuration is the account's now (tryAcquire set
+// stashd_config_mismatch to 0), what was found against another one no
+// longer holds, and a takeover from an
 // instance configured otherwise is logged (the instances standing by
 // report the difference from now on).
 func (l *leaser) tookConfig(ctx context.Context, a store.Acquired) {
-	l.d.leaseM.mismatch.WithLabelValues(l.a.Name).Set(0)
 	l.seen = ""
 	if err := l.d.leases.ClearConfigMismatches(ctx, l.a.Name, l.d.cfg.Instance, l.config.Fingerprint); err != nil {
 		l.log.Warn("clear the account's configuration mismatches", "err", err)

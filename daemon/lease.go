@@ -262,6 +262,9 @@ func (l *leaser) tryAcquire(ctx context.Context) (*holding, error) {
 	l.setCurrent(h)
 	go l.keep(h)
 	l.d.leaseM.owned.WithLabelValues(l.a.Name).Set(1)
+	// The lease now carries this instance's configuration: nothing differs
+	// from the holder's (tookConfig), as anyone told of the lease sees.
+	l.d.leaseM.mismatch.WithLabelValues(l.a.Name).Set(0)
 	failover := a.PrevOwner != "" && a.PrevOwner != me
 	if failover {
 		l.d.leaseM.failovers.WithLabelValues(l.a.Name).Inc()
