@@ -49,13 +49,7 @@ func mismatchGauge(t *testing.T, i instance) float64 {
 func TestStandbyReportsAConfigurationDifferingFromTheHolders(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 32)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
-	world.AddAccount("acc", false)
-	src := world.AddChat(tg.KindChannel, "news", "acc")
-	d1 := world.AddChat(tg.KindChannel, "mirror-one", "acc")
-	d2 := world.AddChat(tg.KindChannel, "mirror-two", "acc")
-	ev := newEvents()
+	st, world, src, d1, d2, ev := twoRoutesWorld(t, 5)
 
 	var aLogs, bLogs, cLogs lockedBuffer
 	a := routedInstance(t, "a", st, world, src, d1, ev, &aLogs)
@@ -127,6 +121,20 @@ func TestStandbyReportsAConfigurationDifferingFromTheHolders(t *testing.T) {
 
 func itoa(c tg.ChatID) string { return strconv.FormatInt(int64(c), 10) }
 
+// twoRoutesWorld is a store and a world of seed where account acc reads
+// source src and may send to d1 and d2, for instances that route it to
+// one or the other.
+func twoRoutesWorld(t *testing.T, seed int64) (st *store.Store, world *tgsim.World, src, d1, d2 tg.ChatID, ev *events) {
+	t.Helper()
+	st = openStore(t, 32)
+	world = tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})
+	world.AddAccount("acc", false)
+	src = world.AddChat(tg.KindChannel, "news", "acc")
+	d1 = world.AddChat(tg.KindChannel, "mirror-one", "acc")
+	d2 = world.AddChat(tg.KindChannel, "mirror-two", "acc")
+	return st, world, src, d1, d2, newEvents()
+}
+
 // An instance's name is host:pid by default, so a standby restarted (with
 // its configuration put right, as the runbook says) comes back under
 // another name, and one taken out of service never comes back: what it
@@ -136,13 +144,7 @@ func itoa(c tg.ChatID) string { return strconv.FormatInt(int64(c), 10) }
 func TestStatusForgetsTheMismatchOfAStandbyGone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 32)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
-	world.AddAccount("acc", false)
-	src := world.AddChat(tg.KindChannel, "news", "acc")
-	d1 := world.AddChat(tg.KindChannel, "mirror-one", "acc")
-	d2 := world.AddChat(tg.KindChannel, "mirror-two", "acc")
-	ev := newEvents()
+	st, world, src, d1, d2, ev := twoRoutesWorld(t, 6)
 
 	var aLogs, bLogs, cLogs lockedBuffer
 	a := routedInstance(t, "a", st, world, src, d1, ev, &aLogs)

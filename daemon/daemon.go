@@ -295,9 +295,10 @@ func (d *Daemon) Prepare(ctx context.Context) error {
 		}
 		// An account whose start a recorded flood wait holds (clientHold:
 		// a wait of every request, or one its pending sends would break)
-		// starts once the wait is over: its leaser starts it (taking the
-		// lease again at once, and saying why it waits), so that the other
-		// accounts and the daemon's start do not wait for it.
+		// starts once the wait is over: its lease is let go here, and its
+		// leaser, once Run starts it, takes the lease again and waits,
+		// saying why, so that the other accounts and the daemon's start do
+		// not wait for it.
 		waits, err := d.recordedWaits(ctx, a.Name)
 		var left time.Duration
 		if err == nil {
