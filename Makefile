@@ -68,10 +68,15 @@ vet: deps
 # UNIT_P packages' test binaries run at once (go test -p): most of their
 # time is spent waiting on simulated clocks and the database, so four on
 # two cores finish the phase sooner than go's default of one per core.
+# Within a package, UNIT_PARALLEL tests run at once (go test -parallel;
+# go's default is one per core): most of the daemon's and ingest's tests
+# sit on a flood wait, a lease or a settle delay, and with two at a time
+# those waits, not the CPU, set the phase's length.
 UNIT_PKGS ?= ./...
 UNIT_P ?= 4
+UNIT_PARALLEL ?= 8
 unit: deps postgres hostile-tools
-	$(UNIT_GO_ENV) $(GO) test $(GOTEST_FLAGS) -p $(UNIT_P) $(UNIT_PKGS)
+	$(UNIT_GO_ENV) $(GO) test $(GOTEST_FLAGS) -p $(UNIT_P) -parallel $(UNIT_PARALLEL) $(UNIT_PKGS)
 
 # Within `make test` go vet and every test (unit, test-tdlib, test-standin,
 # test-browser, and the stashd binaries cmd/stashd's tests build) are
