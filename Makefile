@@ -18,6 +18,11 @@
 
 GO ?= go
 DEMO_FLAGS ?= --duration 20s --seed 7
+# Every go command builds with -trimpath: a package's directory is then no
+# part of its key in Go's build cache, and a fresh clone reuses what Go
+# compiled for another (mk/tdlib.mk keeps the cgo flags the same too).
+GOFLAGS += -trimpath
+export GOFLAGS
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
 .PHONY: all build demo test vet unit deps postgres clean

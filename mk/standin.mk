@@ -17,7 +17,8 @@
 #
 # Targets
 #   standin        Build $(STANDIN_DIR)/libtdjson.so (SONAME libtdjson.so.1.8.40,
-#                  like the real one) and its libtdjson.so.1.8.40 symlink.
+#                  like the real one) and its libtdjson.so.1.8.40 symlink;
+#                  .cache/standin in the clone is a symlink to STANDIN_DIR.
 #   test-standin   go test -race -tags libtdjson ./sim/tdjsonsim/...
 #                  (in two processes side by side: the tests named by
 #                  STANDIN_SLOW, and the rest; outputs in var/standin/)
@@ -33,8 +34,12 @@
 #                  runs against a `stashd sim` process.
 #
 # Variables (all may be set on the command line)
-#   STANDIN_DIR          Where the stand-in library is built.
-#                        Default: .cache/standin (git-ignored).
+#   STANDIN_DIR          Where the stand-in library is built. Default:
+#                        $(STASHD_CACHE)/standin-HASH (mk/tdlib.mk), HASH
+#                        naming its source and header: the same path in
+#                        every clone holding the same stand-in, so that the
+#                        cgo flags naming it leave Go's build cache usable
+#                        across clones.
 #   STANDIN_CFLAGS       C flags for the library.
 #   STANDIN_CGO_LDFLAGS  CGO_LDFLAGS for Go code linked against it: -L and an
 #                        rpath to STANDIN_DIR. The cgo flags from the
@@ -60,9 +65,10 @@ endif
 GO ?= go
 CC ?= cc
 
-STANDIN_DIR         ?= $(STANDIN_MK_ROOT)/.cache/standin
 STANDIN_SRC         := $(STANDIN_MK_ROOT)/td/standin/td_json_standin.c
 STANDIN_HEADER      := $(STANDIN_MK_ROOT)/td/telegram/td_json_client.h
+STANDIN_HASH        := $(shell cat $(STANDIN_SRC) $(STANDIN_HEADER) | sha256sum | cut -c1-16)
+STANDIN_DIR         ?= $(STASHD_CACHE)/standin-$(STANDIN_HASH)
 STANDIN_CFLAGS      ?= -O2 -g -Wall -Wextra -Werror
 STANDIN_CGO_LDFLAGS ?= -Wl,--as-needed -L$(STANDIN_DIR) -ltdjson -Wl,-rpath,$(STANDIN_DIR)
 STANDIN_GO_ENV       = CGO_ENABLED=1 CGO_CFLAGS="$(TDLIB_CGO_CFLAGS)" CGO_LDFLAGS="$(STANDIN_CGO_LDFLAGS)"
@@ -72,12 +78,14 @@ STANDIN_TEST_FLAGS  ?= -count=1
 .PHONY: standin test-standin vet-standin build-standin
 
 standin: $(STANDIN_DIR)/libtdjson.so.$(TDLIB_VERSION)
+	@mkdir -p $(STANDIN_MK_ROOT)/.cache; \
+	link=$(STANDIN_MK_ROOT)/.cache/standin; \
+	if [ ! -L $$link ] || [ "$$(readlink $$link)" != $(STANDIN_DIR) ]; then rm -rf $$link; ln -sfn $(STANDIN_DIR) $$link; fi
 
 $(STANDIN_DIR)/libtdjson.so: $(STANDIN_SRC) $(STANDIN_HEADER)
 	mkdir -p $(STANDIN_DIR)
 	$(CC) $(STANDIN_CFLAGS) -I$(STANDIN_MK_ROOT) -fPIC -shared -pthread \
-		-Wl,-soname,libtdjson.so.$(TDLIB_VERSION) -o $@.tmp $(STANDIN_SRC)
-	mv $@.tmp $@
+		-Wl,-soname,libtdjson.so.$(TDLIB_VERSION) -o $@.tmp.$$$$ $(STANDIN_SRC) && mv $@.tmp.$$$$ $@
 
 $(STANDIN_DIR)/libtdjson.so.$(TDLIB_VERSION): $(STANDIN_DIR)/libtdjson.so
 	ln -sfn libtdjson.so $@

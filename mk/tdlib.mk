@@ -12,9 +12,11 @@
 #   tdlib        Make sure TDLIB_DIR holds libtdjson.so of TDLib 1.8.40.
 #                With the default TDLIB_DIR it fetches the npm package
 #                @prebuilt-tdlib/linux-x64-glibc@0.1008040.0 with `npm pack`
-#                into .cache/tdlib/ (git-ignored) and adds the
-#                libtdjson.so.1.8.40 symlink the library's SONAME asks for.
-#                It does nothing when the library is already there. It also
+#                into TDLIB_CACHE (below) and adds the libtdjson.so.1.8.40
+#                symlink the library's SONAME asks for; .cache/tdlib in the
+#                clone is a symlink to it. It does nothing when the library
+#                is already there. It copies td/telegram/td_json_client.h
+#                into TDLIB_CACHE/include when that copy differs. It also
 #                installs, when missing, the Debian -dev packages whose
 #                libraries go-tdlib's own `#cgo LDFLAGS` line names
 #                (-lstdc++ -lssl -lcrypto -lz): the prebuilt library needs
@@ -26,13 +28,26 @@
 #   test-tdlib   go test -race -tags libtdjson ./tg/tdlib/... against the
 #                real library. TDLIB_TEST_FLAGS adds flags (e.g. -count=1 -v).
 #   vet-tdlib    go vet -tags libtdjson ./tg/tdlib/...
+#   tdlib-dir    Print TDLIB_DIR (to copy the library from when installing).
 #
 # Variables (all may be set on the command line)
+#   STASHD_CACHE       Where the prebuilt TDLib and the stand-in library
+#                      (mk/standin.mk) are kept, outside the clone.
+#                      Default: $XDG_CACHE_HOME/stashd, else ~/.cache/stashd,
+#                      beside Go's own build cache. The cgo flags below name
+#                      paths there, the same in every clone of stashd, and go
+#                      commands run with -trimpath (the Makefile adds it to
+#                      GOFLAGS), so a fresh clone reuses the packages Go has
+#                      compiled for another: both the cgo flags and, without
+#                      -trimpath, a package's directory are part of the keys
+#                      of Go's build cache.
+#   TDLIB_CACHE        $(STASHD_CACHE)/tdlib-1.8.40: lib/ and include/.
 #   TDLIB_DIR          Directory holding libtdjson.so and libtdjson.so.1.8.40.
-#                      Default: .cache/tdlib/lib (the prebuilt npm library).
-#   TDLIB_CGO_CFLAGS   CGO_CFLAGS for the tagged build: puts the repository
-#                      root on the include path for td/telegram/td_json_client.h
-#                      (the npm package ships no header; go-tdlib includes it).
+#                      Default: $(TDLIB_CACHE)/lib (the prebuilt npm library).
+#   TDLIB_CGO_CFLAGS   CGO_CFLAGS for the tagged build: puts TDLIB_CACHE's
+#                      include/ on the include path for td/telegram/td_json_client.h
+#                      (the npm package ships no header; go-tdlib includes it;
+#                      the repository's copy is installed there).
 #   TDLIB_CGO_LDFLAGS  CGO_LDFLAGS: -L$(TDLIB_DIR) -ltdjson and an rpath to
 #                      TDLIB_DIR, so the binary finds the library without
 #                      LD_LIBRARY_PATH. --as-needed keeps the libraries
@@ -64,11 +79,14 @@ GO ?= go
 
 TDLIB_VERSION     := 1.8.40
 TDLIB_NPM_PACKAGE := @prebuilt-tdlib/linux-x64-glibc@0.1008040.0
-TDLIB_CACHE       := $(TDLIB_MK_ROOT)/.cache/tdlib
+STASHD_CACHE      ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stashd
+TDLIB_CACHE       := $(STASHD_CACHE)/tdlib-$(TDLIB_VERSION)
 TDLIB_CACHE_LIB   := $(TDLIB_CACHE)/lib
+TDLIB_INCLUDE     := $(TDLIB_CACHE)/include
+TDLIB_HEADER      := $(TDLIB_MK_ROOT)/td/telegram/td_json_client.h
 
 TDLIB_DIR         ?= $(TDLIB_CACHE_LIB)
-TDLIB_CGO_CFLAGS  ?= -O2 -g -I$(TDLIB_MK_ROOT)
+TDLIB_CGO_CFLAGS  ?= -O2 -g -I$(TDLIB_INCLUDE)
 TDLIB_CGO_LDFLAGS ?= -Wl,--as-needed -L$(TDLIB_DIR) -ltdjson -Wl,-rpath,$(TDLIB_DIR)
 GO_TDLIB_TAGS     ?= libtdjson
 TDLIB_GO_ENV       = CGO_ENABLED=1 CGO_CFLAGS="$(TDLIB_CGO_CFLAGS)" CGO_LDFLAGS="$(TDLIB_CGO_LDFLAGS)"
@@ -77,25 +95,41 @@ TDLIB_BIN        ?= bin/stashd
 TDLIB_MAIN_PKG   ?= ./cmd/stashd
 TDLIB_TEST_FLAGS ?=
 
-.PHONY: tdlib tdlib-link-deps build-tdlib test-tdlib vet-tdlib
+.PHONY: tdlib tdlib-link-deps tdlib-header tdlib-dir build-tdlib test-tdlib vet-tdlib
 
-tdlib: tdlib-link-deps $(TDLIB_DIR)/libtdjson.so.$(TDLIB_VERSION)
+tdlib: tdlib-link-deps tdlib-header $(TDLIB_DIR)/libtdjson.so.$(TDLIB_VERSION)
+ifeq ($(abspath $(TDLIB_DIR)),$(TDLIB_CACHE_LIB))
+	@mkdir -p $(TDLIB_MK_ROOT)/.cache; \
+	link=$(TDLIB_MK_ROOT)/.cache/tdlib; \
+	if [ ! -L $$link ] || [ "$$(readlink $$link)" != $(TDLIB_CACHE) ]; then rm -rf $$link; ln -sfn $(TDLIB_CACHE) $$link; fi
+endif
+
+tdlib-dir:
+	@echo $(abspath $(TDLIB_DIR))
+
+# The header is copied only when it differs, by a rename, so that clones
+# building at once never see half of it.
+tdlib-header:
+	@mkdir -p $(TDLIB_INCLUDE)/td/telegram; \
+	dst=$(TDLIB_INCLUDE)/td/telegram/td_json_client.h; \
+	cmp -s $(TDLIB_HEADER) $$dst || { cp $(TDLIB_HEADER) $$dst.tmp.$$$$ && mv $$dst.tmp.$$$$ $$dst; }
 
 ifeq ($(abspath $(TDLIB_DIR)),$(TDLIB_CACHE_LIB))
-# The symlink is written last, so an interrupted fetch is redone next time.
+# The symlink is written last, so an interrupted fetch is redone next time;
+# each fetch works in a directory of its own and renames the library into
+# place, so that clones fetching at once do not clash.
 $(TDLIB_CACHE_LIB)/libtdjson.so.$(TDLIB_VERSION):
 	@command -v npm >/dev/null 2>&1 || { echo "tdlib: npm is needed to fetch $(TDLIB_NPM_PACKAGE)" >&2; exit 1; }
-	rm -rf $(TDLIB_CACHE)/npm
-	mkdir -p $(TDLIB_CACHE)/npm $(TDLIB_CACHE_LIB)
-	cd $(TDLIB_CACHE)/npm && npm pack --silent $(TDLIB_NPM_PACKAGE) >/dev/null
-	tar -xzf $(TDLIB_CACHE)/npm/*.tgz -C $(TDLIB_CACHE)/npm
+	mkdir -p $(TDLIB_CACHE_LIB)
+	set -e; npm=$$(mktemp -d $(TDLIB_CACHE)/npm.XXXXXX); trap 'rm -rf "$$npm"' EXIT; \
+	(cd "$$npm" && npm pack --silent $(TDLIB_NPM_PACKAGE) >/dev/null); \
+	tar -xzf "$$npm"/*.tgz -C "$$npm"; \
 	node -e 'const v = require(process.argv[1]).tdlib.version; if (v !== process.argv[2]) { console.error("tdlib: npm package holds TDLib " + v + ", want " + process.argv[2]); process.exit(1); }' \
-		$(TDLIB_CACHE)/npm/package/package.json $(TDLIB_VERSION)
-	lib=$$(find $(TDLIB_CACHE)/npm -name libtdjson.so -type f | head -n 1); \
-		test -n "$$lib" || { echo "tdlib: no libtdjson.so in $(TDLIB_NPM_PACKAGE)" >&2; exit 1; }; \
-		mv "$$lib" $(TDLIB_CACHE_LIB)/libtdjson.so
+		"$$npm"/package/package.json $(TDLIB_VERSION); \
+	lib=$$(find "$$npm" -name libtdjson.so -type f | head -n 1); \
+	test -n "$$lib" || { echo "tdlib: no libtdjson.so in $(TDLIB_NPM_PACKAGE)" >&2; exit 1; }; \
+	mv "$$lib" $(TDLIB_CACHE_LIB)/libtdjson.so
 	ln -sfn libtdjson.so $@
-	rm -rf $(TDLIB_CACHE)/npm
 else
 $(TDLIB_DIR)/libtdjson.so.$(TDLIB_VERSION):
 	@echo "tdlib: $@ not found: TDLIB_DIR must hold libtdjson.so of TDLib $(TDLIB_VERSION) (see mk/tdlib.mk)" >&2; exit 1
