@@ -11,8 +11,11 @@ import (
 )
 
 // lateSendEnded selects the late_sends rows whose watch has ended
-// (along the index by until).
-const lateSendEnded = `until <= now()`
+// (along the index by until), leaving out those another transaction has
+// locked: every start of an account and every take deletes them in
+// passing, and one that waited on another's rows could deadlock with it;
+// a row locked elsewhere is being deleted or renewed there.
+const lateSendEnded = `token IN (SELECT token FROM late_sends WHERE until <= now() FOR UPDATE SKIP LOCKED)`
 
 // LateSendsWatched returns the intents account took over (TakeWaiting)
 // whose tokens it still watches, each with the time left of its watch by

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"slices"
 	"testing"
@@ -135,5 +136,47 @@ func TestLateSendsWatchedOnlyWithinTheirWindow(t *testing.T) {
 	}
 	if !slices.Equal(left, []string{"live"}) {
 		t.Errorf("late_sends rows after the read: %v; want those whose watch has not ended, [live]", left)
+	}
+}
+
+// The rows whose watch has ended are deleted in passing by every account's
+// start and every take: one of them another transaction is deleting (or
+// has locked) is left to it, so that no start or take waits on another,
+// or deadlocks with it.
+func TestLateSendsCleanupLeavesRowsLockedElsewhere(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	for _, tok := range []string{"ended-1", "ended-2"} {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO late_sends (token, destination_chat_id, sender, account, until)
+			VALUES ($1, -2, 'a', 'b', now() - interval '1 second')`, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `DELETE FROM late_sends WHERE token = 'ended-1'`); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := st.LateSendsWatched(rctx, "b"); err != nil {
+		t.Fatalf("reading b's watch while another transaction deletes a lapsed row: %v; want it left to that transaction", err)
+	}
+	if _, _, err := st.TakeWaiting(rctx, "a", "b", "r", []tg.ChatID{-1}, []tg.ChatID{-2}, time.Minute); err != nil {
+		t.Fatalf("a take while another transaction deletes a lapsed row: %v; want it left to that transaction", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM late_sends`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d late_sends rows left; want both lapsed rows deleted, one by each side", n)
 	}
 }
