@@ -33,8 +33,9 @@
 # Variables (all may be set on the command line)
 #   STASHD_CACHE       Where the prebuilt TDLib and the stand-in library
 #                      (mk/standin.mk) are kept, outside the clone.
-#                      Default: $XDG_CACHE_HOME/stashd, else ~/.cache/stashd,
-#                      beside Go's own build cache. The cgo flags below name
+#                      Default: stashd/ beside Go's own build cache (`go env
+#                      GOCACHE`: ~/.cache/stashd, or $XDG_CACHE_HOME/stashd),
+#                      which is writable wherever go builds. The cgo flags below name
 #                      paths there, the same in every clone of stashd, and go
 #                      commands run with -trimpath (the Makefile adds it to
 #                      GOFLAGS), so a fresh clone reuses the packages Go has
@@ -79,7 +80,9 @@ GO ?= go
 
 TDLIB_VERSION     := 1.8.40
 TDLIB_NPM_PACKAGE := @prebuilt-tdlib/linux-x64-glibc@0.1008040.0
-STASHD_CACHE      ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stashd
+ifndef STASHD_CACHE
+STASHD_CACHE      := $(patsubst %/,%,$(dir $(shell $(GO) env GOCACHE)))/stashd
+endif
 TDLIB_CACHE       := $(STASHD_CACHE)/tdlib-$(TDLIB_VERSION)
 TDLIB_CACHE_LIB   := $(TDLIB_CACHE)/lib
 TDLIB_INCLUDE     := $(TDLIB_CACHE)/include
