@@ -190,13 +190,7 @@ func TestStatusForgetsTheMismatchOfAStandbyGone(t *testing.T) {
 func TestStandbyComparesNothingWithAHolderThatRecordedNone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 32)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 7, FilesDir: t.TempDir()})
-	world.AddAccount("acc", false)
-	src := world.AddChat(tg.KindChannel, "news", "acc")
-	d1 := world.AddChat(tg.KindChannel, "mirror-one", "acc")
-	d2 := world.AddChat(tg.KindChannel, "mirror-two", "acc")
-	ev := newEvents()
+	st, world, src, d1, d2, ev := twoRoutesWorld(t, 7)
 
 	var aLogs, bLogs lockedBuffer
 	a := routedInstance(t, "a", st, world, src, d1, ev, &aLogs)
