@@ -39,7 +39,9 @@ func TestPendingSendIsNotResentInsideAnAccountFloodWait(t *testing.T) {
 // Telegram inside the wait, and that the pending send lands once it ends.
 func testPendingSendAtRestart(t *testing.T, seed int64, accountWide bool) {
 	st := openStore(t, 16)
-	world := tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir(), ResendAfterRestart: true})
+	// The wait reaches the client at once (FloodSitOut < 0): its 15 s
+	// stand for a wait longer than TDLib sits out itself.
+	world := tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir(), ResendAfterRestart: true, FloodSitOut: -1})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "news", "a")
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")

@@ -236,9 +236,9 @@ func printReport(r demo.Report) {
 		fmt.Fprintf(w, "  sends failed %d, flood-waited %d, re-sent after a restart %d, vanished %d (packages delivered later %d, dead letters %d, unresolved %d)\n",
 			r.FailedSends, r.FloodWaitedSends, r.ResentSends, r.VanishedSends, r.VanishedDelivered, r.VanishedDeadLettered, r.VanishedUnresolved)
 	}
-	if r.ClosedTopics+r.DeletedTopics+r.ChatFloodedSends > 0 {
-		fmt.Fprintf(w, "  destination topics closed %d, deleted %d; sends refused by a chat's limit %d\n",
-			r.ClosedTopics, r.DeletedTopics, r.ChatFloodedSends)
+	if r.ClosedTopics+r.DeletedTopics+r.ChatFloodedSends+r.ChatWaitsSatOut > 0 {
+		fmt.Fprintf(w, "  destination topics closed %d, deleted %d; sends refused by a chat's limit %d, its waits TDLib sat out %d\n",
+			r.ClosedTopics, r.DeletedTopics, r.ChatFloodedSends, r.ChatWaitsSatOut)
 	}
 	fmt.Fprintf(w, "  downloads: %d stalled or failed by the world; peak on disk %d bytes (one account %d, budget %d per account)\n",
 		r.StalledDownloads, r.PeakDownloadBytes, r.PeakAccountDownloadBytes, r.DownloadBudgetBytes)

@@ -419,6 +419,7 @@ func (c *checker) describeDeliveries(ctx context.Context, pkg int64) (string, er
 func (c *checker) vanished(ctx context.Context, rep *Report, delivered map[Hash]bool, dead map[tg.MessageKey]string) error {
 	rep.FailedSends, rep.FloodWaitedSends, rep.ResentSends = c.t.FailedSends, c.t.FloodWaitedSends, c.t.ResentSends
 	rep.ClosedTopics, rep.DeletedTopics, rep.ChatFloodedSends = c.t.ClosedTopics, c.t.DeletedTopics, c.t.ChatFloodedSends
+	rep.ChatWaitsSatOut = c.t.ChatWaitsSatOut
 	var tokens []string
 	for _, caption := range c.t.VanishedCaptions {
 		rep.VanishedSends++

@@ -51,6 +51,10 @@ type Report struct {
 	// ChatFloodedSends counts sends a destination's own send limit
 	// refused with 429.
 	ChatFloodedSends int `json:"chat_flooded_sends"`
+	// ChatWaitsSatOut counts the waits of a destination's send limit
+	// that TDLib sat out itself: the send landed late, or was refused
+	// after.
+	ChatWaitsSatOut int `json:"chat_waits_sat_out"`
 	// StalledDownloads is how many downloads the world stalled or failed.
 	StalledDownloads int `json:"stalled_downloads"`
 	// PeakDownloadBytes is the most bytes the downloads directory held at

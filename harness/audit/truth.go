@@ -60,6 +60,9 @@ type Truth struct {
 	DeletedTopics int `json:"deleted_topics,omitempty"`
 	// ChatFloodedSends counts sends refused by a chat's send limit.
 	ChatFloodedSends int `json:"chat_flooded_sends,omitempty"`
+	// ChatWaitsSatOut counts the waits of a chat's send limit TDLib sat
+	// out before the send landed or was refused.
+	ChatWaitsSatOut  int `json:"chat_waits_sat_out,omitempty"`
 	FloodWaitedSends int `json:"flood_waited_sends"`
 	ResentSends      int `json:"resent_sends"`
 	// DownloadFaults counts downloads the world stalled or failed.
@@ -275,7 +278,7 @@ func FromWorld(w *tgsim.World, g *tgsim.Generator, lost, protected []tg.ChatID, 
 	t.ClosedTopics, t.DeletedTopics = w.TopicEvents()
 	stats := w.SendStats()
 	t.FailedSends, t.FloodWaitedSends, t.ResentSends = stats.Failed, stats.FloodWaited, stats.Resent
-	t.ChatFloodedSends = stats.ChatFlooded
+	t.ChatFloodedSends, t.ChatWaitsSatOut = stats.ChatFlooded, stats.ChatWaitsSatOut
 	t.VanishedCaptions = w.VanishedCaptions()
 	t.DownloadFaults = w.DownloadFaults()
 	t.Calls = w.TotalCalls()

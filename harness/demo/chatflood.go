@@ -4,11 +4,13 @@ import "math"
 
 // Per-chat send limit of a flooded destination (Options.ChatFlood): on the
 // demo's time scale, well below the daemon's send rate, so sends there
-// meet 429 "Too Many Requests: retry after 1" while the other
-// destinations take every send.
+// meet waits of a second, which TDLib sits out once per send (the demo's
+// Config.FloodSitOut) and hands on as 429 "Too Many Requests: retry after
+// 1" when the send is refused again, while the other destinations take
+// every send.
 const (
-	chatFloodRate  = 5 // sends per second, per account
-	chatFloodBurst = 5
+	chatFloodRate  = 1.5 // sends per second, per account
+	chatFloodBurst = 2
 )
 
 // floodChats gives a share Options.ChatFlood of the destinations (rounded

@@ -226,6 +226,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		// finish when the account's client starts again, and server search
 		// with a query lags behind.
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,
+		// TDLib sits out a flood wait of a second, once per request, on
+		// the demo's time scale (its limit is a minute): a flooded
+		// destination's sends (Options.ChatFlood) then land late, or
+		// reach the daemon as 429s when refused again.
+		FloodSitOut:       time.Second,
 		StallDownloadRate: o.StallDownloads, FailDownloadRate: o.FailDownloads,
 		IgnorableErrorRate: o.IgnorableErrors, UnknownLastMessageRate: o.UnknownLastMessage,
 	})

@@ -318,13 +318,13 @@ func TestNoServerFailsTheStart(t *testing.T) {
 	}
 }
 
-// TDLib may hold a request for a minute under FLOOD_WAIT, and go-tdlib's
-// receiver can lose the reply, or panic, when it lands at go-tdlib's own
-// 60-second timeout. The adapter ends every request at its own deadline,
-// below go-tdlib's, with a retryable tg.ErrRequestTimeout.
+// TDLib may hold a request for a minute under FLOOD_WAIT (it sits out
+// the server's waits itself), and go-tdlib's receiver can lose the reply,
+// or panic, when it lands at go-tdlib's own 60-second timeout. The adapter
+// ends every request at its own deadline, below go-tdlib's, with a
+// retryable tg.ErrRequestTimeout.
 func TestRequestsEndAtTheAdapterDeadline(t *testing.T) {
-	// Every simulated call takes a minute, as under a long flood wait.
-	world := tgsim.NewWorld(tgsim.Config{Seed: 1, Latency: time.Minute})
+	world := tgsim.NewWorld(tgsim.Config{Seed: 1})
 	world.AddAccount("acct1", false)
 	dir, _ := serveWorld(t, world)
 
@@ -337,9 +337,21 @@ func TestRequestsEndAtTheAdapterDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// One request, then a wait of 30 s, which TDLib sits out.
+	world.LimitRequests("acct1", 1.0/30, 1)
+	if _, err := c.GetMe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
 	_, err = c.GetMe(ctx)
 	if !errors.Is(err, tg.ErrRequestTimeout) || tg.Classify(err) != tg.ClassRetryable || ctx.Err() != nil {
 		t.Fatalf("getMe held by TDLib: %v, want tg.ErrRequestTimeout (retryable) before the caller's deadline", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("getMe held by TDLib ended after %s; want at the adapter's deadline", took)
+	}
+	if n := world.FloodWaitsSatOut("acct1"); n != 1 {
+		t.Errorf("FloodWaitsSatOut = %d; want the wait TDLib was sitting out", n)
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("close with the request still held: %v", err)

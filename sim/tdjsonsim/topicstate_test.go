@@ -3,6 +3,7 @@ package tdjsonsim_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"stashd/sim/tgsim"
 	"stashd/tg"
@@ -63,12 +64,13 @@ func TestTopicStatesOnTheWire(t *testing.T) {
 }
 
 // A chat's send limit refuses a send beyond it in updateMessageSendFailed
-// with 429 "Too Many Requests: retry after N", as TDLib reports the
-// server's FLOOD_WAIT; a send to another chat goes through.
+// with 429 "Too Many Requests: retry after N" when the wait is longer than
+// TDLib sits out, as TDLib reports the server's FLOOD_WAIT then; a send to
+// another chat goes through.
 func TestChatSendLimitOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 29})
-	w.LimitChatSends(w.dest, 1.0/30, 1)
+	w.LimitChatSends(w.dest, 1.0/600, 1) // one send, then ten minutes
 	c, m := wireWithDocument(t, w)
 	send := func(chat tg.ChatID) tdObject { return sendOutcome(c, chat, 0, m) }
 	if first := send(w.dest); first.typ() != "updateMessageSendSucceeded" {
@@ -81,6 +83,29 @@ func TestChatSendLimitOnTheWire(t *testing.T) {
 	}
 	if other := send(w.channel); other.typ() != "updateMessageSendSucceeded" {
 		t.Errorf("send to another chat: %v", other)
+	}
+}
+
+// A wait TDLib sits out reaches the wire as a late outcome only: the
+// message stays pending through the chat's wait and then lands, with no
+// 429.
+func TestChatSendWaitSatOutOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 29})
+	w.LimitChatSends(w.dest, 0.5, 1) // one send, then two seconds
+	c, m := wireWithDocument(t, w)
+	if first := sendOutcome(c, w.dest, 0, m); first.typ() != "updateMessageSendSucceeded" {
+		t.Fatalf("first send: %v", first)
+	}
+	start := time.Now()
+	if late := sendOutcome(c, w.dest, 0, m); late.typ() != "updateMessageSendSucceeded" {
+		t.Errorf("send inside the chat's wait: %v; want it landed once TDLib sat the wait out", late)
+	}
+	if took := time.Since(start); took < 1500*time.Millisecond {
+		t.Errorf("the send landed after %s; want after the chat's wait", took)
+	}
+	if n := w.FloodWaitsSatOut("acct1"); n != 1 {
+		t.Errorf("FloodWaitsSatOut = %d, want 1", n)
 	}
 }
 

@@ -44,6 +44,9 @@ type account struct {
 	// limit is Telegram's request limit on the account (LimitRequests);
 	// nil: none.
 	limit *requestLimit
+	// satOut counts the flood waits TDLib sat out for the account
+	// (sitout.go).
+	satOut int
 
 	// offline is set between Disconnect and the reconnect; missed collects
 	// the chats whose last message changed meanwhile.

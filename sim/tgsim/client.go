@@ -128,33 +128,38 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	w.accounts[c.account].removeClient(c)
-	sends := make([]*pendingSend, 0, len(c.sends))
-	for _, ps := range c.sends {
-		sends = append(sends, ps)
+	// The batches whose timer will never fire (or that have none), read
+	// under w.mu: a sit-out re-arms a batch's timer (sitout.go).
+	type stopped struct {
+		b     *sendBatch
+		timed bool
 	}
-	w.mu.Unlock()
-
-	close(c.done)
+	var land []stopped
 	seen := make(map[*sendBatch]bool)
-	for _, ps := range sends {
+	for _, ps := range c.sends {
 		b := ps.batch
 		if seen[b] || b.inFlight {
 			continue // an in-flight send lands at LandInFlight
 		}
 		seen[b] = true
 		if b.timer == nil || b.timer.Stop() {
-			// The timer will never fire: land the messages now (or, when
-			// TDLib re-sends after a restart, when the next client starts),
-			// in order, so the world does not depend on a goroutine
-			// outliving the client.
-			if w.cfg.ResendAfterRestart {
-				w.deferBatch(b)
-			} else {
-				w.finishBatch(b)
-			}
-			if b.timer != nil {
-				c.wg.Done()
-			}
+			land = append(land, stopped{b, b.timer != nil})
+		}
+	}
+	w.mu.Unlock()
+
+	close(c.done)
+	for _, s := range land {
+		// Land the messages now (or, when TDLib re-sends after a
+		// restart, when the next client starts), in order, so the world
+		// does not depend on a goroutine outliving the client.
+		if w.cfg.ResendAfterRestart {
+			w.deferBatch(s.b)
+		} else {
+			w.finishBatch(s.b)
+		}
+		if s.timed {
+			c.wg.Done()
 		}
 	}
 	c.wg.Wait()
@@ -164,55 +169,79 @@ func (c *Client) Close() error {
 
 // call runs one request: it fails on a closed client or done context, counts
 // the request, applies Latency and any injected flood wait or error, then runs fn
-// with w.mu held.
+// with w.mu held. A request other than a send that the account's request
+// limit refuses is sent again after the wait while TDLib sits it out
+// (sitout.go), each try after Latency.
 func call[T any](ctx context.Context, c *Client, method string, fn func() (T, error)) (T, error) {
 	var zero T
 	w := c.w
-	w.mu.Lock()
-	if c.closed {
-		w.mu.Unlock()
-		return zero, tg.ErrClosed
-	}
-	if c.revoked {
-		w.mu.Unlock()
-		return zero, errUnauthorized()
-	}
-	if err := ctx.Err(); err != nil {
-		w.mu.Unlock()
-		return zero, err
-	}
-	a := w.accounts[c.account]
-	a.calls[method]++
-	if !tg.LocalMethod(method) { // answered by the session's own TDLib
-		w.noteRequest(a, c, method)
-		if !tg.SendMethod(method) { // a send is judged with its chat (sendDocs)
-			w.noteRequestInWait(a, method, 0, false)
+	var satOut time.Duration // the waits TDLib sat out for this request
+	for try := 0; ; try++ {
+		w.mu.Lock()
+		if c.closed {
+			w.mu.Unlock()
+			return zero, tg.ErrClosed
 		}
-	}
-	failure := a.takeFlood(method)
-	if failure == nil {
-		failure = a.admit(method, w.cfg.Now())
-	}
-	if injected := a.takeError(method); injected != nil {
-		failure = injected
-	} else if failure == nil && ignorable[method] && w.chance(w.cfg.IgnorableErrorRate) {
-		failure = errIgnorable()
-	}
-	w.mu.Unlock()
+		if c.revoked {
+			w.mu.Unlock()
+			return zero, errUnauthorized()
+		}
+		if err := ctx.Err(); err != nil {
+			w.mu.Unlock()
+			return zero, err
+		}
+		a := w.accounts[c.account]
+		var failure error
+		if try == 0 { // TDLib's own tries are no requests of the client's
+			a.calls[method]++
+			if !tg.LocalMethod(method) { // answered by the session's own TDLib
+				w.noteRequest(a, c, method)
+				if !tg.SendMethod(method) { // a send is judged with its chat (sendDocs)
+					w.noteRequestInWait(a, method, 0, false)
+				}
+			}
+			failure = a.takeFlood(method)
+		}
+		var hold time.Duration
+		if failure == nil {
+			failure = a.admit(method, w.cfg.Now())
+			if d, ok := w.sitOut(failure, satOut); ok && !tg.SendMethod(method) {
+				hold = d
+			}
+		}
+		if try == 0 { // injected answers are the client's, drawn once
+			if injected := a.takeError(method); injected != nil {
+				failure, hold = injected, 0
+			} else if failure == nil && ignorable[method] && w.chance(w.cfg.IgnorableErrorRate) {
+				failure = errIgnorable()
+			}
+		}
+		if hold > 0 {
+			a.satOut++
+		}
+		w.mu.Unlock()
 
-	if err := c.sleep(ctx, w.cfg.Latency); err != nil {
-		return zero, err
+		if err := c.sleep(ctx, w.cfg.Latency); err != nil {
+			return zero, err
+		}
+		if hold > 0 {
+			if err := c.sleep(ctx, hold); err != nil {
+				return zero, err
+			}
+			satOut += hold
+			continue
+		}
+		if failure != nil {
+			w.noteFloodAnswer(a, method, failure)
+			return zero, failure
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if c.closed {
+			return zero, tg.ErrClosed
+		}
+		return fn()
 	}
-	if failure != nil {
-		w.noteFloodAnswer(a, method, failure)
-		return zero, failure
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if c.closed {
-		return zero, tg.ErrClosed
-	}
-	return fn()
 }
 
 // ignorable are the methods Config.IgnorableErrorRate applies to: server

@@ -1,6 +1,7 @@
 package tgsim
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -9,9 +10,10 @@ import (
 
 // Telegram's per-account request limit: server requests beyond it fail with
 // 429 and a retry-after until tokens come back; local requests and other
-// accounts are not limited.
+// accounts are not limited. TDLib sits out nothing here (FloodSitOut < 0),
+// as for waits past its limit: the world's clock is the test's.
 func TestLimitRequests(t *testing.T) {
-	f := newFixture(t, Config{})
+	f := newFixture(t, Config{FloodSitOut: -1})
 	f.w.AddAccount("bob", false)
 	f.w.Join("bob", f.chat)
 	bob := f.w.Client("bob")
@@ -65,5 +67,82 @@ func TestLimitRequests(t *testing.T) {
 		if err := search(f.c); err != nil {
 			t.Fatalf("limit removed, still refused: %v", err)
 		}
+	}
+}
+
+// TDLib sits out a wait the request limit asks for: the request is sent
+// again once the wait has passed and answers late, the client sees no
+// 429; the world counts the refusal and the wait sat out, not a second
+// request of the client's.
+func TestLimitedRequestIsSatOut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{Now: time.Now})
+	f.w.LimitRequests("alice", 1, 1)
+	search := func() error {
+		_, err := f.c.SearchChatMessages(f.ctx, tg.Search{Chat: f.chat, Limit: 10, Filter: tg.FilterDocument})
+		return err
+	}
+	if err := search(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := search(); err != nil {
+		t.Fatalf("request past the limit: %v; want it answered after TDLib sat out the wait", err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("request past the limit answered after %s; want after the 1 s wait", took)
+	}
+	if got := f.w.RateLimited("alice"); got != 1 {
+		t.Errorf("RateLimited = %d, want 1", got)
+	}
+	if got := f.w.FloodWaitsSatOut("alice"); got != 1 {
+		t.Errorf("FloodWaitsSatOut = %d, want 1", got)
+	}
+	if got := f.w.Calls("alice")[tg.MethodSearchChatMessages]; got != 2 {
+		t.Errorf("searchChatMessages counted %d, want 2 (TDLib's re-send is not the client's)", got)
+	}
+	if b := f.w.FloodWaitBreaches("alice"); len(b) != 0 {
+		t.Errorf("breaches %v; the client saw no wait", b)
+	}
+}
+
+// TDLib sits out the waits of one request up to its limit in total. Here
+// the limit is one wait: three requests refused at once each sit out
+// their 2 s wait and are sent again; the first of them is admitted, and
+// the other two, refused again, reach the client as 429 "Too Many
+// Requests: retry after 2".
+func TestSitOutEndsAtTDLibsLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{Now: time.Now, FloodSitOut: 2 * time.Second})
+	f.w.LimitRequests("alice", 0.5, 1)
+	search := func() error {
+		_, err := f.c.SearchChatMessages(f.ctx, tg.Search{Chat: f.chat, Limit: 10, Filter: tg.FilterDocument})
+		return err
+	}
+	if err := search(); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- search() }()
+	}
+	var ok, refused int
+	for range 3 {
+		err := <-errs
+		var te *tg.Error
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &te) && te.Code == 429 && te.Message == "Too Many Requests: retry after 2":
+			refused++
+		default:
+			t.Errorf("request: %v; want an answer, or TDLib's 429 past its limit", err)
+		}
+	}
+	if ok != 1 || refused != 2 {
+		t.Errorf("%d answered, %d refused; want 1 answered after the wait and 2 refused past TDLib's limit", ok, refused)
+	}
+	if got := f.w.FloodWaitsSatOut("alice"); got != 3 {
+		t.Errorf("FloodWaitsSatOut = %d, want 3 (each request's first wait)", got)
 	}
 }

@@ -44,6 +44,9 @@ type sendBatch struct {
 	// inFlight: held by HoldInFlight, landed by LandInFlight only, whether
 	// or not its client has closed meanwhile.
 	inFlight bool
+	// satOut is the flood waits TDLib sat out for the request
+	// (sitout.go).
+	satOut time.Duration
 }
 
 // sendOutcome is how a pending send ends.
@@ -265,7 +268,11 @@ func (w *World) resend(c *Client, ps *pendingSend) {
 		ps.limitErr = l.admitSend(c.account, w.cfg.Now(), 1)
 	}
 	w.sendStats.Resent++
-	w.settleSend(ps)
+	// Settled at once, or pending in c while TDLib sits out the chat's
+	// wait.
+	ps.batch = &sendBatch{sends: []*pendingSend{ps}}
+	c.sends[ps.tempID] = ps
+	w.settleBatch(ps.batch)
 }
 
 // announceSend tells ps's session of its temporary message as TDLib does
@@ -321,6 +328,16 @@ func (w *World) LandInFlight() int {
 func (w *World) finishBatch(b *sendBatch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.settleBatch(b)
+}
+
+// settleBatch applies the outcomes of b's sends, in order, unless TDLib
+// sits out the wait a chat's send limit refused them with (sitout.go).
+// w.mu is held.
+func (w *World) settleBatch(b *sendBatch) {
+	if w.sitOutSends(b) {
+		return
+	}
 	for _, ps := range b.sends {
 		w.settleSend(ps)
 	}

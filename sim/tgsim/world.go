@@ -96,6 +96,16 @@ type Config struct {
 	// (SendRecord.At): accounts paced on virtual clocks of their own are
 	// then seen at their own times. Nil uses Now.
 	AccountNow func(account string) time.Time
+	// FloodSitOut is how much flood waiting TDLib does for one request
+	// before it hands the client a 429 (sitout.go): a request other than
+	// a send that the account's request limit refuses, and a send's
+	// messages a chat's send limit refuses, are sent again once the wait
+	// has passed while the waits sat out total no more than this. Zero
+	// means TDLib's default, DefaultFloodSitOut; a negative value sits
+	// out nothing, every wait reaching the client at once, as a wait
+	// past TDLib's limit does (a test whose waits are seconds then stands
+	// for longer ones).
+	FloodSitOut time.Duration
 }
 
 // World is the ground truth the simulated TDLib clients look at: accounts,
@@ -161,8 +171,11 @@ type SendStats struct {
 	// (SetServerWriteAccess).
 	WriteRefused int
 	// ChatFlooded counts sends a chat's send limit refused with 429
-	// (LimitChatSends).
+	// (LimitChatSends) past TDLib's sit-out.
 	ChatFlooded int
+	// ChatWaitsSatOut counts the waits a chat's send limit asked of a
+	// send request that TDLib sat out (sitout.go), each wait once.
+	ChatWaitsSatOut int
 	// Expired counts sends of a closed client that the account's next
 	// client failed unsent, being more than a day old.
 	Expired int
@@ -221,6 +234,9 @@ func NewWorld(cfg Config) *World {
 	}
 	if cfg.SendFloodWait <= 0 {
 		cfg.SendFloodWait = time.Second
+	}
+	if cfg.FloodSitOut == 0 {
+		cfg.FloodSitOut = DefaultFloodSitOut
 	}
 	return &World{
 		cfg:      cfg,

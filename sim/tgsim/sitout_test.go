@@ -1,0 +1,119 @@
+package tgsim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"stashd/tg"
+)
+
+// A send the chat's limit refuses with a wait TDLib sits out stays
+// pending, in the session's view, through the wait; then it reaches the
+// server again and lands. The client sees no 429.
+func TestChatSendWaitIsSatOut(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{Now: time.Now})
+	f.w.LimitChatSends(f.dest, 0.5, 1) // one send, then two seconds
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
+		t.Fatal(err)
+	}
+	next[tg.SendSucceeded](t, f.c, nil)
+	start := time.Now()
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if held, err := f.c.GetMessage(f.ctx, f.dest, tmp.ID); err != nil || held.Caption != "stashd:second" {
+		t.Errorf("the message while TDLib sits out the wait: %+v, %v; want it pending in the session's view", held, err)
+	}
+	u := next[tg.Update](t, f.c, func(u tg.Update) bool {
+		switch u := u.(type) {
+		case tg.SendSucceeded:
+			return u.OldMessageID == tmp.ID
+		case tg.SendFailed:
+			return u.OldMessageID == tmp.ID
+		}
+		return false
+	})
+	if ok, isOK := u.(tg.SendSucceeded); !isOK || ok.Message.Caption != "stashd:second" {
+		t.Fatalf("second send ended with %+v; want it landed after the wait", u)
+	}
+	if took := time.Since(start); took < 1500*time.Millisecond {
+		t.Errorf("second send landed after %s; want after the chat's wait", took)
+	}
+	if n := f.w.ChatFlooded(f.dest); n != 1 {
+		t.Errorf("ChatFlooded = %d; want the one refusal TDLib sat out", n)
+	}
+	if st := f.w.SendStats(); st.ChatFlooded != 0 || st.Succeeded != 2 {
+		t.Errorf("send stats %+v; want both landed, none failed by the chat's limit", st)
+	}
+	if n := f.w.FloodWaitsSatOut("alice"); n != 1 {
+		t.Errorf("FloodWaitsSatOut = %d, want 1", n)
+	}
+	if msgs := f.w.Messages(f.dest); len(msgs) != 2 {
+		t.Errorf("destination holds %d messages, want 2", len(msgs))
+	}
+}
+
+// A wait past TDLib's limit reaches the client at once, in
+// updateMessageSendFailed, as a 429 with the server's wait.
+func TestChatSendWaitPastTheLimitFails(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{Now: time.Now, FloodSitOut: time.Second})
+	f.w.LimitChatSends(f.dest, 0.5, 1)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
+		t.Fatal(err)
+	}
+	next[tg.SendSucceeded](t, f.c, nil)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:second"); err != nil {
+		t.Fatal(err)
+	}
+	failed := next[tg.SendFailed](t, f.c, nil)
+	var fw *tg.FloodWaitError
+	if !errors.As(failed.Err, &fw) || fw.RetryAfter > 2*time.Second || fw.RetryAfter < time.Second {
+		t.Fatalf("second send failed with %v; want the chat's 429 of about 2 s", failed.Err)
+	}
+	if n := f.w.FloodWaitsSatOut("alice"); n != 0 {
+		t.Errorf("FloodWaitsSatOut = %d, want 0", n)
+	}
+}
+
+// A client closed while TDLib sits out a send's wait closes at once; the
+// send is not held for it (its outcome reaches nobody), and with
+// ResendAfterRestart the next client on the directory sends it again.
+func TestCloseDuringASitOut(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{Now: time.Now, ResendAfterRestart: true})
+	f.w.LimitChatSends(f.dest, 1.0/30, 1) // one send, then 30 s
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
+		t.Fatal(err)
+	}
+	next[tg.SendSucceeded](t, f.c, nil)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:held"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for f.w.FloodWaitsSatOut("alice") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("TDLib never sat out the chat's wait")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Close took %s during a sit-out of 30 s", took)
+	}
+	c2 := f.w.Client("alice")
+	defer c2.Close()
+	if st := f.w.SendStats(); st.Resent != 1 {
+		t.Errorf("send stats %+v; want the held send re-sent by the next client", st)
+	}
+	if n := len(f.w.Messages(f.dest)); n != 1 {
+		t.Errorf("destination holds %d messages; want only the first while the wait lasts", n)
+	}
+}
