@@ -263,6 +263,14 @@ func TestPermanentFailureOpensCircuitWithoutDelayingOthers(t *testing.T) {
 	w.post(good, 0, 4)
 	w.w.SetPrivate(bad, true)
 	in := w.start()
+	// TDLib's load reports the account a member of each channel, through
+	// the update pump: one taken after the failure below would read as
+	// the account back, and reopen the circuit at the next cycle.
+	for deadline := time.Now().Add(10 * time.Second); !in.lst.MemberSinceLoss(bad); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the load's member report never reached the listener")
+		}
+	}
 	res, _ := w.runOnce(in)
 	if res.Errors != 1 || res.Paged != 1 {
 		t.Fatalf("result = %+v, want the private source failed and the other paged", res)
