@@ -244,7 +244,26 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	if strings.HasPrefix(set.SetKey, "album:") {
 		format = albumFormat // listed part by part
 	}
-	_, err := p.fetchPackage(ctx, msgs, format, msgs[0].Document.FileName)
+	name := msgs[0].Document.FileName
+	_, err := p.fetchPackage(ctx, msgs, format, name)
+	if !errors.Is(err, errPlainAmongOthers) {
+		return err
+	}
+	// Archives are judged by their bytes: a plain x.rar or x.zip that is
+	// a whole archive is a package of its own, and the set's other parts
+	// wait for theirs (or become dead letters, as any incomplete set).
+	i := plainPart(msgs)
+	alone, err := p.takenAlone(ctx, parts[i])
+	if err != nil || alone {
+		if alone {
+			p.log.Info("a whole archive among a set's parts was catalogued on its own; the other parts wait for their set",
+				"source", set.Chat, "name", msgs[i].Document.FileName, "parts", len(msgs)-1)
+		}
+		return err
+	}
+	// Not whole alone either: the set as its parts came, refused or
+	// mirrored as broken.
+	_, err = p.fetchPackage(withPlainJudged(ctx), msgs, format, name)
 	return err
 }
 

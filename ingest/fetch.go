@@ -101,6 +101,37 @@ func (p *Pipeline) takeUnique(ctx context.Context, u *uniqueLock, uniq []string,
 	return u, nil
 }
 
+// errPlainAmongOthers is the answer for a set's parts that are not one
+// archive's, a plain x.zip or x.rar among them (plainPart), until that
+// one is judged alone (withPlainJudged).
+var errPlainAmongOthers = errors.New("a plain archive among parts that are not one archive's")
+
+// plainPart returns the index of the plain x.zip or x.rar among a set's
+// parts (the final volume of x.z01…, the first of x.r00…, or a whole
+// archive named so), -1 when there is none.
+func plainPart(parts []tg.Message) int {
+	for i, m := range parts {
+		if c := classify(m); c.maybeVolume(m) {
+			return i
+		}
+	}
+	return -1
+}
+
+type plainJudgedKey struct{}
+
+// withPlainJudged marks ctx's set completion as one whose plain part was
+// judged alone and found no whole archive: the set is then taken as its
+// parts came.
+func withPlainJudged(ctx context.Context) context.Context {
+	return context.WithValue(ctx, plainJudgedKey{}, true)
+}
+
+func plainJudged(ctx context.Context) bool {
+	judged, _ := ctx.Value(plainJudgedKey{}).(bool)
+	return judged
+}
+
 // errMayBeVolume is fetchAlone's answer for bytes that are not known to
 // be a whole archive: the final x.zip of x.z01…, an x.rar whose main
 // header marks it a volume, a piece of a byte split named so, an archive
@@ -201,6 +232,13 @@ func (p *Pipeline) fetchUnder(ctx context.Context, parts []tg.Message, format ar
 		return "", ctx.Err()
 	}
 	held.release()
+	if !alone && format != albumFormat && errors.Is(listErr, archive.ErrNotOneArchive) && plainPart(parts) >= 0 && !plainJudged(ctx) {
+		// The parts are not one archive's, and one is a plain x.zip or
+		// x.rar: a whole archive of its own, maybe, that a stray volume
+		// of another set named like it joined. It is judged alone first
+		// (completeSet), nothing written.
+		return "", errPlainAmongOthers
+	}
 	if alone && (listErr != nil || listing.Volume || listing.HeadersEncrypted) {
 		// A volume, or bytes that cannot say whether they are whole.
 		return "", errMayBeVolume

@@ -251,3 +251,75 @@ func postSplitZip(e *env, c *tgsim.Client, stem string) []tg.Message {
 	}
 	return msgs
 }
+
+// A whole x.rar or x.zip beside a stray volume of another set under the
+// same name (x.r00, x.z01), the stray recorded first so that the plain
+// name joins it as a part without a download, is judged by its bytes: a
+// package of its own, delivered alone, whatever broken archives become;
+// the stray waits for a set of its own and becomes a dead letter. Handled
+// first, the plain name is a package at once, with the same end.
+func TestWholePlainNameBesideAStrayVolumeIsItsOwn(t *testing.T) {
+	t.Parallel()
+	files := func(name, fill string) []archivetest.File {
+		return []archivetest.File{{Name: name, Data: []byte(strings.Repeat(fill, 5000))}}
+	}
+	for _, tc := range []struct {
+		plain, stray string
+		whole, vol   []byte
+	}{
+		{"old.rar", "old.r00", archivetest.Rar(files("old/whole.bin", "w")), archivetest.RarVolumes(files("other/x.bin", "o"), 3)[1]},
+		{"pack.zip", "pack.z01", archivetest.Zip(files("pack/whole.bin", "w")), archivetest.ZipSplit(files("other/x.bin", "o"), 3)[0]},
+	} {
+		for _, strayFirst := range []bool{true, false} {
+			for _, deadLetterBroken := range []bool{true, false} {
+				what := fmt.Sprintf("%s beside %s (stray first %v, broken archives dead-lettered %v)", tc.plain, tc.stray, strayFirst, deadLetterBroken)
+				t.Run(what, func(t *testing.T) {
+					t.Parallel()
+					e := newEnv(t, "a")
+					p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.DeadLetterBroken = deadLetterBroken }, nil)
+					post := func(name string, data []byte) tg.Message {
+						return e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: data}))
+					}
+					var stray, plain tg.Message
+					if strayFirst {
+						stray = post(tc.stray, tc.vol)
+						plain = post(tc.plain, tc.whole)
+						mustHandle(t, p, stray, store.OutcomePartPending)
+						mustHandle(t, p, plain, store.OutcomePartPending)
+					} else {
+						plain = post(tc.plain, tc.whole)
+						stray = post(tc.stray, tc.vol)
+						mustHandle(t, p, plain, store.OutcomePackage)
+						mustHandle(t, p, stray, store.OutcomePartPending)
+					}
+					sweepAndRetry(t, e, p, 2)
+					logCatalogue(t, e)
+					wantOnePackage(t, e, 1, what)
+					pkgs, err := e.st.PackageHashes(e.ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, pk := range pkgs {
+						full, err := e.st.GetPackage(e.ctx, pk.ID)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if full.Name != tc.plain || full.ListingError != "" || full.FileCount != 1 {
+							t.Errorf("package %q, %d files, listing error %q; want %s alone, listed whole", full.Name, full.FileCount, full.ListingError, tc.plain)
+						}
+					}
+					if got := cataloguedPaths(t, e); len(got) != 1 {
+						t.Errorf("catalogued entries %v; want the whole archive's one", got)
+					}
+					letters, err := e.st.DeadLetters(e.ctx, "", 10)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(letters) != 1 || letters[0].Key != stray.Key() {
+						t.Errorf("dead letters %+v; want the stray volume's alone", letters)
+					}
+				})
+			}
+		}
+	}
+}
