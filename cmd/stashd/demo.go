@@ -60,7 +60,7 @@ func runDemo(args []string) int {
 	fs.Float64Var(&o.FailSends, "fail-sends", 0, "probability that a send fails (updateMessageSendFailed; half of them 429 flood waits) (0..1)")
 	fs.Float64Var(&o.CloseTopics, "close-topics", 0, "probability that each topic of the destination forum is closed (reopened 1.5 s later) at each of eight moments of the run (the first topic there is, for certain); with --forum-destination (0..1)")
 	fs.Float64Var(&o.DeleteTopics, "delete-topics", 0, "probability that each topic of the destination forum is deleted with its messages at each of eight moments of the run (the first topic there is, for certain); with --forum-destination (0..1)")
-	fs.Float64Var(&o.ChatFlood, "chat-flood", 0, "share of destinations (rounded up) whose per-chat send limit is tight: 5 sends/s per account, then 429 \"retry after 1\" on the send (0..1)")
+	fs.Float64Var(&o.ChatFlood, "chat-flood", 0, "share of destinations (rounded up) whose per-chat send limit is tight: 1.5 sends/s per account in bursts of 2; TDLib sits out a wait of a second once per send, and a send refused again fails with 429 (0..1)")
 	fs.Float64Var(&o.VanishSends, "vanish-sends", 0, "probability that a pending send is deleted instead of sent (updateDeleteMessages) (0..1)")
 	fs.Float64Var(&o.LoseAccess, "lose-access", 0, "probability that each source becomes inaccessible halfway (getChat answers, server calls fail) (0..1)")
 	fs.Float64Var(&o.IgnorableErrors, "errors-406", 0, "probability that a history request fails with 406, to be dropped silently (0..1)")
