@@ -138,7 +138,7 @@ func (c *Client) Close() error {
 	seen := make(map[*sendBatch]bool)
 	for _, ps := range c.sends {
 		b := ps.batch
-		if seen[b] || b.inFlight {
+		if seen[b] || b.inFlight && b.timer == nil {
 			continue // an in-flight send lands at LandInFlight
 		}
 		seen[b] = true

@@ -117,3 +117,37 @@ func TestCloseDuringASitOut(t *testing.T) {
 		t.Errorf("destination holds %d messages; want only the first while the wait lasts", n)
 	}
 }
+
+// A send held in flight and landed while its client is open meets the
+// chat's limit like any: TDLib sits the wait out, and closing the client
+// meanwhile does not wait for it.
+func TestCloseDuringTheSitOutOfASendLandedFromFlight(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{Now: time.Now})
+	f.w.LimitChatSends(f.dest, 1.0/30, 1) // one send, then 30 s
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
+		t.Fatal(err)
+	}
+	next[tg.SendSucceeded](t, f.c, nil)
+	f.w.HoldInFlight(true)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:in flight"); err != nil {
+		t.Fatal(err)
+	}
+	f.w.HoldInFlight(false)
+	if n := f.w.LandInFlight(); n != 1 {
+		t.Fatalf("LandInFlight landed %d requests, want 1", n)
+	}
+	if n := f.w.FloodWaitsSatOut("alice"); n != 1 {
+		t.Fatalf("FloodWaitsSatOut = %d; want the landed send's wait sat out", n)
+	}
+	start := time.Now()
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Close took %s during a sit-out of 30 s", took)
+	}
+	if n := len(f.w.Messages(f.dest)); n != 1 {
+		t.Errorf("destination holds %d messages; want only the first while the wait lasts", n)
+	}
+}
