@@ -404,6 +404,14 @@ func TestLostAccessRecordsSourceInaccessible(t *testing.T) {
 	w.post(lost, 0, 3)
 	w.post(good, 0, 2)
 	in := w.start()
+	// TDLib's load reports the loss through the update pump: the source
+	// is in doubt once the listener took the report. Before that, the
+	// session's local view shows the lost source as current.
+	for deadline := time.Now().Add(10 * time.Second); !in.lst.AccessInDoubt(lost); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the load's report of the loss never reached the listener")
+		}
+	}
 	res, calls := w.runOnce(in)
 	if res.Errors != 1 || res.Paged != 1 {
 		t.Fatalf("result = %+v (calls %v), want the lost source failed and the other paged", res, calls)
