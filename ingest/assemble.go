@@ -254,18 +254,24 @@ func (p *Pipeline) completeSet(ctx context.Context, set store.PendingSet, parts 
 	// wait for theirs (or become dead letters, as any incomplete set).
 	i := plainPart(msgs)
 	alone, err := p.takenAlone(ctx, parts[i])
-	if err != nil || alone {
-		if alone {
-			p.log.Info("a whole archive among a set's parts was catalogued on its own; the other parts wait for their set",
-				"source", set.Chat, "name", msgs[i].Document.FileName, "parts", len(msgs)-1)
-		}
+	if err != nil {
 		return err
+	}
+	if alone {
+		p.log.Info("a whole archive among a set's parts was catalogued on its own; the other parts wait for their set",
+			"source", set.Chat, "name", msgs[i].Document.FileName, "parts", len(msgs)-1)
+		return errPlainTakenAlone
 	}
 	// Not whole alone either: the set as its parts came, refused or
 	// mirrored as broken.
 	_, err = p.fetchPackage(withPlainJudged(ctx), msgs, format, name)
 	return err
 }
+
+// errPlainTakenAlone says a set was not completed because its plain
+// x.zip or x.rar was a whole archive, catalogued on its own: the set's
+// other parts (and their copies) are swept again without it.
+var errPlainTakenAlone = errors.New("the set's plain archive was taken on its own")
 
 // errPartReplaced says a set was not completed because one of its parts
 // carries another document than the one recorded; the sweep tries again.

@@ -271,6 +271,13 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 	if cerr == nil {
 		cerr = p.completeSet(ctx, set, ordered)
 	}
+	if errors.Is(cerr, errPlainTakenAlone) {
+		// A package was made, of one part: the others, their copies and
+		// the copies rejected are the next sweep's, without it.
+		p.setFailed(set, nil)
+		t.count(func(r *SweepResult) { r.Completed++ })
+		return
+	}
 	if cerr == nil {
 		cerr = p.settleDuplicateParts(ctx, ordered, dups)
 	}
