@@ -243,36 +243,49 @@ func errTooOldToResend() error {
 // judges a re-sent message as it does any send reaching it: the chat's
 // send limit may refuse it (429), and one inside a flood wait that holds
 // it is noted (floodwaits.go). w.mu is held.
-func (w *World) resend(c *Client, ps *pendingSend) {
-	tooOld := w.now().Sub(ps.at) > resendMaxAge
-	ps.c = c
-	old := ps.tempID
-	for ps.tempID == old { // a new id, never the one the closed client knew
-		ps.tempID = c.nextTempID(ps.dest)
+func (w *World) resend(c *Client, pss []*pendingSend) {
+	var live []*pendingSend
+	for _, ps := range pss {
+		tooOld := w.now().Sub(ps.at) > resendMaxAge
+		ps.c = c
+		old := ps.tempID
+		for ps.tempID == old { // a new id, never the one the closed client knew
+			ps.tempID = c.nextTempID(ps.dest)
+		}
+		ps.at = w.now()
+		if ps.msg != nil {
+			m := *ps.msg
+			m.id, m.date = ps.tempID, ps.at
+			ps.msg = &m
+			c.announceSend(ps)
+		}
+		if tooOld {
+			ps.settled = true
+			w.sendStats.Expired++
+			w.failSend(ps, errTooOldToResend())
+			continue
+		}
+		live = append(live, ps)
 	}
-	ps.at = w.now()
-	if ps.msg != nil {
-		m := *ps.msg
-		m.id, m.date = ps.tempID, ps.at
-		ps.msg = &m
-		c.announceSend(ps)
-	}
-	if tooOld {
-		ps.settled = true
-		w.sendStats.Expired++
-		w.failSend(ps, errTooOldToResend())
+	if len(live) == 0 {
 		return
 	}
-	w.noteRequestInWait(w.accounts[c.account], tg.MethodSendMessage, ps.dest.id, true)
-	if l := ps.dest.sendLimit; l != nil {
-		ps.limitErr = l.admitSend(c.account, w.cfg.Now(), 1)
+	// One request, as the closed client's was (an album's messages
+	// together): judged once by the chat's limit, sat out together.
+	dest := live[0].dest
+	w.noteRequestInWait(w.accounts[c.account], tg.MethodSendMessage, dest.id, true)
+	var limitErr error
+	if l := dest.sendLimit; l != nil {
+		limitErr = l.admitSend(c.account, w.cfg.Now(), len(live))
 	}
-	w.sendStats.Resent++
-	// Settled at once, or pending in c while TDLib sits out the chat's
-	// wait.
-	ps.batch = &sendBatch{sends: []*pendingSend{ps}}
-	c.sends[ps.tempID] = ps
-	w.settleBatch(ps.batch)
+	b := &sendBatch{sends: live}
+	for _, ps := range live {
+		ps.limitErr = limitErr
+		ps.batch = b
+		c.sends[ps.tempID] = ps
+		w.sendStats.Resent++
+	}
+	w.settleBatch(b)
 }
 
 // announceSend tells ps's session of its temporary message as TDLib does

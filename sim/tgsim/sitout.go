@@ -69,8 +69,15 @@ func (w *World) FloodWaitsSatOut(account string) int {
 func (w *World) sitOutSends(b *sendBatch) bool {
 	first := b.sends[0]
 	c := first.c
-	if first.settled || first.limitErr == nil || c.closed {
+	if first.settled || first.limitErr == nil {
 		return false
+	}
+	if c.closed {
+		if b.satOut == 0 {
+			return false
+		}
+		w.abandonSitOut(b)
+		return true
 	}
 	d, ok := w.sitOut(first.limitErr, b.satOut)
 	if !ok {
@@ -84,6 +91,10 @@ func (w *World) sitOutSends(b *sendBatch) bool {
 		defer c.wg.Done()
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		if c.closed { // Close found this timer fired: not sent again
+			w.abandonSitOut(b)
+			return
+		}
 		var err error
 		if l := first.dest.sendLimit; l != nil {
 			err = l.admitSend(c.account, w.cfg.Now(), len(b.sends))
@@ -94,4 +105,25 @@ func (w *World) sitOutSends(b *sendBatch) bool {
 		w.settleBatch(b)
 	})
 	return true
+}
+
+// abandonSitOut ends the sit-out of b, whose client closed meanwhile:
+// TDLib's delayer aborts the query (NetQueryDelayer::tear_down), so no
+// 429 reaches anyone and nothing is counted; the messages stay in the
+// binlog for the next client when TDLib re-sends after a restart. w.mu
+// is held.
+func (w *World) abandonSitOut(b *sendBatch) {
+	for _, ps := range b.sends {
+		if ps.settled {
+			continue
+		}
+		c := ps.c
+		delete(c.sends, ps.tempID)
+		if w.cfg.ResendAfterRestart {
+			a := w.accounts[c.account]
+			a.resend = append(a.resend, ps)
+			continue
+		}
+		ps.settled = true
+	}
 }

@@ -151,3 +151,81 @@ func TestCloseDuringTheSitOutOfASendLandedFromFlight(t *testing.T) {
 		t.Errorf("destination holds %d messages; want only the first while the wait lasts", n)
 	}
 }
+
+// A client closed (no ResendAfterRestart) while TDLib sits out a
+// chat's wait for a send: the 429 was never handed to anyone, so the send
+// is no ChatFlooded send, and the account's next client is under no wait.
+func TestCloseDuringASitOutHandsOnNoWait(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{Now: time.Now})
+	f.w.LimitChatSends(f.dest, 1.0/30, 1) // one send, then 30 s
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
+		t.Fatal(err)
+	}
+	next[tg.SendSucceeded](t, f.c, nil)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:held"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for f.w.FloodWaitsSatOut("alice") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("TDLib never sat out the chat's wait")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.w.SendStats(); st.ChatFlooded != 0 {
+		t.Errorf("send stats %+v; want ChatFlooded 0: no 429 past the sit-out reached any client", st)
+	}
+	c2 := f.w.Client("alice")
+	defer c2.Close()
+	if err := c2.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // past floodWaitGrace
+	if _, err := c2.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:next"); err != nil {
+		t.Fatal(err)
+	}
+	if b := f.w.FloodWaitBreaches("alice"); len(b) != 0 {
+		t.Errorf("breaches %v; no client was ever told to wait", b)
+	}
+}
+
+// An album left pending by a closed client is one request when
+// TDLib re-sends it at the next start (sendMultiMedia): the chat's limit
+// judges it once and it sits out its waits as one, its messages landing
+// together.
+func TestResentAlbumSitsOutAsOne(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{Now: time.Now, ResendAfterRestart: true})
+	f.w.LimitChatSends(f.dest, 0.5, 2) // two sends, then one every two seconds
+	f.w.HoldSends(true)
+	id := f.src.Document.File.RemoteID
+	if _, err := f.c.SendDocumentAlbum(f.ctx, f.dest, 0, []tg.AlbumItem{{RemoteFileID: id, Caption: "m1"}, {RemoteFileID: id, Caption: "m2"}}, tg.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.w.HoldSends(false)
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := f.w.Client("alice")
+	defer c2.Close()
+	landed := map[string]time.Time{}
+	deadline := time.Now().Add(waitTimeout)
+	for len(landed) < 2 && time.Now().Before(deadline) {
+		for _, m := range f.w.Messages(f.dest) {
+			if _, ok := landed[m.Caption]; !ok {
+				landed[m.Caption] = time.Now()
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(landed) != 2 {
+		t.Fatalf("landed %v; want both of the album's messages", landed)
+	}
+	if gap := landed["m2"].Sub(landed["m1"]).Abs(); gap > 500*time.Millisecond {
+		t.Errorf("the album's messages landed %s apart (sat out %d waits); want together, as one request", gap, f.w.FloodWaitsSatOut("alice"))
+	}
+}

@@ -560,8 +560,14 @@ func (w *World) ClientIn(account, dir string) *Client {
 	c.enqueue(tg.ConnectionStateChanged{State: state})
 	// TDLib re-sends what the previous instance on its directory left
 	// pending, under new temporary ids (send.go).
-	for _, ps := range a.takeResend(dir) {
-		w.resend(c, ps)
+	pending := a.takeResend(dir)
+	for len(pending) > 0 { // deferBatch keeps a batch's sends together
+		n := 1
+		for n < len(pending) && pending[n].batch == pending[0].batch {
+			n++
+		}
+		w.resend(c, pending[:n])
+		pending = pending[n:]
 	}
 	c.startDifference(a)
 	return c
