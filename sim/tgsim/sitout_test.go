@@ -86,28 +86,8 @@ func TestChatSendWaitPastTheLimitFails(t *testing.T) {
 func TestCloseDuringASitOut(t *testing.T) {
 	t.Parallel()
 	f := newSendFixture(t, Config{Now: time.Now, ResendAfterRestart: true})
-	f.w.LimitChatSends(f.dest, 1.0/30, 1) // one send, then 30 s
-	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
-		t.Fatal(err)
-	}
-	next[tg.SendSucceeded](t, f.c, nil)
-	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:held"); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(waitTimeout)
-	for f.w.FloodWaitsSatOut("alice") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("TDLib never sat out the chat's wait")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	start := time.Now()
-	if err := f.c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("Close took %s during a sit-out of 30 s", took)
-	}
+	sitOutASend(t, f)
+	closeQuickly(t, f)
 	c2 := f.w.Client("alice")
 	defer c2.Close()
 	if st := f.w.SendStats(); st.Resent != 1 {
@@ -140,13 +120,7 @@ func TestCloseDuringTheSitOutOfASendLandedFromFlight(t *testing.T) {
 	if n := f.w.FloodWaitsSatOut("alice"); n != 1 {
 		t.Fatalf("FloodWaitsSatOut = %d; want the landed send's wait sat out", n)
 	}
-	start := time.Now()
-	if err := f.c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("Close took %s during a sit-out of 30 s", took)
-	}
+	closeQuickly(t, f)
 	if n := len(f.w.Messages(f.dest)); n != 1 {
 		t.Errorf("destination holds %d messages; want only the first while the wait lasts", n)
 	}
@@ -158,21 +132,7 @@ func TestCloseDuringTheSitOutOfASendLandedFromFlight(t *testing.T) {
 func TestCloseDuringASitOutHandsOnNoWait(t *testing.T) {
 	t.Parallel()
 	f := newSendFixture(t, Config{Now: time.Now})
-	f.w.LimitChatSends(f.dest, 1.0/30, 1) // one send, then 30 s
-	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
-		t.Fatal(err)
-	}
-	next[tg.SendSucceeded](t, f.c, nil)
-	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:held"); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(waitTimeout)
-	for f.w.FloodWaitsSatOut("alice") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("TDLib never sat out the chat's wait")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sitOutASend(t, f)
 	if err := f.c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +187,39 @@ func TestResentAlbumSitsOutAsOne(t *testing.T) {
 	}
 	if gap := landed["m2"].Sub(landed["m1"]).Abs(); gap > 500*time.Millisecond {
 		t.Errorf("the album's messages landed %s apart (sat out %d waits); want together, as one request", gap, f.w.FloodWaitsSatOut("alice"))
+	}
+}
+
+// sitOutASend gives f's destination a limit of one send, then 30 s, sends
+// twice, and returns once TDLib sits out the second send's wait.
+func sitOutASend(t *testing.T, f sendFixture) {
+	t.Helper()
+	f.w.LimitChatSends(f.dest, 1.0/30, 1)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:first"); err != nil {
+		t.Fatal(err)
+	}
+	next[tg.SendSucceeded](t, f.c, nil)
+	if _, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "stashd:held"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for f.w.FloodWaitsSatOut("alice") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("TDLib never sat out the chat's wait")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// closeQuickly closes f's client during a sit-out of 30 s and fails the
+// test when Close waited for it.
+func closeQuickly(t *testing.T, f sendFixture) {
+	t.Helper()
+	start := time.Now()
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Close took %s during a sit-out of 30 s", took)
 	}
 }
