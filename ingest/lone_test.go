@@ -286,6 +286,10 @@ func TestWholePlainNameBesideAStrayVolumeIsItsOwn(t *testing.T) {
 						plain = post(tc.plain, tc.whole)
 						mustHandle(t, p, stray, store.OutcomePartPending)
 						mustHandle(t, p, plain, store.OutcomePartPending)
+						e.now = e.now.Add(2 * time.Minute)
+						if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 0 || res.Waiting != 1 {
+							t.Fatalf("sweep = %+v, %v; want the set left waiting, its plain archive taken alone", res, err)
+						}
 					} else {
 						plain = post(tc.plain, tc.whole)
 						stray = post(tc.stray, tc.vol)

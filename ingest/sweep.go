@@ -16,9 +16,13 @@ import (
 
 // SweepResult says what one sweep did.
 type SweepResult struct {
+	// Completed counts sets catalogued (or refused) as one package.
 	Completed  int
 	DeadLetter int
-	Waiting    int
+	// Waiting counts sets still short of a part, and sets left waiting
+	// for their parts once a whole archive among them was catalogued on
+	// its own.
+	Waiting int
 	// Failed counts complete sets whose completion failed with a
 	// retryable error; they are tried again at the next sweep until
 	// SetMaxWait.
@@ -272,10 +276,11 @@ func (p *Pipeline) finishSet(ctx context.Context, set store.PendingSet, parts, o
 		cerr = p.completeSet(ctx, set, ordered)
 	}
 	if errors.Is(cerr, errPlainTakenAlone) {
-		// A package was made, of one part: the others, their copies and
-		// the copies rejected are the next sweep's, without it.
+		// A package was made, of one part: the set was not completed,
+		// and its other parts, their copies and the copies rejected wait
+		// for the next sweep, without it.
 		p.setFailed(set, nil)
-		t.count(func(r *SweepResult) { r.Completed++ })
+		t.count(func(r *SweepResult) { r.Waiting++ })
 		return
 	}
 	if cerr == nil {
