@@ -107,3 +107,10 @@ test-together:
 
 clean:
 	rm -rf bin var
+
+# distclean also removes what the build keeps outside the clone: the
+# prebuilt TDLib and the stand-in library under STASHD_CACHE (shared by
+# every clone; the next build fetches them again), and .cache/.
+.PHONY: distclean
+distclean: clean
+	rm -rf .cache '$(STASHD_CACHE)'
