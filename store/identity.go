@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DatabaseIdentity is the database server the catalogue lives on: its
+// system identifier (the same on a primary and its standbys) and timeline
+// (a promoted standby starts a new one).
+type DatabaseIdentity struct {
+	SystemIdentifier int64
+	Timeline         int64
+}
+
+func (id DatabaseIdentity) String() string {
+	return fmt.Sprintf("system %d timeline %d", id.SystemIdentifier, id.Timeline)
+}
+
+// ServerIdentity reads the identity of the server the store is connected
+// to now. A role without the right to read the control file
+// (pg_control_system needs the pg_monitor role or a superuser on managed
+// services) gets ok false: the identity check is then skipped, and only the
+// destinations tell a rewind.
+func (s *Store) ServerIdentity(ctx context.Context) (id DatabaseIdentity, ok bool, err error) {
+	return readIdentity(ctx, s.pool)
+}
+
+// identitySQL reads the server's system identifier and its current
+// timeline: the timeline of the WAL file being written (a promoted
+// standby switches at once; the control file's checkpoint follows only
+// at the next checkpoint).
+const identitySQL = `SELECT (SELECT system_identifier FROM pg_control_system()),
+	('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint`
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func readIdentity(ctx context.Context, q querier) (id DatabaseIdentity, ok bool, err error) {
+	err = q.QueryRow(ctx, identitySQL).Scan(&id.SystemIdentifier, &id.Timeline)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42501" || pe.Code == "55000") {
+		// No right to read the control file, or a standby (no current
+		// WAL position): nothing to compare.
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, fmt.Errorf("read the database server's identity: %w", err)
+	}
+	return id, true, nil
+}
+
+// serverWatch remembers the identity of the server the pool's first
+// connection reached, and notices when a later connection reaches another
+// (a promoted standby, a restored cluster).
+type serverWatch struct {
+	mu      sync.Mutex
+	known   DatabaseIdentity
+	seen    bool
+	changed bool
+	// left is the server this process ran on before a change that no
+	// CheckIdentity has compared yet (moved): another instance may have
+	// recorded the new server first, and this one has rewound work of its
+	// own to take back.
+	left  DatabaseIdentity
+	moved bool
+	// writes: the store writes (not read-only), so a change of server
+	// moves the package ids past those the old one may have given out;
+	// skip: that move is still to be made (it failed on the connection
+	// that noticed the change, and the next one tries again).
+	writes, skip bool
+	// skipErr is the last failure of that move not yet reported
+	// (IDMoveFailure).
+	skipErr error
+}
+
+// idGap is how far package ids move on when a connection reaches another
+// server: a promoted standby lacks the packages the old primary catalogued
+// in its last moments, and its sequence would give their ids out again,
+// while instances still hold them (a due delivery read before the
+// failover) and would take the new package for the old one.
+const idGap = 1 << 20
+
+// skipIDsSQL moves the package ids idGap past the sequence's position,
+// under a transaction-scoped advisory lock taken first: two instances
+// moving at once after a failover move one after the other, so the later
+// never sets the sequence back below ids the earlier gave out since.
+const skipIDsSQL = `SELECT setval(pg_get_serial_sequence('packages', 'id'),
+	nextval(pg_get_serial_sequence('packages', 'id')) + $1)
+	FROM (SELECT pg_advisory_xact_lock(hashtext('stashd: package ids move on'))) AS moving`
+
+// takeLeft returns the server this process left for another since the
+// last call, if it did.
+func (w *serverWatch) takeLeft() (DatabaseIdentity, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	left, moved := w.left, w.moved
+	w.moved = false
+	return left, moved
+}
+
+// afterConnect reads a new connection's server identity. It never fails
+// the connection: a server it cannot read is no evidence of a change.
+func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
+	id, ok, err := readIdentity(ctx, conn)
+	if err != nil || !ok {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case !w.seen:
+		w.known, w.seen = id, true
+		// A process starting on a promoted standby never saw the old
+		// primary, but another instance that ran there may still hold
+		// the ids it gave out: the catalogue's record of another server
+		// moves them on too (each starting process until a check records
+		// the new server).
+		var rec DatabaseIdentity
+		err := conn.QueryRow(ctx, `SELECT system_identifier, timeline FROM database_identity
+			WHERE system_identifier IS NOT NULL AND timeline IS NOT NULL`).Scan(&rec.SystemIdentifier, &rec.Timeline)
+		if err == nil && rec != id {
+			w.skip = w.writes
+		}
+	case id != w.known:
+		if !w.moved {
+			w.left, w.moved = w.known, true
+		}
+		w.known, w.changed = id, true
+		w.skip = w.writes
+	}
+	if w.skip {
+		// Under the lock: a connection opened meanwhile waits, and
+		// writes no package before the ids moved on. A server that
+		// refuses (read-only) keeps its ids until a connection to one
+		// that takes writes moves them.
+		_, err := conn.Exec(ctx, skipIDsSQL, idGap)
+		w.skip = err != nil
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+			w.skipErr = nil // moved: an earlier refusal no longer holds
+		case !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction):
+			w.skipErr = err
+		}
+	}
+	return nil
+}
+
+// readOnlyTransaction is SQLSTATE read_only_sql_transaction: a standby,
+// or a server set read-only, refused a write.
+const readOnlyTransaction = "25006"
+
+// IDMoveFailure returns, once, the last failure to move the package ids
+// on after a change of server (a role without UPDATE on their sequence),
+// nil when there is none to tell or a later move went through. A server refusing writes is no failure:
+// the ids move once one takes them. Until they move, a new package may
+// take an id another instance still holds for a package the old server
+// catalogued.
+func (s *Store) IDMoveFailure() error {
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	err := s.server.skipErr
+	s.server.skipErr = nil
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("move the package ids on after the change of database server: %w", err)
+}
+
+// ServerChanged reports, once, that a connection reached another database
+// server than the one before it (another timeline or cluster): the
+// catalogue may have rewound, and CheckIdentity should run before anything
+// is sent. A CheckIdentity that fails before naming the change makes it
+// report the change again.
+func (s *Store) ServerChanged() bool {
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	changed := s.server.changed
+	s.server.changed = false
+	return changed
+}
