@@ -174,6 +174,13 @@ func (s *Store) IDMoveFailure() error {
 	return fmt.Errorf("move the package ids on after the change of database server: %w", err)
 }
 
+// catalogueChecked is an SQL condition: the catalogue's recorded table OID
+// is its table's own, or none is recorded yet. It is false after a dump
+// restored in place until CheckIdentity names the restore (and records the
+// new OID); the server's identity, and the connections, stayed the same.
+const catalogueChecked = `NOT EXISTS (SELECT 1 FROM database_identity
+	WHERE catalogue_oid IS DISTINCT FROM 'database_identity'::regclass::oid::bigint)`
+
 // ServerChanged reports, once, that a connection reached another database
 // server than the one before it (another timeline or cluster): the
 // catalogue may have rewound, and CheckIdentity should run before anything

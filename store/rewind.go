@@ -185,7 +185,9 @@ func (s *Store) Reconciles(ctx context.Context) ([]Reconcile, error) {
 }
 
 // ReconcilePending reports whether dest waits for a reconciliation: nothing
-// may be sent to it until one has finished.
+// may be sent to it until one has finished. A catalogue restored from a
+// dump that no identity check has named yet waits too (see
+// LookReconcilePending).
 func (s *Store) ReconcilePending(ctx context.Context, dest tg.ChatID) (bool, error) {
 	var pending bool
 	if err := s.look(ctx, LookReconcilePending(dest, &pending)); err != nil {
@@ -195,10 +197,16 @@ func (s *Store) ReconcilePending(ctx context.Context, dest tg.ChatID) (bool, err
 }
 
 // LookReconcilePending reads whether a reconciliation of dest waits to
-// finish (ReconcilePending as a Statement) into out.
+// finish (ReconcilePending as a Statement) into out. So does a catalogue
+// whose recorded table OID is not its table's own: a dump restored in
+// place under a running process, which keeps its connections to the same
+// server, so nothing but the next identity check (CheckIdentity, which
+// asks for the reconciliations) would tell it, seconds later, after the
+// deliveries the dump still queues had gone a second time.
 func LookReconcilePending(dest tg.ChatID, out *bool) Statement {
 	return Statement{SQL: `SELECT EXISTS (SELECT 1 FROM reconciles
-		WHERE destination_chat_id = $1 AND finished_at IS NULL)`, Args: []any{int64(dest)},
+			WHERE destination_chat_id = $1 AND finished_at IS NULL)
+		OR NOT ` + catalogueChecked, Args: []any{int64(dest)},
 		Read: func(rows pgx.Rows) error { return scanOne(rows, out) }}
 }
 
