@@ -75,3 +75,49 @@ func TestDumpRestoredUnderARunningDaemonSendsNothingTwice(t *testing.T) {
 		t.Fatalf("after a dump restored under the running daemon the destination holds %d documents (twice: %v), want 9", docs, twice)
 	}
 }
+
+// The messages catalogued after the dump are forgotten by the restore, and
+// the daemon must read them again however its sources move on meanwhile: a
+// message posted right after the restore is handled at once, and the
+// listener writes its source's state, while the identity check that names
+// the restore and gives the listener the restored watermarks comes up to
+// seconds later.
+func TestDumpRestoredUnderARunningDaemonCataloguesTheForgottenAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.New(t)
+	rw := newRewindWorld(t, 42)
+	st, err := store.Open(ctx, store.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := rw.run(t, st)
+	defer d.Shutdown(context.Background())
+	backup := rw.dumpAfter(t, st, url, 5)
+	rw.post(3)
+	rw.waitAll(t, st)
+	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	forgotten := rw.keys[5:8]
+	rw.post(1)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var missing []tg.MessageKey
+		for _, k := range forgotten {
+			if _, ok, err := st.MessageHandled(ctx, k); err != nil || !ok {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after a dump restored under the running daemon, the messages %v it forgot are still not catalogued again", missing)
+		}
+	}
+	rw.waitAll(t, st)
+	if docs, twice := rw.copies(); docs != 9 || len(twice) > 0 {
+		t.Fatalf("after the restore the destination holds %d documents (twice: %v), want 9", docs, twice)
+	}
+}

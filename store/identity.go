@@ -181,6 +181,23 @@ func (s *Store) IDMoveFailure() error {
 const catalogueChecked = `NOT EXISTS (SELECT 1 FROM database_identity
 	WHERE catalogue_oid IS DISTINCT FROM 'database_identity'::regclass::oid::bigint)`
 
+// ErrRewindUnchecked refuses a source's watermark or state: the process's
+// connections reached another database server (a promoted standby) that no
+// CheckIdentity has compared yet. The listener and catch-up hold what they
+// learnt on the old server; written now it would carry the watermarks past
+// the messages the new server lacks, and the rewind's reload of the
+// sources would read them back from there, so those messages would never
+// be read again.
+var ErrRewindUnchecked = errors.New("the database server changed and no identity check has compared it yet")
+
+// unchecked reports whether a connection reached another server than the
+// one before it, and no CheckIdentity has compared the change yet.
+func (w *serverWatch) unchecked() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.moved
+}
+
 // ServerChanged reports, once, that a connection reached another database
 // server than the one before it (another timeline or cluster): the
 // catalogue may have rewound, and CheckIdentity should run before anything

@@ -439,3 +439,85 @@ func roleURL(t *testing.T, connStr, user string) string {
 	}
 	return connStr + " user=" + user
 }
+
+// A standby promoted under a running instance lacks the last messages the
+// old primary catalogued, while the instance's listener and catch-up hold
+// watermarks past them. Written before the identity check names the
+// failover, those watermarks would be what the check's reload of the
+// sources reads back, and the messages the new server lacks would never be
+// read again: the source's state waits for the check.
+func TestWatermarksWaitForTheCheckOfAFailover(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	chat := tg.ChatID(-100)
+	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveSourceState(ctx, chat, false, "", 5, 5); err != nil {
+		t.Fatal(err)
+	}
+	store.SetServerSeen(st, oldServerRecorded(t, st))
+	reconnectNoticing(t, st)
+	watermark := func() int64 {
+		t.Helper()
+		src, err := st.GetSource(ctx, chat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src.Watermark
+	}
+	err := st.SaveSourceState(ctx, chat, false, "", 9, 9)
+	if aerr := st.AdvanceWatermark(ctx, chat, 8); err == nil || aerr == nil || watermark() != 5 {
+		t.Fatalf("before the failover is checked: state written %v, watermark advanced %v, watermark %d; want both refused, 5",
+			err, aerr, watermark())
+	}
+	if !errors.Is(err, store.ErrRewindUnchecked) {
+		t.Errorf("the refusal: %v, want ErrRewindUnchecked", err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("the check: %q, %v; want the failover named", reason, err)
+	}
+	if err := st.SaveSourceState(ctx, chat, false, "", 9, 9); err != nil || watermark() != 9 {
+		t.Fatalf("after the check: %v, watermark %d; want 9", err, watermark())
+	}
+}
+
+// A dump restored in place keeps the server and the connections; only the
+// catalogue's table OID tells it. The sources' state waits for the check
+// that names it as after a failover, left as the dump has it.
+func TestWatermarksWaitForTheCheckOfADumpRestoredInPlace(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	chat := tg.ChatID(-100)
+	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CheckIdentity(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// As pg_restore leaves it: the row names the dumped table's OID.
+	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET catalogue_oid = catalogue_oid + 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveSourceState(ctx, chat, false, "", 9, 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AdvanceWatermark(ctx, chat, 8); err != nil {
+		t.Fatal(err)
+	}
+	src, err := st.GetSource(ctx, chat)
+	if err != nil || src.Watermark != 0 {
+		t.Fatalf("before the restore is checked the watermark is %d (%v), want 0 as restored", src.Watermark, err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("the check: %q, %v; want the restore named", reason, err)
+	}
+	if err := st.SaveSourceState(ctx, chat, false, "", 9, 9); err != nil {
+		t.Fatal(err)
+	}
+	if src, err := st.GetSource(ctx, chat); err != nil || src.Watermark != 9 {
+		t.Fatalf("after the check the watermark is %d (%v), want 9", src.Watermark, err)
+	}
+}

@@ -190,12 +190,17 @@ func (s *Store) MarkAccountDirty(ctx context.Context, account, reason string) er
 
 // AdvanceWatermark raises chat's watermark to w (never lowers it) and its
 // last seen id with it. Under a fence (WithFence) it is refused with
-// ErrStaleEpoch once the account's lease moved on.
+// ErrStaleEpoch once the account's lease moved on. A catalogue that may
+// have rewound and is not checked yet keeps its watermark (see
+// SaveSourceState).
 func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error {
+	if s.server.unchecked() {
+		return fmt.Errorf("advance watermark of %d: %w", chat, ErrRewindUnchecked)
+	}
 	fa, fe := s.fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
 		last_seen = GREATEST(last_seen, $2), updated_at = now(), fence_account = $3, fence_epoch = $4
-		WHERE chat_id = $1`, int64(chat), w, fa, fe)
+		WHERE chat_id = $1 AND `+catalogueChecked, int64(chat), w, fa, fe)
 	if err != nil {
 		return fmt.Errorf("advance watermark of %d: %w", chat, fenced(ctx, err))
 	}
@@ -217,7 +222,19 @@ func (s *Store) UpsertTopic(ctx context.Context, t tg.Topic) error {
 // reason) or synced up to watermark, and the newest id seen. Watermark and
 // last seen never move back. Under a fence (WithFence) it is refused once
 // the account's lease moved on.
+//
+// A catalogue that may have rewound and is not checked yet keeps the
+// source's state: a process that ran on before the rewind holds
+// watermarks past the messages the catalogue forgot, which the rewind's
+// reload of the sources (after CheckIdentity names it) must find as the
+// rewound catalogue has them, or those messages are never read again. A
+// change of server this process saw is refused with ErrRewindUnchecked (the
+// listener keeps the write pending); a dump restored in place, which only
+// the catalogue tells, leaves the row as restored.
 func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error {
+	if s.server.unchecked() {
+		return fmt.Errorf("save state of source %d: %w", chat, ErrRewindUnchecked)
+	}
 	fa, fe := s.fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET
 			dirty = $2,
@@ -226,7 +243,7 @@ func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool,
 			watermark = CASE WHEN $2 THEN watermark ELSE GREATEST(watermark, $4) END,
 			last_seen = GREATEST(last_seen, $5, CASE WHEN $2 THEN 0 ELSE $4 END),
 			updated_at = now(), fence_account = $6, fence_epoch = $7
-		WHERE chat_id = $1`, int64(chat), dirty, reason, watermark, lastSeen, fa, fe)
+		WHERE chat_id = $1 AND `+catalogueChecked, int64(chat), dirty, reason, watermark, lastSeen, fa, fe)
 	if err != nil {
 		return fmt.Errorf("save state of source %d: %w", chat, fenced(ctx, err))
 	}
