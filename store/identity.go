@@ -22,11 +22,22 @@ func (id DatabaseIdentity) String() string {
 	return fmt.Sprintf("system %d timeline %d", id.SystemIdentifier, id.Timeline)
 }
 
+// same reports whether id and o name the same server: the same timeline,
+// and the same system identifier where both are known (0: a role that may
+// not read it).
+func (id DatabaseIdentity) same(o DatabaseIdentity) bool {
+	return id.Timeline == o.Timeline &&
+		(id.SystemIdentifier == 0 || o.SystemIdentifier == 0 || id.SystemIdentifier == o.SystemIdentifier)
+}
+
 // ServerIdentity reads the identity of the server the store is connected
 // to now. A role without the right to read the control file
 // (pg_control_system needs the pg_monitor role or a superuser on managed
-// services) gets ok false: the identity check is then skipped, and only the
-// destinations tell a rewind.
+// services) still reads the timeline, which a promoted standby changes: its
+// identity has system identifier 0 (unknown), and a server restored into
+// another cluster on the same timeline is told only by the catalogue's
+// table OID or the destinations. A standby (no current WAL position) gets
+// ok false: there is nothing to compare.
 func (s *Store) ServerIdentity(ctx context.Context) (id DatabaseIdentity, ok bool, err error) {
 	return readIdentity(ctx, s.pool)
 }
@@ -35,8 +46,10 @@ func (s *Store) ServerIdentity(ctx context.Context) (id DatabaseIdentity, ok boo
 // timeline: the timeline of the WAL file being written (a promoted
 // standby switches at once; the control file's checkpoint follows only
 // at the next checkpoint).
-const identitySQL = `SELECT (SELECT system_identifier FROM pg_control_system()),
-	('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint`
+const identitySQL = `SELECT (SELECT system_identifier FROM pg_control_system()), ` + timelineSQL
+
+// timelineSQL reads the current timeline alone: any role may.
+const timelineSQL = `('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint`
 
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -45,9 +58,14 @@ type querier interface {
 func readIdentity(ctx context.Context, q querier) (id DatabaseIdentity, ok bool, err error) {
 	err = q.QueryRow(ctx, identitySQL).Scan(&id.SystemIdentifier, &id.Timeline)
 	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		// No right to read the control file: the timeline still tells
+		// a promoted standby.
+		id.SystemIdentifier = 0
+		err = q.QueryRow(ctx, `SELECT `+timelineSQL).Scan(&id.Timeline)
+	}
 	if errors.As(err, &pe) && (pe.Code == "42501" || pe.Code == "55000") {
-		// No right to read the control file, or a standby (no current
-		// WAL position): nothing to compare.
+		// A standby (no current WAL position): nothing to compare.
 		return id, false, nil
 	}
 	if err != nil {
@@ -123,12 +141,12 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 		// moves them on too (each starting process until a check records
 		// the new server).
 		var rec DatabaseIdentity
-		err := conn.QueryRow(ctx, `SELECT system_identifier, timeline FROM database_identity
-			WHERE system_identifier IS NOT NULL AND timeline IS NOT NULL`).Scan(&rec.SystemIdentifier, &rec.Timeline)
-		if err == nil && rec != id {
+		err := conn.QueryRow(ctx, `SELECT coalesce(system_identifier, 0), timeline FROM database_identity
+			WHERE timeline IS NOT NULL`).Scan(&rec.SystemIdentifier, &rec.Timeline)
+		if err == nil && !rec.same(id) {
 			w.skip = w.writes
 		}
-	case id != w.known:
+	case !id.same(w.known):
 		if !w.moved {
 			w.left, w.moved = w.known, true
 		}

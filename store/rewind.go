@@ -24,8 +24,8 @@ import (
 // reports nothing. A process whose connections moved to another server
 // since its last check is told too when another instance recorded that
 // server first: it ran on the old one, and its own work there may have
-// rewound. A role that cannot read the server's identity still compares
-// the table's OID.
+// rewound. A role that cannot read the control file compares the
+// timeline and the table's OID; a standby, the table's OID alone.
 //
 // A rewind named asks, in the same commit as the record, for every
 // destination the catalogue records a delivery or a found copy in, and
@@ -69,7 +69,7 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
 			return fmt.Errorf("read the recorded database identity: %w", err)
-		case ok && sysid != nil && *sysid != now.SystemIdentifier:
+		case ok && sysid != nil && now.SystemIdentifier != 0 && *sysid != now.SystemIdentifier:
 			reason = fmt.Sprintf("database server changed (system identifier %d, was %d): restored from a backup?",
 				now.SystemIdentifier, *sysid)
 		case ok && timeline != nil && *timeline != now.Timeline:
@@ -78,7 +78,7 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 			reason = "the catalogue's tables were not recorded yet (an upgrade, or a restore of an older dump)"
 		case *oid != table:
 			reason = fmt.Sprintf("the catalogue's tables were created anew (table OID %d, was %d): restored from a dump?", table, *oid)
-		case ok && moved && left != now:
+		case ok && moved && !left.same(now):
 			reason = fmt.Sprintf("database server changed under this process (%s, was %s); another instance recorded it first", now, left)
 		}
 		if reason != "" {
@@ -90,10 +90,13 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 			}
 		}
 		if ok {
+			// A system identifier the role may not read (0) keeps the one
+			// recorded.
 			_, err = tx.Exec(ctx, `INSERT INTO database_identity (system_identifier, timeline, catalogue_oid)
-				VALUES ($1, $2, 'database_identity'::regclass::oid::bigint)
-				ON CONFLICT (singleton) DO UPDATE SET system_identifier = $1, timeline = $2,
-					catalogue_oid = excluded.catalogue_oid, checked_at = now()`,
+				VALUES (NULLIF($1::bigint, 0), $2, 'database_identity'::regclass::oid::bigint)
+				ON CONFLICT (singleton) DO UPDATE SET
+					system_identifier = coalesce(excluded.system_identifier, database_identity.system_identifier),
+					timeline = $2, catalogue_oid = excluded.catalogue_oid, checked_at = now()`,
 				now.SystemIdentifier, now.Timeline)
 		} else {
 			_, err = tx.Exec(ctx, `INSERT INTO database_identity (catalogue_oid)

@@ -521,3 +521,66 @@ func TestWatermarksWaitForTheCheckOfADumpRestoredInPlace(t *testing.T) {
 		t.Fatalf("after the check the watermark is %d (%v), want 9", src.Watermark, err)
 	}
 }
+
+// A role that may not read the control file (a managed service's) cannot
+// read the server's system identifier, but any role reads its timeline,
+// which a promoted standby changes: a failover under a running instance
+// must still be noticed on the first connection to the promoted server.
+func TestFailoverNoticedByARoleThatCannotReadTheControlFile(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	admin := openOn(t, url)
+	ctx := t.Context()
+	now, ok, err := admin.ServerIdentity(ctx)
+	if err != nil || !ok {
+		t.Skip("the server's identity cannot be read", err)
+	}
+	var db string
+	if err := admin.Pool().QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	role := "monitorless_" + db
+	for _, sql := range []string{
+		// Functions are the database's own: the revocation stays in it.
+		"REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC",
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT USAGE ON SCHEMA public TO " + role,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
+		"GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA public TO " + role,
+	} {
+		if _, err := admin.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, sql := range []string{"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM " + role,
+			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM " + role, "REVOKE ALL ON SCHEMA public FROM " + role, "DROP ROLE " + role} {
+			_, _ = admin.Pool().Exec(context.Background(), sql)
+		}
+	})
+	st := openOn(t, roleURL(t, url, role))
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Fatalf("the first check: %q, %v; want it recorded", reason, err)
+	}
+	st.ResetConnections()
+	if err := st.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st.ServerChanged() {
+		t.Fatal("a new connection to the same server was taken for another server")
+	}
+	store.SetServerSeen(st, store.DatabaseIdentity{SystemIdentifier: now.SystemIdentifier, Timeline: now.Timeline - 1})
+	st.ResetConnections()
+	if err := st.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !st.ServerChanged() {
+		t.Fatal("a connection to another timeline was not noticed by a role that cannot read the control file")
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("the check after the failover: %q, %v; want the failover named", reason, err)
+	}
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Errorf("the next check of the same server: %q, %v; want nothing", reason, err)
+	}
+}
