@@ -96,6 +96,18 @@ type serverWatch struct {
 	// skipErr is the last failure of that move not yet reported
 	// (IDMoveFailure).
 	skipErr error
+	// catalogue is the OID of the catalogue's database_identity table at
+	// this process's last successful CheckIdentity (0: none yet). Another
+	// one means the tables were created anew since (a dump restored in
+	// place), whichever instance's check recorded them first.
+	catalogue int64
+}
+
+// checkedCatalogue returns the table OID this process last checked.
+func (w *serverWatch) checkedCatalogue() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.catalogue
 }
 
 // idGap is how far package ids move on when a connection reaches another
@@ -198,6 +210,16 @@ func (s *Store) IDMoveFailure() error {
 // new OID); the server's identity, and the connections, stayed the same.
 const catalogueChecked = `NOT EXISTS (SELECT 1 FROM database_identity
 	WHERE catalogue_oid IS DISTINCT FROM 'database_identity'::regclass::oid::bigint)`
+
+// sourcesCurrent is the condition under which a source's state is written
+// (SaveSourceState, AdvanceWatermark): catalogueChecked, and the
+// catalogue's tables are those this process last checked ($n: their OID,
+// 0 before its first check). Another instance's check may have recorded a
+// dump restored in place first; this process still holds what it read
+// from the old tables until its own check names the restore.
+func sourcesCurrent(n int) string {
+	return catalogueChecked + fmt.Sprintf(` AND ($%d::bigint = 0 OR 'database_identity'::regclass::oid::bigint = $%d)`, n, n)
+}
 
 // ErrRewindUnchecked refuses a source's watermark or state: the process's
 // connections reached another database server (a promoted standby) that no

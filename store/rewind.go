@@ -55,18 +55,23 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 		return "", err
 	}
 	left, moved = s.server.takeLeft()
+	checked := s.server.checkedCatalogue()
 	ids := chatIDs(dests)
+	var table int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		reason = ""
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('stashd: database identity'))`); err != nil {
 			return fmt.Errorf("wait for the database identity: %w", err)
 		}
 		var sysid, timeline, oid *int64
-		var table int64
 		err := tx.QueryRow(ctx, `SELECT system_identifier, timeline, catalogue_oid, 'database_identity'::regclass::oid::bigint
 			FROM database_identity`).Scan(&sysid, &timeline, &oid, &table)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
+			// The catalogue's first check: nothing to compare.
+			if err := tx.QueryRow(ctx, `SELECT 'database_identity'::regclass::oid::bigint`).Scan(&table); err != nil {
+				return fmt.Errorf("read the catalogue's table: %w", err)
+			}
 		case err != nil:
 			return fmt.Errorf("read the recorded database identity: %w", err)
 		case ok && sysid != nil && now.SystemIdentifier != 0 && *sysid != now.SystemIdentifier:
@@ -78,6 +83,9 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 			reason = "the catalogue's tables were not recorded yet (an upgrade, or a restore of an older dump)"
 		case *oid != table:
 			reason = fmt.Sprintf("the catalogue's tables were created anew (table OID %d, was %d): restored from a dump?", table, *oid)
+		case checked != 0 && checked != table:
+			reason = fmt.Sprintf("the catalogue's tables were created anew under this process (table OID %d, was %d); "+
+				"another instance recorded them first", table, checked)
 		case ok && moved && !left.same(now):
 			reason = fmt.Sprintf("database server changed under this process (%s, was %s); another instance recorded it first", now, left)
 		}
@@ -111,6 +119,9 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 	if err != nil {
 		return "", err
 	}
+	s.server.mu.Lock()
+	s.server.catalogue = table
+	s.server.mu.Unlock()
 	return reason, nil
 }
 

@@ -351,3 +351,49 @@ func TestReconcileRequestTakesADestinationNamedTwice(t *testing.T) {
 		}
 	}
 }
+
+// Two instances share a catalogue that a dump is restored over in place.
+// The first to check records the restored tables; the second ran on the
+// old ones too, and its listeners hold watermarks past what the catalogue
+// forgot: its check must still name the restore (so that it reloads its
+// sources), and until then its sources' state must not be written.
+func TestEveryInstanceLearnsOfADumpRestoredInPlace(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	a, b := openOn(t, url), openOn(t, url)
+	ctx := t.Context()
+	chat := tg.ChatID(-100)
+	if err := a.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*store.Store{a, b} {
+		if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
+			t.Fatalf("first check: %q, %v; want nothing", reason, err)
+		}
+	}
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	a.ResetConnections()
+	b.ResetConnections()
+	if reason, err := a.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("first instance: %q, %v; want the restore named", reason, err)
+	}
+	if err := b.SaveSourceState(ctx, chat, false, "", 9, 9); err != nil {
+		t.Fatal(err)
+	}
+	if src, err := b.GetSource(ctx, chat); err != nil || src.Watermark != 0 {
+		t.Errorf("the second instance wrote its watermark %d (%v) before its check named the restore; want 0 as restored",
+			src.Watermark, err)
+	}
+	if reason, err := b.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Errorf("second instance, after the first recorded the restored tables: %q, %v; want the restore named", reason, err)
+	}
+	if reason, err := b.CheckIdentity(ctx); err != nil || reason != "" {
+		t.Errorf("second instance's next check: %q, %v; want nothing", reason, err)
+	}
+}

@@ -200,7 +200,7 @@ func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) e
 	fa, fe := s.fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
 		last_seen = GREATEST(last_seen, $2), updated_at = now(), fence_account = $3, fence_epoch = $4
-		WHERE chat_id = $1 AND `+catalogueChecked, int64(chat), w, fa, fe)
+		WHERE chat_id = $1 AND `+sourcesCurrent(5), int64(chat), w, fa, fe, s.server.checkedCatalogue())
 	if err != nil {
 		return fmt.Errorf("advance watermark of %d: %w", chat, fenced(ctx, err))
 	}
@@ -230,7 +230,9 @@ func (s *Store) UpsertTopic(ctx context.Context, t tg.Topic) error {
 // rewound catalogue has them, or those messages are never read again. A
 // change of server this process saw is refused with ErrRewindUnchecked (the
 // listener keeps the write pending); a dump restored in place, which only
-// the catalogue tells, leaves the row as restored.
+// the catalogue tells, leaves the row as restored until this process's own
+// check names it, also when another instance's check recorded the
+// restored tables first.
 func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error {
 	if s.server.unchecked() {
 		return fmt.Errorf("save state of source %d: %w", chat, ErrRewindUnchecked)
@@ -243,7 +245,8 @@ func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool,
 			watermark = CASE WHEN $2 THEN watermark ELSE GREATEST(watermark, $4) END,
 			last_seen = GREATEST(last_seen, $5, CASE WHEN $2 THEN 0 ELSE $4 END),
 			updated_at = now(), fence_account = $6, fence_epoch = $7
-		WHERE chat_id = $1 AND `+catalogueChecked, int64(chat), dirty, reason, watermark, lastSeen, fa, fe)
+		WHERE chat_id = $1 AND `+sourcesCurrent(8), int64(chat), dirty, reason, watermark, lastSeen, fa, fe,
+		s.server.checkedCatalogue())
 	if err != nil {
 		return fmt.Errorf("save state of source %d: %w", chat, fenced(ctx, err))
 	}
