@@ -26,6 +26,7 @@ type DeliveryStore interface {
 	NextPutOff(ctx context.Context, account string, now time.Time) (time.Time, bool, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	LockAhead(name string, reads ...store.Statement) *store.LockAhead
+	LookReconcilePending(dest tg.ChatID, out *bool) store.Statement
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
 }
 
@@ -112,10 +113,10 @@ func newDeliveryLook(w store.Waiting) *deliveryLook {
 	return &deliveryLook{name: "d:" + strconv.FormatInt(w.PackageID, 10) + ":" + strconv.FormatInt(int64(w.Destination), 10)}
 }
 
-func (l *deliveryLook) reads(w store.Waiting) []store.Statement {
+func (l *deliveryLook) reads(st DeliveryStore, w store.Waiting) []store.Statement {
 	return []store.Statement{store.LookPackage(w.PackageID, &l.pkg),
 		store.LookDeliveryComplete(w.PackageID, []tg.ChatID{w.Destination}, &l.done),
-		store.LookReconcilePending(w.Destination, &l.pending)}
+		st.LookReconcilePending(w.Destination, &l.pending)}
 }
 
 // NewDeliverer returns the delivery stage of p's account. m may be nil.
@@ -417,7 +418,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
 	}
 	if lock == nil {
-		if lock, err = ws.store.Lock(ctx, look.name, look.reads(w)...); err != nil {
+		if lock, err = ws.store.Lock(ctx, look.name, look.reads(ws.store, w)...); err != nil {
 			return false, err
 		}
 		end.lock = lock
@@ -448,7 +449,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 			return stmts
 		}
 		nl := newDeliveryLook(*next)
-		nl.attempt = ws.store.LockAhead(nl.name, nl.reads(*next)...)
+		nl.attempt = ws.store.LockAhead(nl.name, nl.reads(ws.store, *next)...)
 		if p.destPause(next.Destination) == 0 {
 			first := albums(len(next.Parts), p.albumsAllowed())[0]
 			nl.intents = nl.attempt.WithIntents(ctx, next.PackageID, next.Destination, first.parts(), p.cfg.Account)

@@ -211,13 +211,15 @@ func (s *Store) IDMoveFailure() error {
 const catalogueChecked = `NOT EXISTS (SELECT 1 FROM database_identity
 	WHERE catalogue_oid IS DISTINCT FROM 'database_identity'::regclass::oid::bigint)`
 
-// sourcesCurrent is the condition under which a source's state is written
-// (SaveSourceState, AdvanceWatermark): catalogueChecked, and the
-// catalogue's tables are those this process last checked ($n: their OID,
-// 0 before its first check). Another instance's check may have recorded a
-// dump restored in place first; this process still holds what it read
-// from the old tables until its own check names the restore.
-func sourcesCurrent(n int) string {
+// catalogueCurrent is the condition under which a source's state is written
+// (SaveSourceState, AdvanceWatermark) and a delivery goes
+// (LookReconcilePending): catalogueChecked, and the catalogue's tables are
+// those this process last checked ($n: their OID, 0 before its first
+// check). Another instance's check may have recorded a dump restored in
+// place first; this process still holds what it read from the old tables,
+// and its destinations were not reconciled, until its own check names the
+// restore.
+func catalogueCurrent(n int) string {
 	return catalogueChecked + fmt.Sprintf(` AND ($%d::bigint = 0 OR 'database_identity'::regclass::oid::bigint = $%d)`, n, n)
 }
 

@@ -107,7 +107,7 @@ func TestLockReadsAndUnlockWith(t *testing.T) {
 	if err := st.RequestReconcile(ctx, []tg.ChatID{-100}, "test"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := st.Lock(ctx, "d:1:-100", store.LookReconcilePending(-100, &pending))
+	l, err := st.Lock(ctx, "d:1:-100", st.LookReconcilePending(-100, &pending))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestLockReadsAndUnlockWith(t *testing.T) {
 		t.Fatalf("UnlockWith's statement wrote %d rows, want 1", n)
 	}
 	l.Unlock() // released already: nothing to do, no panic
-	next, err := st.Lock(ctx, "d:1:-100", store.LookReconcilePending(-100, &pending))
+	next, err := st.Lock(ctx, "d:1:-100", st.LookReconcilePending(-100, &pending))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestLockAheadRidesInAnotherLocksRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pending bool
-	ahead := st.LockAhead("d:2:-100", store.LookReconcilePending(-100, &pending))
+	ahead := st.LockAhead("d:2:-100", st.LookReconcilePending(-100, &pending))
 	if err := first.UnlockWith(ctx, ahead.Statements()...); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestTryLocksThen(t *testing.T) {
 	if err := st.RequestReconcile(ctx, []tg.ChatID{-100}, "test"); err != nil {
 		t.Fatal(err)
 	}
-	locks, err := st.TryLocksThen(ctx, []store.LockRequest{{Name: "u:a", Reads: []store.Statement{store.LookReconcilePending(-100, &pending)}}, {Name: "u:b"}})
+	locks, err := st.TryLocksThen(ctx, []store.LockRequest{{Name: "u:a", Reads: []store.Statement{st.LookReconcilePending(-100, &pending)}}, {Name: "u:b"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,11 +200,11 @@ func (s *Store) Reconciles(ctx context.Context) ([]Reconcile, error) {
 
 // ReconcilePending reports whether dest waits for a reconciliation: nothing
 // may be sent to it until one has finished. A catalogue restored from a
-// dump that no identity check has named yet waits too (see
+// dump that this process's identity check has not named yet waits too (see
 // LookReconcilePending).
 func (s *Store) ReconcilePending(ctx context.Context, dest tg.ChatID) (bool, error) {
 	var pending bool
-	if err := s.look(ctx, LookReconcilePending(dest, &pending)); err != nil {
+	if err := s.look(ctx, s.LookReconcilePending(dest, &pending)); err != nil {
 		return false, fmt.Errorf("check reconciliation of %d: %w", dest, err)
 	}
 	return pending, nil
@@ -212,15 +212,19 @@ func (s *Store) ReconcilePending(ctx context.Context, dest tg.ChatID) (bool, err
 
 // LookReconcilePending reads whether a reconciliation of dest waits to
 // finish (ReconcilePending as a Statement) into out. So does a catalogue
-// whose recorded table OID is not its table's own: a dump restored in
-// place under a running process, which keeps its connections to the same
-// server, so nothing but the next identity check (CheckIdentity, which
-// asks for the reconciliations) would tell it, seconds later, after the
-// deliveries the dump still queues had gone a second time.
-func LookReconcilePending(dest tg.ChatID, out *bool) Statement {
+// whose tables are not those this process last checked, or whose recorded
+// table OID is not its table's own: a dump restored in place under a
+// running process, which keeps its connections to the same server, so
+// nothing but the process's next identity check (CheckIdentity, which asks
+// for the reconciliations) would tell it, seconds later, after the
+// deliveries the dump still queues had gone a second time. Another
+// instance's check recording the restored tables first does not let this
+// process's deliveries go: that check asked only for the destinations it
+// knew.
+func (s *Store) LookReconcilePending(dest tg.ChatID, out *bool) Statement {
 	return Statement{SQL: `SELECT EXISTS (SELECT 1 FROM reconciles
 			WHERE destination_chat_id = $1 AND finished_at IS NULL)
-		OR NOT ` + catalogueChecked, Args: []any{int64(dest)},
+		OR NOT (` + catalogueCurrent(2) + `)`, Args: []any{int64(dest), s.server.checkedCatalogue()},
 		Read: func(rows pgx.Rows) error { return scanOne(rows, out) }}
 }
 

@@ -383,6 +383,16 @@ func TestEveryInstanceLearnsOfADumpRestoredInPlace(t *testing.T) {
 	if reason, err := a.CheckIdentity(ctx); err != nil || reason == "" {
 		t.Fatalf("first instance: %q, %v; want the restore named", reason, err)
 	}
+	// A destination only the second instance sends to: the first's check
+	// asked for no reconciliation of it, and the dump may still queue
+	// deliveries to it that went since.
+	const dest = tg.ChatID(-200)
+	if pending, err := a.ReconcilePending(ctx, dest); err != nil || pending {
+		t.Errorf("first instance, after its check: deliveries to %d held %v (%v); want them going", dest, pending, err)
+	}
+	if pending, err := b.ReconcilePending(ctx, dest); err != nil || !pending {
+		t.Errorf("second instance, before its check: deliveries to %d held %v (%v); want them held", dest, pending, err)
+	}
 	if err := b.SaveSourceState(ctx, chat, false, "", 9, 9); err != nil {
 		t.Fatal(err)
 	}
@@ -395,5 +405,8 @@ func TestEveryInstanceLearnsOfADumpRestoredInPlace(t *testing.T) {
 	}
 	if reason, err := b.CheckIdentity(ctx); err != nil || reason != "" {
 		t.Errorf("second instance's next check: %q, %v; want nothing", reason, err)
+	}
+	if pending, err := b.ReconcilePending(ctx, dest); err != nil || pending {
+		t.Errorf("second instance, after its check: deliveries to %d held %v (%v); want them going", dest, pending, err)
 	}
 }

@@ -200,7 +200,7 @@ func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) e
 	fa, fe := s.fenceArgs(ctx)
 	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
 		last_seen = GREATEST(last_seen, $2), updated_at = now(), fence_account = $3, fence_epoch = $4
-		WHERE chat_id = $1 AND `+sourcesCurrent(5), int64(chat), w, fa, fe, s.server.checkedCatalogue())
+		WHERE chat_id = $1 AND `+catalogueCurrent(5), int64(chat), w, fa, fe, s.server.checkedCatalogue())
 	if err != nil {
 		return fmt.Errorf("advance watermark of %d: %w", chat, fenced(ctx, err))
 	}
@@ -245,7 +245,7 @@ func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool,
 			watermark = CASE WHEN $2 THEN watermark ELSE GREATEST(watermark, $4) END,
 			last_seen = GREATEST(last_seen, $5, CASE WHEN $2 THEN 0 ELSE $4 END),
 			updated_at = now(), fence_account = $6, fence_epoch = $7
-		WHERE chat_id = $1 AND `+sourcesCurrent(8), int64(chat), dirty, reason, watermark, lastSeen, fa, fe,
+		WHERE chat_id = $1 AND `+catalogueCurrent(8), int64(chat), dirty, reason, watermark, lastSeen, fa, fe,
 		s.server.checkedCatalogue())
 	if err != nil {
 		return fmt.Errorf("save state of source %d: %w", chat, fenced(ctx, err))
