@@ -183,6 +183,23 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
+// moveIDsOn moves the package ids on after a rewind this process's check
+// named: a dump restored in place keeps the server, so no new connection
+// moved them (afterConnect), and the restored sequence would give out
+// again the ids of packages catalogued since the dump, which links and
+// this process's work in flight may still name. A failure is told by
+// IDMoveFailure; it does not fail the check, whose reconciliations are
+// asked for already.
+func (s *Store) moveIDsOn(ctx context.Context) {
+	_, err := s.pool.Exec(ctx, skipIDsSQL, idGap)
+	var pgErr *pgconn.PgError
+	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction) {
+		s.server.mu.Lock()
+		s.server.skipErr = err
+		s.server.mu.Unlock()
+	}
+}
+
 // readOnlyTransaction is SQLSTATE read_only_sql_transaction: a standby,
 // or a server set read-only, refused a write.
 const readOnlyTransaction = "25006"

@@ -122,6 +122,9 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 	s.server.mu.Lock()
 	s.server.catalogue = table
 	s.server.mu.Unlock()
+	if reason != "" {
+		s.moveIDsOn(ctx)
+	}
 	return reason, nil
 }
 

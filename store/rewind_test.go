@@ -410,3 +410,36 @@ func TestEveryInstanceLearnsOfADumpRestoredInPlace(t *testing.T) {
 		t.Errorf("second instance, after its check: deliveries to %d held %v (%v); want them going", dest, pending, err)
 	}
 }
+
+// A dump restored in place keeps the server, so no new connection moves the
+// package ids on as a failover's does: the check that names the restore
+// does, so that no new package takes the id of one catalogued since the
+// dump, which links and work in flight may still name.
+func TestPackageIDsMoveOnAfterADumpRestoredInPlace(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	st := openOn(t, url)
+	ctx := t.Context()
+	if _, err := st.CheckIdentity(ctx); err != nil {
+		t.Fatal(err)
+	}
+	onePartPackage(t, st, "kept", 1, 1)
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	lost := onePartPackage(t, st, "lost", 2, 2)
+	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	st.ResetConnections()
+	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+		t.Fatalf("check after the restore: %q, %v; want the restore named", reason, err)
+	}
+	if err := st.IDMoveFailure(); err != nil {
+		t.Fatal(err)
+	}
+	if fresh := onePartPackage(t, st, "fresh", 3, 3); fresh <= lost {
+		t.Errorf("a package catalogued after the restore took id %d; the catalogue gave out ids up to %d before it", fresh, lost)
+	}
+}
