@@ -106,6 +106,12 @@ func (w *world) startWith(dir string, lag map[tg.ChatID]tg.MessageID) *instance 
 	for _, s := range srcs {
 		lst.Watch(s)
 	}
+	// As the daemon does: a channel's updates reach only a session that
+	// opened it. A source the account cannot read fails to open; its
+	// scans find out.
+	for _, chat := range w.sources {
+		_ = sess.OpenChat(ctx, chat)
+	}
 	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{w.dest}}, w.st, sess, nil)
 	m := catchup.NewMetrics(prometheus.NewRegistry())
 	var session catchup.Telegram = sess

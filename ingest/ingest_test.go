@@ -148,6 +148,15 @@ func (e *env) deliver() {
 func (e *env) view(c *tgsim.Client, m tg.Message) tg.Message {
 	e.t.Helper()
 	got, err := c.GetMessage(e.ctx, m.ChatID, m.ID)
+	if errors.Is(err, tg.ErrMessageNotFound) {
+		// A channel's message newer than the last one a session that did
+		// not open the chat learned is hidden from it: the daemon's session
+		// follows its sources.
+		if err := c.OpenChat(e.ctx, m.ChatID); err != nil {
+			e.t.Fatal(err)
+		}
+		got, err = c.GetMessage(e.ctx, m.ChatID, m.ID)
+	}
 	if err != nil {
 		e.t.Fatal(err)
 	}

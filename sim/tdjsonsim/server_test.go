@@ -113,6 +113,8 @@ func TestLoginAndRequests(t *testing.T) {
 		t.Errorf("unknown supergroup: %v", res)
 	}
 
+	// A channel's new messages reach only a session that opened it.
+	c.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
 	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "a.zip", Data: []byte("PK"), Caption: "first"})
 	m := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
 	if m.int("id") != int64(posted.ID) || m.str("content", "@type") != "messageDocument" ||

@@ -148,7 +148,7 @@ func (w *World) reconnect(name string, gen int) {
 		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnUpdating})
 		for _, id := range missed {
 			c := w.chats[id]
-			if !c.private {
+			if !c.private && cl.receivesMessages(c) {
 				cl.announceLast(c, c.lastID())
 			}
 		}

@@ -16,10 +16,12 @@ import (
 //   - getChat, whose last message is the newest the database heard of:
 //     the chat as the directory's first session loaded it from the
 //     server, then what its sessions' updates (updateNewMessage,
-//     updateChatLastMessage) and requests told it. Messages posted while
-//     no session of the directory ran stay unknown to it until a session
-//     opens the chat (TDLib then fetches the channel's difference and
-//     announces the new last message) or a new message is announced;
+//     updateChatLastMessage) and requests told it. A channel's updates
+//     reach only a session that opened it, so messages posted while no
+//     session of the directory followed the channel (none ran, or none
+//     opened it) stay unknown to it until a session opens the chat (TDLib
+//     then fetches the channel's difference and announces the new last
+//     message);
 //   - searchChatMessages with an empty query and a filter, once the
 //     database holds the chat's index for that filter (TDLib's
 //     SearchChatMessagesRequest and the local branch of

@@ -52,7 +52,11 @@ func TestUpgradeBasicGroupMovesToNewSupergroup(t *testing.T) {
 		t.Errorf("get the upgrade message = %+v, %v; want UpgradedTo %d", got, err, to)
 	}
 
-	// Messages continue in the new chat, with ids of its own.
+	// Messages continue in the new chat, with ids of its own. A supergroup
+	// tells its new messages only to sessions that opened it.
+	if err := f.c.OpenChat(f.ctx, to); err != nil {
+		t.Fatal(err)
+	}
 	after := f.w.Post(to, 0, doc("new.zip", 10))
 	if after.ID.ServerID() != 2 {
 		t.Errorf("first post in the new chat has server id %d; want 2 (after messageChatUpgradeFrom)", after.ID.ServerID())

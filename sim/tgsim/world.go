@@ -619,7 +619,10 @@ func (w *World) newMessage(c *chat) *message {
 
 // publish delivers a new message: updateNewMessage to clients that opened
 // the chat (subject to DropRate and channel gaps), updateChatLastMessage to
-// every client of every member. skipNew is a client that learns about the
+// every client of every member that receives the chat's updates (a
+// channel's or supergroup's only while opened: TDLib's openChat, "in
+// supergroups and channels all updates are received only for opened
+// chats"; the others learn it when they open it). skipNew is a client that learns about the
 // message otherwise (the sender, through updateMessageSendSucceeded).
 func (w *World) publish(c *chat, m *message, skipNew *Client) {
 	if c.private || c.lastUnknown || c.lostAccess {
@@ -639,7 +642,9 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 				cl.remember(m)
 				cl.enqueue(tg.NewMessage{Message: cl.view(m)})
 			}
-			cl.announceLast(c, m.id)
+			if cl.receivesMessages(c) {
+				cl.announceLast(c, m.id)
+			}
 		}
 	}
 	w.eachOpenedNonMember(c, func(cl *Client) {
@@ -664,7 +669,9 @@ func (w *World) lastMessageChanged(c *chat) {
 			continue
 		}
 		for _, cl := range a.clients {
-			cl.announceLast(c, c.lastID())
+			if cl.receivesMessages(c) {
+				cl.announceLast(c, c.lastID())
+			}
 		}
 	}
 }
