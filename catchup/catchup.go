@@ -90,6 +90,13 @@ type Config struct {
 	// scans, ColdDelay 1 min, RetryDelay 10 s, CircuitBase 1 min,
 	// MaxDelay 6 h.
 	Policy store.ScanPolicy
+	// Open, when set, opens a source's chat before its scan reads it
+	// (tg.Views.Open, which asks once per session). A channel's updates,
+	// and getChat's last message with them, reach only a session that
+	// opened it: a source the account's start could not open would
+	// otherwise be told of nothing new and its stale last message taken
+	// as current. A source still not open fails its scan and stays dirty.
+	Open func(ctx context.Context, chat tg.ChatID) error
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -407,6 +414,11 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) scanResult {
 	// after getChat, it could name a message posted meanwhile, which the
 	// chat as read does not show.
 	seen := c.lst.LiveSeen(src.ChatID)
+	if c.cfg.Open != nil {
+		if err := c.cfg.Open(ctx, src.ChatID); err != nil {
+			return scanResult{decision: DecisionError, err: fmt.Errorf("open chat: %w", err)}
+		}
+	}
 	chat, err := c.tg.GetChat(ctx, src.ChatID)
 	if err != nil {
 		return scanResult{decision: DecisionError, err: fmt.Errorf("get chat: %w", err)}

@@ -335,6 +335,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 	// A backlog found by catch-up is ingested as many at once as the live
 	// queue's workers: `workers` bounds both.
 	ccfg.Parallel = cmp.Or(ccfg.Parallel, d.cfg.Workers)
+	// A source the start could not open is opened by its next scan.
+	ccfg.Open = func(ctx context.Context, chat tg.ChatID) error {
+		_, err := r.views.Open(ctx, chat)
+		return err
+	}
 	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe, d.cm)
 	rcfg := d.cfg.Rescan
 	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log
