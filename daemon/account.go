@@ -198,6 +198,10 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 			}
 		case tg.ChatUpgraded:
 			follow.offer(u)
+		case tg.ChatAccessLost:
+			r.views.AccessLost(u.Chat)
+		case tg.ChatAccessHeld:
+			r.views.AccessHeld(u.Chat)
 		case tg.LoggedOut:
 			r.loggedOut.Store(true)
 			log.Error("account logged out remotely; stopping it", "state", u.State, "fix", loginHint(a.Name))

@@ -32,6 +32,9 @@ type Views struct {
 	mu      sync.Mutex
 	opened  map[ChatID]time.Time
 	opening map[ChatID]chan struct{} // closed when the open under way ends
+	// lost holds the chats TDLib reported the account out of
+	// (AccessLost) and not back yet.
+	lost map[ChatID]bool
 }
 
 // NewViews returns the views of the session that open opens chats in;
@@ -40,7 +43,31 @@ func NewViews(open func(ctx context.Context, chat ChatID) error, settle time.Dur
 	if settle <= 0 {
 		settle = DefaultViewSettle
 	}
-	return &Views{open: open, settle: settle, opened: make(map[ChatID]time.Time), opening: make(map[ChatID]chan struct{})}
+	return &Views{open: open, settle: settle, opened: make(map[ChatID]time.Time), opening: make(map[ChatID]chan struct{}),
+		lost: make(map[ChatID]bool)}
+}
+
+// AccessLost notes that TDLib reported the account out of chat
+// (ChatAccessLost). TDLib answers openChat without opening a chat the
+// account cannot read (MessagesManager::open_dialog needs an input peer to
+// read it), so an open made while out of it opens nothing.
+func (v *Views) AccessLost(chat ChatID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.lost[chat] = true
+	delete(v.opened, chat)
+}
+
+// AccessHeld notes that TDLib reported the account a member of chat
+// (ChatAccessHeld). Back after a loss, chat is not open, whatever was
+// asked meanwhile: the next Open opens it again.
+func (v *Views) AccessHeld(chat ChatID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.lost[chat] {
+		delete(v.lost, chat)
+		delete(v.opened, chat)
+	}
 }
 
 // Open opens chat unless this session opened it already, and returns when
@@ -67,6 +94,7 @@ func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
 	}
 	done := make(chan struct{})
 	v.opening[chat] = done
+	wasLost := v.lost[chat]
 	v.mu.Unlock()
 	err := v.open(ctx, chat)
 	v.mu.Lock()
@@ -77,7 +105,11 @@ func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
 		return time.Time{}, err
 	}
 	at := time.Now()
-	v.opened[chat] = at
+	if !wasLost || v.lost[chat] {
+		// Not asked while out of chat and back meanwhile (AccessHeld),
+		// when TDLib may have opened nothing: such an open is asked again.
+		v.opened[chat] = at
+	}
 	return at, nil
 }
 

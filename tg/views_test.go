@@ -57,3 +57,34 @@ func TestViewsOpenOnceForConcurrentReaders(t *testing.T) {
 		}
 	}
 }
+
+// TDLib answers openChat without opening a chat the account is out of: a
+// chat opened while out of it, or opened before it was lost, is opened
+// again once the account is back. A member report with no loss before it
+// (each load's) asks nothing again.
+func TestViewsOpenAgainAfterAccessCameBack(t *testing.T) {
+	var opens atomic.Int32
+	v := NewViews(func(ctx context.Context, chat ChatID) error {
+		opens.Add(1)
+		return nil
+	}, time.Millisecond)
+	ctx := t.Context()
+	open := func(want int32, what string) {
+		t.Helper()
+		if _, err := v.Open(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := opens.Load(); n != want {
+			t.Fatalf("%s: %d opens, want %d", what, n, want)
+		}
+	}
+	open(1, "first open")
+	v.AccessHeld(1)
+	open(1, "after a member report with no loss")
+	v.AccessLost(1)
+	open(2, "while out of the chat")
+	open(2, "again while out of it")
+	v.AccessHeld(1)
+	open(3, "back in the chat")
+	open(3, "again once back")
+}

@@ -423,19 +423,24 @@ func (c *Client) SearchPublicChat(ctx context.Context, username string) (tg.Chat
 
 // OpenChat implements tg.Client: channels, supergroups and forums deliver
 // updateNewMessage only to clients that opened them. The first open
-// fetches the chat's difference; a later one does nothing.
+// fetches the chat's difference; a later one does nothing. A chat the
+// account has no access to is answered ok and left closed, as TDLib's
+// open_dialog does without an input peer to read it: access given back,
+// the chat is not followed until it is opened again.
 func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 	return call0(ctx, c, tg.MethodOpenChat, func() error {
-		if _, err := c.chat(id); err != nil {
+		ch, err := c.chat(id)
+		if err != nil {
 			return err
+		}
+		if ch.lostAccess || c.removedFrom(ch) {
+			return nil
 		}
 		if c.opened[id] {
 			return nil // TDLib's open_dialog does nothing past the first open
 		}
 		c.opened[id] = true
-		if ch := c.w.chats[id]; ch != nil {
-			c.fetchDifference(ch)
-		}
+		c.fetchDifference(ch)
 		return nil
 	})
 }
