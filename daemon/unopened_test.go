@@ -20,26 +20,15 @@ import (
 // not taken to mean the source is current.
 func TestSourceNotOpenedAtStartIsFollowedAfterItsScan(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 33, FilesDir: t.TempDir()})
-	world.AddAccount("a", false)
-	src := world.AddChat(tg.KindChannel, "releases", "a")
-	dest := world.AddChat(tg.KindChannel, "mirror", "a")
-	old := world.Post(src, 0, tgsim.Post{FileName: "old.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "o", Data: []byte("old")}})})
-	// The account's first openChat is its source's, as it starts.
-	world.InjectError("a", tg.MethodOpenChat, &tg.Error{Code: 500, Message: "INTERNAL"}, 1)
-	d := daemon.New(daemon.Config{
-		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest}, Workers: 2,
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second}, DrainTimeout: 10 * time.Second,
-	}, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
-	prepareAndRun(t, d)
-	defer d.Shutdown(context.Background())
-	waitHandled(t, st, old.Key())
-	if n := world.Calls("a")[tg.MethodOpenChat]; n < 2 {
+	o := startOneSource(t, 33, func(w *tgsim.World, src tg.ChatID) {
+		// The account's first openChat is its source's, as it starts.
+		w.InjectError("a", tg.MethodOpenChat, &tg.Error{Code: 500, Message: "INTERNAL"}, 1)
+	})
+	waitHandled(t, o.st, o.old.Key())
+	if n := o.world.Calls("a")[tg.MethodOpenChat]; n < 2 {
 		t.Fatalf("openChat called %d times; want the failed open and the destination's", n)
 	}
-	live := world.Post(src, 0, tgsim.Post{FileName: "new.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "n", Data: []byte("new")}})})
-	waitHandled(t, st, live.Key())
+	waitHandled(t, o.st, o.post("new.7z").Key())
 }
 
 // TDLib answers openChat without opening a channel the account is out of.
@@ -48,34 +37,55 @@ func TestSourceNotOpenedAtStartIsFollowedAfterItsScan(t *testing.T) {
 // left to the rescan.
 func TestSourceLostAtStartIsFollowedOnceBack(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
-	world := tgsim.NewWorld(tgsim.Config{Seed: 34, FilesDir: t.TempDir()})
-	world.AddAccount("a", false)
-	src := world.AddChat(tg.KindChannel, "releases", "a")
-	dest := world.AddChat(tg.KindChannel, "mirror", "a")
-	old := world.Post(src, 0, tgsim.Post{FileName: "old.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "o", Data: []byte("old")}})})
-	world.LoseAccess(src, true)
-	d := daemon.New(daemon.Config{
-		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}}, Destinations: []tg.ChatID{dest}, Workers: 2,
-		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second}, DrainTimeout: 10 * time.Second,
-	}, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
-	prepareAndRun(t, d)
-	defer d.Shutdown(context.Background())
-	for deadline := time.Now().Add(30 * time.Second); world.Calls("a")[tg.MethodOpenChat] < 2; time.Sleep(20 * time.Millisecond) {
+	o := startOneSource(t, 34, func(w *tgsim.World, src tg.ChatID) { w.LoseAccess(src, true) })
+	for deadline := time.Now().Add(30 * time.Second); o.world.Calls("a")[tg.MethodOpenChat] < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the account's start opened neither its source nor its destination")
 		}
 	}
-	world.LoseAccess(src, false)
-	waitHandled(t, st, old.Key())
-	live := world.Post(src, 0, tgsim.Post{FileName: "new.7z", Data: archivetest.SevenZip([]archivetest.File{{Name: "n", Data: []byte("new")}})})
+	o.world.LoseAccess(o.src, false)
+	waitHandled(t, o.st, o.old.Key())
+	live := o.post("new.7z")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if out, ok, err := st.MessageHandled(t.Context(), live.Key()); err == nil && ok && out != store.OutcomePartPending {
+		if out, ok, err := o.st.MessageHandled(t.Context(), live.Key()); err == nil && ok && out != store.OutcomePartPending {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("a post made after the account came back was not handled in 30 s (openChat called %d times)",
-				world.Calls("a")[tg.MethodOpenChat])
+				o.world.Calls("a")[tg.MethodOpenChat])
 		}
 	}
+}
+
+// oneSource is a daemon running account a on a world with one source
+// channel, holding one archive (old), and one destination.
+type oneSource struct {
+	st    *store.Store
+	world *tgsim.World
+	src   tg.ChatID
+	old   tg.Message
+}
+
+// startOneSource starts a oneSource after fault changed its world; the
+// daemon stops when the test ends.
+func startOneSource(t *testing.T, seed int64, fault func(w *tgsim.World, src tg.ChatID)) oneSource {
+	t.Helper()
+	o := oneSource{st: openStore(t, 16), world: tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})}
+	o.world.AddAccount("a", false)
+	o.src = o.world.AddChat(tg.KindChannel, "releases", "a")
+	dest := o.world.AddChat(tg.KindChannel, "mirror", "a")
+	o.old = o.post("old.7z")
+	fault(o.world, o.src)
+	d := daemon.New(daemon.Config{
+		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{o.src}}}, Destinations: []tg.ChatID{dest}, Workers: 2,
+		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second}, DrainTimeout: 10 * time.Second,
+	}, o.st, func(context.Context, string) (tg.Client, error) { return o.world.Client("a"), nil })
+	prepareAndRun(t, d)
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	return o
+}
+
+// post posts a 7z archive named name in the source.
+func (o oneSource) post(name string) tg.Message {
+	return o.world.Post(o.src, 0, tgsim.Post{FileName: name, Data: archivetest.SevenZip([]archivetest.File{{Name: name, Data: []byte(name)}})})
 }
