@@ -172,15 +172,22 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 		// that takes writes moves them.
 		_, err := conn.Exec(ctx, skipIDsSQL, idGap)
 		w.skip = err != nil
-		var pgErr *pgconn.PgError
-		switch {
-		case err == nil:
-			w.skipErr = nil // moved: an earlier refusal no longer holds
-		case !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction):
-			w.skipErr = err
-		}
+		w.moveDone(err)
 	}
 	return nil
+}
+
+// moveDone records how a move of the package ids ended: moved, an earlier
+// refusal no longer holds; refused other than by a read-only server, the
+// failure is IDMoveFailure's to tell. w.mu is held.
+func (w *serverWatch) moveDone(err error) {
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		w.skipErr = nil
+	case !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction):
+		w.skipErr = err
+	}
 }
 
 // moveIDsOn moves the package ids on after a rewind this process's check
@@ -192,12 +199,9 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 // asked for already.
 func (s *Store) moveIDsOn(ctx context.Context) {
 	_, err := s.pool.Exec(ctx, skipIDsSQL, idGap)
-	var pgErr *pgconn.PgError
-	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == readOnlyTransaction) {
-		s.server.mu.Lock()
-		s.server.skipErr = err
-		s.server.mu.Unlock()
-	}
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	s.server.moveDone(err)
 }
 
 // readOnlyTransaction is SQLSTATE read_only_sql_transaction: a standby,

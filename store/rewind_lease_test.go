@@ -366,28 +366,7 @@ func TestPackageIDMoveThatIsRefusedIsTold(t *testing.T) {
 	url := pgtest.New(t)
 	admin := openOn(t, url)
 	ctx := t.Context()
-	var db string
-	if err := admin.Pool().QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
-		t.Fatal(err)
-	}
-	role := "writer_" + db
-	for _, sql := range []string{
-		"CREATE ROLE " + role + " LOGIN IN ROLE pg_monitor",
-		"GRANT USAGE ON SCHEMA public TO " + role,
-		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
-		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO " + role,
-	} {
-		if _, err := admin.Pool().Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, sql := range []string{"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM " + role,
-			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM " + role, "REVOKE ALL ON SCHEMA public FROM " + role, "DROP ROLE " + role} {
-			_, _ = admin.Pool().Exec(context.Background(), sql)
-		}
-	})
-	st := openOn(t, roleURL(t, url, role))
+	role, st := openAsRole(t, admin, url, "writer_", " IN ROLE pg_monitor", "USAGE")
 	now, ok, err := st.ServerIdentity(ctx)
 	if err != nil || !ok {
 		t.Skip("the server's identity cannot be read", err)
@@ -424,6 +403,37 @@ func TestPackageIDMoveThatIsRefusedIsTold(t *testing.T) {
 	if err := st.IDMoveFailure(); err != nil {
 		t.Errorf("after the ids moved on: %v; want nothing to tell", err)
 	}
+}
+
+// openAsRole creates a login role named prefix and the test database's
+// name (with options after LOGIN), which may read and write the
+// catalogue's tables and has sequences (privileges) on its sequences;
+// it drops the role when the test ends, and returns the role's name and a
+// store connected as it.
+func openAsRole(t *testing.T, admin *store.Store, url, prefix, options, sequences string) (string, *store.Store) {
+	t.Helper()
+	var db string
+	if err := admin.Pool().QueryRow(t.Context(), `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	role := prefix + db
+	for _, sql := range []string{
+		"CREATE ROLE " + role + " LOGIN" + options,
+		"GRANT USAGE ON SCHEMA public TO " + role,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
+		"GRANT " + sequences + " ON ALL SEQUENCES IN SCHEMA public TO " + role,
+	} {
+		if _, err := admin.Pool().Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, sql := range []string{"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM " + role,
+			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM " + role, "REVOKE ALL ON SCHEMA public FROM " + role, "DROP ROLE " + role} {
+			_, _ = admin.Pool().Exec(context.Background(), sql)
+		}
+	})
+	return role, openOn(t, roleURL(t, url, role))
 }
 
 // roleURL returns connStr connecting as user.
@@ -535,30 +545,11 @@ func TestFailoverNoticedByARoleThatCannotReadTheControlFile(t *testing.T) {
 	if err != nil || !ok {
 		t.Skip("the server's identity cannot be read", err)
 	}
-	var db string
-	if err := admin.Pool().QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+	// Functions are the database's own: the revocation stays in it.
+	if _, err := admin.Pool().Exec(ctx, "REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC"); err != nil {
 		t.Fatal(err)
 	}
-	role := "monitorless_" + db
-	for _, sql := range []string{
-		// Functions are the database's own: the revocation stays in it.
-		"REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC",
-		"CREATE ROLE " + role + " LOGIN",
-		"GRANT USAGE ON SCHEMA public TO " + role,
-		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
-		"GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA public TO " + role,
-	} {
-		if _, err := admin.Pool().Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, sql := range []string{"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM " + role,
-			"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM " + role, "REVOKE ALL ON SCHEMA public FROM " + role, "DROP ROLE " + role} {
-			_, _ = admin.Pool().Exec(context.Background(), sql)
-		}
-	})
-	st := openOn(t, roleURL(t, url, role))
+	_, st := openAsRole(t, admin, url, "monitorless_", "", "USAGE, UPDATE")
 	if reason, err := st.CheckIdentity(ctx); err != nil || reason != "" {
 		t.Fatalf("the first check: %q, %v; want it recorded", reason, err)
 	}

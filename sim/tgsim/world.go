@@ -638,13 +638,14 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 			continue
 		}
 		for _, cl := range a.clients {
-			if cl != skipNew && cl.receivesMessages(c) && !w.chance(w.cfg.DropRate) {
+			if !cl.receivesMessages(c) {
+				continue
+			}
+			if cl != skipNew && !w.chance(w.cfg.DropRate) {
 				cl.remember(m)
 				cl.enqueue(tg.NewMessage{Message: cl.view(m)})
 			}
-			if cl.receivesMessages(c) {
-				cl.announceLast(c, m.id)
-			}
+			cl.announceLast(c, m.id)
 		}
 	}
 	w.eachOpenedNonMember(c, func(cl *Client) {
