@@ -33,8 +33,11 @@ type Views struct {
 	opened  map[ChatID]time.Time
 	opening map[ChatID]chan struct{} // closed when the open under way ends
 	// lost holds the chats TDLib reported the account out of
-	// (AccessLost) and not back yet.
-	lost map[ChatID]bool
+	// (AccessLost) and not back yet; reports counts the losses and
+	// returns reported of each chat, so that an open one came during is
+	// not trusted.
+	lost    map[ChatID]bool
+	reports map[ChatID]int
 }
 
 // NewViews returns the views of the session that open opens chats in;
@@ -44,7 +47,7 @@ func NewViews(open func(ctx context.Context, chat ChatID) error, settle time.Dur
 		settle = DefaultViewSettle
 	}
 	return &Views{open: open, settle: settle, opened: make(map[ChatID]time.Time), opening: make(map[ChatID]chan struct{}),
-		lost: make(map[ChatID]bool)}
+		lost: make(map[ChatID]bool), reports: make(map[ChatID]int)}
 }
 
 // AccessLost notes that TDLib reported the account out of chat
@@ -55,6 +58,7 @@ func (v *Views) AccessLost(chat ChatID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.lost[chat] = true
+	v.reports[chat]++
 	delete(v.opened, chat)
 }
 
@@ -65,6 +69,7 @@ func (v *Views) AccessHeld(chat ChatID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.lost[chat] {
+		v.reports[chat]++
 		delete(v.lost, chat)
 		delete(v.opened, chat)
 	}
@@ -94,7 +99,7 @@ func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
 	}
 	done := make(chan struct{})
 	v.opening[chat] = done
-	wasLost := v.lost[chat]
+	reports := v.reports[chat]
 	v.mu.Unlock()
 	err := v.open(ctx, chat)
 	v.mu.Lock()
@@ -105,9 +110,10 @@ func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
 		return time.Time{}, err
 	}
 	at := time.Now()
-	if !wasLost || v.lost[chat] {
-		// Not asked while out of chat and back meanwhile (AccessHeld),
-		// when TDLib may have opened nothing: such an open is asked again.
+	// An open that a loss or a return of the account's access came
+	// during may have been made while out of chat, opening nothing: it
+	// is not recorded, and the next Open asks again.
+	if v.reports[chat] == reports {
 		v.opened[chat] = at
 	}
 	return at, nil

@@ -88,3 +88,36 @@ func TestViewsOpenAgainAfterAccessCameBack(t *testing.T) {
 	open(3, "back in the chat")
 	open(3, "again once back")
 }
+
+// An open that a loss and a return of the account's access came during
+// may have been made while out of the chat: it is asked again.
+func TestViewsOpenDuringAccessReportsIsAskedAgain(t *testing.T) {
+	var opens atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	v := NewViews(func(ctx context.Context, chat ChatID) error {
+		if opens.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return nil
+	}, time.Millisecond)
+	ctx := t.Context()
+	done := make(chan error)
+	go func() {
+		_, err := v.Open(ctx, 1)
+		done <- err
+	}()
+	<-started
+	v.AccessLost(1)
+	v.AccessHeld(1)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Open(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := opens.Load(); n != 2 {
+		t.Errorf("%d opens, want 2: the one a loss and a return came during, asked again", n)
+	}
+}
