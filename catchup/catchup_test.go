@@ -34,14 +34,18 @@ type world struct {
 	sources []tg.ChatID
 }
 
-func newWorld(t *testing.T, sources int) *world {
+func newWorld(t *testing.T, sources int, opts ...func(*tgsim.Config)) *world {
 	t.Helper()
 	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	w := &world{t: t, st: st, w: tgsim.NewWorld(tgsim.Config{Seed: 3, FilesDir: t.TempDir()})}
+	cfg := tgsim.Config{Seed: 3, FilesDir: t.TempDir()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w := &world{t: t, st: st, w: tgsim.NewWorld(cfg)}
 	w.w.AddAccount("a", false)
 	w.dest = w.w.AddChat(tg.KindChannel, "mirror", "a")
 	for i := range sources {
