@@ -37,8 +37,9 @@ type Listener interface {
 	AccessRead(chat tg.ChatID, mark uint64)
 	TakeRejoined() []tg.ChatID
 	MemberSinceLoss(chat tg.ChatID) bool
-	CaughtUp(chat tg.ChatID, w int64) bool
+	CaughtUp(chat tg.ChatID, era store.Era, w int64) bool
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
+	Low(chat tg.ChatID, era store.Era) (int64, bool)
 	LiveSeen(chat tg.ChatID) int64
 	DropHint(chat tg.ChatID, upTo int64)
 	Wake() <-chan struct{}
@@ -409,6 +410,10 @@ type scanResult struct {
 
 // scan catches one source up.
 func (c *Catchup) scan(ctx context.Context, src store.Source) scanResult {
+	// What the scan learns is of the catalogue it read src from: once
+	// that rewinds, its watermarks are refused (store.ErrRewound) and the
+	// source is read again from the rewound catalogue's.
+	ctx = store.WithEra(ctx, src.Era)
 	// What this session saw live before it reads the chat: its TDLib
 	// applied those updates to the database getChat answers from. Read
 	// after getChat, it could name a message posted meanwhile, which the
@@ -441,7 +446,7 @@ func (c *Catchup) scan(ctx context.Context, src store.Source) scanResult {
 // dirty until catch-up or the live stream covers it.
 func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, seen int64) (int, string, error) {
 	w := src.Watermark
-	if low, _, ok := c.lst.Watermark(src.ChatID); ok {
+	if low, ok := c.lst.Low(src.ChatID, src.Era); ok {
 		w = max(w, low)
 	}
 	last := chat.LastMessageID.ServerID()
@@ -463,7 +468,7 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 		if err := c.settleHint(ctx, src.ChatID, max(w, seen), false); err != nil {
 			return 0, DecisionError, err
 		}
-		c.lst.CaughtUp(src.ChatID, max(w, seen))
+		c.lst.CaughtUp(src.ChatID, src.Era, max(w, seen))
 		return 0, DecisionCurrent, nil
 	}
 	found := 0
@@ -487,7 +492,7 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 		if err := c.store.AdvanceWatermark(ctx, src.ChatID, w); err != nil {
 			return found, DecisionError, err
 		}
-		c.lst.CaughtUp(src.ChatID, w)
+		c.lst.CaughtUp(src.ChatID, src.Era, w)
 		if known && w >= last {
 			break
 		}
@@ -505,7 +510,7 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 	if err := c.settleHint(ctx, src.ChatID, max(w, seen), toEnd); err != nil {
 		return found, DecisionError, err
 	}
-	c.lst.CaughtUp(src.ChatID, max(w, seen))
+	c.lst.CaughtUp(src.ChatID, src.Era, max(w, seen))
 	return found, DecisionPaged, nil
 }
 

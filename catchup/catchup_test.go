@@ -36,7 +36,13 @@ type world struct {
 
 func newWorld(t *testing.T, sources int, opts ...func(*tgsim.Config)) *world {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: 16})
+	return newWorldOn(t, pgtest.New(t), sources, opts...)
+}
+
+// newWorldOn is newWorld with its catalogue in the database at url.
+func newWorldOn(t *testing.T, url string, sources int, opts ...func(*tgsim.Config)) *world {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: url, MaxConns: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

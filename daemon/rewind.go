@@ -185,33 +185,37 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) error {
 		}
 		return err
 	}
-	if reason == "" {
-		return nil
+	if reason != "" {
+		w.log.Warn("the catalogue may have rewound; reconciling every destination before sending", "reason", reason)
 	}
-	w.log.Warn("the catalogue may have rewound; reconciling every destination before sending", "reason", reason)
 	w.reloadSources(ctx)
 	return nil
 }
 
-// reloadSources gives every running account's listener its sources'
-// watermarks as the rewound catalogue has them, each marked dirty: the
-// messages the catalogue forgot are then read again by catch-up, instead of
-// lying below a watermark only the process's memory still holds.
+// reloadSources gives every running account's listener the state of each
+// source it read before the catalogue's era ended (a change of server, a
+// rewind a check named: listener.Behind) as the catalogue has it now, each
+// marked dirty: the messages the catalogue forgot are then read again by
+// catch-up, instead of lying below a watermark only the process's memory
+// still holds. Until then the listener's writes of those sources are
+// refused (store.ErrRewound); a reload that fails is tried again after the
+// next check. Nothing is read when no source is behind.
 func (w *rewindWatch) reloadSources(ctx context.Context) {
 	w.d.mu.Lock()
 	runs := slices.Clone(w.d.accounts)
 	w.d.mu.Unlock()
 	for _, r := range runs {
+		behind := r.lst.Behind(w.d.store.Era())
+		if len(behind) == 0 {
+			continue
+		}
 		srcs, err := w.d.store.Sources(ctx, r.name)
 		if err != nil {
 			w.log.Warn("reload the sources' watermarks after a rewind", "account", r.name, "err", err)
 			continue
 		}
-		w.d.mu.Lock()
-		owned := slices.Clone(r.account.Sources)
-		w.d.mu.Unlock()
 		for _, s := range srcs {
-			if slices.Contains(owned, s.ChatID) {
+			if slices.Contains(behind, s.ChatID) {
 				r.lst.Watch(s)
 			}
 		}

@@ -326,7 +326,7 @@ func TestAlbumWaitsForItsQueuedLastPart(t *testing.T) {
 	src := e.src["a"]
 	lst := listener.New(listener.Config{Account: "a", QueueCapacity: 8}, e.st, nil)
 	lst.Watch(store.Source{ChatID: src, Account: "a", Kind: tg.KindChannel})
-	if !lst.CaughtUp(src, 0) {
+	if !lst.CaughtUp(src, store.Era{}, 0) {
 		t.Fatal("source not synced")
 	}
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
@@ -481,7 +481,7 @@ func TestSplitZipWaitsForItsQueuedFirstVolumes(t *testing.T) {
 	src := e.src["a"]
 	lst := listener.New(listener.Config{Account: "a", QueueCapacity: 8}, e.st, nil)
 	lst.Watch(store.Source{ChatID: src, Account: "a", Kind: tg.KindChannel})
-	if !lst.CaughtUp(src, 0) {
+	if !lst.CaughtUp(src, store.Era{}, 0) {
 		t.Fatal("source not synced")
 	}
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {

@@ -1,13 +1,17 @@
 package listener
 
-import "testing"
+import (
+	"testing"
+
+	"stashd/store"
+)
 
 // BenchmarkHandleUpdate measures the pump's cost per new-message event on
 // the hot path: continuity check, in-flight dedup, non-blocking enqueue,
 // and a worker's Done moving the low watermark.
 func BenchmarkHandleUpdate(b *testing.B) {
 	l, _, _ := setupTB(b, 1024, 0)
-	l.CaughtUp(chat, 0)
+	l.CaughtUp(chat, store.Era{}, 0)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

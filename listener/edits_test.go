@@ -90,7 +90,7 @@ func TestEditChangedAgainDuringItsRefetchIsFetchedAgain(t *testing.T) {
 func TestEditOnAFullQueueIsQueuedWhenRoomFrees(t *testing.T) {
 	t.Parallel()
 	l, st, _ := setup(t, 1, 10)
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	l.HandleUpdate(doc(11))
 	l.HandleUpdate(changed(5))
 	l.flush(t.Context())

@@ -1,6 +1,9 @@
 package listener
 
-import "stashd/tg"
+import (
+	"stashd/store"
+	"stashd/tg"
+)
 
 // The hand-off between catch-up and the live stream: what catch-up reads
 // of a source's state, and what it tells the listener it covered.
@@ -30,6 +33,25 @@ func (l *Listener) LiveSeen(chat tg.ChatID) int64 {
 	return 0
 }
 
+// Low returns chat's in-memory low watermark when its state is of era
+// (either era zero: any), the era of the state a scan starts from: a low
+// watermark learnt before the catalogue rewound may lie past what it
+// forgot.
+func (l *Listener) Low(chat tg.ChatID, era store.Era) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sources[chat]
+	if st == nil || !sameEra(era, st.era) {
+		return 0, false
+	}
+	return st.low, true
+}
+
+// sameEra reports whether a and b are the same era, or either is none.
+func sameEra(a, b store.Era) bool {
+	return a == (store.Era{}) || b == (store.Era{}) || a == b
+}
+
 // DropHint lowers chat's last seen id to upTo (at least its low watermark
 // and what this listener saw live) when catch-up found that an id an
 // earlier listener stored as seen no longer holds: the source may then be
@@ -52,11 +74,16 @@ func (l *Listener) DropHint(chat tg.ChatID, upTo int64) {
 // id the live stream delivered since it became dirty (or, with no live event
 // since, everything seen), and reports whether it did. This is the hand-off
 // from catch-up to the live stream.
-func (l *Listener) CaughtUp(chat tg.ChatID, w int64) bool {
+//
+// era is the store's era of the source's state the scan started from: a
+// scan of another era than the source's state here (one of them read
+// before the catalogue rewound) tells nothing, and the source stays as it
+// is. The zero era is any.
+func (l *Listener) CaughtUp(chat tg.ChatID, era store.Era, w int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.sources[chat]
-	if st == nil {
+	if st == nil || !sameEra(era, st.era) {
 		return false
 	}
 	if w > st.low {
@@ -90,4 +117,19 @@ func (l *Listener) CaughtUp(chat tg.ChatID, w int64) bool {
 	}
 	l.lagLocked(st)
 	return false
+}
+
+// Behind returns the sources whose state was read in an era before now
+// (the store's current one): the catalogue rewound since, and their state
+// must be read again from it (Watch) before anything of theirs is written.
+func (l *Listener) Behind(now store.Era) []tg.ChatID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []tg.ChatID
+	for chat, st := range l.sources {
+		if st.era != (store.Era{}) && st.era != now {
+			out = append(out, chat)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package listener
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"strconv"
@@ -67,8 +68,12 @@ const (
 )
 
 type source struct {
-	chat   tg.ChatID
-	label  string
+	chat  tg.ChatID
+	label string
+	// era is the store's era when the source's state was read (Watch):
+	// its writes are refused once that era ended, until Watch reads the
+	// state again (Behind).
+	era    store.Era
 	dirty  bool
 	reason string
 	// lastSeen is the highest server id seen live or covered by catch-up,
@@ -190,7 +195,7 @@ func (l *Listener) Watch(src store.Source) {
 	defer l.mu.Unlock()
 	st := &source{
 		chat: src.ChatID, label: strconv.FormatInt(int64(src.ChatID), 10),
-		lastSeen: max(src.LastSeen, src.Watermark), low: src.Watermark, done: map[int64]struct{}{},
+		lastSeen: max(src.LastSeen, src.Watermark), low: src.Watermark, done: map[int64]struct{}{}, era: src.Era,
 		noContinuity: src.Kind == tg.KindBasicGroup,
 	}
 	l.sources[src.ChatID] = st
@@ -601,6 +606,7 @@ func (l *Listener) InFlight(chat tg.ChatID, from, to int64) bool {
 func (l *Listener) flush(ctx context.Context) {
 	type write struct {
 		chat     tg.ChatID
+		era      store.Era
 		dirty    bool
 		reason   string
 		low      int64
@@ -610,7 +616,7 @@ func (l *Listener) flush(ctx context.Context) {
 	writes := make([]write, 0, len(l.pending))
 	for chat := range l.pending {
 		st := l.sources[chat]
-		writes = append(writes, write{chat: chat, dirty: st.dirty, reason: st.reason, low: st.low, lastSeen: st.lastSeen})
+		writes = append(writes, write{chat: chat, era: st.era, dirty: st.dirty, reason: st.reason, low: st.low, lastSeen: st.lastSeen})
 		delete(l.pending, chat)
 	}
 	topics := l.topics
@@ -639,9 +645,12 @@ func (l *Listener) flush(ctx context.Context) {
 
 	var failed []tg.ChatID
 	for _, w := range writes {
-		if err := l.store.SaveSourceState(ctx, w.chat, w.dirty, w.reason, w.low, w.lastSeen); err != nil {
+		err := l.store.SaveSourceState(store.WithEra(ctx, w.era), w.chat, w.dirty, w.reason, w.low, w.lastSeen)
+		if err != nil {
+			// Learnt before the catalogue rewound: kept pending for the
+			// state Watch reads again (Behind).
 			failed = append(failed, w.chat)
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !errors.Is(err, store.ErrRewound) {
 				l.log.Warn("write source state", "source", w.chat, "err", err)
 			}
 		}

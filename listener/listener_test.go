@@ -81,7 +81,7 @@ func TestStartsDirty(t *testing.T) {
 func TestOverflowMarksDirtyAndCounts(t *testing.T) {
 	t.Parallel()
 	l, st, m := setup(t, 1, 10)
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	if l.IsDirty(chat) {
 		t.Fatal("catch-up to the watermark must sync an idle source")
 	}
@@ -104,7 +104,7 @@ func TestOverflowMarksDirtyAndCounts(t *testing.T) {
 func TestGapMarksDirty(t *testing.T) {
 	t.Parallel()
 	l, st, _ := setup(t, 8, 10)
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	l.HandleUpdate(text(11))
 	if l.IsDirty(chat) {
 		t.Fatal("a contiguous event must not dirty the source")
@@ -121,7 +121,7 @@ func TestGapMarksDirty(t *testing.T) {
 func TestChatLastMessageAheadMarksDirty(t *testing.T) {
 	t.Parallel()
 	l, _, _ := setup(t, 8, 10)
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	l.HandleUpdate(tg.ChatLastMessage{Chat: chat, LastMessageID: tg.MessageIDFromServer(10)})
 	if l.IsDirty(chat) {
 		t.Fatal("a last message already seen must not dirty the source")
@@ -131,10 +131,10 @@ func TestChatLastMessageAheadMarksDirty(t *testing.T) {
 		t.Fatal("a last message above the last id seen must mark the source dirty")
 	}
 	// A catch-up that read the chat before 11 existed cannot hand off.
-	if l.CaughtUp(chat, 10) {
+	if l.CaughtUp(chat, store.Era{}, 10) {
 		t.Fatal("synced below a message announced by updateChatLastMessage")
 	}
-	if !l.CaughtUp(chat, 11) {
+	if !l.CaughtUp(chat, store.Era{}, 11) {
 		t.Fatal("not synced once catch-up covered the announced message")
 	}
 }
@@ -145,7 +145,7 @@ func TestConnectionLossMarksDirtyAndCountsReconnect(t *testing.T) {
 	var downs []time.Duration
 	l.cfg.OnReconnect = func(d time.Duration) { downs = append(downs, d) }
 	l.HandleUpdate(tg.ConnectionStateChanged{State: tg.ConnReady})
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	l.HandleUpdate(tg.ConnectionStateChanged{State: tg.ConnConnecting})
 	if !l.IsDirty(chat) {
 		t.Fatal("leaving ready must mark sources dirty")
@@ -165,7 +165,7 @@ func TestConnectionLossMarksDirtyAndCountsReconnect(t *testing.T) {
 func TestWatermarkAdvancesOnlyOverContiguousHandledIDs(t *testing.T) {
 	t.Parallel()
 	l, st, _ := setup(t, 8, 10)
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	for s := int64(11); s <= 13; s++ {
 		l.HandleUpdate(doc(s))
 	}
@@ -199,7 +199,7 @@ func TestWatermarkAdvancesOnlyOverContiguousHandledIDs(t *testing.T) {
 func TestReleasedItemHoldsWatermark(t *testing.T) {
 	t.Parallel()
 	l, _, _ := setup(t, 8, 10)
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	l.HandleUpdate(doc(11))
 	l.HandleUpdate(doc(12))
 	first, second := <-l.Queue(), <-l.Queue()
@@ -218,10 +218,10 @@ func TestHandOffAtFirstLiveEvent(t *testing.T) {
 	l.HandleUpdate(doc(20)) // live while dirty: 11..19 are catch-up's
 	it := <-l.Queue()
 	l.Done(it)
-	if l.CaughtUp(chat, 18) {
+	if l.CaughtUp(chat, store.Era{}, 18) {
 		t.Fatal("synced before catch-up reached the first live event")
 	}
-	if !l.CaughtUp(chat, 19) {
+	if !l.CaughtUp(chat, store.Era{}, 19) {
 		t.Fatal("not synced after catch-up reached the first live event")
 	}
 	if low, _, _ := l.Watermark(chat); low != 20 {
@@ -279,7 +279,7 @@ func TestBasicGroupHasNoIDContinuity(t *testing.T) {
 	}
 	l := New(Config{Account: "a", QueueCapacity: 8}, st, nil)
 	l.Watch(src)
-	l.CaughtUp(group, 10)
+	l.CaughtUp(group, store.Era{}, 10)
 
 	msg := func(s int64, document bool) tg.NewMessage {
 		m := tg.Message{ChatID: group, ID: tg.MessageIDFromServer(s)}
@@ -309,7 +309,7 @@ func TestBasicGroupHasNoIDContinuity(t *testing.T) {
 func TestAccessLostMarksDirty(t *testing.T) {
 	t.Parallel()
 	l, st, _ := setup(t, 8, 10)
-	l.CaughtUp(chat, 10)
+	l.CaughtUp(chat, store.Era{}, 10)
 	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
 	if !l.IsDirty(chat) {
 		t.Fatal("a lost access left the source synced")
@@ -328,11 +328,11 @@ func TestAccessLostDuringAScanStaysInDoubt(t *testing.T) {
 	before := l.AccessMark(chat) // the scan begins
 	l.HandleUpdate(tg.ChatAccessLost{Chat: chat})
 	l.AccessRead(chat, before) // its server call succeeded, made before the report
-	if l.CaughtUp(chat, 10) || !l.IsDirty(chat) || !l.AccessInDoubt(chat) {
+	if l.CaughtUp(chat, store.Era{}, 10) || !l.IsDirty(chat) || !l.AccessInDoubt(chat) {
 		t.Fatal("the scan that began before the lost access made the source synced")
 	}
 	l.AccessRead(chat, l.AccessMark(chat)) // the next scan reads the chat
-	if !l.CaughtUp(chat, 10) || l.IsDirty(chat) || l.AccessInDoubt(chat) {
+	if !l.CaughtUp(chat, store.Era{}, 10) || l.IsDirty(chat) || l.AccessInDoubt(chat) {
 		t.Error("a scan after the lost access read the chat, and the source is not synced")
 	}
 }

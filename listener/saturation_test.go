@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"stashd/store"
 	"stashd/tg"
 )
 
@@ -82,7 +83,7 @@ func (c *receiverClient) Close() error { close(c.stop); return nil }
 func TestRequestsAnsweredWhilePipelineSaturated(t *testing.T) {
 	t.Parallel()
 	l, _, m := setup(t, 1, 0)
-	l.CaughtUp(chat, 0)
+	l.CaughtUp(chat, store.Era{}, 0)
 	c := newReceiverClient(20_000)
 	sess := tg.NewSession(c, l.HandleUpdate)
 	defer func() { _ = c.Close(); <-sess.Done() }()

@@ -16,7 +16,7 @@ import (
 // instance. Rows another transaction is claiming at this moment are
 // skipped (FOR UPDATE SKIP LOCKED), so instances never wait on each other.
 func (s *Store) ClaimSources(ctx context.Context, account, owner string, chats []tg.ChatID, ttl time.Duration) ([]Source, error) {
-	ids := chatIDs(chats)
+	ids, era := chatIDs(chats), s.Era()
 	rows, err := s.pool.Query(ctx, `UPDATE sources SET claim_owner = $2, claim_until = now() + $3::interval
 		WHERE chat_id IN (
 			SELECT chat_id FROM sources
@@ -33,6 +33,9 @@ func (s *Store) ClaimSources(ctx context.Context, account, owner string, chats [
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Source, error) { return scanSource(r) })
 	if err != nil {
 		return nil, fmt.Errorf("claim sources: %w", err)
+	}
+	for i := range out {
+		out[i].Era = era
 	}
 	return out, nil
 }

@@ -101,6 +101,58 @@ type serverWatch struct {
 	// one means the tables were created anew since (a dump restored in
 	// place), whichever instance's check recorded them first.
 	catalogue int64
+	// era counts, from 1, the changes of server this process noticed
+	// (and again when a check takes one up) and the rewinds its checks
+	// named: an Era read before one may hold what the catalogue has since
+	// forgotten.
+	era uint64
+}
+
+// Era is the catalogue as this process knew it at a moment: a source's
+// state read then (Source.Era), and what a listener or a scan learns from
+// it, was learnt of that catalogue. A change of server, or a rewind a
+// CheckIdentity names, ends the era: the catalogue may have forgotten
+// messages handled in it, and a watermark learnt in it would carry the
+// source past them. The zero Era is none: a write without one is judged
+// by the moment it is made.
+type Era struct{ n uint64 }
+
+// Era returns the era this process is in.
+func (s *Store) Era() Era {
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	return Era{s.server.era}
+}
+
+type eraKey struct{}
+
+// WithEra returns a context whose writes of a source's state
+// (SaveSourceState, AdvanceWatermark) hold what was learnt in era e: they
+// are refused with ErrRewound once it ended.
+func WithEra(ctx context.Context, e Era) context.Context {
+	return context.WithValue(ctx, eraKey{}, e)
+}
+
+// ErrRewound refuses a source's state learnt in an era that ended (see
+// Era): the catalogue changed server or rewound since, and the listener
+// and catch-up take the source's state again from the catalogue.
+var ErrRewound = errors.New("the catalogue rewound since this source's state was read")
+
+// sourceWrite is the table OID a write of a source's state compares
+// (catalogueCurrent), or why it may not be made: a change of server not
+// checked yet (ErrRewindUnchecked), or an era in ctx that ended
+// (ErrRewound). Asked with the write's connection in hand, so a new
+// connection to another server has told of the change (afterConnect).
+func (w *serverWatch) sourceWrite(ctx context.Context) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.moved {
+		return 0, ErrRewindUnchecked
+	}
+	if e, ok := ctx.Value(eraKey{}).(Era); ok && e.n != 0 && e.n != w.era {
+		return 0, ErrRewound
+	}
+	return w.catalogue, nil
 }
 
 // checkedCatalogue returns the table OID this process last checked.
@@ -131,6 +183,11 @@ func (w *serverWatch) takeLeft() (DatabaseIdentity, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	left, moved := w.left, w.moved
+	if moved {
+		// From here the era refuses what was learnt before the change,
+		// as moved did (sourceWrite).
+		w.era++
+	}
 	w.moved = false
 	return left, moved
 }
@@ -163,6 +220,7 @@ func (w *serverWatch) afterConnect(ctx context.Context, conn *pgx.Conn) error {
 			w.left, w.moved = w.known, true
 		}
 		w.known, w.changed = id, true
+		w.era++
 		w.skip = w.writes
 	}
 	if w.skip {

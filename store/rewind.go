@@ -121,6 +121,9 @@ func (s *Store) CheckIdentity(ctx context.Context, dests ...tg.ChatID) (reason s
 	}
 	s.server.mu.Lock()
 	s.server.catalogue = table
+	if reason != "" {
+		s.server.era++
+	}
 	s.server.mu.Unlock()
 	if reason != "" {
 		s.moveIDsOn(ctx)

@@ -532,6 +532,65 @@ func TestWatermarksWaitForTheCheckOfADumpRestoredInPlace(t *testing.T) {
 	}
 }
 
+// A source's state learnt before a rewind the check names (a listener's
+// flush that read it before, a scan under way) is refused after the check
+// too: written then, it would carry the watermark past what the catalogue
+// forgot, where the reload after the check reads it. A state read after
+// the check is written.
+func TestStateLearntBeforeARewindIsRefusedAfterItsCheck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name           string
+		before, rewind func(t *testing.T, st *store.Store)
+	}{
+		{"failover", func(t *testing.T, st *store.Store) {
+			store.SetServerSeen(st, oldServerRecorded(t, st))
+		}, func(t *testing.T, st *store.Store) {
+			reconnectNoticing(t, st)
+		}},
+		{"dump restored in place", func(t *testing.T, st *store.Store) {
+			if _, err := st.CheckIdentity(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, st *store.Store) {
+			if _, err := st.Pool().Exec(t.Context(), `UPDATE database_identity SET catalogue_oid = catalogue_oid + 1`); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := open(t)
+			ctx := t.Context()
+			chat := tg.ChatID(-100)
+			if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
+				t.Fatal(err)
+			}
+			tc.before(t, st)
+			before, err := st.GetSource(ctx, chat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.rewind(t, st)
+			if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
+				t.Fatalf("the check: %q, %v; want the rewind named", reason, err)
+			}
+			learnt := store.WithEra(ctx, before.Era)
+			err = st.SaveSourceState(learnt, chat, false, "", 9, 9)
+			if aerr := st.AdvanceWatermark(learnt, chat, 8); !errors.Is(err, store.ErrRewound) || !errors.Is(aerr, store.ErrRewound) {
+				t.Errorf("a state read before the rewind, after its check: written %v, advanced %v; want both ErrRewound", err, aerr)
+			}
+			after, err := st.GetSource(ctx, chat)
+			if err != nil || after.Watermark != 0 {
+				t.Fatalf("watermark %d (%v), want 0 as the rewound catalogue has it", after.Watermark, err)
+			}
+			if err := st.SaveSourceState(store.WithEra(ctx, after.Era), chat, false, "", 9, 9); err != nil {
+				t.Fatalf("a state read after the check: %v", err)
+			}
+		})
+	}
+}
+
 // A role that may not read the control file (a managed service's) cannot
 // read the server's system identifier, but any role reads its timeline,
 // which a promoted standby changes: a failover under a running instance

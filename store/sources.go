@@ -38,6 +38,10 @@ type Source struct {
 	// UpgradedTo is the supergroup this basic group was upgraded to, a
 	// source of its own; 0 when it never was.
 	UpgradedTo tg.ChatID
+	// Era is this process's era when the row was read (Sources,
+	// GetSource, ClaimSources, FollowUpgrade): a state learnt from it is
+	// written under it (WithEra), and refused once it ended.
+	Era Era
 }
 
 // Source access states.
@@ -152,6 +156,7 @@ func scanSource(row pgx.Row) (Source, error) {
 
 // GetSource returns one source, or ErrNotFound.
 func (s *Store) GetSource(ctx context.Context, chat tg.ChatID) (Source, error) {
+	era := s.Era()
 	src, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceColumns+` FROM sources WHERE chat_id = $1`, int64(chat)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Source{}, fmt.Errorf("source %d: %w", chat, ErrNotFound)
@@ -159,11 +164,13 @@ func (s *Store) GetSource(ctx context.Context, chat tg.ChatID) (Source, error) {
 	if err != nil {
 		return Source{}, fmt.Errorf("get source %d: %w", chat, err)
 	}
+	src.Era = era
 	return src, nil
 }
 
 // Sources returns the sources of account ("" = all), ordered by chat id.
 func (s *Store) Sources(ctx context.Context, account string) ([]Source, error) {
+	era := s.Era()
 	rows, err := s.pool.Query(ctx, `SELECT `+sourceColumns+` FROM sources
 		WHERE $1 = '' OR account = $1 ORDER BY chat_id`, account)
 	if err != nil {
@@ -172,6 +179,9 @@ func (s *Store) Sources(ctx context.Context, account string) ([]Source, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Source, error) { return scanSource(r) })
 	if err != nil {
 		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	for i := range out {
+		out[i].Era = era
 	}
 	return out, nil
 }
@@ -191,20 +201,36 @@ func (s *Store) MarkAccountDirty(ctx context.Context, account, reason string) er
 // AdvanceWatermark raises chat's watermark to w (never lowers it) and its
 // last seen id with it. Under a fence (WithFence) it is refused with
 // ErrStaleEpoch once the account's lease moved on. A catalogue that may
-// have rewound and is not checked yet keeps its watermark (see
-// SaveSourceState).
+// have rewound and is not checked yet keeps its watermark, and one learnt
+// in an era that ended is refused (see SaveSourceState).
 func (s *Store) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error {
-	if s.server.unchecked() {
-		return fmt.Errorf("advance watermark of %d: %w", chat, ErrRewindUnchecked)
-	}
 	fa, fe := s.fenceArgs(ctx)
-	_, err := s.pool.Exec(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
+	err := s.writeSourceState(ctx, `UPDATE sources SET watermark = GREATEST(watermark, $2),
 		last_seen = GREATEST(last_seen, $2), updated_at = now(), fence_account = $3, fence_epoch = $4
-		WHERE chat_id = $1 AND `+catalogueCurrent(5), int64(chat), w, fa, fe, s.server.checkedCatalogue())
+		WHERE chat_id = $1 AND `+catalogueCurrent(5), int64(chat), w, fa, fe)
 	if err != nil {
-		return fmt.Errorf("advance watermark of %d: %w", chat, fenced(ctx, err))
+		return fmt.Errorf("advance watermark of %d: %w", chat, err)
 	}
 	return nil
+}
+
+// writeSourceState runs sql, a write of a source's state whose last
+// argument, after args, is the table OID catalogueCurrent compares. It is
+// refused while the change of server this process saw is unchecked, or
+// when ctx's era ended (serverWatch.sourceWrite), asked once the write's
+// connection is in hand.
+func (s *Store) writeSourceState(ctx context.Context, sql string, args ...any) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	oid, err := s.server.sourceWrite(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, sql, append(args, oid)...)
+	return fenced(ctx, err)
 }
 
 // UpsertTopic stores a forum topic's name.
@@ -232,23 +258,21 @@ func (s *Store) UpsertTopic(ctx context.Context, t tg.Topic) error {
 // listener keeps the write pending); a dump restored in place, which only
 // the catalogue tells, leaves the row as restored until this process's own
 // check names it, also when another instance's check recorded the
-// restored tables first.
+// restored tables first. A state learnt in an era that ended since (ctx's,
+// WithEra) is refused with ErrRewound: written after the check, it would
+// carry the rewound catalogue's watermark past what it forgot.
 func (s *Store) SaveSourceState(ctx context.Context, chat tg.ChatID, dirty bool, reason string, watermark, lastSeen int64) error {
-	if s.server.unchecked() {
-		return fmt.Errorf("save state of source %d: %w", chat, ErrRewindUnchecked)
-	}
 	fa, fe := s.fenceArgs(ctx)
-	_, err := s.pool.Exec(ctx, `UPDATE sources SET
+	err := s.writeSourceState(ctx, `UPDATE sources SET
 			dirty = $2,
 			dirty_reason = CASE WHEN $2 THEN $3 ELSE '' END,
 			dirty_since = CASE WHEN NOT $2 THEN NULL WHEN dirty THEN dirty_since ELSE now() END,
 			watermark = CASE WHEN $2 THEN watermark ELSE GREATEST(watermark, $4) END,
 			last_seen = GREATEST(last_seen, $5, CASE WHEN $2 THEN 0 ELSE $4 END),
 			updated_at = now(), fence_account = $6, fence_epoch = $7
-		WHERE chat_id = $1 AND `+catalogueCurrent(8), int64(chat), dirty, reason, watermark, lastSeen, fa, fe,
-		s.server.checkedCatalogue())
+		WHERE chat_id = $1 AND `+catalogueCurrent(8), int64(chat), dirty, reason, watermark, lastSeen, fa, fe)
 	if err != nil {
-		return fmt.Errorf("save state of source %d: %w", chat, fenced(ctx, err))
+		return fmt.Errorf("save state of source %d: %w", chat, err)
 	}
 	return nil
 }
@@ -281,6 +305,7 @@ func (s *Store) Upgrades(ctx context.Context) (map[tg.ChatID]tg.ChatID, error) {
 // new chat's source.
 func (s *Store) FollowUpgrade(ctx context.Context, from, to tg.ChatID, reason string) (Source, error) {
 	var src Source
+	era := s.Era()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var account, title string
 		err := tx.QueryRow(ctx, `UPDATE sources SET upgraded_to = $2, updated_at = now() WHERE chat_id = $1
@@ -303,5 +328,6 @@ func (s *Store) FollowUpgrade(ctx context.Context, from, to tg.ChatID, reason st
 	if err != nil {
 		return Source{}, fmt.Errorf("follow upgrade of %d to %d: %w", from, to, err)
 	}
+	src.Era = era
 	return src, nil
 }

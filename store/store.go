@@ -97,6 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	st := &Store{id: newStoreID(), lockTTL: lockTTL(cfg.LockTTL)}
 	st.server.writes = !cfg.ReadOnly
+	st.server.era = 1
 	pcfg.AfterConnect = st.server.afterConnect
 	if pcfg.ConnConfig.ValidateConnect != nil && !cfg.ReadOnly {
 		// target_session_attrs=read-write: a server that turned read-only

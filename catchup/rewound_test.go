@@ -1,0 +1,97 @@
+package catchup_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"stashd/catchup"
+	"stashd/internal/pgembed"
+	"stashd/internal/pgtest"
+	"stashd/store"
+	"stashd/tg"
+)
+
+// restoreOnAdvance is the catch-up's store, which restores the catalogue
+// from a dump right after the scan's first checkpoint: what a scan that
+// is under way when an operator restores the database sees.
+type restoreOnAdvance struct {
+	*store.Store
+	once    sync.Once
+	restore func()
+}
+
+func (r *restoreOnAdvance) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error {
+	err := r.Store.AdvanceWatermark(ctx, chat, w)
+	r.once.Do(r.restore)
+	return err
+}
+
+// A scan under way when the catalogue is restored from a dump handled its
+// first pages into the catalogue the dump replaced. Once the identity
+// check names the restore (and the sources are reloaded, watermarks as
+// restored), the scan's later checkpoints must not carry the watermark
+// past those pages: the catalogue forgot them, and nothing would read them
+// again.
+func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.New(t)
+	w := newWorldOn(t, url, 1)
+	src := w.sources[0]
+	w.post(src, 0, 6)
+	if _, err := w.st.CheckIdentity(ctx); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	in := w.start()
+	st := &restoreOnAdvance{Store: w.st}
+	st.restore = func() {
+		if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+			t.Error(err)
+			return
+		}
+		w.st.ResetConnections()
+		if reason, err := w.st.CheckIdentity(ctx); err != nil || reason == "" {
+			t.Errorf("the check after the restore: %q, %v; want the restore named", reason, err)
+		}
+		// As the daemon's check does: the listener reloads its sources.
+		s, err := w.st.GetSource(ctx, src)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		in.lst.Watch(s)
+	}
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2,
+		Policy: store.ScanPolicy{RetryDelay: time.Millisecond, CircuitBase: time.Millisecond}},
+		st, in.sess, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
+	for range 5 {
+		if _, err := cu.RunOnce(ctx); err != nil && !errors.Is(err, store.ErrRewound) {
+			t.Fatal(err)
+		}
+		if !in.lst.IsDirty(src) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if in.lst.IsDirty(src) {
+		t.Fatal("the source is still dirty after five catch-up cycles")
+	}
+	var n int
+	if err := w.st.Pool().QueryRow(ctx, `SELECT count(*) FROM packages`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 6 {
+		t.Errorf("after a restore under a running scan the catalogue holds %d of the source's 6 packages; "+
+			"the pages the scan handled before the restore were not read again", n)
+	}
+}
