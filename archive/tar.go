@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"compress/bzip2"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -54,11 +53,9 @@ func listTar(w *walk, src *partSet) error {
 	case FormatTarBz2:
 		r = bzip2.NewReader(raw)
 	case FormatTarXz:
-		br := bufio.NewReader(raw)
-		if dict, ok := xzDictSize(br); ok && dict > maxDecoderWindow {
-			return &ListError{Format: w.format, Reason: fmt.Sprintf("xz dictionary of %d MiB over the %d MiB listing limit", dict>>20, maxDecoderWindow>>20), Err: ErrLimit}
-		}
-		xr, err := xz.NewReader(br)
+		// Every block's dictionary is checked before the decoder sees
+		// the block (xzGuard), not only the first's.
+		xr, err := xz.NewReader(bufio.NewReader(newXzGuard(raw, maxDecoderWindow)))
 		if err != nil {
 			return w.tarErr(err, 0)
 		}
@@ -272,7 +269,10 @@ func (w *walk) tarErr(err error, listed int) error {
 		return cerr
 	}
 	var pathErr *fs.PathError
+	var le *ListError
 	switch {
+	case errors.As(err, &le):
+		return le // a limit the stream's guard met (xzGuard)
 	case errors.As(err, &pathErr):
 		return w.readErr("archive", err)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -281,66 +281,6 @@ func (w *walk) tarErr(err error, listed int) error {
 		return malformed(w.format, "invalid tar header after %d entries", listed)
 	}
 	return malformed(w.format, "corrupt stream after %d entries: %s", listed, cutUTF8(err.Error(), 200))
-}
-
-// xzDictSize peeks at the first block header of an xz stream and returns the
-// LZMA2 dictionary size it asks for. ok is false when the header cannot be
-// read; the xz reader then reports the problem itself.
-func xzDictSize(br *bufio.Reader) (size int64, ok bool) {
-	const streamHeaderLen = 12
-	b, _ := br.Peek(streamHeaderLen + 1024)
-	if len(b) < streamHeaderLen+2 || string(b[:6]) != "\xfd7zXZ\x00" {
-		return 0, false
-	}
-	blk := b[streamHeaderLen:]
-	hlen := (int(blk[0]) + 1) * 4
-	if blk[0] == 0 || len(blk) < hlen {
-		return 0, false // an empty stream (index first), or a header we cannot see
-	}
-	flags := blk[1]
-	p := blk[2:hlen]
-	readVLI := func() (uint64, bool) {
-		var v uint64
-		for i := 0; i < 9 && len(p) > 0; i++ {
-			c := p[0]
-			p = p[1:]
-			v |= uint64(c&0x7f) << (7 * i)
-			if c&0x80 == 0 {
-				return v, true
-			}
-		}
-		return 0, false
-	}
-	if flags&0x40 != 0 {
-		if _, ok := readVLI(); !ok {
-			return 0, false
-		}
-	}
-	if flags&0x80 != 0 {
-		if _, ok := readVLI(); !ok {
-			return 0, false
-		}
-	}
-	for range int(flags&3) + 1 {
-		id, ok1 := readVLI()
-		n, ok2 := readVLI()
-		if !ok1 || !ok2 || n > uint64(len(p)) {
-			return 0, false
-		}
-		props := p[:n]
-		p = p[n:]
-		if id == 0x21 && n == 1 { // LZMA2
-			d := props[0] & 0x3f
-			if d > 40 {
-				return 0, false
-			}
-			if d == 40 {
-				return 1<<32 - 1, true
-			}
-			return int64(2|d&1) << (d/2 + 11), true
-		}
-	}
-	return 0, false
 }
 
 // ctxReader fails reads once its walk must stop (context done, time bound
