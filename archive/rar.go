@@ -78,15 +78,55 @@ type rarVolume struct {
 	buf         []byte
 	stop        bool  // listing ended early: encrypted headers or a limit
 	end         int64 // where the end block ends, 0 without one
+	split       *rarSplit
+	files       int // the file blocks walked in this volume
+}
+
+// rarSplit is the file the last file block walked leaves unfinished, to
+// be continued by the next volume's first file block: a volume of another
+// set named as the next (a stray x.part2.rar of another upload) carries
+// valid headers and the right volume number, but continues another file.
+type rarSplit struct {
+	open bool   // the block goes on in the next volume
+	name string // the file's stored name
+	from int    // the volume it was walked in, 1-based
+}
+
+// chain checks a file block (its stored name; fromPrev: it continues a
+// file of the previous volume; toNext: the next volume continues it)
+// against the file the previous volume leaves unfinished, when it is the
+// first of its volume, and records what it leaves unfinished itself. The
+// name is what unrar and rardecode check a continuation by.
+func (v *rarVolume) chain(name string, fromPrev, toNext bool) error {
+	s := v.split
+	if v.files++; v.files == 1 && v.index > 0 {
+		switch {
+		case s.open && (!fromPrev || name != s.name):
+			return v.notContinuing(s)
+		case !s.open && fromPrev:
+			return notOneArchive(v.w.format, "volume %d continues %q, which volume %d does not leave unfinished: it is another archive's",
+				v.index+1, cutUTF8(name, 200), v.index)
+		}
+	}
+	*s = rarSplit{open: toNext, name: name, from: v.index + 1}
+	return nil
+}
+
+// notContinuing is the error for volume v, which does not continue the
+// file s an earlier volume leaves unfinished.
+func (v *rarVolume) notContinuing(s *rarSplit) error {
+	return notOneArchive(v.w.format, "volume %d does not continue %q, which volume %d leaves unfinished: it is another archive's",
+		v.index+1, cutUTF8(s.name, 200), s.from)
 }
 
 func listRar(w *walk, src *partSet) error {
 	var headerBytes int64
+	var split rarSplit
 	version := 0
 	more := false
 	for i := range src.Len() {
 		r, size := src.Part(i)
-		v := &rarVolume{w: w, r: r, size: size, index: i, headerBytes: &headerBytes}
+		v := &rarVolume{w: w, r: r, size: size, index: i, headerBytes: &headerBytes, split: &split}
 		pos, ver, err := v.signature()
 		if err != nil {
 			return err
@@ -102,6 +142,9 @@ func listRar(w *walk, src *partSet) error {
 		}
 		if err != nil || v.stop {
 			return err
+		}
+		if i > 0 && v.files == 0 && split.open {
+			return v.notContinuing(&split)
 		}
 		if v.end > 0 && v.end < size {
 			// A reader from the end (of a zip appended to the rar) sees
@@ -266,10 +309,17 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 				}
 			}
 		case rar5File:
+			fh, ok := readFile5(body)
+			if !ok {
+				return false, malformed(v.w.format, "corrupt file header at offset %d of volume %d", pos, v.index+1)
+			}
+			if err := v.chain(fh.name, flags&rar5DataFromPrev != 0, flags&rar5DataToNext != 0); err != nil {
+				return false, err
+			}
 			if flags&rar5DataFromPrev != 0 {
 				break // the rest of a file listed from an earlier volume
 			}
-			if err := v.addFile5(body, extra, pos, flags&rar5DataToNext == 0); err != nil {
+			if err := v.addFile5(fh, extra, flags&rar5DataToNext == 0); err != nil {
 				return false, err
 			}
 		case rar5Encryption:
@@ -294,38 +344,51 @@ func (v *rarVolume) list5(pos int64) (more bool, err error) {
 	}
 }
 
-func (v *rarVolume) addFile5(body rarBuf, extra []byte, pos int64, whole bool) error {
-	if v.w.full() {
-		v.w.listing.Truncated = true
-		v.stop = true
-		return nil
-	}
-	fileFlags := body.vint()
-	unpSize := body.vint()
+// rar5FileHeader is what a RAR5 file block's header says of its file.
+type rar5FileHeader struct {
+	flags   uint64
+	unpSize uint64
+	crc     uint32
+	name    string
+}
+
+// readFile5 reads the file header fields of a RAR5 file block's body; ok
+// is false when they are corrupt.
+func readFile5(body rarBuf) (h rar5FileHeader, ok bool) {
+	h.flags = body.vint()
+	h.unpSize = body.vint()
 	body.vint() // attributes
-	if fileFlags&rar5FileMtime != 0 {
+	if h.flags&rar5FileMtime != 0 {
 		body.skip(4)
 	}
-	var crc uint32
-	if fileFlags&rar5FileCRC != 0 && len(body.b) >= 4 {
-		crc = le32(body.b)
+	if h.flags&rar5FileCRC != 0 && len(body.b) >= 4 {
+		h.crc = le32(body.b)
 	}
-	if fileFlags&rar5FileCRC != 0 {
+	if h.flags&rar5FileCRC != 0 {
 		body.skip(4)
 	}
 	body.vint() // compression information
 	body.vint() // host OS
 	nameLen := body.vint()
 	if body.bad || nameLen > uint64(len(body.b)) {
-		return malformed(v.w.format, "corrupt file header at offset %d of volume %d", pos, v.index+1)
+		return h, false
 	}
-	name := string(body.b[:nameLen])
+	h.name = string(body.b[:nameLen])
+	return h, true
+}
+
+func (v *rarVolume) addFile5(fh rar5FileHeader, extra []byte, whole bool) error {
+	if v.w.full() {
+		v.w.listing.Truncated = true
+		v.stop = true
+		return nil
+	}
 	size := int64(-1)
-	if fileFlags&rar5FileNoSize == 0 && unpSize <= math.MaxInt64 {
-		size = int64(unpSize)
+	if fh.flags&rar5FileNoSize == 0 && fh.unpSize <= math.MaxInt64 {
+		size = int64(fh.unpSize)
 	}
-	e := v.w.add(name, size, fileFlags&rar5FileDir != 0)
-	e.CRC, e.HasCRC = crc, whole && fileFlags&rar5FileCRC != 0 && fileFlags&rar5FileDir == 0
+	e := v.w.add(fh.name, size, fh.flags&rar5FileDir != 0)
+	e.CRC, e.HasCRC = fh.crc, whole && fh.flags&rar5FileCRC != 0 && fh.flags&rar5FileDir == 0
 
 	// Extra area: records of size, type, data.
 	for x := (rarBuf{b: extra}); len(x.b) > 0 && !x.bad; {
@@ -426,8 +489,18 @@ func (v *rarVolume) list4(pos int64) (more bool, err error) {
 				}
 				dataSize |= uint64(le32(hdr[rar4FileFixedLen:])) << 32
 			}
-			if typ == rar4File && flags&rar4SplitBefore == 0 {
-				if err := v.addFile4(hdr, flags, pos); err != nil || v.stop {
+			if typ != rar4File {
+				break
+			}
+			raw, unp, ok := readFile4(hdr, flags)
+			if !ok {
+				return false, malformed(v.w.format, "corrupt file header at offset %d of volume %d", pos, v.index+1)
+			}
+			if err := v.chain(string(raw), flags&rar4SplitBefore != 0, flags&rar4SplitAfter != 0); err != nil {
+				return false, err
+			}
+			if flags&rar4SplitBefore == 0 {
+				if err := v.addFile4(hdr, raw, unp, flags); err != nil || v.stop {
 					return false, err
 				}
 			}
@@ -453,26 +526,32 @@ func rar4CheckedCRC(typ byte) bool {
 	return true
 }
 
-func (v *rarVolume) addFile4(hdr []byte, flags uint16, pos int64) error {
+// readFile4 reads the stored name and the unpacked size of a RAR4 file
+// block's header hdr; ok is false when the name does not fit in it.
+func readFile4(hdr []byte, flags uint16) (raw []byte, unp uint64, ok bool) {
+	unp = uint64(le32(hdr[11:]))
+	nameLen := int(le16(hdr[26:]))
+	off := rar4FileFixedLen
+	if flags&rar4LargeFile != 0 {
+		unp |= uint64(le32(hdr[off+4:])) << 32
+		off += 8
+	}
+	if off+nameLen > len(hdr) {
+		return nil, 0, false
+	}
+	return hdr[off : off+nameLen], unp, true
+}
+
+func (v *rarVolume) addFile4(hdr, raw []byte, unp uint64, flags uint16) error {
 	if v.w.full() {
 		v.w.listing.Truncated = true
 		v.stop = true
 		return nil
 	}
-	unp := uint64(le32(hdr[11:]))
-	nameLen := int(le16(hdr[26:]))
-	off := rar4FileFixedLen
 	unknown := unp == math.MaxUint32
 	if flags&rar4LargeFile != 0 {
-		high := uint64(le32(hdr[off+4:]))
-		unp |= high << 32
 		unknown = unp == math.MaxUint64
-		off += 8
 	}
-	if off+nameLen > len(hdr) {
-		return malformed(v.w.format, "corrupt file header at offset %d of volume %d", pos, v.index+1)
-	}
-	raw := hdr[off : off+nameLen]
 	name := string(raw)
 	if flags&rar4Unicode != 0 {
 		name = decodeRar4Name(raw)

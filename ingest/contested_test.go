@@ -148,3 +148,55 @@ func TestTwoSetsUnderTheSameNamesAreBothDelivered(t *testing.T) {
 		})
 	}
 }
+
+// A volume of another upload posted under a set's part name before the
+// set's own (a stray x.part2.rar, the same size, its headers valid and its
+// volume number right) continues another file than the set's first volume
+// leaves unfinished: the set is assembled from its own volumes, and the
+// stray is a rejected copy, never delivered as a part of the set.
+func TestStrayVolumeOfAnotherSetIsNotAssembled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	p, c := e.pipeline("a")
+	own := archivetest.RarVolumes([]archivetest.File{{Name: "own/data.bin", Data: []byte(strings.Repeat("o", 9000))}}, 3)
+	other := archivetest.RarVolumes([]archivetest.File{{Name: "oth/data.bin", Data: []byte(strings.Repeat("x", 9000))}}, 3)
+	if len(other[1]) != len(own[1]) {
+		t.Fatalf("the stray volume is %d bytes, the set's %d: want the same size", len(other[1]), len(own[1]))
+	}
+	posts := []struct {
+		name string
+		data []byte
+	}{
+		{"stray.part2.rar", other[1]},
+		{"stray.part1.rar", own[0]},
+		{"stray.part2.rar", own[1]},
+		{"stray.part3.rar", own[2]},
+	}
+	var msgs []tg.Message
+	for _, pt := range posts {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: pt.name, Data: pt.data}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+		msgs = append(msgs, m)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
+		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
+	}
+	sent := map[string]bool{}
+	for _, d := range e.delivered() {
+		sent[d.Document.File.UniqueID] = true
+	}
+	for i, m := range msgs {
+		if want := i > 0; sent[m.Document.File.UniqueID] != want {
+			t.Errorf("%s (post %d, the stray: %v): delivered %v, want %v", m.Document.FileName, i, i == 0, sent[m.Document.File.UniqueID], want)
+		}
+	}
+	var reason string
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT coalesce((SELECT reason FROM rejected_parts
+		WHERE chat_id = $1 AND message_id = $2), '')`, msgs[0].Key().Chat, msgs[0].Key().Message).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reason, "does not continue") {
+		t.Errorf("the stray's rejection reason %q does not say it continues another file", reason)
+	}
+}
