@@ -2,10 +2,15 @@ package store_test
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"stashd/store"
 	"stashd/tg"
 )
 
@@ -66,4 +71,80 @@ func TestDueWaitingMergesPutOffDeliveriesByAge(t *testing.T) {
 			t.Errorf("DueWaiting(limit %d, except %v) = %v, want %v", c.limit, c.except, got, c.want)
 		}
 	}
+}
+
+// A backlog waiting for a route's window costs a batch read nothing: the
+// read of the due deliveries neither passes the deliveries whose window
+// has not opened, one by one, nor sorts every due one, however many of
+// either are queued. Once the window opens, its deliveries are due, oldest
+// first.
+func TestDueWaitingReadsNoDeliveryWaitingForItsWindow(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := t.Context()
+	const windowed, due, batch = 3000, 1000, 100
+	now := time.Now().Truncate(time.Second)
+	opens := now.Add(time.Hour)
+	if _, err := st.Pool().CopyFrom(ctx, pgx.Identifier{"packages"},
+		[]string{"id", "content_hash", "name", "format", "total_size", "part_count", "file_count", "origin_chat_id", "origin_message_id"},
+		copyRows(windowed+due, func(i int) []any {
+			h := sha256.Sum256([]byte(fmt.Sprint(i)))
+			return []any{int64(i), h[:], "p.zip", "zip", int64(1), 1, 1, int64(-5), int64(i) << 20}
+		})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().CopyFrom(ctx, pgx.Identifier{"waiting_deliveries"},
+		[]string{"package_id", "destination_chat_id", "account", "route", "opens_at", "source_chat_id", "message_ids", "part_count", "created_at"},
+		copyRows(windowed+due, func(i int) []any {
+			created := now.Add(-time.Duration(windowed+due-i) * time.Second)
+			route, at := "nightly", opens // the oldest wait for the window
+			if i > windowed {
+				route, at = "", created
+			}
+			return []any{int64(i), int64(-1), "a", route, at, int64(-5), []int64{int64(i) << 20}, 1, created}
+		})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `ANALYZE waiting_deliveries`); err != nil {
+		t.Fatal(err)
+	}
+	var plan []map[string]any
+	if err := st.Pool().QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+store.DueWaitingSQL, "a", now, batch, []int64{}).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if read := scanRows(plan[0]["Plan"]); read > 2*batch {
+		t.Errorf("reading a batch of %d due deliveries read %d rows of the queue, %d of them waiting for a window an hour away; want at most %d",
+			batch, read, windowed, 2*batch)
+	}
+	for _, c := range []struct {
+		at   time.Time
+		want int
+		head int64
+	}{{now, batch, windowed + 1}, {opens, batch, 1}} {
+		got, err := st.DueWaiting(ctx, "a", c.at, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != c.want || got[0].PackageID != c.head {
+			t.Errorf("DueWaiting at %v = %d deliveries, first %d; want %d, first %d", c.at, len(got), got[0].PackageID, c.want, c.head)
+		}
+	}
+}
+
+// scanRows sums the rows a plan's scans read, those their filter left
+// out included, over their loops.
+func scanRows(node any) int {
+	n, _ := node.(map[string]any)
+	sum := 0
+	if typ, _ := n["Node Type"].(string); strings.Contains(typ, "Scan") {
+		rows, _ := n["Actual Rows"].(float64)
+		removed, _ := n["Rows Removed by Filter"].(float64)
+		loops, _ := n["Actual Loops"].(float64)
+		sum = int((rows + removed) * max(loops, 1))
+	}
+	plans, _ := n["Plans"].([]any)
+	for _, p := range plans {
+		sum += scanRows(p)
+	}
+	return sum
 }

@@ -255,18 +255,27 @@ func (s *Store) DueWaiting(ctx context.Context, account string, now time.Time, l
 const waitingColumns = `package_id, destination_chat_id, account, route, opens_at, source_chat_id,
 	source_topic_id, message_ids, part_count, created_at, attempts, last_error`
 
-// dueWaitingSQL reads DueWaiting's batch: the oldest due deliveries no
-// failure put off, read along the queue index, merged by age with the due
-// ones a failure put off, read along an index of their own (migration
-// 031). That part is read only when one of them is due (the first along
-// their index by when they are due is), so deliveries a failure
-// put off for later cost a batch nothing, however many head the queue;
-// once due they are read by age as the others are. Those waiting for a
-// route's window, and those to the destinations excepted, are read past
-// one by one in the queue order.
+// dueWaitingSQL reads DueWaiting's batch, merged by age from three
+// classes of the queue, each read along an index of its own: the oldest
+// due deliveries queued to go at once (no route, no failure: migration
+// 036's queue index); those with a route (waiting for its window, or
+// handed over by another account) and those a failure put off (migration
+// 031), each class read only when one of its deliveries is due (the first
+// along its index by when they are due is). So deliveries waiting for a
+// window that opens later, or put off by a failure for later, cost a
+// batch nothing, however many head the queue; once due they are read by
+// age as the others are. Within a class read, those not due yet, and
+// those to the destinations excepted, are read past one by one in the
+// queue order.
 const dueWaitingSQL = `SELECT ` + waitingColumns + ` FROM (
 	(SELECT ` + waitingColumns + ` FROM waiting_deliveries
-		WHERE account = $1 AND last_error = '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+		WHERE account = $1 AND last_error = '' AND route = '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+		ORDER BY created_at, package_id, destination_chat_id LIMIT $3)
+	UNION ALL
+	(SELECT ` + waitingColumns + ` FROM waiting_deliveries
+		WHERE account = $1 AND last_error = '' AND route <> '' AND opens_at <= $2 AND destination_chat_id <> ALL($4::bigint[])
+			AND (SELECT opens_at FROM waiting_deliveries WHERE account = $1 AND last_error = '' AND route <> ''
+				ORDER BY opens_at LIMIT 1) <= $2
 		ORDER BY created_at, package_id, destination_chat_id LIMIT $3)
 	UNION ALL
 	(SELECT ` + waitingColumns + ` FROM waiting_deliveries

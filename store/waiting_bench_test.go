@@ -22,6 +22,8 @@ const (
 	blockedHeld     = "held"      // due, to a destination DueWaiting is told to pass
 	blockedPutOff   = "put off"   // put off by a flood wait for another hour
 	blockedDueAgain = "due again" // put off by a flood wait that has passed
+	blockedWindow   = "window"    // waiting for a route's window an hour away
+	blockedMixed    = "mixed"     // put off for an hour, but for one due again
 )
 
 // loadWaiting queues waitingBacklog deliveries of account "a", oldest
@@ -47,7 +49,7 @@ func loadWaiting(ctx context.Context, b *testing.B, pool interface {
 		[]string{"package_id", "destination_chat_id", "account", "route", "opens_at", "source_chat_id", "message_ids", "part_count", "created_at", "attempts", "last_error"},
 		copyRows(waitingBacklog, func(i int) []any {
 			created := now.Add(-time.Duration(waitingBacklog-i) * time.Second)
-			dest, opens, attempts, last := int64(-2), created, 0, ""
+			dest, route, opens, attempts, last := int64(-2), "", created, 0, ""
 			if i <= blocked {
 				dest = -1
 				switch state {
@@ -55,9 +57,16 @@ func loadWaiting(ctx context.Context, b *testing.B, pool interface {
 					opens, attempts, last = now.Add(time.Hour), 1, "FLOOD_WAIT"
 				case blockedDueAgain:
 					opens, attempts, last = now.Add(-time.Minute), 1, "FLOOD_WAIT"
+				case blockedWindow:
+					route, opens = "nightly", now.Add(time.Hour)
+				case blockedMixed:
+					opens, attempts, last = now.Add(time.Hour), 1, "FLOOD_WAIT"
+					if i == blocked {
+						opens = now.Add(-time.Minute)
+					}
 				}
 			}
-			return []any{int64(i), dest, "a", "", opens, int64(-5), []int64{int64(i)}, 1, created, attempts, last}
+			return []any{int64(i), dest, "a", route, opens, int64(-5), []int64{int64(i)}, 1, created, attempts, last}
 		}))
 	if err != nil {
 		b.Fatal(err)
@@ -70,7 +79,7 @@ func loadWaiting(ctx context.Context, b *testing.B, pool interface {
 // passed (they are then the batch), or held for this run (DueWaiting's
 // except). It prints the plan of the read. Printed, not asserted.
 func BenchmarkDueWaiting(b *testing.B) {
-	for _, state := range []string{blockedPutOff, blockedDueAgain, blockedHeld} {
+	for _, state := range []string{blockedPutOff, blockedDueAgain, blockedHeld, blockedWindow, blockedMixed} {
 		b.Run(strings.ReplaceAll(state, " ", "-"), func(b *testing.B) {
 			st := openConfig(b, store.Config{})
 			ctx := context.Background()
@@ -101,7 +110,7 @@ func BenchmarkDueWaiting(b *testing.B) {
 			for range b.N {
 				due, err := st.DueWaiting(ctx, "a", time.Now(), 100, except...)
 				want := tg.ChatID(-2)
-				if state == blockedDueAgain {
+				if state == blockedDueAgain || state == blockedMixed {
 					want = -1
 				}
 				if err != nil || len(due) != 100 || due[0].Destination != want {
