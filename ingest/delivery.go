@@ -89,6 +89,14 @@ type Deliverer struct {
 		known bool
 		at    time.Time
 	}
+	// counted is report's last count of the queue: when, each window's
+	// state then, and the deliveries queued (recount). Only the stage's
+	// goroutine touches it.
+	counted struct {
+		at      time.Time
+		open    map[string]bool
+		waiting int
+	}
 	// ahead is the lock of the next delivery, with its looks and the
 	// intents of its first send, taken in the round trip that ended the
 	// last one (one); nil when none was.
@@ -125,8 +133,10 @@ func NewDeliverer(cfg DeliveryConfig, p *Pipeline, st DeliveryStore, m *WindowMe
 	cfg.Batch = cmp.Or(cfg.Batch, 100)
 	cfg.SendSpacing = cmp.Or(cfg.SendSpacing, 3*time.Second)
 	cfg.RetryDelay = cmp.Or(cfg.RetryDelay, 10*time.Second)
-	return &Deliverer{cfg: cfg, p: p, store: st, m: m, open: map[string]bool{}, sent: map[string]int{},
+	ws := &Deliverer{cfg: cfg, p: p, store: st, m: m, open: map[string]bool{}, sent: map[string]int{},
 		unwritable: map[tg.ChatID]time.Duration{}}
+	ws.counted.open = map[string]bool{}
+	return ws
 }
 
 // Start starts the stage's goroutine: it runs at once, then whenever
@@ -216,7 +226,9 @@ func (ws *Deliverer) Stop() { ws.run.Stop() }
 // DeliveryResult counts what one RunOnce did.
 type DeliveryResult struct {
 	// Delivered counts queued deliveries sent; Waiting those left (counted
-	// only when a route has a delivery window, for its report);
+	// only when a route has a delivery window, for its report, and only
+	// when a window opened or closed since the last count or an Interval
+	// after it: between, the last count);
 	// Failed those given up because their source message is gone;
 	// Deferred those that failed and wait to be tried again; Held those
 	// left queued because their destination waits for a reconciliation,

@@ -69,10 +69,16 @@ func (ws *Deliverer) observe(routes []route.Route) {
 // (since the last look) with deliveries still waiting for it; waiting
 // counts the account's queue. Without a windowed route it reads nothing
 // (a round trip each pass of the stage, each delivery on the realtime
-// path) and returns zeros.
+// path) and returns zeros. The count reads every queued delivery, the
+// windows' backlogs included, so it is taken only when a window opened or
+// closed since the last one, or an Interval after it (recount); between,
+// waiting and the metrics are those of the last count.
 func (ws *Deliverer) report(ctx context.Context, routes []route.Route) (partial, waiting int, err error) {
 	if !ws.p.cfg.Routes.HasWindows() {
 		return 0, 0, nil
+	}
+	if !ws.recount(routes) {
+		return 0, ws.counted.waiting, nil
 	}
 	backlog, err := ws.store.QueuedByRoute(ctx, ws.p.cfg.Account)
 	if err != nil {
@@ -113,8 +119,31 @@ func (ws *Deliverer) report(ctx context.Context, routes []route.Route) (partial,
 			ws.p.log.Warn(PartialSentence(rep, r.Window.NextOpen(now)))
 		}
 		ws.open[name] = open
+		ws.counted.open[name] = open
 	}
+	ws.counted.at, ws.counted.waiting = time.Now(), waiting
 	return partial, waiting, nil
+}
+
+// recount reports whether report must count the queue again: it never
+// did, its last count is an Interval old, or a window opened or closed
+// since (in this pass, or since that count).
+func (ws *Deliverer) recount(routes []route.Route) bool {
+	c := &ws.counted
+	if c.at.IsZero() || time.Since(c.at) >= ws.cfg.Interval {
+		return true
+	}
+	now := ws.p.cfg.Now()
+	for i, r := range routes {
+		if r.Window == nil {
+			continue
+		}
+		name := r.Title(i)
+		if open := r.Window.Open(now); open != ws.open[name] || open != c.open[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // lastClose is the most recent closing of w at or before now.

@@ -171,3 +171,55 @@ func TestWindowGivesUpADeliveryWhoseSourceIsGone(t *testing.T) {
 		t.Errorf("day mirror holds %v, want kept.tar only", got)
 	}
 }
+
+// countingQueue counts the delivery stage's counts of its whole queue.
+type countingQueue struct {
+	*store.Store
+	counts int
+}
+
+func (q *countingQueue) QueuedByRoute(ctx context.Context, account string) ([]store.RouteBacklog, error) {
+	q.counts++
+	return q.Store.QueuedByRoute(ctx, account)
+}
+
+// With a route's window open, the realtime path (a package queued, the
+// stage woken, the package sent) does not count the account's whole queue
+// for the window's report on every pass: that count reads every queued
+// delivery, the window's backlog included. It counts again when a window
+// opens or closes, or after an Interval.
+func TestWindowReportCountsTheQueueOncePerWindowChange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	day := e.world.AddChat(tg.KindChannel, "day mirror", "a")
+	w, err := route.ParseWindow("06:00-18:00", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
+	e.now = time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC) // in the window
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	q := &countingQueue{Store: e.st}
+	ws := ingest.NewDeliverer(ingest.DeliveryConfig{Interval: time.Hour}, p, q, nil)
+	const n = 5
+	for i := range n {
+		name := string(rune('a'+i)) + ".tar"
+		msg := e.view(c, e.world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
+		mustHandle(t, p, msg, store.OutcomePackage)
+		if res, err := ws.RunOnce(e.ctx); err != nil || res.Delivered != 1 {
+			t.Fatalf("RunOnce after package %d = %+v, %v; want it delivered", i, res, err)
+		}
+	}
+	if q.counts != 1 {
+		t.Errorf("the delivery stage counted its whole queue %d times for %d deliveries sent while the window stayed open; want once", q.counts, n)
+	}
+	// The window closes: its report counts the queue again.
+	e.now = time.Date(2026, 3, 3, 19, 0, 0, 0, time.UTC)
+	if _, err := ws.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if q.counts != 2 {
+		t.Errorf("after the window closed the queue was counted %d times in all; want twice", q.counts)
+	}
+}
