@@ -49,7 +49,9 @@ func NewWindowMetrics(reg prometheus.Registerer) *WindowMetrics {
 }
 
 // observe notes the windows that opened since the last look, starting
-// their count of deliveries sent.
+// their count of deliveries sent. A window that closed is left open here
+// for report to find closed: a close while the stage was idle (its
+// deliveries waiting out a flood wait) is reported as one in a pass.
 func (ws *Deliverer) observe(routes []route.Route) {
 	now := ws.p.cfg.Now()
 	for i, r := range routes {
@@ -57,11 +59,10 @@ func (ws *Deliverer) observe(routes []route.Route) {
 			continue
 		}
 		name := r.Title(i)
-		open := r.Window.Open(now)
-		if open && !ws.open[name] {
+		if r.Window.Open(now) && !ws.open[name] {
 			ws.sent[name] = 0
+			ws.open[name] = true
 		}
-		ws.open[name] = open
 	}
 }
 

@@ -223,3 +223,47 @@ func TestWindowReportCountsTheQueueOncePerWindowChange(t *testing.T) {
 		t.Errorf("after the window closed the queue was counted %d times in all; want twice", q.counts)
 	}
 }
+
+// A window that closes while its deliveries wait out a flood wait, the
+// stage idle, is still recorded as partial once the stage looks again.
+func TestWindowClosingDuringAFloodWaitIsReportedPartial(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	day := e.world.AddChat(tg.KindChannel, "day mirror", "a")
+	w, err := route.ParseWindow("06:00-18:00", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
+	e.now = time.Date(2026, 3, 2, 19, 0, 0, 0, time.UTC) // after hours: the deliveries wait for the window
+	var pause time.Duration
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
+		cfg.Routes = tbl
+		cfg.DestPause = func(tg.ChatID) time.Duration { return pause }
+	}, nil)
+	ws := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil)
+	for _, name := range []string{"a.tar", "b.tar"} {
+		msg := e.view(c, e.world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
+		mustHandle(t, p, msg, store.OutcomePackage)
+	}
+	// In the window, a flood wait of an hour puts both off.
+	e.now, pause = time.Date(2026, 3, 3, 17, 30, 0, 0, time.UTC), time.Hour
+	if res, err := ws.RunOnce(e.ctx); err != nil || res.Delivered != 0 || res.Deferred != 2 {
+		t.Fatalf("RunOnce in the flood wait = %+v, %v; want both put off", res, err)
+	}
+	// The window closed at 18:00; the wait ends at 18:30.
+	e.now, pause = time.Date(2026, 3, 3, 18, 45, 0, 0, time.UTC), 0
+	res, err := ws.RunOnce(e.ctx)
+	if err != nil || res.Delivered != 0 {
+		t.Fatalf("RunOnce after the close = %+v, %v; want nothing sent", res, err)
+	}
+	status, err := e.st.Status(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Partial != 1 || len(status.Partial) != 1 || status.Partial[0].Waiting != 2 {
+		t.Errorf("after the window closed with 2 deliveries waiting: %d partial windows found, status shows %+v; want one, with 2 waiting",
+			res.Partial, status.Partial)
+	}
+}
