@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"stashd/archive/archivetest"
+	"stashd/ingest"
 	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
@@ -25,23 +26,14 @@ func TestSetAssembledFromTheCopiesThatMakeItValid(t *testing.T) {
 	vols := archivetest.RarVolumes([]archivetest.File{{Name: "copies/data.bin", Data: []byte(strings.Repeat("c", 9000))}}, 3)
 	damaged := slices.Clone(vols[1])
 	damaged[12] ^= 0xFF
-	posts := []struct {
-		name string
-		data []byte
-	}{
+	posts := []namedPart{
 		{"copies.part1.rar", vols[0]},
 		{"copies.part2.rar", damaged},
 		{"copies.part2.rar", vols[1]},
 		{"copies.part3.rar", vols[2][:len(vols[2])/2]},
 		{"copies.part3.rar", vols[2]},
 	}
-	var msgs []tg.Message
-	for _, pt := range posts {
-		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: pt.name, Data: pt.data}))
-		mustHandle(t, p, m, store.OutcomePartPending)
-		msgs = append(msgs, m)
-	}
-	e.now = e.now.Add(2 * time.Minute)
+	msgs := postPending(t, e, p, c, posts)
 	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 || res.DeadLetter != 0 {
 		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
 	}
@@ -163,22 +155,13 @@ func TestStrayVolumeOfAnotherSetIsNotAssembled(t *testing.T) {
 	if len(other[1]) != len(own[1]) {
 		t.Fatalf("the stray volume is %d bytes, the set's %d: want the same size", len(other[1]), len(own[1]))
 	}
-	posts := []struct {
-		name string
-		data []byte
-	}{
+	posts := []namedPart{
 		{"stray.part2.rar", other[1]},
 		{"stray.part1.rar", own[0]},
 		{"stray.part2.rar", own[1]},
 		{"stray.part3.rar", own[2]},
 	}
-	var msgs []tg.Message
-	for _, pt := range posts {
-		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: pt.name, Data: pt.data}))
-		mustHandle(t, p, m, store.OutcomePartPending)
-		msgs = append(msgs, m)
-	}
-	e.now = e.now.Add(2 * time.Minute)
+	msgs := postPending(t, e, p, c, posts)
 	if res, err := p.Sweep(e.ctx); err != nil || res.Completed != 1 {
 		t.Fatalf("sweep = %+v, %v; want the set completed", res, err)
 	}
@@ -199,4 +182,24 @@ func TestStrayVolumeOfAnotherSetIsNotAssembled(t *testing.T) {
 	if !strings.Contains(reason, "does not continue") {
 		t.Errorf("the stray's rejection reason %q does not say it continues another file", reason)
 	}
+}
+
+// namedPart is a part posted under a name.
+type namedPart struct {
+	name string
+	data []byte
+}
+
+// postPending posts parts in source "a", each handled as a part that waits
+// for its set, and moves the clock past the sweep's wait.
+func postPending(t *testing.T, e *env, p *ingest.Pipeline, c *tgsim.Client, parts []namedPart) []tg.Message {
+	t.Helper()
+	var msgs []tg.Message
+	for _, pt := range parts {
+		m := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: pt.name, Data: pt.data}))
+		mustHandle(t, p, m, store.OutcomePartPending)
+		msgs = append(msgs, m)
+	}
+	e.now = e.now.Add(2 * time.Minute)
+	return msgs
 }
