@@ -334,6 +334,12 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 			// dirty and the next cycle tries again, with no failure counted.
 			scanErr = nil
 		}
+		if errors.Is(scanErr, store.ErrRewound) {
+			// The catalogue rewound under the scan, not the source
+			// failing: it stays dirty and is read again at once from the
+			// catalogue's state as restored, with no failure counted.
+			scanErr = nil
+		}
 		out := store.ScanOutcome{Found: found, Err: scanErr, Permanent: tg.Classify(scanErr) == tg.ClassPermanent,
 			NoAccess: errors.Is(scanErr, tg.ErrNoAccess), Protected: sc.chat.Protected, ChatRead: sc.chatRead,
 			Read: scanErr == nil && sc.decision == DecisionPaged, NotMember: doubt && scanErr == nil && sc.decision == DecisionPaged, Member: member,
@@ -361,7 +367,8 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 			res.Errors++
 			switch {
 			case scanErr == nil:
-				// Ignored (406): retried next cycle.
+				// Ignored (406), or refused by a rewind: retried next
+				// cycle.
 			case out.NoAccess:
 				c.log.Warn("source inaccessible: the account lost access; circuit open", "source", src.ChatID, "err", scanErr)
 			case out.Permanent:

@@ -95,3 +95,62 @@ func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) 
 			"the pages the scan handled before the restore were not read again", n)
 	}
 }
+
+// A scan whose checkpoint the restore's check refused (store.ErrRewound)
+// did not fail: the source is read again from the restored catalogue at
+// once, with no failure counted against it and no retry delay waited.
+func TestScanRefusedByARewindIsNoFailureOfTheSource(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.New(t)
+	w := newWorldOn(t, url, 1)
+	src := w.sources[0]
+	w.post(src, 0, 6)
+	if _, err := w.st.CheckIdentity(ctx); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
+		t.Fatal(err)
+	}
+	in := w.start()
+	st := &restoreOnAdvance{Store: w.st}
+	st.restore = func() {
+		if err := pgembed.Restore(ctx, "", url, backup); err != nil {
+			t.Error(err)
+			return
+		}
+		w.st.ResetConnections()
+		if reason, err := w.st.CheckIdentity(ctx); err != nil || reason == "" {
+			t.Errorf("the check after the restore: %q, %v; want the restore named", reason, err)
+		}
+		s, err := w.st.GetSource(ctx, src)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		in.lst.Watch(s)
+	}
+	// The default retry delay (10 s): a cycle that counted the refusal a
+	// failure would leave the source unclaimed for the next cycles.
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2},
+		st, in.sess, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
+	if _, err := cu.RunOnce(ctx); err != nil {
+		t.Errorf("the cycle whose scan the restore refused reported %v; want no error", err)
+	}
+	var failures int
+	var lastError string
+	if err := w.st.Pool().QueryRow(ctx, `SELECT failures, last_error FROM sources WHERE chat_id = $1`,
+		int64(src)).Scan(&failures, &lastError); err != nil {
+		t.Fatal(err)
+	}
+	if failures != 0 || lastError != "" {
+		t.Errorf("the source records %d failures (%q) after a scan the restore refused; want none", failures, lastError)
+	}
+	if _, err := cu.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in.lst.IsDirty(src) {
+		t.Error("the source is still dirty after the cycle that follows the refused scan; want it read again at once")
+	}
+}
