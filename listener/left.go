@@ -83,6 +83,27 @@ func (l *Listener) startReasonLocked(chat tg.ChatID) string {
 	return ReasonStart
 }
 
+// watchReasonLocked is why st, about to be watched, starts dirty. A
+// source watched again (its state read anew after the catalogue rewound)
+// keeps what TDLib told this session of the account's access, which is no
+// catalogue state: a loss no server call disproved yet stays in doubt, and
+// is the reason.
+func (l *Listener) watchReasonLocked(st *source) string {
+	reason := l.startReasonLocked(st.chat)
+	old := l.sources[st.chat]
+	if old == nil {
+		return reason
+	}
+	st.lostMarks, st.readMark, st.member, st.rejoined = old.lostMarks, old.readMark, old.member, old.rejoined
+	if st.lostMarks > st.readMark {
+		// markDirtyLocked counts a loss for this reason: the one kept
+		// is not another.
+		st.lostMarks--
+		return ReasonAccessLost
+	}
+	return reason
+}
+
 // AccessInDoubt reports whether the account was said to have lost chat
 // (ChatAccessLost, a download refused for it) since a server call last
 // read it: getChat still answers from local state, so only a server call

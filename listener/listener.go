@@ -189,7 +189,8 @@ func New(cfg Config, st Store, m *Metrics) *Listener {
 }
 
 // Watch starts tracking a source from its durable state. Every source starts
-// dirty: nothing is trusted until a catch-up has looked.
+// dirty: nothing is trusted until a catch-up has looked. Watching it again
+// keeps what TDLib told of its access (watchReasonLocked).
 func (l *Listener) Watch(src store.Source) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -198,13 +199,14 @@ func (l *Listener) Watch(src store.Source) {
 		lastSeen: max(src.LastSeen, src.Watermark), low: src.Watermark, done: map[int64]struct{}{}, era: src.Era,
 		noContinuity: src.Kind == tg.KindBasicGroup,
 	}
+	reason := l.watchReasonLocked(st)
 	l.sources[src.ChatID] = st
 	l.lagLocked(st)
 	if l.joined[src.ChatID] {
 		delete(l.joined, src.ChatID)
 		st.member, st.rejoined = true, true
 	}
-	l.markDirtyLocked(st, l.startReasonLocked(src.ChatID))
+	l.markDirtyLocked(st, reason)
 }
 
 // Queue is the channel ingest workers drain. It is closed by CloseQueue.
