@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,10 +44,25 @@ type rewindWatch struct {
 	// checked is closed once the start-up check is done: until then the
 	// delivery stage cannot tell whether a destination is held.
 	checked chan struct{}
+	// unrecorded are the watched sources a rewound catalogue had no row
+	// of, said once each (reloadSources, from the watch's loop and from
+	// the delivery stage's Hold).
+	mu         sync.Mutex
+	unrecorded map[tg.ChatID]bool
+}
+
+// firstUnrecorded reports whether chat was not yet found unrecorded.
+func (w *rewindWatch) firstUnrecorded(chat tg.ChatID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	first := !w.unrecorded[chat]
+	w.unrecorded[chat] = true
+	return first
 }
 
 func newRewindWatch(d *Daemon, r *accountRun, dests []tg.ChatID) *rewindWatch {
-	return &rewindWatch{d: d, r: r, dests: dests, log: r.log.With("component", "reconcile"), checked: make(chan struct{})}
+	return &rewindWatch{d: d, r: r, dests: dests, log: r.log.With("component", "reconcile"), checked: make(chan struct{}),
+		unrecorded: map[tg.ChatID]bool{}}
 }
 
 // Start checks for a rewind, then runs the loop.
@@ -199,7 +215,10 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) error {
 // catch-up, instead of lying below a watermark only the process's memory
 // still holds. Until then the listener's writes of those sources are
 // refused (store.ErrRewound); a reload that fails is tried again after the
-// next check. Nothing is read when no source is behind.
+// next check. Nothing is read when no source is behind. A source the
+// restored catalogue records under another account (a dump older than a
+// takeover) is read by its id, as the listener watched it; one it does not
+// record at all is left behind, its writes refused, and said so.
 func (w *rewindWatch) reloadSources(ctx context.Context) {
 	w.d.mu.Lock()
 	runs := slices.Clone(w.d.accounts)
@@ -215,7 +234,22 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 			continue
 		}
 		for _, s := range srcs {
-			if slices.Contains(behind, s.ChatID) {
+			if i := slices.Index(behind, s.ChatID); i >= 0 {
+				r.lst.Watch(s)
+				behind = slices.Delete(behind, i, i+1)
+			}
+		}
+		for _, chat := range behind {
+			s, err := w.d.store.GetSource(ctx, chat)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				if w.firstUnrecorded(chat) {
+					w.log.Error("the restored catalogue does not record a watched source; restart the daemon to register it again",
+						"account", r.name, "source", chat)
+				}
+			case err != nil:
+				w.log.Warn("reload a source's watermark after a rewind", "account", r.name, "source", chat, "err", err)
+			default:
 				r.lst.Watch(s)
 			}
 		}
