@@ -145,13 +145,7 @@ func TestWindowClosingMidBacklogResumesNextWindow(t *testing.T) {
 func TestWindowGivesUpADeliveryWhoseSourceIsGone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
-	src := e.src["a"]
-	day := e.world.AddChat(tg.KindChannel, "day mirror", "a")
-	w, err := route.ParseWindow("06:00-18:00", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
+	src, day, tbl := dayRoute(t, e)
 	e.now = time.Date(2026, 3, 2, 19, 0, 0, 0, time.UTC)
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
 	ws := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, e.st, nil)
@@ -191,13 +185,7 @@ func (q *countingQueue) QueuedByRoute(ctx context.Context, account string) ([]st
 func TestWindowReportCountsTheQueueOncePerWindowChange(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
-	src := e.src["a"]
-	day := e.world.AddChat(tg.KindChannel, "day mirror", "a")
-	w, err := route.ParseWindow("06:00-18:00", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
+	src, _, tbl := dayRoute(t, e)
 	e.now = time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC) // in the window
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
 	q := &countingQueue{Store: e.st}
@@ -229,13 +217,7 @@ func TestWindowReportCountsTheQueueOncePerWindowChange(t *testing.T) {
 func TestWindowClosingDuringAFloodWaitIsReportedPartial(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "a")
-	src := e.src["a"]
-	day := e.world.AddChat(tg.KindChannel, "day mirror", "a")
-	w, err := route.ParseWindow("06:00-18:00", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
+	src, _, tbl := dayRoute(t, e)
 	e.now = time.Date(2026, 3, 2, 19, 0, 0, 0, time.UTC) // after hours: the deliveries wait for the window
 	var pause time.Duration
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) {
@@ -266,4 +248,17 @@ func TestWindowClosingDuringAFloodWaitIsReportedPartial(t *testing.T) {
 		t.Errorf("after the window closed with 2 deliveries waiting: %d partial windows found, status shows %+v; want one, with 2 waiting",
 			res.Partial, status.Partial)
 	}
+}
+
+// dayRoute is source "a" routed to a new destination, the day mirror,
+// only between 06:00 and 18:00.
+func dayRoute(t *testing.T, e *env) (src, day tg.ChatID, tbl *route.Table) {
+	t.Helper()
+	src = e.src["a"]
+	day = e.world.AddChat(tg.KindChannel, "day mirror", "a")
+	w, err := route.ParseWindow("06:00-18:00", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, day, route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
 }
