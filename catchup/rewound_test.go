@@ -2,11 +2,9 @@ package catchup_test
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -32,14 +30,13 @@ func (r *restoreOnAdvance) AdvanceWatermark(ctx context.Context, chat tg.ChatID,
 	return err
 }
 
-// A scan under way when the catalogue is restored from a dump handled its
-// first pages into the catalogue the dump replaced. Once the identity
-// check names the restore (and the sources are reloaded, watermarks as
-// restored), the scan's later checkpoints must not carry the watermark
-// past those pages: the catalogue forgot them, and nothing would read them
-// again.
-func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) {
-	t.Parallel()
+// restoreUnderScan is a world of one source with 6 documents, a dump of
+// its catalogue taken before any was handled, and an instance whose
+// catch-up store (the third result) restores that dump after its first
+// checkpoint, then checks the identity and reloads the source's state, as
+// the daemon's check does.
+func restoreUnderScan(t *testing.T) (*world, *instance, *restoreOnAdvance) {
+	t.Helper()
 	ctx := t.Context()
 	url := pgtest.New(t)
 	w := newWorldOn(t, url, 1)
@@ -63,7 +60,6 @@ func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) 
 		if reason, err := w.st.CheckIdentity(ctx); err != nil || reason == "" {
 			t.Errorf("the check after the restore: %q, %v; want the restore named", reason, err)
 		}
-		// As the daemon's check does: the listener reloads its sources.
 		s, err := w.st.GetSource(ctx, src)
 		if err != nil {
 			t.Error(err)
@@ -71,17 +67,29 @@ func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) 
 		}
 		in.lst.Watch(s)
 	}
-	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2,
-		Policy: store.ScanPolicy{RetryDelay: time.Millisecond, CircuitBase: time.Millisecond}},
+	return w, in, st
+}
+
+// A scan under way when the catalogue is restored from a dump handled its
+// first pages into the catalogue the dump replaced. Once the identity
+// check names the restore (and the sources are reloaded, watermarks as
+// restored), the scan's later checkpoints must not carry the watermark
+// past those pages: the catalogue forgot them, and nothing would read them
+// again.
+func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, in, st := restoreUnderScan(t)
+	src := w.sources[0]
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2},
 		st, in.sess, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
 	for range 5 {
-		if _, err := cu.RunOnce(ctx); err != nil && !errors.Is(err, store.ErrRewound) {
+		if _, err := cu.RunOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if !in.lst.IsDirty(src) {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if in.lst.IsDirty(src) {
 		t.Fatal("the source is still dirty after five catch-up cycles")
@@ -102,35 +110,8 @@ func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) 
 func TestScanRefusedByARewindIsNoFailureOfTheSource(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	url := pgtest.New(t)
-	w := newWorldOn(t, url, 1)
+	w, in, st := restoreUnderScan(t)
 	src := w.sources[0]
-	w.post(src, 0, 6)
-	if _, err := w.st.CheckIdentity(ctx); err != nil {
-		t.Fatal(err)
-	}
-	backup := filepath.Join(t.TempDir(), "catalogue.dump")
-	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
-		t.Fatal(err)
-	}
-	in := w.start()
-	st := &restoreOnAdvance{Store: w.st}
-	st.restore = func() {
-		if err := pgembed.Restore(ctx, "", url, backup); err != nil {
-			t.Error(err)
-			return
-		}
-		w.st.ResetConnections()
-		if reason, err := w.st.CheckIdentity(ctx); err != nil || reason == "" {
-			t.Errorf("the check after the restore: %q, %v; want the restore named", reason, err)
-		}
-		s, err := w.st.GetSource(ctx, src)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		in.lst.Watch(s)
-	}
 	// The default retry delay (10 s): a cycle that counted the refusal a
 	// failure would leave the source unclaimed for the next cycles.
 	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2},
