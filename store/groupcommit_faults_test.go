@@ -150,14 +150,7 @@ func TestLockAheadTakenInFlightLetsItsLockGo(t *testing.T) {
 	t.Parallel()
 	w := newGroupCommitWorld(t, `CREATE TABLE gc (k int PRIMARY KEY, tx bigint NOT NULL)`)
 	ctx := t.Context()
-	conn, err := w.st.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(2)`); err != nil {
-		t.Fatal(err)
-	}
+	unlock2 := w.lockedConn(2)
 	a := w.st.LockAhead("d:probe")
 	release := w.hold(1)
 	flightCtx, cancel := context.WithCancel(ctx)
@@ -174,7 +167,7 @@ func TestLockAheadTakenInFlightLetsItsLockGo(t *testing.T) {
 	t.Logf("caller's Commit: %v", <-flight)
 	l := a.Take()
 	t.Logf("Take while the unit is in flight: %v", l)
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(2)`); err != nil {
+	if err := unlock2(); err != nil {
 		t.Fatal(err)
 	}
 	// Let the batch commit (a unit behind it commits after it).
@@ -182,6 +175,7 @@ func TestLockAheadTakenInFlightLetsItsLockGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var owner string
+	var err error
 	for range 20 { // a fix may let it go a moment after the commit
 		err = w.st.Pool().QueryRow(ctx, `SELECT owner FROM package_locks WHERE name = 'd:probe'`).Scan(&owner)
 		if err != nil {

@@ -41,14 +41,7 @@ func insert(k int) store.Statement {
 // for its result.
 func (w *groupCommitWorld) hold(key int) (release func() error) {
 	w.t.Helper()
-	ctx := w.t.Context()
-	conn, err := w.st.Pool().Acquire(ctx)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
-		w.t.Fatal(err)
-	}
+	unlock := w.lockedConn(key)
 	done := make(chan error, 1)
 	go func() {
 		done <- w.st.Commit(context.Background(), store.Statement{SQL: `SELECT pg_advisory_xact_lock($1)`, Args: []any{key}})
@@ -57,13 +50,38 @@ func (w *groupCommitWorld) hold(key int) (release func() error) {
 	w.waitQueued(0)
 	w.waitLockWaiter(key)
 	return func() error {
-		_, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
-		conn.Release()
-		if err != nil {
+		if err := unlock(); err != nil {
 			return err
 		}
 		return <-done
 	}
+}
+
+// lockedConn takes advisory lock key on a connection of the store's and
+// returns what lets it go, with the connection. A test that fails while it
+// holds it lets it go before the store closes: the closing store waits for
+// every connection, the committer's too, which waits for the lock.
+func (w *groupCommitWorld) lockedConn(key int) (unlock func() error) {
+	w.t.Helper()
+	conn, err := w.st.Pool().Acquire(w.t.Context())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	held := true
+	unlock = func() error {
+		if !held {
+			return nil
+		}
+		held = false
+		defer conn.Release()
+		_, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
+		return err
+	}
+	w.t.Cleanup(func() { _ = unlock() })
+	if _, err := conn.Exec(w.t.Context(), `SELECT pg_advisory_lock($1)`, key); err != nil {
+		w.t.Fatal(err)
+	}
+	return unlock
 }
 
 // waitLockWaiter waits until a session waits for advisory lock key.
@@ -71,8 +89,11 @@ func (w *groupCommitWorld) waitLockWaiter(key int) {
 	w.t.Helper()
 	for range 500 {
 		var n int
+		// pg_locks is the cluster's: the tests beside this one, each in
+		// its own database, take the same keys.
 		err := w.st.Pool().QueryRow(w.t.Context(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-			AND objid = $1 AND NOT granted`, key).Scan(&n)
+			AND objid = $1 AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, key).Scan(&n)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -292,14 +313,7 @@ func TestGroupCommitCancelledCaller(t *testing.T) {
 
 	// Cancelled while its own unit is in flight (waiting for a lock the
 	// test holds), with another unit in the same batch.
-	conn, err := w.st.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(2)`); err != nil {
-		t.Fatal(err)
-	}
+	unlock2 := w.lockedConn(2)
 	release = w.hold(1)
 	flightCtx, cancelFlight := context.WithCancel(ctx)
 	flight := make(chan error, 1)
@@ -321,7 +335,7 @@ func TestGroupCommitCancelledCaller(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a cancelled caller still waits for its batch")
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(2)`); err != nil {
+	if err := unlock2(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-other; err != nil {
