@@ -382,7 +382,8 @@ func TestGroupCommitPrepareOnAnEndedConnectionFailsTheUnits(t *testing.T) {
 	go func() {
 		for i := 0; i < 100; i++ {
 			var pid int
-			if err := st.Pool().QueryRow(context.Background(), `SELECT pid FROM pg_locks l WHERE relation = 'gc'::regclass AND NOT granted LIMIT 1`).Scan(&pid); err == nil {
+			if err := st.Pool().QueryRow(context.Background(), `SELECT pid FROM pg_locks l WHERE relation = 'gc'::regclass AND NOT granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1`).Scan(&pid); err == nil {
 				_, _ = st.Pool().Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pid)
 				return
 			}
