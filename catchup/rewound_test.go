@@ -31,11 +31,11 @@ func (r *restoreOnAdvance) AdvanceWatermark(ctx context.Context, chat tg.ChatID,
 }
 
 // restoreUnderScan is a world of one source with 6 documents, a dump of
-// its catalogue taken before any was handled, and an instance whose
-// catch-up store (the third result) restores that dump after its first
-// checkpoint, then checks the identity and reloads the source's state, as
-// the daemon's check does.
-func restoreUnderScan(t *testing.T) (*world, *instance, *restoreOnAdvance) {
+// its catalogue taken before any was handled, an instance, and its
+// catch-up (pages of 2, the default policy), whose store restores that
+// dump after the scan's first checkpoint, then checks the identity and
+// reloads the source's state, as the daemon's check does.
+func restoreUnderScan(t *testing.T) (*world, *instance, *catchup.Catchup) {
 	t.Helper()
 	ctx := t.Context()
 	url := pgtest.New(t)
@@ -67,7 +67,9 @@ func restoreUnderScan(t *testing.T) (*world, *instance, *restoreOnAdvance) {
 		}
 		in.lst.Watch(s)
 	}
-	return w, in, st
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2},
+		st, in.sess, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
+	return w, in, cu
 }
 
 // A scan under way when the catalogue is restored from a dump handled its
@@ -79,10 +81,8 @@ func restoreUnderScan(t *testing.T) (*world, *instance, *restoreOnAdvance) {
 func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	w, in, st := restoreUnderScan(t)
+	w, in, cu := restoreUnderScan(t)
 	src := w.sources[0]
-	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2},
-		st, in.sess, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
 	for range 5 {
 		if _, err := cu.RunOnce(ctx); err != nil {
 			t.Fatal(err)
@@ -110,12 +110,10 @@ func TestScanUnderWayWhenTheCatalogueIsRestoredReadsItsPagesAgain(t *testing.T) 
 func TestScanRefusedByARewindIsNoFailureOfTheSource(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	w, in, st := restoreUnderScan(t)
-	src := w.sources[0]
 	// The default retry delay (10 s): a cycle that counted the refusal a
 	// failure would leave the source unclaimed for the next cycles.
-	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 2},
-		st, in.sess, in.lst, in.pipe, catchup.NewMetrics(prometheus.NewRegistry()))
+	w, in, cu := restoreUnderScan(t)
+	src := w.sources[0]
 	if _, err := cu.RunOnce(ctx); err != nil {
 		t.Errorf("the cycle whose scan the restore refused reported %v; want no error", err)
 	}

@@ -97,12 +97,8 @@ type fenceCtx struct {
 // with the current epoch, or unfenced, goes through.
 func TestFencedWritesRefuseAStaleEpoch(t *testing.T) {
 	t.Parallel()
-	st := open(t)
+	st, chat := openWithSource(t)
 	ctx := t.Context()
-	chat := tg.ChatID(-100)
-	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
-		t.Fatal(err)
-	}
 	sum := sha256.Sum256([]byte("p"))
 	pkg, _, err := st.CreatePackage(ctx, store.Package{ContentHash: sum[:], Name: "p.zip", Format: "zip", TotalSize: 1, PartCount: 2,
 		Origin: tg.MessageKey{Chat: chat, Message: 1 << 20}}, []store.Part{

@@ -57,6 +57,18 @@ func takenOverByHost2(t *testing.T, a, b *store.Store, first store.Acquired) sto
 	return second
 }
 
+// openWithSource opens a store on a fresh catalogue that records one
+// source of account "acc", chat -100.
+func openWithSource(t *testing.T) (*store.Store, tg.ChatID) {
+	t.Helper()
+	st := open(t)
+	chat := tg.ChatID(-100)
+	if err := st.EnsureSource(t.Context(), store.Source{ChatID: chat, Account: "acc"}); err != nil {
+		t.Fatal(err)
+	}
+	return st, chat
+}
+
 // oldServerRecorded records in st's catalogue the identity of the server
 // before a failover (the current one's, a timeline back) and returns it.
 // It skips the test when the identity cannot be read.
@@ -458,12 +470,8 @@ func roleURL(t *testing.T, connStr, user string) string {
 // read again: the source's state waits for the check.
 func TestWatermarksWaitForTheCheckOfAFailover(t *testing.T) {
 	t.Parallel()
-	st := open(t)
+	st, chat := openWithSource(t)
 	ctx := t.Context()
-	chat := tg.ChatID(-100)
-	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
-		t.Fatal(err)
-	}
 	if err := st.SaveSourceState(ctx, chat, false, "", 5, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -498,12 +506,8 @@ func TestWatermarksWaitForTheCheckOfAFailover(t *testing.T) {
 // that names it as after a failover, left as the dump has it.
 func TestWatermarksWaitForTheCheckOfADumpRestoredInPlace(t *testing.T) {
 	t.Parallel()
-	st := open(t)
+	st, chat := openWithSource(t)
 	ctx := t.Context()
-	chat := tg.ChatID(-100)
-	if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := st.CheckIdentity(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -560,12 +564,8 @@ func TestStateLearntBeforeARewindIsRefusedAfterItsCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			st := open(t)
+			st, chat := openWithSource(t)
 			ctx := t.Context()
-			chat := tg.ChatID(-100)
-			if err := st.EnsureSource(ctx, store.Source{ChatID: chat, Account: "acc"}); err != nil {
-				t.Fatal(err)
-			}
 			tc.before(t, st)
 			before, err := st.GetSource(ctx, chat)
 			if err != nil {
