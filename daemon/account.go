@@ -359,6 +359,11 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 	if d.cfg.SendRate > 0 {
 		dcfg.SendSpacing = time.Duration(float64(time.Minute) / d.cfg.SendRate)
 	}
+	if dcfg.Lanes == 0 && d.cfg.SendInFlight > 0 {
+		// A lane more than the sends in flight: while every one of them
+		// is sat out, a lane waits for the first turn that frees.
+		dcfg.Lanes = d.cfg.SendInFlight + 1
+	}
 	r.rewind = newRewindWatch(d, r, dests)
 	dcfg.Hold = r.rewind.Hold
 	r.deliver = ingest.NewDeliverer(dcfg, r.pipe, d.store, d.wm)

@@ -128,3 +128,53 @@ func deliveries(t *testing.T, reg *prometheus.Registry, outcome string) float64 
 	}
 	return n
 }
+
+// While TDLib sits out a wait of one destination's (the send just takes
+// seconds to land), the account's sends to its other destination go on:
+// the second mirror has every package while the first has taken its
+// second, and each ends with every package once.
+func TestSendSatOutHoldsNoOtherDestination(t *testing.T) {
+	t.Parallel()
+	const packages = 4
+	st := openStore(t, 16)
+	world := tgsim.NewWorld(tgsim.Config{Seed: 72, FilesDir: t.TempDir()})
+	world.AddAccount("a", false)
+	src := world.AddChat(tg.KindChannel, "news", "a")
+	slow := world.AddChat(tg.KindChannel, "mirror", "a")
+	fast := world.AddChat(tg.KindChannel, "second mirror", "a")
+	world.LimitChatSends(slow, 1.0/3, 1) // one send, then three seconds
+	dial := func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil }
+	cfg := floodConfig([]daemon.Account{{Name: "a", Sources: []tg.ChatID{src}}}, slow)
+	cfg.Destinations = []tg.ChatID{slow, fast}
+	d := daemon.New(cfg, st, dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+
+	postTars(world, src, "s", packages)
+	waitDocuments(t, world, fast, packages)
+	if n := countDocuments(world, slow); n > 2 {
+		t.Errorf("the first mirror held %d of %d packages when the second had them all: its sends sat out held the second's", n, packages)
+	}
+	waitDocuments(t, world, slow, packages)
+	if world.FloodWaitsSatOut("a") == 0 {
+		t.Fatal("TDLib sat out no wait of the first mirror's; the test proves nothing")
+	}
+	for _, dest := range []tg.ChatID{slow, fast} {
+		if n := countDocuments(world, dest); n != packages {
+			t.Errorf("destination %d holds %d documents, want %d", dest, n, packages)
+		}
+	}
+	if b := world.FloodWaitBreaches("a"); len(b) != 0 {
+		t.Errorf("breaches %v", b)
+	}
+}
+
+func countDocuments(world *tgsim.World, dest tg.ChatID) int {
+	n := 0
+	for _, m := range world.Messages(dest) {
+		if m.Document != nil {
+			n++
+		}
+	}
+	return n
+}

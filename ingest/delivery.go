@@ -5,9 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"stashd/internal/service"
@@ -40,6 +39,10 @@ type DeliveryConfig struct {
 	// Batch is the most queued deliveries read at a time; it bounds the
 	// stage's memory whatever the backlog. Zero means 100.
 	Batch int
+	// Lanes is how many destinations the stage sends to at once, each
+	// destination's deliveries one at a time in queue order (lanes.go).
+	// Zero means DefaultLanes.
+	Lanes int
 	// SendSpacing is the account's time per send (60 s / send budget per
 	// minute), to estimate how long a backlog takes; zero means 3 s.
 	SendSpacing time.Duration
@@ -78,7 +81,7 @@ type Deliverer struct {
 	// open and sent are per route: the window state last seen and the
 	// deliveries sent since it opened. unwritable is the last hold of each
 	// destination no account may post in (holdUnwritable). Only RunOnce
-	// touches them.
+	// and its lanes touch them; the lanes under mu.
 	open       map[string]bool
 	sent       map[string]int
 	unwritable map[tg.ChatID]time.Duration
@@ -97,10 +100,8 @@ type Deliverer struct {
 		open    map[string]bool
 		waiting int
 	}
-	// ahead is the lock of the next delivery, with its looks and the
-	// intents of its first send, taken in the round trip that ended the
-	// last one (one); nil when none was.
-	ahead *deliveryLook
+	// mu guards sent and unwritable, which the lanes of a run update.
+	mu sync.Mutex
 }
 
 // deliveryLook is what a delivery reads in the round trip that takes its
@@ -131,6 +132,7 @@ func (l *deliveryLook) reads(st DeliveryStore, w store.Waiting) []store.Statemen
 func NewDeliverer(cfg DeliveryConfig, p *Pipeline, st DeliveryStore, m *WindowMetrics) *Deliverer {
 	cfg.Interval = cmp.Or(cfg.Interval, 30*time.Second)
 	cfg.Batch = cmp.Or(cfg.Batch, 100)
+	cfg.Lanes = cmp.Or(cfg.Lanes, DefaultLanes)
 	cfg.SendSpacing = cmp.Or(cfg.SendSpacing, 3*time.Second)
 	cfg.RetryDelay = cmp.Or(cfg.RetryDelay, 10*time.Second)
 	ws := &Deliverer{cfg: cfg, p: p, store: st, m: m, open: map[string]bool{}, sent: map[string]int{},
@@ -238,101 +240,6 @@ type DeliveryResult struct {
 	Partial int
 }
 
-// RunOnce sends the queued deliveries that are due, oldest first, Batch at
-// a time, checking each one's window before it (a window may close
-// mid-backlog), until none is left that it can send. After each batch it
-// updates the window metrics and records windows that closed with a
-// backlog: at the send budget a backlog takes hours.
-func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
-	var res DeliveryResult
-	routes := ws.p.cfg.Routes.Routes()
-	// Destinations found held in this run: their other deliveries wait
-	// without taking their locks, and the next batches are read past them
-	// (a full batch of them would hide the deliveries behind it).
-	held := map[tg.ChatID]bool{}
-	defer ws.claimAhead("") // a lock taken ahead for a delivery not run
-	for {
-		ws.observe(routes) // windows that opened since the last look
-		due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch, slices.Collect(maps.Keys(held))...)
-		if err != nil {
-			return res, err
-		}
-		heldBefore := len(held)
-		progressed := false
-		for i, w := range due {
-			if held[w.Destination] {
-				res.Held++
-				continue
-			}
-			var next *store.Waiting
-			if i+1 < len(due) && !held[due[i+1].Destination] {
-				next = &due[i+1]
-			}
-			ok, err := ws.one(ctx, w, next)
-			switch {
-			case errors.Is(err, errHeld):
-				held[w.Destination] = true
-				res.Held++
-				continue
-			case errors.Is(err, tg.ErrNoWriteAccess):
-				// Its other deliveries are put off with it, without a
-				// try each.
-				held[w.Destination] = true
-				res.Held++
-				if err := ws.holdUnwritable(ctx, w, err); err != nil {
-					return res, err
-				}
-				progressed = true
-				continue
-			case err == nil:
-			case ctx.Err() != nil || errors.Is(err, tg.ErrLeaseLost) || errors.Is(err, store.ErrStaleEpoch):
-				// The account is stopping or no longer ours: the row stays
-				// for whoever runs it next.
-				return res, err
-			case givesUp(ctx, err):
-				// The package cannot be sent from its source any more (the
-				// message is gone, the source lost): the delivery left
-				// the queue (one did it, under its lock), and the rest
-				// goes on.
-				ws.p.log.Warn("queued delivery cannot be sent; giving it up", "package", w.PackageID,
-					"destination", w.Destination, "route", w.Route, "err", err)
-				res.Failed++
-				ws.p.dropParts(w.PackageID, w.Parts)
-				progressed = true
-				continue
-			default:
-				if n, err := ws.putOffPaused(ctx, w, err); err != nil {
-					return res, err
-				} else if n > 0 {
-					// The rest of the destination's queue waits with it.
-					held[w.Destination] = true
-					res.Deferred += n
-					progressed = true
-					continue
-				}
-				if err := ws.deferDelivery(ctx, w, err); err != nil {
-					return res, err
-				}
-				res.Deferred++
-				progressed = true
-				continue
-			}
-			if ok {
-				progressed = true
-				res.Delivered++
-				ws.sent[w.Route]++
-				delete(ws.unwritable, w.Destination)
-			}
-		}
-		partial, waiting, err := ws.report(ctx, routes)
-		res.Partial += partial
-		res.Waiting = waiting
-		if err != nil || !progressed && len(held) == heldBefore || len(due) < ws.cfg.Batch {
-			return res, err
-		}
-	}
-}
-
 // deferDelivery puts w off after a retryable failure: by the flood wait's
 // length when Telegram asked for one (Telegram's pacing, not a failed
 // attempt: it is not counted, so it neither lengthens the backoff of a
@@ -381,9 +288,11 @@ const maxRetryDelay = 30 * time.Minute
 // costs one refused send per hold, whatever its backlog, and nothing
 // leaves the queue.
 func (ws *Deliverer) holdUnwritable(ctx context.Context, w store.Waiting, cause error) error {
+	ws.mu.Lock()
 	last := ws.unwritable[w.Destination]
 	wait := min(cmp.Or(2*last, ws.cfg.RetryDelay), maxRetryDelay)
 	ws.unwritable[w.Destination] = wait
+	ws.mu.Unlock()
 	n, err := ws.store.HoldDestination(ctx, ws.p.cfg.Account, w.Destination, ws.p.cfg.Now().Add(wait), cause.Error())
 	if err != nil {
 		return err
@@ -410,10 +319,10 @@ func (ws *Deliverer) holdUnwritable(ctx context.Context, w store.Waiting, cause 
 // and, unless next's destination waits out a flood wait, writes the
 // intents of next's first send under that lock: a backlog costs one round
 // trip a delivery (its record, which prepares the next), not three.
-func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiting) (left bool, err error) {
+func (ws *Deliverer) one(ctx context.Context, ln *lane, w store.Waiting, next *store.Waiting) (left bool, err error) {
 	p := ws.p
 	look := newDeliveryLook(w)
-	lock, ahead := ws.claimAhead(look.name)
+	lock, ahead := ln.claimAhead(look.name)
 	end := &deliveryEnd{lock: lock}
 	if ahead != nil {
 		look = ahead
@@ -466,7 +375,7 @@ func (ws *Deliverer) one(ctx context.Context, w store.Waiting, next *store.Waiti
 			first := albums(len(next.Parts), p.albumsAllowed())[0]
 			nl.intents = nl.attempt.WithIntents(ctx, next.PackageID, next.Destination, first.parts(), p.cfg.Account)
 		}
-		ws.ahead = nl
+		ln.ahead = nl
 		return append(stmts, nl.attempt.Statements()...)
 	}
 	if ws.cfg.Hold != nil {
@@ -585,9 +494,9 @@ const unreadableTries = 12
 // with its looks, or nils when none was; a lock taken ahead for another
 // delivery (one skipped since) is let go, with the intents written with
 // it.
-func (ws *Deliverer) claimAhead(name string) (*store.Lock, *deliveryLook) {
-	a := ws.ahead
-	ws.ahead = nil
+func (ln *lane) claimAhead(name string) (*store.Lock, *deliveryLook) {
+	a := ln.ahead
+	ln.ahead = nil
 	if a == nil {
 		return nil, nil
 	}

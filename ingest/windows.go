@@ -60,7 +60,9 @@ func (ws *Deliverer) observe(routes []route.Route) {
 		}
 		name := r.Title(i)
 		if r.Window.Open(now) && !ws.open[name] {
+			ws.mu.Lock()
 			ws.sent[name] = 0
+			ws.mu.Unlock()
 			ws.open[name] = true
 		}
 	}
@@ -112,8 +114,11 @@ func (ws *Deliverer) report(ctx context.Context, routes []route.Route) (partial,
 		}
 		if ws.open[name] && !open && count[name] > 0 {
 			partial++
+			ws.mu.Lock()
+			sent := ws.sent[name]
+			ws.mu.Unlock()
 			rep := store.WindowReport{Route: name, Account: ws.p.cfg.Account, Window: r.Window.String(),
-				ClosedAt: lastClose(r.Window, now), Sent: ws.sent[name], Waiting: count[name]}
+				ClosedAt: lastClose(r.Window, now), Sent: sent, Waiting: count[name]}
 			if err := ws.store.RecordWindowReport(ctx, rep); err != nil {
 				return partial, waiting, err
 			}
