@@ -124,7 +124,7 @@ func TestListHostileNameFlags(t *testing.T) {
 	}
 	for i := range want {
 		got := l.Entries[i]
-		got.CRC, got.HasCRC = 0, false // the names are under test here
+		got.CRC, got.HasCRC, got.CRCChecked = 0, false, false // the names are under test here
 		if got != want[i] {
 			t.Errorf("entry %d = %+v, want %+v", i, l.Entries[i], want[i])
 		}

@@ -57,6 +57,10 @@ type Entry struct {
 	// next volume records only its first part's CRC there: none is given.
 	CRC    uint32
 	HasCRC bool
+	// CRCChecked is true when the listing read the entry's data and found
+	// the CRC it records (zip, within a budget: checkZipCRC). A CRC not
+	// checked is the archive's claim only.
+	CRCChecked bool
 }
 
 // Limits bounds the work and memory of one List call. Zero fields take the

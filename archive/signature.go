@@ -34,3 +34,22 @@ func ContentSignature(entries []Entry) (sig []byte, ok bool) {
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\x00\x00")))
 	return sum[:], true
 }
+
+// SignatureChecked reports whether the content signature of entries stands
+// on their bytes: every file's CRC was checked against its data
+// (Entry.CRCChecked), not only read from the archive's headers. A
+// signature that is a claim may be forged: a fake archive may carry the
+// listing of a real release.
+func SignatureChecked(entries []Entry) bool {
+	files := 0
+	for _, e := range entries {
+		if e.Dir {
+			continue
+		}
+		if !e.CRCChecked {
+			return false
+		}
+		files++
+	}
+	return files > 0
+}

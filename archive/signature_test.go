@@ -43,3 +43,30 @@ func TestContentSignature(t *testing.T) {
 		t.Error("tar: a signature without CRCs")
 	}
 }
+
+// A zip's signature stands on its bytes: the listing checked each file's
+// CRC against its data. A RAR's and a 7z's are their headers' claims.
+func TestSignatureChecked(t *testing.T) {
+	t.Parallel()
+	files := sampleFiles()
+	for _, tc := range []struct {
+		format Format
+		data   []byte
+		want   bool
+	}{
+		{FormatZip, archivetest.Zip(files), true},
+		{FormatRar, archivetest.Rar(files), false},
+		{Format7z, archivetest.SevenZip(files), false},
+	} {
+		l, err := memList(context.Background(), tc.format, Limits{}, tc.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := ContentSignature(l.Entries); !ok {
+			t.Fatalf("%s: no signature", tc.format)
+		}
+		if got := SignatureChecked(l.Entries); got != tc.want {
+			t.Errorf("%s: SignatureChecked = %v, want %v", tc.format, got, tc.want)
+		}
+	}
+}

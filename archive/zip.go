@@ -318,7 +318,11 @@ func (w *walk) checkZipLocal(src *partSet, loc zipLocals, hdr, name, extra []byt
 			w.suspect(fmt.Sprintf("the central directory disagrees with the local header of %s", quoteName(name)))
 		}
 	}
-	return w.checkZipCRC(src, hdr, name, index, dataStart, csize, usize)
+	checked, err := w.checkZipCRC(src, hdr, name, index, dataStart, csize, usize)
+	if checked && len(w.listing.Entries) > 0 {
+		w.listing.Entries[len(w.listing.Entries)-1].CRCChecked = true
+	}
+	return err
 }
 
 // quoteName shows a stored name in an error, escaped and cut.

@@ -59,25 +59,26 @@ func (s *sectionReader) Read(p []byte) (int, error) {
 
 // checkZipCRC checks the CRC-32 the central directory entry hdr records
 // against the entry's data (csize bytes at dataStart, usize once
-// decompressed), within zipCRCBudget. A mismatch, or data that does not
-// decompress to usize bytes, is damage: ErrMalformed.
-func (w *walk) checkZipCRC(src *partSet, hdr, name []byte, index uint64, dataStart int64, csize, usize uint64) error {
+// decompressed), within zipCRCBudget, and reports whether it did. A
+// mismatch, or data that does not decompress to usize bytes, is damage:
+// ErrMalformed.
+func (w *walk) checkZipCRC(src *partSet, hdr, name []byte, index uint64, dataStart int64, csize, usize uint64) (checked bool, err error) {
 	c := &w.zipCRC
 	flags, method := le16(hdr[8:]), le16(hdr[10:])
 	if flags&zipFlagEncrypted != 0 || (method != zipMethodStore && method != zipMethodDeflate) {
-		return nil
+		return false, nil
 	}
 	// Sizes the data cannot hold are a lie whatever the budget: a stored
 	// entry's data is its content, and deflate expands at most 1032 times.
 	switch {
 	case method == zipMethodStore && usize != csize:
-		return malformed(w.format, "entry %d (%s): stored data of %d bytes, the directory says %d", index+1, quoteName(name), csize, usize)
+		return false, malformed(w.format, "entry %d (%s): stored data of %d bytes, the directory says %d", index+1, quoteName(name), csize, usize)
 	case method == zipMethodDeflate && usize/zipMaxDeflateRatio > csize:
-		return malformed(w.format, "entry %d (%s): %d bytes deflated cannot hold the %d the directory says", index+1, quoteName(name), csize, usize)
+		return false, malformed(w.format, "entry %d (%s): %d bytes deflated cannot hold the %d the directory says", index+1, quoteName(name), csize, usize)
 	}
 	if usize > uint64(zipCRCBudget-c.used) || csize > uint64(zipCRCBudget) {
 		c.used = zipCRCBudget // the rest stays unchecked, in order
-		return nil
+		return false, nil
 	}
 	c.used += int64(usize)
 	if c.br == nil && c.buf == nil {
@@ -94,7 +95,7 @@ func (w *walk) checkZipCRC(src *partSet, hdr, name []byte, index uint64, dataSta
 		if c.flate == nil {
 			c.flate = flate.NewReader(c.br)
 		} else if err := c.flate.(flate.Resetter).Reset(c.br, nil); err != nil {
-			return err
+			return false, err
 		}
 		r = c.flate
 	}
@@ -111,14 +112,14 @@ func (w *walk) checkZipCRC(src *partSet, hdr, name []byte, index uint64, dataSta
 			break
 		}
 		if err != nil {
-			return malformed(w.format, "entry %d (%s): corrupt data: %v", index+1, quoteName(name), err)
+			return false, malformed(w.format, "entry %d (%s): corrupt data: %v", index+1, quoteName(name), err)
 		}
 	}
 	switch {
 	case n != usize:
-		return malformed(w.format, "entry %d (%s): data holds %d bytes, the directory says %d", index+1, quoteName(name), n, usize)
+		return false, malformed(w.format, "entry %d (%s): data holds %d bytes, the directory says %d", index+1, quoteName(name), n, usize)
 	case crc != le32(hdr[16:]):
-		return malformed(w.format, "entry %d (%s): CRC-32 %08x, the directory says %08x", index+1, quoteName(name), crc, le32(hdr[16:]))
+		return false, malformed(w.format, "entry %d (%s): CRC-32 %08x, the directory says %08x", index+1, quoteName(name), crc, le32(hdr[16:]))
 	}
-	return nil
+	return true, nil
 }

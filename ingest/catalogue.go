@@ -56,7 +56,7 @@ func (p *Pipeline) catalogue(ctx context.Context, parts []tg.Message, format arc
 	}
 	if rp.lock != nil {
 		defer rp.lock.Unlock() // when the commit did not release it
-		n.Signature, n.RepackOf, n.Release = rp.sig, rp.of, append(n.Release, rp.lock)
+		n.Signature, n.SignatureChecked, n.RepackOf, n.Release = rp.sig, rp.checked, rp.of, append(n.Release, rp.lock)
 	}
 	out, recordAs := store.OutcomePackage, int64(0) // 0: this package
 	switch rp.action {

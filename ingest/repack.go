@@ -13,7 +13,10 @@ import (
 // This file recognises the same content in another container: a package
 // whose files (paths, sizes, CRCs) are a catalogued package's, in other
 // archive bytes (zip to 7z, recompressed, split differently), is linked to
-// the first as its repack and, by default, not delivered again.
+// the first as its repack and, by default, not delivered again. Only a
+// first package whose CRCs the listing checked against its bytes
+// (archive.SignatureChecked) is trusted that far: a repack of one whose
+// CRCs are its headers' claim is linked and delivered.
 
 // The actions taken on a repack, as stashd_repacks_total labels them;
 // Config.Repacks chooses: "skip" (the default) skips, "deliver" delivers,
@@ -43,6 +46,9 @@ type repack struct {
 	// sig is the listing's content signature, nil when it has none (a
 	// listing that failed or was cut short, or entries without CRCs).
 	sig []byte
+	// checked says sig stands on the package's bytes
+	// (archive.SignatureChecked).
+	checked bool
 	// lock is held on the signature until the package is catalogued: two
 	// repacks of one content catalogued at once must not both miss each
 	// other, so one at a time per signature, and the first to record it
@@ -69,19 +75,27 @@ func (p *Pipeline) findRepack(ctx context.Context, l archive.Listing, listErr er
 		return repack{}, nil
 	}
 	var first store.Found
-	lock, err := p.store.LockThen(ctx, "sig:"+hex.EncodeToString(sig), store.LookPackageBySignature(sig, 0, &first))
+	var firstChecked bool
+	lock, err := p.store.LockThen(ctx, "sig:"+hex.EncodeToString(sig), store.LookPackageBySignature(sig, 0, &first, &firstChecked))
 	if err != nil {
 		return repack{}, err
 	}
-	r := repack{sig: sig, lock: lock}
+	r := repack{sig: sig, checked: archive.SignatureChecked(l.Entries), lock: lock}
 	if !first.OK {
 		return r, nil
 	}
 	r.of, r.action = first.ID, RepackSkipped
-	switch p.cfg.Repacks {
-	case "deliver":
+	switch {
+	case p.cfg.Repacks == "deliver":
 		r.action = RepackDelivered
-	case "link":
+	case !firstChecked:
+		// The first package's signature is what its headers claim, which
+		// a fake can copy from the release it imitates: this package is
+		// linked to it, and delivered, never suppressed by it.
+		r.action = RepackDelivered
+		p.log.Info("the package has the files a catalogued package claims, whose CRCs were never checked against its bytes; delivered, not taken as its repack",
+			"repack_of", first.ID)
+	case p.cfg.Repacks == "link":
 		r.action = RepackLinked
 	}
 	return r, nil

@@ -1,6 +1,12 @@
 package ingest_test
 
 import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +214,95 @@ func TestContainedInEveryCopyOfTheContent(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("links of the smaller package %+v; not contained in %v", links, want)
+	}
+}
+
+// forgedZip returns a zip whose directory claims files' CRCs over other
+// bytes of the same sizes, declared bzip2-compressed (a method the
+// listing does not decompress, so it cannot check them): a fake carrying
+// a real release's listing.
+func forgedZip(t *testing.T, files []archivetest.File) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	zw.RegisterCompressor(zip.Deflate+4, func(w io.Writer) (io.WriteCloser, error) { return nopWriteCloser{w}, nil }) // 12, bzip2
+	var swaps [][2][]byte
+	for _, f := range files {
+		fake := bytes.ToUpper(f.Data)
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.Name, Method: zip.Deflate + 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(fake); err != nil {
+			t.Fatal(err)
+		}
+		swaps = append(swaps, [2][]byte{le32(crc32.ChecksumIEEE(fake)), le32(crc32.ChecksumIEEE(f.Data))})
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.Bytes()
+	for _, s := range swaps {
+		if bytes.Count(out, s[0]) != 2 { // the data descriptor's and the directory's
+			t.Fatalf("forged zip: the fake CRC %x is not where expected", s[0])
+		}
+		out = bytes.ReplaceAll(out, s[0], s[1])
+	}
+	return out
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func le32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+
+// A fake posted first with a real release's listing (its headers claim
+// the release's CRCs over other bytes) does not make the release a
+// skipped repack: the fake's CRCs were never checked against its bytes,
+// so the release is linked to it and delivered. A repack of a package
+// whose CRCs were checked is still skipped (TestRepackModes).
+func TestFakeWithAReleasesListingDoesNotSuppressIt(t *testing.T) {
+	t.Parallel()
+	files := []archivetest.File{
+		{Name: "release/readme.txt", Data: []byte(strings.Repeat("the real release ", 40))},
+		{Name: "release/data.bin", Data: []byte(strings.Repeat("payload ", 90))},
+	}
+	e := newEnv(t, "a")
+	c := e.world.Client("a")
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	reg := prometheus.NewRegistry()
+	cfg := ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, SetSettle: time.Minute, SetMaxWait: time.Hour,
+		Now: func() time.Time { return e.now }}
+	p := ingest.NewPipeline(cfg, e.st, tg.NewSession(c, func(tg.Update) {}), ingest.NewMetrics(reg))
+	e.pipes = append(e.pipes, p)
+
+	fake := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "release.zip", Data: forgedZip(t, files)}))
+	if out := settle(t, e, p, fake); out != store.OutcomePackage {
+		t.Fatalf("the fake: outcome %q", out)
+	}
+	real := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "release.zip", Data: archivetest.Zip(files)}))
+	if out := settle(t, e, p, real); out != store.OutcomePackage {
+		t.Fatalf("the release: outcome %q", out)
+	}
+	var delivered []string
+	for _, m := range e.delivered() {
+		delivered = append(delivered, m.Document.File.UniqueID)
+	}
+	if !slices.Contains(delivered, real.Document.File.UniqueID) {
+		t.Errorf("the destination holds %d documents, not the release: the fake posted first suppressed it", len(delivered))
+	}
+	links, err := e.st.PackageLinks(e.ctx, packageOf(t, e, real))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(links) != 1 || links[0].Other != packageOf(t, e, fake) || links[0].Kind != store.LinkRepack {
+		t.Errorf("links %+v, want the release linked as a repack of the fake's listing", links)
+	}
+	if got := repackCount(t, reg, ingest.RepackDelivered); got != 1 {
+		t.Errorf("stashd_repacks_total{action=delivered} = %v, want 1", got)
 	}
 }

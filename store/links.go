@@ -43,10 +43,14 @@ func (s *Store) PackageLinks(ctx context.Context, pkg int64) ([]PackageLink, err
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[PackageLink])
 }
 
-// IsRepack reports whether package pkg is linked as a repack of another.
+// IsRepack reports whether package pkg is linked as a repack of another
+// whose content signature stands on its bytes (sig_checked): a repack of
+// a package whose CRCs are only its headers' claim is delivered like any
+// package, so it is no repack here.
 func (s *Store) IsRepack(ctx context.Context, pkg int64) (bool, error) {
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM package_links WHERE package_id = $1 AND kind = 'repack')`, pkg).Scan(&ok)
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM package_links l JOIN packages o ON o.id = l.other_id
+		WHERE l.package_id = $1 AND l.kind = 'repack' AND o.sig_checked)`, pkg).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("read links of package %d: %w", pkg, err)
 	}

@@ -150,9 +150,25 @@ func LookPackageByHash(hash []byte, out *Found) Statement {
 }
 
 // LookPackageBySignature reads the first package catalogued, other than
-// except, whose content signature is sig (a repack) into out.
-func LookPackageBySignature(sig []byte, except int64, out *Found) Statement {
-	return lookID(`SELECT id FROM packages WHERE content_sig = $1 AND id <> $2 ORDER BY id LIMIT 1`, out, sig, except)
+// except, whose content signature is sig (a repack) into out: the first
+// whose signature stands on its bytes (NewPackage.SignatureChecked) when
+// one does, and whether it does into checked (nil: not read).
+func LookPackageBySignature(sig []byte, except int64, out *Found, checked *bool) Statement {
+	return Statement{SQL: `SELECT id, sig_checked FROM packages WHERE content_sig = $1 AND id <> $2
+		ORDER BY sig_checked DESC, id LIMIT 1`, Args: []any{sig, except}, Read: func(rows pgx.Rows) error {
+		*out = Found{}
+		var c bool
+		for rows.Next() {
+			if err := rows.Scan(&out.ID, &c); err != nil {
+				return err
+			}
+			out.OK = true
+		}
+		if checked != nil {
+			*checked = c
+		}
+		return rows.Err()
+	}}
 }
 
 // lookID is a lookup of at most one id.

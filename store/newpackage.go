@@ -28,6 +28,9 @@ type NewPackage struct {
 	// archive.ContentSignature); nil when it has none. With one, the
 	// package is linked to the packages it contains or is contained in.
 	Signature []byte
+	// SignatureChecked says the signature stands on the archive's bytes
+	// (archive.SignatureChecked), not only on the CRCs its headers claim.
+	SignatureChecked bool
 	// RepackOf, when not 0, is the package this one repacks (same
 	// signature, catalogued first): the two are linked.
 	RepackOf int64
@@ -77,8 +80,8 @@ const packageID = `(SELECT id FROM packages WHERE content_hash = $1)`
 const insertPackageSQL = `WITH pkg AS (
 	INSERT INTO packages (content_hash, name, format, total_size, part_count, file_count, listing_truncated,
 		listing_error, origin_chat_id, origin_message_id, origin_topic_id, name_raw, encrypted, headers_encrypted,
-		detected_format, verified, broken, name_lied, suspicious, content_sig)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		detected_format, verified, broken, name_lied, suspicious, content_sig, sig_checked)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $37)
 	` + onHashConflict + ` RETURNING id
 ), parts AS (
 	INSERT INTO package_parts (package_id, idx, file_name, size, sha256, source_chat_id, source_message_id, file_name_raw)
@@ -157,7 +160,7 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 		Args: append(append([]any{hash, name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
 			text(p.ListingError), int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic, nameRaw,
 			p.Encrypted, p.HeadersEncrypted, p.DetectedFormat, v.Verified, text(v.Broken), v.NameLied, susp, n.Signature},
-			partColumns(n.Parts)...), fileColumns(n.Files)...),
+			partColumns(n.Parts)...), append(fileColumns(n.Files), n.SignatureChecked)...),
 		Read: func(rows pgx.Rows) error { return scanOne(rows, &out.Created) },
 	}, {
 		SQL: `SELECT id FROM packages WHERE content_hash = $1`, Args: []any{hash},
