@@ -169,15 +169,16 @@ func historyStart(ctx context.Context, r *accountRun, chat tg.ChatID, h History)
 }
 
 // registerSources records sources the store does not know yet, with their
-// kind, title and where each catches up from (histories). Known
-// sources cost no call: a restart must stay cheap.
+// kind, title and where each catches up from (histories, and never past
+// floors, when given). Known sources cost no call: a restart must stay
+// cheap.
 //
 // A chat listed as a source of several accounts is read by one, the one
 // recorded for it: each catch-up, rescan and watermark is that account's,
 // and its session is the one whose database the watermark describes. It
 // stays with that account while it can still be read there (keepsSource);
 // otherwise the account starting takes it over.
-func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History) error {
+func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History, floors map[tg.ChatID]int64) error {
 	recorded := map[tg.ChatID]store.Source{}
 	srcs, err := d.store.Sources(ctx, "")
 	if err != nil {
@@ -220,6 +221,9 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 			if src.Watermark, err = historyStart(ctx, r, chat, h); err != nil {
 				return err
 			}
+		}
+		if f := floors[chat]; f > 0 && src.Watermark > f {
+			src.Watermark = f
 		}
 		if err := d.store.EnsureSource(ctx, src); err != nil {
 			return err

@@ -243,10 +243,18 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 			s, err := w.d.store.GetSource(ctx, chat)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
-				if w.firstUnrecorded(chat) {
-					w.log.Error("the restored catalogue does not record a watched source; restart the daemon to register it again",
-						"account", r.name, "source", chat)
+				s, err := w.registerAgain(ctx, r, chat)
+				if err != nil {
+					// Behind still: tried again after the next check.
+					if w.firstUnrecorded(chat) {
+						w.log.Error("the restored catalogue does not record a watched source, and registering it again failed; tried again after the next check",
+							"account", r.name, "source", chat, "err", err)
+					}
+					continue
 				}
+				w.log.Warn("the restored catalogue did not record a watched source; registered again, it catches up from its history policy",
+					"account", r.name, "source", chat, "from_message", s.Watermark)
+				r.lst.Watch(s)
 			case err != nil:
 				w.log.Warn("reload a source's watermark after a rewind", "account", r.name, "source", chat, "err", err)
 			default:
@@ -254,6 +262,30 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// registerAgain registers chat, a source r watches that the rewound
+// catalogue does not record (a dump taken before it was added), as a
+// start registers a new source: from its history policy, but never from
+// past the low watermark the listener knew before the rewind, so that what
+// was posted meanwhile is read. Its packages catalogued after the dump are
+// read again by catch-up; their copies in the destinations are found by
+// the reconciliation the rewind asked for, not sent twice.
+func (w *rewindWatch) registerAgain(ctx context.Context, r *accountRun, chat tg.ChatID) (store.Source, error) {
+	a := r.account
+	a.Sources = []tg.ChatID{chat}
+	histories, err := w.d.resolveHistory(ctx, r, a)
+	if err != nil {
+		return store.Source{}, err
+	}
+	var floors map[tg.ChatID]int64
+	if low, _, ok := r.lst.Watermark(chat); ok && low > 0 {
+		floors = map[tg.ChatID]int64{chat: low}
+	}
+	if err := w.d.registerSources(ctx, r, a, histories, floors); err != nil {
+		return store.Source{}, err
+	}
+	return w.d.store.GetSource(ctx, chat)
 }
 
 // catalogueCurrent reports whether the catalogue records dest's newest
