@@ -52,6 +52,10 @@ type lane struct {
 	// the last one; nil when none was. Only the lane's goroutine touches
 	// it.
 	ahead *deliveryLook
+	// cut says the destination may have due deliveries the lane was not
+	// given: the read that gave it its own was a full batch, or a read
+	// left the destination out while the lane held it.
+	cut bool
 	// res counts what the lane did; held says its destination was found
 	// held, moved that a delivery left the queue or was put off.
 	res   DeliveryResult
@@ -75,8 +79,10 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 		// held are the destinations found held in this run: their other
 		// deliveries wait without taking their locks, and the next reads
 		// leave them out (a full batch of them would hide the deliveries
-		// behind it). busy are those with a lane, running or queued.
-		held, busy = map[tg.ChatID]bool{}, map[tg.ChatID]bool{}
+		// behind it). busy are the lanes running or queued, by
+		// destination.
+		held = map[tg.ChatID]bool{}
+		busy = map[tg.ChatID]*lane{}
 		queued     []*lane
 		ended      = make(chan *lane)
 		stopping   atomic.Bool
@@ -121,6 +127,9 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 			}
 			ws.observe(routes) // windows that opened since the last look
 			except := append(slices.Collect(maps.Keys(held)), slices.Collect(maps.Keys(busy))...)
+			for _, ln := range busy {
+				ln.cut = true // its destination's later deliveries are not read
+			}
 			due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch, except...)
 			reads++
 			if err != nil {
@@ -132,7 +141,8 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 			woke = nil
 			queued = byDestination(due)
 			for _, ln := range queued {
-				busy[ln.dest] = true
+				ln.cut = full
+				busy[ln.dest] = ln
 			}
 			if len(queued) > 0 {
 				continue
@@ -153,8 +163,10 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				held[ln.dest] = true
 			}
 			moved = moved || ln.moved || ln.held
-			if ln.wakes < wakes {
-				read = true // deliveries may have been queued to its destination
+			if ln.wakes < wakes || ln.cut && ln.moved {
+				// Deliveries may have been queued to its destination,
+				// or it has more than the lane was given.
+				read = true
 			}
 			if ln.err != nil && failure == nil {
 				failure = ln.err

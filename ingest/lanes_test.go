@@ -69,3 +69,42 @@ func TestSendSatOutInOneDestinationHoldsNoSendToAnother(t *testing.T) {
 			last[0].Sub(satOut[0]).Round(time.Millisecond), satOut[1].Sub(satOut[0]).Round(time.Millisecond))
 	}
 }
+
+// A backlog larger than a batch, to more destinations than lanes, goes in
+// one run: the stage reads again as lanes free, leaving out the
+// destinations a lane holds, until nothing is left.
+func TestLanesDrainABacklogPastBatchAndLanes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	dests := []tg.ChatID{e.dest, e.world.AddChat(tg.KindChannel, "second mirror", "a"), e.world.AddChat(tg.KindChannel, "third mirror", "a")}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Destinations = dests }, nil)
+	const packages = 4
+	for i := range packages {
+		name := string(rune('a'+i)) + ".tar"
+		data := archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})
+		mustHandle(t, p, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: data})), store.OutcomePackage)
+	}
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{Batch: 2, Lanes: 2}, p, e.st, nil).RunOnce(e.ctx)
+	if err != nil || res.Delivered != packages*len(dests) {
+		t.Fatalf("RunOnce = %+v, %v; want %d delivered", res, err, packages*len(dests))
+	}
+	for _, d := range dests {
+		seen := map[string]int{}
+		for _, m := range e.world.Messages(d) {
+			if m.Document != nil {
+				seen[m.Document.FileName]++
+			}
+		}
+		if len(seen) != packages {
+			t.Errorf("destination %d holds %v, want each of %d packages", d, seen, packages)
+		}
+		for name, n := range seen {
+			if n != 1 {
+				t.Errorf("destination %d holds %s %d times", d, name, n)
+			}
+		}
+	}
+	if n, err := e.st.QueuedDeliveries(e.ctx, ""); err != nil || n != 0 {
+		t.Errorf("%d deliveries still queued (%v)", n, err)
+	}
+}
