@@ -81,14 +81,14 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 		// leave them out (a full batch of them would hide the deliveries
 		// behind it). busy are the lanes running or queued, by
 		// destination.
-		held = map[tg.ChatID]bool{}
-		busy = map[tg.ChatID]*lane{}
-		queued     []*lane
-		ended      = make(chan *lane)
-		stopping   atomic.Bool
-		failure    error
-		running    int
-		wakes      int
+		held     = map[tg.ChatID]bool{}
+		busy     = map[tg.ChatID]*lane{}
+		queued   []*lane
+		ended    = make(chan *lane)
+		stopping atomic.Bool
+		failure  error
+		running  int
+		wakes    int
 		// read: the queue must be read (at the start, after a wake);
 		// full: the last read was a full batch; moved: a lane changed the
 		// queue since.
