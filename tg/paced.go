@@ -127,18 +127,24 @@ func (p *Paced) until(send bool) time.Time {
 
 // wait holds a request of method while the account (or, for a send, its
 // sends) is paused by a flood wait, then, unless it is local, takes a
-// token.
+// token. The pause is looked at again once the token comes: another
+// request of the account may have met a 429 while this one waited for it.
 func (p *Paced) wait(ctx context.Context, method string, local bool) error {
 	send := SendMethod(method)
+	taken := local
 	for {
 		p.mu.Lock()
 		d := time.Until(p.until(send))
 		p.mu.Unlock()
-		if d <= 0 && local {
+		if d <= 0 && taken {
 			return nil
 		}
 		if d <= 0 {
-			return p.limiter.Wait(ctx)
+			if err := p.limiter.Wait(ctx); err != nil {
+				return err
+			}
+			taken = true
+			continue
 		}
 		if !floodWaitsSatOut(ctx) {
 			return &FloodWaitError{RetryAfter: d, Err: errors.New("the account is paused by a flood wait")}
