@@ -365,7 +365,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 		dcfg.Lanes = d.cfg.SendInFlight + 1
 	}
 	r.rewind = newRewindWatch(d, r, dests)
-	dcfg.Hold = r.rewind.Hold
+	dcfg.Hold, dcfg.HoldMark = r.rewind.Hold, d.checkMark
 	r.deliver = ingest.NewDeliverer(dcfg, r.pipe, d.store, d.wm)
 	r.rec = ingest.NewSendRecorder(r.pipe, unclaimed)
 	backlogDests := dests

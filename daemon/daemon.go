@@ -171,6 +171,12 @@ type Daemon struct {
 	leases leaseStore
 	// rewindM counts delivery records rebuilt after a rewind.
 	rewindM *rewindMetrics
+	// checking is read-held by each identity check, and checksStarted
+	// and checksEnded count them (rewindWatch.checkIdentity): a
+	// delivery's Hold tells by them whether a check ran since its lock
+	// read the destination's state (checkMark, checkedSince).
+	checking                   sync.RWMutex
+	checksStarted, checksEnded atomic.Int64
 	// backlogM are the delivery backlog's gauges, refreshed every
 	// backlogEvery (backlogInterval; shorter in tests).
 	backlogM     *backlogMetrics

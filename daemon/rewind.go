@@ -79,15 +79,20 @@ func (w *rewindWatch) Stop() { w.run.Stop() }
 
 // Hold reports whether sends to dest must wait for its reconciliation;
 // pending is what the catalogue said just before (in the delivery lock's
-// round trip). It waits for the start-up check first, and then reads the
-// catalogue again, since the check may have asked for reconciliations.
+// round trip), and mark the checkMark taken before that round trip. It
+// waits for the start-up check first, and then reads the catalogue again,
+// since the check may have asked for reconciliations. So it does when an
+// identity check (this account's or another's, the periodic one or one a
+// failover started in another delivery) ran since mark, or ran at mark,
+// having waited for the checks under way to end: pending may have been
+// read before such a check asked for the destination's reconciliation.
 //
 // A failover under a running daemon is noticed on the first new
 // connection to the promoted server (store.ServerChanged): the lock's
 // round trip opened it, so the identity is checked now, before the
 // delivery goes, and a rewound catalogue asks for its reconciliations
 // before anything is sent.
-func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (bool, error) {
+func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool, mark int64) (bool, error) {
 	fresh := true
 	select {
 	case <-w.checked:
@@ -109,10 +114,40 @@ func (w *rewindWatch) Hold(ctx context.Context, dest tg.ChatID, pending bool) (b
 		}
 		fresh = false
 	}
-	if fresh {
+	if fresh && !w.d.checkedSince(mark) {
 		return pending, nil
 	}
 	return w.d.store.ReconcilePending(ctx, dest)
+}
+
+// countedCheck runs store.CheckIdentity, counted and read-holding
+// d.checking, so that a delivery's Hold can tell a check ran since its
+// lock's round trip read the destination's state, and wait for it
+// (checkedSince).
+func (d *Daemon) countedCheck(ctx context.Context, dests []tg.ChatID) (string, error) {
+	d.checking.RLock()
+	defer d.checking.RUnlock()
+	d.checksStarted.Add(1)
+	defer d.checksEnded.Add(1)
+	return d.store.CheckIdentity(ctx, dests...)
+}
+
+// checkMark marks a moment for checkedSince: the identity checks started
+// by then, or -1 when one was under way.
+func (d *Daemon) checkMark() int64 {
+	ended := d.checksEnded.Load()
+	if started := d.checksStarted.Load(); started == ended {
+		return started
+	}
+	return -1
+}
+
+// checkedSince waits for the identity checks under way to end, and
+// reports whether one ran since mark (checkMark), or was under way then.
+func (d *Daemon) checkedSince(mark int64) bool {
+	d.checking.Lock()
+	defer d.checking.Unlock()
+	return mark < 0 || d.checksStarted.Load() != mark
 }
 
 // startCheck asks for reconciliations when the database changed or a
@@ -190,7 +225,7 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) error {
 		}
 	}
 	w.d.mu.Unlock()
-	reason, err := w.d.store.CheckIdentity(ctx, dests...)
+	reason, err := w.d.countedCheck(ctx, dests)
 	if ferr := w.d.store.IDMoveFailure(); ferr != nil {
 		w.log.Error("a new package may take the id of one another instance still holds from the old server; "+
 			"grant this role UPDATE on the packages id sequence", "err", ferr)

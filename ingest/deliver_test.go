@@ -165,7 +165,7 @@ func TestHeldDestinationDoesNotHoldOthersBehindIt(t *testing.T) {
 	mustHandle(t, p2, e.view(c2, posted), store.OutcomePackage)
 
 	p, _, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Destinations = []tg.ChatID{e.dest, d2} }, nil)
-	hold := func(_ context.Context, dest tg.ChatID, _ bool) (bool, error) { return dest == e.dest, nil }
+	hold := func(_ context.Context, dest tg.ChatID, _ bool, _ int64) (bool, error) { return dest == e.dest, nil }
 	d := ingest.NewDeliverer(ingest.DeliveryConfig{Hold: hold, Batch: 2}, p, e.st, nil)
 	for range 3 { // three looks of the stage
 		if _, err := d.RunOnce(e.ctx); err != nil {

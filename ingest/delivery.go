@@ -53,9 +53,15 @@ type DeliveryConfig struct {
 	// Hold, when set, is asked before each send whether sends to a
 	// destination must wait (a reconciliation of it is pending after the
 	// catalogue rewound); its deliveries then stay queued. pending is what
-	// the catalogue said in the delivery lock's round trip; Hold may look
-	// again (after a failover). It may block until it can tell.
-	Hold func(ctx context.Context, dest tg.ChatID, pending bool) (bool, error)
+	// the catalogue said in the delivery lock's round trip, and mark what
+	// HoldMark returned before that round trip; Hold may look again (after
+	// a failover, or an identity check since mark). It may block until it
+	// can tell.
+	Hold func(ctx context.Context, dest tg.ChatID, pending bool, mark int64) (bool, error)
+	// HoldMark, when set with Hold, marks the moment a delivery's lock
+	// round trip reads whether its destination waits for a
+	// reconciliation (Hold's mark).
+	HoldMark func() int64
 }
 
 // Deliverer is an account's delivery stage: it sends the account's queued
@@ -113,6 +119,9 @@ type deliveryLook struct {
 	done    bool
 	pending bool
 	attempt *store.LockAhead // when taken ahead
+	// mark is DeliveryConfig.HoldMark's before the round trip that read
+	// pending.
+	mark int64
 	// intents are the intents of the delivery's first send, written with
 	// the lock taken ahead (nil when none were).
 	intents *store.IntentsAhead
@@ -339,6 +348,7 @@ func (ws *Deliverer) one(ctx context.Context, ln *lane, w store.Waiting, next *s
 			Err: fmt.Errorf("deliver package %d to %d: %w", w.PackageID, w.Destination, tg.ErrChatFloodWait)}
 	}
 	if lock == nil {
+		look.mark = ws.holdMark()
 		if lock, err = ws.store.Lock(ctx, look.name, look.reads(ws.store, w)...); err != nil {
 			return false, err
 		}
@@ -370,6 +380,7 @@ func (ws *Deliverer) one(ctx context.Context, ln *lane, w store.Waiting, next *s
 			return stmts
 		}
 		nl := newDeliveryLook(*next)
+		nl.mark = ws.holdMark()
 		nl.attempt = ws.store.LockAhead(nl.name, nl.reads(ws.store, *next)...)
 		if p.destPause(next.Destination) == 0 {
 			first := albums(len(next.Parts), p.albumsAllowed())[0]
@@ -381,7 +392,7 @@ func (ws *Deliverer) one(ctx context.Context, ln *lane, w store.Waiting, next *s
 	if ws.cfg.Hold != nil {
 		// Asked before every delivery: a failover may come between two
 		// of them.
-		held, err := ws.cfg.Hold(ctx, w.Destination, pending)
+		held, err := ws.cfg.Hold(ctx, w.Destination, pending, look.mark)
 		if err != nil {
 			return false, err
 		}
@@ -454,6 +465,14 @@ func (ws *Deliverer) one(ctx context.Context, ln *lane, w store.Waiting, next *s
 		return true, nil
 	}
 	return leave()
+}
+
+// holdMark is DeliveryConfig.HoldMark's mark, 0 without one.
+func (ws *Deliverer) holdMark() int64 {
+	if ws.cfg.HoldMark == nil {
+		return 0
+	}
+	return ws.cfg.HoldMark()
 }
 
 // unreadable handles err, this account's failure to load a part of w.

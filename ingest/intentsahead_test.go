@@ -47,7 +47,7 @@ func TestSkippedDeliveryDropsItsIntentWrittenAhead(t *testing.T) {
 	queueArchives(t, e, p, c, 3, "skip")
 	asked := 0
 	var aheadSeen int
-	hold := func(context.Context, tg.ChatID, bool) (bool, error) {
+	hold := func(context.Context, tg.ChatID, bool, int64) (bool, error) {
 		asked++
 		if asked == 2 {
 			// The first delivery's record wrote this one's intent.

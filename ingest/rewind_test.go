@@ -30,7 +30,7 @@ func TestHeldDestinationKeepsItsDeliveriesQueued(t *testing.T) {
 	}
 
 	asked := 0
-	hold := func(_ context.Context, dest tg.ChatID, pending bool) (bool, error) {
+	hold := func(_ context.Context, dest tg.ChatID, pending bool, _ int64) (bool, error) {
 		if dest == e.dest {
 			asked++
 		}

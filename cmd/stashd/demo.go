@@ -53,7 +53,7 @@ func runDemo(args []string) int {
 	fs.IntVar(&o.Workers, "workers", 4, "ingest workers per account")
 	fs.IntVar(&o.QueueCapacity, "queue-capacity", 256, "capacity of each account's ingest queue")
 	fs.StringVar(&o.PostDir, "post-dir", "", "also post every file of this directory (real archives to replay); with an expect.toml manifest the audit judges each file against it (docs/hostile.md)")
-	fs.Float64Var(&o.Repacks, "repacks", 0, "probability that a step re-posts an earlier zip or rar package's files in the other container: a repack, to be linked and not delivered again (0..1)")
+	fs.Float64Var(&o.Repacks, "repacks", 0, "probability that a step re-posts an earlier zip or rar package's files in the other container: a repack, to be linked, and not delivered again when the first copy's CRCs were checked against its bytes (a zip's; a rar's are its headers' claim) (0..1)")
 	fs.Float64Var(&o.EditDocuments, "edit-documents", 0, "probability that a step replaces the document of an earlier single archive with a new archive (editMessageMedia): the replacement must be mirrored too (0..1)")
 	fs.BoolVar(&o.DeadLetterBroken, "dead-letter-broken", false, "dead-letter archives that fail verification with the reason, as serve does unless deliver_broken (default: mirrored with their listing error)")
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0, "probability that a new-message update is lost (0..1)")

@@ -98,7 +98,8 @@ type Package struct {
 	// world's message dates, whole seconds).
 	Published time.Time `json:"published,omitzero"`
 	// Repack marks a repack of an earlier package: the same files in
-	// other bytes, to be linked and not delivered again.
+	// other bytes, to be linked, and not delivered again when the first
+	// copy's CRCs were checked against its bytes.
 	Repack bool `json:"repack,omitempty"`
 	// RepackOf is the hash of the package it repacks.
 	RepackOf Hash `json:"repack_of,omitempty"`
