@@ -18,30 +18,17 @@ import (
 func TestHoldReadsAgainAfterACheckSinceTheLockRead(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openChecked(t)
 	dest := tg.ChatID(-1009)
-	if _, err := st.CheckIdentity(ctx, dest); err != nil {
-		t.Fatal(err)
-	}
 	d := &Daemon{store: st}
-	checked := make(chan struct{})
-	close(checked)
-	w := &rewindWatch{d: d, dests: []tg.ChatID{dest}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), checked: checked,
-		unrecorded: map[tg.ChatID]bool{}}
+	w := quietWatch(d, dest)
 
 	mark := d.checkMark()
 	pending, err := st.ReconcilePending(ctx, dest) // the lock's round trip
 	if err != nil || pending {
 		t.Fatalf("before the restore the destination waits for a reconciliation: %v, %v", pending, err)
 	}
-	// A dump restored in place: its tables have a new OID.
-	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET catalogue_oid = catalogue_oid + 1`); err != nil {
-		t.Fatal(err)
-	}
+	restoreInPlace(t, st)
 	if err := w.checkIdentity(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -54,4 +41,37 @@ func TestHoldReadsAgainAfterACheckSinceTheLockRead(t *testing.T) {
 	if held, err := w.Hold(ctx, dest, false, d.checkMark()); err != nil || held {
 		t.Errorf("Hold with a read taken after the check = %v, %v; want it trusted", held, err)
 	}
+}
+
+// openChecked opens a store on a fresh catalogue whose identity a check
+// recorded.
+func openChecked(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.CheckIdentity(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// restoreInPlace makes st's catalogue what a dump restored in place
+// leaves: tables with a new OID.
+func restoreInPlace(t *testing.T, st *store.Store) {
+	t.Helper()
+	if _, err := st.Pool().Exec(t.Context(), `UPDATE database_identity SET catalogue_oid = catalogue_oid + 1`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// quietWatch is d's rewind watch over dests, its start-up check done,
+// logging nowhere.
+func quietWatch(d *Daemon, dests ...tg.ChatID) *rewindWatch {
+	checked := make(chan struct{})
+	close(checked)
+	return &rewindWatch{d: d, dests: dests, log: slog.New(slog.NewTextHandler(io.Discard, nil)), checked: checked,
+		unrecorded: map[tg.ChatID]bool{}}
 }

@@ -1,11 +1,8 @@
 package daemon
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 
-	"stashd/internal/pgtest"
 	"stashd/listener"
 	"stashd/store"
 	"stashd/tg"
@@ -18,11 +15,7 @@ import (
 func TestReloadAfterARewindReadsEverySourceTheCatalogueRecords(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openChecked(t)
 	own, taken := tg.ChatID(-1001), tg.ChatID(-1002)
 	lst := listener.New(listener.Config{Account: "a"}, st, nil)
 	for _, s := range []store.Source{{ChatID: own, Account: "a"}, {ChatID: taken, Account: "b"}} {
@@ -35,13 +28,7 @@ func TestReloadAfterARewindReadsEverySourceTheCatalogueRecords(t *testing.T) {
 		}
 		lst.Watch(src)
 	}
-	if _, err := st.CheckIdentity(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// A dump restored in place: its tables have a new OID.
-	if _, err := st.Pool().Exec(ctx, `UPDATE database_identity SET catalogue_oid = catalogue_oid + 1`); err != nil {
-		t.Fatal(err)
-	}
+	restoreInPlace(t, st)
 	if reason, err := st.CheckIdentity(ctx); err != nil || reason == "" {
 		t.Fatalf("the check: %q, %v; want the restore named", reason, err)
 	}
@@ -49,7 +36,7 @@ func TestReloadAfterARewindReadsEverySourceTheCatalogueRecords(t *testing.T) {
 		t.Fatalf("sources behind after the rewind: %v, want both", behind)
 	}
 	d := &Daemon{store: st, accounts: []*accountRun{{name: "a", lst: lst}}}
-	w := &rewindWatch{d: d, log: slog.New(slog.NewTextHandler(io.Discard, nil)), unrecorded: map[tg.ChatID]bool{}}
+	w := quietWatch(d)
 	w.reloadSources(ctx)
 	if behind := lst.Behind(st.Era()); len(behind) != 0 {
 		t.Errorf("sources behind after the reload: %v, want none", behind)
