@@ -244,8 +244,11 @@ func (ws *Deliverer) runLane(ctx context.Context, ln *lane, stopping *atomic.Boo
 			}
 			ln.moved = true
 		case err == nil:
+			// Left the queue, or (not ok) found its route's window
+			// closed and put off to its next opening: either way no
+			// longer due, so what is behind it may be read.
+			ln.moved = true
 			if ok {
-				ln.moved = true
 				ln.res.Delivered++
 				ws.mu.Lock()
 				ws.sent[w.Route]++

@@ -262,3 +262,38 @@ func dayRoute(t *testing.T, e *env) (src, day tg.ChatID, tbl *route.Table) {
 	}
 	return src, day, route.NewTable(nil, []route.Route{{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w}})
 }
+
+// Deliveries queued while their route's window was open, read after it
+// closed, head the queue: each finds the window closed and waits for the
+// next opening, which takes it out of the due queue. That is movement:
+// the run reads on and sends the deliveries behind them on a route with
+// no window, not up to an Interval later.
+func TestDeliveriesBehindAClosedWindowGoInTheSameRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	src := e.src["a"]
+	any := e.world.AddChat(tg.KindChannel, "any time", "a")
+	day := e.world.AddChat(tg.KindChannel, "day mirror", "a") // made later: its deliveries come first in the queue
+	w, err := route.ParseWindow("06:00-18:00", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := route.NewTable(nil, []route.Route{
+		{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w},
+		{Name: "always", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{any}},
+	})
+	e.now = time.Date(2026, 3, 2, 17, 0, 0, 0, time.UTC) // the window is open
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
+	for _, name := range []string{"a.tar", "b.tar"} {
+		msg := e.view(c, e.world.Post(src, 0, tgsim.Post{FileName: name, Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
+		mustHandle(t, p, msg, store.OutcomePackage)
+	}
+	e.now = time.Date(2026, 3, 2, 19, 0, 0, 0, time.UTC) // closed before the stage reads
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{Batch: 1, Lanes: 1}, p, e.st, nil).RunOnce(e.ctx)
+	if err != nil || res.Delivered != 2 {
+		t.Errorf("RunOnce = %+v, %v; want both packages delivered to the route without a window in one run", res, err)
+	}
+	if got := documentsIn(e, day); len(got) != 0 {
+		t.Errorf("the day mirror holds %d documents after hours", len(got))
+	}
+}
