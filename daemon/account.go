@@ -47,6 +47,9 @@ type accountRun struct {
 	cancel   context.CancelFunc
 	sources  int
 	account  Account // with named sources resolved; only those it reads
+	// histories are the account's history policies by chat, named
+	// chats resolved at the start (resolveHistory).
+	histories map[tg.ChatID]History
 	// listed are the sources the configuration gives the account (named
 	// ones resolved, upgrades followed, also those made while it runs),
 	// those another account reads included. Guarded by Daemon.mu once the
@@ -249,6 +252,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 		return fail(err)
 	}
 	histories, err := d.resolveHistory(ctx, r, a)
+	r.histories = histories
 	if err != nil {
 		return fail(err)
 	}

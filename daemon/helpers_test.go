@@ -215,17 +215,23 @@ func postTars(world *tgsim.World, src tg.ChatID, prefix string, n int) []tg.Mess
 	return posted
 }
 
+// countDocuments counts the documents dest holds.
+func countDocuments(world *tgsim.World, dest tg.ChatID) int {
+	n := 0
+	for _, m := range world.Messages(dest) {
+		if m.Document != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // waitDocuments waits, bounded, until dest holds at least n documents.
 func waitDocuments(t testing.TB, world *tgsim.World, dest tg.ChatID, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		k := 0
-		for _, m := range world.Messages(dest) {
-			if m.Document != nil {
-				k++
-			}
-		}
+		k := countDocuments(world, dest)
 		if k >= n {
 			return
 		}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"stashd/archive/archivetest"
 	"stashd/daemon"
-	"stashd/ingest"
 	"stashd/internal/pgembed"
 	"stashd/internal/pgtest"
 	"stashd/sim/tgsim"
@@ -40,12 +38,8 @@ func TestSourceTheRestoredDumpLacksIsRegisteredAgain(t *testing.T) {
 	zip := func(name string) tgsim.Post {
 		return tgsim.Post{FileName: name, Data: archivetest.Zip([]archivetest.File{{Name: name + ".txt", Data: []byte(name)}})}
 	}
-	d := daemon.New(daemon.Config{
-		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{group}}},
-		Destinations: []tg.ChatID{dest}, Workers: 2,
-		Ingest:       ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: time.Second},
-		DrainTimeout: 10 * time.Second,
-	}, st, func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
+	d := daemon.New(floodConfig([]daemon.Account{{Name: "a", Sources: []tg.ChatID{group}}}, dest), st,
+		func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
 	waitHandled(t, st, world.Post(group, 0, zip("before.zip")).Key())

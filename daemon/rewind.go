@@ -45,8 +45,9 @@ type rewindWatch struct {
 	// delivery stage cannot tell whether a destination is held.
 	checked chan struct{}
 	// unrecorded are the watched sources a rewound catalogue had no row
-	// of, said once each (reloadSources, from the watch's loop and from
-	// the delivery stage's Hold).
+	// of and that could not be registered again, said once each
+	// (reloadSources, from the watch's loop and from the delivery
+	// stage's Hold).
 	mu         sync.Mutex
 	unrecorded map[tg.ChatID]bool
 }
@@ -253,7 +254,7 @@ func (w *rewindWatch) checkIdentity(ctx context.Context) error {
 // next check. Nothing is read when no source is behind. A source the
 // restored catalogue records under another account (a dump older than a
 // takeover) is read by its id, as the listener watched it; one it does not
-// record at all is left behind, its writes refused, and said so.
+// record at all is registered again (registerAgain).
 func (w *rewindWatch) reloadSources(ctx context.Context) {
 	w.d.mu.Lock()
 	runs := slices.Clone(w.d.accounts)
@@ -309,15 +310,11 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 func (w *rewindWatch) registerAgain(ctx context.Context, r *accountRun, chat tg.ChatID) (store.Source, error) {
 	a := r.account
 	a.Sources = []tg.ChatID{chat}
-	histories, err := w.d.resolveHistory(ctx, r, a)
-	if err != nil {
-		return store.Source{}, err
-	}
 	var floors map[tg.ChatID]int64
 	if low, _, ok := r.lst.Watermark(chat); ok && low > 0 {
 		floors = map[tg.ChatID]int64{chat: low}
 	}
-	if err := w.d.registerSources(ctx, r, a, histories, floors); err != nil {
+	if err := w.d.registerSources(ctx, r, a, r.histories, floors); err != nil {
 		return store.Source{}, err
 	}
 	return w.d.store.GetSource(ctx, chat)

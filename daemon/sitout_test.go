@@ -168,13 +168,3 @@ func TestSendSatOutHoldsNoOtherDestination(t *testing.T) {
 		t.Errorf("breaches %v", b)
 	}
 }
-
-func countDocuments(world *tgsim.World, dest tg.ChatID) int {
-	n := 0
-	for _, m := range world.Messages(dest) {
-		if m.Document != nil {
-			n++
-		}
-	}
-	return n
-}

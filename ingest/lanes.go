@@ -93,7 +93,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 		// full: the last read was a full batch; moved: a lane changed the
 		// queue since.
 		read, full, moved = true, false, false
-		reads             int
+		readBefore        bool
 		// woke fires wakeRead after a wake that no read has covered.
 		woke <-chan time.Time
 	)
@@ -114,7 +114,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 			}()
 		}
 		if failure == nil && running < ws.cfg.Lanes && len(queued) == 0 && (read || full && moved) {
-			if reads > 0 && running == 0 {
+			if readBefore && running == 0 {
 				// Counted while no lane sends, the queue is as the
 				// batch left it.
 				partial, _, err := ws.report(ctx, routes)
@@ -131,7 +131,7 @@ func (ws *Deliverer) RunOnce(ctx context.Context) (DeliveryResult, error) {
 				ln.cut = true // its destination's later deliveries are not read
 			}
 			due, err := ws.store.DueWaiting(ctx, ws.p.cfg.Account, ws.p.cfg.Now(), ws.cfg.Batch, except...)
-			reads++
+			readBefore = true
 			if err != nil {
 				failure = err
 				stopping.Store(true)

@@ -77,6 +77,24 @@ func packageOf(t *testing.T, e *env, m tg.Message) int64 {
 	return id
 }
 
+// repackPipeline is account a's pipeline on a fresh client, handling
+// repacks as mode says ("" the default), with the registry of its
+// metrics.
+func repackPipeline(t *testing.T, e *env, mode string) (*ingest.Pipeline, *tgsim.Client, *prometheus.Registry) {
+	t.Helper()
+	c := e.world.Client("a")
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	reg := prometheus.NewRegistry()
+	cfg := ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, Repacks: mode,
+		SetSettle: time.Minute, SetMaxWait: time.Hour, Now: func() time.Time { return e.now }}
+	p := ingest.NewPipeline(cfg, e.st, tg.NewSession(c, func(tg.Update) {}), ingest.NewMetrics(reg))
+	e.pipes = append(e.pipes, p)
+	return p, c, reg
+}
+
 // A zip's files posted again as a 7z (other bytes, the same paths, sizes
 // and CRCs) are a repack: linked to the zip's package in every mode, and
 // the three modes differ in what they send and record. skip: catalogued
@@ -100,16 +118,7 @@ func TestRepackModes(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, "a")
-			c := e.world.Client("a")
-			if err := c.LoadChats(e.ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			reg := prometheus.NewRegistry()
-			cfg := ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, Repacks: tc.mode,
-				SetSettle: time.Minute, SetMaxWait: time.Hour, Now: func() time.Time { return e.now }}
-			p := ingest.NewPipeline(cfg, e.st, tg.NewSession(c, func(tg.Update) {}), ingest.NewMetrics(reg))
-			e.pipes = append(e.pipes, p)
+			p, c, reg := repackPipeline(t, e, tc.mode)
 
 			orig := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "album.zip", Data: archivetest.Zip(files)}))
 			if out := settle(t, e, p, orig); out != store.OutcomePackage {
@@ -269,16 +278,7 @@ func TestFakeWithAReleasesListingDoesNotSuppressIt(t *testing.T) {
 		{Name: "release/data.bin", Data: []byte(strings.Repeat("payload ", 90))},
 	}
 	e := newEnv(t, "a")
-	c := e.world.Client("a")
-	if err := c.LoadChats(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	reg := prometheus.NewRegistry()
-	cfg := ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest}, SetSettle: time.Minute, SetMaxWait: time.Hour,
-		Now: func() time.Time { return e.now }}
-	p := ingest.NewPipeline(cfg, e.st, tg.NewSession(c, func(tg.Update) {}), ingest.NewMetrics(reg))
-	e.pipes = append(e.pipes, p)
+	p, c, reg := repackPipeline(t, e, "")
 
 	fake := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "release.zip", Data: forgedZip(t, files)}))
 	if out := settle(t, e, p, fake); out != store.OutcomePackage {

@@ -40,14 +40,7 @@ func TestWindowClosingMidBacklogResumesNextWindow(t *testing.T) {
 	src := e.src["a"]
 	day := e.world.AddChat(tg.KindChannel, "day mirror", "a")
 	any := e.world.AddChat(tg.KindChannel, "any time", "a")
-	w, err := route.ParseWindow("06:00-18:00", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := route.NewTable(nil, []route.Route{
-		{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w},
-		{Name: "always", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{any}},
-	})
+	tbl := dayAndAlways(t, src, day, any)
 	e.now = time.Date(2026, 3, 2, 19, 0, 0, 0, time.UTC) // after hours
 	p, c, m := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl },
 		func(s *tg.Session) ingest.Telegram { return clockedSession{s, e, 20 * time.Minute} })
@@ -252,6 +245,20 @@ func TestWindowClosingDuringAFloodWaitIsReportedPartial(t *testing.T) {
 
 // dayRoute is source "a" routed to a new destination, the day mirror,
 // only between 06:00 and 18:00.
+// dayAndAlways routes src to day within 06:00-18:00 ("day") and to any
+// at every hour ("always").
+func dayAndAlways(t *testing.T, src, day, any tg.ChatID) *route.Table {
+	t.Helper()
+	w, err := route.ParseWindow("06:00-18:00", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return route.NewTable(nil, []route.Route{
+		{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w},
+		{Name: "always", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{any}},
+	})
+}
+
 func dayRoute(t *testing.T, e *env) (src, day tg.ChatID, tbl *route.Table) {
 	t.Helper()
 	src = e.src["a"]
@@ -274,14 +281,7 @@ func TestDeliveriesBehindAClosedWindowGoInTheSameRun(t *testing.T) {
 	src := e.src["a"]
 	any := e.world.AddChat(tg.KindChannel, "any time", "a")
 	day := e.world.AddChat(tg.KindChannel, "day mirror", "a") // made later: its deliveries come first in the queue
-	w, err := route.ParseWindow("06:00-18:00", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := route.NewTable(nil, []route.Route{
-		{Name: "day", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{day}, Window: &w},
-		{Name: "always", Sources: []route.Source{{Chat: src}}, Destinations: []tg.ChatID{any}},
-	})
+	tbl := dayAndAlways(t, src, day, any)
 	e.now = time.Date(2026, 3, 2, 17, 0, 0, 0, time.UTC) // the window is open
 	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Routes = tbl }, nil)
 	for _, name := range []string{"a.tar", "b.tar"} {

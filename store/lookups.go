@@ -152,31 +152,24 @@ func LookPackageByHash(hash []byte, out *Found) Statement {
 // LookPackageBySignature reads the first package catalogued, other than
 // except, whose content signature is sig (a repack) into out: the first
 // whose signature stands on its bytes (NewPackage.SignatureChecked) when
-// one does, and whether it does into checked (nil: not read).
+// one does, and whether it does into checked (read only when out.OK).
 func LookPackageBySignature(sig []byte, except int64, out *Found, checked *bool) Statement {
-	return Statement{SQL: `SELECT id, sig_checked FROM packages WHERE content_sig = $1 AND id <> $2
-		ORDER BY sig_checked DESC, id LIMIT 1`, Args: []any{sig, except}, Read: func(rows pgx.Rows) error {
-		*out = Found{}
-		var c bool
-		for rows.Next() {
-			if err := rows.Scan(&out.ID, &c); err != nil {
-				return err
-			}
-			out.OK = true
-		}
-		if checked != nil {
-			*checked = c
-		}
-		return rows.Err()
-	}}
+	return lookIDWith(`SELECT id, sig_checked FROM packages WHERE content_sig = $1 AND id <> $2
+		ORDER BY sig_checked DESC, id LIMIT 1`, out, []any{checked}, sig, except)
 }
 
 // lookID is a lookup of at most one id.
 func lookID(sql string, out *Found, args ...any) Statement {
+	return lookIDWith(sql, out, nil, args...)
+}
+
+// lookIDWith is lookID for a row that holds more columns after the id,
+// scanned into also (written only when a row is found).
+func lookIDWith(sql string, out *Found, also []any, args ...any) Statement {
 	return Statement{SQL: sql, Args: args, Read: func(rows pgx.Rows) error {
 		*out = Found{}
 		for rows.Next() {
-			if err := rows.Scan(&out.ID); err != nil {
+			if err := rows.Scan(append([]any{&out.ID}, also...)...); err != nil {
 				return err
 			}
 			out.OK = true

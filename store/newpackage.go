@@ -160,7 +160,7 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 		Args: append(append([]any{hash, name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
 			text(p.ListingError), int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic, nameRaw,
 			p.Encrypted, p.HeadersEncrypted, p.DetectedFormat, v.Verified, text(v.Broken), v.NameLied, susp, n.Signature},
-			partColumns(n.Parts)...), append(fileColumns(n.Files), n.SignatureChecked)...),
+			partColumns(n.Parts)...), append(fileColumns(n.Files), n.SignatureChecked /* $37 */)...),
 		Read: func(rows pgx.Rows) error { return scanOne(rows, &out.Created) },
 	}, {
 		SQL: `SELECT id FROM packages WHERE content_hash = $1`, Args: []any{hash},

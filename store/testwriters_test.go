@@ -24,7 +24,7 @@ func (s *Store) PackageByHash(ctx context.Context, hash []byte) (int64, bool, er
 // except, whose content signature is sig: the package a new one repacks.
 func (s *Store) PackageBySignature(ctx context.Context, sig []byte, except int64) (int64, bool, error) {
 	var f Found
-	if err := s.look(ctx, LookPackageBySignature(sig, except, &f, nil)); err != nil {
+	if err := s.look(ctx, LookPackageBySignature(sig, except, &f, new(bool))); err != nil {
 		return 0, false, fmt.Errorf("find package by content: %w", err)
 	}
 	return f.ID, f.OK, nil

@@ -338,15 +338,19 @@ func (c *checker) judgeRepacks(ctx context.Context, rep *Report, fullyDelivered 
 		}
 		seen[p.Hash] = true
 		rep.RepacksPublished++
-		var linked bool
+		var linked, checked bool
 		// Linked as a repack (either way) of the package it repacks, or of
 		// another copy of that content catalogued before it (a zip stored
 		// again, itself linked to the first): the content is one group.
+		// checked: the package it repacks had its CRCs checked against its
+		// bytes; a repack of one whose CRCs are a claim (a RAR's, a 7z's)
+		// is delivered by design, since a fake could copy the claim.
 		err := c.st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM packages a JOIN package_links l
 			ON (l.package_id = a.id OR l.other_id = a.id) AND l.kind = 'repack'
 			JOIN packages b ON b.content_hash = $2
-			WHERE a.content_hash = $1 AND a.content_sig IS NOT NULL AND a.content_sig = b.content_sig)`,
-			p.Hash[:], p.RepackOf[:]).Scan(&linked)
+			WHERE a.content_hash = $1 AND a.content_sig IS NOT NULL AND a.content_sig = b.content_sig),
+			coalesce((SELECT sig_checked FROM packages WHERE content_hash = $2), false)`,
+			p.Hash[:], p.RepackOf[:]).Scan(&linked, &checked)
 		if err != nil {
 			return st, fmt.Errorf("read repack links: %w", err)
 		}
@@ -362,20 +366,11 @@ func (c *checker) judgeRepacks(ctx context.Context, rep *Report, fullyDelivered 
 					break
 				}
 			}
-			// A repack of a package whose CRCs the listing could not
-			// check against its bytes (a RAR's, a 7z's) is delivered by
-			// design: its signature is a claim a fake could copy.
-			var checked bool
-			if err := c.st.Pool().QueryRow(ctx, `SELECT coalesce(bool_or(sig_checked), false) FROM packages WHERE content_hash = $1`,
-				p.RepackOf[:]).Scan(&checked); err != nil {
-				return st, fmt.Errorf("read repack links: %w", err)
-			}
-			if fullyDelivered(orig) {
-				if checked {
-					rep.RepacksDelivered++ // the same content twice
-					rep.RepackDeliveredNames = append(rep.RepackDeliveredNames, fmt.Sprintf("%s (a repack of %s)", p.Name, orig.Name))
-				}
-			} else if linked {
+			switch {
+			case fullyDelivered(orig) && checked:
+				rep.RepacksDelivered++ // the same content twice
+				rep.RepackDeliveredNames = append(rep.RepackDeliveredNames, fmt.Sprintf("%s (a repack of %s)", p.Name, orig.Name))
+			case !fullyDelivered(orig) && linked:
 				st.deliveredInstead[p.RepackOf] = true
 			}
 		}
