@@ -213,13 +213,17 @@ func (c *checker) check(ctx context.Context) (Report, error) {
 		} else if !catalogued || !delivered {
 			rep.Missing += max(missingPairs, 1) // per required (package, destination) pair
 			what := fmt.Sprintf("%s at %s (catalogued %v, delivered %v)", p.Name, p.Parts[0].Key(), catalogued, delivered)
+			var rows string
+			var err error
 			if catalogued {
-				rows, err := c.describeDeliveries(ctx, pkg.ID)
-				if err != nil {
-					return rep, err
-				}
-				what += ": " + rows
+				rows, err = c.describeDeliveries(ctx, pkg.ID)
+			} else {
+				rows, err = c.describeParts(ctx, p.Parts)
 			}
+			if err != nil {
+				return rep, err
+			}
+			what += ": " + rows
 			rep.MissingNames = append(rep.MissingNames, what)
 		}
 		if p.Corrupt {
@@ -383,6 +387,33 @@ func (c *checker) describeCopies(ctx context.Context, docs []Doc) (string, error
 			return "", fmt.Errorf("read the delivery of token %q: %w", doc.Token, err)
 		default:
 			out[i] = fmt.Sprintf("message %d: package %d (%q, %d parts) part %d, %s", doc.Message.ServerID(), pkg, name, parts, part, state)
+		}
+	}
+	return strings.Join(out, "; "), nil
+}
+
+// describeParts says what the catalogue holds about the messages of a
+// package it lacks: how each was handled and, when it went into a
+// package, that package's name and parts, which tells a set assembled
+// from other messages than the ones posted together.
+func (c *checker) describeParts(ctx context.Context, parts []Part) (string, error) {
+	out := make([]string, len(parts))
+	for i, pt := range parts {
+		k := pt.Key()
+		var desc string
+		err := c.st.Pool().QueryRow(ctx, `SELECT format('message %s: %s, set %L part %s, handled %s%s', m.message_id >> 20, m.outcome,
+				m.set_key, m.part_index, to_char(m.handled_at, 'HH24:MI:SS.MS'),
+				CASE WHEN p.id IS NULL THEN '' ELSE format(', package %s (%L, %s parts, first message %s)', p.id, p.name, p.part_count,
+					(SELECT min(message_id) >> 20 FROM source_messages o WHERE o.package_id = p.id AND o.outcome = 'package')) END)
+			FROM source_messages m LEFT JOIN packages p ON p.id = m.package_id
+			WHERE m.chat_id = $1 AND m.message_id = $2`, int64(k.Chat), int64(k.Message)).Scan(&desc)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			out[i] = fmt.Sprintf("message %d: not handled", k.Message.ServerID())
+		case err != nil:
+			return "", fmt.Errorf("describe message %s: %w", k, err)
+		default:
+			out[i] = desc
 		}
 	}
 	return strings.Join(out, "; "), nil

@@ -11,6 +11,7 @@ import (
 	"stashd/internal/pgtest"
 	"stashd/sim/tgsim"
 	"stashd/store"
+	"stashd/tg"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -112,5 +113,38 @@ func TestMissingPackageNamesItsDeliveries(t *testing.T) {
 	want := fmt.Sprintf("delivery to %d part 0: sent, message", cataloguetest.Destination)
 	if !strings.Contains(rep.MissingNames[0], "catalogued true, delivered false") || !strings.Contains(rep.MissingNames[0], want) {
 		t.Errorf("missing = %q; want the package's delivery rows (%q)", rep.MissingNames[0], want)
+	}
+}
+
+// A package the catalogue lacks is named with what the catalogue holds
+// about its messages, so a failed audit tells a set assembled from other
+// messages than the ones posted together from messages never handled.
+func TestUncataloguedPackageNamesItsMessages(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := openStore(t)
+	if _, err := cataloguetest.Seed(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	parts := []Part{
+		{Chat: cataloguetest.SourceA, Message: tg.MessageIDFromServer(10)}, // the dragon's first part
+		{Chat: cataloguetest.SourceA, Message: tg.MessageIDFromServer(99)}, // never handled
+	}
+	truth := Truth{
+		Packages:     []Package{{Hash: Hash{1}, Name: "album", Parts: parts}},
+		Destinations: []Destination{{Chat: cataloguetest.Destination, Docs: []Doc{}}},
+	}
+	rep, err := Check(ctx, st, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Missing != 1 || len(rep.MissingNames) != 1 {
+		t.Fatalf("missing %d %q; want the album", rep.Missing, rep.MissingNames)
+	}
+	got := rep.MissingNames[0]
+	for _, want := range []string{"catalogued false", "message 10: package", "'minis-vol1.7z', 2 parts, first message 10", "message 99: not handled"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing = %q; want it to say %q", got, want)
+		}
 	}
 }
