@@ -19,8 +19,15 @@ func TestTopicAndChatFloodFaults(t *testing.T) {
 	rep := run(t, demo.Options{Seed: 7, Steps: 120, Rate: 20, Sources: 2, ForumTopics: 3, Accounts: 2,
 		Destinations: 1, ForumDestination: true, Routes: specs, CloseTopics: 0.4, DeleteTopics: 0.4, ChatFlood: 0.5})
 	check(t, 7, rep)
-	if rep.ClosedTopics == 0 || rep.DeletedTopics == 0 || rep.ChatFloodedSends == 0 || rep.ChatWaitsSatOut == 0 {
-		t.Errorf("closed %d, deleted %d topics, %d sends refused by a chat's limit, %d of its waits sat out by TDLib; want each above 0 (%+v)",
+	t.Logf("closed %d, deleted %d topics; %d sends refused by a chat's limit, %d of its waits sat out", rep.ClosedTopics, rep.DeletedTopics, rep.ChatFloodedSends, rep.ChatWaitsSatOut)
+	// Whether the flooded destination's waits are sat out by TDLib or
+	// refused with 429s depends on how fast the daemon sends, which the
+	// machine's load decides: the scenario guarantees only that the limit
+	// met the sends. Each path alone is proved by the daemon's tests
+	// (TestSendsTDLibSitsOutLandOnce, TestPendingSendIsNotResentInsideItsChatFloodWait,
+	// TestChatFloodWaitOutlivesARestart).
+	if rep.ClosedTopics == 0 || rep.DeletedTopics == 0 || rep.ChatFloodedSends+rep.ChatWaitsSatOut == 0 {
+		t.Errorf("closed %d, deleted %d topics, %d sends refused by a chat's limit, %d of its waits sat out by TDLib; want topics closed and deleted and the limit met (%+v)",
 			rep.ClosedTopics, rep.DeletedTopics, rep.ChatFloodedSends, rep.ChatWaitsSatOut, rep)
 	}
 	if rep.Missing != 0 || rep.DuplicateDeliveries != 0 || rep.RouteViolations != 0 {
