@@ -55,21 +55,31 @@ type seer struct {
 	n    int64 // bytes passed to seen
 }
 
-// seenRing reads a stream into a ring of buffers, hands each buffer to
-// seen in a goroutine of its own and serves the decompressor's reads from
-// it. A buffer is reused once both are done with it.
+// seenRing reads a stream into a ring of buffers on a goroutine of its
+// own, hands each buffer to seen on another and serves the
+// decompressor's reads from it. A buffer is reused once both are done
+// with it. The reads are the reading goroutine's, not the decompressor's:
+// the core that inflates, the slower side of most streams, spends nothing
+// on system calls (a tenth of the time of inflating a tar.xz of data
+// stored as is, which reads as fast as it inflates).
 type seenRing struct {
 	src   io.Reader
 	size  int64 // the stream's length
 	s     *seer
 	chunk int
 	free  chan *seenBuf // buffers neither side uses
-	made  int           // buffers made so far, at most cap(free)
+	made  int           // buffers made so far, at most cap(free); the reading goroutine's
 	full  chan *seenBuf // buffers for seen, in order
+	ready chan *seenBuf // buffers for the decompressor, in order; closed after the last
+	err   error         // the stream's end or its first read error, set before ready closes
+	quit  chan struct{} // closed by stop: the reading goroutine ends
+	read  chan struct{} // closed when the reading goroutine has ended
 	done  chan struct{} // closed when the seeing goroutine has ended
-	cur   *seenBuf      // the buffer reads are served from
-	off   int           // how much of cur is read
-	err   error         // the stream's end or its first read error
+
+	// The decompressor's side.
+	cur     *seenBuf // the buffer reads are served from
+	off     int      // how much of cur is read
+	stopped bool
 }
 
 // seenBuf is one buffer of a seenRing.
@@ -78,8 +88,8 @@ type seenBuf struct {
 	refs atomic.Int32 // the sides still using b: seen, the reader
 }
 
-// newSeenRing starts the goroutine that shows src's bytes, size of them,
-// to s; stop ends it.
+// newSeenRing starts the goroutines that read src's bytes, size of them,
+// and show them to s; stop ends them.
 func newSeenRing(src io.Reader, size int64, s *seer) *seenRing {
 	r := &seenRing{
 		src:   src,
@@ -88,6 +98,9 @@ func newSeenRing(src io.Reader, size int64, s *seer) *seenRing {
 		chunk: int(min(size, seenChunk)),
 		free:  make(chan *seenBuf, seenBuffers),
 		full:  make(chan *seenBuf, seenBuffers),
+		ready: make(chan *seenBuf, seenBuffers),
+		quit:  make(chan struct{}),
+		read:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
 	go func() {
@@ -97,7 +110,65 @@ func newSeenRing(src io.Reader, size int64, s *seer) *seenRing {
 			r.release(b)
 		}
 	}()
+	go r.readAhead()
 	return r
+}
+
+// readAhead reads the stream into the ring's buffers, each shown to seen
+// and handed to the decompressor, until the stream ends, a read fails or
+// stop is called. full and ready have room for every buffer, which is in
+// each at most once: sending never blocks.
+func (r *seenRing) readAhead() {
+	defer close(r.read)
+	defer close(r.full)
+	defer close(r.ready)
+	for n := int64(0); n < r.size; {
+		b := r.buffer()
+		if b == nil {
+			return // stopped
+		}
+		k, err := io.ReadFull(r.src, b.b[:cap(b.b)])
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF // the stream's end; a short stream is the decompressor's to report
+		}
+		if k == 0 {
+			r.free <- b
+		} else {
+			b.b = b.b[:k]
+			b.refs.Store(2)
+			n += int64(k)
+			r.s.n = n
+			r.full <- b
+			r.ready <- b
+		}
+		if err != nil {
+			r.err = err
+			return
+		}
+	}
+	r.err = io.EOF // no buffer is made to find that out
+}
+
+// buffer returns a buffer to read into: a free one, a new one while fewer
+// than seenBuffers exist, else the first freed; nil once stop is called.
+func (r *seenRing) buffer() *seenBuf {
+	select {
+	case b := <-r.free:
+		return b
+	case <-r.quit:
+		return nil
+	default:
+	}
+	if r.made < cap(r.free) {
+		r.made++
+		return &seenBuf{b: make([]byte, r.chunk)}
+	}
+	select {
+	case b := <-r.free:
+		return b
+	case <-r.quit:
+		return nil
+	}
 }
 
 func (r *seenRing) Read(p []byte) (int, error) {
@@ -106,48 +177,18 @@ func (r *seenRing) Read(p []byte) (int, error) {
 			r.release(r.cur)
 			r.cur = nil
 		}
-		if r.err != nil {
+		if r.stopped {
+			return 0, errRingStopped
+		}
+		b, ok := <-r.ready
+		if !ok {
 			return 0, r.err
 		}
-		r.fill()
+		r.cur, r.off = b, 0
 	}
 	n := copy(p, r.cur.b[r.off:])
 	r.off += n
 	return n, nil
-}
-
-// fill reads the next chunk of the stream into a buffer and hands it to
-// seen. A buffer is made while fewer than seenBuffers exist; past that,
-// fill waits for one to be released (seen only hashes: it always returns).
-func (r *seenRing) fill() {
-	if r.s.n >= r.size {
-		r.err = io.EOF // no buffer is made to find that out
-		return
-	}
-	var b *seenBuf
-	select {
-	case b = <-r.free:
-	default:
-		if r.made < cap(r.free) {
-			b, r.made = &seenBuf{b: make([]byte, r.chunk)}, r.made+1
-		} else {
-			b = <-r.free
-		}
-	}
-	n, err := io.ReadFull(r.src, b.b[:cap(b.b)])
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF // the stream's end; a short stream is the decompressor's to report
-	}
-	r.err = err
-	if n == 0 {
-		r.free <- b
-		return
-	}
-	b.b = b.b[:n]
-	b.refs.Store(2)
-	r.s.n += int64(n)
-	r.full <- b
-	r.cur, r.off = b, 0
 }
 
 // release gives up one side's use of b; the last returns it to free,
@@ -158,15 +199,17 @@ func (r *seenRing) release(b *seenBuf) {
 	}
 }
 
-// stop waits until seen has been shown every buffer read so far and has
-// returned; no read may follow.
+// stop ends the reading and waits until seen has been shown every buffer
+// read so far and has returned; no read may follow. Buffers read ahead
+// and never read by the decompressor are left to the collector.
 func (r *seenRing) stop() {
 	if r.cur != nil {
 		r.release(r.cur)
 		r.cur = nil
 	}
-	r.err = errRingStopped
-	close(r.full)
+	r.stopped = true
+	close(r.quit)
+	<-r.read
 	<-r.done
 }
 

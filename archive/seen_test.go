@@ -216,3 +216,28 @@ func TestSeenRingBuffersFitTheStream(t *testing.T) {
 		}
 	}
 }
+
+// The ring reads the stream on a goroutine of its own, ahead of the
+// decompressor: the core that inflates makes no system call. Before the
+// decompressor's first read the ring has read its buffers full, and no
+// further; stopped, it leaves nothing running and has shown seen what it
+// read.
+func TestSeenRingReadsAheadOfTheDecompressor(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	data := make([]byte, 3*seenBuffers*seenChunk)
+	reached := make(chan struct{})
+	src := &signalReader{r: bytes.NewReader(data), at: (seenBuffers-1)*seenChunk + 1, reached: reached}
+	var seen int64
+	s := &seer{seen: func(p []byte) { seen += int64(len(p)) }}
+	ring := newSeenRing(src, int64(len(data)), s)
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ring read nothing ahead before the decompressor's first read")
+	}
+	time.Sleep(50 * time.Millisecond) // room to read past its buffers, which it must not
+	ring.stop()
+	if want := int64(seenBuffers * seenChunk); src.read != want || s.n != want || seen != want {
+		t.Errorf("read %d, passed to seen %d, seen %d bytes before any read by the decompressor; want its %d buffers' worth", src.read, s.n, seen, want)
+	}
+}

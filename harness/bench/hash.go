@@ -30,7 +30,7 @@ import (
 // decompressor, in one read) against its limit on the same file, the slower
 // of crypto/sha256 alone and decompression alone, for every format of
 // incompressible data. All read the file from the page cache; each is timed
-// best of five, interleaved.
+// best of hashRounds, interleaved.
 func (r *runner) hash(ctx context.Context) error {
 	size := 64 << 20
 	if r.o.Quick {
@@ -57,13 +57,13 @@ func (r *runner) hash(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// Interleaved, best of five each: the machine is shared. The
-		// CPU time each takes (the least of five too) does not depend on
+		// Interleaved, best of hashRounds each: the machine is shared. The
+		// CPU time each takes (the least of the rounds too) does not depend on
 		// the other processes: hash+list costs about the sum of the other
 		// two, and its rate meets the slower of them only when it gets two
 		// cores.
 		raw, inflate, ours := bestOf{}, bestOf{}, bestOf{}
-		for range 5 {
+		for range hashRounds {
 			if err := raw.run(func() error { return rawSHA256(path) }); err != nil {
 				return err
 			}
@@ -95,6 +95,13 @@ func (r *runner) hash(ctx context.Context) error {
 	r.rep.Summary.HashVsLimit = perFormat
 	return nil
 }
+
+// hashRounds is how many times the hash item times each of its three
+// reads of a file. A run of hash+list needs both cores and the limit's
+// runs one, so a stray process on the shared machine slows ours more: more
+// rounds give each side more chances of a quiet moment (a tar.xz run
+// takes 30 ms).
+const hashRounds = 11
 
 // hashFormats are the formats the hash item measures.
 var hashFormats = []archive.Format{
