@@ -303,8 +303,9 @@ func (p *Pipeline) partReplaced(ctx context.Context, pt store.SourceMessage, m t
 // each per session, and reports whether one is a part of the set not yet
 // recorded: it is handled at once, and the set completes at a later sweep
 // with it. For an album it asks for the ids missing between its documents;
-// for every set, the ids just after its last part and, when the source is
-// not settled or the set is not an album, just before its first. Settled
+// for every set, the ids just after its last part and just before its
+// first; before a settled album's first, only those recorded as dead
+// letters (a document whose handling failed, handled again here). Settled
 // (quiet, and the source synced up to the last part) proves nothing about
 // what follows: parts whose updates were lost, with nothing posted after
 // them to reveal the gap, look exactly like the set's end. A multipart
@@ -332,11 +333,7 @@ func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.Sour
 	}
 	// Outwards from the parts: the set ends at the first id that is not
 	// one of its parts.
-	dirs := []int64{-1, 1}
-	if settled && album {
-		dirs = []int64{1}
-	}
-	for _, dir := range dirs {
+	for _, dir := range []int64{-1, 1} {
 		s := first - 1
 		if dir > 0 {
 			s = last + 1
@@ -344,6 +341,18 @@ func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.Sour
 		for ; s >= 1 && s >= first-setLookahead && s <= last+setLookahead; s += dir {
 			if have[s] {
 				continue
+			}
+			if dir < 0 && settled && album {
+				// Synced past the album, every id before it was handled:
+				// only one whose handling failed (a dead letter) may be
+				// one of its documents, and Telegram is asked of no other.
+				out, ok, err := p.store.MessageHandled(ctx, tg.MessageKey{Chat: parts[0].Key.Chat, Message: tg.MessageIDFromServer(s)})
+				if err != nil {
+					return false, err
+				}
+				if !ok || out != store.OutcomeDeadLetter {
+					break
+				}
 			}
 			member, err := p.setMember(ctx, setKey, parts[0], s)
 			if err != nil {
