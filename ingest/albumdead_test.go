@@ -35,25 +35,10 @@ func TestAlbumWithADeadLetteredDocumentWaitsForIt(t *testing.T) {
 	for _, m := range posted[1:] {
 		mustHandle(t, p, e.view(c, m), store.OutcomePartPending)
 	}
-	completed := 0
-	for range 3 {
-		e.now = e.now.Add(2 * time.Minute)
-		res, err := p.Sweep(e.ctx)
-		if err != nil {
-			t.Fatalf("sweep: %v", err)
-		}
-		completed += res.Completed
-	}
-	pkgs, err := e.st.PackageHashes(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parts []int
-	for _, pkg := range pkgs {
-		parts = append(parts, pkg.PartCount)
-	}
-	if completed != 1 || len(pkgs) != 1 || parts[0] != 3 {
+	e.now = e.now.Add(2 * time.Minute)
+	completed, parts := sweepThrice(t, e, p)
+	if completed != 1 || len(parts) != 1 || parts[0] != 3 {
 		t.Fatalf("the album was catalogued as %d package(s) of %v parts (%d completed); want one package of all 3",
-			len(pkgs), parts, completed)
+			len(parts), parts, completed)
 	}
 }

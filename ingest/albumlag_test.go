@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"stashd/ingest"
 	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
@@ -43,9 +44,20 @@ func TestAlbumEndNewerThanTheSessionsViewIsNotTakenForItsEnd(t *testing.T) {
 
 	p2, _ := e.pipelineIn("a", "instance-2")
 	e.now = e.now.Add(2 * time.Minute)
-	completed := 0
+	completed, parts := sweepThrice(t, e, p2)
+	if completed != 1 || len(parts) != 1 || parts[0] != 9 {
+		t.Fatalf("the album was catalogued as %d package(s) of %v parts (%d completed); want one package of all 9",
+			len(parts), parts, completed)
+	}
+}
+
+// sweepThrice sweeps p's sets three times, two minutes apart from e's
+// clock (each settled and past any wait), and returns how many sets were
+// completed and the part counts of the packages catalogued.
+func sweepThrice(t *testing.T, e *env, p *ingest.Pipeline) (completed int, parts []int) {
+	t.Helper()
 	for range 3 {
-		res, err := p2.Sweep(e.ctx)
+		res, err := p.Sweep(e.ctx)
 		if err != nil {
 			t.Fatalf("sweep: %v", err)
 		}
@@ -56,12 +68,8 @@ func TestAlbumEndNewerThanTheSessionsViewIsNotTakenForItsEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parts []int
 	for _, pkg := range pkgs {
 		parts = append(parts, pkg.PartCount)
 	}
-	if completed != 1 || len(pkgs) != 1 || parts[0] != 9 {
-		t.Fatalf("the album was catalogued as %d package(s) of %v parts (%d completed); want one package of all 9",
-			len(pkgs), parts, completed)
-	}
+	return completed, parts
 }
