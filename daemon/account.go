@@ -259,7 +259,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 	if r.routes, err = d.resolveRoutes(ctx, r); err != nil {
 		return fail(err)
 	}
-	if err := d.registerSources(ctx, r, a, histories, nil); err != nil {
+	if err := d.registerSources(ctx, r, a, histories); err != nil {
 		return fail(err)
 	}
 	// Basic groups upgraded in an earlier run continue in their

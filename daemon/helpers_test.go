@@ -24,7 +24,14 @@ import (
 // test ends.
 func openStore(t testing.TB, conns int32) *store.Store {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.New(t), MaxConns: conns})
+	return openStoreAt(t, pgtest.New(t), conns)
+}
+
+// openStoreAt opens a catalogue on the database at url (conns zero: the
+// store's default pool), closed when the test ends if not before.
+func openStoreAt(t testing.TB, url string, conns int32) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: url, MaxConns: conns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +220,11 @@ func postTars(world *tgsim.World, src tg.ChatID, prefix string, n int) []tg.Mess
 			Data: archivetest.Tar([]archivetest.File{{Name: name, Data: []byte(name)}})}))
 	}
 	return posted
+}
+
+// zipPost is a post of a zip named name holding one small file.
+func zipPost(name string) tgsim.Post {
+	return tgsim.Post{FileName: name, Data: archivetest.Zip([]archivetest.File{{Name: name + ".txt", Data: []byte(name)}})}
 }
 
 // countDocuments counts the documents dest holds.

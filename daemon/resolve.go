@@ -169,16 +169,15 @@ func historyStart(ctx context.Context, r *accountRun, chat tg.ChatID, h History)
 }
 
 // registerSources records sources the store does not know yet, with their
-// kind, title and where each catches up from (histories, and never past
-// floors, when given). Known sources cost no call: a restart must stay
-// cheap.
+// kind, title and where each catches up from (histories). Known sources
+// cost no call: a restart must stay cheap.
 //
 // A chat listed as a source of several accounts is read by one, the one
 // recorded for it: each catch-up, rescan and watermark is that account's,
 // and its session is the one whose database the watermark describes. It
 // stays with that account while it can still be read there (keepsSource);
 // otherwise the account starting takes it over.
-func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History, floors map[tg.ChatID]int64) error {
+func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, histories map[tg.ChatID]History) error {
 	recorded := map[tg.ChatID]store.Source{}
 	srcs, err := d.store.Sources(ctx, "")
 	if err != nil {
@@ -202,34 +201,41 @@ func (d *Daemon) registerSources(ctx context.Context, r *accountRun, a Account, 
 			}
 			continue
 		}
-		src := store.Source{ChatID: chat, Account: a.Name, Kind: tg.KindChannel}
-		c, err := r.paced.GetChat(ctx, chat)
-		accessible := err == nil
-		switch {
-		case err == nil:
-			src.Kind, src.Title = c.Kind, c.Title
-		case tg.Classify(err) == tg.ClassPermanent:
-			// Registered anyway: catch-up opens its circuit and the
-			// dashboard shows it; one bad source never stops the others.
-			r.log.Warn("source not accessible", "source", chat, "err", err)
-		default:
-			return fmt.Errorf("get chat %d: %w", chat, err)
-		}
-		// The start goes in with the source: a start cut short before it
-		// is found registers nothing, and the next start asks again.
-		if h, ok := histories[chat]; ok && accessible {
-			if src.Watermark, err = historyStart(ctx, r, chat, h); err != nil {
-				return err
-			}
-		}
-		if f := floors[chat]; f > 0 && src.Watermark > f {
-			src.Watermark = f
-		}
-		if err := d.store.EnsureSource(ctx, src); err != nil {
+		if err := d.registerNew(ctx, r, chat, histories, 0); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// registerNew records chat, a source the store does not know, for r's
+// account: its kind, title and where it catches up from (its history
+// policy in histories, never past floor when that is above zero).
+func (d *Daemon) registerNew(ctx context.Context, r *accountRun, chat tg.ChatID, histories map[tg.ChatID]History, floor int64) error {
+	src := store.Source{ChatID: chat, Account: r.name, Kind: tg.KindChannel}
+	c, err := r.paced.GetChat(ctx, chat)
+	accessible := err == nil
+	switch {
+	case err == nil:
+		src.Kind, src.Title = c.Kind, c.Title
+	case tg.Classify(err) == tg.ClassPermanent:
+		// Registered anyway: catch-up opens its circuit and the
+		// dashboard shows it; one bad source never stops the others.
+		r.log.Warn("source not accessible", "source", chat, "err", err)
+	default:
+		return fmt.Errorf("get chat %d: %w", chat, err)
+	}
+	// The start goes in with the source: a start cut short before it
+	// is found registers nothing, and the next start asks again.
+	if h, ok := histories[chat]; ok && accessible {
+		if src.Watermark, err = historyStart(ctx, r, chat, h); err != nil {
+			return err
+		}
+	}
+	if floor > 0 && src.Watermark > floor {
+		src.Watermark = floor
+	}
+	return d.store.EnsureSource(ctx, src)
 }
 
 // takeOver moves source s, recorded for another account, to r's account

@@ -10,7 +10,6 @@ import (
 	"stashd/ingest"
 	"stashd/internal/pgembed"
 	"stashd/internal/pgtest"
-	"stashd/store"
 	"stashd/tg"
 )
 
@@ -25,11 +24,7 @@ func TestDumpRestoredUnderARunningDaemonSendsNothingTwice(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.New(t)
 	rw := newRewindWorld(t, 41)
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStoreAt(t, url, 0)
 	d := daemon.New(daemon.Config{
 		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{rw.src}}}, Destinations: []tg.ChatID{rw.dest},
 		Workers: 2, QueueCapacity: 64,
@@ -87,11 +82,7 @@ func TestDumpRestoredUnderARunningDaemonCataloguesTheForgottenAgain(t *testing.T
 	ctx := t.Context()
 	url := pgtest.New(t)
 	rw := newRewindWorld(t, 42)
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStoreAt(t, url, 0)
 	d := rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	backup := rw.dumpAfter(t, st, url, 5)

@@ -5,12 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/internal/pgembed"
 	"stashd/internal/pgtest"
 	"stashd/sim/tgsim"
-	"stashd/store"
 	"stashd/tg"
 )
 
@@ -26,30 +24,23 @@ func TestSourceTheRestoredDumpLacksIsRegisteredAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.New(t)
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStoreAt(t, url, 0)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 43, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")
 	group := world.AddChat(tg.KindBasicGroup, "small group", "a")
-	zip := func(name string) tgsim.Post {
-		return tgsim.Post{FileName: name, Data: archivetest.Zip([]archivetest.File{{Name: name + ".txt", Data: []byte(name)}})}
-	}
 	d := daemon.New(floodConfig([]daemon.Account{{Name: "a", Sources: []tg.ChatID{group}}}, dest), st,
 		func(context.Context, string) (tg.Client, error) { return world.Client("a"), nil })
 	prepareAndRun(t, d)
 	defer d.Shutdown(context.Background())
-	waitHandled(t, st, world.Post(group, 0, zip("before.zip")).Key())
+	waitHandled(t, st, world.Post(group, 0, zipPost("before.zip")).Key())
 	backup := filepath.Join(t.TempDir(), "catalogue.dump")
 	if err := pgembed.Dump(ctx, "", url, backup); err != nil {
 		t.Fatal(err)
 	}
 
 	to := world.UpgradeBasicGroup(group)
-	keys := []tg.MessageKey{world.Post(to, 0, zip("after1.zip")).Key(), world.Post(to, 0, zip("after2.zip")).Key()}
+	keys := []tg.MessageKey{world.Post(to, 0, zipPost("after1.zip")).Key(), world.Post(to, 0, zipPost("after2.zip")).Key()}
 	for _, k := range keys {
 		waitHandled(t, st, k)
 	}
@@ -59,7 +50,7 @@ func TestSourceTheRestoredDumpLacksIsRegisteredAgain(t *testing.T) {
 	if _, err := st.GetSource(ctx, to); err == nil {
 		t.Fatal("the restored dump records the supergroup: the test proves nothing")
 	}
-	keys = append(keys, world.Post(to, 0, zip("restored.zip")).Key())
+	keys = append(keys, world.Post(to, 0, zipPost("restored.zip")).Key())
 	for _, k := range keys {
 		waitHandled(t, st, k)
 	}

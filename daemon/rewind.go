@@ -308,15 +308,11 @@ func (w *rewindWatch) reloadSources(ctx context.Context) {
 // read again by catch-up; their copies in the destinations are found by
 // the reconciliation the rewind asked for, not sent twice.
 func (w *rewindWatch) registerAgain(ctx context.Context, r *accountRun, chat tg.ChatID) (store.Source, error) {
-	a := r.account
-	a.Sources = []tg.ChatID{chat}
-	var floors map[tg.ChatID]int64
-	if low, _, ok := r.lst.Watermark(chat); ok && low > 0 {
-		floors = map[tg.ChatID]int64{chat: low}
-	}
-	if err := w.d.registerSources(ctx, r, a, r.histories, floors); err != nil {
+	low, _, _ := r.lst.Watermark(chat)
+	if err := w.d.registerNew(ctx, r, chat, r.histories, low); err != nil {
 		return store.Source{}, err
 	}
+	// Read back: another instance may have registered it meanwhile.
 	return w.d.store.GetSource(ctx, chat)
 }
 

@@ -130,12 +130,7 @@ func (rw *rewindWorld) restore(t *testing.T, d *daemon.Daemon, st *store.Store, 
 	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
+	return openStoreAt(t, url, 0)
 }
 
 // A catalogue restored from a backup has forgotten deliveries that
@@ -214,11 +209,7 @@ func TestFailoverToAPromotedStandby(t *testing.T) {
 	}
 	url := pgembed.URLs("", primary, standby)
 	rw := newRewindWorld(t, 37)
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStoreAt(t, url, 0)
 	d := rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	rw.post(4)
@@ -267,10 +258,7 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 		}, st, func(context.Context, string) (tg.Client, error) { return rw.world.ClientIn("a", dir), nil })
 	}
 
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStoreAt(t, url, 0)
 	d := in(st, "instance-1")
 	prepareAndRun(t, d)
 	backup := rw.dumpAfter(t, st, url, 5)
@@ -361,13 +349,9 @@ func restoredBehindAChattyDestination(t *testing.T, seed int64) (*rewindWorld, *
 // world and the restored catalogue, no daemon running.
 func restoredAfterABackup(t *testing.T, seed int64, meanwhile func(rw *rewindWorld)) (*rewindWorld, *store.Store) {
 	t.Helper()
-	ctx := t.Context()
 	url := pgtest.New(t)
 	rw := newRewindWorld(t, seed)
-	st, err := store.Open(ctx, store.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStoreAt(t, url, 0)
 	d := rw.run(t, st)
 	backup := rw.dumpAfter(t, st, url, 5)
 	rw.post(6)

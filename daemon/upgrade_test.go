@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/sim/tgsim"
@@ -26,10 +25,7 @@ func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")
 	group := world.AddChat(tg.KindBasicGroup, "small group", "a")
-	zip := func(name string) tgsim.Post {
-		return tgsim.Post{FileName: name, Data: archivetest.Zip([]archivetest.File{{Name: name + ".txt", Data: []byte(name)}})}
-	}
-	before := world.Post(group, 0, zip("before.zip"))
+	before := world.Post(group, 0, zipPost("before.zip"))
 
 	cfg := daemon.Config{
 		Accounts:     []daemon.Account{{Name: "a", Sources: []tg.ChatID{group}}},
@@ -46,7 +42,7 @@ func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
 	waitHandled(t, st, before.Key())
 
 	to := world.UpgradeBasicGroup(group)
-	after := world.Post(to, 0, zip("after.zip"))
+	after := world.Post(to, 0, zipPost("after.zip"))
 	waitHandled(t, st, after.Key())
 	d.Shutdown(context.Background())
 
@@ -69,7 +65,7 @@ func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
 	}
 
 	// A restart with the configuration naming the old group only.
-	next := world.Post(to, 0, zip("next.zip"))
+	next := world.Post(to, 0, zipPost("next.zip"))
 	d = start()
 	waitHandled(t, st, next.Key())
 	d.Shutdown(context.Background())
