@@ -1,11 +1,13 @@
 package ingest_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"stashd/ingest"
 	"stashd/sim/tgsim"
 	"stashd/store"
 	"stashd/tg"
@@ -41,4 +43,57 @@ func TestAlbumWithADeadLetteredDocumentWaitsForIt(t *testing.T) {
 		t.Fatalf("the album was catalogued as %d package(s) of %v parts (%d completed); want one package of all 3",
 			len(parts), parts, completed)
 	}
+}
+
+// A document of an album recorded as one of its parts by another handling
+// (a worker, catch-up) after the sweep read the album's parts, before it
+// looked at the ids between them: the look finds it recorded, and it is
+// one of the album's, not something else. The album waits for the next
+// sweep and is catalogued whole, one package of all three.
+func TestAlbumDocumentRecordedWhileTheSweepLooksJoinsIt(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 4}, "a")
+	c := e.world.ClientIn("a", "instance-1")
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.LoadChats(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var posted []tg.Message
+	for i := range 3 {
+		name := fmt.Sprintf("scans (%d).zip", i+1)
+		posted = append(posted, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: name, Data: zipOf(name+".txt", name), AlbumID: 32}))
+	}
+	e.world.Post(e.src["a"], 0, tgsim.Post{Text: "after the album"})
+	st := &recordsAfterRead{Store: e.st}
+	p := ingest.NewPipeline(ingest.Config{Account: "a", Destinations: []tg.ChatID{e.dest},
+		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond, Now: func() time.Time { return e.now }},
+		st, tg.NewSession(c, func(tg.Update) {}), nil)
+	for _, m := range []tg.Message{posted[0], posted[2]} {
+		mustHandle(t, p, e.view(c, m), store.OutcomePartPending)
+	}
+	middle := e.view(c, posted[1])
+	st.after = func() { mustHandle(t, p, middle, store.OutcomePartPending) }
+	e.now = e.now.Add(2 * time.Minute)
+	completed, parts := sweepThrice(t, e, p)
+	if completed != 1 || len(parts) != 1 || parts[0] != 3 {
+		t.Fatalf("the album was catalogued as %d package(s) of %v parts (%d completed); want one package of all 3",
+			len(parts), parts, completed)
+	}
+}
+
+// recordsAfterRead runs after once, right after the first read of a set's
+// parts returns: another handling recording a part meanwhile.
+type recordsAfterRead struct {
+	*store.Store
+	after func()
+}
+
+func (s *recordsAfterRead) SetParts(ctx context.Context, chat tg.ChatID, topic int64, setKey string) ([]store.SourceMessage, error) {
+	parts, err := s.Store.SetParts(ctx, chat, topic, setKey)
+	if s.after != nil {
+		after := s.after
+		s.after = nil
+		after()
+	}
+	return parts, err
 }

@@ -304,11 +304,11 @@ func (p *Pipeline) partReplaced(ctx context.Context, pt store.SourceMessage, m t
 // recorded: it is handled at once, and the set completes at a later sweep
 // with it. For an album it asks for the ids missing between its documents;
 // for every set, the ids just after its last part and just before its
-// first; before a settled album's first, only those recorded as dead
-// letters (a document whose handling failed, handled again here). Settled
-// (quiet, and the source synced up to the last part) proves nothing about
-// what follows: parts whose updates were lost, with nothing posted after
-// them to reveal the gap, look exactly like the set's end. A multipart
+// first; before a settled album's first, only those recorded (setMember's
+// recordedOnly). Settled (quiet, and the source synced up to the last
+// part) proves nothing about what follows: parts whose updates were lost,
+// with nothing posted after them to reveal the gap, look exactly like the
+// set's end. A multipart
 // set's earlier volumes (a split zip's x.z01… before its x.zip) are asked
 // for too, since its name alone cannot say it is whole.
 func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.SourceMessage, settled bool) (bool, error) {
@@ -324,7 +324,7 @@ func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.Sour
 			if have[s] {
 				continue
 			}
-			member, err := p.setMember(ctx, setKey, parts[0], s)
+			member, err := p.setMember(ctx, setKey, parts[0], s, false)
 			if err != nil {
 				return false, err
 			}
@@ -342,19 +342,10 @@ func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.Sour
 			if have[s] {
 				continue
 			}
-			if dir < 0 && settled && album {
-				// Synced past the album, every id before it was handled:
-				// only one whose handling failed (a dead letter) may be
-				// one of its documents, and Telegram is asked of no other.
-				out, ok, err := p.store.MessageHandled(ctx, tg.MessageKey{Chat: parts[0].Key.Chat, Message: tg.MessageIDFromServer(s)})
-				if err != nil {
-					return false, err
-				}
-				if !ok || out != store.OutcomeDeadLetter {
-					break
-				}
-			}
-			member, err := p.setMember(ctx, setKey, parts[0], s)
+			// Synced past an album, every id before it was handled:
+			// Telegram is asked of none of them.
+			recordedOnly := dir < 0 && settled && album
+			member, err := p.setMember(ctx, setKey, parts[0], s, recordedOnly)
 			if err != nil {
 				return false, err
 			}
@@ -368,10 +359,15 @@ func (p *Pipeline) setGap(ctx context.Context, setKey string, parts []store.Sour
 }
 
 // setMember reports whether message s of the chat of part is a document
-// of the set setKey (in part's topic) not yet recorded as a part, and
-// adds it to the set if so. Ids found to be something else are remembered for the
+// of the set setKey (in part's topic) that its parts, as the sweep read
+// them, lack. One recorded as such a part since they were read (another
+// handling, a worker's or catch-up's, recorded it meanwhile) is one: the
+// set completes at a later sweep with it. One never recorded, or whose
+// handling failed (a dead letter), is read from Telegram unless
+// recordedOnly says an unrecorded id is no part, and joins the set here if
+// it is one. Ids found to be something else are remembered for the
 // session.
-func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.SourceMessage, s int64) (bool, error) {
+func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.SourceMessage, s int64, recordedOnly bool) (bool, error) {
 	chat := part.Key.Chat
 	key := tg.MessageKey{Chat: chat, Message: tg.MessageIDFromServer(s)}
 	probe := setProbe{setKey, key}
@@ -387,10 +383,18 @@ func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.Sour
 		p.mu.Unlock()
 		return false, nil
 	}
-	if out, ok, err := p.store.MessageHandled(ctx, key); err != nil {
+	var doc store.Document
+	if err := p.store.Look(ctx, store.LookMessageDocument(key, &doc)); err != nil {
 		return false, err
-	} else if ok && out != store.OutcomeDeadLetter {
-		return notMember() // recorded already: a part of it, or something else
+	}
+	switch {
+	case doc.OK && doc.Outcome == store.OutcomePartPending && doc.SetKey == setKey && doc.TopicID == part.TopicID &&
+		(strings.HasPrefix(setKey, "album:") || sameSetGroup(part, store.SourceMessage{FileName: doc.FileName})):
+		return true, nil // recorded since the parts were read
+	case doc.OK && doc.Outcome != store.OutcomeDeadLetter:
+		return notMember() // recorded already as something else
+	case !doc.OK && recordedOnly:
+		return false, nil
 	}
 	// Through readMessage: a 404 for an id newer than the session's view
 	// of the chat is no proof that the set ends before it.

@@ -22,7 +22,6 @@ import (
 
 // Store is the part of the catalogue ingest uses.
 type Store interface {
-	MessageHandled(ctx context.Context, key tg.MessageKey) (store.Outcome, bool, error)
 	Look(ctx context.Context, reads ...store.Statement) error
 	ReplaceDocument(ctx context.Context, key tg.MessageKey, oldID, newID string) error
 	RecordMessages(ctx context.Context, msgs ...store.SourceMessage) error

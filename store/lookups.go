@@ -31,7 +31,12 @@ type Document struct {
 	// EditDate is the message's edit date when it was handled with that
 	// document (zero: never edited, or not recorded).
 	EditDate time.Time
-	OK       bool
+	// SetKey, FileName and TopicID are the set the message was recorded
+	// a part of (its outcome part_pending), its document's name and its
+	// forum topic.
+	SetKey, FileName string
+	TopicID          int64
+	OK               bool
 }
 
 // Stale reports whether m, a view of the message carrying another
@@ -48,14 +53,14 @@ func (d Document) Newer(m tg.Message) bool { return m.EditDate.After(d.EditDate)
 // LookMessageDocument reads whether the source key is in the catalogue
 // (dedup layer 1), with which outcome and for which document, into out.
 func LookMessageDocument(key tg.MessageKey, out *Document) Statement {
-	return Statement{SQL: `SELECT outcome, unique_id, edit_date FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
+	return Statement{SQL: `SELECT outcome, unique_id, edit_date, set_key, file_name, topic_id FROM source_messages WHERE chat_id = $1 AND message_id = $2`,
 		Args: []any{int64(key.Chat), int64(key.Message)},
 		Read: func(rows pgx.Rows) error {
 			*out = Document{}
 			for rows.Next() {
 				var o string
 				var edited *time.Time
-				if err := rows.Scan(&o, &out.UniqueID, &edited); err != nil {
+				if err := rows.Scan(&o, &out.UniqueID, &edited, &out.SetKey, &out.FileName, &out.TopicID); err != nil {
 					return err
 				}
 				if edited != nil {
