@@ -132,3 +132,29 @@ func copyRows(n int, row func(i int) []any) pgx.CopyFromSource {
 		return row(i), nil
 	})
 }
+
+// BenchmarkHoldDestination puts off the 100 deliveries to one destination
+// of a queue of 100,000 whose other 99,900 go to another, as a flood wait
+// or a refused destination does, and puts them back (the next hold finds
+// them due again). Printed, not asserted.
+func BenchmarkHoldDestination(b *testing.B) {
+	const others = waitingBacklog - 100
+	st := openConfig(b, store.Config{})
+	ctx := context.Background()
+	loadWaiting(ctx, b, st.Pool(), others, blockedWindow)
+	if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET route = '', opens_at = created_at; ANALYZE waiting_deliveries`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		n, err := st.HoldDestination(ctx, "a", -2, time.Now().Add(time.Hour), "FLOOD_WAIT")
+		if err != nil || n != waitingBacklog-others {
+			b.Fatalf("HoldDestination = %d, %v", n, err)
+		}
+		b.StopTimer()
+		if _, err := st.Pool().Exec(ctx, `UPDATE waiting_deliveries SET opens_at = created_at, last_error = '' WHERE destination_chat_id = -2`); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
