@@ -40,6 +40,16 @@ func TestSourceGoneTellsLostAccessFromDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Delete(src, gone.ID)
+	// The session does not follow the source: its database has not heard
+	// of the deletion, and the message reads as it was.
+	if err := p.sourceGone(ctx, gm); err != nil {
+		t.Errorf("deleted message the session has not heard of: %v, want nil (the download's error stands)", err)
+	}
+	// A download finds the file gone: TDLib's file reference repair reads
+	// the message from the server, and the database learns it is gone.
+	if _, err := sess.DownloadFile(ctx, gm.Document.File.ID); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.sourceGone(ctx, gm); !deletedAtSource(err) {
 		t.Errorf("deleted message: %v, want deleted at source", err)
 	}

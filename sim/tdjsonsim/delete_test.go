@@ -1,6 +1,7 @@
 package tdjsonsim_test
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -56,5 +57,43 @@ func TestDeleteMessagesOnTheWire(t *testing.T) {
 	}
 	if got := w.Calls("acct1")[tg.MethodDeleteMessages]; got != 2 {
 		t.Errorf("deleteMessages counted %d times, want 2", got)
+	}
+}
+
+// A deletion made elsewhere reaches a session's database only through an
+// update: a session that does not follow the channel (it never opened it)
+// answers getMessage from its database with the deleted message, until
+// opening the chat fetches the difference, which announces the deletion
+// (updateDeleteMessages) and forgets the message.
+func TestDeletedElsewhereStaysInTheDatabaseUntilItsUpdate(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 29})
+	_, path := startServer(t, w.World)
+	m := w.Post(w.channel, 0, tgsim.Post{Text: "soon deleted"})
+	c := dialWire(t, path)
+	c.login(1, filepath.Join(w.dir, "instance1"), "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	get := map[string]any{"chat_id": w.channel, "message_id": m.ID}
+	c.ok(1, "getMessage", get, "message")
+
+	w.Delete(w.channel, m.ID)
+	if got := c.ok(1, "getMessage", get, "message"); got.int("id") != int64(m.ID) {
+		t.Errorf("getMessage after a deletion the session has not heard of: %v, want its database's copy", got)
+	}
+
+	deleted := func(o tdObject) bool {
+		ids, _ := o.get("message_ids").([]any)
+		return o.typ() == "updateDeleteMessages" && o.int("chat_id") == int64(w.channel) && len(ids) == 1 &&
+			tdObject{"id": ids[0]}.int("id") == int64(m.ID) && o.get("is_permanent") == true
+	}
+	opened, seen := c.call(1, "openChat", map[string]any{"chat_id": w.channel})
+	if opened.typ() != "ok" {
+		t.Fatalf("openChat: %v", opened)
+	}
+	if !slices.ContainsFunc(seen, deleted) {
+		c.until("updateDeleteMessages", deleted)
+	}
+	if res, _ := c.call(1, "getMessage", get); res.typ() != "error" || res.int("code") != 404 {
+		t.Errorf("getMessage once the deletion is in: %v, want a 404", res)
 	}
 }

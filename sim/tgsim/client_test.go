@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -285,6 +286,17 @@ func TestGetMessageAndByDate(t *testing.T) {
 		t.Fatalf("GetMessage = %+v, %v", got, err)
 	}
 	f.w.Delete(f.chat, second.ID)
+	// The session does not follow the chat: its database keeps the
+	// message until opening the chat brings the deletion.
+	if got, err := f.c.GetMessage(f.ctx, f.chat, second.ID); err != nil || got.ID != second.ID {
+		t.Fatalf("GetMessage of a message deleted unbeknown to the session = %+v, %v; want its database's copy", got, err)
+	}
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	if u := next[tg.MessagesDeleted](t, f.c, nil); u.Chat != f.chat || !slices.Equal(u.IDs, []tg.MessageID{second.ID}) {
+		t.Fatalf("opening the chat announced %+v, want the deletion of %d", u, second.ID)
+	}
 	_, err = f.c.GetMessage(f.ctx, f.chat, second.ID)
 	var te *tg.Error
 	if !errors.Is(err, tg.ErrMessageNotFound) || !errors.As(err, &te) || te.Code != 404 {

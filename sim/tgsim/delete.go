@@ -83,15 +83,9 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 			w.deletedIn = make(map[tg.ChatID]int)
 		}
 		w.deletedIn[chat] += len(del)
-		u := tg.MessagesDeleted{Chat: chat, IDs: del, IsPermanent: true}
-		c.enqueue(u)
-		if !ch.private && !ch.lostAccess {
-			w.eachClient(ch, func(cl *Client) {
-				if cl != c && cl.opened[chat] {
-					cl.enqueue(u)
-				}
-			})
-		}
+		c.forgetDeleted(chat, del)
+		c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: del, IsPermanent: true})
+		w.announceDeleted(ch, del, c)
 		if wasLast {
 			w.lastMessageChanged(ch)
 		}
@@ -115,4 +109,21 @@ func (c *Client) fileReachable(uid string) bool {
 		}
 	}
 	return false
+}
+
+// announceDeleted tells the sessions whose updates ch reaches, other than
+// by, that ids were deleted (updateDeleteMessages), and their databases
+// forget them. Every other session keeps its copies, and getMessage
+// answers with them, until it learns of the deletion (Client.stored).
+// w.mu is held.
+func (w *World) announceDeleted(ch *chat, ids []tg.MessageID, by *Client) {
+	if ch.private || ch.lostAccess {
+		return
+	}
+	w.eachClient(ch, func(cl *Client) {
+		if cl != by && !cl.closed && cl.receivesMessages(ch) {
+			cl.forgetDeleted(ch.id, ids)
+			cl.enqueue(tg.MessagesDeleted{Chat: ch.id, IDs: ids, IsPermanent: true})
+		}
+	})
 }

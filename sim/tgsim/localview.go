@@ -34,7 +34,9 @@ import (
 // (updateMessageContent) only in a chat whose updates reach it, when it
 // opens a chat (TDLib fetches the channel's difference, edits included),
 // and when a download finds its file gone (TDLib's file reference repair
-// reads the message from the server again). A channel the session
+// reads the message from the server again). It learns a deletion made
+// elsewhere the same three ways (updateDeleteMessages each time); until
+// then getMessage and a local search answer with the deleted message. A channel the session
 // has not opened receives no updateNewMessage, so messages other sessions
 // post there (another account, another instance of the same account, a
 // database restored from a backup) never reach the local index, and a
@@ -259,44 +261,76 @@ func (c *Client) relearn(m *message) {
 }
 
 // relearnChat brings every message of ch the database holds up to date:
-// TDLib fetched the chat's difference (opening it). w.mu is held.
+// TDLib fetched the chat's difference (opening it), whose deletions it
+// applies and announces (updateDeleteMessages). w.mu is held.
 func (c *Client) relearnChat(ch *chat) {
 	if c.db == nil || c.closed {
 		return
 	}
+	var gone []tg.MessageID
 	for id := range c.db.known[ch.id] {
 		if m := ch.find(id); m != nil {
 			c.db.known[ch.id][id] = *m
+		} else {
+			gone = append(gone, id)
 		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		c.forgetDeleted(ch.id, gone)
+		c.enqueue(tg.MessagesDeleted{Chat: ch.id, IDs: gone, IsPermanent: true})
+	}
+}
+
+// forgetDeleted removes ids of chat from the database: the session
+// learned they were deleted. w.mu is held.
+func (c *Client) forgetDeleted(chat tg.ChatID, ids []tg.MessageID) {
+	if c.db == nil {
+		return
+	}
+	for _, id := range ids {
+		delete(c.db.known[chat], id)
 	}
 }
 
 // repairReference reads again from the server every message the database
 // holds with file uid: TDLib's file reference repair, after a download
-// found the file gone. w.mu is held.
+// found the file gone. A message the server no longer has is deleted from
+// the database and announced (MessagesManager::on_get_empty_messages).
+// w.mu is held.
 func (c *Client) repairReference(uid string) {
 	if c.db == nil || c.closed {
 		return
 	}
 	for chat, byID := range c.db.known {
 		ch := c.w.chats[chat]
+		var gone []tg.MessageID
 		for id, m := range byID {
 			if m.doc == nil || m.doc.uid != uid || ch == nil {
 				continue
 			}
 			if cur := ch.find(id); cur != nil {
 				byID[id] = *cur
+			} else {
+				gone = append(gone, id)
 			}
+		}
+		if len(gone) > 0 {
+			slices.Sort(gone)
+			c.forgetDeleted(chat, gone)
+			c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: gone, IsPermanent: true})
 		}
 	}
 }
 
 // stored returns the database's copy of message id of ch, when getMessage
 // is answered locally: the local view is on and the database holds it. A
-// message deleted since is not returned (the deletion is assumed to have
-// reached the database). w.mu is held.
+// message deleted on the server since is returned until the session
+// learns of the deletion: its update (a chat whose updates reach the
+// session), the chat's difference (opening it), or a file reference
+// repair that reads it again. w.mu is held.
 func (c *Client) stored(ch *chat, id tg.MessageID) (*message, bool) {
-	if c.w.cfg.ServerView || c.db == nil || ch.find(id) == nil {
+	if c.w.cfg.ServerView || c.db == nil {
 		return nil, false
 	}
 	m, ok := c.db.known[ch.id][id]
@@ -330,17 +364,14 @@ func (c *Client) searchLocal(ch *chat, q tg.Search) (page []*message, ok bool) {
 }
 
 // localChat returns the part of ch the session's database holds, as a
-// chat to search: its known messages still in the chat, ascending, as the
-// database stored them. A message deleted since stays out (the deletion
-// is assumed to have reached the database), so a local answer lacks
-// messages and may show stale content, never a deleted message.
-// w.mu is held.
+// chat to search: its known messages, ascending, as the database stored
+// them. So a local answer lacks messages, may show stale content, and
+// holds a message deleted since until the session learns of the deletion
+// (stored). w.mu is held.
 func (c *Client) localChat(ch *chat) *chat {
 	local := &chat{id: ch.id, kind: ch.kind, topics: ch.topics}
-	for id, m := range c.db.known[ch.id] {
-		if ch.find(id) != nil {
-			local.msgs = append(local.msgs, &m)
-		}
+	for _, m := range c.db.known[ch.id] {
+		local.msgs = append(local.msgs, &m)
 	}
 	slices.SortFunc(local.msgs, func(a, b *message) int { return cmp.Compare(a.id, b.id) })
 	return local

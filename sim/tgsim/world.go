@@ -481,8 +481,11 @@ func (w *World) EditIntoDocument(chat tg.ChatID, id tg.MessageID, p Post) {
 	})
 }
 
-// Delete deletes a message, leaving a hole in the chat's server ids. When it
-// was the newest message, members receive updateChatLastMessage.
+// Delete deletes a message, leaving a hole in the chat's server ids.
+// Sessions that follow the chat receive updateDeleteMessages; the others
+// go on seeing it in their databases until they learn of it
+// (Client.stored). When it was the newest message, members receive
+// updateChatLastMessage.
 func (w *World) Delete(chat tg.ChatID, id tg.MessageID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -494,6 +497,7 @@ func (w *World) Delete(chat tg.ChatID, id tg.MessageID) {
 	wasLast := i == len(c.msgs)-1
 	c.setDoc(c.msgs[i], nil)
 	c.msgs = slices.Delete(c.msgs, i, i+1)
+	w.announceDeleted(c, []tg.MessageID{id}, nil)
 	if wasLast {
 		w.lastMessageChanged(c)
 	}
