@@ -183,16 +183,33 @@ func Dump(ctx context.Context, binDir, url, path string) error {
 
 // Restore replaces the contents of database url with the dump at path
 // (pg_restore --clean --if-exists), as an operator restoring last night's
-// backup over a catalogue would.
+// backup over a catalogue would. It runs as one transaction, which drops
+// and recreates the tables' constraints: under clients that keep working
+// (a running daemon) it may close a cycle of lock waits with one of them,
+// and PostgreSQL may break the deadlock by failing the restore. Nothing of
+// it then holds, and it is run again, up to restoreAttempts times.
 func Restore(ctx context.Context, binDir, url, path string) error {
 	bin, err := lookBinDir(binDir)
 	if err != nil {
 		return fmt.Errorf("pg_restore: %w", err)
 	}
-	out, err := exec.CommandContext(ctx, tool(bin, "pg_restore"), "--clean", "--if-exists", "--single-transaction",
-		"--exit-on-error", "--dbname="+url, path).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("pg_restore: %w: %s", err, bytes.TrimSpace(out))
+	for attempt := 1; ; attempt++ {
+		out, err := exec.CommandContext(ctx, tool(bin, "pg_restore"), "--clean", "--if-exists", "--single-transaction",
+			"--exit-on-error", "--dbname="+url, path).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if !bytes.Contains(out, []byte("deadlock detected")) || attempt == restoreAttempts || ctx.Err() != nil {
+			return fmt.Errorf("pg_restore: %w: %s", err, bytes.TrimSpace(out))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pg_restore: %w", ctx.Err())
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
 	}
-	return nil
 }
+
+// restoreAttempts bounds how many times Restore runs pg_restore when
+// PostgreSQL breaks a deadlock by failing it.
+const restoreAttempts = 5

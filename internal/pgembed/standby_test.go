@@ -106,3 +106,66 @@ func TestDumpAndRestore(t *testing.T) {
 		t.Fatalf("after the restore: rows %s, want 1,2", n)
 	}
 }
+
+// A restore under a client that keeps working may deadlock with it: the
+// restore drops the referencing table's foreign key (holding that table)
+// while the client reads the referenced one, then the client reads the
+// referencing table. PostgreSQL fails the restore, which waited first;
+// Restore runs it again once the client's transaction ends, and the
+// database is the dump's.
+func TestRestoreRunsAgainAfterADeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := startCluster(t, Config{Dir: clusterDir(t), Fast: true})
+	client := connect(t, c.URL(""))
+	if _, err := client.Exec(ctx, `CREATE TABLE parent (id int PRIMARY KEY); CREATE TABLE child (id int, parent_id int REFERENCES parent (id));
+		INSERT INTO parent VALUES (1); INSERT INTO child VALUES (1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(t.TempDir(), "catalogue.dump")
+	if err := Dump(ctx, "", c.URL(""), dump); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Exec(ctx, `INSERT INTO parent VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, err := client.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM parent`); err != nil {
+		t.Fatal(err)
+	}
+	restored := make(chan error, 1)
+	go func() { restored <- Restore(ctx, "", c.URL(""), dump) }()
+	// The restore holds child and waits for parent.
+	watch := connect(t, c.URL(""))
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var waiting int
+		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restore never waited for the client's lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The client's read of child closes the cycle; the restore, waiting
+	// first, is the one failed.
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM child`); err != nil {
+		t.Fatalf("the client's read: %v (PostgreSQL failed it, not the restore: the test proves nothing)", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-restored; err != nil {
+		t.Fatalf("Restore after a deadlock: %v", err)
+	}
+	if n := queryString(t, connect(t, c.URL("")), `SELECT string_agg(id::text, ',' ORDER BY id) FROM parent`); n != "1" {
+		t.Fatalf("after the restore: parent rows %s, want 1", n)
+	}
+}
