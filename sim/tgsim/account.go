@@ -96,8 +96,9 @@ type floodInjection struct {
 
 // Disconnect takes the account's network away: its live clients (and
 // clients started meanwhile) report connecting; after d they report updating,
-// receive updateChatLastMessage for every chat that changed meanwhile, and
-// report ready. updateNewMessage for messages posted during the window are
+// learn the deletions and edits made meanwhile in the chats they follow
+// (updateDeleteMessages for the deletions), receive updateChatLastMessage
+// for every chat that changed meanwhile, and report ready. updateNewMessage for messages posted during the window are
 // lost, as TDLib does not replay channel updates. A d of zero or less keeps
 // the account disconnected until Reconnect. Requests keep being served.
 func (w *World) Disconnect(account string, d time.Duration) {
@@ -149,6 +150,9 @@ func (w *World) reconnect(name string, gen int) {
 		for _, id := range missed {
 			c := w.chats[id]
 			if !c.private && cl.receivesMessages(c) {
+				// The difference brings the chat's deletions and edits
+				// too.
+				cl.relearnChat(c)
 				cl.announceLast(c, c.lastID())
 			}
 		}

@@ -206,6 +206,32 @@ func TestDisconnectLosesUpdates(t *testing.T) {
 	}
 }
 
+// A message deleted while the account is offline stays in the session's
+// database, and getMessage answers it, until the reconnect's difference
+// announces the deletion.
+func TestDeletionWhileDisconnectedComesAtTheReconnect(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	m := f.w.Post(f.chat, 0, Post{Text: "soon deleted"})
+	next[tg.NewMessage](t, f.c, func(u tg.NewMessage) bool { return u.Message.ID == m.ID })
+	f.w.Disconnect("alice", 0)
+	f.w.Delete(f.chat, m.ID)
+	if got, err := f.c.GetMessage(f.ctx, f.chat, m.ID); err != nil || got.ID != m.ID {
+		t.Fatalf("GetMessage while offline = %+v, %v; want the database's copy", got, err)
+	}
+	f.w.Reconnect("alice")
+	u := next[tg.MessagesDeleted](t, f.c, nil)
+	if u.Chat != f.chat || !slices.Equal(u.IDs, []tg.MessageID{m.ID}) {
+		t.Fatalf("the reconnect announced %+v, want the deletion of %d", u, m.ID)
+	}
+	if _, err := f.c.GetMessage(f.ctx, f.chat, m.ID); !errors.Is(err, tg.ErrMessageNotFound) {
+		t.Fatalf("GetMessage after the reconnect: %v, want ErrMessageNotFound", err)
+	}
+}
+
 func TestDisconnectReconnectsAfterDuration(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{})

@@ -113,17 +113,50 @@ func (c *Client) fileReachable(uid string) bool {
 
 // announceDeleted tells the sessions whose updates ch reaches, other than
 // by, that ids were deleted (updateDeleteMessages), and their databases
-// forget them. Every other session keeps its copies, and getMessage
-// answers with them, until it learns of the deletion (Client.stored).
-// w.mu is held.
+// forget them. An account offline learns it at its reconnect, as TDLib's
+// difference brings it then. Every other session keeps its copies, and
+// getMessage answers with them, until it learns of the deletion
+// (Client.stored). w.mu is held.
 func (w *World) announceDeleted(ch *chat, ids []tg.MessageID, by *Client) {
 	if ch.private || ch.lostAccess {
 		return
 	}
-	w.eachClient(ch, func(cl *Client) {
-		if cl != by && !cl.closed && cl.receivesMessages(ch) {
-			cl.forgetDeleted(ch.id, ids)
-			cl.enqueue(tg.MessagesDeleted{Chat: ch.id, IDs: ids, IsPermanent: true})
+	for _, name := range ch.members {
+		a := w.accounts[name]
+		if a.removed[ch.id] {
+			continue
 		}
-	})
+		if a.offline {
+			a.markMissed(ch.id)
+			continue
+		}
+		for _, cl := range a.clients {
+			if cl != by && !cl.closed && cl.receivesMessages(ch) {
+				cl.forgetDeleted(ch.id, ids)
+				cl.enqueue(tg.MessagesDeleted{Chat: ch.id, IDs: ids, IsPermanent: true})
+			}
+		}
+	}
+}
+
+// Delete deletes a message, leaving a hole in the chat's server ids.
+// Sessions that follow the chat receive updateDeleteMessages; the others
+// go on seeing it in their databases until they learn of it
+// (Client.stored). When it was the newest message, members receive
+// updateChatLastMessage.
+func (w *World) Delete(chat tg.ChatID, id tg.MessageID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.mustChat(chat)
+	i, ok := c.index(id)
+	if !ok {
+		return
+	}
+	wasLast := i == len(c.msgs)-1
+	c.setDoc(c.msgs[i], nil)
+	c.msgs = slices.Delete(c.msgs, i, i+1)
+	w.announceDeleted(c, []tg.MessageID{id}, nil)
+	if wasLast {
+		w.lastMessageChanged(c)
+	}
 }

@@ -35,8 +35,9 @@ import (
 // opens a chat (TDLib fetches the channel's difference, edits included),
 // and when a download finds its file gone (TDLib's file reference repair
 // reads the message from the server again). It learns a deletion made
-// elsewhere the same three ways (updateDeleteMessages each time); until
-// then getMessage and a local search answer with the deleted message. A channel the session
+// elsewhere the same three ways, and at a reconnect in a chat it follows
+// (updateDeleteMessages each time); until then getMessage and a local
+// search answer with the deleted message. A channel the session
 // has not opened receives no updateNewMessage, so messages other sessions
 // post there (another account, another instance of the same account, a
 // database restored from a backup) never reach the local index, and a

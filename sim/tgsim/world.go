@@ -481,28 +481,6 @@ func (w *World) EditIntoDocument(chat tg.ChatID, id tg.MessageID, p Post) {
 	})
 }
 
-// Delete deletes a message, leaving a hole in the chat's server ids.
-// Sessions that follow the chat receive updateDeleteMessages; the others
-// go on seeing it in their databases until they learn of it
-// (Client.stored). When it was the newest message, members receive
-// updateChatLastMessage.
-func (w *World) Delete(chat tg.ChatID, id tg.MessageID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c := w.mustChat(chat)
-	i, ok := c.index(id)
-	if !ok {
-		return
-	}
-	wasLast := i == len(c.msgs)-1
-	c.setDoc(c.msgs[i], nil)
-	c.msgs = slices.Delete(c.msgs, i, i+1)
-	w.announceDeleted(c, []tg.MessageID{id}, nil)
-	if wasLast {
-		w.lastMessageChanged(c)
-	}
-}
-
 // Messages returns the ground truth of chat, oldest first, as seen by no
 // particular account (File has UniqueID and Size only).
 func (w *World) Messages(chat tg.ChatID) []tg.Message {
