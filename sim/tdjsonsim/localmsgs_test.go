@@ -124,6 +124,39 @@ func TestBasicGroupTooNewOnTheWire(t *testing.T) {
 	c.ok(1, "getMessage", map[string]any{"chat_id": group, "message_id": late.ID}, "message")
 }
 
+// A channel's difference after a reconnect comes after
+// connectionStateReady: until then getMessage answers 404 for a message
+// posted while the account was offline, and getChat shows the last
+// message from before the outage.
+func TestChannelDifferenceAfterReadyOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 37, DifferenceDelay: 300 * time.Millisecond})
+	before := w.Post(w.channel, 0, tgsim.Post{Text: "before"})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat")
+	c.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
+	time.Sleep(400 * time.Millisecond) // the open's own difference
+	w.Disconnect("acct1", time.Hour)
+	late := w.Post(w.channel, 0, tgsim.Post{Text: "while offline"})
+	w.Reconnect("acct1")
+	c.until("connectionStateReady", func(o tdObject) bool {
+		return o.typ() == "updateConnectionState" && o.str("state", "@type") == "connectionStateReady"
+	})
+	if res := c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": late.ID}, "error"); res.int("code") != 404 {
+		t.Fatalf("getMessage at ready of a message posted offline: %v, want 404", res)
+	}
+	if res := c.ok(1, "getChat", map[string]any{"chat_id": w.channel}, "chat"); res.int("last_message", "id") != int64(before.ID) {
+		t.Fatalf("getChat at ready: %v, want the last message from before the outage (%d)", res, before.ID)
+	}
+	c.until("updateChatLastMessage", func(o tdObject) bool {
+		return o.typ() == "updateChatLastMessage" && o.int("chat_id") == int64(w.channel) && o.int("last_message", "id") == int64(late.ID)
+	})
+	c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": late.ID}, "message")
+}
+
 // A send whose request left the client lands after its session closed
 // (HoldInFlight): another account's session that opened the chat is told
 // of it as of any new post, with its caption.

@@ -96,10 +96,15 @@ type floodInjection struct {
 
 // Disconnect takes the account's network away: its live clients (and
 // clients started meanwhile) report connecting; after d they report updating,
-// learn the deletions and edits made meanwhile in the chats they follow
-// (updateDeleteMessages for the deletions), receive updateChatLastMessage
-// for every chat that changed meanwhile, and report ready. updateNewMessage for messages posted during the window are
-// lost, as TDLib does not replay channel updates. A d of zero or less keeps
+// report ready, and learn the deletions and edits made meanwhile in the
+// chats they follow (updateDeleteMessages for the deletions) and the new
+// last message of every chat that changed meanwhile
+// (updateChatLastMessage): a basic group's before ready, a channel's with
+// its own difference, Config.DifferenceDelay after ready. Until then the
+// session shows a channel as it was when the account went offline: a
+// message posted meanwhile is too new, and getMessage answers 404 for it.
+// updateNewMessage for messages posted during the window are lost, as
+// TDLib does not replay channel updates. A d of zero or less keeps
 // the account disconnected until Reconnect. Requests keep being served.
 func (w *World) Disconnect(account string, d time.Duration) {
 	w.mu.Lock()
@@ -149,11 +154,23 @@ func (w *World) reconnect(name string, gen int) {
 		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnUpdating})
 		for _, id := range missed {
 			c := w.chats[id]
-			if !c.private && cl.receivesMessages(c) {
-				// The difference brings the chat's deletions and edits
-				// too.
+			if c.private || !cl.receivesMessages(c) {
+				continue
+			}
+			// The difference brings the chat's deletions and edits
+			// too. A basic group's comes in the account's common
+			// difference, before the session reports ready; a
+			// channel's is its own, fetched once the common one
+			// told of it (updateChannelTooLong), so with
+			// DifferenceDelay it comes that much after ready.
+			learn := func() {
 				cl.relearnChat(c)
 				cl.announceLast(c, c.lastID())
+			}
+			if commonBox(c) {
+				learn()
+			} else {
+				cl.differ(c, learn)
 			}
 		}
 		if cl.reachable(a) {

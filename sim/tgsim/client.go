@@ -447,16 +447,21 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 
 // fetchDifference is TDLib's channel difference when the session opens
 // ch (MessagesManager::open_dialog sends get_channel_difference and
-// returns): the session learns what changed in ch, at once or, with
+// returns): the session learns what changed in ch (differ). w.mu is held.
+func (c *Client) fetchDifference(ch *chat) {
+	c.differ(ch, func() {
+		c.relearnChat(ch)
+		c.catchUpLast(ch)
+	})
+}
+
+// differ runs learn, a channel difference of ch, at once or, with
 // DifferenceDelay, that much later (a client closing meanwhile learns
 // nothing, and its Close does not wait for the delay). One asked for while
 // the chat's difference is under way is that one, as in TDLib
-// (get_channel_difference runs once per channel at a time). w.mu is held.
-func (c *Client) fetchDifference(ch *chat) {
-	learn := func() {
-		c.relearnChat(ch)
-		c.catchUpLast(ch)
-	}
+// (get_channel_difference runs once per channel at a time). w.mu is held,
+// and is held again while the delayed learn runs.
+func (c *Client) differ(ch *chat, learn func()) {
 	if c.w.cfg.DifferenceDelay <= 0 {
 		learn()
 		return

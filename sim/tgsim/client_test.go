@@ -232,6 +232,41 @@ func TestDeletionWhileDisconnectedComesAtTheReconnect(t *testing.T) {
 	}
 }
 
+// A channel's own difference comes after the session reports ready: until
+// it is in, a message posted while the account was offline is too new,
+// and getMessage answers 404 for it, as TDLib does.
+func TestChannelDifferenceComesAfterTheReconnect(t *testing.T) {
+	t.Parallel()
+	const delay = 300 * time.Millisecond
+	f := newFixture(t, Config{DifferenceDelay: delay})
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	before := f.w.Post(f.chat, 0, Post{Text: "before"})
+	next[tg.NewMessage](t, f.c, func(u tg.NewMessage) bool { return u.Message.ID == before.ID })
+	f.w.Disconnect("alice", 0)
+	offline := f.w.Post(f.chat, 0, Post{Text: "while offline"})
+	f.w.Reconnect("alice")
+	next[tg.ConnectionStateChanged](t, f.c, func(u tg.ConnectionStateChanged) bool { return u.State == tg.ConnReady })
+	ready := time.Now()
+	if _, err := f.c.GetMessage(f.ctx, f.chat, offline.ID); !errors.Is(err, tg.ErrMessageNotFound) {
+		t.Fatalf("GetMessage at ready of a message posted offline: %v, want ErrMessageNotFound (too new)", err)
+	}
+	if c, err := f.c.GetChat(f.ctx, f.chat); err != nil || c.LastMessageID != before.ID {
+		t.Fatalf("GetChat at ready: last %d (%v), want %d, the last before the outage", c.LastMessageID, err, before.ID)
+	}
+	u := next[tg.ChatLastMessage](t, f.c, func(u tg.ChatLastMessage) bool { return u.Chat == f.chat })
+	if u.LastMessageID != offline.ID {
+		t.Fatalf("the difference announced last message %d, want %d", u.LastMessageID, offline.ID)
+	}
+	if after := time.Since(ready); after < delay/2 {
+		t.Fatalf("the difference came %s after ready, want about %s", after, delay)
+	}
+	if got, err := f.c.GetMessage(f.ctx, f.chat, offline.ID); err != nil || got.ID != offline.ID {
+		t.Fatalf("GetMessage once the difference is in = %+v, %v; want the message", got, err)
+	}
+}
+
 func TestDisconnectReconnectsAfterDuration(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{})

@@ -89,8 +89,10 @@ type Config struct {
 	// DifferenceDelay is how long TDLib's channel difference takes after
 	// openChat: until then the session's database shows the chat as it
 	// last knew it (getChat's last message, getChatHistory from the end),
-	// and only then learns the newer messages and announces them. Zero
-	// learns them within the openChat request.
+	// and only then learns the newer messages and announces them. A
+	// channel's difference after a reconnect takes as long, counted from
+	// the reconnect. Zero learns them within the openChat request, and at
+	// the reconnect.
 	DifferenceDelay time.Duration
 	// AccountNow, when set, is each account's own clock for the send log
 	// (SendRecord.At): accounts paced on virtual clocks of their own are
