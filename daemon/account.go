@@ -205,6 +205,8 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 			r.views.AccessLost(u.Chat)
 		case tg.ChatAccessHeld:
 			r.views.AccessHeld(u.Chat)
+		case tg.ConnectionStateChanged:
+			r.views.Connection(u.State)
 		case tg.LoggedOut:
 			r.loggedOut.Store(true)
 			log.Error("account logged out remotely; stopping it", "state", u.State, "fix", loginHint(a.Name))

@@ -76,3 +76,28 @@ func replacement(err error) (tg.Message, bool) {
 	}
 	return tg.Message{}, false
 }
+
+// classUnconfirmed is the error class of a dead letter whose message a
+// session could not find, while it may not have seen it yet
+// (deletionSeen).
+const classUnconfirmed = "unconfirmed_deletion"
+
+// deletionSeen reports whether err, a 404 for msg, proves msg deleted: the
+// message is no newer than the newest of the chat the session knows was
+// posted (tg.Session.KnownLast). TDLib answers 404 for a channel message
+// newer than that (a too new message not from update), and learns it only
+// with the chat's difference: at a start, at an openChat, and after a
+// reconnect, each of which may take longer than tg.Views allows. A message
+// the session read with another document (an edit replaced it) is there,
+// whatever its id. A message posted and deleted while the session did not
+// follow the chat reads as unconfirmed until something newer is posted, or
+// the letter's last attempt takes it as deleted (Pipeline.deadLetter): its
+// retries are the grace the session's difference has to come in.
+func (p *Pipeline) deletionSeen(ctx context.Context, msg tg.Message, err error) bool {
+	var gone *DeletedAtSourceError
+	if errors.As(err, &gone) && gone.Replaced {
+		return true
+	}
+	last, lerr := p.tg.KnownLast(ctx, msg.ChatID)
+	return lerr == nil && last >= msg.ID
+}

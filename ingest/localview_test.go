@@ -17,17 +17,28 @@ import (
 // database directory dir (another instance's login of the account).
 func (e *env) pipelineIn(account, dir string) (*ingest.Pipeline, *tgsim.Client) {
 	e.t.Helper()
+	return e.pipelineInWith(account, dir, nil)
+}
+
+// pipelineInWith is pipelineIn with the configuration changed by mod (when
+// not nil), given the session.
+func (e *env) pipelineInWith(account, dir string, mod func(*ingest.Config, *tg.Session)) (*ingest.Pipeline, *tgsim.Client) {
+	e.t.Helper()
 	c := e.world.ClientIn(account, dir)
 	e.t.Cleanup(func() { _ = c.Close() })
 	if err := c.LoadChats(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
 	sess := tg.NewSession(c, func(tg.Update) {})
-	p := ingest.NewPipeline(ingest.Config{
+	cfg := ingest.Config{
 		Account: account, Destinations: []tg.ChatID{e.dest},
 		SetSettle: time.Minute, SetMaxWait: time.Hour, RetryBase: time.Millisecond,
 		Now: func() time.Time { return e.now },
-	}, e.st, sess, ingest.NewMetrics(prometheus.NewRegistry()))
+	}
+	if mod != nil {
+		mod(&cfg, sess)
+	}
+	p := ingest.NewPipeline(cfg, e.st, sess, ingest.NewMetrics(prometheus.NewRegistry()))
 	e.pipes = append(e.pipes, p)
 	return p, c
 }

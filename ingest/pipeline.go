@@ -73,6 +73,7 @@ type Telegram interface {
 	CreateForumTopic(ctx context.Context, chat tg.ChatID, name string) (int64, error)
 	SearchForumTopics(ctx context.Context, chat tg.ChatID, query string, offset tg.TopicOffset, limit int) (tg.TopicPage, error)
 	GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error)
+	KnownLast(ctx context.Context, chat tg.ChatID) (tg.MessageID, error)
 	SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error)
 	GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error)
 	GetForumTopic(ctx context.Context, chat tg.ChatID, threadID int64) (tg.Topic, error)
@@ -430,11 +431,18 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	if aerr != nil {
 		return aerr
 	}
-	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: err.Error(), Waiting: waiting}
-	if !waiting && class != tg.ClassPermanent && class != store.ClassNoAccess && previous+1 < p.cfg.DeadLetterAttempts {
+	last := previous+1 >= p.cfg.DeadLetterAttempts
+	gone := !waiting && deletedAtSource(err)
+	reason := err.Error()
+	if gone && !last && !p.deletionSeen(ctx, msg, err) {
+		gone, class = false, classUnconfirmed
+		reason += "; newer than the chat's last message this session knows, so perhaps not yet seen rather than deleted: retried"
+	}
+	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: reason, Waiting: waiting}
+	if !waiting && class != tg.ClassPermanent && class != store.ClassNoAccess && !last {
 		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
 	}
-	if !waiting && deletedAtSource(err) {
+	if gone {
 		// Terminal: the message is gone, no retry or operator can fetch it.
 		d.ErrorClass, d.Deleted, d.NextAttemptAt = classDeleted, true, time.Time{}
 		if logIt {

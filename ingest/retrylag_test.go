@@ -35,6 +35,86 @@ func TestRetryOfAMessageTheSessionDoesNotKnowYet(t *testing.T) {
 	}
 }
 
+// The same retry by an instance whose session followed the source long
+// since, made right after the session came back from an outage during
+// which the message was posted: the chat's difference for the outage
+// comes after the session is ready, and until then TDLib answers 404. The
+// view counts as current by time, so only the chat's last message, as the
+// session knows it, tells that the 404 proves nothing: the letter must
+// stay pending, and the retry after the difference catalogues the message.
+func TestRetryRightAfterAReconnect(t *testing.T) {
+	t.Parallel()
+	const delay = 300 * time.Millisecond
+	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: delay}, "a")
+	src := e.src["a"]
+	var views *tg.Views
+	p2, c2 := e.pipelineInWith("a", "instance-2", func(cfg *ingest.Config, sess *tg.Session) {
+		views = tg.NewViews(sess.OpenChat, 10*time.Millisecond)
+		cfg.Views = views
+	})
+	if _, err := c2.GetChat(e.ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := views.Current(e.ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay + 100*time.Millisecond) // the open's own difference
+
+	p1, c1 := e.pipeline("a")
+	e.world.Disconnect("a", 0)
+	posted := e.view(c1, e.world.Post(src, 0, tgsim.Post{FileName: "flaky.tar", Data: tarOf("a", "flaky")}))
+	if err := p1.DeadLetter(e.ctx, posted, errors.New("download stalled")); err != nil {
+		t.Fatal(err)
+	}
+	e.now = e.now.Add(24 * time.Hour)
+	e.world.Reconnect("a")
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p2, e.st, nil)
+	if _, err := r.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	letters, err := e.st.DeadLetters(e.ctx, "", 10)
+	if err != nil || len(letters) != 1 || letters[0].State != store.DeadPending || letters[0].ErrorClass != "unconfirmed_deletion" {
+		t.Fatalf("dead letters %+v (%v) after a retry before the difference; want one pending, unconfirmed_deletion", letters, err)
+	}
+	time.Sleep(delay + 100*time.Millisecond)
+	e.now = e.now.Add(24 * time.Hour)
+	if _, err := r.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok, err := e.st.MessageHandled(e.ctx, posted.Key()); err != nil || !ok || out != store.OutcomePackage {
+		t.Errorf("message handled as %q (%v, %v), want catalogued by the retry after the difference", out, ok, err)
+	}
+}
+
+// A message posted and deleted while the retrying instance's session did
+// not follow the chat is newer than anything that session knows: each
+// retry's 404 proves nothing, until the letter's last attempt, which takes
+// it as the deletion it is rather than leave an exhausted letter for an
+// operator.
+func TestUnconfirmedDeletionEndsDeletedAtTheLastAttempt(t *testing.T) {
+	t.Parallel()
+	e := sourceSeenByInstance2(t)
+	src := e.src["a"]
+	p1, c1 := e.pipeline("a")
+	posted := e.view(c1, e.world.Post(src, 0, tgsim.Post{FileName: "gone.tar", Data: tarOf("a", "gone")}))
+	if err := p1.DeadLetter(e.ctx, posted, errors.New("download stalled")); err != nil {
+		t.Fatal(err)
+	}
+	e.world.Delete(src, posted.ID)
+	p2, _ := e.pipelineInWith("a", "instance-2", func(cfg *ingest.Config, _ *tg.Session) { cfg.DeadLetterAttempts = 3 })
+	r := ingest.NewRetrier(ingest.RetryConfig{}, p2, e.st, nil)
+	for i, want := range []store.DeadLetterState{store.DeadPending, store.DeadDeleted} {
+		e.now = e.now.Add(24 * time.Hour)
+		if _, err := r.RunOnce(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		letters, err := e.st.DeadLetters(e.ctx, "", 10)
+		if err != nil || len(letters) != 1 || letters[0].State != want {
+			t.Fatalf("retry %d: dead letters %+v (%v); want one %s", i+1, letters, err, want)
+		}
+	}
+}
+
 // The same retry while the chat cannot be opened (openChat fails): the
 // 404 proves nothing, so the letter stays pending, and the next retry,
 // with the chat open, catalogues the message.

@@ -46,8 +46,11 @@ type Session struct {
 	// (RecordChatPauses).
 	onChatPause func(chat ChatID, d time.Duration)
 	options     map[string]string
-	conn        ConnectionState
-	connSince   time.Time // when conn last changed (or the session began)
+	// lastKnown holds, by chat, the newest server message updates told
+	// of (KnownLast).
+	lastKnown map[ChatID]MessageID
+	conn      ConnectionState
+	connSince time.Time // when conn last changed (or the session began)
 
 	// ended is set, with the waiters failed, when the update stream has
 	// ended: a wait registered after that would never be answered.
@@ -109,6 +112,7 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) pump() {
 	defer close(s.done)
 	for u := range s.Client.Updates() {
+		s.learnLast(u)
 		switch u := u.(type) {
 		case SendSucceeded:
 			if !s.resolveSend(sendKey{u.Message.ChatID, u.OldMessageID}, sendResult{msg: u.Message}) {

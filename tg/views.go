@@ -38,6 +38,8 @@ type Views struct {
 	// not trusted.
 	lost    map[ChatID]bool
 	reports map[ChatID]int
+	// ready is whether the session last reported itself connected.
+	ready bool
 }
 
 // NewViews returns the views of the session that open opens chats in;
@@ -73,6 +75,25 @@ func (v *Views) AccessHeld(chat ChatID) {
 		delete(v.lost, chat)
 		delete(v.opened, chat)
 	}
+}
+
+// Connection notes the session's connection state (updateConnectionState).
+// Back to ready after being away, the session fetches what changed in
+// the channels it follows while it was away, each channel's difference
+// on its own, after the account's common difference that the updating
+// state covers: every chat opened counts as opened now, and a read waits
+// settle again before it trusts the session's view.
+func (v *Views) Connection(state ConnectionState) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ready := state == ConnReady
+	if ready && !v.ready {
+		now := time.Now()
+		for chat := range v.opened {
+			v.opened[chat] = now
+		}
+	}
+	v.ready = ready
 }
 
 // Open opens chat unless this session opened it already, and returns when

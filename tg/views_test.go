@@ -121,3 +121,38 @@ func TestViewsOpenDuringAccessReportsIsAskedAgain(t *testing.T) {
 		t.Errorf("%d opens, want 2: the one a loss and a return came during, asked again", n)
 	}
 }
+
+// Back to ready after an outage, a chat opened long ago is not current
+// until settle has passed again: its difference for the outage is on its
+// way. Reads made before the outage's end are stale too.
+func TestViewsSettleAgainAfterAReconnect(t *testing.T) {
+	const settle = 50 * time.Millisecond
+	v := NewViews(func(ctx context.Context, chat ChatID) error { return nil }, settle)
+	ctx := t.Context()
+	v.Connection(ConnReady)
+	if err := v.Current(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if stale, err := v.StaleAt(ctx, 1, time.Now()); err != nil || stale {
+		t.Fatalf("StaleAt once settled = %v, %v; want current", stale, err)
+	}
+	v.Connection(ConnConnecting)
+	v.Connection(ConnUpdating)
+	before := time.Now()
+	if stale, _ := v.StaleAt(ctx, 1, before); stale {
+		t.Fatal("a read while the connection is away counted as stale; the outage ends only at ready")
+	}
+	v.Connection(ConnReady)
+	start := time.Now()
+	stale, err := v.StaleAt(ctx, 1, before)
+	if err != nil || !stale {
+		t.Fatalf("StaleAt of a read made before the reconnect = %v, %v; want stale", stale, err)
+	}
+	if waited := time.Since(start); waited < settle*4/5 {
+		t.Errorf("StaleAt returned %s after the reconnect, want it to wait about %s for the view", waited, settle)
+	}
+	v.Connection(ConnReady) // a repeated report is no new reconnect
+	if stale, _ := v.StaleAt(ctx, 1, time.Now()); stale {
+		t.Error("a second ready report made the view stale again")
+	}
+}
