@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -196,6 +197,55 @@ func TestReconcileKeepsOldestOfTwoCopies(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.CopiesDeleted("a")); got != 1 {
 		t.Errorf("stashd_duplicate_copies_deleted_total = %v, want 1", got)
+	}
+}
+
+// recordedMeanwhile is a catalogue whose first MarkSent runs before first:
+// another session recording the same delivery between this session's read
+// of the destination and its own record.
+type recordedMeanwhile struct {
+	ingest.Store
+	once   sync.Once
+	before func(d store.Delivery)
+}
+
+func (s *recordedMeanwhile) MarkSent(ctx context.Context, d store.Delivery, m tg.MessageID) (tg.MessageID, error) {
+	s.once.Do(func() { s.before(d) })
+	return s.Store.MarkSent(ctx, d, m)
+}
+
+// Reconciliation finds the part in the destination and records it, but
+// another session recorded the delivery meanwhile with a copy of its own,
+// which an admin deleted since. The copy found is the part's only one: it
+// is no second copy, and stays.
+func TestFoundCopyStaysWhenTheRecordedOneIsGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	posted := e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "gone.tar", Data: archivetest.Tar([]archivetest.File{{Name: "g", Data: []byte("g")}})})
+	uid := posted.Document.File.UniqueID
+	crashMidSend(t, e, posted)
+	first := e.copiesOf(uid)[0]
+	var other tg.Message
+	e.wrapStore = func(st ingest.Store) ingest.Store {
+		return &recordedMeanwhile{Store: st, before: func(d store.Delivery) {
+			other = e.sendCopy("a", posted, first.Caption)
+			if _, err := e.st.MarkSent(e.ctx, d, other.ID); err != nil {
+				t.Error(err)
+			}
+			e.world.Delete(e.dest, other.ID)
+		}}
+	}
+	p, c, _ := e.pipelineWith("a", nil, nil)
+	mustHandle(t, p, e.view(c, posted), store.OutcomeDuplicate)
+	e.deliver()
+	if other.ID == 0 {
+		t.Fatal("the delivery was never recorded by reconciliation")
+	}
+	if left := e.copiesOf(uid); len(left) != 1 || left[0].ID != first.ID {
+		t.Fatalf("destination holds %v, want the copy found (%d), the part's only one", left, first.ID)
+	}
+	if calls := e.world.Calls("a")[tg.MethodDeleteMessages]; calls != 0 {
+		t.Errorf("%d deleteMessages calls, want none", calls)
 	}
 }
 

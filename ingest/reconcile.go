@@ -131,11 +131,26 @@ func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.De
 
 // keepOneCopy deletes the messages of found, all carrying d's token, but
 // recorded, the one d's row records: the part is then in the destination
-// once. A recorded message that is not among them (another session's copy)
-// is kept all the same.
+// once. When recorded is not among them (another session's copy, recorded
+// while this one read or sent), the read did not see it stand: each
+// message is then settled as a send no waiter claimed (settleSend), which
+// deletes it only while the recorded copy stands with the same file, and
+// one it cannot settle is noted for the account's owner. An admin may have
+// deleted the recorded copy, and then the one found is the part's only
+// copy.
 func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded tg.MessageID, found []tg.MessageID) {
-	if copies := slices.DeleteFunc(slices.Clone(found), func(id tg.MessageID) bool { return id == recorded }); len(copies) > 0 {
+	copies := slices.DeleteFunc(slices.Clone(found), func(id tg.MessageID) bool { return id == recorded })
+	switch {
+	case len(copies) == 0:
+	case len(copies) < len(found):
 		_ = p.deleteCopies(ctx, d, recorded, copies, true) // logged, or noted
+	default:
+		for _, id := range copies {
+			st := p.stray(d, id)
+			if _, err := p.settleSend(ctx, st, byReporter); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
+				_ = p.noteStrays(ctx, st) // logged
+			}
+		}
 	}
 }
 
