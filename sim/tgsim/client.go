@@ -459,8 +459,10 @@ func (c *Client) fetchDifference(ch *chat) {
 // DifferenceDelay, that much later (a client closing meanwhile learns
 // nothing, and its Close does not wait for the delay). One asked for while
 // the chat's difference is under way is that one, as in TDLib
-// (get_channel_difference runs once per channel at a time). w.mu is held,
-// and is held again while the delayed learn runs.
+// (get_channel_difference runs once per channel at a time). A delayed
+// difference due while the account is away does not come: the chat is
+// marked missed, and the reconnect brings it. w.mu is held, and is held
+// again while the delayed learn runs.
 func (c *Client) differ(ch *chat, learn func()) {
 	if c.w.cfg.DifferenceDelay <= 0 {
 		learn()
@@ -482,6 +484,10 @@ func (c *Client) differ(ch *chat, learn func()) {
 		c.w.mu.Lock()
 		defer c.w.mu.Unlock()
 		delete(c.differing, ch.id)
+		if a := c.w.accounts[c.account]; a.offline {
+			a.markMissed(ch.id)
+			return
+		}
 		learn()
 	}()
 }

@@ -267,6 +267,32 @@ func TestChannelDifferenceComesAfterTheReconnect(t *testing.T) {
 	}
 }
 
+// A channel difference due while the account is away (after a reconnect,
+// or after an openChat) does not come: the next reconnect brings it.
+func TestChannelDifferenceWaitsForTheNextReconnect(t *testing.T) {
+	t.Parallel()
+	const delay = 100 * time.Millisecond
+	f := newFixture(t, Config{DifferenceDelay: delay})
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	before := f.w.Post(f.chat, 0, Post{Text: "before"})
+	next[tg.NewMessage](t, f.c, func(u tg.NewMessage) bool { return u.Message.ID == before.ID })
+	f.w.Disconnect("alice", 0)
+	offline := f.w.Post(f.chat, 0, Post{Text: "while offline"})
+	f.w.Reconnect("alice")
+	f.w.Disconnect("alice", 0)
+	time.Sleep(3 * delay)
+	if _, err := f.c.GetMessage(f.ctx, f.chat, offline.ID); !errors.Is(err, tg.ErrMessageNotFound) {
+		t.Fatalf("GetMessage while away again: %v, want ErrMessageNotFound (the difference has not come)", err)
+	}
+	f.w.Reconnect("alice")
+	next[tg.ChatLastMessage](t, f.c, func(u tg.ChatLastMessage) bool { return u.Chat == f.chat && u.LastMessageID == offline.ID })
+	if got, err := f.c.GetMessage(f.ctx, f.chat, offline.ID); err != nil || got.ID != offline.ID {
+		t.Fatalf("GetMessage after the second reconnect's difference = %+v, %v; want the message", got, err)
+	}
+}
+
 func TestDisconnectReconnectsAfterDuration(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{})

@@ -91,8 +91,9 @@ type Config struct {
 	// last knew it (getChat's last message, getChatHistory from the end),
 	// and only then learns the newer messages and announces them. A
 	// channel's difference after a reconnect takes as long, counted from
-	// the reconnect. Zero learns them within the openChat request, and at
-	// the reconnect.
+	// the reconnect; one due while the account is offline comes with the
+	// next reconnect's. Zero learns them within the openChat request, and
+	// at the reconnect.
 	DifferenceDelay time.Duration
 	// AccountNow, when set, is each account's own clock for the send log
 	// (SendRecord.At): accounts paced on virtual clocks of their own are
