@@ -94,6 +94,7 @@ func runChaos(args []string) int {
 	fs.Float64Var(&o.DropUpdates, "drop-updates", 0.1, "probability that a new-message update is lost (0..1)")
 	fs.BoolVar(&o.ServerView, "server-view", false, "the simulated sessions answer every request from the server's truth (default: each TDLib database answers what TDLib answers locally)")
 	fs.DurationVar(&o.DisconnectEvery, "disconnect-every", 5*time.Second, "take every account offline this often, for a quarter of the period (0: never)")
+	fs.DurationVar(&o.DifferenceDelay, "difference-delay", 0, "how long a simulated session takes to fetch a chat's difference, after openChat or a reconnect; longer than the daemon's 2 s view settle, its reads see chats as they were (0: the simulator's 200ms)")
 	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 3*time.Minute, "longest wait for the audit to pass once publishing and kills are done")
 	dir := fs.String("dir", "", "working directory of the run, emptied first (default var/chaos/seed-N)")
 	daemonBin := fs.String("daemon", "bin/stashd-standin", "stashd binary linked against the stand-in libtdjson, run as the daemon (make build-standin)")

@@ -95,6 +95,11 @@ type Options struct {
 	// DisconnectEvery takes every account offline this often, for a
 	// quarter of the period; zero never.
 	DisconnectEvery time.Duration
+	// DifferenceDelay is how long a simulated session takes to fetch a
+	// chat's difference (after openChat, after a reconnect): sessions
+	// read the chat as their database last knew it meanwhile. Zero: the
+	// simulator's default.
+	DifferenceDelay time.Duration
 	// ServerView makes the world answer every request from the server's
 	// truth; false (the default) gives each TDLib database its own local
 	// view, as TDLib answers some requests locally.
@@ -476,6 +481,9 @@ func (h *harness) startSim(ctx context.Context, dir string) (*proc, simWorld, <-
 	}
 	if h.o.ServerView {
 		args = append(args, "--server-view")
+	}
+	if h.o.DifferenceDelay > 0 {
+		args = append(args, "--difference-delay", h.o.DifferenceDelay.String())
 	}
 	pr, pw := io.Pipe()
 	sim, err := start(h.o.Stashd, args, nil, filepath.Join(dir, "sim.log"), pw)
