@@ -440,6 +440,14 @@ func (ws *Deliverer) one(ctx context.Context, ln *lane, w store.Waiting, next *s
 		if !ok {
 			var err error
 			if m, err = p.loadPart(lctx, w.PackageID, i, k); err != nil {
+				var unseen *notSeenError
+				if errors.As(err, &unseen) && w.Attempts < unreadableTries {
+					// Perhaps not in this session's view of the chat yet
+					// (a delivery handed over by another account): tried
+					// again later, as the view catches up; given up only
+					// after as many tries as an unreadable source.
+					return false, fmt.Errorf("deliver package %d to %d: %v", w.PackageID, w.Destination, err)
+				}
 				return ws.unreadable(lctx, w, in, err)
 			}
 		}

@@ -98,6 +98,25 @@ func (p *Pipeline) deletionSeen(ctx context.Context, msg tg.Message, err error) 
 	if errors.As(err, &gone) && gone.Replaced {
 		return true
 	}
-	last, lerr := p.tg.KnownLast(ctx, msg.ChatID)
-	return lerr == nil && last >= msg.ID
+	return p.knownPosted(ctx, msg.ChatID, msg.ID)
 }
+
+// knownPosted reports whether message id of chat is no newer than the
+// newest the session knows was posted there (tg.Session.KnownLast), so
+// that a 404 for it is a deletion; false when that cannot be read.
+func (p *Pipeline) knownPosted(ctx context.Context, chat tg.ChatID, id tg.MessageID) bool {
+	last, err := p.tg.KnownLast(ctx, chat)
+	return err == nil && last >= id
+}
+
+// notSeenError is a 404 for a message newer than anything the session
+// knows of its chat (knownPosted): the message may be deleted, or not
+// seen yet by a session whose view of the chat lags. It unwraps to the
+// 404.
+type notSeenError struct{ err error }
+
+func (e *notSeenError) Error() string {
+	return e.err.Error() + " (newer than the chat's last message this session knows: perhaps not seen yet)"
+}
+
+func (e *notSeenError) Unwrap() error { return e.err }
