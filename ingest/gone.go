@@ -13,7 +13,8 @@ import (
 // cannot download a file no message carries any more, and retrying cannot
 // bring it back. A message that carries another document now has that
 // one handled in its place (Process); otherwise the message is recorded
-// as deleted at source: a terminal dead letter, never retried. It wraps
+// as deleted at source: a terminal dead letter, never retried, unless the
+// read that found it gone proves nothing yet (notSeenError). It wraps
 // tg.ErrMessageNotFound, a permanent error.
 type DeletedAtSourceError struct {
 	Key tg.MessageKey
@@ -22,16 +23,27 @@ type DeletedAtSourceError struct {
 	Replaced bool
 	// Current is the message as it is now, when it carries a document.
 	Current *tg.Message
+	// Err, when set, is the read's 404 that found the message gone.
+	Err error
 }
 
 func (e *DeletedAtSourceError) Error() string {
 	if e.Replaced {
 		return fmt.Sprintf("message %s: document replaced at source before it was fetched", e.Key)
 	}
+	var unseen *notSeenError
+	if errors.As(e.Err, &unseen) {
+		return fmt.Sprintf("message %s: not found at source before its package was fetched %s", e.Key, notSeenNote)
+	}
 	return fmt.Sprintf("message %s: deleted at source before its package was fetched", e.Key)
 }
 
-func (e *DeletedAtSourceError) Unwrap() error { return tg.ErrMessageNotFound }
+func (e *DeletedAtSourceError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return tg.ErrMessageNotFound
+}
 
 // classDeleted is the error class of a dead letter deleted at source.
 const classDeleted = "deleted_at_source"
@@ -48,7 +60,7 @@ func (p *Pipeline) sourceGone(ctx context.Context, m tg.Message) error {
 	cur, err := p.readMessage(ctx, m.ChatID, m.ID)
 	switch {
 	case errors.Is(err, tg.ErrMessageNotFound):
-		return &DeletedAtSourceError{Key: m.Key()}
+		return &DeletedAtSourceError{Key: m.Key(), Err: err}
 	case errors.Is(err, tg.ErrNoAccess):
 		// Not gone: out of reach. The download's error stands (the
 		// message is retried), and the source's loss is for catch-up to
@@ -78,28 +90,8 @@ func replacement(err error) (tg.Message, bool) {
 }
 
 // classUnconfirmed is the error class of a dead letter whose message a
-// session could not find, while it may not have seen it yet
-// (deletionSeen).
+// session could not find while it may not have seen it yet (notSeenError).
 const classUnconfirmed = "unconfirmed_deletion"
-
-// deletionSeen reports whether err, a 404 for msg, proves msg deleted: the
-// message is no newer than the newest of the chat the session knows was
-// posted (tg.Session.KnownLast). TDLib answers 404 for a channel message
-// newer than that (a too new message not from update), and learns it only
-// with the chat's difference: at a start, at an openChat, and after a
-// reconnect, each of which may take longer than tg.Views allows. A message
-// the session read with another document (an edit replaced it) is there,
-// whatever its id. A message posted and deleted while the session did not
-// follow the chat reads as unconfirmed until something newer is posted, or
-// the letter's last attempt takes it as deleted (Pipeline.deadLetter): its
-// retries are the grace the session's difference has to come in.
-func (p *Pipeline) deletionSeen(ctx context.Context, msg tg.Message, err error) bool {
-	var gone *DeletedAtSourceError
-	if errors.As(err, &gone) && gone.Replaced {
-		return true
-	}
-	return p.knownPosted(ctx, msg.ChatID, msg.ID)
-}
 
 // knownPosted reports whether message id of chat is no newer than the
 // newest the session knows was posted there (tg.Session.KnownLast), so
@@ -111,12 +103,21 @@ func (p *Pipeline) knownPosted(ctx context.Context, chat tg.ChatID, id tg.Messag
 
 // notSeenError is a 404 for a message newer than anything the session
 // knows of its chat (knownPosted): the message may be deleted, or not
-// seen yet by a session whose view of the chat lags. It unwraps to the
-// 404.
+// seen yet by a session whose view of the chat lags. TDLib answers 404 for
+// a channel message newer than the last one the session learned through
+// updates (a too new message not from update), and learns it only with
+// the chat's difference: at a start, at an openChat, after a reconnect,
+// each of which may take longer than tg.Views allows. A chat's newest
+// message, deleted before the session saw anything newer, reads so too:
+// a dead letter of it is retried (classUnconfirmed) and taken for the
+// deletion at its last attempt, a delivery of it after as many tries as
+// an unreadable source. It unwraps to the 404, so every other reader
+// takes it as one.
 type notSeenError struct{ err error }
 
-func (e *notSeenError) Error() string {
-	return e.err.Error() + " (newer than the chat's last message this session knows: perhaps not seen yet)"
-}
+// notSeenNote is what a notSeenError adds to its 404.
+const notSeenNote = "(newer than the chat's last message this session knows: perhaps not seen yet)"
+
+func (e *notSeenError) Error() string { return e.err.Error() + " " + notSeenNote }
 
 func (e *notSeenError) Unwrap() error { return e.err }

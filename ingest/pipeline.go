@@ -323,7 +323,11 @@ func (p *Pipeline) GetMessage(ctx context.Context, chat tg.ChatID, id tg.Message
 // new message not from update"). A 404 from a view current already costs
 // nothing more; otherwise the message is read again once it is current.
 // A view that cannot be brought up to date (openChat failed) fails the
-// read with that error: the 404 proves no deletion then.
+// read with that error: the 404 proves no deletion then. Time is no proof
+// either (a difference may take longer than the view's settle): a 404 for
+// a message newer than what the session knows of the chat is a
+// notSeenError, which no caller takes for a deletion before its retries
+// are spent.
 func (p *Pipeline) readMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
 	asked := time.Now()
 	m, err := p.tg.GetMessage(ctx, chat, id)
@@ -333,11 +337,15 @@ func (p *Pipeline) readMessage(ctx context.Context, chat tg.ChatID, id tg.Messag
 	stale, verr := p.cfg.Views.StaleAt(ctx, chat, asked)
 	switch {
 	case !stale:
-		return m, err
 	case verr != nil:
 		return tg.Message{}, fmt.Errorf("read message %d of %d again once the chat is open: %w", id.ServerID(), chat, verr)
+	default:
+		m, err = p.tg.GetMessage(ctx, chat, id)
 	}
-	return p.tg.GetMessage(ctx, chat, id)
+	if errors.Is(err, tg.ErrMessageNotFound) && !p.knownPosted(ctx, chat, id) {
+		err = &notSeenError{err: err}
+	}
+	return m, err
 }
 
 // Process handles msg with in-process retries by error class and, when they
@@ -433,12 +441,13 @@ func (p *Pipeline) deadLetter(ctx context.Context, msg tg.Message, err error, lo
 	}
 	last := previous+1 >= p.cfg.DeadLetterAttempts
 	gone := !waiting && deletedAtSource(err)
-	reason := err.Error()
-	if gone && !last && !p.deletionSeen(ctx, msg, err) {
+	var unseen *notSeenError
+	if gone && !last && errors.As(err, &unseen) {
+		// Perhaps not in this session's view yet: retried, and taken
+		// for the deletion only at the last attempt.
 		gone, class = false, classUnconfirmed
-		reason += "; newer than the chat's last message this session knows, so perhaps not yet seen rather than deleted: retried"
 	}
-	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: reason, Waiting: waiting}
+	d := store.DeadLetter{Key: msg.Key(), Account: p.cfg.Account, ErrorClass: string(class), Reason: err.Error(), Waiting: waiting}
 	if !waiting && class != tg.ClassPermanent && class != store.ClassNoAccess && !last {
 		d.NextAttemptAt = p.cfg.Now().Add(p.cfg.DeadLetterDelay << min(previous, 16))
 	}

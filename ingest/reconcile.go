@@ -133,11 +133,10 @@ func (p *Pipeline) findTokens(ctx context.Context, dest tg.ChatID, ds []store.De
 // recorded, the one d's row records: the part is then in the destination
 // once. When recorded is not among them (another session's copy, recorded
 // while this one read or sent), the read did not see it stand: each
-// message is then settled as a send no waiter claimed (settleSend), which
-// deletes it only while the recorded copy stands with the same file, and
-// one it cannot settle is noted for the account's owner. An admin may have
-// deleted the recorded copy, and then the one found is the part's only
-// copy.
+// message is then deleted only while the recorded copy stands with the
+// same file (dropSecond, as settleSend does), and one it cannot settle is
+// noted for the account's owner. An admin may have deleted the recorded
+// copy, and then the one found is the part's only copy.
 func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded tg.MessageID, found []tg.MessageID) {
 	copies := slices.DeleteFunc(slices.Clone(found), func(id tg.MessageID) bool { return id == recorded })
 	switch {
@@ -147,7 +146,11 @@ func (p *Pipeline) keepOneCopy(ctx context.Context, d store.Delivery, recorded t
 	default:
 		for _, id := range copies {
 			st := p.stray(d, id)
-			if _, err := p.settleSend(ctx, st, byReporter); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
+			file, err := p.copyFile(ctx, st, byReporter)
+			if err == nil && file != "" {
+				err = p.dropSecond(ctx, d, recorded, st, file, byReporter)
+			}
+			if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 				_ = p.noteStrays(ctx, st) // logged
 			}
 		}
@@ -325,19 +328,9 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, by settle
 	if found && d.State != store.DeliverySent {
 		return false, nil
 	}
-	// getMessage answers from the session's database, which misses the
-	// edits and deletions of a chat the session does not follow (the
-	// daemon follows its sources, not its destinations): opening the chat
-	// makes TDLib fetch its difference, which the read waits for.
-	if err := p.cfg.Views.Current(ctx, st.Destination); err != nil {
-		return false, p.readFailed(ctx, st, by, err)
-	}
-	file, err := p.fileOf(ctx, st.Destination, st.Message)
-	if err != nil {
-		return false, p.readFailed(ctx, st, by, err)
-	}
-	if file == "" {
-		return false, nil // gone already, or no document: nothing to delete
+	file, err := p.copyFile(ctx, st, by)
+	if err != nil || file == "" {
+		return false, err // gone already, or no document: nothing to delete
 	}
 	keep := d.DestMessageID
 	if !found {
@@ -368,22 +361,47 @@ func (p *Pipeline) settleSend(ctx context.Context, st store.StraySend, by settle
 			keep = rec.Recorded // kept meanwhile, by a reconciliation
 		}
 	}
+	return false, p.dropSecond(ctx, d, keep, st, file, by)
+}
+
+// copyFile returns the unique id of the file st's message carries, "" when
+// it is gone or carries no document, with a failed read handled as
+// readFailed says. getMessage answers from the session's database, which
+// misses the edits and deletions of a chat the session does not follow
+// (the daemon follows its sources, not its destinations): opening the
+// chat makes TDLib fetch its difference, which the read waits for.
+func (p *Pipeline) copyFile(ctx context.Context, st store.StraySend, by settler) (string, error) {
+	if err := p.cfg.Views.Current(ctx, st.Destination); err != nil {
+		return "", p.readFailed(ctx, st, by, err)
+	}
+	file, err := p.fileOf(ctx, st.Destination, st.Message)
+	if err != nil {
+		return "", p.readFailed(ctx, st, by, err)
+	}
+	return file, nil
+}
+
+// dropSecond deletes st's message, which carries file, as a second copy of
+// the part d records as message keep, while keep stands and carries the
+// same file (settleSend). It returns the failure that keeps st for a later
+// try, as settleSend does.
+func (p *Pipeline) dropSecond(ctx context.Context, d store.Delivery, keep tg.MessageID, st store.StraySend, file string, by settler) error {
 	if keep == 0 || keep == st.Message {
-		return false, nil
+		return nil
 	}
 	switch kept, err := p.fileOf(ctx, st.Destination, keep); {
 	case err != nil:
-		return false, p.readFailed(ctx, st, by, err)
+		return p.readFailed(ctx, st, by, err)
 	case kept != file:
 		p.log.Warn("a copy noted as a second copy stays: the copy recorded for its part is gone from the destination, or carries another file",
 			"destination", st.Destination, "token", st.Token, "recorded", keep.ServerID(), "message", st.Message.ServerID())
-		return false, nil
+		return nil
 	}
-	err = p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, by == byReporter)
+	err := p.deleteCopies(ctx, d, keep, []tg.MessageID{st.Message}, by == byReporter)
 	if err != nil && (errors.Is(err, errNotNoted) || by == byTaker || by == byOwner && tg.MayPass(err)) {
-		return false, err // kept for the next try
+		return err // kept for the next try
 	}
-	return false, nil
+	return nil
 }
 
 // readFailed is what settleSend returns when a read of the destination

@@ -64,13 +64,9 @@ func (p *Pipeline) loadPart(ctx context.Context, pkg int64, i int, key tg.Messag
 }
 
 // readPart reads part i of package pkg, key, through this session once
-// and checks it still carries one of pkg's files. A 404 for a part newer
-// than what the session knows of its chat is a notSeenError.
+// and checks it still carries one of pkg's files.
 func (p *Pipeline) readPart(ctx context.Context, pkg int64, i int, key tg.MessageKey) (tg.Message, error) {
 	m, err := p.readMessage(ctx, key.Chat, key.Message)
-	if errors.Is(err, tg.ErrMessageNotFound) && !p.knownPosted(ctx, key.Chat, key.Message) {
-		err = &notSeenError{err: err}
-	}
 	if err != nil {
 		return tg.Message{}, fmt.Errorf("fetch part %d of package %d (%s): %w", i, pkg, key, err)
 	}

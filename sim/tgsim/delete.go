@@ -83,8 +83,7 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 			w.deletedIn = make(map[tg.ChatID]int)
 		}
 		w.deletedIn[chat] += len(del)
-		c.forgetDeleted(chat, del)
-		c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: del, IsPermanent: true})
+		c.learnDeleted(chat, del)
 		w.announceDeleted(ch, del, c)
 		if wasLast {
 			w.lastMessageChanged(ch)
@@ -121,22 +120,11 @@ func (w *World) announceDeleted(ch *chat, ids []tg.MessageID, by *Client) {
 	if ch.private || ch.lostAccess {
 		return
 	}
-	for _, name := range ch.members {
-		a := w.accounts[name]
-		if a.removed[ch.id] {
-			continue
+	w.eachFollower(ch, func(cl *Client) {
+		if cl != by && !cl.closed {
+			cl.learnDeleted(ch.id, ids)
 		}
-		if a.offline {
-			a.markMissed(ch.id)
-			continue
-		}
-		for _, cl := range a.clients {
-			if cl != by && !cl.closed && cl.receivesMessages(ch) {
-				cl.forgetDeleted(ch.id, ids)
-				cl.enqueue(tg.MessagesDeleted{Chat: ch.id, IDs: ids, IsPermanent: true})
-			}
-		}
-	}
+	})
 }
 
 // Delete deletes a message, leaving a hole in the chat's server ids.

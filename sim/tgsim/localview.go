@@ -276,22 +276,24 @@ func (c *Client) relearnChat(ch *chat) {
 			gone = append(gone, id)
 		}
 	}
-	if len(gone) > 0 {
-		slices.Sort(gone)
-		c.forgetDeleted(ch.id, gone)
-		c.enqueue(tg.MessagesDeleted{Chat: ch.id, IDs: gone, IsPermanent: true})
-	}
+	c.learnDeleted(ch.id, gone)
 }
 
-// forgetDeleted removes ids of chat from the database: the session
-// learned they were deleted. w.mu is held.
-func (c *Client) forgetDeleted(chat tg.ChatID, ids []tg.MessageID) {
-	if c.db == nil {
+// learnDeleted is the session learning that ids of chat were deleted:
+// its database forgets them, and it announces them
+// (updateDeleteMessages, in ascending order). Nothing for no ids. w.mu is
+// held.
+func (c *Client) learnDeleted(chat tg.ChatID, ids []tg.MessageID) {
+	if len(ids) == 0 {
 		return
 	}
-	for _, id := range ids {
-		delete(c.db.known[chat], id)
+	ids = slices.Sorted(slices.Values(ids))
+	if c.db != nil {
+		for _, id := range ids {
+			delete(c.db.known[chat], id)
+		}
 	}
+	c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: ids, IsPermanent: true})
 }
 
 // repairReference reads again from the server every message the database
@@ -316,11 +318,7 @@ func (c *Client) repairReference(uid string) {
 				gone = append(gone, id)
 			}
 		}
-		if len(gone) > 0 {
-			slices.Sort(gone)
-			c.forgetDeleted(chat, gone)
-			c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: gone, IsPermanent: true})
-		}
+		c.learnDeleted(chat, gone)
 	}
 }
 

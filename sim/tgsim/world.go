@@ -613,26 +613,13 @@ func (w *World) publish(c *chat, m *message, skipNew *Client) {
 	if c.private || c.lastUnknown || c.lostAccess {
 		return
 	}
-	for _, name := range c.members {
-		a := w.accounts[name]
-		if a.removed[c.id] {
-			continue // removed from the chat: no update reaches it
+	w.eachFollower(c, func(cl *Client) {
+		if cl != skipNew && !w.chance(w.cfg.DropRate) {
+			cl.remember(m)
+			cl.enqueue(tg.NewMessage{Message: cl.view(m)})
 		}
-		if a.offline {
-			a.markMissed(c.id)
-			continue
-		}
-		for _, cl := range a.clients {
-			if !cl.receivesMessages(c) {
-				continue
-			}
-			if cl != skipNew && !w.chance(w.cfg.DropRate) {
-				cl.remember(m)
-				cl.enqueue(tg.NewMessage{Message: cl.view(m)})
-			}
-			cl.announceLast(c, m.id)
-		}
-	}
+		cl.announceLast(c, m.id)
+	})
 	w.eachOpenedNonMember(c, func(cl *Client) {
 		if cl != skipNew && !w.chance(w.cfg.DropRate) {
 			cl.enqueue(tg.NewMessage{Message: cl.view(m)})
@@ -645,10 +632,18 @@ func (w *World) lastMessageChanged(c *chat) {
 	if c.private || c.lastUnknown || c.lostAccess {
 		return
 	}
+	w.eachFollower(c, func(cl *Client) { cl.announceLast(c, c.lastID()) })
+}
+
+// eachFollower calls fn for every client of every member of c whose
+// updates c reaches (Client.receivesMessages). A member removed from c is
+// skipped; for a member offline, c is marked missed instead (its
+// reconnect brings what changed). w.mu is held.
+func (w *World) eachFollower(c *chat, fn func(*Client)) {
 	for _, name := range c.members {
 		a := w.accounts[name]
 		if a.removed[c.id] {
-			continue
+			continue // removed from the chat: no update reaches it
 		}
 		if a.offline {
 			a.markMissed(c.id)
@@ -656,7 +651,7 @@ func (w *World) lastMessageChanged(c *chat) {
 		}
 		for _, cl := range a.clients {
 			if cl.receivesMessages(c) {
-				cl.announceLast(c, c.lastID())
+				fn(cl)
 			}
 		}
 	}
