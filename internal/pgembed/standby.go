@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -193,21 +194,20 @@ func Restore(ctx context.Context, binDir, url, path string) error {
 	if err != nil {
 		return fmt.Errorf("pg_restore: %w", err)
 	}
-	for attempt := 1; ; attempt++ {
+	restore := func() error {
 		out, err := exec.CommandContext(ctx, tool(bin, "pg_restore"), "--clean", "--if-exists", "--single-transaction",
 			"--exit-on-error", "--dbname="+url, path).CombinedOutput()
 		if err == nil {
 			return nil
 		}
-		if !bytes.Contains(out, []byte("deadlock detected")) || attempt == restoreAttempts || ctx.Err() != nil {
-			return fmt.Errorf("pg_restore: %w: %s", err, bytes.TrimSpace(out))
+		err = fmt.Errorf("pg_restore: %w: %s", err, bytes.TrimSpace(out))
+		if !bytes.Contains(out, []byte("deadlock detected")) {
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pg_restore: %w", ctx.Err())
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-		}
+		return err
 	}
+	again := backoff.WithMaxRetries(backoff.NewConstantBackOff(100*time.Millisecond), restoreAttempts-1)
+	return backoff.Retry(restore, backoff.WithContext(again, ctx))
 }
 
 // restoreAttempts bounds how many times Restore runs pg_restore when
