@@ -404,7 +404,7 @@ func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
 		w.log.Error("a destination's history cannot be read; its reconciliation is given up and sends to it resume "+
 			"(a copy sent before the catalogue rewound may be sent again)",
 			"destination", rc.Destination, "pages", res.Pages, "recovered", res.Recovered, "err", err)
-		w.r.pipe.WakeDelivery()
+		w.d.wakeDeliveries()
 		return nil
 	}
 	if err != nil {
@@ -415,8 +415,19 @@ func (w *rewindWatch) reconcile(ctx context.Context, rc store.Reconcile) error {
 	}
 	w.log.Info("destination reconciled; sends resume", "destination", rc.Destination, "pages", res.Pages,
 		"copies", res.Copies, "recovered", res.Recovered, "second_copies", res.Seconds, "deleted", res.Deleted, "took", time.Since(start).Round(time.Millisecond).String())
-	w.r.pipe.WakeDelivery()
+	w.d.wakeDeliveries()
 	return nil
+}
+
+// wakeDeliveries wakes the delivery stage of every running account: a
+// destination's reconciliation, run by one of them, held the deliveries
+// of all that send there.
+func (d *Daemon) wakeDeliveries() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.accounts {
+		r.pipe.WakeDelivery()
+	}
 }
 
 // rewindMetrics counts what reconciliations rebuilt, and those given up.
