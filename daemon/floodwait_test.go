@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/sim/tgsim"
@@ -239,5 +240,48 @@ func floodConfig(accounts []daemon.Account, dest tg.ChatID) daemon.Config {
 		Accounts:     accounts,
 		Destinations: []tg.ChatID{dest}, Workers: 2, DrainTimeout: time.Second, SendRate: 600, Registry: prometheus.NewRegistry(),
 		Ingest: ingest.Config{SetSettle: 50 * time.Millisecond, SetMaxWait: 5 * time.Second},
+	}
+}
+
+// An account picked to send for another whose sends a flood wait holds
+// may not have seen the part yet: it does not follow the source, and the
+// difference its read started comes after the view's settle. The
+// delivery is tried again shortly, and that account sends it once its
+// view caught up, rather than being put off by the other account's
+// hour-long wait.
+func TestSpreadToAnAccountWhoseViewLagsWaitsForItNotTheFloodWait(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, 16)
+	pr := newPair(t, 27, "a", "b")
+	pr.world = tgsim.NewWorld(tgsim.Config{Seed: 27, FilesDir: t.TempDir(), DifferenceDelay: 800 * time.Millisecond})
+	pr.world.AddAccount("a", false)
+	pr.world.AddAccount("b", false)
+	pr.src = pr.world.AddChat(tg.KindChannel, "news", "a", "b")
+	pr.other = pr.world.AddChat(tg.KindChannel, "b's source", "b")
+	pr.dest = pr.world.AddChat(tg.KindChannel, "mirror", "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
+	cfg := floodConfig(pr.accounts(), dest)
+	cfg.ViewSettle = 100 * time.Millisecond
+	cfg.Delivery.RetryDelay = 200 * time.Millisecond
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+
+	// The first package goes through a, b looking at the source (getChat)
+	// when a is picked: b's view of it stops there.
+	first := postTars(world, src, "v", 1)
+	waitDocuments(t, world, dest, 1)
+	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
+	second := world.Post(src, 0, tgsim.Post{FileName: "w.tar",
+		Data: archivetest.Tar([]archivetest.File{{Name: "w", Data: []byte("w")}})})
+	waitDocuments(t, world, dest, 2)
+	checkOnce(t, world, dest, append(first, second))
+	for _, s := range world.Sends() {
+		if s.Chat == dest && s.Caption != "" && s.Account != "a" && s.Account != "b" {
+			t.Errorf("send by unknown account %q", s.Account)
+		}
+	}
+	if n := world.Calls("b")[tg.MethodSendMessage]; n != 1 {
+		t.Errorf("b made %d sends; want the second package's", n)
 	}
 }

@@ -23,6 +23,11 @@ type Spread func(source, dest tg.ChatID, sends int) (via *Pipeline, done func())
 // parts' messages: the picking account sends them itself.
 var errSpreadFetch = errors.New("the chosen account cannot load the parts")
 
+// errSpreadUnseen marks a spread delivery the chosen account could not
+// send yet, its session not having seen a part, while the picking
+// account's sends wait out a flood wait: it is tried again soon.
+var errSpreadUnseen = errors.New("the chosen account has not seen the parts yet")
+
 // spreadDest delivers pkg to dest through the account Config.Spread picks
 // (this one without it). All parts of the package go through that one
 // account, in order, so a destination receives a set's parts in order. The
@@ -71,7 +76,19 @@ func (p *Pipeline) deliverVia(ctx context.Context, via *Pipeline, pkg store.Pack
 	if errors.Is(err, errSpreadFetch) {
 		p.log.Info("the account chosen to send cannot load the parts; sending them here", "package", pkg.ID,
 			"destination", dest, "chosen", via.cfg.Account, "err", err)
-		return p.deliverDest(ctx, pkg, parts, in, dest)
+		n, handed, ferr := p.deliverDest(ctx, pkg, parts, in, dest)
+		var unseen *notSeenError
+		if _, flood := tg.FloodWait(ferr); flood && n == 0 && !handed && errors.As(err, &unseen) {
+			// The chosen account has not seen a part yet (it does not
+			// follow the source, and the difference its read started is
+			// not in): it sees it shortly, sooner than this account may
+			// send. The delivery is tried again after the retry delay,
+			// not put off by this account's wait. %v: the 404 would make
+			// the error permanent.
+			return 0, false, fmt.Errorf("deliver package %d to %d: %w (%s paused: %v): %v",
+				pkg.ID, dest, errSpreadUnseen, p.cfg.Account, ferr, err)
+		}
+		return n, handed, ferr
 	}
 	if err == nil && n > 0 {
 		p.m.spread(via.cfg.Account, n)
