@@ -252,13 +252,7 @@ func floodConfig(accounts []daemon.Account, dest tg.ChatID) daemon.Config {
 func TestSpreadToAnAccountWhoseViewLagsWaitsForItNotTheFloodWait(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, 16)
-	pr := newPair(t, 27, "a", "b")
-	pr.world = tgsim.NewWorld(tgsim.Config{Seed: 27, FilesDir: t.TempDir(), DifferenceDelay: 800 * time.Millisecond})
-	pr.world.AddAccount("a", false)
-	pr.world.AddAccount("b", false)
-	pr.src = pr.world.AddChat(tg.KindChannel, "news", "a", "b")
-	pr.other = pr.world.AddChat(tg.KindChannel, "b's source", "b")
-	pr.dest = pr.world.AddChat(tg.KindChannel, "mirror", "a", "b")
+	pr := newPairOf(t, tgsim.Config{Seed: 27, DifferenceDelay: 800 * time.Millisecond}, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	cfg := floodConfig(pr.accounts(), dest)
 	cfg.ViewSettle = 100 * time.Millisecond

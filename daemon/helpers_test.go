@@ -192,7 +192,13 @@ type pair struct {
 }
 
 func newPair(t testing.TB, seed int64, destMembers ...string) pair {
-	p := pair{world: tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})}
+	return newPairOf(t, tgsim.Config{Seed: seed}, destMembers...)
+}
+
+// newPairOf is newPair on a world configured by cfg.
+func newPairOf(t testing.TB, cfg tgsim.Config, destMembers ...string) pair {
+	cfg.FilesDir = t.TempDir()
+	p := pair{world: tgsim.NewWorld(cfg)}
 	p.world.AddAccount("a", false)
 	p.world.AddAccount("b", false)
 	p.src = p.world.AddChat(tg.KindChannel, "news", "a", "b")
