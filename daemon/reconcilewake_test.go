@@ -50,3 +50,43 @@ func TestReconciliationByOneAccountFreesAnothersDeliveries(t *testing.T) {
 		t.Errorf("reconciliation still pending (%v) after the delivery went", err)
 	}
 }
+
+// So does a reconciliation another instance runs: instance x's account a,
+// which cannot read the destination's history, holds its delivery while
+// the reconciliation waits; instance y's account b runs it, and x's
+// delivery goes once x's next look at the reconciliations (every 10 s)
+// sees it done, not at its delivery stage's next look (an hour here).
+func TestReconciliationByAnotherInstanceFreesTheDeliveries(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, 16)
+	pr := newPair(t, 28, "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
+	ctx := context.Background()
+	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "a test asked for it"); err != nil {
+		t.Fatal(err)
+	}
+	unavailable := &tg.Error{Code: 500, Message: "INTERNAL"}
+	world.InjectError("a", tg.MethodGetChatHistory, unavailable, 1_000_000)
+	world.InjectError("b", tg.MethodGetChatHistory, unavailable, 1_000_000)
+	run := func(instance string, a daemon.Account) *daemon.Daemon {
+		cfg := floodConfig([]daemon.Account{a}, dest)
+		cfg.Instance = instance
+		cfg.Delivery.Interval = time.Hour
+		d := daemon.New(cfg, st, pr.dial)
+		prepareAndRun(t, d)
+		return d
+	}
+	x := run("x", pr.accounts()[0])
+	defer x.Kill()
+	y := run("y", pr.accounts()[1])
+	defer y.Kill()
+
+	posted := postTars(world, src, "s", 1)
+	waitCatalogued(t, st, posted[0].Key())
+	if n, err := st.QueuedDeliveries(ctx, ""); err != nil || n != 1 {
+		t.Fatalf("queued deliveries = %d (%v); want the package's, held by the reconciliation", n, err)
+	}
+	world.InjectError("b", tg.MethodGetChatHistory, nil, 0)
+	waitDocuments(t, world, dest, 1)
+	checkOnce(t, world, dest, posted)
+}

@@ -50,6 +50,9 @@ type rewindWatch struct {
 	// stage's Hold).
 	mu         sync.Mutex
 	unrecorded map[tg.ChatID]bool
+	// finished is when each destination's reconciliation last finished,
+	// as runOnce last saw it (its loop's alone).
+	finished map[tg.ChatID]time.Time
 }
 
 // firstUnrecorded reports whether chat was not yet found unrecorded.
@@ -63,7 +66,7 @@ func (w *rewindWatch) firstUnrecorded(chat tg.ChatID) bool {
 
 func newRewindWatch(d *Daemon, r *accountRun, dests []tg.ChatID) *rewindWatch {
 	return &rewindWatch{d: d, r: r, dests: dests, log: r.log.With("component", "reconcile"), checked: make(chan struct{}),
-		unrecorded: map[tg.ChatID]bool{}}
+		unrecorded: map[tg.ChatID]bool{}, finished: map[tg.ChatID]time.Time{}}
 }
 
 // Start checks for a rewind, then runs the loop.
@@ -362,7 +365,8 @@ func (w *rewindWatch) newestCopies(ctx context.Context, dest tg.ChatID) (int, er
 
 // runOnce checks the identity and runs the reconciliations waiting for the
 // account's destinations, one destination at a time under a lock that
-// spans accounts and instances.
+// spans accounts and instances. When one of them finished since its last
+// look, whoever ran it, it wakes every account's delivery stage.
 func (w *rewindWatch) runOnce(ctx context.Context) {
 	_ = w.checkIdentity(ctx)
 	waiting, err := w.d.store.Reconciles(ctx)
@@ -372,13 +376,27 @@ func (w *rewindWatch) runOnce(ctx context.Context) {
 		}
 		return
 	}
+	woke := false
 	for _, rc := range waiting {
-		if !rc.FinishedAt.IsZero() || !slices.Contains(w.dests, rc.Destination) || ctx.Err() != nil {
+		if !slices.Contains(w.dests, rc.Destination) || ctx.Err() != nil {
+			continue
+		}
+		if !rc.FinishedAt.IsZero() {
+			// Finished since the last look (by another instance, perhaps):
+			// the deliveries it held here go now, not at the delivery
+			// stages' next look.
+			if !w.finished[rc.Destination].Equal(rc.FinishedAt) {
+				w.finished[rc.Destination] = rc.FinishedAt
+				woke = true
+			}
 			continue
 		}
 		if err := w.reconcile(ctx, rc); err != nil && ctx.Err() == nil {
 			w.log.Warn("reconcile a destination; trying again later", "destination", rc.Destination, "err", err)
 		}
+	}
+	if woke {
+		w.d.wakeDeliveries()
 	}
 }
 
