@@ -28,8 +28,11 @@ type Report struct {
 	Restarts               int `json:"restarts"`
 	// Logouts counts the accounts logged out remotely during the run (and
 	// logged in again).
-	Logouts        int            `json:"logouts"`
-	Settled        bool           `json:"settled"`
+	Logouts int  `json:"logouts"`
+	Settled bool `json:"settled"`
+	// Unsettled is what was still pending when the run gave up waiting
+	// for the pipeline to settle (empty when it settled).
+	Unsettled      string         `json:"unsettled,omitempty"`
 	Calls          map[string]int `json:"calls"`
 	RestartCalls   map[string]int `json:"restart_calls,omitempty"`
 	ElapsedSeconds float64        `json:"elapsed_seconds"`

@@ -483,7 +483,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		r.world.Reconnect(a)
 	}
 
-	settled := r.settle(ctx)
+	settled, unsettled := r.settle(ctx)
 	stopDisk()
 	<-diskDone
 	rep, err := audit.Check(ctx, r.st, r.truth())
@@ -493,7 +493,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	rep.PeakDownloadBytes, rep.PeakAccountDownloadBytes = disk.peaks()
 	rep.DownloadBudgetBytes = r.o.DownloadBudget
 	rep.DiskOverBudget = r.restarts == 0 && rep.PeakAccountDownloadBytes > max(rep.DownloadBudgetBytes, rep.LargestPackage)
-	rep.Settled = settled
+	rep.Settled, rep.Unsettled = settled, unsettled
 	rep.Restarts = r.restarts
 	rep.Calls = r.world.TotalCalls()
 	rep.Logouts = r.world.Logouts()
@@ -580,30 +580,36 @@ func (r *runner) disconnects(ctx context.Context) {
 }
 
 // settle waits until every queue is empty, no source is dirty, no set part
-// is pending and the catalogue has stopped changing.
-func (r *runner) settle(ctx context.Context) bool {
+// is pending and the catalogue has stopped changing. When it gives up, it
+// returns what its last look found still pending.
+func (r *runner) settle(ctx context.Context) (bool, string) {
 	deadline := time.Now().Add(r.o.SettleTimeout)
 	stable := 0
 	lastCount := -1
+	var last string
 	for time.Now().Before(deadline) {
 		if ctx.Err() != nil {
-			return false
+			return false, "stopped: " + context.Cause(ctx).Error()
 		}
 		quiet := r.current() != nil
 		// A source recorded inaccessible stays dirty behind its circuit.
 		dirty := -r.recordedInaccessible(ctx)
+		queued := 0
 		for _, s := range r.current().Status() {
 			dirty += s.Dirty
-			if s.QueueDepth > 0 {
-				quiet = false
-			}
+			queued += s.QueueDepth
 		}
-		if dirty > 0 {
+		if dirty > 0 || queued > 0 {
 			quiet = false
 		}
-		pending, count, err := r.pendingAndCount(ctx)
-		if err != nil || pending > 0 {
+		pend, count, err := r.pendingAndCount(ctx)
+		if err != nil || pend.total() > 0 {
 			quiet = false
+		}
+		last = fmt.Sprintf("live queue %d, dirty sources %d, parts waiting for their set %d, dead letters due again %d, deliveries due %d",
+			queued, dirty, pend.parts, pend.letters, pend.deliveries)
+		if err != nil {
+			last += "; the catalogue could not be read: " + err.Error()
 		}
 		if quiet && count == lastCount {
 			stable++
@@ -612,11 +618,11 @@ func (r *runner) settle(ctx context.Context) bool {
 		}
 		lastCount = count
 		if stable >= 4 {
-			return true
+			return true, ""
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return false
+	return false, last
 }
 
 // recordedInaccessible counts the sources that lost access and that the
@@ -648,22 +654,6 @@ func (r *runner) faults() (lost, protected []tg.ChatID) {
 func (r *runner) truth() audit.Truth {
 	lost, protected := r.faults()
 	return audit.FromWorld(r.world, r.gen, lost, protected, r.routes)
-}
-
-func (r *runner) pendingAndCount(ctx context.Context) (pending, count int, err error) {
-	// A dead letter the retry loop will take again is work still pending,
-	// but for an incomplete set's: it waits for a part that may never come
-	// (a late part brings its set back at once).
-	err = r.st.Pool().QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending') +
-		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
-			AND error_class <> 'incomplete_set') +
-		-- Queued deliveries are work still pending, but for those a
-		-- route's window holds; one put off after a failure (a flood
-		-- wait, a refused send) is pending whatever its route.
-		(SELECT count(*) FROM waiting_deliveries WHERE route = '' OR opens_at <= now() OR attempts > 0),
-		(SELECT count(*) FROM source_messages)`).Scan(&pending, &count)
-	return pending, count, err
 }
 
 func (r *runner) progress(ctx context.Context, start time.Time, published int, publishedFor time.Duration) Progress {

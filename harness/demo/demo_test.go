@@ -1,6 +1,7 @@
 package demo_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,6 +23,10 @@ func run(t *testing.T, o demo.Options) demo.Report {
 		o.DatabaseURL = pgtest.New(t)
 	}
 	o.FilesDir = t.TempDir()
+	// A test machine running every package at once may take longer than
+	// the demo's own minute to settle; a stuck pipeline still fails, with
+	// what it left pending (Report.Unsettled).
+	o.SettleTimeout = cmp.Or(o.SettleTimeout, 3*time.Minute)
 	rep, err := demo.Run(t.Context(), o)
 	if err != nil {
 		t.Fatalf("seed %d: demo: %v", o.Seed, err)

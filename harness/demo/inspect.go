@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"context"
+
 	"stashd/sim/tgsim"
 	"stashd/tg"
 )
@@ -40,4 +42,25 @@ func (r *runner) settled() Settled {
 		}
 	}
 	return s
+}
+
+// pendingWork is the work the catalogue still holds for the pipeline.
+type pendingWork struct{ parts, letters, deliveries int }
+
+func (p pendingWork) total() int { return p.parts + p.letters + p.deliveries }
+
+func (r *runner) pendingAndCount(ctx context.Context) (p pendingWork, count int, err error) {
+	// A dead letter the retry loop will take again is work still pending,
+	// but for an incomplete set's: it waits for a part that may never come
+	// (a late part brings its set back at once).
+	err = r.st.Pool().QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM source_messages WHERE outcome = 'part_pending'),
+		(SELECT count(*) FROM dead_letters WHERE state = 'pending' AND next_attempt_at IS NOT NULL
+			AND error_class <> 'incomplete_set'),
+		-- Queued deliveries are work still pending, but for those a
+		-- route's window holds; one put off after a failure (a flood
+		-- wait, a refused send) is pending whatever its route.
+		(SELECT count(*) FROM waiting_deliveries WHERE route = '' OR opens_at <= now() OR attempts > 0),
+		(SELECT count(*) FROM source_messages)`).Scan(&p.parts, &p.letters, &p.deliveries, &count)
+	return p, count, err
 }

@@ -61,12 +61,12 @@ func (r *runner) restoreBackup(ctx context.Context, dumped <-chan error) (Report
 	r.d = d
 	r.restarts++
 	r.mu.Unlock()
-	settled := r.settle(ctx)
+	settled, unsettled := r.settle(ctx)
 	rep, err := r.audit(ctx)
 	if err != nil {
 		return rep, err
 	}
-	rep.Settled = settled
+	rep.Settled, rep.Unsettled = settled, unsettled
 	recovered, err := r.st.RecoveredDeliveries(ctx)
 	if err != nil {
 		return rep, err
