@@ -279,3 +279,31 @@ func TestSpreadToAnAccountWhoseViewLagsWaitsForItNotTheFloodWait(t *testing.T) {
 		t.Errorf("b made %d sends; want the second package's", n)
 	}
 }
+
+// The retry of such a delivery comes no later than the picking account's
+// wait ends: when the chosen account's view stays behind, the picking
+// account sends the package itself once its flood wait (2 s here) has
+// passed, however long the delivery stage's retry delay (an hour here).
+func TestSpreadToAnAccountThatStaysBehindWaitsNoLongerThanTheFloodWait(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, 16)
+	pr := newPairOf(t, tgsim.Config{Seed: 29, DifferenceDelay: time.Hour}, "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
+	cfg := floodConfig(pr.accounts(), dest)
+	cfg.ViewSettle = 100 * time.Millisecond
+	cfg.Delivery.RetryDelay = time.Hour
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	defer d.Kill()
+
+	first := postTars(world, src, "x", 1)
+	waitDocuments(t, world, dest, 1)
+	world.InjectFloodWait("a", tg.MethodSendMessage, 2*time.Second, 1)
+	second := world.Post(src, 0, tgsim.Post{FileName: "y.tar",
+		Data: archivetest.Tar([]archivetest.File{{Name: "y", Data: []byte("y")}})})
+	waitDocuments(t, world, dest, 2)
+	checkOnce(t, world, dest, append(first, second))
+	if n := world.Calls("b")[tg.MethodSendMessage]; n != 0 {
+		t.Errorf("b made %d sends; want none, its view never having caught up", n)
+	}
+}

@@ -253,13 +253,19 @@ type DeliveryResult struct {
 // length when Telegram asked for one (Telegram's pacing, not a failed
 // attempt: it is not counted, so it neither lengthens the backoff of a
 // later failure nor uses up the tries of a handed delivery), else by
-// RetryDelay doubled per attempt (at most 30 min). The first failure of a
-// delivery is logged.
+// RetryDelay doubled per attempt (at most 30 min; for a spread delivery
+// whose chosen account has not seen its parts, at most until the picking
+// account's flood wait ends). The first failure of a delivery is logged.
 func (ws *Deliverer) deferDelivery(ctx context.Context, w store.Waiting, cause error) error {
 	if d, ok := tg.FloodWait(cause); ok {
 		return ws.store.PutOffDelivery(ctx, w.PackageID, w.Destination, ws.p.cfg.Now().Add(d), cause.Error())
 	}
 	wait := min(ws.cfg.RetryDelay<<min(w.Attempts, 16), maxRetryDelay)
+	var unseen *spreadUnseenError
+	if errors.As(cause, &unseen) {
+		// By then the picking account may send it itself.
+		wait = min(wait, unseen.Paused)
+	}
 	if w.Attempts == 0 {
 		ws.p.log.Warn("delivery failed; trying again later", "package", w.PackageID, "destination", w.Destination,
 			"in", wait, "err", cause)

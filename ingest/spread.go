@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"stashd/route"
 	"stashd/store"
@@ -23,10 +24,17 @@ type Spread func(source, dest tg.ChatID, sends int) (via *Pipeline, done func())
 // parts' messages: the picking account sends them itself.
 var errSpreadFetch = errors.New("the chosen account cannot load the parts")
 
-// errSpreadUnseen marks a spread delivery the chosen account could not
+// spreadUnseenError is a spread delivery the chosen account could not
 // send yet, its session not having seen a part, while the picking
-// account's sends wait out a flood wait: it is tried again soon.
-var errSpreadUnseen = errors.New("the chosen account has not seen the parts yet")
+// account's sends wait out a flood wait (Paused left): it is tried again
+// after the retry delay, but never later than that wait's end. It does not
+// unwrap to the 404 (which would make it permanent) nor to the flood wait.
+type spreadUnseenError struct {
+	Paused time.Duration
+	msg    string
+}
+
+func (e *spreadUnseenError) Error() string { return e.msg }
 
 // spreadDest delivers pkg to dest through the account Config.Spread picks
 // (this one without it). All parts of the package go through that one
@@ -81,12 +89,11 @@ func (p *Pipeline) deliverVia(ctx context.Context, via *Pipeline, pkg store.Pack
 		if _, flood := tg.FloodWait(ferr); flood && n == 0 && !handed && errors.As(err, &unseen) {
 			// The chosen account has not seen a part yet (it does not
 			// follow the source, and the difference its read started is
-			// not in): it sees it shortly, sooner than this account may
-			// send. The delivery is tried again after the retry delay,
-			// not put off by this account's wait. %v: the 404 would make
-			// the error permanent.
-			return 0, false, fmt.Errorf("deliver package %d to %d: %w (%s paused: %v): %v",
-				pkg.ID, dest, errSpreadUnseen, p.cfg.Account, ferr, err)
+			// not in): it may see it sooner than this account may send.
+			wait, _ := tg.FloodWait(ferr)
+			return 0, false, &spreadUnseenError{Paused: wait,
+				msg: fmt.Sprintf("deliver package %d to %d: the chosen account has not seen the parts yet, and %s is paused (%v): %v",
+					pkg.ID, dest, p.cfg.Account, ferr, err)}
 		}
 		return n, handed, ferr
 	}
