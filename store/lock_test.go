@@ -60,7 +60,10 @@ func TestExpiredPackageLockIsTakenOver(t *testing.T) {
 	if _, err := st.Pool().Exec(t.Context(), `INSERT INTO package_locks (name, owner, until) VALUES ('u:dead', 'gone:1', now() - interval '1 second')`); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), ttl)
+	// Bounded, so that a Lock that waited for the dead holder's row
+	// rather than take it over fails; ten TTLs leave a loaded test machine
+	// room for the round trip.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*ttl)
 	defer cancel()
 	l, err := st.Lock(ctx, "u:dead")
 	if err != nil {
@@ -78,7 +81,7 @@ func TestExpiredPackageLockIsTakenOver(t *testing.T) {
 		if !errors.Is(context.Cause(work), store.ErrLockLost) {
 			t.Errorf("work cancelled with %v, want ErrLockLost", context.Cause(work))
 		}
-	case <-time.After(5 * ttl):
+	case <-time.After(5 * time.Second):
 		t.Fatal("the lost lock's work went on")
 	}
 	l.Unlock()
@@ -388,7 +391,9 @@ func TestTryLocksThen(t *testing.T) {
 // have taken meanwhile.
 func TestLockTakenAheadLateIsLost(t *testing.T) {
 	t.Parallel()
-	const ttl = 600 * time.Millisecond
+	// Long enough that a loaded test machine does not hold back the
+	// renewals (every third of it) past it.
+	const ttl = 2 * time.Second
 	st := openConfig(t, store.Config{LockTTL: ttl})
 	ctx := t.Context()
 	carrier, err := st.Lock(ctx, "d:carrier")
