@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"stashd/daemon"
+	"stashd/store"
 	"stashd/tg"
 )
 
@@ -19,36 +20,14 @@ func TestReconciliationByOneAccountFreesAnothersDeliveries(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 26, "a", "b")
-	world, src, dest := pr.world, pr.src, pr.dest
-	ctx := context.Background()
-	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "a test asked for it"); err != nil {
-		t.Fatal(err)
-	}
-	unavailable := &tg.Error{Code: 500, Message: "INTERNAL"}
-	world.InjectError("a", tg.MethodGetChatHistory, unavailable, 1_000_000)
-	// b's first tries fail too, so that a's delivery is queued, and held,
-	// before the reconciliation is done.
-	world.InjectError("b", tg.MethodGetChatHistory, unavailable, 1_000_000)
-	cfg := floodConfig(pr.accounts(), dest)
+	free := reconciledByBAlone(t, st, pr)
+	cfg := floodConfig(pr.accounts(), pr.dest)
 	cfg.Delivery.Interval = time.Hour
 	d := daemon.New(cfg, st, pr.dial)
 	prepareAndRun(t, d)
 	defer d.Kill()
 
-	posted := postTars(world, src, "r", 1)
-	waitCatalogued(t, st, posted[0].Key())
-	if n, err := st.QueuedDeliveries(ctx, ""); err != nil || n != 1 {
-		t.Fatalf("queued deliveries = %d (%v); want the package's, held by the reconciliation", n, err)
-	}
-	if n := countDocuments(world, dest); n != 0 {
-		t.Fatalf("destination holds %d documents before its reconciliation, want none", n)
-	}
-	world.InjectError("b", tg.MethodGetChatHistory, nil, 0)
-	waitDocuments(t, world, dest, 1)
-	checkOnce(t, world, dest, posted)
-	if pending, err := st.ReconcilePending(ctx, dest); err != nil || pending {
-		t.Errorf("reconciliation still pending (%v) after the delivery went", err)
-	}
+	heldUntilReconciled(t, st, pr, free)
 }
 
 // So does a reconciliation another instance runs: instance x's account a,
@@ -60,16 +39,9 @@ func TestReconciliationByAnotherInstanceFreesTheDeliveries(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, 16)
 	pr := newPair(t, 28, "a", "b")
-	world, src, dest := pr.world, pr.src, pr.dest
-	ctx := context.Background()
-	if err := st.RequestReconcile(ctx, []tg.ChatID{dest}, "a test asked for it"); err != nil {
-		t.Fatal(err)
-	}
-	unavailable := &tg.Error{Code: 500, Message: "INTERNAL"}
-	world.InjectError("a", tg.MethodGetChatHistory, unavailable, 1_000_000)
-	world.InjectError("b", tg.MethodGetChatHistory, unavailable, 1_000_000)
+	free := reconciledByBAlone(t, st, pr)
 	run := func(instance string, a daemon.Account) *daemon.Daemon {
-		cfg := floodConfig([]daemon.Account{a}, dest)
+		cfg := floodConfig([]daemon.Account{a}, pr.dest)
 		cfg.Instance = instance
 		cfg.Delivery.Interval = time.Hour
 		d := daemon.New(cfg, st, pr.dial)
@@ -81,12 +53,42 @@ func TestReconciliationByAnotherInstanceFreesTheDeliveries(t *testing.T) {
 	y := run("y", pr.accounts()[1])
 	defer y.Kill()
 
-	posted := postTars(world, src, "s", 1)
+	heldUntilReconciled(t, st, pr, free)
+}
+
+// reconciledByBAlone asks for the reconciliation of pr's destination and
+// makes every read of a history fail: a's for good, b's until free is
+// called, so that a delivery can be queued, and held, before b runs the
+// reconciliation.
+func reconciledByBAlone(t *testing.T, st *store.Store, pr pair) (free func()) {
+	t.Helper()
+	if err := st.RequestReconcile(context.Background(), []tg.ChatID{pr.dest}, "a test asked for it"); err != nil {
+		t.Fatal(err)
+	}
+	unavailable := &tg.Error{Code: 500, Message: "INTERNAL"}
+	pr.world.InjectError("a", tg.MethodGetChatHistory, unavailable, 1_000_000)
+	pr.world.InjectError("b", tg.MethodGetChatHistory, unavailable, 1_000_000)
+	return func() { pr.world.InjectError("b", tg.MethodGetChatHistory, nil, 0) }
+}
+
+// heldUntilReconciled posts a package in pr's source, checks that its
+// delivery waits for the destination's reconciliation, frees b to run
+// it, and waits for the delivery.
+func heldUntilReconciled(t *testing.T, st *store.Store, pr pair, free func()) {
+	t.Helper()
+	ctx := context.Background()
+	posted := postTars(pr.world, pr.src, "r", 1)
 	waitCatalogued(t, st, posted[0].Key())
 	if n, err := st.QueuedDeliveries(ctx, ""); err != nil || n != 1 {
 		t.Fatalf("queued deliveries = %d (%v); want the package's, held by the reconciliation", n, err)
 	}
-	world.InjectError("b", tg.MethodGetChatHistory, nil, 0)
-	waitDocuments(t, world, dest, 1)
-	checkOnce(t, world, dest, posted)
+	if n := countDocuments(pr.world, pr.dest); n != 0 {
+		t.Fatalf("destination holds %d documents before its reconciliation, want none", n)
+	}
+	free()
+	waitDocuments(t, pr.world, pr.dest, 1)
+	checkOnce(t, pr.world, pr.dest, posted)
+	if pending, err := st.ReconcilePending(ctx, pr.dest); err != nil || pending {
+		t.Errorf("reconciliation still pending (%v) after the delivery went", err)
+	}
 }
