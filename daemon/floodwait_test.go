@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"stashd/archive/archivetest"
 	"stashd/daemon"
 	"stashd/ingest"
 	"stashd/sim/tgsim"
@@ -251,30 +250,7 @@ func floodConfig(accounts []daemon.Account, dest tg.ChatID) daemon.Config {
 // hour-long wait.
 func TestSpreadToAnAccountWhoseViewLagsWaitsForItNotTheFloodWait(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
-	pr := newPairOf(t, tgsim.Config{Seed: 27, DifferenceDelay: 800 * time.Millisecond}, "a", "b")
-	world, src, dest := pr.world, pr.src, pr.dest
-	cfg := floodConfig(pr.accounts(), dest)
-	cfg.ViewSettle = 100 * time.Millisecond
-	cfg.Delivery.RetryDelay = 200 * time.Millisecond
-	d := daemon.New(cfg, st, pr.dial)
-	prepareAndRun(t, d)
-	defer d.Kill()
-
-	// The first package goes through a, b looking at the source (getChat)
-	// when a is picked: b's view of it stops there.
-	first := postTars(world, src, "v", 1)
-	waitDocuments(t, world, dest, 1)
-	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
-	second := world.Post(src, 0, tgsim.Post{FileName: "w.tar",
-		Data: archivetest.Tar([]archivetest.File{{Name: "w", Data: []byte("w")}})})
-	waitDocuments(t, world, dest, 2)
-	checkOnce(t, world, dest, append(first, second))
-	for _, s := range world.Sends() {
-		if s.Chat == dest && s.Caption != "" && s.Account != "a" && s.Account != "b" {
-			t.Errorf("send by unknown account %q", s.Account)
-		}
-	}
+	world := spreadPastALaggingView(t, 27, 800*time.Millisecond, sendFloodWait, 200*time.Millisecond)
 	if n := world.Calls("b")[tg.MethodSendMessage]; n != 1 {
 		t.Errorf("b made %d sends; want the second package's", n)
 	}
@@ -286,24 +262,36 @@ func TestSpreadToAnAccountWhoseViewLagsWaitsForItNotTheFloodWait(t *testing.T) {
 // passed, however long the delivery stage's retry delay (an hour here).
 func TestSpreadToAnAccountThatStaysBehindWaitsNoLongerThanTheFloodWait(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
-	pr := newPairOf(t, tgsim.Config{Seed: 29, DifferenceDelay: time.Hour}, "a", "b")
-	world, src, dest := pr.world, pr.src, pr.dest
-	cfg := floodConfig(pr.accounts(), dest)
-	cfg.ViewSettle = 100 * time.Millisecond
-	cfg.Delivery.RetryDelay = time.Hour
-	d := daemon.New(cfg, st, pr.dial)
-	prepareAndRun(t, d)
-	defer d.Kill()
-
-	first := postTars(world, src, "x", 1)
-	waitDocuments(t, world, dest, 1)
-	world.InjectFloodWait("a", tg.MethodSendMessage, 2*time.Second, 1)
-	second := world.Post(src, 0, tgsim.Post{FileName: "y.tar",
-		Data: archivetest.Tar([]archivetest.File{{Name: "y", Data: []byte("y")}})})
-	waitDocuments(t, world, dest, 2)
-	checkOnce(t, world, dest, append(first, second))
+	world := spreadPastALaggingView(t, 29, time.Hour, 2*time.Second, time.Hour)
 	if n := world.Calls("b")[tg.MethodSendMessage]; n != 0 {
 		t.Errorf("b made %d sends; want none, its view never having caught up", n)
 	}
+}
+
+// spreadPastALaggingView runs accounts a and b, whose sessions fetch a
+// chat's difference after difference, with a view settle of 100 ms and a
+// delivery retry delay of retry. The first package goes through a (both
+// may send, a comes first), b looking at the source (getChat) when a is
+// picked: b's view of it stops there. The second goes while a's sends
+// wait out a flood wait of flood. It waits for both in the destination,
+// once each, and returns the world.
+func spreadPastALaggingView(t *testing.T, seed int64, difference, flood, retry time.Duration) *tgsim.World {
+	t.Helper()
+	st := openStore(t, 16)
+	pr := newPairOf(t, tgsim.Config{Seed: seed, DifferenceDelay: difference}, "a", "b")
+	world, src, dest := pr.world, pr.src, pr.dest
+	cfg := floodConfig(pr.accounts(), dest)
+	cfg.ViewSettle = 100 * time.Millisecond
+	cfg.Delivery.RetryDelay = retry
+	d := daemon.New(cfg, st, pr.dial)
+	prepareAndRun(t, d)
+	t.Cleanup(d.Kill)
+
+	first := postTars(world, src, "v", 1)
+	waitDocuments(t, world, dest, 1)
+	world.InjectFloodWait("a", tg.MethodSendMessage, flood, 1)
+	second := postTars(world, src, "w", 1)
+	waitDocuments(t, world, dest, 2)
+	checkOnce(t, world, dest, append(first, second...))
+	return world
 }
