@@ -38,7 +38,7 @@ func TestPendingSendIsNotResentInsideAnAccountFloodWait(t *testing.T) {
 // the wait, and checks that no request, TDLib's re-send included, reaches
 // Telegram inside the wait, and that the pending send lands once it ends.
 func testPendingSendAtRestart(t *testing.T, seed int64, accountWide bool) {
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	// The wait reaches the client at once (FloodSitOut < 0): its 15 s
 	// stand for a wait longer than TDLib sits out itself.
 	world := tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir(), ResendAfterRestart: true, FloodSitOut: -1})

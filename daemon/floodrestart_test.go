@@ -102,7 +102,7 @@ const (
 )
 
 func testAccountFloodWaitOutlives(t *testing.T, seed int64, kind restartKind) {
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, seed, "a")
 	world, src := pr.world, pr.src
 	cfg := floodConfig(pr.accounts()[:1], pr.dest)
@@ -196,7 +196,7 @@ func TestSendFloodWaitOutlivesARestart(t *testing.T) {
 // without a send that the destination would refuse again.
 func TestChatFloodWaitOutlivesARestart(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 30, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.LimitChatSends(dest, 1.0/600, 1) // one send, then ten minutes
@@ -262,7 +262,7 @@ func waitFloodWaitRow(t *testing.T, st *store.Store, scope store.FloodWaitScope)
 // after a restart.
 func TestChatFloodWaitOutlivesAnUnrecordedPause(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	ctx := context.Background()
 	// Every write of a flood wait fails, as with the database unreachable.
 	if _, err := st.Pool().Exec(ctx, `
@@ -349,7 +349,7 @@ func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
 		{name: "a named pipe", fifo: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st := openStore(t, 16)
+			st := openStore(t, poolConns)
 			pr := newPair(t, 33, "a")
 			cfg := floodConfig(pr.accounts()[:1], pr.dest)
 			cfg.DataDir = t.TempDir()
@@ -402,7 +402,7 @@ func TestFloodWaitFileDamagedOrForeignIsIgnored(t *testing.T) {
 // nothing else of the account's.
 func TestFloodWaitFileIsWrittenPrivately(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 34, "a")
 	cfg := floodConfig(pr.accounts()[:1], pr.dest)
 	cfg.DataDir = t.TempDir()
@@ -462,7 +462,7 @@ func TestFloodWaitFileIsWrittenPrivately(t *testing.T) {
 // account over after this one dies honours it too.
 func TestRunningAccountRecordsALostFloodWaitAgain(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 35, "a")
 	cfg := floodConfig(pr.accounts()[:1], pr.dest)
 	cfg.DataDir = t.TempDir()
@@ -495,7 +495,7 @@ func TestRunningAccountRecordsALostFloodWaitAgain(t *testing.T) {
 func TestFloodWaitFileAfterAClockStepBackHoldsNoLongerThanAsked(t *testing.T) {
 	t.Parallel()
 	const asked = time.Minute
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 36, "a")
 	cfg := floodConfig(pr.accounts()[:1], pr.dest)
 	cfg.DataDir = t.TempDir()
@@ -553,7 +553,7 @@ func TestFloodWaitFileAfterAClockStepBackHoldsNoLongerThanAsked(t *testing.T) {
 // temporary file) must not stop the account from taking in its updates.
 func TestChatFloodWaitFileWriteDoesNotHoldThePump(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 37, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.LimitChatSends(dest, 1.0/600, 1) // one send, then ten minutes

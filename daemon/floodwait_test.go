@@ -25,7 +25,7 @@ const sendFloodWait = time.Hour
 // without waiting for a's pause.
 func TestSendFloodWaitOnOneAccountLeavesTheOtherSending(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 21, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
@@ -46,7 +46,7 @@ func TestSendFloodWaitOnOneAccountLeavesTheOtherSending(t *testing.T) {
 // flood wait is catalogued at once, its delivery queued behind the wait.
 func TestSendFloodWaitLeavesTheCatalogueCurrent(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 22, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1000)
@@ -75,7 +75,7 @@ func TestSendFloodWaitLeavesTheCatalogueCurrent(t *testing.T) {
 // the stage.
 func TestDeliveryPutOffByAFloodWaitIsSentWhenItEnds(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 25, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.InjectFloodWait("a", tg.MethodSendMessage, 2*time.Second, 1)
@@ -117,7 +117,7 @@ func waitCatalogued(t testing.TB, st *store.Store, key tg.MessageKey) {
 // daemon sends it once.
 func TestStopDuringSendFloodWaitLeavesNothingToReconcile(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 23, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.InjectFloodWait("a", tg.MethodSendMessage, sendFloodWait, 1)
@@ -184,7 +184,7 @@ func TestStopDuringSendFloodWaitLeavesNothingToReconcile(t *testing.T) {
 // is as long as the pause, so sitting it out never ends within the test).
 func TestAccountFloodWaitDoesNotHoldAnotherAccountsPicks(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 24, "a", "b")
 	world, dest := pr.world, pr.dest
 	d := daemon.New(floodConfig(pr.accounts(), dest), st, pr.dial)
@@ -204,7 +204,7 @@ func TestAccountFloodWaitDoesNotHoldAnotherAccountsPicks(t *testing.T) {
 // file in its own source, catalogues it without waiting for a's pause.
 func TestFloodWaitUnderAPackageLockDoesNotHoldAnotherAccount(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 26, "a", "b")
 	world, src := pr.world, pr.src
 	d := daemon.New(floodConfig(pr.accounts(), pr.dest), st, pr.dial)
@@ -277,7 +277,7 @@ func TestSpreadToAnAccountThatStaysBehindWaitsNoLongerThanTheFloodWait(t *testin
 // once each, and returns the world.
 func spreadPastALaggingView(t *testing.T, seed int64, difference, flood, retry time.Duration) *tgsim.World {
 	t.Helper()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPairOf(t, tgsim.Config{Seed: seed, DifferenceDelay: difference}, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	cfg := floodConfig(pr.accounts(), dest)

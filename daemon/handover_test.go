@@ -28,7 +28,7 @@ func TestAccountWithoutWriteAccessHandsDeliveriesOver(t *testing.T) {
 
 func handOverRun(t *testing.T, sendRate float64) {
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 5, "a", "b") // b sees the files
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.SetWriteAccess("a", dest, false)
@@ -97,7 +97,7 @@ func TestDeliveriesWaitWhileNoAccountMayWrite(t *testing.T) {
 
 func deliveriesWaitForWriteAccess(t *testing.T, kind tg.ChatKind, revoke func(w *tgsim.World, account string, chat tg.ChatID, ok bool)) {
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 7, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	if kind != tg.KindChannel {
@@ -213,7 +213,7 @@ func TestHandOverOnlyToAnAccountThatKnowsBothChats(t *testing.T) {
 }
 
 func handOverWaits(t *testing.T, pr pair) {
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.SetWriteAccess("a", dest, false)
 	cfg := daemon.Config{
@@ -243,7 +243,7 @@ func handOverWaits(t *testing.T, pr pair) {
 // that account: each package arrives once, sent by it.
 func TestAccountRemovedFromDestinationHandsDeliveriesOver(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 9, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.RemoveMember("a", dest, true)

@@ -20,6 +20,14 @@ import (
 	"stashd/tg"
 )
 
+// poolConns is the pool most tests run a daemon on. It is small: each
+// connection costs the server a process of its own and its first reads of
+// the catalogue's tables, some 75 ms of CPU on a two-core test machine,
+// and a test's daemon opened a dozen of them on a pool of 16. Nothing in
+// the daemon holds a connection while it waits, so four go round; a stage
+// that held one would starve the others here first.
+const poolConns = 4
+
 // openStore opens a catalogue on a fresh test database, closed when the
 // test ends.
 func openStore(t testing.TB, conns int32) *store.Store {

@@ -20,7 +20,7 @@ import (
 // default), nothing from before it was added, or the last 30 days.
 func TestNewSourceHistoryPolicy(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	var offset atomic.Int64 // the world's clock, relative to now
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir(),
 		Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
@@ -98,7 +98,7 @@ func TestNewSourceHistoryPolicy(t *testing.T) {
 // beginning.
 func TestHistoryPolicySurvivesAFailedStart(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")
@@ -136,7 +136,7 @@ func TestHistoryPolicySurvivesAFailedStart(t *testing.T) {
 // it, until the chat is opened and its difference is in.
 func TestHistoryNoneFromALaggingSession(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 7, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")
@@ -163,7 +163,7 @@ func TestHistoryNoneFromALaggingSession(t *testing.T) {
 // that failed message, whose local id names no server message.
 func TestHistoryNoneOverAFailedSendOfTheSession(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 8, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")

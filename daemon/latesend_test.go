@@ -20,7 +20,7 @@ import (
 func TestLateSendOfAnAccountAwayIsNotLeftAsASecondCopy(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 17, "a", "b")
 	pr.world.SetDeleteRights("b", pr.dest, true)
 	posted := handledByAOfItsSource(t, st, pr, "inflight", store.OutcomePackage, nil)
@@ -45,7 +45,7 @@ func TestLateSendOfAnAccountAwayIsNotLeftAsASecondCopy(t *testing.T) {
 // deleted, b's own copy too (its record names a's message).
 func TestLateSendOfAnAccountAwayLandingDuringTheTakersSend(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 18, "a", "b")
 	pr.world.SetDeleteRights("b", pr.dest, true)
 	posted := handledByAOfItsSource(t, st, pr, "racing", store.OutcomePackage, nil)

@@ -36,7 +36,7 @@ func TestLateSendOfAnAccountAwayIsWatchedAfterTheTakersLeaseMoves(t *testing.T) 
 
 func testLateSendAcrossTheTakersStop(t *testing.T, seed int64, moved, landDown bool) {
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, seed, "a", "b")
 	pr.world.SetDeleteRights("b", pr.dest, true)
 	posted := handledByAOfItsSource(t, st, pr, "restart", store.OutcomePackage, nil)

@@ -31,7 +31,7 @@ type logoutRig struct {
 
 func newLogoutRig(t *testing.T, seed int64, before func(*tgsim.World)) *logoutRig {
 	t.Helper()
-	r := &logoutRig{st: openStore(t, 16), reg: prometheus.NewRegistry(), src: map[string]tg.ChatID{}}
+	r := &logoutRig{st: openStore(t, poolConns), reg: prometheus.NewRegistry(), src: map[string]tg.ChatID{}}
 	r.w = tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})
 	var accounts []daemon.Account
 	for _, a := range []string{"a", "b"} {

@@ -19,7 +19,7 @@ import (
 // deliver sets at once.
 func TestSendBudgetPacesDeliveriesAndKeepsPartOrder(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "news", "a")

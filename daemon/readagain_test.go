@@ -17,7 +17,7 @@ import (
 // it, without a restart.
 func TestAccountBackInTheSourceTakesDeliveriesAgain(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 11, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.RemoveMember("b", src, true)

@@ -18,7 +18,7 @@ import (
 // the reconciliation.
 func TestReconciliationByOneAccountFreesAnothersDeliveries(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 26, "a", "b")
 	free := reconciledByBAlone(t, st, pr)
 	cfg := floodConfig(pr.accounts(), pr.dest)
@@ -37,7 +37,7 @@ func TestReconciliationByOneAccountFreesAnothersDeliveries(t *testing.T) {
 // sees it done, not at its delivery stage's next look (an hour here).
 func TestReconciliationByAnotherInstanceFreesTheDeliveries(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 28, "a", "b")
 	free := reconciledByBAlone(t, st, pr)
 	run := func(instance string, a daemon.Account) *daemon.Daemon {

@@ -22,7 +22,7 @@ import (
 // as handled, so nothing else would fetch it.
 func TestRejoinedAccountFetchesWhatItsLostAccessExhausted(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 21, "a")
 	posted := exhaustedForLostAccess(t, st, pr, "rejoin")
 
@@ -43,7 +43,7 @@ func TestRejoinedAccountFetchesWhatItsLostAccessExhausted(t *testing.T) {
 // the next start finds it readable.
 func TestAccountBackBeforeItsLossWasRecordedFetchesWhatItExhausted(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 22, "a")
 	posted := exhaustedForLostAccess(t, st, pr, "early")
 	pr.world.RemoveMember("a", pr.src, false)
@@ -72,7 +72,7 @@ func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
 		{"basic group, back while stopped", tg.KindBasicGroup, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st := openStore(t, 16)
+			st := openStore(t, poolConns)
 			pr := newPair(t, int64(23+i), "a")
 			if c.kind != tg.KindChannel {
 				pr.src = pr.world.AddChat(c.kind, "club", "a", "b")
@@ -104,7 +104,7 @@ func TestRejoinedAccountIsReadAgainWithoutWaitingForItsCircuit(t *testing.T) {
 // the daemon's own failed.
 func TestRemovalFromABasicGroupIsRecordedFromTheReport(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 27, "a")
 	pr.src = pr.world.AddChat(tg.KindBasicGroup, "club", "a", "b")
 	d := runAAloneWith(t, st, pr, store.ScanPolicy{CircuitBase: time.Hour, MaxDelay: 6 * time.Hour})

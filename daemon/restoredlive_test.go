@@ -24,7 +24,7 @@ func TestDumpRestoredUnderARunningDaemonSendsNothingTwice(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.New(t)
 	rw := newRewindWorld(t, 41)
-	st := openStoreAt(t, url, 0)
+	st := openStoreAt(t, url, poolConns)
 	d := daemon.New(daemon.Config{
 		Accounts: []daemon.Account{{Name: "a", Sources: []tg.ChatID{rw.src}}}, Destinations: []tg.ChatID{rw.dest},
 		Workers: 2, QueueCapacity: 64,
@@ -82,7 +82,7 @@ func TestDumpRestoredUnderARunningDaemonCataloguesTheForgottenAgain(t *testing.T
 	ctx := t.Context()
 	url := pgtest.New(t)
 	rw := newRewindWorld(t, 42)
-	st := openStoreAt(t, url, 0)
+	st := openStoreAt(t, url, poolConns)
 	d := rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	backup := rw.dumpAfter(t, st, url, 5)

@@ -24,7 +24,7 @@ func TestSourceTheRestoredDumpLacksIsRegisteredAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	url := pgtest.New(t)
-	st := openStoreAt(t, url, 0)
+	st := openStoreAt(t, url, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 43, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")

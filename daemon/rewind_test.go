@@ -130,7 +130,7 @@ func (rw *rewindWorld) restore(t *testing.T, d *daemon.Daemon, st *store.Store, 
 	if err := pgembed.Restore(ctx, "", url, backup); err != nil {
 		t.Fatal(err)
 	}
-	return openStoreAt(t, url, 0)
+	return openStoreAt(t, url, poolConns)
 }
 
 // A catalogue restored from a backup has forgotten deliveries that
@@ -209,7 +209,7 @@ func TestFailoverToAPromotedStandby(t *testing.T) {
 	}
 	url := pgembed.URLs("", primary, standby)
 	rw := newRewindWorld(t, 37)
-	st := openStoreAt(t, url, 0)
+	st := openStoreAt(t, url, poolConns)
 	d := rw.run(t, st)
 	defer d.Shutdown(context.Background())
 	rw.post(4)
@@ -258,7 +258,7 @@ func TestRestoredCatalogueSeesAnotherInstancesCopiesLagging(t *testing.T) {
 		}, st, func(context.Context, string) (tg.Client, error) { return rw.world.ClientIn("a", dir), nil })
 	}
 
-	st := openStoreAt(t, url, 0)
+	st := openStoreAt(t, url, poolConns)
 	d := in(st, "instance-1")
 	prepareAndRun(t, d)
 	backup := rw.dumpAfter(t, st, url, 5)
@@ -351,7 +351,7 @@ func restoredAfterABackup(t *testing.T, seed int64, meanwhile func(rw *rewindWor
 	t.Helper()
 	url := pgtest.New(t)
 	rw := newRewindWorld(t, seed)
-	st := openStoreAt(t, url, 0)
+	st := openStoreAt(t, url, poolConns)
 	d := rw.run(t, st)
 	backup := rw.dumpAfter(t, st, url, 5)
 	rw.post(6)

@@ -20,7 +20,7 @@ import (
 func TestRoutesAreCheckedAtStart(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	var err error
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)

@@ -19,7 +19,7 @@ import (
 func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 9, "a", "b")
 	posted := postTars(pr.world, pr.src, "failed", 1)[0]
 
@@ -51,7 +51,7 @@ func TestTakenOverSourceRetriesItsDeadLetters(t *testing.T) {
 // and the rescan passes over its message as handled.
 func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 10, "a", "b")
 	// Account a saw the archive, then was removed from the chat before it
 	// fetched it: its pipeline records the failure.
@@ -71,7 +71,7 @@ func TestTakenOverSourceRetriesWhatItsLostAccessExhausted(t *testing.T) {
 // destination instead of waiting for ever.
 func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 11, "a", "b")
 	// Account a catalogued the archive and queued its delivery, and has
 	// not run since.
@@ -89,7 +89,7 @@ func TestDeliveriesOfAnAccountAwayAreSentByOneThatRuns(t *testing.T) {
 func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 12, "a", "b")
 	handledByAOfItsSource(t, st, pr, "kept", store.OutcomePackage, nil)
 	pr.world.RemoveMember("b", pr.src, true)
@@ -119,7 +119,7 @@ func TestDeliveriesTakenFromAnAccountAwayWaitWhenUnreadable(t *testing.T) {
 func TestLettersOfASourceTakenOverMeanwhileGoToItsAccount(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 13, "a", "b")
 	// b has taken the source over; a, removed from the chat, handles a
 	// message it had queued before.
@@ -244,7 +244,7 @@ func waitFetched(t *testing.T, st *store.Store, key tg.MessageKey, what string) 
 func TestDeliveriesQueuedLaterForALoggedOutAccountAreTaken(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 14, "a", "b")
 	handledByAOfItsSource(t, st, pr, "later", store.OutcomePackage, nil)
 	// The delivery is hidden from b (from a chat b does not list) while b

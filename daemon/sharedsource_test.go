@@ -36,7 +36,7 @@ func sharedConfig(pr pair, order ...string) daemon.Config {
 func TestSharedSourceKeepsItsAccountAcrossStarts(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 7, "a", "b")
 
 	var owners []string
@@ -84,7 +84,7 @@ func TestSharedSourceReadByTheAccountThatCan(t *testing.T) {
 	for _, order := range [][]string{{"a", "b"}, {"b", "a"}} {
 		t.Run(order[0]+" first", func(t *testing.T) {
 			ctx := t.Context()
-			st := openStore(t, 16)
+			st := openStore(t, poolConns)
 			pr := newPair(t, 8, "a", "b")
 			pr.world.RemoveMember("b", pr.src, true)
 			cfg := sharedConfig(pr, order...)

@@ -35,7 +35,7 @@ func TestSendsTDLibSitsOutLandOnce(t *testing.T) {
 
 func testSendsSatOut(t *testing.T, sendTimeout time.Duration) {
 	const packages = 3
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 71, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "news", "a")
@@ -136,7 +136,7 @@ func deliveries(t *testing.T, reg *prometheus.Registry, outcome string) float64 
 func TestSendSatOutHoldsNoOtherDestination(t *testing.T) {
 	t.Parallel()
 	const packages = 4
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 72, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "news", "a")

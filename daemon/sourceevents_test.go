@@ -18,7 +18,7 @@ import (
 // recorded for `stashd status`.
 func TestRenamedSourceKeepsItsChat(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 31, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "releases", "a")
@@ -57,7 +57,7 @@ func TestRenamedSourceKeepsItsChat(t *testing.T) {
 // non-member.
 func TestPublicSourceWithoutMembership(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 32, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "public releases") // no members

@@ -23,7 +23,7 @@ import (
 // sending account's clock) and the clocks' common start.
 func spreadRun(t testing.TB, accounts []string, n int, perMinute float64) ([]tgsim.SendRecord, time.Time) {
 	t.Helper()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	start := time.Unix(1_700_000_000, 0)
 	clocks := map[string]*tg.VirtualClock{}
 	for _, a := range accounts {
@@ -167,7 +167,7 @@ func TestSendsSpreadOverAccountsWithinEachBudget(t *testing.T) {
 // first account's is busy when the next set is ready.)
 func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 9, "a", "b")
 	world, src, dest := pr.world, pr.src, pr.dest
 	cfg := daemon.Config{
@@ -215,7 +215,7 @@ func TestSpreadKeepsEachSetsPartsOnOneAccountInOrder(t *testing.T) {
 // paused by the chat's limit.
 func TestDestPauseLeavesOutAccountsThatCannotSendThere(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 13, "a")
 	world, src, dest := pr.world, pr.src, pr.dest
 	world.LimitChatSends(dest, 1.0/600, 1)

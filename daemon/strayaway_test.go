@@ -114,7 +114,7 @@ func documentsIn(pr pair) []tg.Message {
 func TestUnsettledSendOfAnAccountAwayIsNeitherLostNorSentTwice(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 15, "a", "b")
 	posted := handledByAOfItsSource(t, st, pr, "late", store.OutcomePackage, nil)
 
@@ -159,7 +159,7 @@ func TestUnsettledSendOfAnAccountAwayIsNeitherLostNorSentTwice(t *testing.T) {
 // goes, the delivered one stays.
 func TestSecondCopyNotedByAnAccountAwayIsDeleted(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 16, "a", "b")
 	pr.world.SetDeleteRights("b", pr.dest, true)
 	posted := handledByAOfItsSource(t, st, pr, "twice", store.OutcomePackage, nil)
@@ -182,7 +182,7 @@ func TestSecondCopyNotedByAnAccountAwayIsDeleted(t *testing.T) {
 // out.
 func TestNoteAnAccountAwayCannotSettleIsTriedOncePerAbsence(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	pr := newPair(t, 16, "a", "b")
 	posted := handledByAOfItsSource(t, st, pr, "stuck", store.OutcomePackage, nil)
 

@@ -70,7 +70,7 @@ type oneSource struct {
 // daemon stops when the test ends.
 func startOneSource(t *testing.T, seed int64, fault func(w *tgsim.World, src tg.ChatID)) oneSource {
 	t.Helper()
-	o := oneSource{st: openStore(t, 16), world: tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})}
+	o := oneSource{st: openStore(t, poolConns), world: tgsim.NewWorld(tgsim.Config{Seed: seed, FilesDir: t.TempDir()})}
 	o.world.AddAccount("a", false)
 	o.src = o.world.AddChat(tg.KindChannel, "releases", "a")
 	dest := o.world.AddChat(tg.KindChannel, "mirror", "a")

@@ -20,7 +20,7 @@ import (
 func TestUpgradedBasicGroupIsFollowed(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	dest := world.AddChat(tg.KindChannel, "mirror", "a")

@@ -33,7 +33,7 @@ func (c heldDownloads) DownloadFile(ctx context.Context, id int32) (tg.File, err
 // fetched at once, not more.
 func TestCatchupIngestsAsManyAtOnceAsWorkers(t *testing.T) {
 	t.Parallel()
-	st := openStore(t, 16)
+	st := openStore(t, poolConns)
 	world := tgsim.NewWorld(tgsim.Config{Seed: 5, FilesDir: t.TempDir()})
 	world.AddAccount("a", false)
 	src := world.AddChat(tg.KindChannel, "backlog", "a")

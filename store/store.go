@@ -138,7 +138,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	lcfg := pcfg.Copy()
-	lcfg.MaxConns, lcfg.MinConns = leaseConns, 1
+	// No connection until the first lease: a command or a test that takes
+	// none opens none (each costs the server a process).
+	lcfg.MaxConns, lcfg.MinConns = leaseConns, 0
 	if st.leasePool, err = pgxpool.NewWithConfig(ctx, lcfg); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)

@@ -60,6 +60,8 @@ type Options struct {
 	Rate float64
 	// Workers per account [4].
 	Workers int
+	// PoolConns bounds the catalogue's pool [as serve: two per worker, and 16].
+	PoolConns int32
 	// QueueCapacity per account [256].
 	QueueCapacity int
 	// PostDir, when set, is posted file by file before the generator runs
@@ -212,7 +214,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.DatabaseURL == "" || o.FilesDir == "" {
 		return Report{}, errors.New("demo: DatabaseURL and FilesDir are required")
 	}
-	st, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: int32(o.Accounts*o.Workers*2 + 16)})
+	st, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: cmp.Or(o.PoolConns, int32(o.Accounts*o.Workers*2+16))})
 	if err != nil {
 		return Report{}, err
 	}

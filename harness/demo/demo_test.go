@@ -27,6 +27,9 @@ func run(t *testing.T, o demo.Options) demo.Report {
 	// the demo's own minute to settle; a stuck pipeline still fails, with
 	// what it left pending (Report.Unsettled).
 	o.SettleTimeout = cmp.Or(o.SettleTimeout, 3*time.Minute)
+	// A small pool, as the daemon's tests have (poolConns there): each
+	// connection costs the server a process and its first reads.
+	o.PoolConns = cmp.Or(o.PoolConns, 4)
 	rep, err := demo.Run(t.Context(), o)
 	if err != nil {
 		t.Fatalf("seed %d: demo: %v", o.Seed, err)
