@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"encoding/binary"
 	"io"
 	"net"
@@ -37,13 +38,16 @@ func (e *commitEater) relay(t *testing.T, dbURL string) string {
 	if q.Get("host") == "" || q.Get("host")[0] != '/' {
 		t.Skip("the test database is not on a Unix socket")
 	}
-	target := filepath.Join(q.Get("host"), ".s.PGSQL."+q.Get("port"))
+	// The port names the socket; without one in the URL the client takes
+	// PGPORT's, or PostgreSQL's default.
+	port := cmp.Or(q.Get("port"), os.Getenv("PGPORT"), "5432")
+	target := filepath.Join(q.Get("host"), ".s.PGSQL."+port)
 	dir, err := os.MkdirTemp("", "eater")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	ln, err := net.Listen("unix", filepath.Join(dir, ".s.PGSQL."+q.Get("port")))
+	ln, err := net.Listen("unix", filepath.Join(dir, ".s.PGSQL."+port))
 	if err != nil {
 		t.Fatal(err)
 	}
