@@ -56,6 +56,12 @@ type History struct {
 	Since time.Duration
 }
 
+// PoolConns is the catalogue pool a daemon of this many accounts and
+// workers each is opened with (store.Config.MaxConns): two connections a
+// worker of each account, and 16 more. It bounds the statements in flight,
+// not the work: nothing holds a connection while it waits.
+func PoolConns(accounts, workers int) int32 { return int32(accounts*workers*2 + 16) }
+
 // Config configures a Daemon. Zero durations and sizes take the documented
 // defaults of the component they configure.
 type Config struct {

@@ -238,7 +238,7 @@ func (s *server) openStore(ctx context.Context) error {
 		return err
 	}
 	s.stopDB, s.dbDone = stop, done
-	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: int32(len(s.cfg.Accounts)*s.cfg.Workers*2 + 16),
+	st, err := store.Open(ctx, store.Config{URL: url, MaxConns: daemon.PoolConns(len(s.cfg.Accounts), s.cfg.Workers),
 		LockTTL: s.cfg.LockTTL.Duration})
 	if err != nil {
 		s.stopDB()

@@ -60,7 +60,7 @@ type Options struct {
 	Rate float64
 	// Workers per account [4].
 	Workers int
-	// PoolConns bounds the catalogue's pool [as serve: two per worker, and 16].
+	// PoolConns bounds the catalogue's pool [daemon.PoolConns, as serve].
 	PoolConns int32
 	// QueueCapacity per account [256].
 	QueueCapacity int
@@ -214,7 +214,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.DatabaseURL == "" || o.FilesDir == "" {
 		return Report{}, errors.New("demo: DatabaseURL and FilesDir are required")
 	}
-	st, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: cmp.Or(o.PoolConns, int32(o.Accounts*o.Workers*2+16))})
+	st, err := store.Open(ctx, store.Config{URL: o.DatabaseURL, MaxConns: cmp.Or(o.PoolConns, daemon.PoolConns(o.Accounts, o.Workers))})
 	if err != nil {
 		return Report{}, err
 	}
