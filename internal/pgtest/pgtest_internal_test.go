@@ -168,3 +168,14 @@ func TestSweepRemovesOnlyAbandonedClusters(t *testing.T) {
 		}
 	}
 }
+
+func TestMajorVersion(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]int{
+		"15.8 (Debian 15.8-0+deb12u1)": 15, "14.13": 14, "17beta1": 17, "9.6.24": 9, "": 0, "devel": 0,
+	} {
+		if got := majorVersion(v); got != want {
+			t.Errorf("majorVersion(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
