@@ -260,9 +260,7 @@ func TestDestinationDeletesSecondCopies(t *testing.T) {
 	recordedSecond, lostNewer, goneSecond, farSecond := recorded.copyIn(w, dest), lost.copyIn(w, dest), gone.copyIn(w, dest), far.copyIn(w, dest)
 	// A reader's admin deleted the recorded copy of gone; the rewind lost
 	// lost's delivery row.
-	if err := c.DeleteMessages(ctx, dest, []tg.MessageID{goneCopy.ID}, true); err != nil {
-		t.Fatal(err)
-	}
+	w.Delete(dest, goneCopy.ID)
 	if _, err := st.Pool().Exec(ctx, `DELETE FROM deliveries WHERE package_id = $1`, lost.pkg.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -33,12 +33,21 @@ func (w *World) Deleted(chat tg.ChatID) int {
 // that is not a valid message id fails the request with 400 "Invalid
 // message identifier", and a message the account may not delete (another
 // sender's, without SetDeleteRights) fails it with 400 "Message can't be
-// deleted" before anything is deleted; ids of messages that do not exist
-// (deleted already) are skipped. Deleted messages leave the chat's
-// history, search and World.Messages for good, for every member whatever
-// revoke says (the simulator models channels and supergroups, where a
-// deletion is always for everyone). The client, and every client that
-// opened the chat, receives MessagesDeleted for them; members receive
+// deleted" before anything is deleted. TDLib deletes on the server only the
+// messages its session holds (in memory or in its message database:
+// MessagesManager::delete_messages asks get_message_force, and leaves an id
+// it does not find out of the server request, without an error); so does
+// the simulator, with the local view on: an id the session never loaded
+// (never sent, received, or read from the server, and not the chat's last
+// message as the session knows it) is skipped, and the message stays in
+// the chat. An id the session holds that the server
+// deleted since is dropped from its database and announced to it
+// (MessagesDeleted). Under Config.ServerView every id is looked up on the
+// server, and one that does not exist is skipped. Deleted messages leave
+// the chat's history, search and World.Messages for good, for every member
+// whatever revoke says (the simulator models channels and supergroups,
+// where a deletion is always for everyone). The client, and every client
+// that opened the chat, receives MessagesDeleted for them; members receive
 // updateChatLastMessage when the newest message went. World.Calls counts
 // the request.
 func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {
@@ -55,13 +64,23 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 		if len(local) > 0 {
 			c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: local, IsPermanent: true})
 		}
-		var del []tg.MessageID
+		var del, gone []tg.MessageID
 		for _, id := range ids {
 			if id <= 0 {
 				return errBadRequest("Invalid message identifier")
 			}
+		}
+		for _, id := range ids {
+			_, held := c.db.known[chat][id]
+			held = held || c.db.last[chat] == id // TDLib keeps a chat's last message
+			if slices.Contains(del, id) || slices.Contains(gone, id) || !held && !c.w.cfg.ServerView {
+				continue
+			}
 			m := ch.find(id)
-			if m == nil || slices.Contains(del, id) {
+			if m == nil {
+				if held {
+					gone = append(gone, id)
+				}
 				continue
 			}
 			if m.sender != c.account && !a.canDelete[chat] {
@@ -69,6 +88,9 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 			}
 			del = append(del, id)
 		}
+		// A message the session held but the server deleted since: TDLib
+		// deletes it from its database too, and says so.
+		c.learnDeleted(chat, gone)
 		if len(del) == 0 {
 			return nil
 		}

@@ -88,3 +88,61 @@ func TestDeleteMessages(t *testing.T) {
 		t.Errorf("Deleted = %d, want 2", got)
 	}
 }
+
+// TDLib deletes on the server only what its session holds: an id another
+// session saw, but this one never loaded, is skipped without an error and
+// the message stays. Once the session reads it, it goes. A message the
+// session holds that was deleted since (by another session, unheard: the
+// chat is not open here) is dropped and announced, without an error.
+func TestDeleteMessagesOnlyWhatTheSessionHolds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	ctx := f.ctx
+	older := f.w.Post(f.chat, 0, doc("a.zip", 10))
+	f.w.Post(f.chat, 0, doc("b.zip", 10)) // the chat's last message
+	f.w.SetDeleteRights("alice", f.chat, true)
+	other := f.w.ClientIn("alice", "other")
+	t.Cleanup(func() { other.Close() })
+	if err := other.LoadChats(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := other.DeleteMessages(ctx, f.chat, []tg.MessageID{older.ID}, true); err != nil {
+		t.Fatalf("deleting a message the session never loaded: %v, want no error (TDLib skips it)", err)
+	}
+	if !slices.ContainsFunc(f.w.Messages(f.chat), func(m tg.Message) bool { return m.ID == older.ID }) || f.w.Deleted(f.chat) != 0 {
+		t.Fatalf("a message the deleting session never loaded was deleted (%d deleted)", f.w.Deleted(f.chat))
+	}
+
+	if _, err := other.GetMessage(ctx, f.chat, older.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.DeleteMessages(ctx, f.chat, []tg.MessageID{older.ID}, true); err != nil {
+		t.Fatalf("deleting a message the session read: %v", err)
+	}
+	if slices.ContainsFunc(f.w.Messages(f.chat), func(m tg.Message) bool { return m.ID == older.ID }) || f.w.Deleted(f.chat) != 1 {
+		t.Fatalf("a message the session read was not deleted (%d deleted)", f.w.Deleted(f.chat))
+	}
+
+	// f.c read it before the deletion and never opened the chat: it still
+	// holds it, and deleting it again drops it from its database.
+	third := f.w.Post(f.chat, 0, doc("c.zip", 10))
+	f.w.Post(f.chat, 0, doc("d.zip", 10))
+	if _, err := f.c.GetMessage(ctx, f.chat, third.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.w.Delete(f.chat, third.ID)
+	if m, err := f.c.GetMessage(ctx, f.chat, third.ID); err != nil || m.ID != third.ID {
+		t.Fatalf("getMessage of a message deleted unheard: %v, %v; want the database's stale copy", m, err)
+	}
+	if err := f.c.DeleteMessages(ctx, f.chat, []tg.MessageID{third.ID}, true); err != nil {
+		t.Fatalf("deleting a message the server deleted already: %v", err)
+	}
+	del := next(t, f.c, func(u tg.MessagesDeleted) bool { return u.Chat == f.chat })
+	if !slices.Equal(del.IDs, []tg.MessageID{third.ID}) || !del.IsPermanent {
+		t.Errorf("MessagesDeleted = %+v, want permanent [%d]", del, third.ID)
+	}
+	if _, err := f.c.GetMessage(ctx, f.chat, third.ID); !errors.Is(err, tg.ErrMessageNotFound) {
+		t.Errorf("getMessage after the deletion: %v, want not found", err)
+	}
+}
