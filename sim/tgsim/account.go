@@ -162,15 +162,17 @@ func (w *World) reconnect(name string, gen int) {
 			// difference, before the session reports ready; a
 			// channel's is its own, fetched once the common one
 			// told of it (updateChannelTooLong), so with
-			// DifferenceDelay it comes that much after ready.
-			learn := func() {
+			// DifferenceDelay it comes that much after ready, and
+			// brings nothing but the last message when it is too
+			// long (learnDifference).
+			if commonBox(c) {
 				cl.relearnChat(c)
 				cl.announceLast(c, c.lastID())
-			}
-			if commonBox(c) {
-				learn()
 			} else {
-				cl.differ(c, learn)
+				cl.differ(c, func() {
+					cl.learnDifference(c)
+					cl.announceLast(c, c.lastID())
+				})
 			}
 		}
 		if cl.reachable(a) {

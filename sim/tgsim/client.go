@@ -450,7 +450,7 @@ func (c *Client) OpenChat(ctx context.Context, id tg.ChatID) error {
 // returns): the session learns what changed in ch (differ). w.mu is held.
 func (c *Client) fetchDifference(ch *chat) {
 	c.differ(ch, func() {
-		c.relearnChat(ch)
+		c.learnDifference(ch)
 		c.catchUpLast(ch)
 	})
 }

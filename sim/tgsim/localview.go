@@ -34,10 +34,11 @@ import (
 // (updateMessageContent) only in a chat whose updates reach it, when it
 // opens a chat (TDLib fetches the channel's difference, edits included),
 // and when a download finds its file gone (TDLib's file reference repair
-// reads the message from the server again). It learns a deletion made
-// elsewhere the same three ways, and at a reconnect in a chat it follows
-// (updateDeleteMessages each time); until then getMessage and a local
-// search answer with the deleted message. A channel the session
+// reads the message from the server again), but not from a channel
+// difference that is too long (learnDifference). It learns a deletion
+// made elsewhere the same three ways, and at a reconnect in a chat it
+// follows (updateDeleteMessages each time); until then getMessage and a
+// local search answer with the deleted message. A channel the session
 // has not opened receives no updateNewMessage, so messages other sessions
 // post there (another account, another instance of the same account, a
 // database restored from a backup) never reach the local index, and a
@@ -259,6 +260,40 @@ func (c *Client) relearn(m *message) {
 	if _, ok := c.db.known[m.chat][m.id]; ok {
 		c.db.known[m.chat][m.id] = *m
 	}
+}
+
+// learnDifference is what the session learns from ch's channel
+// difference: its deletions and edits (relearnChat), unless the
+// difference is too long. TDLib then hears of neither
+// (updates.channelDifferenceTooLong carries the chat's last messages
+// alone): MessagesManager::on_get_channel_dialog keeps the messages its
+// database holds, readable by getMessage as they were, and forgets which
+// stretches of history and of the search index the database had whole
+// (invalidate_message_indexes). The new messages are catchUpLast's. w.mu
+// is held.
+func (c *Client) learnDifference(ch *chat) {
+	if c.differenceTooLong(ch) {
+		delete(c.db.indexed, ch.id)
+		return
+	}
+	c.relearnChat(ch)
+}
+
+// differenceTooLong reports whether the server would answer the
+// session's difference of ch as too long: more than a channel gap of new
+// messages since the last the database knows (the server counts edits
+// and deletions too; the simulator counts the new messages). w.mu is
+// held.
+func (c *Client) differenceTooLong(ch *chat) bool {
+	if c.db == nil {
+		return false
+	}
+	last, ok := c.db.last[ch.id]
+	if !ok {
+		return false
+	}
+	i, _ := ch.index(last + 1)
+	return len(ch.msgs)-i > c.w.cfg.ChannelGap
 }
 
 // relearnChat brings every message of ch the database holds up to date:

@@ -1,6 +1,7 @@
 package tgsim
 
 import (
+	"slices"
 	"testing"
 
 	"stashd/tg"
@@ -133,6 +134,72 @@ func TestGetMessageAnswersFromTheDatabase(t *testing.T) {
 		}
 		if m := get(c, second.ID); m.Document.FileName != "two-new.zip" {
 			t.Fatalf("server view %v: after opening the chat, read %q; want the new document", serverView, m.Document.FileName)
+		}
+	}
+}
+
+// A channel's difference brings the deletions and edits a session missed,
+// unless it is too long: TDLib then learns the last message alone, and
+// the messages its database holds stay as they were, a deleted one still
+// readable by getMessage and an edited one stale, until something reads
+// them from the server again.
+func TestTooLongDifferenceLeavesTheDatabaseAsItWas(t *testing.T) {
+	t.Parallel()
+	for _, tooLong := range []bool{false, true} {
+		w := NewWorld(Config{Seed: 1, ChannelGap: 5, FilesDir: t.TempDir()})
+		w.AddAccount("a", false)
+		src := w.AddChat(tg.KindChannel, "src", "a")
+		ctx := t.Context()
+		c := w.Client("a")
+		t.Cleanup(func() { _ = c.Close() })
+		if err := c.LoadChats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gone := w.Post(src, 0, Post{FileName: "gone.zip", Data: []byte("1")})
+		edited := w.Post(src, 0, Post{FileName: "old.zip", Data: []byte("2")})
+		for _, m := range []tg.Message{gone, edited} {
+			if _, err := c.GetMessage(ctx, src, m.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.GetChat(ctx, src); err != nil { // the database's last message
+			t.Fatal(err)
+		}
+		w.Delete(src, gone.ID)
+		w.EditMessageMedia(src, edited.ID, Post{FileName: "new.zip", Data: []byte("2'")})
+		n := 5 // a channel gap's worth
+		if tooLong {
+			n = 6
+		}
+		posted := postN(w, src, 0, n, "later")
+		if err := c.OpenChat(ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		last := posted[len(posted)-1].ID
+		got := collectUntil(t, c, isLastMessage(src, last))
+		heardDeleted := slices.ContainsFunc(got, func(u tg.Update) bool {
+			d, ok := u.(tg.MessagesDeleted)
+			return ok && d.Chat == src && slices.Contains(d.IDs, gone.ID)
+		})
+		if news := newMessages(got, src); tooLong != (len(news) == 0) {
+			t.Errorf("too long %v: the difference brought %d new messages as updateNewMessage", tooLong, len(news))
+		}
+		if heardDeleted == tooLong {
+			t.Errorf("too long %v: the deletion announced: %v", tooLong, heardDeleted)
+		}
+		_, err := c.GetMessage(ctx, src, gone.ID)
+		if readable := err == nil; readable != tooLong {
+			t.Errorf("too long %v: getMessage of the deleted message: %v", tooLong, err)
+		}
+		m, err := c.GetMessage(ctx, src, edited.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stale := m.Document.FileName == "old.zip"; stale != tooLong {
+			t.Errorf("too long %v: getMessage of the edited message reads %q", tooLong, m.Document.FileName)
+		}
+		if chat, err := c.GetChat(ctx, src); err != nil || chat.LastMessageID != last {
+			t.Errorf("too long %v: getChat = %+v, %v; want the last message %d", tooLong, chat, err, last)
 		}
 	}
 }
