@@ -165,6 +165,10 @@ func TestTooLongDifferenceLeavesTheDatabaseAsItWas(t *testing.T) {
 		if _, err := c.GetChat(ctx, src); err != nil { // the database's last message
 			t.Fatal(err)
 		}
+		docs := tg.Search{Chat: src, Limit: tg.MaxSearchLimit, Filter: tg.FilterDocument}
+		if _, err := c.SearchChatMessages(ctx, docs); err != nil { // the database's index, whole
+			t.Fatal(err)
+		}
 		w.Delete(src, gone.ID)
 		w.EditMessageMedia(src, edited.ID, Post{FileName: "new.zip", Data: []byte("2'")})
 		n := 5 // a channel gap's worth
@@ -200,6 +204,23 @@ func TestTooLongDifferenceLeavesTheDatabaseAsItWas(t *testing.T) {
 		}
 		if chat, err := c.GetChat(ctx, src); err != nil || chat.LastMessageID != last {
 			t.Errorf("too long %v: getChat = %+v, %v; want the last message %d", tooLong, chat, err, last)
+		}
+		// The next instance on the directory, not following the chat,
+		// searches it: from the index the difference kept current, or,
+		// the index forgotten, from the server; neither has the deleted
+		// message.
+		_ = c.Close()
+		next := w.Client("a")
+		t.Cleanup(func() { _ = next.Close() })
+		if err := next.LoadChats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		found, err := next.SearchChatMessages(ctx, docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(found, func(m tg.Message) bool { return m.ID == gone.ID }) {
+			t.Errorf("too long %v: the next instance's search finds the deleted message", tooLong)
 		}
 	}
 }
