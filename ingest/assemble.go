@@ -378,9 +378,7 @@ func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.Sour
 		return false, nil
 	}
 	notMember := func() (bool, error) {
-		p.mu.Lock()
-		p.notInAlbum[probe] = true
-		p.mu.Unlock()
+		p.notMember(probe)
 		return false, nil
 	}
 	var doc store.Document
@@ -414,6 +412,22 @@ func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.Sour
 		return false, fmt.Errorf("add message %d to set %s: %w", s, displaySet(setKey), err)
 	}
 	return true, nil
+}
+
+// maxSetProbes bounds notInAlbum: past it the memory starts again
+// empty, and an id looked up before costs its look once more. A daemon
+// assembles sets for months; the ids around each would otherwise stay for
+// the process's life.
+const maxSetProbes = 4096
+
+// notMember remembers that probe's message is no part of its set.
+func (p *Pipeline) notMember(probe setProbe) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.notInAlbum) >= maxSetProbes {
+		clear(p.notInAlbum)
+	}
+	p.notInAlbum[probe] = true
 }
 
 // setProbe is a message looked up as a possible part of a set.

@@ -227,7 +227,7 @@ type Pipeline struct {
 	setFailures map[setID]string
 	// notInAlbum holds ids around a set's parts found to be no part of it
 	// (deleted, or another message), so each costs one getMessage per set
-	// and session.
+	// and session, up to maxSetProbes of them (notMember).
 	notInAlbum map[setProbe]bool
 	// queuedParts keeps the messages of parts whose deliveries are queued
 	// (bounded by maxKeptParts); wake tells the delivery stage that
