@@ -64,9 +64,7 @@ func (p *Pipeline) addPart(ctx context.Context, msg tg.Message, cls classificati
 	if _, err := p.store.ReviveSet(ctx, msg.ChatID, msg.TopicID(), cls.setKey); err != nil {
 		return "", err
 	}
-	p.mu.Lock()
-	p.seen[msg.Key()] = msg
-	p.mu.Unlock()
+	p.keepSeen(msg)
 	return store.OutcomePartPending, nil
 }
 
@@ -127,10 +125,24 @@ func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, 
 	if m.Document == nil {
 		return tg.Message{}, &partError{key: key, err: tg.Permanent(errors.New("no document any more"))}
 	}
-	p.mu.Lock()
-	p.seen[key] = m
-	p.mu.Unlock()
+	p.keepSeen(m)
 	return m, nil
+}
+
+// maxSeenParts bounds seen: past it the memory starts again empty, and a
+// part wanted again is read by id (message). The parts of a set that never
+// completes here (given up, or catalogued by another instance) are never
+// forgotten otherwise.
+const maxSeenParts = 4096
+
+// keepSeen remembers m, a set's part as this session knows it.
+func (p *Pipeline) keepSeen(m tg.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.seen[m.Key()]; !ok && len(p.seen) >= maxSeenParts {
+		clear(p.seen)
+	}
+	p.seen[m.Key()] = m
 }
 
 // deadLetterSet records every part of a set as a dead letter for cause and
@@ -200,9 +212,16 @@ func (p *Pipeline) setFailed(set store.PendingSet, err error) {
 	k := setID{set.Chat, set.TopicID, set.SetKey}
 	p.mu.Lock()
 	prev, had := p.setFailures[k]
-	if err == nil {
+	switch {
+	case err == nil:
 		delete(p.setFailures, k)
-	} else {
+	case !had && len(p.setFailures) >= maxSetProbes:
+		// A set given up or finished elsewhere is never swept again to
+		// forget its failure: past the bound the memory starts again,
+		// and a set still failing is logged once more.
+		clear(p.setFailures)
+		fallthrough
+	default:
 		p.setFailures[k] = err.Error()
 	}
 	p.mu.Unlock()
@@ -424,7 +443,7 @@ const maxSetProbes = 4096
 func (p *Pipeline) notMember(probe setProbe) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.notInAlbum) >= maxSetProbes {
+	if !p.notInAlbum[probe] && len(p.notInAlbum) >= maxSetProbes {
 		clear(p.notInAlbum)
 	}
 	p.notInAlbum[probe] = true

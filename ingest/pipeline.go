@@ -212,7 +212,8 @@ type Pipeline struct {
 	log   *slog.Logger
 
 	// seen remembers messages of pending set parts from this session, so
-	// completing a set rarely needs getMessage (file ids are per session).
+	// completing a set rarely needs getMessage (file ids are per session),
+	// up to maxSeenParts of them (keepSeen).
 	mu     sync.Mutex
 	seen   map[tg.MessageKey]tg.Message
 	topics map[topicKey]bool
