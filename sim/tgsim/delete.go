@@ -30,26 +30,25 @@ func (w *World) Deleted(chat tg.ChatID) int {
 }
 
 // DeleteMessages implements tg.Client (deleteMessages). Like TDLib, an id
-// that is not a valid message id fails the request with 400 "Invalid
-// message identifier", and a message the account may not delete (another
-// sender's, without SetDeleteRights) fails it with 400 "Message can't be
-// deleted" before anything is deleted. TDLib deletes on the server only the
-// messages its session holds (in memory or in its message database:
+// that is not a valid message id fails the request with 400 "Invalid message
+// identifier", and a message the account may not delete (another sender's,
+// without SetDeleteRights) fails it with 400 "Message can't be deleted"
+// before anything is deleted. TDLib deletes on the server only the messages
+// its session holds (in memory or in its message database:
 // MessagesManager::delete_messages asks get_message_force, and leaves an id
-// it does not find out of the server request, without an error); so does
-// the simulator, with the local view on: an id the session never loaded
-// (never sent, received, or read from the server, and not the chat's last
-// message as the session knows it) is skipped, and the message stays in
-// the chat. An id the session holds that the server
-// deleted since is dropped from its database and announced to it
-// (MessagesDeleted). Under Config.ServerView every id is looked up on the
-// server, and one that does not exist is skipped. Deleted messages leave
-// the chat's history, search and World.Messages for good, for every member
-// whatever revoke says (the simulator models channels and supergroups,
-// where a deletion is always for everyone). The client, and every client
-// that opened the chat, receives MessagesDeleted for them; members receive
-// updateChatLastMessage when the newest message went. World.Calls counts
-// the request.
+// it does not find out of the server request, without an error); so does the
+// simulator, with the local view on: an id the session never loaded (never
+// sent, received, or read from the server, and not the chat's last message
+// as the session knows it) is skipped, and the message stays in the chat. An
+// id the session holds that the server deleted since is dropped from its
+// database and announced to it (MessagesDeleted). Under Config.ServerView
+// every id is looked up on the server, and one that does not exist is
+// skipped. Deleted messages leave the chat's history, search and
+// World.Messages for good, for every member whatever revoke says (the
+// simulator models channels and supergroups, where a deletion is always for
+// everyone). The client, and every client that opened the chat, receives
+// MessagesDeleted for them; members receive updateChatLastMessage when the
+// newest message went. World.Calls counts the request.
 func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {
 	return call0(ctx, c, tg.MethodDeleteMessages, func() error {
 		w := c.w
