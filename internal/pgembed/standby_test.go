@@ -113,6 +113,14 @@ func TestDumpAndRestore(t *testing.T) {
 // referencing table. PostgreSQL fails the restore, which waited first;
 // Restore runs it again once the client's transaction ends, and the
 // database is the dump's.
+//
+// PostgreSQL looks for a deadlock once, deadlock_timeout after a session
+// began to wait, and fails the session that looks while the cycle is
+// closed. With the default second on both sides, a loaded machine could
+// close the cycle only after the restore had looked, and the client
+// would be failed. So the restore's sessions look after 5 s (its role's
+// setting), and the client's after a minute: the restore is the one that
+// finds the cycle, however late the client closes it.
 func TestRestoreRunsAgainAfterADeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -120,6 +128,12 @@ func TestRestoreRunsAgainAfterADeadlock(t *testing.T) {
 	client := connect(t, c.URL(""))
 	if _, err := client.Exec(ctx, `CREATE TABLE parent (id int PRIMARY KEY); CREATE TABLE child (id int, parent_id int REFERENCES parent (id));
 		INSERT INTO parent VALUES (1); INSERT INTO child VALUES (1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Exec(ctx, `ALTER ROLE CURRENT_USER SET deadlock_timeout = '5s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Exec(ctx, `SET deadlock_timeout = '60s'`); err != nil {
 		t.Fatal(err)
 	}
 	dump := filepath.Join(t.TempDir(), "catalogue.dump")
