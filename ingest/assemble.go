@@ -129,20 +129,28 @@ func (p *Pipeline) message(ctx context.Context, key tg.MessageKey) (tg.Message, 
 	return m, nil
 }
 
-// maxSeenParts bounds seen: past it the memory starts again empty, and a
-// part wanted again is read by id (message). The parts of a set that never
-// completes here (given up, or catalogued by another instance) are never
-// forgotten otherwise.
-const maxSeenParts = 4096
+// maxRemembered bounds each of the pipeline's memories of sets (seen,
+// setFailures, notInAlbum). The parts of a set that never completes here
+// (given up, or catalogued by another instance), its last failure and the
+// ids found around it are never forgotten otherwise, and a daemon
+// assembles sets for months.
+const maxRemembered = 4096
+
+// remember sets m[k] to v, emptying m first when k is new and m holds
+// maxRemembered entries already: what it forgot costs one more look (a
+// part read by id, an id looked up again, a failure logged again).
+func remember[K comparable, V any](m map[K]V, k K, v V) {
+	if _, ok := m[k]; !ok && len(m) >= maxRemembered {
+		clear(m)
+	}
+	m[k] = v
+}
 
 // keepSeen remembers m, a set's part as this session knows it.
 func (p *Pipeline) keepSeen(m tg.Message) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.seen[m.Key()]; !ok && len(p.seen) >= maxSeenParts {
-		clear(p.seen)
-	}
-	p.seen[m.Key()] = m
+	remember(p.seen, m.Key(), m)
 }
 
 // deadLetterSet records every part of a set as a dead letter for cause and
@@ -212,17 +220,10 @@ func (p *Pipeline) setFailed(set store.PendingSet, err error) {
 	k := setID{set.Chat, set.TopicID, set.SetKey}
 	p.mu.Lock()
 	prev, had := p.setFailures[k]
-	switch {
-	case err == nil:
+	if err == nil {
 		delete(p.setFailures, k)
-	case !had && len(p.setFailures) >= maxSetProbes:
-		// A set given up or finished elsewhere is never swept again to
-		// forget its failure: past the bound the memory starts again,
-		// and a set still failing is logged once more.
-		clear(p.setFailures)
-		fallthrough
-	default:
-		p.setFailures[k] = err.Error()
+	} else {
+		remember(p.setFailures, k, err.Error())
 	}
 	p.mu.Unlock()
 	if err != nil && (!had || prev != err.Error()) {
@@ -433,20 +434,11 @@ func (p *Pipeline) setMember(ctx context.Context, setKey string, part store.Sour
 	return true, nil
 }
 
-// maxSetProbes bounds notInAlbum: past it the memory starts again
-// empty, and an id looked up before costs its look once more. A daemon
-// assembles sets for months; the ids around each would otherwise stay for
-// the process's life.
-const maxSetProbes = 4096
-
 // notMember remembers that probe's message is no part of its set.
 func (p *Pipeline) notMember(probe setProbe) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.notInAlbum[probe] && len(p.notInAlbum) >= maxSetProbes {
-		clear(p.notInAlbum)
-	}
-	p.notInAlbum[probe] = true
+	remember(p.notInAlbum, probe, true)
 }
 
 // setProbe is a message looked up as a possible part of a set.

@@ -10,61 +10,52 @@ import (
 	"stashd/tg"
 )
 
-// The ids found to be no part of a set are remembered up to
-// maxSetProbes: a daemon that assembles sets for months keeps a bounded
-// memory of them, and the newest is always among them.
-func TestSetProbesStayBounded(t *testing.T) {
+// The pipeline's memories of sets stay bounded however many sets a daemon
+// assembles over months, and each keeps its newest entry: the parts it
+// keeps (seen), the ids found to be no part of a set (notInAlbum), and the
+// failures remembered to log each failing set once (setFailures).
+func TestSetMemoriesStayBounded(t *testing.T) {
 	t.Parallel()
-	p := &Pipeline{notInAlbum: map[setProbe]bool{}}
-	for i := range 3 * maxSetProbes {
-		probe := setProbe{"set:x", tg.MessageKey{Chat: -100, Message: tg.MessageIDFromServer(int64(i + 1))}}
-		p.notMember(probe)
-		if !p.notInAlbum[probe] {
-			t.Fatalf("probe %d not remembered", i)
-		}
-		if n := len(p.notInAlbum); n > maxSetProbes {
-			t.Fatalf("%d probes remembered after %d, want at most %d", n, i+1, maxSetProbes)
+	set := func(i int) store.PendingSet { return store.PendingSet{Chat: -100, SetKey: fmt.Sprintf("set:%d", i)} }
+	msg := func(i int) tg.MessageKey {
+		return tg.MessageKey{Chat: -100, Message: tg.MessageIDFromServer(int64(i + 1))}
+	}
+	for _, c := range []struct {
+		name string
+		put  func(p *Pipeline, i int)
+		has  func(p *Pipeline, i int) bool
+		size func(p *Pipeline) int
+	}{
+		{"seen",
+			func(p *Pipeline, i int) { p.keepSeen(tg.Message{ChatID: -100, ID: msg(i).Message}) },
+			func(p *Pipeline, i int) bool { _, ok := p.seen[msg(i)]; return ok },
+			func(p *Pipeline) int { return len(p.seen) }},
+		{"notInAlbum",
+			func(p *Pipeline, i int) { p.notMember(setProbe{"set:x", msg(i)}) },
+			func(p *Pipeline, i int) bool { return p.notInAlbum[setProbe{"set:x", msg(i)}] },
+			func(p *Pipeline) int { return len(p.notInAlbum) }},
+		{"setFailures",
+			func(p *Pipeline, i int) { p.setFailed(set(i), errors.New("a part is still downloading")) },
+			func(p *Pipeline, i int) bool { _, ok := p.setFailures[setID{-100, 0, set(i).SetKey}]; return ok },
+			func(p *Pipeline) int { return len(p.setFailures) }},
+	} {
+		p := &Pipeline{seen: map[tg.MessageKey]tg.Message{}, notInAlbum: map[setProbe]bool{}, setFailures: map[setID]string{},
+			log: slog.New(slog.DiscardHandler)}
+		for i := range 3 * maxRemembered {
+			c.put(p, i)
+			if !c.has(p, i) {
+				t.Fatalf("%s: entry %d not kept", c.name, i)
+			}
+			if n := c.size(p); n > maxRemembered {
+				t.Fatalf("%s: %d entries after %d, want at most %d", c.name, n, i+1, maxRemembered)
+			}
 		}
 	}
-}
-
-// The set parts a session keeps in memory are bounded the same way, and
-// the newest is always kept: a part wanted after the memory started again
-// is read by id.
-func TestSeenPartsStayBounded(t *testing.T) {
-	t.Parallel()
-	p := &Pipeline{seen: map[tg.MessageKey]tg.Message{}}
-	for i := range 3 * maxSeenParts {
-		m := tg.Message{ChatID: -100, ID: tg.MessageIDFromServer(int64(i + 1))}
-		p.keepSeen(m)
-		if _, ok := p.seen[m.Key()]; !ok {
-			t.Fatalf("part %d not kept", i)
-		}
-		if n := len(p.seen); n > maxSeenParts {
-			t.Fatalf("%d parts kept after %d, want at most %d", n, i+1, maxSeenParts)
-		}
-	}
-}
-
-// The failures remembered to log each failing set once are bounded too:
-// a set given up, or finished by another instance, is never swept again
-// to forget its failure.
-func TestSetFailuresStayBounded(t *testing.T) {
-	t.Parallel()
+	// A set that went through is forgotten at once.
 	p := &Pipeline{setFailures: map[setID]string{}, log: slog.New(slog.DiscardHandler)}
-	for i := range 3 * maxSetProbes {
-		set := store.PendingSet{Chat: -100, SetKey: fmt.Sprintf("set:%d", i)}
-		p.setFailed(set, errors.New("a part is still downloading"))
-		if _, ok := p.setFailures[setID{set.Chat, set.TopicID, set.SetKey}]; !ok {
-			t.Fatalf("failure of set %d not remembered", i)
-		}
-		if n := len(p.setFailures); n > maxSetProbes {
-			t.Fatalf("%d failures remembered after %d, want at most %d", n, i+1, maxSetProbes)
-		}
-	}
-	last := store.PendingSet{Chat: -100, SetKey: fmt.Sprintf("set:%d", 3*maxSetProbes-1)}
-	p.setFailed(last, nil)
-	if _, ok := p.setFailures[setID{last.Chat, last.TopicID, last.SetKey}]; ok {
+	p.setFailed(set(1), errors.New("a part is still downloading"))
+	p.setFailed(set(1), nil)
+	if len(p.setFailures) != 0 {
 		t.Error("a set that went through is still remembered as failing")
 	}
 }

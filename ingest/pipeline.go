@@ -213,7 +213,7 @@ type Pipeline struct {
 
 	// seen remembers messages of pending set parts from this session, so
 	// completing a set rarely needs getMessage (file ids are per session),
-	// up to maxSeenParts of them (keepSeen).
+	// up to maxRemembered of them (keepSeen).
 	mu     sync.Mutex
 	seen   map[tg.MessageKey]tg.Message
 	topics map[topicKey]bool
@@ -224,11 +224,12 @@ type Pipeline struct {
 	// disk is the download budget in bytes (Config.DownloadBudget).
 	disk *semaphore.Weighted
 	// setFailures holds the last retryable failure of each pending set,
-	// so that a set failing at every sweep is logged once.
+	// so that a set failing at every sweep is logged once, up to
+	// maxRemembered of them (setFailed).
 	setFailures map[setID]string
 	// notInAlbum holds ids around a set's parts found to be no part of it
 	// (deleted, or another message), so each costs one getMessage per set
-	// and session, up to maxSetProbes of them (notMember).
+	// and session, up to maxRemembered of them (notMember).
 	notInAlbum map[setProbe]bool
 	// queuedParts keeps the messages of parts whose deliveries are queued
 	// (bounded by maxKeptParts); wake tells the delivery stage that

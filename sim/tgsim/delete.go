@@ -70,9 +70,9 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 			}
 		}
 		for _, id := range ids {
-			_, held := c.db.known[chat][id]
-			held = held || c.db.last[chat] == id // TDLib keeps a chat's last message
-			if slices.Contains(del, id) || slices.Contains(gone, id) || !held && !c.w.cfg.ServerView {
+			_, held := c.stored(ch, id)
+			held = held || !w.cfg.ServerView && c.db.last[chat] == id // TDLib keeps a chat's last message
+			if slices.Contains(del, id) || slices.Contains(gone, id) || !held && !w.cfg.ServerView {
 				continue
 			}
 			m := ch.find(id)
