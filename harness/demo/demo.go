@@ -440,7 +440,11 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if r.o.RestartEvery > 0 {
 		faults.Go(func() { r.restartLoop(pctx, ctx) })
 	}
-	faults.Go(func() { r.topicFaults(pctx) })
+	// Topic faults outlive publishing until each asked for has happened
+	// (topicFaults), so they stop on their own context.
+	tctx, stopTopics := context.WithCancel(ctx)
+	defer stopTopics()
+	faults.Go(func() { r.topicFaults(tctx, pubDone) })
 	if r.o.LogoutAccounts > 0 {
 		faults.Go(func() { r.logouts(pctx) })
 	}

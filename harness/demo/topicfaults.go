@@ -17,9 +17,12 @@ const topicReopenAfter = 1500 * time.Millisecond
 // its topics is closed with Options.CloseTopics, and reopened
 // topicReopenAfter later, or deleted with Options.DeleteTopics, messages
 // and all. stashd reopens the closed topics it created (or waits for their
-// reopening) and creates the deleted ones again. Topics still closed when
-// publishing ends are reopened.
-func (r *runner) topicFaults(ctx context.Context) {
+// reopening) and creates the deleted ones again. A fault asked for that
+// has not happened by the end of publishing (stashd made its first topic
+// late on a loaded machine) is still played once topics are there, for
+// up to Options.SettleTimeout after published closes; then the topics
+// still closed are reopened and topicFaults returns.
+func (r *runner) topicFaults(ctx context.Context, published <-chan struct{}) {
 	forum := r.gen.ForumDestination()
 	if forum == 0 || r.o.CloseTopics <= 0 && r.o.DeleteTopics <= 0 {
 		return
@@ -42,10 +45,18 @@ func (r *runner) topicFaults(ctx context.Context) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	next := time.Now().Add(every)
+	var overtime <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-overtime:
+			return
+		case <-published:
+			if r.topicFaultsDone() {
+				return
+			}
+			published, overtime = nil, time.After(r.o.SettleTimeout)
 		case now := <-tick.C:
 			reopen(func(at time.Time) bool { return now.Sub(at) >= topicReopenAfter })
 			if now.Before(next) {
@@ -53,15 +64,25 @@ func (r *runner) topicFaults(ctx context.Context) {
 			}
 			next = now.Add(every)
 			r.hitTopics(forum, closedAt, now)
-			if closed, deleted := r.world.TopicEvents(); r.o.CloseTopics > 0 && closed == 0 || r.o.DeleteTopics > 0 && deleted == 0 {
+			switch done := r.topicFaultsDone(); {
+			case done && overtime != nil:
+				return
+			case !done:
 				// A fault asked for has not happened yet (no topic to
 				// hit, or a close first): look again at the next tick,
 				// so that a slow machine, whose first topic comes late,
-				// still gets each before publishing ends.
+				// still gets each.
 				next = now
 			}
 		}
 	}
+}
+
+// topicFaultsDone reports whether each topic fault asked for has
+// happened at least once.
+func (r *runner) topicFaultsDone() bool {
+	closed, deleted := r.world.TopicEvents()
+	return (r.o.CloseTopics <= 0 || closed > 0) && (r.o.DeleteTopics <= 0 || deleted > 0)
 }
 
 // hitTopics closes or deletes each topic of forum by the fault knobs, in
