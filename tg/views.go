@@ -38,8 +38,10 @@ type Views struct {
 	// not trusted.
 	lost    map[ChatID]bool
 	reports map[ChatID]int
-	// ready is whether the session last reported itself connected.
-	ready bool
+	// away is open while the session last reported itself not connected
+	// (closed at its return to ready), nil while it is ready or has not
+	// reported its state yet.
+	away chan struct{}
 }
 
 // NewViews returns the views of the session that open opens chats in;
@@ -78,22 +80,27 @@ func (v *Views) AccessHeld(chat ChatID) {
 }
 
 // Connection notes the session's connection state (updateConnectionState).
-// Back to ready after being away, the session fetches what changed in
-// the channels it follows while it was away, each channel's difference
-// on its own, after the account's common difference that the updating
-// state covers: every chat opened counts as opened now, and a read waits
-// settle again before it trusts the session's view.
+// While the session is away TDLib still answers reads from its database,
+// which learns nothing of what others post: Current waits for its return.
+// Back to ready, the session fetches what changed in the channels it
+// follows while it was away, each channel's difference on its own, after
+// the account's common difference that the updating state covers: every
+// chat opened counts as opened now, and a read waits settle again before
+// it trusts the session's view.
 func (v *Views) Connection(state ConnectionState) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	ready := state == ConnReady
-	if ready && !v.ready {
+	switch ready := state == ConnReady; {
+	case !ready && v.away == nil:
+		v.away = make(chan struct{})
+	case ready && v.away != nil:
 		now := time.Now()
 		for chat := range v.opened {
 			v.opened[chat] = now
 		}
+		close(v.away)
+		v.away = nil
 	}
-	v.ready = ready
 }
 
 // Open opens chat unless this session opened it already, and returns when
@@ -149,14 +156,33 @@ func (v *Views) StaleAt(ctx context.Context, chat ChatID, t time.Time) (bool, er
 	v.mu.Lock()
 	at, ok := v.opened[chat]
 	v.mu.Unlock()
-	stale := !ok || t.Before(at.Add(v.settle))
-	return stale, v.Current(ctx, chat)
+	if err := v.Current(ctx, chat); err != nil {
+		return !ok || t.Before(at.Add(v.settle)), err
+	}
+	// Current may have waited out an outage, which moved the opening.
+	v.mu.Lock()
+	if now, ok := v.opened[chat]; ok && now.After(at) {
+		at = now
+	}
+	v.mu.Unlock()
+	return !ok || t.Before(at.Add(v.settle)), nil
 }
 
-// Current opens chat (Open) and returns once settle has passed since it
-// was opened (at once for a chat opened long ago), or when ctx ends.
-// Chats opened together are waited for together.
+// Current waits while the session is away (Connection), opens chat
+// (Open) and returns once settle has passed since it was opened (at once
+// for a chat opened long ago), or when ctx ends. Chats opened together
+// are waited for together.
 func (v *Views) Current(ctx context.Context, chat ChatID) error {
+	v.mu.Lock()
+	away := v.away
+	v.mu.Unlock()
+	if away != nil {
+		select {
+		case <-away:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	at, err := v.Open(ctx, chat)
 	if err != nil {
 		return err

@@ -122,9 +122,11 @@ func TestViewsOpenDuringAccessReportsIsAskedAgain(t *testing.T) {
 	}
 }
 
-// Back to ready after an outage, a chat opened long ago is not current
-// until settle has passed again: its difference for the outage is on its
-// way. Reads made before the outage's end are stale too.
+// While the session is away, its database learns nothing of what others
+// post: a read waits for the connection's return. Back to ready, a chat
+// opened long ago is not current until settle has passed again: its
+// difference for the outage is on its way. Reads made before the
+// outage's end are stale too.
 func TestViewsSettleAgainAfterAReconnect(t *testing.T) {
 	const settle = 50 * time.Millisecond
 	v := NewViews(func(ctx context.Context, chat ChatID) error { return nil }, settle)
@@ -139,17 +141,40 @@ func TestViewsSettleAgainAfterAReconnect(t *testing.T) {
 	v.Connection(ConnConnecting)
 	v.Connection(ConnUpdating)
 	before := time.Now()
-	if stale, _ := v.StaleAt(ctx, 1, before); stale {
-		t.Fatal("a read while the connection is away counted as stale; the outage ends only at ready")
+	type answer struct {
+		stale bool
+		err   error
+		at    time.Time
+	}
+	during := make(chan answer, 1)
+	go func() {
+		stale, err := v.StaleAt(ctx, 1, before)
+		during <- answer{stale, err, time.Now()}
+	}()
+	select {
+	case a := <-during:
+		t.Fatalf("StaleAt while the connection is away returned %+v, want it to wait for the return", a)
+	case <-time.After(4 * settle):
+	}
+	short, cancel := context.WithTimeout(ctx, settle)
+	defer cancel()
+	if err := v.Current(short, 2); err == nil {
+		t.Fatal("Current of a chat never opened returned while the connection is away, want it to wait")
 	}
 	v.Connection(ConnReady)
 	start := time.Now()
+	if a := <-during; a.err != nil || !a.stale {
+		t.Fatalf("StaleAt of a read made while away = %v, %v; want stale", a.stale, a.err)
+	} else if waited := a.at.Sub(start); waited < settle*4/5 {
+		t.Errorf("StaleAt returned %s after the reconnect, want it to wait about %s for the view", waited, settle)
+	}
+	start = time.Now()
 	stale, err := v.StaleAt(ctx, 1, before)
 	if err != nil || !stale {
 		t.Fatalf("StaleAt of a read made before the reconnect = %v, %v; want stale", stale, err)
 	}
-	if waited := time.Since(start); waited < settle*4/5 {
-		t.Errorf("StaleAt returned %s after the reconnect, want it to wait about %s for the view", waited, settle)
+	if waited := time.Since(start); waited > settle {
+		t.Errorf("StaleAt of a view settled since the reconnect waited %s", waited)
 	}
 	v.Connection(ConnReady) // a repeated report is no new reconnect
 	if stale, _ := v.StaleAt(ctx, 1, time.Now()); stale {
