@@ -191,3 +191,25 @@ func TestSendInFlightLandsAfterCloseOnTheWire(t *testing.T) {
 		t.Fatalf("updateNewMessage = %v; want the late send %d", nm, landed[0].ID)
 	}
 }
+
+// A send made while the account is offline is answered with its pending
+// message at once, and its outcome comes only after the reconnect: TDLib
+// keeps the message until its connection is back.
+func TestSendWhileOfflineSucceedsAfterTheReconnectOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 41})
+	c, m := wireWithDocument(t, w)
+	w.Disconnect("acct1", 0)
+	tmp := sendDoc(c, w.dest, 0, m, "message")
+	time.Sleep(200 * time.Millisecond)
+	if landed := w.Messages(w.dest); len(landed) != 0 {
+		t.Fatalf("the destination holds %+v while the sender is offline, want nothing yet", landed)
+	}
+	w.Reconnect("acct1")
+	ok, _ := c.until("updateMessageSendSucceeded", func(o tdObject) bool {
+		return o.typ() == "updateMessageSendSucceeded" && o.int("old_message_id") == tmp.int("id")
+	})
+	if landed := w.Messages(w.dest); len(landed) != 1 || int64(landed[0].ID) != ok.int("message", "id") {
+		t.Fatalf("after the reconnect the destination holds %+v, want the send's message %v", landed, ok.get("message", "id"))
+	}
+}

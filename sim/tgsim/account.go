@@ -55,6 +55,10 @@ type account struct {
 	reconnect  *time.Timer
 	missed     map[tg.ChatID]bool
 	missedList []tg.ChatID
+	// unsent holds the sends made while offline: TDLib keeps them pending
+	// until its connection is back, and they land SendLatency after the
+	// reconnect (or as a closed client's pending sends do).
+	unsent []*sendBatch
 
 	// proxyOnly, when set, is the only proxy server through which the
 	// account reaches Telegram (RequireProxy).
@@ -105,7 +109,9 @@ type floodInjection struct {
 // message posted meanwhile is too new, and getMessage answers 404 for it.
 // updateNewMessage for messages posted during the window are lost, as
 // TDLib does not replay channel updates. A d of zero or less keeps
-// the account disconnected until Reconnect. Requests keep being served.
+// the account disconnected until Reconnect. Requests keep being served,
+// but a send made meanwhile lands only SendLatency after the reconnect:
+// TDLib keeps the message pending until its connection is back.
 func (w *World) Disconnect(account string, d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -177,6 +183,13 @@ func (w *World) reconnect(name string, gen int) {
 		}
 		if cl.reachable(a) {
 			cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnReady})
+		}
+	}
+	unsent := a.unsent
+	a.unsent = nil
+	for _, b := range unsent {
+		if c := b.sends[0].c; !c.closed && b.timer == nil {
+			c.armSend(b)
 		}
 	}
 }

@@ -185,8 +185,9 @@ func (c *Client) startSend(dest *chat, thread int64, f *file, caption string, op
 }
 
 // settleLater settles pss, in order, after SendLatency (an album's
-// messages land together, under consecutive ids), or when the client
-// closes while sends are held. w.mu is held.
+// messages land together, under consecutive ids), after the reconnect
+// when the account is offline, or when the client closes while sends are
+// held. w.mu is held.
 func (c *Client) settleLater(pss []*pendingSend) {
 	w := c.w
 	b := &sendBatch{sends: pss}
@@ -201,6 +202,16 @@ func (c *Client) settleLater(pss []*pendingSend) {
 	if w.holdSends {
 		return // settled by Close
 	}
+	if a := w.accounts[c.account]; a.offline {
+		a.unsent = append(a.unsent, b) // armed at the reconnect, or landed by Close
+		return
+	}
+	c.armSend(b)
+}
+
+// armSend settles b after SendLatency. w.mu is held.
+func (c *Client) armSend(b *sendBatch) {
+	w := c.w
 	c.wg.Add(1)
 	b.timer = time.AfterFunc(w.cfg.SendLatency, func() {
 		defer c.wg.Done()

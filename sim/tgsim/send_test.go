@@ -579,3 +579,26 @@ func TestSendInFlightLandsAfterItsClientClosed(t *testing.T) {
 		t.Fatalf("bob was told of %+v; want the late send %d", got.Message, truth[0].ID)
 	}
 }
+
+// A send made while the account is offline is accepted (the temporary
+// message) and stays pending: TDLib sends it once its connection is back.
+// Nothing lands in the destination, and no outcome comes, until the
+// reconnect; then it lands as any send does.
+func TestSendWhileOfflineLandsAfterTheReconnect(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, Config{SendLatency: 10 * time.Millisecond})
+	f.w.Disconnect("alice", 0)
+	tmp, err := f.c.SendDocument(f.ctx, f.dest, f.src.Document.File.RemoteID, "offline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if truth := f.w.Messages(f.dest); len(truth) != 0 {
+		t.Fatalf("the destination holds %+v while the sender is offline, want nothing yet", truth)
+	}
+	f.w.Reconnect("alice")
+	ok := next[tg.SendSucceeded](t, f.c, func(u tg.SendSucceeded) bool { return u.OldMessageID == tmp.ID })
+	if truth := f.w.Messages(f.dest); len(truth) != 1 || truth[0].ID != ok.Message.ID {
+		t.Fatalf("after the reconnect the destination holds %+v, want the send's message %d", truth, ok.Message.ID)
+	}
+}
