@@ -104,6 +104,21 @@ func TestStalledDownloadIsCancelledThenRetried(t *testing.T) {
 	mustHandle(t, p2, msg2, store.OutcomePackage)
 }
 
+// TDLib downloads nothing while the account's connection is away. An
+// outage far longer than the stall limit is no stall: the download waits
+// for the connection's return and completes, with no try given up.
+func TestDownloadWaitsOutAnOutage(t *testing.T) {
+	t.Parallel()
+	e := newEnvWorld(t, tgsim.Config{Seed: 1}, "a")
+	p, c, m := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.DownloadStall = 50 * time.Millisecond }, nil)
+	msg := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: "outage.tar", Data: tarOf("a", "outage")}))
+	e.world.Disconnect("a", time.Second)
+	mustHandle(t, p, msg, store.OutcomePackage)
+	if n := testutil.ToFloat64(m.DownloadFailures("a", ingest.DownloadStalled)); n != 0 {
+		t.Errorf("stalled downloads counted = %v through an outage, want none", n)
+	}
+}
+
 // Downloaded archives are deleted once hashed and listed: the delivery
 // sends by remote id and needs no local copy.
 func TestDownloadedFilesAreDeleted(t *testing.T) {

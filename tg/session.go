@@ -413,9 +413,10 @@ var (
 //
 // A download ends three ways: complete; stopped by TDLib (an update neither
 // active nor complete: ErrDownloadStopped); or stalled, when no progress is
-// reported for stall (zero means DefaultDownloadStall): then, as when ctx
-// ends, the download is cancelled in TDLib unless another caller still
-// waits for the same file.
+// reported for stall (zero means DefaultDownloadStall) of time the session
+// was connected (an outage pauses TDLib's downloads, and the stall clock
+// with them): then, as when ctx ends, the download is cancelled in TDLib
+// unless another caller still waits for the same file.
 func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (File, error) {
 	stall = cmp.Or(stall, DefaultDownloadStall)
 	// The channel holds the latest state only: the pump replaces an unread
@@ -527,6 +528,16 @@ func (s *Session) Download(ctx context.Context, f File, stall time.Duration) (Fi
 				return File{}, fmt.Errorf("download file %d: %w", f.ID, ErrDownloadStopped)
 			}
 		case <-timer.C:
+			// TDLib downloads nothing while its connection is away: only
+			// time connected counts toward a stall.
+			switch st, held := s.ConnectionSince(); {
+			case st != "" && st != ConnReady:
+				timer.Reset(stall)
+				continue
+			case st == ConnReady && held < stall:
+				timer.Reset(stall - held) // back lately
+				continue
+			}
 			giveUp(true)
 			return File{}, fmt.Errorf("download file %d: no progress for %s: %w", f.ID, stall, ErrDownloadStalled)
 		case <-ctx.Done():

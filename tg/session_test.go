@@ -163,6 +163,42 @@ func TestSessionDownloadStallIsCancelled(t *testing.T) {
 	}
 }
 
+// TDLib downloads nothing while its connection is away: a download makes
+// no progress through an outage longer than the stall limit and is not
+// given up for it. Back connected, the stall limit counts again from the
+// return.
+func TestSessionDownloadStallPausesWhileAway(t *testing.T) {
+	t.Parallel()
+	const stall = 50 * time.Millisecond
+	c := newDownloadClient()
+	s := tg.NewSession(c, func(tg.Update) {})
+	defer func() { close(c.updates); <-s.Done() }()
+
+	c.updates <- tg.ConnectionStateChanged{State: tg.ConnReady}
+	res := startDownload(t, s, 4, stall)
+	<-c.started
+	c.updates <- tg.ConnectionStateChanged{State: tg.ConnConnecting}
+	select {
+	case id := <-c.cancelled:
+		t.Fatalf("file %d cancelled as stalled while the connection was away", id)
+	case <-time.After(10 * stall):
+	}
+	c.updates <- tg.ConnectionStateChanged{State: tg.ConnReady}
+	back := time.Now()
+	select {
+	case <-c.cancelled:
+		if since := time.Since(back); since < stall*4/5 {
+			t.Errorf("cancelled %s after the return, want the stall limit (%s) counted from it", since, stall)
+		}
+	case <-time.After(10 * time.Second): // safety net
+		t.Fatal("a download stalled after the return was not cancelled")
+	}
+	c.updates <- tg.FileUpdated{File: tg.File{ID: 4, Size: 100}}
+	if err := (<-res).err; !errors.Is(err, tg.ErrDownloadStalled) {
+		t.Fatalf("download = %v, want ErrDownloadStalled", err)
+	}
+}
+
 // Progress reports do not end a download: it completes with the final
 // update's local path.
 func TestSessionDownloadFollowsProgressToCompletion(t *testing.T) {

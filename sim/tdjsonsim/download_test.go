@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"stashd/sim/tgsim"
 )
@@ -89,4 +90,25 @@ func okThenUpdate(c *wire, typ string, params map[string]any, what string, id in
 		return
 	}
 	c.until(what, func(o tdObject) bool { return stopped(o, id) })
+}
+
+// A download asked for while the account is offline makes no progress on
+// the wire (no updateFile of downloaded bytes) until the reconnect, and
+// then completes.
+func TestDownloadWaitsForTheConnectionOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 2})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	id := downloadOn(t, w, c)
+	w.Disconnect("acct1", 0)
+	c.ok(1, "downloadFile", downloadParams(id), "file")
+	time.Sleep(300 * time.Millisecond)
+	if f := c.ok(1, "downloadFile", downloadParams(id), "file"); f.int("local", "downloaded_size") != 0 || f.get("local", "is_downloading_completed") == true {
+		t.Fatalf("after 300 ms offline the file is %v, want no progress", f)
+	}
+	w.Reconnect("acct1")
+	c.until("completed download", func(o tdObject) bool {
+		return o.typ() == "updateFile" && o.int("file", "id") == id && o.get("file", "local", "is_downloading_completed") == true
+	})
 }

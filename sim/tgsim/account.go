@@ -110,8 +110,9 @@ type floodInjection struct {
 // updateNewMessage for messages posted during the window are lost, as
 // TDLib does not replay channel updates. A d of zero or less keeps
 // the account disconnected until Reconnect. Requests keep being served,
-// but a send made meanwhile lands only SendLatency after the reconnect:
-// TDLib keeps the message pending until its connection is back.
+// but a send made meanwhile lands only SendLatency after the reconnect
+// (TDLib keeps the message pending until its connection is back), and
+// downloads make no progress until then.
 func (w *World) Disconnect(account string, d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -199,6 +199,9 @@ func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, faul
 		if err := c.pause(pause, cancel); err != nil {
 			return err
 		}
+		if err := c.awaitConnection(cancel); err != nil {
+			return err
+		}
 		end := min(off+step, len(data))
 		if _, err := f.Write(data[off:end]); err != nil {
 			return fmt.Errorf("write download file: %w", err)
@@ -229,6 +232,23 @@ func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, faul
 
 // pause waits d, or returns tg.ErrClosed as soon as the client closes, or
 // errDownloadCancelled when the download is cancelled.
+// awaitConnection waits while the account is offline (Disconnect): TDLib
+// downloads nothing without its connection, and goes on where it stopped
+// once the connection is back.
+func (c *Client) awaitConnection(cancel <-chan struct{}) error {
+	for {
+		c.w.mu.Lock()
+		offline := c.w.accounts[c.account].offline
+		c.w.mu.Unlock()
+		if !offline {
+			return nil
+		}
+		if err := c.pause(10*time.Millisecond, cancel); err != nil {
+			return err
+		}
+	}
+}
+
 func (c *Client) pause(d time.Duration, cancel <-chan struct{}) error {
 	if d <= 0 {
 		select {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"stashd/tg"
 )
@@ -152,5 +153,24 @@ func TestSessionDownloadAfterDeleteFetchesAgain(t *testing.T) {
 	}
 	if _, err := os.Stat(again.LocalPath); err != nil {
 		t.Errorf("download after deleteFile returned %+v: %v", again, err)
+	}
+}
+
+// TDLib downloads nothing while its connection is away: a download started
+// or running while the account is offline makes no progress until the
+// reconnect, and then completes.
+func TestDownloadWaitsForTheConnection(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{SendLatency: 20 * time.Millisecond})
+	f.w.Disconnect("alice", 0)
+	file := startDownload(t, f)
+	time.Sleep(300 * time.Millisecond)
+	if now, err := f.c.DownloadFile(f.ctx, file.ID); err != nil || now.Downloaded != 0 || now.DownloadDone {
+		t.Fatalf("after 300 ms offline the download is %+v (%v), want no progress", now, err)
+	}
+	f.w.Reconnect("alice")
+	done := next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return u.File.ID == file.ID && u.File.DownloadDone }).File
+	if done.Downloaded != 1000 || done.LocalPath == "" {
+		t.Fatalf("after the reconnect the download ended as %+v, want it complete", done)
 	}
 }
