@@ -238,7 +238,9 @@ func (l *leaser) compareConfig(ctx context.Context, lease store.Lease) {
 	if theirs.Fingerprint != "" && lease.ConfigBy != me && theirs.Fingerprint != l.config.Fingerprint {
 		differs = configDiff(l.config.Summary, theirs.Summary)
 	}
-	l.d.leaseM.mismatch.WithLabelValues(l.a.Name).Set(map[bool]float64{true: 1, false: 0}[differs != ""])
+	// Set on return, once the warning below is written: whoever sees the
+	// gauge finds the warning in the log.
+	defer l.d.leaseM.mismatch.WithLabelValues(l.a.Name).Set(map[bool]float64{true: 1, false: 0}[differs != ""])
 	seen := lease.ConfigBy + "\x00" + theirs.Fingerprint
 	changed := seen != l.seen
 	if !changed && (differs == "" || time.Since(l.recorded) < l.ttl) {
