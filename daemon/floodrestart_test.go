@@ -205,6 +205,11 @@ func TestChatFloodWaitOutlivesARestart(t *testing.T) {
 	prepareAndRun(t, d)
 	postTars(world, src, "c", 2)
 	waitDestPaused(t, d, st, world, dest)
+	// The pause is the session's at once; its record (the account's file,
+	// then the table) is written right after. This test stops the daemon
+	// once the wait is recorded; TestChatFloodWaitOutlivesAnUnrecordedPause
+	// covers a record lost.
+	waitFloodWaitRow(t, st, store.FloodWaitChat)
 	d.Kill()
 
 	cfg.Registry = prometheus.NewRegistry()
