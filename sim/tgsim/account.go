@@ -55,6 +55,9 @@ type account struct {
 	reconnect  *time.Timer
 	missed     map[tg.ChatID]bool
 	missedList []tg.ChatID
+	// back is closed at the reconnect that ends the offline window
+	// (downloads wait on it).
+	back chan struct{}
 	// unsent holds the sends made while offline: TDLib keeps them pending
 	// until its connection is back, and they land SendLatency after the
 	// reconnect (or as a closed client's pending sends do).
@@ -125,6 +128,7 @@ func (w *World) Disconnect(account string, d time.Duration) {
 	}
 	if !a.offline {
 		a.offline = true
+		a.back = make(chan struct{})
 		for _, cl := range a.clients {
 			cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnConnecting})
 		}
@@ -151,6 +155,7 @@ func (w *World) reconnect(name string, gen int) {
 		return // a later Disconnect owns the window
 	}
 	a.offline = false
+	close(a.back)
 	if a.reconnect != nil {
 		a.reconnect.Stop()
 		a.reconnect = nil
