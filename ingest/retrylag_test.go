@@ -62,12 +62,15 @@ func TestRetryRightAfterAReconnect(t *testing.T) {
 
 	p1, c1 := e.pipeline("a")
 	e.world.Disconnect("a", 0)
-	posted := e.view(c1, e.world.Post(src, 0, tgsim.Post{FileName: "flaky.tar", Data: tarOf("a", "flaky")}))
+	raw := e.world.Post(src, 0, tgsim.Post{FileName: "flaky.tar", Data: tarOf("a", "flaky")})
+	e.world.Reconnect("a")
+	// c1 reads the message from the server; instance 2's session learns
+	// of it only with the difference, delay after the reconnect.
+	posted := e.view(c1, raw)
 	if err := p1.DeadLetter(e.ctx, posted, errors.New("download stalled")); err != nil {
 		t.Fatal(err)
 	}
 	e.now = e.now.Add(24 * time.Hour)
-	e.world.Reconnect("a")
 	r := ingest.NewRetrier(ingest.RetryConfig{}, p2, e.st, nil)
 	if _, err := r.RunOnce(e.ctx); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package tgsim
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +168,8 @@ func (c *Client) Close() error {
 
 // call runs one request: it fails on a closed client or done context, counts
 // the request, applies Latency and any injected flood wait or error, then runs fn
-// with w.mu held. A request other than a send that the account's request
+// with w.mu held (answer: an fn that needs the server while the account is
+// offline runs again once it is back). A request other than a send that the account's request
 // limit refuses is sent again after the wait while TDLib sits it out
 // (sitout.go), each try after Latency.
 func call[T any](ctx context.Context, c *Client, method string, fn func() (T, error)) (T, error) {
@@ -235,12 +235,7 @@ func call[T any](ctx context.Context, c *Client, method string, fn func() (T, er
 			w.noteFloodAnswer(a, method, failure)
 			return zero, failure
 		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if c.closed {
-			return zero, tg.ErrClosed
-		}
-		return fn()
+		return answer(ctx, c, fn)
 	}
 }
 
@@ -403,24 +398,6 @@ func (c *Client) GetChat(ctx context.Context, id tg.ChatID) (tg.Chat, error) {
 	})
 }
 
-// SearchPublicChat implements tg.Client. Like TDLib it finds any public
-// chat, member or not (getChat on a chat the account is not in still
-// fails).
-func (c *Client) SearchPublicChat(ctx context.Context, username string) (tg.Chat, error) {
-	return call(ctx, c, tg.MethodSearchPublicChat, func() (tg.Chat, error) {
-		for _, ch := range c.w.chats {
-			if ch.username != "" && strings.EqualFold(ch.username, username) {
-				if ch.private {
-					return tg.Chat{}, errChannelPrivate()
-				}
-				c.learnPublic(ch)
-				return tg.Chat{ID: ch.id, Kind: ch.kind, Title: ch.title, LastMessageID: ch.lastID()}, nil
-			}
-		}
-		return tg.Chat{}, errChatNotFound()
-	})
-}
-
 // OpenChat implements tg.Client: channels, supergroups and forums deliver
 // updateNewMessage only to clients that opened them. The first open
 // fetches the chat's difference; a later one does nothing. A chat the
@@ -492,7 +469,9 @@ func (c *Client) differ(ch *chat, learn func()) {
 	}()
 }
 
-// GetMessage implements tg.Client.
+// GetMessage implements tg.Client: from the session's database when it
+// holds the message, from the server otherwise (waiting while the account
+// is offline).
 func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID) (tg.Message, error) {
 	return call(ctx, c, tg.MethodGetMessage, func() (tg.Message, error) {
 		ch, err := c.serverChat(chat)
@@ -504,6 +483,11 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 		}
 		if m, ok := c.stored(ch, id); ok {
 			return c.view(m), nil
+		}
+		if c.asksServerFor(ch, id) {
+			if err := c.needsServer(); err != nil {
+				return tg.Message{}, err
+			}
 		}
 		m := ch.find(id)
 		if m == nil || len(c.hideTooNew(ch, []*message{m})) == 0 {
@@ -520,7 +504,8 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 // knows it (lastByDate): when that is not newer than date it is the
 // answer, although the server may hold newer messages the session has not
 // learned, and although it may be the session's own message being sent or
-// failed.
+// failed. Otherwise the server answers (waiting while the account is
+// offline).
 func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date time.Time) (tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatMessageByDate, func() (tg.Message, error) {
 		ch, err := c.serverChat(chat)
@@ -529,6 +514,9 @@ func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date 
 		}
 		if m := c.lastByDate(ch, date); m != nil {
 			return c.view(m), nil
+		}
+		if err := c.needsServer(); err != nil {
+			return tg.Message{}, err
 		}
 		for i := len(ch.msgs) - 1; i >= 0; i-- {
 			if !ch.msgs[i].date.After(date) {
@@ -539,8 +527,9 @@ func (c *Client) GetChatMessageByDate(ctx context.Context, chat tg.ChatID, date 
 	})
 }
 
-// GetForumTopic implements tg.Client. LastMessageID is 0 when no message of
-// the topic is left.
+// GetForumTopic implements tg.Client, from the server (waiting while the
+// account is offline). LastMessageID is 0 when no message of the topic is
+// left.
 func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, thread int64) (tg.Topic, error) {
 	return call(ctx, c, tg.MethodGetForumTopic, func() (tg.Topic, error) {
 		ch, err := c.serverChat(chat)
@@ -549,6 +538,9 @@ func (c *Client) GetForumTopic(ctx context.Context, chat tg.ChatID, thread int64
 		}
 		if ch.kind != tg.KindForum {
 			return tg.Topic{}, errBadRequest("Chat is not a forum")
+		}
+		if err := c.needsServer(); err != nil {
+			return tg.Topic{}, err
 		}
 		if ch.topics[thread] == nil {
 			return tg.Topic{}, errBadRequest("Topic not found")

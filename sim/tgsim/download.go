@@ -230,29 +230,6 @@ func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, faul
 	return f.Close()
 }
 
-// awaitConnection waits while the account is offline (Disconnect): TDLib
-// downloads nothing without its connection, and goes on where it stopped
-// once the connection is back. It returns tg.ErrClosed as soon as the
-// client closes, or errDownloadCancelled when the download is cancelled.
-func (c *Client) awaitConnection(cancel <-chan struct{}) error {
-	c.w.mu.Lock()
-	a := c.w.accounts[c.account]
-	back := a.back
-	offline := a.offline
-	c.w.mu.Unlock()
-	if !offline {
-		return nil
-	}
-	select {
-	case <-back:
-		return nil
-	case <-c.done:
-		return tg.ErrClosed
-	case <-cancel:
-		return errDownloadCancelled
-	}
-}
-
 // pause waits d, or returns tg.ErrClosed as soon as the client closes, or
 // errDownloadCancelled when the download is cancelled.
 func (c *Client) pause(d time.Duration, cancel <-chan struct{}) error {

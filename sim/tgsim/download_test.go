@@ -13,6 +13,13 @@ import (
 // startDownload posts a document and starts downloading it on f's client.
 func startDownload(t *testing.T, f *fixture) tg.File {
 	t.Helper()
+	return download(t, f, postDocument(t, f))
+}
+
+// postDocument posts a document in f's channel and returns it as f's
+// client reads it.
+func postDocument(t *testing.T, f *fixture) tg.Message {
+	t.Helper()
 	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
 		t.Fatal(err)
 	}
@@ -21,6 +28,12 @@ func startDownload(t *testing.T, f *fixture) tg.File {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// download starts downloading m's document on f's client.
+func download(t *testing.T, f *fixture, m tg.Message) tg.File {
+	t.Helper()
 	started, err := f.c.DownloadFile(f.ctx, m.Document.File.ID)
 	if err != nil || !started.DownloadActive {
 		t.Fatalf("DownloadFile = %+v, %v; want a download in progress", started, err)
@@ -162,8 +175,9 @@ func TestSessionDownloadAfterDeleteFetchesAgain(t *testing.T) {
 func TestDownloadWaitsForTheConnection(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{SendLatency: 20 * time.Millisecond})
+	m := postDocument(t, f)
 	f.w.Disconnect("alice", 0)
-	file := startDownload(t, f)
+	file := download(t, f, m)
 	time.Sleep(300 * time.Millisecond)
 	if now, err := f.c.DownloadFile(f.ctx, file.ID); err != nil || now.Downloaded != 0 || now.DownloadDone {
 		t.Fatalf("after 300 ms offline the download is %+v (%v), want no progress", now, err)

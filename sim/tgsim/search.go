@@ -35,7 +35,8 @@ import (
 // not empty when it could hold something): it keeps the newest part of the
 // window and loses the oldest, as when the server stops early. A caller that
 // pages toward newer messages must therefore check that a page reached back
-// to its FromMessageID.
+// to its FromMessageID. A search the session's database cannot answer
+// (searchLocal) is the server's, and waits while the account is offline.
 func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodSearchChatMessages, func() ([]tg.Message, error) {
 		switch {
@@ -59,6 +60,9 @@ func (c *Client) SearchChatMessages(ctx context.Context, q tg.Search) ([]tg.Mess
 		}
 		if page, ok := c.searchLocal(ch, q); ok {
 			return c.views(page), nil
+		}
+		if err := c.needsServer(); err != nil {
+			return nil, err
 		}
 		page := c.w.searchWindow(ch, q)
 		// A page shorter than asked for is the chat's end, unless the
@@ -158,6 +162,8 @@ func words(s string) []string {
 // the end (from 0) the page starts at the last message the session's
 // database knows (historyEnd), not the server's newest. The session's own
 // messages being sent and failed are on the page among the others, by id.
+// A page holding a message the session's database lacks is read from the
+// server, so while the account is offline it waits for the reconnect.
 func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatHistory, func() ([]tg.Message, error) {
 		switch {
@@ -200,6 +206,11 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 			down = page[len(page)-1].id
 		}
 		page = c.hideTooNew(ch, page)
+		if !c.holdsAll(ch, page) {
+			if err := c.needsServer(); err != nil {
+				return nil, err
+			}
+		}
 		c.remember(page...)
 		page = c.withLocal(ch.id, page, upTo, down, limit)
 		return c.views(page), nil
