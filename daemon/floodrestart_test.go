@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"stashd/daemon"
@@ -232,7 +234,7 @@ func TestChatFloodWaitOutlivesARestart(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries put off by the destination's wait; want 2", n)
+			t.Fatalf("%d deliveries put off by the destination's wait; want 2. The queue:\n%s", n, queueRows(t, st))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -630,4 +632,30 @@ func waitDestPaused(t *testing.T, d *daemon.Daemon, st *store.Store, world *tgsi
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// queueRows describes the delivery queue's rows, for a failure's message.
+func queueRows(t *testing.T, st *store.Store) string {
+	t.Helper()
+	rows, err := st.Pool().Query(context.Background(), `SELECT package_id, account, opens_at - now(), attempts, last_error
+		FROM waiting_deliveries ORDER BY package_id`)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	var (
+		pkg      int64
+		account  string
+		in       time.Duration
+		attempts int
+		last     string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&pkg, &account, &in, &attempts, &last}, func() error {
+		fmt.Fprintf(&b, "package %d, account %s, due in %s, %d attempts, last error %q\n", pkg, account, in.Round(time.Second), attempts, last)
+		return nil
+	})
+	if err != nil {
+		return err.Error()
+	}
+	return b.String()
 }
