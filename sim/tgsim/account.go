@@ -109,17 +109,18 @@ type floodInjection struct {
 // (updateChatLastMessage): a basic group's before ready, a channel's with
 // its own difference, Config.DifferenceDelay after ready. Until then the
 // session shows a channel as it was when the account went offline: a
-// message posted meanwhile is too new, and getMessage answers 404 for it.
+// message posted meanwhile is too new, and getMessage answers 404 for it
+// (a channel's once the server has answered, so after the reconnect).
 // updateNewMessage for messages posted during the window are lost, as
-// TDLib does not replay channel updates. A d of zero or less keeps
-// the account disconnected until Reconnect. Requests the session's own
+// TDLib does not replay channel updates. A d of zero or less keeps the
+// account disconnected until Reconnect. Requests the session's own
 // database answers keep being answered at once. One that needs the server
 // (a message, history page or search its database lacks, a forum topic, a
-// public name it has not resolved) is answered only after the reconnect,
-// as TDLib keeps the query until its connection is back (offline.go). A
-// send made meanwhile lands only SendLatency after the reconnect (TDLib
-// keeps the message pending until then), and downloads make no progress
-// until then.
+// public name it has not resolved, a deletion on the server) is answered
+// only after the reconnect, as TDLib keeps the query until its connection
+// is back (offline.go). A send made meanwhile lands only SendLatency after
+// the reconnect (TDLib keeps the message pending until then), and
+// downloads make no progress until then.
 func (w *World) Disconnect(account string, d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

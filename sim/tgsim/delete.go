@@ -48,7 +48,8 @@ func (w *World) Deleted(chat tg.ChatID) int {
 // simulator models channels and supergroups, where a deletion is always for
 // everyone). The client, and every client that opened the chat, receives
 // MessagesDeleted for them; members receive updateChatLastMessage when the
-// newest message went. World.Calls counts the request.
+// newest message went. World.Calls counts the request. While the account
+// is offline a deletion that asks the server waits for the reconnect.
 func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {
 	return call0(ctx, c, tg.MethodDeleteMessages, func() error {
 		w := c.w
@@ -67,6 +68,18 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 		for _, id := range ids {
 			if id <= 0 {
 				return errBadRequest("Invalid message identifier")
+			}
+		}
+		// A message the session holds is deleted on the server: that
+		// query waits for TDLib's connection.
+		asks := w.cfg.ServerView && len(ids) > 0
+		for _, id := range ids {
+			_, held := c.stored(ch, id)
+			asks = asks || held || !w.cfg.ServerView && c.db.last[chat] == id
+		}
+		if asks {
+			if err := c.needsServer(); err != nil {
+				return err
 			}
 		}
 		for _, id := range ids {

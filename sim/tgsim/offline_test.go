@@ -24,8 +24,12 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 	// reads.
 	known := f.w.Post(f.chat, 0, doc("known.zip", 10))
 	unread := f.w.Post(f.chat, 0, doc("unread.zip", 10))
-	if _, err := f.c.GetMessage(f.ctx, f.chat, known.ID); err != nil {
-		t.Fatal(err)
+	f.w.SetDeleteRights("alice", f.chat, true)
+	doomed := f.w.Post(f.chat, 0, doc("doomed.zip", 10))
+	for _, m := range []tg.Message{known, doomed} {
+		if _, err := f.c.GetMessage(f.ctx, f.chat, m.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	f.w.Disconnect("alice", 0)
@@ -47,7 +51,7 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 		what string
 		err  error
 	}
-	done := make(chan result, 6)
+	done := make(chan result, 7)
 	ask := func(what string, req func() error) {
 		go func() { done <- result{what, req()} }()
 	}
@@ -87,10 +91,16 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 		}
 		return err
 	})
+	ask("deleteMessages of a message the session holds", func() error {
+		return f.c.DeleteMessages(f.ctx, f.chat, []tg.MessageID{doomed.ID}, true)
+	})
 	select {
 	case r := <-done:
 		t.Fatalf("%s answered while the account is offline (%v), want it to wait for the reconnect", r.what, r.err)
 	case <-time.After(300 * time.Millisecond):
+	}
+	if n := len(f.w.Messages(f.chat)); n != 3 {
+		t.Fatalf("the source holds %d messages while the deletion waits for the connection, want 3", n)
 	}
 	f.w.Reconnect("alice")
 	for range cap(done) {
@@ -102,5 +112,8 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 		case <-time.After(waitTimeout):
 			t.Fatalf("a request still waits %s after the reconnect", waitTimeout)
 		}
+	}
+	if n := len(f.w.Messages(f.chat)); n != 2 {
+		t.Errorf("the source holds %d messages after the reconnect, want 2 (one deleted)", n)
 	}
 }
