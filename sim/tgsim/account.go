@@ -115,12 +115,13 @@ type floodInjection struct {
 // TDLib does not replay channel updates. A d of zero or less keeps the
 // account disconnected until Reconnect. Requests the session's own
 // database answers keep being answered at once. One that needs the server
-// (a message, history page or search its database lacks, a forum topic, a
-// public name it has not resolved, a deletion on the server) is answered
-// only after the reconnect, as TDLib keeps the query until its connection
-// is back (offline.go). A send made meanwhile lands only SendLatency after
-// the reconnect (TDLib keeps the message pending until then), and
-// downloads make no progress until then.
+// (a message, history page or search its database lacks, a forum topic or
+// page of topics, a topic made, closed or reopened, a public name it has
+// not resolved, a deletion on the server) is answered only after the
+// reconnect, as TDLib keeps the query until its connection is back
+// (offline.go). A send made meanwhile lands only SendLatency after the
+// reconnect (TDLib keeps the message pending until then), and downloads
+// make no progress until then.
 func (w *World) Disconnect(account string, d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -20,6 +20,7 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 	f.w.SetUsername(pub, "stashd_public")
 	forum := f.w.AddChat(tg.KindForum, "forum", "alice")
 	topic := f.w.AddTopic(forum, "topic")
+	f.w.SetTopicRights("alice", forum, true)
 	// The session reads one message of the source; the others it never
 	// reads.
 	known := f.w.Post(f.chat, 0, doc("known.zip", 10))
@@ -51,7 +52,7 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 		what string
 		err  error
 	}
-	done := make(chan result, 7)
+	done := make(chan result, 10)
 	ask := func(what string, req func() error) {
 		go func() { done <- result{what, req()} }()
 	}
@@ -90,6 +91,17 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 			err = errors.New("another chat")
 		}
 		return err
+	})
+	ask("getForumTopics", func() error {
+		_, err := f.c.SearchForumTopics(f.ctx, forum, "", tg.TopicOffset{}, 10)
+		return err
+	})
+	ask("createForumTopic", func() error {
+		_, err := f.c.CreateForumTopic(f.ctx, forum, "made offline")
+		return err
+	})
+	ask("toggleForumTopicIsClosed", func() error {
+		return f.c.ToggleForumTopicIsClosed(f.ctx, forum, topic, true)
 	})
 	ask("deleteMessages of a message the session holds", func() error {
 		return f.c.DeleteMessages(f.ctx, f.chat, []tg.MessageID{doomed.ID}, true)

@@ -479,6 +479,9 @@ func (c *Client) CreateForumTopic(ctx context.Context, chat tg.ChatID, name stri
 		if name == "" {
 			return 0, errBadRequest("Name must be non-empty")
 		}
+		if err := c.needsServer(); err != nil {
+			return 0, err
+		}
 		return w.addTopic(ch, name, c.account), nil
 	})
 }

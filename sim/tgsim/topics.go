@@ -107,6 +107,9 @@ func (c *Client) SearchForumTopics(ctx context.Context, chat tg.ChatID, query st
 		case limit <= 0:
 			return tg.TopicPage{}, errBadRequest("Invalid limit specified")
 		}
+		if err := c.needsServer(); err != nil {
+			return tg.TopicPage{}, err
+		}
 		return ch.forumTopicsPage(strings.ToLower(query), offset, min(limit, tg.MaxSearchLimit)), nil
 	})
 }

@@ -154,6 +154,9 @@ func (c *Client) ToggleForumTopicIsClosed(ctx context.Context, chat tg.ChatID, t
 		if ch.kind != tg.KindForum {
 			return errBadRequest("Chat is not a forum")
 		}
+		if err := c.needsServer(); err != nil {
+			return err
+		}
 		t := ch.topics[thread]
 		if t == nil {
 			if ch.deletedTopics[thread] {
