@@ -166,12 +166,13 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// call runs one request: it fails on a closed client or done context, counts
-// the request, applies Latency and any injected flood wait or error, then runs fn
-// with w.mu held (answer: an fn that needs the server while the account is
-// offline runs again once it is back). A request other than a send that the account's request
-// limit refuses is sent again after the wait while TDLib sits it out
-// (sitout.go), each try after Latency.
+// call runs one request: it fails on a closed client or done context,
+// counts the request, applies Latency and any injected flood wait or
+// error, then runs fn with w.mu held (answer: an fn that needs the server
+// while the account is offline runs again once it is back). A request
+// other than a send that the account's request limit refuses is sent again
+// after the wait while TDLib sits it out (sitout.go), each try after
+// Latency.
 func call[T any](ctx context.Context, c *Client, method string, fn func() (T, error)) (T, error) {
 	var zero T
 	w := c.w

@@ -70,23 +70,15 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 				return errBadRequest("Invalid message identifier")
 			}
 		}
-		// A message the session holds is deleted on the server: that
-		// query waits for TDLib's connection.
-		asks := w.cfg.ServerView && len(ids) > 0
-		for _, id := range ids {
-			_, held := c.stored(ch, id)
-			asks = asks || held || !w.cfg.ServerView && c.db.last[chat] == id
-		}
-		if asks {
-			if err := c.needsServer(); err != nil {
-				return err
-			}
-		}
 		for _, id := range ids {
 			_, held := c.stored(ch, id)
 			held = held || !w.cfg.ServerView && c.db.last[chat] == id // TDLib keeps a chat's last message
 			if slices.Contains(del, id) || slices.Contains(gone, id) || !held && !w.cfg.ServerView {
 				continue
+			}
+			// Asked of the server: the query waits for TDLib's connection.
+			if err := c.needsServer(); err != nil {
+				return err
 			}
 			m := ch.find(id)
 			if m == nil {
