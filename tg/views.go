@@ -154,18 +154,15 @@ func (v *Views) Open(ctx context.Context, chat ChatID) (time.Time, error) {
 // getMessage answers with a 404 (Views).
 func (v *Views) StaleAt(ctx context.Context, chat ChatID, t time.Time) (bool, error) {
 	v.mu.Lock()
-	at, ok := v.opened[chat]
+	before, ok := v.opened[chat]
 	v.mu.Unlock()
-	if err := v.Current(ctx, chat); err != nil {
-		return !ok || t.Before(at.Add(v.settle)), err
+	// The opening Current waited for: later than before when it waited
+	// out an outage, which counts every chat as opened again.
+	at, err := v.current(ctx, chat)
+	if err != nil {
+		at = before
 	}
-	// Current may have waited out an outage, which moved the opening.
-	v.mu.Lock()
-	if now, ok := v.opened[chat]; ok && now.After(at) {
-		at = now
-	}
-	v.mu.Unlock()
-	return !ok || t.Before(at.Add(v.settle)), nil
+	return !ok || t.Before(at.Add(v.settle)), err
 }
 
 // Current waits while the session is away (Connection), opens chat
@@ -173,6 +170,13 @@ func (v *Views) StaleAt(ctx context.Context, chat ChatID, t time.Time) (bool, er
 // for a chat opened long ago), or when ctx ends. Chats opened together
 // are waited for together.
 func (v *Views) Current(ctx context.Context, chat ChatID) error {
+	_, err := v.current(ctx, chat)
+	return err
+}
+
+// current is Current, and returns when chat was opened, as the wait
+// counted it.
+func (v *Views) current(ctx context.Context, chat ChatID) (time.Time, error) {
 	v.mu.Lock()
 	away := v.away
 	v.mu.Unlock()
@@ -180,16 +184,16 @@ func (v *Views) Current(ctx context.Context, chat ChatID) error {
 		select {
 		case <-away:
 		case <-ctx.Done():
-			return ctx.Err()
+			return time.Time{}, ctx.Err()
 		}
 	}
 	at, err := v.Open(ctx, chat)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	wait := time.Until(at.Add(v.settle))
 	if wait > 0 && !service.Sleep(ctx, wait) {
-		return ctx.Err()
+		return at, ctx.Err()
 	}
-	return nil
+	return at, nil
 }

@@ -17,8 +17,17 @@ var errNeedsServer = errors.New("tgsim: the answer needs the server")
 // session's own database and asks the server: it returns errNeedsServer
 // while the account is offline (Disconnect), nil otherwise. w.mu is held.
 func (c *Client) needsServer() error {
-	if c.w.accounts[c.account].offline {
+	if c.reconnected() != nil {
 		return errNeedsServer
+	}
+	return nil
+}
+
+// reconnected returns the channel closed at the reconnect while the
+// account is offline (Disconnect), nil while it is online. w.mu is held.
+func (c *Client) reconnected() <-chan struct{} {
+	if a := c.w.accounts[c.account]; a.offline {
+		return a.back
 	}
 	return nil
 }
@@ -67,7 +76,7 @@ func answer[T any](ctx context.Context, c *Client, fn func() (T, error)) (T, err
 			c.w.mu.Unlock()
 			return v, err
 		}
-		back := c.w.accounts[c.account].back
+		back := c.reconnected()
 		c.w.mu.Unlock()
 		select {
 		case <-back:
@@ -85,11 +94,9 @@ func answer[T any](ctx context.Context, c *Client, fn func() (T, error)) (T, err
 // client closes, or errDownloadCancelled when the download is cancelled.
 func (c *Client) awaitConnection(cancel <-chan struct{}) error {
 	c.w.mu.Lock()
-	a := c.w.accounts[c.account]
-	back := a.back
-	offline := a.offline
+	back := c.reconnected()
 	c.w.mu.Unlock()
-	if !offline {
+	if back == nil {
 		return nil
 	}
 	select {
