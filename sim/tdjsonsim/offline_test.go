@@ -44,3 +44,56 @@ func TestServerRequestWaitsForTheConnectionOnTheWire(t *testing.T) {
 		t.Fatalf("searchChatMessages after the reconnect: %v, want foundChatMessages", res)
 	}
 }
+
+// A deletion while the account is offline shows on the wire as TDLib's:
+// updateDeleteMessages at once, from the session's own database, and the
+// request's ok only once the server deleted the message, after the
+// reconnect.
+func TestOfflineDeletionOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 17})
+	c, m := wireWithDocument(t, w)
+	tmp := c.ok(1, "sendMessage", map[string]any{
+		"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+			"caption":  map[string]any{"@type": "formattedText", "text": "d.zip\nstashd:78", "entities": []any{}},
+		},
+	}, "message")
+	ok, _ := c.until("send outcome", func(o tdObject) bool {
+		return o.typ() == "updateMessageSendSucceeded" && o.int("old_message_id") == tmp.int("id")
+	})
+	sent := ok.int("message", "id")
+
+	w.Disconnect("acct1", 0)
+	del := c.send(1, "deleteMessages", map[string]any{"chat_id": w.dest, "message_ids": []int64{sent}, "revoke": true})
+	announced := false
+	quiet := time.After(300 * time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case o := <-c.lines:
+			if o["@extra"] == del {
+				t.Fatalf("deleteMessages answered while the account is offline: %v", o)
+			}
+			if o.typ() == "updateDeleteMessages" && o.int("chat_id") == int64(w.dest) && o.get("is_permanent") == true {
+				announced = true
+			}
+		case <-quiet:
+			waiting = false
+		}
+	}
+	if !announced {
+		t.Fatal("no updateDeleteMessages while the deletion waits for the connection; TDLib deletes from its database at once")
+	}
+	if got := len(w.Messages(w.dest)); got != 1 {
+		t.Fatalf("the destination holds %d messages while the deletion waits for the connection, want 1", got)
+	}
+	w.Reconnect("acct1")
+	if res, _ := c.until("deleteMessages answer", func(o tdObject) bool { return o["@extra"] == del }); res.typ() != "ok" {
+		t.Fatalf("deleteMessages after the reconnect: %v, want ok", res)
+	}
+	if got := w.Messages(w.dest); len(got) != 0 {
+		t.Errorf("the destination still holds %v after the reconnect", got)
+	}
+}

@@ -169,6 +169,9 @@ func (w *World) reconnect(name string, gen int) {
 	missed := a.missedList
 	a.missed, a.missedList = make(map[tg.ChatID]bool), nil
 	for _, cl := range a.clients {
+		w.sendPendingDeletes(cl)
+	}
+	for _, cl := range a.clients {
 		cl.enqueue(tg.ConnectionStateChanged{State: tg.ConnUpdating})
 		for _, id := range missed {
 			c := w.chats[id]

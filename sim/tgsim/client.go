@@ -56,6 +56,9 @@ type Client struct {
 	failed map[tg.ChatID]map[tg.MessageID]*failedMessage
 	// db is the message database of the client's directory (localview.go).
 	db *localDB
+	// deleted holds the messages the instance learned were deleted for
+	// good, by chat (knowsDeleted).
+	deleted map[tg.ChatID]map[tg.MessageID]bool
 	// left holds the chats this session learned it left when the server
 	// refused a send there with CHANNEL_PRIVATE (see sendChat);
 	// leftReported those it was told it left (reportLeft), heldReported
@@ -484,6 +487,9 @@ func (c *Client) GetMessage(ctx context.Context, chat tg.ChatID, id tg.MessageID
 		}
 		if m, ok := c.stored(ch, id); ok {
 			return c.view(m), nil
+		}
+		if c.knowsDeleted(chat, id) {
+			return tg.Message{}, errMessageNotFound()
 		}
 		if c.asksServerFor(ch, id) {
 			if err := c.needsServer(); err != nil {

@@ -39,17 +39,24 @@ func (w *World) Deleted(chat tg.ChatID) int {
 // it does not find out of the server request, without an error); so does the
 // simulator, with the local view on: an id the session never loaded (never
 // sent, received, or read from the server, and not the chat's last message
-// as the session knows it) is skipped, and the message stays in the chat. An
-// id the session holds that the server deleted since is dropped from its
-// database and announced to it (MessagesDeleted). Under Config.ServerView
-// every id is looked up on the server, and one that does not exist is
-// skipped. Deleted messages leave the chat's history, search and
-// World.Messages for good, for every member whatever revoke says (the
-// simulator models channels and supergroups, where a deletion is always for
-// everyone). The client, and every client that opened the chat, receives
-// MessagesDeleted for them; members receive updateChatLastMessage when the
-// newest message went. World.Calls counts the request. While the account
-// is offline a deletion that asks the server waits for the reconnect.
+// as the session knows it), or one it knows was deleted, is skipped, and
+// the message stays in the chat. An id the session holds that the server
+// deleted since is dropped from its database and announced to it
+// (MessagesDeleted). Under Config.ServerView every id is looked up on the
+// server, and one that does not exist is skipped. Deleted messages leave
+// the chat's history, search and World.Messages for good, for every member
+// whatever revoke says (the simulator models channels and supergroups,
+// where a deletion is always for everyone). The client, and every client
+// that opened the chat, receives MessagesDeleted for them; members receive
+// updateChatLastMessage when the newest message went. World.Calls counts
+// the request.
+//
+// While the account is offline, TDLib deletes the messages from its own
+// database at once (updateDeleteMessages) and answers the request only
+// when the server has: the request waits for the reconnect. The server's
+// deletion is written to TDLib's binlog first, so it reaches the server at
+// the reconnect even when the caller gave up, and after a restart on the
+// same database directory when the client closed before (deleteOffline).
 func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.MessageID, revoke bool) error {
 	return call0(ctx, c, tg.MethodDeleteMessages, func() error {
 		w := c.w
@@ -57,26 +64,30 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 		if err != nil {
 			return err
 		}
-		a := w.accounts[c.account]
 		// A failed local message (see failSend) is deleted from this
 		// session's view only.
 		local, ids := c.deleteFailed(chat, ids)
 		if len(local) > 0 {
 			c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: local, IsPermanent: true})
 		}
-		var del, gone []tg.MessageID
 		for _, id := range ids {
 			if id <= 0 {
 				return errBadRequest("Invalid message identifier")
 			}
 		}
+		if c.reconnected() != nil && !w.cfg.ServerView && c.db != nil {
+			return c.deleteOffline(ch, ids)
+		}
+		a := w.accounts[c.account]
+		var del, gone []tg.MessageID
 		for _, id := range ids {
 			_, held := c.stored(ch, id)
 			held = held || !w.cfg.ServerView && c.db.last[chat] == id // TDLib keeps a chat's last message
-			if slices.Contains(del, id) || slices.Contains(gone, id) || !held && !w.cfg.ServerView {
+			if slices.Contains(del, id) || slices.Contains(gone, id) || c.knowsDeleted(chat, id) || !held && !w.cfg.ServerView {
 				continue
 			}
-			// Asked of the server: the query waits for TDLib's connection.
+			// Asked of the server: under Config.ServerView the query
+			// waits for TDLib's connection.
 			if err := c.needsServer(); err != nil {
 				return err
 			}
@@ -95,27 +106,106 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 		// A message the session held but the server deleted since: TDLib
 		// deletes it from its database too, and says so.
 		c.learnDeleted(chat, gone)
-		if len(del) == 0 {
-			return nil
-		}
-		wasLast := false
-		for _, id := range del {
-			i, _ := ch.index(id)
-			wasLast = wasLast || i == len(ch.msgs)-1
-			ch.setDoc(ch.msgs[i], nil)
-			ch.msgs = slices.Delete(ch.msgs, i, i+1)
-		}
-		if w.deletedIn == nil {
-			w.deletedIn = make(map[tg.ChatID]int)
-		}
-		w.deletedIn[chat] += len(del)
 		c.learnDeleted(chat, del)
-		w.announceDeleted(ch, del, c)
-		if wasLast {
-			w.lastMessageChanged(ch)
-		}
+		w.deleteOnServer(ch, del, c)
 		return nil
 	})
+}
+
+// pendingDelete is a deletion TDLib wrote to its binlog for the server and
+// has not sent yet: the account was offline.
+type pendingDelete struct {
+	chat tg.ChatID
+	ids  []tg.MessageID
+}
+
+// deleteOffline is DeleteMessages while the account is offline: the
+// messages the session holds (checked as TDLib does, against its own
+// copies) are deleted from its database and announced at once, and the
+// server's deletion waits in the database directory's binlog
+// (localDB.unsent) for the connection (sendPendingDeletes). It returns
+// errNeedsServer when it deleted anything, so that the request waits for
+// the reconnect; run again then, it finds the ids deleted and answers.
+// w.mu is held.
+func (c *Client) deleteOffline(ch *chat, ids []tg.MessageID) error {
+	a := c.w.accounts[c.account]
+	var del []tg.MessageID
+	for _, id := range ids {
+		if slices.Contains(del, id) || c.knowsDeleted(ch.id, id) {
+			continue
+		}
+		m, held := c.stored(ch, id)
+		if !held && c.db.last[ch.id] == id {
+			// The chat's last message, which TDLib keeps in memory; the
+			// server's copy has the same sender.
+			m, held = ch.find(id), true
+		}
+		if !held {
+			continue
+		}
+		if m != nil && m.sender != c.account && !a.canDelete[ch.id] {
+			return errBadRequest("Message can't be deleted")
+		}
+		del = append(del, id)
+	}
+	if len(del) == 0 {
+		return nil
+	}
+	c.learnDeleted(ch.id, del)
+	c.db.unsent = append(c.db.unsent, pendingDelete{chat: ch.id, ids: del})
+	return errNeedsServer
+}
+
+// sendPendingDeletes sends to the server the deletions c's database
+// directory holds in its binlog (deleteOffline): at the reconnect, or when
+// a client opens the directory while the account is online. A message
+// gone from the server meanwhile is skipped, and so is one the account may
+// no longer delete. w.mu is held.
+func (w *World) sendPendingDeletes(c *Client) {
+	if c.db == nil || len(c.db.unsent) == 0 || c.closed {
+		return
+	}
+	a := w.accounts[c.account]
+	unsent := c.db.unsent
+	c.db.unsent = nil
+	for _, p := range unsent {
+		ch := w.chats[p.chat]
+		if ch == nil {
+			continue
+		}
+		var del []tg.MessageID
+		for _, id := range p.ids {
+			if m := ch.find(id); m != nil && (m.sender == c.account || a.canDelete[ch.id]) {
+				del = append(del, id)
+			}
+		}
+		w.deleteOnServer(ch, del, c)
+	}
+}
+
+// deleteOnServer deletes ids, which ch holds, from the server, and tells
+// the other sessions that follow it (announceDeleted) and the members when
+// the newest went. by, the deleting client, has already learned it.
+// w.mu is held.
+func (w *World) deleteOnServer(ch *chat, ids []tg.MessageID, by *Client) {
+	if len(ids) == 0 {
+		return
+	}
+	wasLast := false
+	for _, id := range ids {
+		i, _ := ch.index(id)
+		wasLast = wasLast || i == len(ch.msgs)-1
+		ch.setDoc(ch.msgs[i], nil)
+		ch.msgs = slices.Delete(ch.msgs, i, i+1)
+	}
+	if w.deletedIn == nil {
+		w.deletedIn = make(map[tg.ChatID]int)
+	}
+	w.deletedIn[ch.id] += len(ids)
+	w.announceDeleted(ch, ids, by)
+	if wasLast {
+		w.lastMessageChanged(ch)
+	}
 }
 
 // fileReachable reports whether a message this client can read still

@@ -126,7 +126,7 @@ func (c *Client) lastByDate(ch *chat, date time.Time) *message {
 			}
 		}
 	}
-	if m == nil || m.date.After(date) {
+	if m == nil || m.date.After(date) || c.knowsDeleted(ch.id, m.id) {
 		return nil
 	}
 	return m

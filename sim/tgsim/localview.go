@@ -71,6 +71,9 @@ type localDB struct {
 	// last holds, by chat, the last message the database knows (getChat's
 	// last_message); a chat absent is loaded from the server at first use.
 	last map[tg.ChatID]tg.MessageID
+	// unsent holds the deletions written to the directory's binlog while
+	// the account was offline, for the server (deleteOffline).
+	unsent []pendingDelete
 }
 
 // indexedAll marks an index complete down to the chat's beginning.
@@ -315,9 +318,9 @@ func (c *Client) relearnChat(ch *chat) {
 }
 
 // learnDeleted is the session learning that ids of chat were deleted:
-// its database forgets them, and it announces them
-// (updateDeleteMessages, in ascending order). Nothing for no ids. w.mu is
-// held.
+// its database forgets them, the instance remembers them as deleted
+// (knowsDeleted), and it announces them (updateDeleteMessages, in
+// ascending order). Nothing for no ids. w.mu is held.
 func (c *Client) learnDeleted(chat tg.ChatID, ids []tg.MessageID) {
 	if len(ids) == 0 {
 		return
@@ -328,7 +331,26 @@ func (c *Client) learnDeleted(chat tg.ChatID, ids []tg.MessageID) {
 			delete(c.db.known[chat], id)
 		}
 	}
+	if c.deleted == nil {
+		c.deleted = make(map[tg.ChatID]map[tg.MessageID]bool)
+	}
+	if c.deleted[chat] == nil {
+		c.deleted[chat] = make(map[tg.MessageID]bool)
+	}
+	for _, id := range ids {
+		c.deleted[chat][id] = true
+	}
 	c.enqueue(tg.MessagesDeleted{Chat: chat, IDs: ids, IsPermanent: true})
+}
+
+// knowsDeleted reports whether the instance learned that message id of
+// chat was deleted for good. TDLib keeps those ids in memory
+// (Dialog::deleted_message_ids, is_deleted_message): getMessage of one
+// answers 404 without asking the server, and deleteMessages and the
+// history leave it out. Under Config.ServerView nothing is known locally.
+// w.mu is held.
+func (c *Client) knowsDeleted(chat tg.ChatID, id tg.MessageID) bool {
+	return !c.w.cfg.ServerView && c.deleted[chat][id]
 }
 
 // repairReference reads again from the server every message the database

@@ -3,6 +3,7 @@ package tgsim
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,4 +129,89 @@ func TestServerRequestsWaitForTheReconnect(t *testing.T) {
 	if n := len(f.w.Messages(f.chat)); n != 2 {
 		t.Errorf("the source holds %d messages after the reconnect, want 2 (one deleted)", n)
 	}
+}
+
+// A deletion while the account is offline is TDLib's own at once: the
+// session forgets the message and announces it, getMessage answers 404
+// from memory and the history leaves it out, while the request's answer
+// waits for the server. The server's deletion is in TDLib's binlog, so it
+// goes at the reconnect although the caller gave up, and at the next start
+// on the same directory when the instance closed first. Another instance
+// of the account keeps its copy until it hears of the deletion.
+func TestOfflineDeletionIsLocalAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{Seed: 1})
+	f.w.SetDeleteRights("alice", f.chat, true)
+	first := f.w.Post(f.chat, 0, doc("first.zip", 10))
+	doomed := f.w.Post(f.chat, 0, doc("doomed.zip", 10))
+	later := f.w.Post(f.chat, 0, doc("later.zip", 10))
+	other := f.w.ClientIn("alice", "other")
+	t.Cleanup(func() { other.Close() })
+	if err := other.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.OpenChat(f.ctx, f.chat); err != nil { // its updates reach it
+		t.Fatal(err)
+	}
+	for _, c := range []*Client{f.c, other} {
+		for _, m := range []tg.Message{first, doomed, later} {
+			if _, err := c.GetMessage(f.ctx, f.chat, m.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	onServer := func(want int, when string) {
+		t.Helper()
+		if n := len(f.w.Messages(f.chat)); n != want {
+			t.Fatalf("the server holds %d messages %s, want %d", n, when, want)
+		}
+	}
+
+	f.w.Disconnect("alice", 0)
+	short, cancel := context.WithTimeout(f.ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := f.c.DeleteMessages(short, f.chat, []tg.MessageID{doomed.ID}, true); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deleteMessages while offline, with a 200 ms deadline: %v; want the deadline (the answer waits for the server)", err)
+	}
+	if del := next(t, f.c, func(u tg.MessagesDeleted) bool { return u.Chat == f.chat }); !slices.Equal(del.IDs, []tg.MessageID{doomed.ID}) || !del.IsPermanent {
+		t.Fatalf("the deleting session heard %+v, want [%d] deleted for good", del, doomed.ID)
+	}
+	quick, cancelQuick := context.WithTimeout(f.ctx, time.Second)
+	defer cancelQuick()
+	if m, err := f.c.GetMessage(quick, f.chat, doomed.ID); !errors.Is(err, tg.ErrMessageNotFound) {
+		t.Fatalf("getMessage of the message it deleted, offline: %+v, %v; want 404 at once", m, err)
+	}
+	page, err := f.c.GetChatHistory(quick, f.chat, later.ID, 3)
+	if err != nil {
+		t.Fatalf("getChatHistory over the message it deleted, offline: %v; want the page at once", err)
+	}
+	if got, want := ids(page), []int64{later.ID.ServerID(), first.ID.ServerID()}; !slices.Equal(got, want) {
+		t.Fatalf("history over the message it deleted, offline: %v, want %v", got, want)
+	}
+	if m, err := other.GetMessage(quick, f.chat, doomed.ID); err != nil || m.ID != doomed.ID {
+		t.Fatalf("the other instance's getMessage, offline: %+v, %v; want its own copy", m, err)
+	}
+	onServer(3, "while the deletion waits for the connection")
+
+	f.w.Reconnect("alice")
+	onServer(2, "after the reconnect, the caller long gone")
+	if d := f.w.Deleted(f.chat); d != 1 {
+		t.Fatalf("World.Deleted = %d after the reconnect, want 1", d)
+	}
+	if del := next(t, other, func(u tg.MessagesDeleted) bool { return u.Chat == f.chat }); !slices.Equal(del.IDs, []tg.MessageID{doomed.ID}) {
+		t.Fatalf("the other instance heard %+v, want [%d] deleted", del, doomed.ID)
+	}
+
+	f.w.Disconnect("alice", 0)
+	short2, cancel2 := context.WithTimeout(f.ctx, 100*time.Millisecond)
+	defer cancel2()
+	if err := f.c.DeleteMessages(short2, f.chat, []tg.MessageID{later.ID}, true); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second deleteMessages while offline: %v; want the deadline", err)
+	}
+	f.c.Close()
+	f.w.Reconnect("alice")
+	onServer(2, "after a reconnect with no instance on the deleting directory")
+	again := f.w.Client("alice")
+	t.Cleanup(func() { again.Close() })
+	onServer(1, "once an instance started on the deleting directory")
 }

@@ -163,7 +163,9 @@ func words(s string) []string {
 // database knows (historyEnd), not the server's newest. The session's own
 // messages being sent and failed are on the page among the others, by id.
 // A page holding a message the session's database lacks is read from the
-// server, so while the account is offline it waits for the reconnect.
+// server, so while the account is offline it waits for the reconnect. A
+// message the session deleted is not on it, even while its deletion waits
+// for the connection (DeleteMessages).
 func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.MessageID, limit int) ([]tg.Message, error) {
 	return call(ctx, c, tg.MethodGetChatHistory, func() ([]tg.Message, error) {
 		switch {
@@ -191,7 +193,9 @@ func (c *Client) GetChatHistory(ctx context.Context, chat tg.ChatID, from tg.Mes
 		}
 		var page []*message
 		for i := start; i >= 0 && len(page) < limit; i-- {
-			page = append(page, ch.msgs[i])
+			if !c.knowsDeleted(chat, ch.msgs[i].id) { // deleted here, not yet on the server
+				page = append(page, ch.msgs[i])
+			}
 		}
 		if len(page) >= 2 && c.w.chance(c.w.cfg.ShortPageRate) {
 			page = page[:1+c.w.rng.IntN(len(page)-1)]

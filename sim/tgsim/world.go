@@ -526,7 +526,8 @@ func (w *World) Client(account string) *Client { return w.ClientIn(account, "") 
 // ClientIn starts a fresh TDLib instance for account on the database
 // directory dir (a login of its own: another process's instance of the
 // same account has another directory), like Client; what a closed
-// instance on dir left pending it re-sends (ResendAfterRestart).
+// instance on dir left pending it re-sends (ResendAfterRestart), and the
+// deletions it left for the server it sends (DeleteMessages).
 func (w *World) ClientIn(account, dir string) *Client {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -553,6 +554,10 @@ func (w *World) ClientIn(account, dir string) *Client {
 		}
 		w.resend(c, pending[:n])
 		pending = pending[n:]
+	}
+	// And the deletions its binlog holds for the server (DeleteMessages).
+	if !a.offline {
+		w.sendPendingDeletes(c)
 	}
 	c.startDifference(a)
 	return c
