@@ -97,3 +97,42 @@ func TestOfflineDeletionOnTheWire(t *testing.T) {
 		t.Errorf("the destination still holds %v after the reconnect", got)
 	}
 }
+
+// On a database directory that never loaded the chat lists, loadChats
+// asks the server: while the account is offline it gets no answer on the
+// wire until the reconnect. An instance on a directory that loaded them
+// before reads them from its database at once.
+func TestLoadChatsOnAFreshDirectoryWaitsOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 2})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+
+	c.ok(1, "close", nil, "ok")
+	c.until("authorizationStateClosed", func(o tdObject) bool {
+		return o.typ() == "updateAuthorizationState" && o.str("authorization_state", "@type") == "authorizationStateClosed"
+	})
+
+	w.Disconnect("acct1", 0)
+	c.login(2, w.dir, "acct1")
+	c.ok(2, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c.login(3, t.TempDir(), "acct1")
+	load := c.send(3, "loadChats", map[string]any{"chat_list": nil, "limit": 100})
+	quiet := time.After(300 * time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case o := <-c.lines:
+			if o["@extra"] == load {
+				t.Fatalf("loadChats on a fresh directory answered while the account is offline: %v", o)
+			}
+		case <-quiet:
+			waiting = false
+		}
+	}
+	w.Reconnect("acct1")
+	if res, _ := c.until("loadChats answer", func(o tdObject) bool { return o["@extra"] == load }); res.typ() != "ok" {
+		t.Fatalf("loadChats on a fresh directory after the reconnect: %v, want ok", res)
+	}
+}

@@ -2,7 +2,6 @@ package tgsim
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -272,49 +271,6 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// LoadChats implements tg.Client: it loads both chat lists, main and
-// archive. Until it has run, every chat is unknown.
-func (c *Client) LoadChats(ctx context.Context) error {
-	return call0(ctx, c, tg.MethodLoadChats, func() error {
-		c.loaded, c.archiveLoaded = true, true
-		c.announceStatus()
-		return nil
-	})
-}
-
-// announceStatus reports the account's status in the groups and channels
-// it loads, as TDLib does with updateSupergroup and updateBasicGroup for
-// each: left for those it lost (ChatAccessLost, which a session started
-// after the loss hears too), a member of the others (ChatAccessHeld), as
-// far as the session knows: a chat made private behind its back still
-// shows it a member. w.mu is held.
-func (c *Client) announceStatus() {
-	ids := make([]tg.ChatID, 0)
-	for id := range c.w.accounts[c.account].member {
-		if ch := c.w.chats[id]; c.knows(ch) && hasStatus(ch) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		switch ch := c.w.chats[id]; {
-		case ch.lostAccess || c.removedFrom(ch):
-			c.reportLeft(ch)
-		case !c.left[id]:
-			c.reportHeld(ch)
-		}
-	}
-}
-
-// hasStatus reports whether TDLib reports the account's status in ch: a
-// supergroup's or channel's in updateSupergroup, a basic group's in
-// updateBasicGroup. A private chat has none, and the updateBasicGroup of
-// a group upgraded to a supergroup tells the upgrade (ChatUpgraded): its
-// status, "banned" as TDLib shows every deactivated group, is no loss.
-func hasStatus(ch *chat) bool {
-	return ch.kind != tg.KindPrivate && ch.upgradedTo == 0
-}
-
 // reportLeft tells the session, once, that the account left ch: TDLib's
 // updateSupergroup with the status left, or updateBasicGroup with the
 // status banned (ChatAccessLost). w.mu is held.
@@ -358,21 +314,6 @@ func (c *Client) reportHeld(ch *chat) {
 	}
 	c.heldReported[ch.id] = true
 	c.enqueue(tg.ChatAccessHeld{Chat: ch.id})
-}
-
-// LoadChatList loads one chat list, as one TDLib loadChats request does:
-// the main list, or the archive list when archive is set. Chats of a list
-// not loaded stay unknown ("Chat not found").
-func (c *Client) LoadChatList(ctx context.Context, archive bool) error {
-	return call0(ctx, c, tg.MethodLoadChats, func() error {
-		if archive {
-			c.archiveLoaded = true
-		} else {
-			c.loaded = true
-		}
-		c.announceStatus()
-		return nil
-	})
 }
 
 // GetMe implements tg.Client.

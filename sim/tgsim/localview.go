@@ -71,6 +71,10 @@ type localDB struct {
 	// last holds, by chat, the last message the database knows (getChat's
 	// last_message); a chat absent is loaded from the server at first use.
 	last map[tg.ChatID]tg.MessageID
+	// listsLoaded: an instance on the directory loaded the main chat
+	// list ([0]) or the archive list ([1]) from the server, so the next
+	// reads it from the database.
+	listsLoaded [2]bool
 	// unsent holds the deletions written to the directory's binlog while
 	// the account was offline, for the server (deleteOffline).
 	unsent []pendingDelete

@@ -215,3 +215,47 @@ func TestOfflineDeletionIsLocalAtOnce(t *testing.T) {
 	t.Cleanup(func() { again.Close() })
 	onServer(1, "once an instance started on the deleting directory")
 }
+
+// loadChats reads the chat lists from the database when an instance on
+// the directory loaded them before, so it answers at once while the
+// account is offline; on a directory that never loaded them it asks the
+// server, and waits for the reconnect.
+func TestLoadChatsNeedsTheServerOnAFreshDirectory(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{Seed: 1}) // its client loaded the chats on ""
+	f.w.Disconnect("alice", 0)
+	again := f.w.Client("alice")
+	t.Cleanup(func() { again.Close() })
+	quick, cancel := context.WithTimeout(f.ctx, time.Second)
+	defer cancel()
+	if err := again.LoadChats(quick); err != nil {
+		t.Fatalf("loadChats offline on a directory that loaded them before: %v; want them at once", err)
+	}
+	if _, err := again.GetChat(quick, f.chat); err != nil {
+		t.Fatalf("getChat after loading the chats from the database: %v", err)
+	}
+
+	fresh := f.w.ClientIn("alice", "fresh")
+	t.Cleanup(func() { fresh.Close() })
+	short, cancelShort := context.WithTimeout(f.ctx, 100*time.Millisecond)
+	defer cancelShort()
+	if err := fresh.LoadChats(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("loadChats offline on a fresh directory, with a 100 ms deadline: %v; want the deadline", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- fresh.LoadChats(f.ctx) }()
+	select {
+	case err := <-done:
+		t.Fatalf("loadChats on a fresh directory answered while offline: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	f.w.Reconnect("alice")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("loadChats on a fresh directory after the reconnect: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("loadChats still waits %s after the reconnect", waitTimeout)
+	}
+}
