@@ -44,7 +44,7 @@ func TestRetryOfAMessageTheSessionDoesNotKnowYet(t *testing.T) {
 // stay pending, and the retry after the difference catalogues the message.
 func TestRetryRightAfterAReconnect(t *testing.T) {
 	t.Parallel()
-	const delay = 300 * time.Millisecond
+	const delay = time.Second // the retry must come before the difference, on a loaded machine too
 	e := newEnvWorld(t, tgsim.Config{Seed: 1, DifferenceDelay: delay}, "a")
 	src := e.src["a"]
 	var views *tg.Views

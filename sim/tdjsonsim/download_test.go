@@ -112,3 +112,41 @@ func TestDownloadWaitsForTheConnectionOnTheWire(t *testing.T) {
 		return o.typ() == "updateFile" && o.int("file", "id") == id && o.get("file", "local", "is_downloading_completed") == true
 	})
 }
+
+// A cancelled download keeps what it fetched, as TDLib's does: the stopped
+// updateFile still counts its bytes (downloaded_prefix_size), and the next
+// downloadFile goes on from them. deleteFile removes them.
+func TestCancelledDownloadKeepsItsBytesOnTheWire(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, tgsim.Config{Seed: 2, StallDownloadRate: 1})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	id := downloadOn(t, w, c)
+	c.ok(1, "downloadFile", downloadParams(id), "file")
+	res, before := c.call(1, "cancelDownloadFile", map[string]any{"file_id": id, "only_if_pending": false})
+	if res.typ() != "ok" {
+		t.Fatalf("cancelDownloadFile: %v, want ok", res)
+	}
+	end := tdObject(nil)
+	if i := slices.IndexFunc(before, func(o tdObject) bool { return stopped(o, id) }); i >= 0 {
+		end = before[i]
+	} else {
+		end, _ = c.until("cancelled download", func(o tdObject) bool { return stopped(o, id) })
+	}
+	kept := end.int("file", "local", "downloaded_prefix_size")
+	if kept <= 0 || kept >= 4000 {
+		t.Fatalf("the cancelled download's updateFile counts %d bytes, want the part fetched kept: %v", kept, end)
+	}
+	again := c.ok(1, "downloadFile", downloadParams(id), "file")
+	if got := again.int("local", "downloaded_prefix_size"); got != kept || again.get("local", "is_downloading_active") != true {
+		t.Fatalf("downloadFile after the cancel: %v; want it active from %d bytes", again, kept)
+	}
+	res, before = c.call(1, "deleteFile", map[string]any{"file_id": id})
+	if res.typ() != "ok" {
+		t.Fatalf("deleteFile: %v, want ok", res)
+	}
+	gone := func(o tdObject) bool { return stopped(o, id) && o.int("file", "local", "downloaded_prefix_size") == 0 }
+	if !slices.ContainsFunc(before, gone) {
+		c.until("deleted download", gone)
+	}
+}

@@ -78,6 +78,12 @@ type clientFile struct {
 	// cancel is closed to stop the running download (cancelDownloadFile,
 	// deleteFile); nil while none runs.
 	cancel chan struct{}
+	// partial is the partial download TDLib kept (a download cancelled,
+	// failed, or cut by a stop), of downloaded bytes; the next download
+	// goes on from it. deleting: deleteFile stopped the running
+	// download, which removes its partial file instead.
+	partial  string
+	deleting bool
 }
 
 var _ tg.Client = (*Client)(nil)
@@ -617,6 +623,7 @@ func (c *Client) file(f *file) *clientFile {
 	cf := &clientFile{id: c.nextFileID, uid: f.uid, name: f.name}
 	c.fileIDs[f.uid] = cf.id
 	c.files[cf.id] = cf
+	c.recallFile(cf)
 	return cf
 }
 

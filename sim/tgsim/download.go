@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,13 @@ var (
 // started twice. An id this client never saw fails with TDLib's 400 "File
 // not found" (FileManager::download_file).
 //
+// As TDLib, a download that stops short (cancelled, failed, or cut by the
+// client's close) leaves its partial file on disk, and the next download
+// of the file goes on from it; deleteFile removes it. The database
+// directory remembers what its instances left, partial or complete
+// (TDLib's file database): an instance started later on it sees those
+// files as they were, and goes on from them (recallFile).
+//
 // With Config.StallDownloadRate a download stops after its first chunk and
 // reports nothing more until cancelled; with Config.FailDownloadRate it ends
 // after its first chunk with a FileUpdated neither active nor complete.
@@ -62,12 +70,17 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 			}
 			// TDLib notices a deleted local copy and downloads again.
 			cf.done, cf.localPath, cf.downloaded = false, "", 0
+			c.keepFile(cf)
 		}
 		if cf.active {
 			return c.fileView(cf), nil
 		}
 		if w.cfg.FilesDir == "" {
 			return tg.File{}, errors.New("tgsim: download: Config.FilesDir is empty")
+		}
+		if cf.partial != "" && !onDisk(cf.partial, cf.downloaded) {
+			cf.partial, cf.downloaded = "", 0 // its partial file went: from the start
+			c.keepFile(cf)
 		}
 		fault := downloadOK
 		switch {
@@ -88,15 +101,16 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		cf.active = true
 		cf.cancel = make(chan struct{})
 		c.wg.Add(1)
-		go c.download(cf, w.files[cf.uid].data, fault, cf.cancel)
+		go c.download(cf, w.files[cf.uid].data, fault, cf.cancel, cf.partial, cf.downloaded)
 		return c.fileView(cf), nil
 	})
 }
 
 // CancelDownloadFile implements tg.Client: a running download stops and
-// reports a FileUpdated neither active nor complete; an idle file is left
-// alone. As in TDLib (FileManager::cancel_download), an id this client
-// never saw is answered ok too.
+// reports a FileUpdated neither active nor complete, its partial file
+// kept; an idle file is left alone. As in TDLib
+// (FileManager::cancel_download), an id this client never saw is answered
+// ok too.
 func (c *Client) CancelDownloadFile(ctx context.Context, id int32) error {
 	return call0(ctx, c, tg.MethodCancelDownloadFile, func() error {
 		if cf := c.files[id]; cf != nil {
@@ -107,8 +121,9 @@ func (c *Client) CancelDownloadFile(ctx context.Context, id int32) error {
 }
 
 // DeleteFile implements tg.Client: it stops a running download and removes
-// the local copy, reporting the file as no longer downloaded. As in TDLib
-// (FileManager::delete_file), an id this client never saw is answered ok.
+// the local copy, partial or complete, reporting the file as no longer
+// downloaded. As in TDLib (FileManager::delete_file), an id this client
+// never saw is answered ok.
 func (c *Client) DeleteFile(ctx context.Context, id int32) error {
 	return call0(ctx, c, tg.MethodDeleteFile, func() error {
 		cf := c.files[id]
@@ -116,16 +131,22 @@ func (c *Client) DeleteFile(ctx context.Context, id int32) error {
 			return nil
 		}
 		if cf.active {
+			cf.deleting = true
 			cf.stop() // the download removes its partial file and reports
 			return nil
 		}
+		path := cf.localPath
 		if !cf.done {
+			path = cf.partial
+		}
+		if path == "" {
 			return nil
 		}
-		if err := os.Remove(cf.localPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return &tg.Error{Code: 500, Message: "delete file: " + err.Error()}
 		}
-		cf.done, cf.localPath, cf.downloaded = false, "", 0
+		cf.done, cf.localPath, cf.partial, cf.downloaded = false, "", "", 0
+		c.keepFile(cf)
 		c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
 		return nil
 	})
@@ -139,9 +160,59 @@ func (cf *clientFile) stop() {
 	}
 }
 
-// download writes data to the file's local path in chunks, spreading
-// SendLatency over them. It gives up quietly when the client closes.
-func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, cancel <-chan struct{}) {
+// localFile is a download an instance left on disk, as the database
+// directory's file database records it.
+type localFile struct {
+	path string
+	size int64 // bytes on disk: the partial prefix, or the whole file
+	done bool
+}
+
+// keepFile records cf's local state in the directory's file database: its
+// complete or partial file, or nothing. w.mu is held.
+func (c *Client) keepFile(cf *clientFile) {
+	if c.db == nil {
+		return
+	}
+	switch {
+	case cf.done:
+		c.db.files[cf.uid] = localFile{path: cf.localPath, size: cf.downloaded, done: true}
+	case cf.partial != "":
+		c.db.files[cf.uid] = localFile{path: cf.partial, size: cf.downloaded}
+	default:
+		delete(c.db.files, cf.uid)
+	}
+}
+
+// recallFile gives cf, new to this client, what the directory's file
+// database holds of its file, when that is still on disk: TDLib checks a
+// local location before it trusts it. w.mu is held.
+func (c *Client) recallFile(cf *clientFile) {
+	if c.db == nil {
+		return
+	}
+	lf, ok := c.db.files[cf.uid]
+	switch {
+	case !ok:
+	case !onDisk(lf.path, lf.size):
+		delete(c.db.files, cf.uid)
+	case lf.done:
+		cf.done, cf.localPath, cf.downloaded = true, lf.path, lf.size
+	default:
+		cf.partial, cf.downloaded = lf.path, lf.size
+	}
+}
+
+// onDisk reports whether path holds at least size bytes.
+func onDisk(path string, size int64) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Size() >= size
+}
+
+// download writes data to the file's local path in chunks from offset
+// from of the partial file part ("" for a new one), spreading SendLatency
+// over them. It gives up quietly when the client closes.
+func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, cancel <-chan struct{}, part string, from int64) {
 	defer c.wg.Done()
 	w := c.w
 	dir := filepath.Join(w.cfg.FilesDir, sanitize(c.account))
@@ -150,8 +221,10 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 	final := filepath.Join(dir, fmt.Sprintf("%d_%s", cf.id, cmp.Or(cleanFilename(cf.name), "file")))
 	// TDLib writes into a temporary file and moves it into place when done,
 	// so LocalPath never names a partial file.
-	part := final + ".part"
-	err := c.writeChunks(cf, dir, part, data, fault, cancel)
+	if part == "" {
+		part, from = final+".part", 0
+	}
+	err := c.writeChunks(cf, dir, part, data, fault, cancel, from)
 	if err == nil {
 		err = os.Rename(part, final)
 	}
@@ -163,8 +236,15 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 		cf.cancel = nil
 	}
 	if err != nil {
-		os.Remove(part)
-		cf.downloaded = 0
+		// TDLib keeps what it downloaded, to go on from it, unless
+		// deleteFile stopped the download.
+		cf.partial = part
+		if cf.deleting || cf.downloaded == 0 {
+			os.Remove(part)
+			cf.partial, cf.downloaded = "", 0
+		}
+		cf.deleting = false
+		c.keepFile(cf)
 		if !errors.Is(err, tg.ErrClosed) {
 			// TDLib reports a failed or cancelled download as a file that
 			// stopped: neither active nor complete.
@@ -172,30 +252,38 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 		}
 		return
 	}
-	cf.done, cf.localPath, cf.downloaded = true, final, int64(len(data))
+	cf.done, cf.localPath, cf.partial, cf.deleting, cf.downloaded = true, final, "", false, int64(len(data))
+	c.keepFile(cf)
 	c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
 }
 
 // writeChunks writes data in downloadChunks steps, reporting progress after
 // every step but the last (the caller reports completion). A faulty
 // download stops after its first step: a stall waits, silent, for a cancel.
-func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, fault downloadFault, cancel <-chan struct{}) error {
+func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, fault downloadFault, cancel <-chan struct{}, from int64) error {
 	// Private to the daemon's user, as TDLib keeps its files under the
 	// data directory.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create download dir: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("create download file: %w", err)
 	}
 	defer f.Close()
+	from = min(from, int64(len(data)))
+	if err := f.Truncate(from); err != nil {
+		return fmt.Errorf("resume download file: %w", err)
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return fmt.Errorf("resume download file: %w", err)
+	}
 	if fault == downloadGone {
 		return errDownloadGone
 	}
 	step := max((len(data)+downloadChunks-1)/downloadChunks, 1)
 	pause := c.w.cfg.SendLatency / downloadChunks
-	for off := 0; off < len(data); off += step {
+	for off := int(from); off < len(data); off += step {
 		if err := c.pause(pause, cancel); err != nil {
 			return err
 		}

@@ -1,9 +1,11 @@
 package tgsim
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,20 +54,136 @@ func partFiles(t *testing.T, dir string) []string {
 }
 
 // A failing download ends like TDLib's: an updateFile neither active nor
-// complete, after some progress, and its partial file is gone.
+// complete, after some progress. TDLib keeps the partial file, to go on
+// from it; deleteFile removes it.
 func TestFailDownloadRateEndsWithStoppedFile(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{FailDownloadRate: 1})
 	file := startDownload(t, f)
 	end := next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return !u.File.DownloadActive }).File
-	if end.ID != file.ID || end.DownloadDone || end.LocalPath != "" {
-		t.Errorf("final update = %+v; want stopped, not complete", end)
+	if end.ID != file.ID || end.DownloadDone || end.LocalPath != "" || end.Downloaded <= 0 {
+		t.Errorf("final update = %+v; want stopped after some progress, not complete", end)
 	}
 	if n := f.w.DownloadFaults(); n != 1 {
 		t.Errorf("DownloadFaults = %d, want 1", n)
 	}
+	if left := partFiles(t, f.files); len(left) != 1 {
+		t.Fatalf("files left after a failed download: %v; want its partial file", left)
+	}
+	if err := f.c.DeleteFile(f.ctx, file.ID); err != nil {
+		t.Fatal(err)
+	}
 	if left := partFiles(t, f.files); len(left) != 0 {
-		t.Errorf("files left after a failed download: %v", left)
+		t.Errorf("files left after deleteFile: %v", left)
+	}
+	if gone := next[tg.FileUpdated](t, f.c, func(tg.FileUpdated) bool { return true }).File; gone.Downloaded != 0 || gone.DownloadActive {
+		t.Errorf("update after deleteFile = %+v; want nothing downloaded", gone)
+	}
+}
+
+// A download cut short leaves its partial file, as TDLib's does, and the
+// next download of the file goes on from it: after a cancel on the same
+// instance, and after a restart on the same database directory (TDLib's
+// file database), where a complete download is found complete too.
+// deleteFile of a running download removes what it wrote.
+func TestPartialDownloadIsKeptAndResumed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{SendLatency: 400 * time.Millisecond})
+	data := make([]byte, 4000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	posted := f.w.Post(f.chat, 0, Post{FileName: "big.tar", Data: data})
+	m, err := f.c.GetMessage(f.ctx, f.chat, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := m.Document.File.ID
+	cutAfterFirstChunk := func(c *Client, id int32) tg.File {
+		t.Helper()
+		if _, err := c.DownloadFile(f.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		next(t, c, func(u tg.FileUpdated) bool { return u.File.ID == id && u.File.Downloaded > 0 })
+		if err := c.CancelDownloadFile(f.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		return next(t, c, func(u tg.FileUpdated) bool { return u.File.ID == id && !u.File.DownloadActive }).File
+	}
+
+	stopped := cutAfterFirstChunk(f.c, id)
+	if stopped.Downloaded != 1000 || stopped.DownloadDone {
+		t.Fatalf("cancelled download = %+v; want 1000 bytes kept", stopped)
+	}
+	left := partFiles(t, f.files)
+	if len(left) != 1 {
+		t.Fatalf("files after a cancel: %v; want the partial one", left)
+	}
+	resumed, err := f.c.DownloadFile(f.ctx, id)
+	if err != nil || resumed.Downloaded != 1000 || !resumed.DownloadActive {
+		t.Fatalf("DownloadFile after a cancel = %+v, %v; want it active from 1000 bytes", resumed, err)
+	}
+	var progress []int64
+	done := next(t, f.c, func(u tg.FileUpdated) bool {
+		progress = append(progress, u.File.Downloaded)
+		return u.File.ID == id && u.File.DownloadDone
+	}).File
+	if got, _ := os.ReadFile(done.LocalPath); !bytes.Equal(got, data) {
+		t.Fatalf("resumed download holds %d bytes, not the file's", len(got))
+	}
+	if !slices.Equal(progress, []int64{2000, 3000, 4000}) {
+		t.Errorf("resumed download reported %v; want it to go on from 1000", progress)
+	}
+
+	// A new instance on the directory finds the complete file.
+	f.c.Close()
+	again := f.w.Client("alice")
+	t.Cleanup(func() { again.Close() })
+	if err := again.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := again.GetMessage(f.ctx, f.chat, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.Document.File; !got.DownloadDone || got.LocalPath != done.LocalPath {
+		t.Fatalf("the next instance sees the downloaded file as %+v; want it complete at %s", got, done.LocalPath)
+	}
+	id2 := m2.Document.File.ID
+	if err := again.DeleteFile(f.ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	// A partial one cut by the instance's close is gone on from too.
+	if _, err := again.DownloadFile(f.ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	next(t, again, func(u tg.FileUpdated) bool { return u.File.ID == id2 && u.File.Downloaded > 0 })
+	again.Close()
+	third := f.w.Client("alice")
+	t.Cleanup(func() { third.Close() })
+	if err := third.LoadChats(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	m3, err := third.GetMessage(f.ctx, f.chat, posted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m3.Document.File; got.Downloaded < 1000 || got.DownloadDone || got.DownloadActive {
+		t.Fatalf("the next instance sees the file cut by a close as %+v; want its partial bytes", got)
+	}
+	id3 := m3.Document.File.ID
+	if _, err := third.DownloadFile(f.ctx, id3); err != nil {
+		t.Fatal(err)
+	}
+	if err := third.DeleteFile(f.ctx, id3); err != nil {
+		t.Fatal(err)
+	}
+	next(t, third, func(u tg.FileUpdated) bool { return u.File.ID == id3 && !u.File.DownloadActive })
+	if left := partFiles(t, f.files); len(left) != 0 {
+		t.Errorf("files after deleteFile of a running download: %v; want none", left)
 	}
 }
 

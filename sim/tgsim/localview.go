@@ -75,6 +75,10 @@ type localDB struct {
 	// list ([0]) or the archive list ([1]) from the server, so the next
 	// reads it from the database.
 	listsLoaded [2]bool
+	// files holds, by unique id, the downloads the directory's instances
+	// left on disk, partial or complete: TDLib's file database, which the
+	// next instance reads them from (recallFile).
+	files map[string]localFile
 	// unsent holds the deletions written to the directory's binlog while
 	// the account was offline, for the server (deleteOffline).
 	unsent []pendingDelete
@@ -91,7 +95,7 @@ func (a *account) localDB(dir string) *localDB {
 	db := a.local[dir]
 	if db == nil {
 		db = &localDB{known: make(map[tg.ChatID]map[tg.MessageID]message), indexed: make(map[tg.ChatID]tg.MessageID),
-			last: make(map[tg.ChatID]tg.MessageID)}
+			last: make(map[tg.ChatID]tg.MessageID), files: make(map[string]localFile)}
 		a.local[dir] = db
 	}
 	return db
