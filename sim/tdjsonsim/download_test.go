@@ -123,6 +123,9 @@ func TestCancelledDownloadKeepsItsBytesOnTheWire(t *testing.T) {
 	c := dialWire(t, path)
 	id := downloadOn(t, w, c)
 	c.ok(1, "downloadFile", downloadParams(id), "file")
+	c.until("the download's first bytes", func(o tdObject) bool {
+		return o.typ() == "updateFile" && o.int("file", "id") == id && o.int("file", "local", "downloaded_prefix_size") > 0
+	})
 	res, before := c.call(1, "cancelDownloadFile", map[string]any{"file_id": id, "only_if_pending": false})
 	if res.typ() != "ok" {
 		t.Fatalf("cancelDownloadFile: %v, want ok", res)

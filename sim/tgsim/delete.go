@@ -107,6 +107,7 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 		// deletes it from its database too, and says so.
 		c.learnDeleted(chat, gone)
 		c.learnDeleted(chat, del)
+		c.moveLastOff(ch, del)
 		w.deleteOnServer(ch, del, c)
 		return nil
 	})
@@ -152,8 +153,32 @@ func (c *Client) deleteOffline(ch *chat, ids []tg.MessageID) error {
 		return nil
 	}
 	c.learnDeleted(ch.id, del)
+	c.moveLastOff(ch, del)
 	c.db.unsent = append(c.db.unsent, pendingDelete{chat: ch.id, ids: del})
 	return errNeedsServer
+}
+
+// moveLastOff moves the chat's last message, as the session shows it, off
+// the messages it just deleted: TDLib takes the newest message below it
+// that it holds, or none, and announces it (do_delete_message,
+// updateChatLastMessage), without asking the server. The newest message
+// the session learned stays as it was (localDB.shown). w.mu is held.
+func (c *Client) moveLastOff(ch *chat, deleted []tg.MessageID) {
+	if c.db == nil || c.w.cfg.ServerView {
+		return
+	}
+	last := c.lastMessage(ch)
+	if !slices.Contains(deleted, last) {
+		return
+	}
+	var prev tg.MessageID
+	for id := range c.db.known[ch.id] {
+		if id < last && id > prev {
+			prev = id
+		}
+	}
+	c.db.shown[ch.id] = prev
+	c.enqueue(tg.ChatLastMessage{Chat: ch.id, LastMessageID: prev})
 }
 
 // sendPendingDeletes sends to the server the deletions c's database

@@ -115,16 +115,17 @@ func TestPartialDownloadIsKeptAndResumed(t *testing.T) {
 	}
 
 	stopped := cutAfterFirstChunk(f.c, id)
-	if stopped.Downloaded != 1000 || stopped.DownloadDone {
-		t.Fatalf("cancelled download = %+v; want 1000 bytes kept", stopped)
+	kept := stopped.Downloaded // a chunk or more, as the cancel came
+	if kept <= 0 || kept >= 4000 || kept%1000 != 0 || stopped.DownloadDone {
+		t.Fatalf("cancelled download = %+v; want the chunks fetched kept", stopped)
 	}
 	left := partFiles(t, f.files)
 	if len(left) != 1 {
 		t.Fatalf("files after a cancel: %v; want the partial one", left)
 	}
 	resumed, err := f.c.DownloadFile(f.ctx, id)
-	if err != nil || resumed.Downloaded != 1000 || !resumed.DownloadActive {
-		t.Fatalf("DownloadFile after a cancel = %+v, %v; want it active from 1000 bytes", resumed, err)
+	if err != nil || resumed.Downloaded != kept || !resumed.DownloadActive {
+		t.Fatalf("DownloadFile after a cancel = %+v, %v; want it active from %d bytes", resumed, err, kept)
 	}
 	var progress []int64
 	done := next(t, f.c, func(u tg.FileUpdated) bool {
@@ -134,8 +135,12 @@ func TestPartialDownloadIsKeptAndResumed(t *testing.T) {
 	if got, _ := os.ReadFile(done.LocalPath); !bytes.Equal(got, data) {
 		t.Fatalf("resumed download holds %d bytes, not the file's", len(got))
 	}
-	if !slices.Equal(progress, []int64{2000, 3000, 4000}) {
-		t.Errorf("resumed download reported %v; want it to go on from 1000", progress)
+	var want []int64
+	for n := kept + 1000; n <= 4000; n += 1000 {
+		want = append(want, n)
+	}
+	if !slices.Equal(progress, want) {
+		t.Errorf("resumed download reported %v; want %v, going on from %d", progress, want, kept)
 	}
 
 	// A new instance on the directory finds the complete file.

@@ -70,7 +70,12 @@ type localDB struct {
 	indexed map[tg.ChatID]tg.MessageID
 	// last holds, by chat, the last message the database knows (getChat's
 	// last_message); a chat absent is loaded from the server at first use.
-	last map[tg.ChatID]tg.MessageID
+	// It is also the newest the session learned (TDLib's
+	// last_new_message_id), which the session's own deletion of it does
+	// not lower: shown holds the chat's last message then (moveLastOff),
+	// until a newer one comes.
+	last  map[tg.ChatID]tg.MessageID
+	shown map[tg.ChatID]tg.MessageID
 	// listsLoaded: an instance on the directory loaded the main chat
 	// list ([0]) or the archive list ([1]) from the server, so the next
 	// reads it from the database.
@@ -95,7 +100,7 @@ func (a *account) localDB(dir string) *localDB {
 	db := a.local[dir]
 	if db == nil {
 		db = &localDB{known: make(map[tg.ChatID]map[tg.MessageID]message), indexed: make(map[tg.ChatID]tg.MessageID),
-			last: make(map[tg.ChatID]tg.MessageID), files: make(map[string]localFile)}
+			last: make(map[tg.ChatID]tg.MessageID), shown: make(map[tg.ChatID]tg.MessageID), files: make(map[string]localFile)}
 		a.local[dir] = db
 	}
 	return db
@@ -120,6 +125,7 @@ func (c *Client) remember(msgs ...*message) {
 		byID[m.id] = *m
 		if last, ok := c.db.last[m.chat]; ok && m.id > last {
 			c.db.last[m.chat] = m.id
+			delete(c.db.shown, m.chat)
 		}
 	}
 }
@@ -130,6 +136,7 @@ func (c *Client) remember(msgs ...*message) {
 func (c *Client) announceLast(ch *chat, id tg.MessageID) {
 	if c.db != nil && !c.closed {
 		c.db.last[ch.id] = id
+		delete(c.db.shown, ch.id)
 	}
 	c.enqueue(tg.ChatLastMessage{Chat: ch.id, LastMessageID: id})
 }
@@ -140,6 +147,9 @@ func (c *Client) announceLast(ch *chat, id tg.MessageID) {
 func (c *Client) lastMessage(ch *chat) tg.MessageID {
 	if c.db == nil {
 		return ch.lastID()
+	}
+	if shown, ok := c.db.shown[ch.id]; ok {
+		return shown
 	}
 	last, ok := c.db.last[ch.id]
 	if !ok {

@@ -207,11 +207,24 @@ func TestOfflineDeletionIsLocalAtOnce(t *testing.T) {
 		t.Fatalf("the other instance heard %+v, want [%d] deleted", del, doomed.ID)
 	}
 
+	// The chat's last message, deleted: the session moves it to the
+	// newest message it holds below, at once.
+	if c, err := f.c.GetChat(f.ctx, f.chat); err != nil || c.LastMessageID != later.ID {
+		t.Fatalf("getChat before deleting the last message: %+v, %v; want %d last", c, err, later.ID)
+	}
 	f.w.Disconnect("alice", 0)
 	short2, cancel2 := context.WithTimeout(f.ctx, 100*time.Millisecond)
 	defer cancel2()
 	if err := f.c.DeleteMessages(short2, f.chat, []tg.MessageID{later.ID}, true); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second deleteMessages while offline: %v; want the deadline", err)
+	}
+	if u := next(t, f.c, func(u tg.ChatLastMessage) bool { return u.Chat == f.chat }); u.LastMessageID != first.ID {
+		t.Fatalf("after deleting the last message offline the session announced %+v; want %d, the one it holds below", u, first.ID)
+	}
+	quick2, cancelQuick2 := context.WithTimeout(f.ctx, time.Second)
+	defer cancelQuick2()
+	if c, err := f.c.GetChat(quick2, f.chat); err != nil || c.LastMessageID != first.ID {
+		t.Fatalf("getChat after deleting the last message offline: %+v, %v; want %d last, at once", c, err, first.ID)
 	}
 	f.c.Close()
 	f.w.Reconnect("alice")
