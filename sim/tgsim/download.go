@@ -252,7 +252,12 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 		}
 		return
 	}
-	cf.done, cf.localPath, cf.partial, cf.deleting, cf.downloaded = true, final, "", false, int64(len(data))
+	cf.done, cf.localPath, cf.partial, cf.downloaded = true, final, "", int64(len(data))
+	if cf.deleting {
+		// deleteFile came as the last bytes did: it removes the file.
+		os.Remove(final)
+		cf.done, cf.localPath, cf.downloaded, cf.deleting = false, "", 0, false
+	}
 	c.keepFile(cf)
 	c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
 }
