@@ -9,6 +9,24 @@ import (
 	"stashd/tg"
 )
 
+// sendCopy sends the document of message m to chat with caption on
+// client 1 and returns the id of the message that landed.
+func sendCopy(c *wire, chat tg.ChatID, m tdObject, caption string) int64 {
+	c.t.Helper()
+	tmp := c.ok(1, "sendMessage", map[string]any{
+		"chat_id": chat, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
+		"input_message_content": map[string]any{
+			"@type":    "inputMessageDocument",
+			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
+			"caption":  map[string]any{"@type": "formattedText", "text": caption, "entities": []any{}},
+		},
+	}, "message")
+	ok, _ := c.until("send outcome", func(o tdObject) bool {
+		return o.typ() == "updateMessageSendSucceeded" && o.int("old_message_id") == tmp.int("id")
+	})
+	return ok.int("message", "id")
+}
+
 // deleteMessages is answered ok and followed by updateDeleteMessages for
 // what went; a message another sender posted fails with TDLib's 400
 // "Message can't be deleted" and stays.
@@ -16,18 +34,7 @@ func TestDeleteMessagesOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 17})
 	c, m := wireWithDocument(t, w)
-	tmp := c.ok(1, "sendMessage", map[string]any{
-		"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
-		"input_message_content": map[string]any{
-			"@type":    "inputMessageDocument",
-			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
-			"caption":  map[string]any{"@type": "formattedText", "text": "d.zip\nstashd:77", "entities": []any{}},
-		},
-	}, "message")
-	ok, _ := c.until("send outcome", func(o tdObject) bool {
-		return o.typ() == "updateMessageSendSucceeded" && o.int("old_message_id") == tmp.int("id")
-	})
-	sent := ok.int("message", "id")
+	sent := sendCopy(c, w.dest, m, "d.zip\nstashd:77")
 
 	if res := c.ok(1, "deleteMessages", map[string]any{"chat_id": w.channel, "message_ids": []int64{m.int("id")}, "revoke": true}, "error"); res.int("code") != 400 || res.str("message") != "Message can't be deleted" {
 		t.Errorf("deleteMessages of another sender's message: %v", res)

@@ -1,6 +1,7 @@
 package tdjsonsim_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -28,17 +29,7 @@ func TestServerRequestWaitsForTheConnectionOnTheWire(t *testing.T) {
 		"chat_id": w.channel, "query": "nightly", "sender_id": nil, "from_message_id": 0, "offset": 0, "limit": 10,
 		"filter": nil, "message_thread_id": 0, "saved_messages_topic_id": 0,
 	})
-	quiet := time.After(300 * time.Millisecond)
-	for waiting := true; waiting; {
-		select {
-		case o := <-c.lines:
-			if o["@extra"] == search {
-				t.Fatalf("searchChatMessages answered while the account is offline: %v", o)
-			}
-		case <-quiet:
-			waiting = false
-		}
-	}
+	unanswered(t, c, search, "searchChatMessages")
 	w.Reconnect("acct1")
 	if res, _ := c.until("searchChatMessages answer", func(o tdObject) bool { return o["@extra"] == search }); res.typ() != "foundChatMessages" {
 		t.Fatalf("searchChatMessages after the reconnect: %v, want foundChatMessages", res)
@@ -53,37 +44,14 @@ func TestOfflineDeletionOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 17})
 	c, m := wireWithDocument(t, w)
-	tmp := c.ok(1, "sendMessage", map[string]any{
-		"chat_id": w.dest, "message_thread_id": 0, "reply_to": nil, "options": nil, "reply_markup": nil,
-		"input_message_content": map[string]any{
-			"@type":    "inputMessageDocument",
-			"document": map[string]any{"@type": "inputFileRemote", "id": m.str("content", "document", "document", "remote", "id")},
-			"caption":  map[string]any{"@type": "formattedText", "text": "d.zip\nstashd:78", "entities": []any{}},
-		},
-	}, "message")
-	ok, _ := c.until("send outcome", func(o tdObject) bool {
-		return o.typ() == "updateMessageSendSucceeded" && o.int("old_message_id") == tmp.int("id")
-	})
-	sent := ok.int("message", "id")
+	sent := sendCopy(c, w.dest, m, "d.zip\nstashd:78")
 
 	w.Disconnect("acct1", 0)
 	del := c.send(1, "deleteMessages", map[string]any{"chat_id": w.dest, "message_ids": []int64{sent}, "revoke": true})
-	announced := false
-	quiet := time.After(300 * time.Millisecond)
-	for waiting := true; waiting; {
-		select {
-		case o := <-c.lines:
-			if o["@extra"] == del {
-				t.Fatalf("deleteMessages answered while the account is offline: %v", o)
-			}
-			if o.typ() == "updateDeleteMessages" && o.int("chat_id") == int64(w.dest) && o.get("is_permanent") == true {
-				announced = true
-			}
-		case <-quiet:
-			waiting = false
-		}
-	}
-	if !announced {
+	seen := unanswered(t, c, del, "deleteMessages")
+	if !slices.ContainsFunc(seen, func(o tdObject) bool {
+		return o.typ() == "updateDeleteMessages" && o.int("chat_id") == int64(w.dest) && o.get("is_permanent") == true
+	}) {
 		t.Fatal("no updateDeleteMessages while the deletion waits for the connection; TDLib deletes from its database at once")
 	}
 	if got := len(w.Messages(w.dest)); got != 1 {
@@ -120,19 +88,29 @@ func TestLoadChatsOnAFreshDirectoryWaitsOnTheWire(t *testing.T) {
 	c.ok(2, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
 	c.login(3, t.TempDir(), "acct1")
 	load := c.send(3, "loadChats", map[string]any{"chat_list": nil, "limit": 100})
-	quiet := time.After(300 * time.Millisecond)
-	for waiting := true; waiting; {
-		select {
-		case o := <-c.lines:
-			if o["@extra"] == load {
-				t.Fatalf("loadChats on a fresh directory answered while the account is offline: %v", o)
-			}
-		case <-quiet:
-			waiting = false
-		}
-	}
+	unanswered(t, c, load, "loadChats on a fresh directory")
 	w.Reconnect("acct1")
 	if res, _ := c.until("loadChats answer", func(o tdObject) bool { return o["@extra"] == load }); res.typ() != "ok" {
 		t.Fatalf("loadChats on a fresh directory after the reconnect: %v, want ok", res)
+	}
+}
+
+// unanswered reads the wire for 300 ms and fails the test if the request
+// sent as extra is answered meanwhile, as what while the account is
+// offline; it returns what came instead.
+func unanswered(t *testing.T, c *wire, extra string, what string) []tdObject {
+	t.Helper()
+	var seen []tdObject
+	quiet := time.After(300 * time.Millisecond)
+	for {
+		select {
+		case o := <-c.lines:
+			if o["@extra"] == extra {
+				t.Fatalf("%s answered while the account is offline: %v", what, o)
+			}
+			seen = append(seen, o)
+		case <-quiet:
+			return seen
+		}
 	}
 }
