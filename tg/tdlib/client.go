@@ -90,6 +90,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		lock.Unlock()
 		return nil, err
 	}
+	switch n, bytes, err := sweepDownloads(cfg.FilesDir(), time.Now()); {
+	case err != nil:
+		cfg.Logger.Warn("remove downloads a stopped process left", "files", n, "bytes", bytes, "err", err)
+	case n > 0:
+		cfg.Logger.Info("removed downloads a stopped process left", "files", n, "bytes", bytes, "older_than", staleDownload)
+	}
 	c := newClient(cfg)
 	c.dirLock = lock
 	if err := c.start(ctx); err != nil {
