@@ -184,8 +184,13 @@ func (c *Client) moveLastOff(ch *chat, deleted []tg.MessageID) {
 // sendPendingDeletes sends to the server the deletions c's database
 // directory holds in its binlog (deleteOffline): at the reconnect, or when
 // a client opens the directory while the account is online. A message
-// gone from the server meanwhile is skipped, and so is one the account may
-// no longer delete. w.mu is held.
+// gone from the server meanwhile is skipped. The server refuses a whole
+// deletion when the account may no longer delete one of its messages (its
+// right to delete others' messages taken away meanwhile: TDLib's
+// MESSAGE_DELETE_FORBIDDEN) or no longer reach the chat; TDLib then
+// forgets the ids it had taken as deleted and reads the messages back
+// from the server, when it still can (on_failed_message_deletion), and a
+// request still waiting is answered with the refusal. w.mu is held.
 func (w *World) sendPendingDeletes(c *Client) {
 	if c.db == nil || len(c.db.unsent) == 0 || c.closed {
 		return
@@ -198,14 +203,35 @@ func (w *World) sendPendingDeletes(c *Client) {
 		if ch == nil {
 			continue
 		}
-		var del []tg.MessageID
+		readable := !ch.private && !ch.lostAccess && !c.removedFrom(ch)
+		refused := !readable
+		var del []*message
 		for _, id := range p.ids {
-			if m := ch.find(id); m != nil && (m.sender == c.account || a.canDelete[ch.id]) {
-				del = append(del, id)
+			if m := ch.find(id); m != nil {
+				refused = refused || m.sender != c.account && !a.canDelete[ch.id]
+				del = append(del, m)
 			}
 		}
-		w.deleteOnServer(ch, del, c)
+		if !refused {
+			w.deleteOnServer(ch, idsOf(del), c)
+			continue
+		}
+		for _, id := range p.ids {
+			delete(c.deleted[ch.id], id)
+		}
+		if readable {
+			c.remember(del...)
+		}
 	}
+}
+
+// idsOf returns the ids of msgs.
+func idsOf(msgs []*message) []tg.MessageID {
+	out := make([]tg.MessageID, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.id
+	}
+	return out
 }
 
 // deleteOnServer deletes ids, which ch holds, from the server, and tells

@@ -277,3 +277,44 @@ func TestLoadChatsNeedsTheServerOnAFreshDirectory(t *testing.T) {
 		t.Fatalf("loadChats still waits %s after the reconnect", waitTimeout)
 	}
 }
+
+// A deletion made while offline that the server refuses at the reconnect
+// (the right to delete others' messages taken away meanwhile) is undone in
+// the session, as TDLib's on_failed_message_deletion does: the waiting
+// request gets the refusal, the message stays on the server, and the
+// session reads it back.
+func TestOfflineDeletionRefusedAtTheReconnect(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{Seed: 1})
+	f.w.SetDeleteRights("alice", f.chat, true)
+	posted := f.w.Post(f.chat, 0, doc("theirs.zip", 10))
+	f.w.Post(f.chat, 0, doc("newer.zip", 10))
+	if _, err := f.c.GetMessage(f.ctx, f.chat, posted.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.w.Disconnect("alice", 0)
+	done := make(chan error, 1)
+	go func() { done <- f.c.DeleteMessages(f.ctx, f.chat, []tg.MessageID{posted.ID}, true) }()
+	next(t, f.c, func(u tg.MessagesDeleted) bool { return u.Chat == f.chat })
+	f.w.SetDeleteRights("alice", f.chat, false)
+	f.w.Reconnect("alice")
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(waitTimeout):
+		t.Fatalf("deleteMessages still waits %s after the reconnect", waitTimeout)
+	}
+	var te *tg.Error
+	if !errors.As(err, &te) || te.Code != 400 {
+		t.Fatalf("deleteMessages refused at the reconnect: %v; want a 400", err)
+	}
+	if n := len(f.w.Messages(f.chat)); n != 2 || f.w.Deleted(f.chat) != 0 {
+		t.Fatalf("the server holds %d messages and counts %d deleted; want both kept, none deleted", n, f.w.Deleted(f.chat))
+	}
+	f.w.Disconnect("alice", 0)
+	quick, cancel := context.WithTimeout(f.ctx, time.Second)
+	defer cancel()
+	if m, err := f.c.GetMessage(quick, f.chat, posted.ID); err != nil || m.ID != posted.ID {
+		t.Fatalf("getMessage, offline again, of the message whose deletion was refused: %+v, %v; want it read back into the session", m, err)
+	}
+}
