@@ -21,6 +21,19 @@ func downloadOn(t *testing.T, w *world, c *wire) int64 {
 	return res.int("content", "document", "document", "id")
 }
 
+// stalledDownload starts, on a world whose downloads stall after their
+// first chunk, the download of a document by acct1, and returns the
+// connection and the file's id.
+func stalledDownload(t *testing.T) (*wire, int64) {
+	t.Helper()
+	w := newWorld(t, tgsim.Config{Seed: 2, StallDownloadRate: 1})
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	id := downloadOn(t, w, c)
+	c.ok(1, "downloadFile", downloadParams(id), "file")
+	return c, id
+}
+
 func downloadParams(id int64) map[string]any {
 	return map[string]any{"file_id": id, "priority": 1, "offset": 0, "limit": 0, "synchronous": false}
 }
@@ -49,11 +62,7 @@ func TestFailedDownloadOnTheWire(t *testing.T) {
 // then updateFile stopped); deleteFile removes a completed local copy.
 func TestCancelAndDeleteOnTheWire(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, tgsim.Config{Seed: 2, StallDownloadRate: 1})
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	id := downloadOn(t, w, c)
-	c.ok(1, "downloadFile", downloadParams(id), "file")
+	c, id := stalledDownload(t)
 	okThenUpdate(c, "cancelDownloadFile", map[string]any{"file_id": id, "only_if_pending": false}, "cancelled download", id)
 	// TDLib answers ok for a file it does not know (FileManager::cancel_download).
 	c.ok(1, "cancelDownloadFile", map[string]any{"file_id": 1 << 30, "only_if_pending": false}, "ok")
@@ -118,11 +127,7 @@ func TestDownloadWaitsForTheConnectionOnTheWire(t *testing.T) {
 // downloadFile goes on from them. deleteFile removes them.
 func TestCancelledDownloadKeepsItsBytesOnTheWire(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, tgsim.Config{Seed: 2, StallDownloadRate: 1})
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	id := downloadOn(t, w, c)
-	c.ok(1, "downloadFile", downloadParams(id), "file")
+	c, id := stalledDownload(t)
 	c.until("the download's first bytes", func(o tdObject) bool {
 		return o.typ() == "updateFile" && o.int("file", "id") == id && o.int("file", "local", "downloaded_prefix_size") > 0
 	})

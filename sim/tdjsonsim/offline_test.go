@@ -15,10 +15,7 @@ import (
 func TestServerRequestWaitsForTheConnectionOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 2})
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	c.login(1, w.dir, "acct1")
-	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c := readyWire(t, w)
 	c.ok(1, "openChat", map[string]any{"chat_id": w.channel}, "ok")
 	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "f.tar", Data: make([]byte, 100), Caption: "nightly"})
 	c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
@@ -73,10 +70,7 @@ func TestOfflineDeletionOnTheWire(t *testing.T) {
 func TestLoadChatsOnAFreshDirectoryWaitsOnTheWire(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, tgsim.Config{Seed: 2})
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	c.login(1, w.dir, "acct1")
-	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c := readyWire(t, w)
 
 	c.ok(1, "close", nil, "ok")
 	c.until("authorizationStateClosed", func(o tdObject) bool {

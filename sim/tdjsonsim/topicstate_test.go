@@ -135,10 +135,7 @@ func TestLaggingRightsOnTheWire(t *testing.T) {
 // message as the client read it.
 func wireWithDocument(t *testing.T, w *world) (*wire, tdObject) {
 	t.Helper()
-	_, path := startServer(t, w.World)
-	c := dialWire(t, path)
-	c.login(1, w.dir, "acct1")
-	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	c := readyWire(t, w)
 	posted := w.Post(w.channel, 0, tgsim.Post{FileName: "d.zip", Data: []byte("PK")})
 	return c, c.ok(1, "getMessage", map[string]any{"chat_id": w.channel, "message_id": posted.ID}, "message")
 }

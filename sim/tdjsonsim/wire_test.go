@@ -220,6 +220,17 @@ func (w *wire) login(client int, dir, account string) {
 	w.update(client, "updateAuthorizationState")
 }
 
+// readyWire serves w, and returns a connection to it whose client 1 is
+// acct1, logged in on w.dir with its chats loaded.
+func readyWire(t *testing.T, w *world) *wire {
+	t.Helper()
+	_, path := startServer(t, w.World)
+	c := dialWire(t, path)
+	c.login(1, w.dir, "acct1")
+	c.ok(1, "loadChats", map[string]any{"chat_list": nil, "limit": 100}, "ok")
+	return c
+}
+
 // tdlibParameters are setTdlibParameters as tg/tdlib sends them for an
 // account whose state directory is dir/account.
 func tdlibParameters(dir, account string) map[string]any {

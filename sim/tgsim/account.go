@@ -117,9 +117,10 @@ type floodInjection struct {
 // database answers keep being answered at once. One that needs the server
 // (a message, history page or search its database lacks, a forum topic or
 // page of topics, a topic made, closed or reopened, a public name it has
-// not resolved, a deletion on the server) is answered only after the
-// reconnect, as TDLib keeps the query until its connection is back
-// (offline.go). A send made meanwhile lands only SendLatency after the
+// not resolved, the chat lists of a directory that never loaded them) is
+// answered only after the reconnect, as TDLib keeps the query until its
+// connection is back (offline.go); a deletion is the session's own at
+// once, its answer waiting for the server's (DeleteMessages). A send made meanwhile lands only SendLatency after the
 // reconnect (TDLib keeps the message pending until then), and downloads
 // make no progress until then.
 func (w *World) Disconnect(account string, d time.Duration) {

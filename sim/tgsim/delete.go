@@ -78,11 +78,9 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 		if c.reconnected() != nil && !w.cfg.ServerView && c.db != nil {
 			return c.deleteOffline(ch, ids)
 		}
-		a := w.accounts[c.account]
 		var del, gone []tg.MessageID
 		for _, id := range ids {
-			_, held := c.stored(ch, id)
-			held = held || !w.cfg.ServerView && c.db.last[chat] == id // TDLib keeps a chat's last message
+			_, held := c.holds(ch, id)
 			if slices.Contains(del, id) || slices.Contains(gone, id) || c.knowsDeleted(chat, id) || !held && !w.cfg.ServerView {
 				continue
 			}
@@ -98,7 +96,7 @@ func (c *Client) DeleteMessages(ctx context.Context, chat tg.ChatID, ids []tg.Me
 				}
 				continue
 			}
-			if m.sender != c.account && !a.canDelete[chat] {
+			if !c.mayDelete(ch, m) {
 				return errBadRequest("Message can't be deleted")
 			}
 			del = append(del, id)
@@ -129,22 +127,16 @@ type pendingDelete struct {
 // the reconnect; run again then, it finds the ids deleted and answers.
 // w.mu is held.
 func (c *Client) deleteOffline(ch *chat, ids []tg.MessageID) error {
-	a := c.w.accounts[c.account]
 	var del []tg.MessageID
 	for _, id := range ids {
 		if slices.Contains(del, id) || c.knowsDeleted(ch.id, id) {
 			continue
 		}
-		m, held := c.stored(ch, id)
-		if !held && c.db.last[ch.id] == id {
-			// The chat's last message, which TDLib keeps in memory; the
-			// server's copy has the same sender.
-			m, held = ch.find(id), true
-		}
+		m, held := c.holds(ch, id)
 		if !held {
 			continue
 		}
-		if m != nil && m.sender != c.account && !a.canDelete[ch.id] {
+		if m != nil && !c.mayDelete(ch, m) {
 			return errBadRequest("Message can't be deleted")
 		}
 		del = append(del, id)
@@ -195,7 +187,6 @@ func (w *World) sendPendingDeletes(c *Client) {
 	if c.db == nil || len(c.db.unsent) == 0 || c.closed {
 		return
 	}
-	a := w.accounts[c.account]
 	unsent := c.db.unsent
 	c.db.unsent = nil
 	for _, p := range unsent {
@@ -208,7 +199,7 @@ func (w *World) sendPendingDeletes(c *Client) {
 		var del []*message
 		for _, id := range p.ids {
 			if m := ch.find(id); m != nil {
-				refused = refused || m.sender != c.account && !a.canDelete[ch.id]
+				refused = refused || !c.mayDelete(ch, m)
 				del = append(del, m)
 			}
 		}
@@ -242,6 +233,17 @@ func (w *World) deleteOnServer(ch *chat, ids []tg.MessageID, by *Client) {
 	if len(ids) == 0 {
 		return
 	}
+	if w.deletedIn == nil {
+		w.deletedIn = make(map[tg.ChatID]int)
+	}
+	w.deletedIn[ch.id] += len(ids)
+	w.removeMessages(ch, ids, by)
+}
+
+// removeMessages takes ids, which ch holds, out of the chat, tells the
+// sessions that follow it, other than by (announceDeleted), and the
+// members when the newest went (lastMessageChanged). w.mu is held.
+func (w *World) removeMessages(ch *chat, ids []tg.MessageID, by *Client) {
 	wasLast := false
 	for _, id := range ids {
 		i, _ := ch.index(id)
@@ -249,14 +251,30 @@ func (w *World) deleteOnServer(ch *chat, ids []tg.MessageID, by *Client) {
 		ch.setDoc(ch.msgs[i], nil)
 		ch.msgs = slices.Delete(ch.msgs, i, i+1)
 	}
-	if w.deletedIn == nil {
-		w.deletedIn = make(map[tg.ChatID]int)
-	}
-	w.deletedIn[ch.id] += len(ids)
 	w.announceDeleted(ch, ids, by)
 	if wasLast {
 		w.lastMessageChanged(ch)
 	}
+}
+
+// mayDelete reports whether the account may delete m: its own message, or
+// any with the right to delete others' messages in ch. w.mu is held.
+func (c *Client) mayDelete(ch *chat, m *message) bool {
+	return m.sender == c.account || c.w.accounts[c.account].canDelete[ch.id]
+}
+
+// holds returns message id of ch as the session holds it, in its database
+// or as the chat's last message, which TDLib keeps in memory (the server's
+// copy then: a sender never changes); ok is false when the session does
+// not hold it. Under Config.ServerView nothing is held. w.mu is held.
+func (c *Client) holds(ch *chat, id tg.MessageID) (m *message, ok bool) {
+	if m, ok := c.stored(ch, id); ok {
+		return m, true
+	}
+	if !c.w.cfg.ServerView && c.db.last[ch.id] == id {
+		return ch.find(id), true
+	}
+	return nil, false
 }
 
 // fileReachable reports whether a message this client can read still
@@ -303,15 +321,7 @@ func (w *World) Delete(chat tg.ChatID, id tg.MessageID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.mustChat(chat)
-	i, ok := c.index(id)
-	if !ok {
-		return
-	}
-	wasLast := i == len(c.msgs)-1
-	c.setDoc(c.msgs[i], nil)
-	c.msgs = slices.Delete(c.msgs, i, i+1)
-	w.announceDeleted(c, []tg.MessageID{id}, nil)
-	if wasLast {
-		w.lastMessageChanged(c)
+	if _, ok := c.index(id); ok {
+		w.removeMessages(c, []tg.MessageID{id}, nil)
 	}
 }

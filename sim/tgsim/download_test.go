@@ -143,17 +143,25 @@ func TestPartialDownloadIsKeptAndResumed(t *testing.T) {
 		t.Errorf("resumed download reported %v; want %v, going on from %d", progress, want, kept)
 	}
 
+	// restart closes old and starts the next instance on the directory,
+	// which reads the posted message.
+	restart := func(old *Client) (*Client, tg.Message) {
+		t.Helper()
+		old.Close()
+		c := f.w.Client("alice")
+		t.Cleanup(func() { c.Close() })
+		if err := c.LoadChats(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.GetMessage(f.ctx, f.chat, posted.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, m
+	}
+
 	// A new instance on the directory finds the complete file.
-	f.c.Close()
-	again := f.w.Client("alice")
-	t.Cleanup(func() { again.Close() })
-	if err := again.LoadChats(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	m2, err := again.GetMessage(f.ctx, f.chat, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again, m2 := restart(f.c)
 	if got := m2.Document.File; !got.DownloadDone || got.LocalPath != done.LocalPath {
 		t.Fatalf("the next instance sees the downloaded file as %+v; want it complete at %s", got, done.LocalPath)
 	}
@@ -166,16 +174,7 @@ func TestPartialDownloadIsKeptAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, again, func(u tg.FileUpdated) bool { return u.File.ID == id2 && u.File.Downloaded > 0 })
-	again.Close()
-	third := f.w.Client("alice")
-	t.Cleanup(func() { third.Close() })
-	if err := third.LoadChats(f.ctx); err != nil {
-		t.Fatal(err)
-	}
-	m3, err := third.GetMessage(f.ctx, f.chat, posted.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	third, m3 := restart(again)
 	if got := m3.Document.File; got.Downloaded < 1000 || got.DownloadDone || got.DownloadActive {
 		t.Fatalf("the next instance sees the file cut by a close as %+v; want its partial bytes", got)
 	}
