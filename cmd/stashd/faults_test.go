@@ -61,7 +61,7 @@ func TestSimWorldSizesBelowMinimumExit2(t *testing.T) {
 	for _, args := range [][]string{{"--sources", "-1"}, {"--sources", "0"}, {"--accounts", "0"}, {"--destinations", "0"}, {"--forum-topics", "-2"}, {"--steps", "-1"}} {
 		// Past the checks, writing --config-out into a missing directory
 		// fails with exit 1 before anything is served.
-		all := append(args, "--socket", filepath.Join(dir, "tdjson.sock"), "--files-dir", filepath.Join(dir, "files"),
+		all := append(args, "--socket", filepath.Join(dir, "tdjson.sock"),
 			"--audit-addr", "", "--config-out", filepath.Join(dir, "missing", "serve.toml"))
 		if rc := runSim(all); rc != 2 {
 			t.Errorf("sim %q: exit %d, want 2", args, rc)

@@ -121,7 +121,6 @@ func runSim(args []string) int {
 	protected := fs.Float64("protected", 0, "probability that each source has protected content (0..1)")
 	disconnectEvery := fs.Duration("disconnect-every", 0, "take every account offline this often, for a quarter of the period: updates in between are lost (0: never)")
 	auditAddr := fs.String("audit-addr", "127.0.0.1:0", "loopback address answering GET /truth with the world's ground truth as JSON (empty: none)")
-	filesDir := fs.String("files-dir", "var/sim/files", "where simulated downloads are written")
 	configOut := fs.String("config-out", "", "write a stashd serve configuration for this world to this file (for bin/stashd-standin serve)")
 	serveDir := fs.String("serve-dir", "var/sim/serve", "data directory of the --config-out configuration (each account's TDLib state directory is created in it)")
 	diffDelay := fs.Duration("difference-delay", 200*time.Millisecond, "how long a session takes to fetch a chat's difference after openChat; until then it shows the chat as its database last knew it (0: at once)")
@@ -154,22 +153,15 @@ func runSim(args []string) int {
 
 	// Created when missing, never chmod-ed: the socket may well live in a
 	// shared directory such as /tmp.
-	for _, dir := range []string{filepath.Dir(*socket), *filesDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			fmt.Fprintf(os.Stderr, "stashd sim: create %s: %v\n", dir, err)
-			return 1
-		}
-	}
-	// Downloads are absolute paths in TDLib's files; keep them so for
-	// clients running elsewhere.
-	files, err := filepath.Abs(*filesDir)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stashd sim: %v\n", err)
+	if err := os.MkdirAll(filepath.Dir(*socket), 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "stashd sim: create %s: %v\n", filepath.Dir(*socket), err)
 		return 1
 	}
 	sc.Seed = *seed
 	world := tgsim.NewWorld(tgsim.Config{
-		Seed: *seed, DropRate: *drop, FilesDir: files,
+		// Each instance's downloads go to the files_directory it gives
+		// setTdlibParameters, as TDLib's do: no FilesDir.
+		Seed: *seed, DropRate: *drop,
 		SendFailRate: *failSends / 2, SendFloodRate: *failSends / 2, SendFloodWait: time.Second,
 		SendVanishRate:     *vanishSends,
 		ResendAfterRestart: true, SearchIndexLag: time.Minute,

@@ -476,7 +476,7 @@ func (h *harness) startSim(ctx context.Context, dir string) (*proc, simWorld, <-
 		"--forum-topics", strconv.Itoa(h.o.ForumTopics),
 		"--drop-updates", strconv.FormatFloat(h.o.DropUpdates, 'g', -1, 64),
 		"--disconnect-every", h.o.DisconnectEvery.String(),
-		"--files-dir", filepath.Join(dir, "files"), "--audit-addr", "127.0.0.1:0",
+		"--audit-addr", "127.0.0.1:0",
 		"--config-out", h.config, "--serve-dir", filepath.Join(dir, "serve"),
 	}
 	if h.o.ServerView {

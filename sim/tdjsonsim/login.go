@@ -21,8 +21,9 @@ const QRConfirmDelay = 300 * time.Millisecond
 // loginState is a session's login in progress.
 type loginState struct {
 	dir      string
-	password bool // a two-step password follows the first factor
-	qr       int  // QR-code links shown so far
+	filesDir string // the instance's files directory (setTdlibParameters)
+	password bool   // a two-step password follows the first factor
+	qr       int    // QR-code links shown so far
 	phone    string
 }
 
@@ -134,10 +135,10 @@ func (s *session) firstFactorDone() {
 // loggedIn records the login on the session's directory and makes the
 // session ready, with s.mu held.
 func (s *session) loggedIn() {
-	dir := s.login.dir
+	dir, files := s.login.dir, s.login.filesDir
 	s.login = nil
 	s.c.s.world.LoggedIn(s.account, dir)
-	cl, ok := worldClient(s.c.s.world, s.account, dir)
+	cl, ok := worldClient(s.c.s.world, s.account, dir, files)
 	if !ok {
 		return
 	}
@@ -145,10 +146,11 @@ func (s *session) loggedIn() {
 }
 
 // worldClient starts a tgsim client for account on the database directory
-// dir, or reports that the world has no such account. tgsim offers no lookup that does not panic on
-// an unknown name (World.Client, World.Calls), so that one panic is turned
-// back into an answer here; any other panic goes on.
-func worldClient(w *tgsim.World, account, dir string) (cl *tgsim.Client, ok bool) {
+// dir with its downloads in filesDir, or reports that the world has no
+// such account. tgsim offers no lookup that does not panic on an unknown
+// name (World.Client, World.Calls), so that one panic is turned back into
+// an answer here; any other panic goes on.
+func worldClient(w *tgsim.World, account, dir, filesDir string) (cl *tgsim.Client, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg, isString := r.(string)
@@ -158,5 +160,5 @@ func worldClient(w *tgsim.World, account, dir string) (cl *tgsim.Client, ok bool
 			cl, ok = nil, false
 		}
 	}()
-	return w.ClientIn(account, dir), true
+	return w.ClientWithFiles(account, dir, filesDir), true
 }

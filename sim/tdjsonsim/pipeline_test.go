@@ -81,7 +81,9 @@ func runThroughStandIn(t *testing.T, o demo.Options) demo.Report {
 		}
 		return tdlib.New(ctx, standinConfig(dir, account))
 	}
-	o.DatabaseURL, o.FilesDir, o.Connect = pgtest.New(t), filepath.Join(dir, "files"), connect
+	// Each account's downloads land in its TDLib files directory, under
+	// its state directory (standinConfig): the demo measures them there.
+	o.DatabaseURL, o.FilesDir, o.Connect = pgtest.New(t), filepath.Join(dir, "accounts"), connect
 	rep, err := demo.Run(t.Context(), o)
 	if srv != nil {
 		srv.Close()

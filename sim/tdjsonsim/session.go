@@ -1,6 +1,7 @@
 package tdjsonsim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -224,6 +225,7 @@ func notSimulated(what string) error {
 func (s *session) setTdlibParameters(r *request) {
 	var p struct {
 		DatabaseDirectory string `json:"database_directory"`
+		FilesDirectory    string `json:"files_directory"`
 		APIID             tdInt  `json:"api_id"`
 		APIHash           string `json:"api_hash"`
 	}
@@ -249,6 +251,10 @@ func (s *session) setTdlibParameters(r *request) {
 		return
 	}
 
+	// TDLib keeps downloads in files_directory, or in the database
+	// directory when that is empty.
+	files := filepath.Clean(cmp.Or(p.FilesDirectory, p.DatabaseDirectory))
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.state {
@@ -263,13 +269,13 @@ func (s *session) setTdlibParameters(r *request) {
 	s.account = account
 	s.log = s.log.With("account", account)
 	if need, password := needsLogin(s.c.s.world, account, dir); need {
-		s.login = &loginState{dir: dir, password: password}
+		s.login = &loginState{dir: dir, filesDir: files, password: password}
 		s.state = stateWaitPhoneNumber
 		s.c.reply(s.id, r, okObject())
 		s.c.send(s.id, updateAuthorizationState(stateWaitPhoneNumber))
 		return
 	}
-	cl, ok := worldClient(s.c.s.world, account, dir)
+	cl, ok := worldClient(s.c.s.world, account, dir, files)
 	if !ok {
 		s.state = stateWaitPhoneNumber
 		s.c.reply(s.id, r, okObject())

@@ -56,7 +56,7 @@ func TestSimCommandServesTheSeededWorld(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "sim", "--socket", sock, "--seed", "3", "--sources", "2", "--accounts", "1",
-		"--steps", "12", "--rate", "-1", "--files-dir", filepath.Join(dir, "files"), "--fail-downloads", "1")
+		"--steps", "12", "--rate", "-1", "--fail-downloads", "1")
 	cmd.Env = append(os.Environ(), "STASHD_TDJSON_SOCKET=") // the flag decides
 	logPath := filepath.Join(dir, "stderr.log")
 	logFile, err := os.Create(logPath)

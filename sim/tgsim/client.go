@@ -14,9 +14,11 @@ import (
 type Client struct {
 	w       *World
 	account string
-	session int32     // see sessions.go
-	dir     string    // database directory (ClientIn)
-	proxy   *tg.Proxy // added with AddProxy
+	session int32  // see sessions.go
+	dir     string // database directory (ClientIn)
+	// filesDir is the instance's files directory (ClientWithFiles).
+	filesDir string
+	proxy    *tg.Proxy // added with AddProxy
 
 	out      chan tg.Update
 	done     chan struct{} // closed by Close

@@ -1,7 +1,6 @@
 package tgsim
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +35,11 @@ var (
 )
 
 // DownloadFile implements tg.Client like an asynchronous downloadFile: it
-// returns the file's current state at once and writes the bytes to
-// FilesDir/<account>/<file id>_<name> in a few chunks, reporting each as a
-// FileUpdated and the last with DownloadDone and LocalPath. A file this
+// returns the file's current state at once and writes the bytes in a few
+// chunks, reporting each as a FileUpdated and the last with DownloadDone
+// and LocalPath. As TDLib, it writes them to a file of the instance's
+// files directory's temp/ and, once complete, moves that to documents/
+// under the document's cleaned name (filesdir.go). A file this
 // client has already downloaded (and whose local copy still exists) is
 // returned complete with no update; a download already running is not
 // started twice. An id this client never saw fails with TDLib's 400 "File
@@ -75,8 +76,8 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		if cf.active {
 			return c.fileView(cf), nil
 		}
-		if w.cfg.FilesDir == "" {
-			return tg.File{}, errors.New("tgsim: download: Config.FilesDir is empty")
+		if c.filesDir == "" {
+			return tg.File{}, errors.New("tgsim: download: no files directory (Config.FilesDir is empty)")
 		}
 		if cf.partial != "" && !onDisk(cf.partial, cf.downloaded) {
 			cf.partial, cf.downloaded = "", 0 // its partial file went: from the start
@@ -98,10 +99,18 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		if fault == downloadStall || fault == downloadFail {
 			w.downloadFaults++
 		}
+		part, from := cf.partial, cf.downloaded
+		if part == "" {
+			var err error
+			if part, err = c.newTempFile(); err != nil {
+				return tg.File{}, err
+			}
+			from = 0
+		}
 		cf.active = true
 		cf.cancel = make(chan struct{})
 		c.wg.Add(1)
-		go c.download(cf, w.files[cf.uid].data, fault, cf.cancel, cf.partial, cf.downloaded)
+		go c.download(cf, w.files[cf.uid].data, fault, cf.cancel, part, from)
 		return c.fileView(cf), nil
 	})
 }
@@ -209,24 +218,18 @@ func onDisk(path string, size int64) bool {
 	return err == nil && st.Size() >= size
 }
 
-// download writes data to the file's local path in chunks from offset
-// from of the partial file part ("" for a new one), spreading SendLatency
-// over them. It gives up quietly when the client closes.
+// download writes data in chunks to the partial file part from its offset
+// from, spreading SendLatency over them, then moves it into documents/. It
+// gives up quietly when the client closes.
 func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, cancel <-chan struct{}, part string, from int64) {
 	defer c.wg.Done()
 	w := c.w
-	dir := filepath.Join(w.cfg.FilesDir, sanitize(c.account))
-	// The session-local id keeps two files of one name apart; the name
-	// is TDLib's cleaned one (filename.go).
-	final := filepath.Join(dir, fmt.Sprintf("%d_%s", cf.id, cmp.Or(cleanFilename(cf.name), "file")))
 	// TDLib writes into a temporary file and moves it into place when done,
 	// so LocalPath never names a partial file.
-	if part == "" {
-		part, from = final+".part", 0
-	}
-	err := c.writeChunks(cf, dir, part, data, fault, cancel, from)
+	err := c.writeChunks(cf, filepath.Dir(part), part, data, fault, cancel, from)
+	var final string
 	if err == nil {
-		err = os.Rename(part, final)
+		final, err = c.placeDownload(part, cf.name)
 	}
 
 	w.mu.Lock()

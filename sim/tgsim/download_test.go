@@ -43,10 +43,11 @@ func download(t *testing.T, f *fixture, m tg.Message) tg.File {
 	return started
 }
 
-// partFiles lists what the download directory holds.
+// partFiles lists what alice's files directory holds in temp/ and
+// documents/.
 func partFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	got, err := filepath.Glob(filepath.Join(dir, "alice", "*"))
+	got, err := filepath.Glob(filepath.Join(dir, "alice", "*", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,5 +309,46 @@ func TestDownloadWaitsForTheConnection(t *testing.T) {
 	done := next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return u.File.ID == file.ID && u.File.DownloadDone }).File
 	if done.Downloaded != 1000 || done.LocalPath == "" {
 		t.Fatalf("after the reconnect the download ended as %+v, want it complete", done)
+	}
+}
+
+// Downloads land where TDLib puts them (FileLoaderUtils.cpp): a partial
+// one in temp/ under the directory's next number, a complete one in
+// documents/ under the document's cleaned name, with "_(0)" added when
+// that name is taken, and as "file_0" when the name cleans to nothing.
+// stashd's start-up sweep of stale downloads looks in those two places.
+func TestDownloadsAreLaidOutAsTDLibLaysThemOut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
+		t.Fatal(err)
+	}
+	docs := filepath.Join(f.files, "alice", "documents")
+	for i, tc := range []struct{ name, want string }{
+		{"set.part1.rar", "set.part1.rar"},
+		{"set.part1.rar", "set.part1_(0).rar"},
+		{"dir/set.part1.rar", "set.part1_(1).rar"},
+		{"\xff.zip", "file_0"},
+	} {
+		posted := f.w.Post(f.chat, 0, doc(tc.name, 1000+i))
+		m, err := f.c.GetMessage(f.ctx, f.chat, posted.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := download(t, f, m).ID
+		done := next(t, f.c, func(u tg.FileUpdated) bool { return u.File.ID == id && u.File.DownloadDone }).File
+		if want := filepath.Join(docs, tc.want); done.LocalPath != want {
+			t.Errorf("download of %q landed at %s; want %s", tc.name, done.LocalPath, want)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(f.files, "alice", "temp", "*")); len(left) != 0 {
+		t.Errorf("temp/ holds %v after complete downloads; want it empty", left)
+	}
+
+	g := newFixture(t, Config{StallDownloadRate: 1})
+	id := startDownload(t, g).ID
+	next(t, g.c, func(u tg.FileUpdated) bool { return u.File.ID == id && u.File.Downloaded > 0 })
+	if left := partFiles(t, g.files); !slices.Equal(left, []string{filepath.Join(g.files, "alice", "temp", "1")}) {
+		t.Errorf("a stalled download's files: %v; want temp/1 alone", left)
 	}
 }

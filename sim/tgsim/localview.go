@@ -84,6 +84,10 @@ type localDB struct {
 	// left on disk, partial or complete: TDLib's file database, which the
 	// next instance reads them from (recallFile).
 	files map[string]localFile
+	// tempFiles and permFiles number the files the directory's instances
+	// create in temp/ and the nameless ones in documents/ (TDLib's
+	// tmp_file_id and perm_file_id; filesdir.go).
+	tempFiles, permFiles int
 	// unsent holds the deletions written to the directory's binlog while
 	// the account was offline, for the server (deleteOffline).
 	unsent []pendingDelete

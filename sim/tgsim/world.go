@@ -3,6 +3,7 @@ package tgsim
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -527,14 +528,25 @@ func (w *World) Client(account string) *Client { return w.ClientIn(account, "") 
 // directory dir (a login of its own: another process's instance of the
 // same account has another directory), like Client; what a closed
 // instance on dir left pending it re-sends (ResendAfterRestart), and the
-// deletions it left for the server it sends (DeleteMessages).
-func (w *World) ClientIn(account, dir string) *Client {
+// deletions it left for the server it sends (DeleteMessages). Its
+// downloads go to Config.FilesDir/<account>.
+func (w *World) ClientIn(account, dir string) *Client { return w.ClientWithFiles(account, dir, "") }
+
+// ClientWithFiles is ClientIn with the instance's files directory (TDLib's
+// files_directory) at filesDir: downloads are written under its temp/
+// and, once complete, moved to its documents/ (DownloadFile). "" means
+// Config.FilesDir/<account>.
+func (w *World) ClientWithFiles(account, dir, filesDir string) *Client {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	a := w.mustAccount(account)
 	w.serial++
 	c := newClient(w, a.name, w.serial)
 	c.dir = dir
+	c.filesDir = filesDir
+	if filesDir == "" && w.cfg.FilesDir != "" {
+		c.filesDir = filepath.Join(w.cfg.FilesDir, sanitize(a.name))
+	}
 	c.db = a.localDB(dir)
 	a.clients = append(a.clients, c)
 	c.enqueue(tg.OptionChanged{Name: "version", Value: TDLibVersion})

@@ -1,0 +1,109 @@
+package tgsim
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// This file lays a client's downloads out in its files directory as
+// TDLib does (FileLoaderUtils.cpp): a download is written to a new file
+// of temp/, named by a counter the database directory keeps
+// (open_temp_file), and once complete is moved to documents/ under the
+// document's cleaned name, or that name with a suffix when the name is
+// taken (create_from_temp). stashd's start-up sweep of stale downloads
+// (tg/tdlib) relies on this layout.
+
+// The subdirectories of a files directory that downloads of documents use.
+const (
+	tempSubdir      = "temp"
+	documentsSubdir = "documents"
+)
+
+// newTempFile creates the file a new download is written to: temp/<n>,
+// with n the directory's next temporary file number, or temp/<n>_<k> when
+// another instance sharing the files directory took that name. w.mu is
+// held.
+func (c *Client) newTempFile() (string, error) {
+	dir := filepath.Join(c.filesDir, tempSubdir)
+	// Private to the daemon's user, as TDLib keeps its files under the
+	// data directory.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create download dir: %w", err)
+	}
+	c.db.tempFiles++
+	base := strconv.Itoa(c.db.tempFiles)
+	for k := 0; ; k++ {
+		name := base
+		if k > 0 {
+			name = base + "_" + strconv.Itoa(k)
+		}
+		path := filepath.Join(dir, name)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("create download file: %w", err)
+		}
+		return path, f.Close()
+	}
+}
+
+// maxNameTries bounds the names placeDownload tries, as TDLib's
+// for_suggested_file_name: the name, ten numbered ones, ten suffixed.
+const maxNameTries = 21
+
+// placeDownload moves the complete download part into documents/ under
+// the document's cleaned name: "name.ext", else "name_(0).ext" to
+// "name_(9).ext", else "name_(k).ext" for further k, when the earlier ones
+// are taken; a document whose name cleans to nothing gets "file_<n>",
+// from 0. It returns the new path.
+func (c *Client) placeDownload(part, name string) (string, error) {
+	dir := filepath.Join(c.filesDir, documentsSubdir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create documents dir: %w", err)
+	}
+	stem, ext := splitName(cleanFilename(name))
+	if stem == "" {
+		c.w.mu.Lock()
+		stem = "file_" + strconv.Itoa(c.db.permFiles)
+		c.db.permFiles++
+		c.w.mu.Unlock()
+	}
+	for i := range maxNameTries {
+		candidate := stem + ext
+		if i > 0 {
+			candidate = fmt.Sprintf("%s_(%d)%s", stem, i-1, ext)
+		}
+		path := filepath.Join(dir, candidate)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("create document file: %w", err)
+		}
+		f.Close()
+		if err := os.Rename(part, path); err != nil {
+			os.Remove(path)
+			return "", fmt.Errorf("move download into place: %w", err)
+		}
+		return path, nil
+	}
+	// TDLib's error when every name it tries is taken.
+	return "", errors.New("Can't find suitable file name")
+}
+
+// splitName splits a cleaned file name into its stem and its extension
+// with the dot ("" when it has none), as TDLib's PathView.
+func splitName(name string) (stem, ext string) {
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		return name[:i], name[i:]
+	}
+	return name, ""
+}
