@@ -1,13 +1,10 @@
 package archive
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
-
-	"github.com/ulikunitz/xz/lzma"
 )
 
 // The 7z walker parses the header itself. bodgit/sevenzip allocates from
@@ -112,7 +109,7 @@ func list7z(w *walk, src *partSet) error {
 		}
 		switch hdr[0] {
 		case sz7Header:
-			p := &sz7Parser{w: w, r: szReader{b: hdr, off: 1}}
+			p := &sz7Parser{w: w, src: src, r: szReader{b: hdr, off: 1}}
 			return p.header()
 		case sz7EncodedHeader:
 			if round >= sz7MaxNesting {
@@ -236,6 +233,8 @@ func (r *szReader) folder(keepCoders bool) sz7Folder {
 type sz7Streams struct {
 	packPos      uint64
 	packSize0    uint64 // size of the first packed stream (for an encoded header)
+	packSizesOff int    // the packed streams' sizes, -1 when absent
+	numPack      int    // how many packed streams there are
 	numFolders   int
 	foldersOff   int // first folder record
 	unpackOff    int // first unpack size
@@ -255,14 +254,16 @@ func (s *sz7Streams) folderHasCRC(i int) bool { return s.allCRC || bitSet(s.crcD
 
 // streams parses a StreamsInfo record (after its id).
 func (r *szReader) streams(keepFirstFolder bool) *sz7Streams {
-	s := &sz7Streams{countsOff: -1, sizesOff: -1, digestsOff: -1}
+	s := &sz7Streams{countsOff: -1, sizesOff: -1, digestsOff: -1, packSizesOff: -1}
 	id := r.byte()
 	if id == sz7PackInfo {
 		s.packPos = r.number()
 		n := r.count("pack stream")
+		s.numPack = n
 		for id = r.byte(); id != sz7End && r.err == nil; id = r.byte() {
 			switch id {
 			case sz7Size:
+				s.packSizesOff = r.off
 				for i := range n {
 					if v := r.number(); i == 0 {
 						s.packSize0 = v
@@ -406,8 +407,9 @@ func (c *szCounts) next() uint64 {
 
 // sz7Parser walks a plain (decoded) header.
 type sz7Parser struct {
-	w *walk
-	r szReader
+	w   *walk
+	src *partSet
+	r   szReader
 }
 
 func (p *sz7Parser) bad() error {
@@ -427,7 +429,7 @@ func (p *sz7Parser) header() error {
 		r.streams(false)
 		id = r.byte()
 	}
-	s := &sz7Streams{countsOff: -1, sizesOff: -1, digestsOff: -1}
+	s := &sz7Streams{countsOff: -1, sizesOff: -1, digestsOff: -1, packSizesOff: -1}
 	if id == sz7MainStreams {
 		s = r.streams(false)
 		id = r.byte()
@@ -511,6 +513,7 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 
 	subs := newSz7Substreams(r.b, s)
 	crcs := s.substreamCRCs(r.b)
+	data := newSz7Data(p.w, p.src, r.b, s)
 	stream := 0
 	nameR := names
 	emptyIndex := 0
@@ -525,7 +528,8 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 		name, lossy, rest := utf16Name(nameR)
 		nameR = rest
 		var size int64
-		dir := false
+		var streamSize uint64
+		dir, hasStream := false, false
 		// A file without a stream is empty: its CRC is that of no bytes.
 		crc := sz7CRCValue{has: true}
 		if bitSet(emptyStream, int(i)) {
@@ -536,6 +540,7 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 			if err != nil {
 				return malformed(p.w.format, "corrupt header: %v", err)
 			}
+			streamSize, hasStream = v, true
 			size = int64(min(v, 1<<63-1))
 			crc = sz7CRCValue{}
 			if stream < len(crcs) {
@@ -557,6 +562,15 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 		}
 		if !dir {
 			e.CRC, e.HasCRC = crc.v, crc.has
+		}
+		if hasStream {
+			checked, err := data.next(i, name, streamSize, crc)
+			if err != nil {
+				return err
+			}
+			e.CRCChecked = checked && !dir
+		} else if !dir {
+			e.CRCChecked = true // no bytes: nothing to differ from the CRC of none
 		}
 	}
 	return nil
@@ -593,41 +607,14 @@ func decode7zHeader(w *walk, src *partSet, r szReader) ([]byte, error) {
 	packed := &ctxReader{w: w, r: io.NewSectionReader(src, sz7SignatureLen+int64(s.packPos), int64(s.packSize0))}
 
 	c := f.coders[0]
-	var dec io.Reader
-	switch {
-	case string(c.id) == sz7MethodCopy:
-		dec = packed
-	case string(c.id) == sz7MethodLZMA:
-		if len(c.props) != 5 {
-			return nil, malformed(w.format, "bad LZMA properties in encoded header")
-		}
-		// LZMA needs no window beyond the output, which is at most MaxHeaderBytes.
-		dict := max(lzma.MinDictCap, min(uint64(le32(c.props[1:])), unpacked))
-		var classic [lzma.HeaderLen]byte
-		classic[0] = c.props[0]
-		binary.LittleEndian.PutUint32(classic[1:], uint32(dict))
-		binary.LittleEndian.PutUint64(classic[5:], unpacked)
-		lr, err := lzma.ReaderConfig{DictCap: int(dict)}.NewReader(io.MultiReader(bytes.NewReader(classic[:]), packed))
-		if err != nil {
-			return nil, malformed(w.format, "bad LZMA stream in encoded header: %v", err)
-		}
-		dec = lr
-	case string(c.id) == sz7MethodLZMA2:
-		if len(c.props) != 1 || c.props[0] > 40 {
-			return nil, malformed(w.format, "bad LZMA2 properties in encoded header")
-		}
-		d := c.props[0]
-		size := uint64(1<<32 - 1)
-		if d < 40 {
-			size = uint64(2|d&1) << (d/2 + 11)
-		}
-		lr, err := lzma.Reader2Config{DictCap: int(max(lzma.MinDictCap, min(size, unpacked)))}.NewReader2(packed)
-		if err != nil {
-			return nil, malformed(w.format, "bad LZMA2 stream in encoded header: %v", err)
-		}
-		dec = lr
-	default:
+	if !sz7Decodable(c) {
 		return nil, &ListError{Format: w.format, Reason: fmt.Sprintf("header compressed with unsupported method %x", c.id), Err: ErrUnsupported}
+	}
+	// The decoder needs no window beyond the output, which is at most
+	// MaxHeaderBytes.
+	dec, err := sz7Decoder(c, packed, unpacked, unpacked)
+	if err != nil {
+		return nil, malformed(w.format, "bad %s in encoded header: %v", sz7MethodName(c), err)
 	}
 	out := make([]byte, unpacked)
 	if _, err := io.ReadFull(dec, out); err != nil {

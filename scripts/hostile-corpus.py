@@ -332,6 +332,15 @@ def build(c, work):
     b, n = content(4)
     for i, v in enumerate(sevenzip_volumes(b, n, "20k")):
         c.write(f"split7.7z.{i + 1:03d}", v, expect="delivered", set="split7.7z", part=i + 1, format="7z")
+    # A byte-split 7z whose middle volume comes from another upload of the
+    # same layout: the header, in the last volume, is the set's own, the
+    # data it describes is not, and the files' CRC-32s tell.
+    b, n = content(70)
+    b2, n2 = content(71)
+    own, other = sevenzip_volumes(b, n, "20k"), sevenzip_volumes(b2, n2, "20k")
+    assert len(own) == len(other) == 3 and len(own[1]) == len(other[1]), "mixed7: volumes differ in layout"
+    for i, v in enumerate([own[0], other[1], own[2]]):
+        c.write(f"mixed7.7z.{i + 1:03d}", v, expect="dead_letter", set="mixed7.7z", part=i + 1, reason="CRC-32")
     b, n = content(5)
     for i, v in enumerate(split(zip_of(b, n, ("-0",)), 2)):
         c.write(f"splitzip.zip.{i + 1:03d}", v, expect="delivered", set="splitzip.zip", part=i + 1, format="zip")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"stashd/archive"
 	"stashd/tg"
@@ -142,8 +143,11 @@ func (g *Generator) postManifest(dir string, entries []os.DirEntry, m Manifest) 
 		want := ExpectDelivered
 		switch grp.files[0].Expect {
 		case ExpectDeadLetter:
-			if grp.files[0].Set == "" {
-				continue // a broken single archive: the manifest's judge alone
+			if grp.files[0].Set == "" || !strings.Contains(grp.files[0].Reason, "missing") {
+				// A broken single archive, or a set whole but damaged:
+				// the manifest's judge alone. A set missing a part is
+				// also an incomplete set in the truth.
+				continue
 			}
 			want = ExpectDeadLetter
 		case ExpectRepack:
