@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 
@@ -207,5 +208,38 @@ func BenchmarkList7zChecksLZMA2(b *testing.B) {
 		if c, _ := checkedFiles(l); c == 0 {
 			b.Fatal("no file checked")
 		}
+	}
+}
+
+// A byte-split 7z's middle volume posted twice, same name and size, one
+// copy's data damaged: the files' CRC-32s tell the copies apart, and the
+// set is assembled from the good one (the header, in the last volume,
+// accepts either).
+func TestAssembleTellsA7zVolumesCopiesApartByTheirData(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("7z"); err != nil {
+		t.Skip("7z command not installed (apt-get install p7zip-full)")
+	}
+	vols := sevenZipOf(t, map[string][]byte{"data.bin": noise(8, 12000)}, "-m0=copy", "-v5k")
+	if len(vols) != 3 {
+		t.Fatalf("%d volumes; the test needs three", len(vols))
+	}
+	damaged := bytes.Clone(vols[1])
+	damaged[100] ^= 0xff
+	cands := candidates(t,
+		posted{"x.7z.001", vols[0]},
+		posted{"x.7z.002", damaged},
+		posted{"x.7z.002", vols[1]},
+		posted{"x.7z.003", vols[2]},
+	)
+	a := Assemble(context.Background(), cands, Limits{})
+	if !a.Complete || a.Err != nil {
+		t.Fatalf("assembly %+v", a)
+	}
+	if !slices.Equal(a.Order, []int{0, 2, 3}) {
+		t.Errorf("order %v, want [0 2 3]: the good copy of x.7z.002", a.Order)
+	}
+	if len(a.Rejected) != 1 || a.Rejected[0].Index != 1 {
+		t.Errorf("rejected %+v; want the damaged copy", a.Rejected)
 	}
 }
