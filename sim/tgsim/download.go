@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -99,18 +98,16 @@ func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 		if fault == downloadStall || fault == downloadFail {
 			w.downloadFaults++
 		}
-		part, from := cf.partial, cf.downloaded
+		part, from, temp := cf.partial, cf.downloaded, 0
 		if part == "" {
-			var err error
-			if part, err = c.newTempFile(); err != nil {
-				return tg.File{}, err
-			}
-			from = 0
+			// A new download's file is numbered now, made by the download.
+			c.db.tempFiles++
+			temp, from = c.db.tempFiles, 0
 		}
 		cf.active = true
 		cf.cancel = make(chan struct{})
 		c.wg.Add(1)
-		go c.download(cf, w.files[cf.uid].data, fault, cf.cancel, part, from)
+		go c.download(cf, w.files[cf.uid].data, fault, cf.cancel, part, from, temp)
 		return c.fileView(cf), nil
 	})
 }
@@ -219,14 +216,21 @@ func onDisk(path string, size int64) bool {
 }
 
 // download writes data in chunks to the partial file part from its offset
-// from, spreading SendLatency over them, then moves it into documents/. It
-// gives up quietly when the client closes.
-func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, cancel <-chan struct{}, part string, from int64) {
+// from (a new file numbered temp when part is ""), spreading SendLatency
+// over them, then moves it into documents/. It gives up quietly when the
+// client closes.
+func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, cancel <-chan struct{}, part string, from int64, temp int) {
 	defer c.wg.Done()
 	w := c.w
 	// TDLib writes into a temporary file and moves it into place when done,
 	// so LocalPath never names a partial file.
-	err := c.writeChunks(cf, filepath.Dir(part), part, data, fault, cancel, from)
+	var err error
+	if part == "" {
+		part, err = c.newTempFile(temp)
+	}
+	if err == nil {
+		err = c.writeChunks(cf, part, data, fault, cancel, from)
+	}
 	var final string
 	if err == nil {
 		final, err = c.placeDownload(part, cf.name)
@@ -268,12 +272,7 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 // writeChunks writes data in downloadChunks steps, reporting progress after
 // every step but the last (the caller reports completion). A faulty
 // download stops after its first step: a stall waits, silent, for a cancel.
-func (c *Client) writeChunks(cf *clientFile, dir, path string, data []byte, fault downloadFault, cancel <-chan struct{}, from int64) error {
-	// Private to the daemon's user, as TDLib keeps its files under the
-	// data directory.
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create download dir: %w", err)
-	}
+func (c *Client) writeChunks(cf *clientFile, path string, data []byte, fault downloadFault, cancel <-chan struct{}, from int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("create download file: %w", err)

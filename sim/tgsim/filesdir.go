@@ -25,18 +25,16 @@ const (
 )
 
 // newTempFile creates the file a new download is written to: temp/<n>,
-// with n the directory's next temporary file number, or temp/<n>_<k> when
-// another instance sharing the files directory took that name. w.mu is
-// held.
-func (c *Client) newTempFile() (string, error) {
+// with n the directory's temporary file number for it, or temp/<n>_<k>
+// when another instance sharing the files directory took that name.
+func (c *Client) newTempFile(n int) (string, error) {
 	dir := filepath.Join(c.filesDir, tempSubdir)
 	// Private to the daemon's user, as TDLib keeps its files under the
 	// data directory.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create download dir: %w", err)
 	}
-	c.db.tempFiles++
-	base := strconv.Itoa(c.db.tempFiles)
+	base := strconv.Itoa(n)
 	for k := 0; ; k++ {
 		name := base
 		if k > 0 {
