@@ -21,9 +21,10 @@ import (
 const sz7DataBudget = 8 << 20
 
 // sz7MaxCheckedFolders bounds the folders the check decodes: each needs a
-// decoder of its own, and a non-solid archive of many small files would
-// otherwise cost a decoder's set-up per file.
-const sz7MaxCheckedFolders = 4096
+// decoder of its own (about 10 KB allocated), and a non-solid archive of
+// many small files would otherwise cost one per file. A solid archive,
+// 7-Zip's default, is one folder.
+const sz7MaxCheckedFolders = 1024
 
 // sz7Decodable reports whether the listing can decode coder c's output:
 // Copy, LZMA and LZMA2, the coders 7-Zip writes without filters.

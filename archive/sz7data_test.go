@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -241,5 +242,25 @@ func TestAssembleTellsA7zVolumesCopiesApartByTheirData(t *testing.T) {
 	}
 	if len(a.Rejected) != 1 || a.Rejected[0].Index != 1 {
 		t.Errorf("rejected %+v; want the damaged copy", a.Rejected)
+	}
+}
+
+// A non-solid 7z keeps a folder per file: the check decodes the first
+// sz7MaxCheckedFolders of them, and lists the rest unchecked.
+func TestList7zChecksABoundedNumberOfFolders(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("7z"); err != nil {
+		t.Skip("7z command not installed (apt-get install p7zip-full)")
+	}
+	files := map[string][]byte{}
+	for i := range sz7MaxCheckedFolders + 10 {
+		files[fmt.Sprintf("f%05d.txt", i)] = fmt.Appendf(nil, "file %d of many, each a folder of its own\n", i)
+	}
+	l, err := memList(context.Background(), Format7z, Limits{}, sevenZipOf(t, files, "-ms=off")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, all := checkedFiles(l); c != sz7MaxCheckedFolders || all != len(files) {
+		t.Errorf("%d of %d files checked, want %d", c, all, sz7MaxCheckedFolders)
 	}
 }
