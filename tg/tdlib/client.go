@@ -63,6 +63,8 @@ type Client struct {
 	// dirLock holds the account's TDLib database directory for this client
 	// (see LockDir) until TDLib has closed.
 	dirLock *DirLock
+	// sweepDone, set under mu, is closed when sweepKeptLater returns.
+	sweepDone chan struct{}
 }
 
 // New starts the TDLib client of cfg.Account and returns once the account
@@ -90,7 +92,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		lock.Unlock()
 		return nil, err
 	}
-	switch n, bytes, err := sweepDownloads(cfg.FilesDir(), time.Now()); {
+	n, bytes, kept, err := sweepDownloads(cfg.FilesDir(), time.Now())
+	switch {
 	case err != nil:
 		cfg.Logger.Warn("remove downloads a stopped process left", "files", n, "bytes", bytes, "err", err)
 	case n > 0:
@@ -102,6 +105,14 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		// TDLib is closed again by now (see start).
 		lock.Unlock()
 		return nil, err
+	}
+	if len(kept) > 0 {
+		c.mu.Lock()
+		if !c.closing {
+			c.sweepDone = make(chan struct{})
+			go sweepKeptLater(kept, staleDownload, c.stop, c.log, c.sweepDone)
+		}
+		c.mu.Unlock()
 	}
 	return c, nil
 }
@@ -647,6 +658,12 @@ func (c *Client) teardown() error {
 		c.inflight.Wait()
 		close(c.stop)
 		<-c.fwdDone
+		c.mu.Lock()
+		sweeping := c.sweepDone
+		c.mu.Unlock()
+		if sweeping != nil {
+			<-sweeping
+		}
 		// A TDLib that did not report closed may still have its database
 		// open: the directory stays locked for the rest of the process.
 		if c.teardownErr == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,17 +19,26 @@ const staleDownload = time.Hour
 // of every type (TDLib's get_files_dir and get_files_temp_dir).
 var downloadDirs = []string{"documents", "temp"}
 
+// keptDownload is a recent download a start found and kept, as it was
+// then.
+type keptDownload struct {
+	path    string
+	modTime time.Time
+	size    int64
+}
+
 // sweepDownloads removes from filesDir the downloads, complete or partial,
 // last written before now less staleDownload. stashd deletes what it
 // downloads when each attempt ends (deleteFile), so a file found there was
 // left by a process that stopped in between: a kill after a download
 // completed, or one that cut a download short, whose partial file TDLib
-// keeps. A recent one is kept: the restarted instance goes on with it, as
-// TDLib resumes a partial download. An older one would stay for good once
-// another instance has handled its message. It runs before TDLib opens
-// the directory; TDLib notices a file gone and downloads it again when
-// asked. It returns the files and bytes removed.
-func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, err error) {
+// keeps. A recent one is kept, for the restarted instance to go on with,
+// as TDLib resumes a partial download, and returned: what nothing goes on
+// with is removed later (removeUntouched). An older one would stay for
+// good once another instance has handled its message. It runs before
+// TDLib opens the directory; TDLib notices a file gone and downloads it
+// again when asked. It returns the files and bytes removed.
+func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, kept []keptDownload, err error) {
 	var errs []error
 	for _, sub := range downloadDirs {
 		dir := filepath.Join(filesDir, sub)
@@ -45,10 +55,15 @@ func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, err
 				continue
 			}
 			info, ierr := e.Info()
-			if ierr != nil || !info.ModTime().Before(now.Add(-staleDownload)) {
+			if ierr != nil {
 				continue
 			}
-			if rerr := os.Remove(filepath.Join(dir, e.Name())); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			path := filepath.Join(dir, e.Name())
+			if !info.ModTime().Before(now.Add(-staleDownload)) {
+				kept = append(kept, keptDownload{path: path, modTime: info.ModTime(), size: info.Size()})
+				continue
+			}
+			if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				errs = append(errs, rerr)
 				continue
 			}
@@ -57,7 +72,52 @@ func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, err
 		}
 	}
 	if len(errs) > 0 {
+		return files, bytes, kept, fmt.Errorf("remove downloads a stopped process left: %w", errors.Join(errs...))
+	}
+	return files, bytes, kept, nil
+}
+
+// removeUntouched removes the downloads a start kept that are still as
+// they were then (same modification time and size): the instance did not
+// go on with them, and nothing else will. A file gone meanwhile is no
+// error. It returns the files and bytes removed.
+func removeUntouched(kept []keptDownload) (files int, bytes int64, err error) {
+	var errs []error
+	for _, k := range kept {
+		info, serr := os.Stat(k.path)
+		if serr != nil || !info.ModTime().Equal(k.modTime) || info.Size() != k.size {
+			continue
+		}
+		if rerr := os.Remove(k.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			errs = append(errs, rerr)
+			continue
+		}
+		files++
+		bytes += k.size
+	}
+	if len(errs) > 0 {
 		return files, bytes, fmt.Errorf("remove downloads a stopped process left: %w", errors.Join(errs...))
 	}
 	return files, bytes, nil
+}
+
+// sweepKeptLater waits after, or until stop closes, then removes what a
+// start kept and nothing touched since (removeUntouched): the files a
+// process killed in its last hour left, which would otherwise stay until
+// the next start. It closes done when it returns.
+func sweepKeptLater(kept []keptDownload, after time.Duration, stop <-chan struct{}, log *slog.Logger, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return
+	case <-t.C:
+	}
+	switch n, bytes, err := removeUntouched(kept); {
+	case err != nil:
+		log.Warn("remove downloads a stopped process left", "files", n, "bytes", bytes, "err", err)
+	case n > 0:
+		log.Info("removed downloads a stopped process left", "files", n, "bytes", bytes, "untouched_for", after)
+	}
 }
