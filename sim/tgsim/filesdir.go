@@ -35,7 +35,7 @@ func (c *Client) newTempFile(n int) (string, error) {
 		return "", fmt.Errorf("create download dir: %w", err)
 	}
 	base := strconv.Itoa(n)
-	for k := 0; ; k++ {
+	for k := range maxTempTries {
 		name := base
 		if k > 0 {
 			name = base + "_" + strconv.Itoa(k)
@@ -50,7 +50,11 @@ func (c *Client) newTempFile(n int) (string, error) {
 		}
 		return path, f.Close()
 	}
+	return "", fmt.Errorf("create download file: %s and %d more names under it taken", filepath.Join(dir, base), maxTempTries-1)
 }
+
+// maxTempTries bounds the names newTempFile tries for one number.
+const maxTempTries = 100
 
 // maxNameTries bounds the names placeDownload tries, as TDLib's
 // for_suggested_file_name: the name, ten numbered ones, ten suffixed.
