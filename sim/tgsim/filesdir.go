@@ -35,22 +35,16 @@ func (c *Client) newTempFile(n int) (string, error) {
 		return "", fmt.Errorf("create download dir: %w", err)
 	}
 	base := strconv.Itoa(n)
-	for k := range maxTempTries {
-		name := base
-		if k > 0 {
-			name = base + "_" + strconv.Itoa(k)
+	path, err := createFree(dir, maxTempTries, func(k int) string {
+		if k == 0 {
+			return base
 		}
-		path := filepath.Join(dir, name)
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("create download file: %w", err)
-		}
-		return path, f.Close()
+		return base + "_" + strconv.Itoa(k)
+	})
+	if err != nil {
+		return "", fmt.Errorf("create download file: %w", err)
 	}
-	return "", fmt.Errorf("create download file: %s and %d more names under it taken", filepath.Join(dir, base), maxTempTries-1)
+	return path, nil
 }
 
 // maxTempTries bounds the names newTempFile tries for one number.
@@ -77,28 +71,44 @@ func (c *Client) placeDownload(part, name string) (string, error) {
 		c.db.permFiles++
 		c.w.mu.Unlock()
 	}
-	for i := range maxNameTries {
-		candidate := stem + ext
-		if i > 0 {
-			candidate = fmt.Sprintf("%s_(%d)%s", stem, i-1, ext)
+	path, err := createFree(dir, maxNameTries, func(i int) string {
+		if i == 0 {
+			return stem + ext
 		}
-		path := filepath.Join(dir, candidate)
+		return fmt.Sprintf("%s_(%d)%s", stem, i-1, ext)
+	})
+	if errors.Is(err, errNamesTaken) {
+		// TDLib's error when every name it tries is taken.
+		return "", errors.New("Can't find suitable file name")
+	}
+	if err != nil {
+		return "", fmt.Errorf("create document file: %w", err)
+	}
+	if err := os.Rename(part, path); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("move download into place: %w", err)
+	}
+	return path, nil
+}
+
+// errNamesTaken is createFree's error when every name it tried is taken.
+var errNamesTaken = errors.New("every name tried is taken")
+
+// createFree creates, empty and private, the first of name(0) to
+// name(tries-1) in dir that is not taken, and returns its path.
+func createFree(dir string, tries int, name func(int) string) (string, error) {
+	for i := range tries {
+		path := filepath.Join(dir, name(i))
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("create document file: %w", err)
+			return "", err
 		}
-		f.Close()
-		if err := os.Rename(part, path); err != nil {
-			os.Remove(path)
-			return "", fmt.Errorf("move download into place: %w", err)
-		}
-		return path, nil
+		return path, f.Close()
 	}
-	// TDLib's error when every name it tries is taken.
-	return "", errors.New("Can't find suitable file name")
+	return "", fmt.Errorf("%s: %s and %d more: %w", dir, name(0), tries-1, errNamesTaken)
 }
 
 // splitName splits a cleaned file name into its stem and its extension
