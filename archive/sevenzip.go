@@ -513,7 +513,7 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 
 	subs := newSz7Substreams(r.b, s)
 	crcs := s.substreamCRCs(r.b)
-	data := newSz7Data(p.w, p.src, r.b, s)
+	data := newSz7Data(p.w, p.src, s)
 	stream := 0
 	nameR := names
 	emptyIndex := 0
@@ -564,7 +564,7 @@ func (p *sz7Parser) files(s *sz7Streams) error {
 			e.CRC, e.HasCRC = crc.v, crc.has
 		}
 		if hasStream {
-			checked, err := data.next(i, name, streamSize, crc)
+			checked, err := data.next(subs, i, name, streamSize, crc)
 			if err != nil {
 				return err
 			}

@@ -137,36 +137,63 @@ func utf16Name(b []byte) (name string, lossy bool, rest []byte) {
 }
 
 // sz7Substreams yields the sizes of the data streams in file order, walking
-// folders, their unpack sizes, substream counts and substream sizes in step.
+// folders, their unpack sizes, packed streams, substream counts and
+// substream sizes in step. Past each call of next, cur describes the folder
+// the stream is in, for the data check (sz7Data).
 type sz7Substreams struct {
 	s       *sz7Streams
 	folders szReader
 	unpack  szReader
+	packs   szReader // the packed streams' sizes
 	counts  *szCounts
 	sizes   szReader
 	folder  int    // folders started
 	left    uint64 // substreams left in the current folder
 	total   uint64 // the current folder's unpacked size
 	used    uint64 // bytes of it given to earlier substreams
+	// packOff is where the next folder's packed streams begin, from the
+	// archive's start; -1 once the pack records do not say (missing, or
+	// the folders use more packed streams than there are: packsLeft).
+	packOff   int64
+	packsLeft int
+	// keepCoders makes cur keep the folder's coders; the data check
+	// clears it once it checks no more, so a long listing allocates
+	// nothing per folder.
+	keepCoders bool
+	cur        sz7Folder
+	// curOff and curPack locate the current folder's first packed
+	// stream (curOff -1: unknown); began says that the stream next gave
+	// last is the first of its folder.
+	curOff  int64
+	curPack uint64
+	began   bool
 }
 
 func newSz7Substreams(b []byte, s *sz7Streams) *sz7Substreams {
 	ss := &sz7Substreams{
-		s:       s,
-		folders: szReader{b: b, off: s.foldersOff},
-		unpack:  szReader{b: b, off: s.unpackOff},
-		counts:  s.counts(b),
-		sizes:   szReader{b: b, off: s.sizesOff},
+		s:          s,
+		folders:    szReader{b: b, off: s.foldersOff},
+		unpack:     szReader{b: b, off: s.unpackOff},
+		packs:      szReader{b: b, off: s.packSizesOff},
+		counts:     s.counts(b),
+		sizes:      szReader{b: b, off: s.sizesOff},
+		packOff:    -1,
+		packsLeft:  s.numPack,
+		keepCoders: true,
+	}
+	if s.packSizesOff >= 0 {
+		ss.packOff = sz7SignatureLen + int64(min(s.packPos, 1<<62))
 	}
 	return ss
 }
 
 func (ss *sz7Substreams) next() (uint64, error) {
+	ss.began = false
 	for ss.left == 0 {
 		if ss.folder >= ss.s.numFolders {
 			return 0, fmt.Errorf("more files than data streams")
 		}
-		f := ss.folders.folder(false)
+		f := ss.folders.folder(ss.keepCoders)
 		for i := range f.numOut {
 			if v := ss.unpack.number(); i == f.mainOut {
 				ss.total = v
@@ -178,6 +205,8 @@ func (ss *sz7Substreams) next() (uint64, error) {
 		if ss.folders.err != nil || ss.unpack.err != nil || ss.counts.err != nil {
 			return 0, fmt.Errorf("folder records end early")
 		}
+		ss.cur, ss.began = f, true
+		ss.nextPacked(f)
 	}
 	ss.left--
 	if ss.left == 0 {
@@ -195,6 +224,28 @@ func (ss *sz7Substreams) next() (uint64, error) {
 	}
 	ss.used += v
 	return v, nil
+}
+
+// nextPacked locates folder f's packed streams, the next ones in the pack
+// records (curOff, curPack), and moves past them.
+func (ss *sz7Substreams) nextPacked(f sz7Folder) {
+	ss.curOff, ss.curPack = ss.packOff, 0
+	if ss.packOff < 0 {
+		return
+	}
+	var packed uint64
+	for k := range f.packed {
+		v := ss.packs.number()
+		if k == 0 {
+			ss.curPack = v
+		}
+		packed += min(v, 1<<62)
+	}
+	if ss.packsLeft -= f.packed; ss.packsLeft < 0 || ss.packs.err != nil || packed > 1<<62 {
+		ss.packOff, ss.curOff = -1, -1
+		return
+	}
+	ss.packOff += int64(packed)
 }
 
 // sz7CRCValue is one stream's CRC-32 as the header records it.

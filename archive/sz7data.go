@@ -76,53 +76,38 @@ func sz7Decoder(c sz7Coder, packed io.Reader, unpacked, window uint64) (io.Reade
 }
 
 // sz7Data checks the data of a 7z's files against the CRC-32s its header
-// records, within sz7DataBudget: it walks the folders in step with the
-// files that have data (next), decoding each folder whose coder it can
-// read. A folder it cannot read (a filter, a coder chain, encryption)
-// leaves its files unchecked; once the budget is spent, or the header's
-// records end, so are all the rest.
+// records, within sz7DataBudget: fed each file that has data with the
+// substream walk that sized it (next), it decodes each folder whose coder
+// it can read as the walk enters it. A folder it cannot read (a filter, a
+// coder chain, encryption) leaves its files unchecked; once the budget or
+// sz7MaxCheckedFolders is spent, or the pack records do not locate a
+// folder, so are all the rest.
 type sz7Data struct {
-	w   *walk
-	src *partSet
-	s   *sz7Streams
-	// Cursors over the header's folder records, their unpack sizes, the
-	// packed streams' sizes and the per-folder substream counts.
-	folders, unpack, packs szReader
-	counts                 *szCounts
-	folder                 int       // folders started
-	packsLeft              int       // packed streams not yet given to a folder
-	left                   uint64    // substreams left in the current folder
-	packOff                int64     // where the next folder's packed streams begin
-	dec                    io.Reader // the current folder's output; nil: unchecked
-	used                   uint64    // bytes decoded so far
-	stopped                bool
-	buf                    []byte
+	w       *walk
+	src     *partSet
+	folders int       // folders opened
+	dec     io.Reader // the current folder's output; nil: unchecked
+	used    uint64    // bytes decoded so far
+	stopped bool
+	buf     []byte
 }
 
-func newSz7Data(w *walk, src *partSet, hdr []byte, s *sz7Streams) *sz7Data {
-	d := &sz7Data{w: w, src: src, s: s,
-		folders: szReader{b: hdr, off: s.foldersOff}, unpack: szReader{b: hdr, off: s.unpackOff},
-		packs: szReader{b: hdr, off: s.packSizesOff}, counts: s.counts(hdr),
-		packOff: sz7SignatureLen + int64(min(s.packPos, 1<<62)), packsLeft: s.numPack}
-	d.stopped = s.packSizesOff < 0 || s.encrypted
-	return d
+func newSz7Data(w *walk, src *partSet, s *sz7Streams) *sz7Data {
+	return &sz7Data{w: w, src: src, stopped: s.encrypted}
 }
 
-// next checks the next file with data, the index'th entry named name, of
-// size bytes, against its header's CRC-32 want, and reports whether it
-// did. Data that does not decode to size bytes, or whose CRC-32 is not
-// want, is damage: ErrMalformed.
-func (d *sz7Data) next(index uint64, name string, size uint64, want sz7CRCValue) (bool, error) {
+// next checks the file with data that ss.next sized last, the index'th
+// entry named name, of size bytes, against its header's CRC-32 want, and
+// reports whether it did. Data that does not decode to size bytes, or
+// whose CRC-32 is not want, is damage: ErrMalformed.
+func (d *sz7Data) next(ss *sz7Substreams, index uint64, name string, size uint64, want sz7CRCValue) (bool, error) {
+	if !d.stopped && ss.began {
+		d.open(ss)
+	}
 	if d.stopped {
+		ss.keepCoders = false
 		return false, nil
 	}
-	for d.left == 0 {
-		if !d.nextFolder() {
-			d.stopped = true
-			return false, nil
-		}
-	}
-	d.left--
 	if d.dec == nil {
 		return false, nil
 	}
@@ -159,49 +144,24 @@ func (d *sz7Data) next(index uint64, name string, size uint64, want sz7CRCValue)
 	return true, nil
 }
 
-// nextFolder moves to the next folder and opens its decoder when it can
-// be checked; it returns false when the records end.
-func (d *sz7Data) nextFolder() bool {
-	if d.folder >= min(d.s.numFolders, sz7MaxCheckedFolders) {
-		return false
-	}
-	d.folder++
-	f := d.folders.folder(true)
-	if d.packsLeft -= f.packed; d.packsLeft < 0 {
-		return false // the folders use more packed streams than there are
-	}
-	var size uint64
-	for i := range f.numOut {
-		if v := d.unpack.number(); i == f.mainOut {
-			size = v
-		}
-	}
-	var first, packed uint64
-	for k := range f.packed {
-		v := d.packs.number()
-		if k == 0 {
-			first = v
-		}
-		packed += v
-	}
-	d.left = d.counts.next()
-	if d.folders.err != nil || d.unpack.err != nil || d.packs.err != nil || d.counts.err != nil {
-		return false
-	}
-	off, end := d.packOff, d.src.Size()
-	if off > end || packed > uint64(end-off) {
-		return false // beyond the archive: the listing is no place to say so
-	}
-	d.packOff += int64(packed)
+// open opens the decoder of the folder ss just entered when it can be
+// checked, or stops the check.
+func (d *sz7Data) open(ss *sz7Substreams) {
 	d.dec = nil
-	window := min(size, sz7DataBudget-d.used)
-	if f.encrypted || len(f.coders) != 1 || f.packed != 1 || !sz7Decodable(f.coders[0]) || window == 0 {
-		return true
+	d.folders++
+	off, end := ss.curOff, d.src.Size()
+	if d.folders > sz7MaxCheckedFolders || off < 0 || off > end || ss.curPack > uint64(end-off) {
+		d.stopped = true // beyond the archive: the listing is no place to say so
+		return
 	}
-	dec, err := sz7Decoder(f.coders[0], &ctxReader{w: d.w, r: io.NewSectionReader(d.src, off, int64(first))}, size, window)
+	f := ss.cur
+	window := min(ss.total, sz7DataBudget-d.used)
+	if f.encrypted || len(f.coders) != 1 || f.packed != 1 || !sz7Decodable(f.coders[0]) || window == 0 {
+		return
+	}
+	dec, err := sz7Decoder(f.coders[0], &ctxReader{w: d.w, r: io.NewSectionReader(d.src, off, int64(ss.curPack))}, ss.total, window)
 	if err != nil {
-		return true // properties 7-Zip would refuse: its files stay unchecked
+		return // properties 7-Zip would refuse: its files stay unchecked
 	}
 	d.dec = dec
-	return true
 }
