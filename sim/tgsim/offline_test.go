@@ -260,21 +260,36 @@ func TestLoadChatsNeedsTheServerOnAFreshDirectory(t *testing.T) {
 	if err := fresh.LoadChats(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("loadChats offline on a fresh directory, with a 100 ms deadline: %v; want the deadline", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- fresh.LoadChats(f.ctx) }()
+	done := async(func() error { return fresh.LoadChats(f.ctx) })
 	select {
 	case err := <-done:
 		t.Fatalf("loadChats on a fresh directory answered while offline: %v", err)
 	case <-time.After(200 * time.Millisecond):
 	}
 	f.w.Reconnect("alice")
+	if err := answered(t, done, "loadChats"); err != nil {
+		t.Fatalf("loadChats on a fresh directory after the reconnect: %v", err)
+	}
+}
+
+// async runs call on a goroutine of its own; its answer comes on the
+// channel returned.
+func async(call func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	return done
+}
+
+// answered returns the answer on done of the request what, which the
+// reconnect released, or fails the test after waitTimeout.
+func answered(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("loadChats on a fresh directory after the reconnect: %v", err)
-		}
+		return err
 	case <-time.After(waitTimeout):
-		t.Fatalf("loadChats still waits %s after the reconnect", waitTimeout)
+		t.Fatalf("%s still waits %s after the reconnect", what, waitTimeout)
+		return nil
 	}
 }
 
@@ -293,17 +308,11 @@ func TestOfflineDeletionRefusedAtTheReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.w.Disconnect("alice", 0)
-	done := make(chan error, 1)
-	go func() { done <- f.c.DeleteMessages(f.ctx, f.chat, []tg.MessageID{posted.ID}, true) }()
+	done := async(func() error { return f.c.DeleteMessages(f.ctx, f.chat, []tg.MessageID{posted.ID}, true) })
 	next(t, f.c, func(u tg.MessagesDeleted) bool { return u.Chat == f.chat })
 	f.w.SetDeleteRights("alice", f.chat, false)
 	f.w.Reconnect("alice")
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(waitTimeout):
-		t.Fatalf("deleteMessages still waits %s after the reconnect", waitTimeout)
-	}
+	err := answered(t, done, "deleteMessages")
 	var te *tg.Error
 	if !errors.As(err, &te) || te.Code != 400 {
 		t.Fatalf("deleteMessages refused at the reconnect: %v; want a 400", err)
