@@ -82,7 +82,10 @@ func (s *Store) RecordMessage(ctx context.Context, m SourceMessage) (bool, error
 const recordSQL = `INSERT INTO source_messages (chat_id, message_id, topic_id, album_id, date, file_name,
 		file_size, unique_id, outcome, set_key, part_index, package_id, file_name_raw, file_name_cleaned, edit_date)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, %s, $13, $14, $15)
-	ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
+	` + recordConflict
+
+// recordConflict is how a record meets the message's earlier one.
+const recordConflict = `ON CONFLICT (chat_id, message_id) DO UPDATE SET outcome = EXCLUDED.outcome,
 		package_id = COALESCE(EXCLUDED.package_id, source_messages.package_id),
 		set_key = EXCLUDED.set_key, part_index = EXCLUDED.part_index, handled_at = now()
 	WHERE (source_messages.outcome IN ('part_pending', 'dead_letter')

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -151,21 +150,18 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 	if susp == nil {
 		susp = []string{}
 	}
-	insert := insertPackageSQL
-	if n.HashUnlocked {
-		insert = insertNewPackageSQL
+	args := append(append([]any{hash, name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
+		text(p.ListingError), int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic, nameRaw,
+		p.Encrypted, p.HeadersEncrypted, p.DetectedFormat, v.Verified, text(v.Broken), v.NameLied, susp, n.Signature},
+		partColumns(n.Parts)...), append(fileColumns(n.Files), n.SignatureChecked /* $37 */)...)
+	var stmts []Statement
+	if n.HashUnlocked && distinctSources(n.Sources) {
+		// A package new to the catalogue (or the unit fails): everything
+		// that goes with it rides in the one statement that inserts it.
+		stmts = []Statement{newPackageStatement(args, n, &out)}
+	} else {
+		stmts = n.steps(args, &out)
 	}
-	stmts := []Statement{{
-		SQL: insert,
-		Args: append(append([]any{hash, name, p.Format, p.TotalSize, p.PartCount, p.FileCount, p.ListingTruncated,
-			text(p.ListingError), int64(p.Origin.Chat), int64(p.Origin.Message), p.OriginTopic, nameRaw,
-			p.Encrypted, p.HeadersEncrypted, p.DetectedFormat, v.Verified, text(v.Broken), v.NameLied, susp, n.Signature},
-			partColumns(n.Parts)...), append(fileColumns(n.Files), n.SignatureChecked /* $37 */)...),
-		Read: func(rows pgx.Rows) error { return scanOne(rows, &out.Created) },
-	}, {
-		SQL: `SELECT id FROM packages WHERE content_hash = $1`, Args: []any{hash},
-		Read: func(rows pgx.Rows) error { return scanOne(rows, &out.ID) },
-	}}
 	if n.Signature != nil {
 		// Serial: two packages, one inside the other, catalogued at
 		// once by two commits would each miss the other, still
@@ -176,13 +172,6 @@ func (s *Store) CataloguePackage(ctx context.Context, n NewPackage) (Catalogued,
 		stmts = append(stmts, Statement{SQL: `INSERT INTO package_links (package_id, other_id, kind)
 			SELECT id, $2, $3 FROM packages WHERE content_hash = $1 ON CONFLICT (package_id, other_id) DO NOTHING`,
 			Args: []any{hash, n.RepackOf, LinkRepack}})
-	}
-	if len(n.Deliveries) > 0 {
-		stmts = append(stmts, queueStatement("p.content_hash = $1", hash, n.Deliveries, &out.Queued))
-	}
-	stmts = append(stmts, handledStatements(n.Sources, hash)...)
-	for _, l := range n.Release {
-		stmts = append(stmts, l.releaseStatement())
 	}
 	if err := s.Commit(ctx, stmts...); err != nil {
 		for _, l := range n.Release {
@@ -219,16 +208,7 @@ const (
 // destinations not queued already nor sent in full, adding those queued
 // to queued.
 func queueStatement(cond string, pkg any, ws []Waiting, queued *[]tg.ChatID) Statement {
-	w := ws[0]
-	ids, chat := waitingParts(w)
-	dests := make([]int64, len(ws))
-	accounts, routes := make([]string, len(ws)), make([]string, len(ws))
-	opens := make([]time.Time, len(ws))
-	for i, d := range ws {
-		dests[i], accounts[i], routes[i], opens[i] = int64(d.Destination), d.Account, d.Route, d.OpensAt
-	}
-	return Statement{SQL: fmt.Sprintf(queueSQL, cond),
-		Args: []any{pkg, chat, w.Topic, ids, w.PartCount, dests, accounts, routes, opens},
+	return Statement{SQL: fmt.Sprintf(queueSQL, cond), Args: append([]any{pkg}, queueArgs(ws)...),
 		Read: func(rows pgx.Rows) error {
 			for rows.Next() {
 				var d int64

@@ -40,9 +40,20 @@ func rowsOf(t *testing.T, st *store.Store, query string, id int64) [][]any {
 // (CreatePackage, SetVerification, SetContentSignature, QueueDelivery,
 // RecordMessages, ResolveDeadLetter), in one commit that also releases
 // the locks it is given; a second one of the same content writes no
-// package.
+// package. Both of its ways: the steps of a package that may be there
+// already, and the one statement of a package new to the catalogue
+// (HashUnlocked), which fails on a content hash catalogued already.
 func TestCataloguePackageWritesWhatTheStepsWrote(t *testing.T) {
 	t.Parallel()
+	for _, unlocked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("HashUnlocked=%v", unlocked), func(t *testing.T) {
+			t.Parallel()
+			catalogueWritesWhatTheStepsWrote(t, unlocked)
+		})
+	}
+}
+
+func catalogueWritesWhatTheStepsWrote(t *testing.T, unlocked bool) {
 	st := open(t)
 	ctx := t.Context()
 	src := tg.ChatID(-100)
@@ -99,7 +110,7 @@ func TestCataloguePackageWritesWhatTheStepsWrote(t *testing.T) {
 	defer lock.Unlock()
 	n := store.NewPackage{Package: p2, Parts: parts2, Files: files, Verification: verif, Signature: sig, RepackOf: old,
 		Deliveries: ws, Sources: []store.SourceMessage{{Key: p2.Origin, FileName: "p.zip", Outcome: store.OutcomePackage}},
-		Release: []*store.Lock{lock}}
+		Release: []*store.Lock{lock}, HashUnlocked: unlocked}
 	got, err := st.CataloguePackage(ctx, n)
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +188,12 @@ func TestCataloguePackageWritesWhatTheStepsWrote(t *testing.T) {
 	// already stay as they are.
 	n.Release = nil
 	second, err := st.CataloguePackage(ctx, n)
+	if unlocked {
+		if !errors.Is(err, store.ErrHashTaken) {
+			t.Errorf("second catalogue without the hash's lock: %+v, %v; want ErrHashTaken", second, err)
+		}
+		second, err = store.Catalogued{ID: got.ID}, nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
