@@ -337,14 +337,18 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 	icfg.AccessLost = func(chat tg.ChatID) { lst.MarkDirty(chat, listener.ReasonAccessLost) }
 	icfg.SendScope = r.ctx
 	icfg.LateSends = r.late
+	workers := cmp.Or(d.cfg.Workers, 4)
+	icfg.Downloads = cmp.Or(icfg.Downloads, workers)
 	r.pipe = ingest.NewPipeline(icfg, d.store, r.sess, d.im)
-	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: d.cfg.Workers, Logger: d.log}, r.lst, r.pipe, d.im)
-	r.sweep = ingest.NewSetSweeper(r.pipe, 0, d.cfg.Workers)
+	r.pool = ingest.NewPool(ingest.PoolConfig{Account: a.Name, Workers: workers, Logger: d.log}, r.lst, r.pipe, d.im)
+	r.sweep = ingest.NewSetSweeper(r.pipe, 0, workers)
 	ccfg := d.cfg.Catchup
 	ccfg.Account, ccfg.Owner, ccfg.Sources, ccfg.Logger = a.Name, d.cfg.Instance, a.Sources, d.log
-	// A backlog found by catch-up is ingested as many at once as the live
-	// queue's workers: `workers` bounds both.
-	ccfg.Parallel = cmp.Or(ccfg.Parallel, d.cfg.Workers)
+	// A backlog found by catch-up keeps catchupInFlight messages in flight
+	// for each download slot: most of a message's time is its lock's and
+	// its catalogue's round trips, which hold no slot, and the more
+	// catalogue units wait together, the more each group commit holds.
+	ccfg.Parallel = cmp.Or(ccfg.Parallel, workers*catchupInFlight)
 	// A source the start could not open is opened by its next scan.
 	ccfg.Open = func(ctx context.Context, chat tg.ChatID) error {
 		_, err := r.views.Open(ctx, chat)

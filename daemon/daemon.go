@@ -62,6 +62,10 @@ type History struct {
 // not the work: nothing holds a connection while it waits.
 func PoolConns(accounts, workers int) int32 { return int32(accounts*workers*2 + 16) }
 
+// catchupInFlight is how many messages of a page catch-up handles at once
+// for each of an account's workers.
+const catchupInFlight = 8
+
 // Config configures a Daemon. Zero durations and sizes take the documented
 // defaults of the component they configure.
 type Config struct {
@@ -76,8 +80,10 @@ type Config struct {
 	// forum, or a destination that is also a source stop the start, with
 	// one line per problem.
 	Routes []route.Spec
-	// Workers per account: how many messages its live queue, and each page
-	// catch-up reads, are ingested at once; zero means 4.
+	// Workers per account: how many messages its live queue ingests at
+	// once, and how many packages it downloads, hashes and lists at once;
+	// zero means 4. Catch-up keeps catchupInFlight times as many messages
+	// of a page in flight (Catchup.Parallel, when zero).
 	Workers int
 	// ViewSettle is how long after opening a destination an account takes
 	// its session's view of it as current (tg.Views); zero means

@@ -429,16 +429,21 @@ type diskHold struct {
 	done  bool
 }
 
-// holdDisk reserves the bytes of parts in the download budget, waiting
-// (FIFO) until they fit. A package larger than the whole budget reserves
-// all of it, so it proceeds alone instead of never.
+// holdDisk takes a download slot (Config.Downloads) and reserves the
+// bytes of parts in the download budget, waiting (FIFO) for each. A
+// package larger than the whole budget reserves all of it, so it proceeds
+// alone instead of never.
 func (p *Pipeline) holdDisk(ctx context.Context, parts []tg.Message) (*diskHold, error) {
 	var n int64
 	for _, m := range parts {
 		n += max(m.Document.File.Size, 0)
 	}
 	n = min(n, p.cfg.DownloadBudget)
+	if err := p.slots.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("wait for a download slot: %w", err)
+	}
 	if err := p.disk.Acquire(ctx, n); err != nil {
+		p.slots.Release(1)
 		return nil, fmt.Errorf("wait for download budget: %w", err)
 	}
 	p.m.addOnDisk(p.cfg.Account, n)
@@ -446,7 +451,7 @@ func (p *Pipeline) holdDisk(ctx context.Context, parts []tg.Message) (*diskHold,
 }
 
 // release deletes every file downloaded under h and returns its bytes to
-// the budget. It runs once; later calls do nothing. A file that cannot be
+// the budget and its slot. It runs once; later calls do nothing. A file that cannot be
 // deleted is logged and its bytes returned anyway: holding them would stop
 // the account for good.
 func (h *diskHold) release() {
@@ -464,6 +469,7 @@ func (h *diskHold) release() {
 		}
 	}
 	p.disk.Release(h.bytes)
+	p.slots.Release(1)
 	p.m.addOnDisk(p.cfg.Account, -h.bytes)
 }
 

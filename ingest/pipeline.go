@@ -177,6 +177,11 @@ type Config struct {
 	// is cancelled and the attempt fails (retryable); zero means
 	// tg.DefaultDownloadStall (2 min).
 	DownloadStall time.Duration
+	// Downloads bounds the packages this account downloads, hashes and
+	// lists at once; zero means 4. The messages handled at once may be
+	// more: those waiting for a lock or for their catalogue's commit hold
+	// no download slot.
+	Downloads int
 	// DownloadBudget bounds the bytes of downloaded archives this account
 	// holds on disk at once (downloading, hashing, listing); a package
 	// waits until its bytes fit. A package larger than the budget proceeds
@@ -221,8 +226,9 @@ type Pipeline struct {
 	// "same"); the store holds them for good.
 	destTopics map[destTopicKey]int64
 
-	// disk is the download budget in bytes (Config.DownloadBudget).
-	disk *semaphore.Weighted
+	// disk is the download budget in bytes (Config.DownloadBudget);
+	// slots are the downloads at once (Config.Downloads).
+	disk, slots *semaphore.Weighted
 	// setFailures holds the last retryable failure of each pending set,
 	// so that a set failing at every sweep is logged once, up to
 	// maxRemembered of them (setFailed).
@@ -262,6 +268,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 	cfg.DeadLetterAttempts = cmp.Or(cfg.DeadLetterAttempts, 8)
 	cfg.DownloadStall = cmp.Or(cfg.DownloadStall, tg.DefaultDownloadStall)
 	cfg.DownloadBudget = cmp.Or(cfg.DownloadBudget, DefaultDownloadBudget)
+	cfg.Downloads = cmp.Or(max(cfg.Downloads, 0), 4)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -299,6 +306,7 @@ func NewPipeline(cfg Config, st Store, t Telegram, m *Metrics) *Pipeline {
 		topics:     map[topicKey]bool{},
 		destTopics: map[destTopicKey]int64{},
 		disk:       semaphore.NewWeighted(cfg.DownloadBudget),
+		slots:      semaphore.NewWeighted(int64(cfg.Downloads)),
 
 		setFailures: map[setID]string{},
 		notInAlbum:  map[setProbe]bool{},
