@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -223,5 +224,59 @@ func TestPackageLargerThanBudgetProceeds(t *testing.T) {
 	defer cancel()
 	if out, err := p.Handle(ctx, msg); err != nil || out != store.OutcomePackage {
 		t.Fatalf("handle = %q, %v; want the package", out, err)
+	}
+}
+
+// slotSpy counts the packages whose files are downloaded and not yet
+// deleted. Each download waits a little for more to start, so that as
+// many overlap as the pipeline lets.
+type slotSpy struct {
+	*tg.Session
+	mu         sync.Mutex
+	held, peak int
+}
+
+func (s *slotSpy) Download(ctx context.Context, f tg.File, stall time.Duration) (tg.File, error) {
+	s.mu.Lock()
+	s.held++
+	s.peak = max(s.peak, s.held)
+	s.mu.Unlock()
+	select {
+	case <-time.After(100 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	return s.Session.Download(ctx, f, stall)
+}
+
+func (s *slotSpy) DeleteFile(ctx context.Context, id int32) error {
+	s.mu.Lock()
+	s.held--
+	s.mu.Unlock()
+	return s.Session.DeleteFile(ctx, id)
+}
+
+// Downloads bounds the packages downloaded at once, whatever the number
+// of messages handled at once; every package goes through.
+func TestDownloadSlotsBoundPackagesDownloadedAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	spy := &slotSpy{}
+	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Downloads = 2 },
+		func(s *tg.Session) ingest.Telegram { spy.Session = s; return spy })
+	var msgs []tg.Message
+	for i := range 6 {
+		data := tarOf(fmt.Sprintf("f%d", i), strings.Repeat("x", 100+i))
+		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("p%d.tar", i), Data: data})))
+	}
+	var wg sync.WaitGroup
+	for _, m := range msgs {
+		wg.Go(func() { mustHandle(t, p, m, store.OutcomePackage) })
+	}
+	wg.Wait()
+	if spy.peak != 2 {
+		t.Errorf("at most %d packages downloaded at once, want 2 (the slots)", spy.peak)
+	}
+	if len(e.delivered()) != 6 {
+		t.Errorf("delivered %d, want 6", len(e.delivered()))
 	}
 }
