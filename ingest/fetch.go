@@ -60,8 +60,7 @@ func uniqueLockName(uniq []string) string { return "u:" + strings.Join(uniq, ","
 
 // reads are the looks that ride with layer 3's lock for parts.
 func (u *uniqueLock) reads(parts []tg.Message, uniq []string) []store.Statement {
-	return []store.Statement{store.LookMessageDocument(parts[0].Key(), &u.handled),
-		store.LookPackageByUniqueIDs(uniq, &u.again), store.LookPackageHolding(uniq, &u.holding)}
+	return []store.Statement{store.LookMessageAndFiles(parts[0].Key(), uniq, &u.handled, &u.again, &u.holding)}
 }
 
 // loneReads are the looks that ride with layer 3's lock for msg, a lone
