@@ -25,7 +25,7 @@ type DeliveryStore interface {
 	NextPutOff(ctx context.Context, account string, now time.Time) (time.Time, bool, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	LockAhead(name string, reads ...store.Statement) *store.LockAhead
-	LookReconcilePending(dest tg.ChatID, out *bool) store.Statement
+	LookDelivery(pkg int64, dest tg.ChatID, p *store.Package, done, pending *bool) store.Statement
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
 }
 
@@ -132,9 +132,7 @@ func newDeliveryLook(w store.Waiting) *deliveryLook {
 }
 
 func (l *deliveryLook) reads(st DeliveryStore, w store.Waiting) []store.Statement {
-	return []store.Statement{store.LookPackage(w.PackageID, &l.pkg),
-		store.LookDeliveryComplete(w.PackageID, []tg.ChatID{w.Destination}, &l.done),
-		st.LookReconcilePending(w.Destination, &l.pending)}
+	return []store.Statement{st.LookDelivery(w.PackageID, w.Destination, &l.pkg, &l.done, &l.pending)}
 }
 
 // NewDeliverer returns the delivery stage of p's account. m may be nil.
