@@ -345,8 +345,9 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 	ccfg := d.cfg.Catchup
 	ccfg.Account, ccfg.Owner, ccfg.Sources, ccfg.Logger = a.Name, d.cfg.Instance, a.Sources, d.log
 	// A backlog found by catch-up keeps catchupInFlight messages in flight
-	// for each download slot: most of a message's time is its lock's and
-	// its catalogue's round trips, which hold no slot, and the more
+	// for each of its download slots (as many as the live queue has
+	// workers, apart from them): most of a message's time is its lock's
+	// and its catalogue's round trips, which hold no slot, and the more
 	// catalogue units wait together, the more each group commit holds.
 	ccfg.Parallel = cmp.Or(ccfg.Parallel, workers*catchupInFlight)
 	// A source the start could not open is opened by its next scan.
@@ -354,7 +355,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 		_, err := r.views.Open(ctx, chat)
 		return err
 	}
-	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe, d.cm)
+	r.catch = catchup.New(ccfg, d.store, r.paced, r.lst, r.pipe.Backlog(), d.cm)
 	rcfg := d.cfg.Rescan
 	rcfg.Account, rcfg.Sources, rcfg.Logger = a.Name, a.Sources, d.log
 	r.resc = rescan.New(rcfg, r.paced, d.store, r.pipe, d.rm)

@@ -81,9 +81,10 @@ type Config struct {
 	// one line per problem.
 	Routes []route.Spec
 	// Workers per account: how many messages its live queue ingests at
-	// once, and how many packages it downloads, hashes and lists at once;
-	// zero means 4. Catch-up keeps catchupInFlight times as many messages
-	// of a page in flight (Catchup.Parallel, when zero).
+	// once, and how many packages of a backlog catch-up downloads, hashes
+	// and lists at once; zero means 4. Catch-up keeps catchupInFlight
+	// times as many messages of a page in flight (Catchup.Parallel, when
+	// zero).
 	Workers int
 	// ViewSettle is how long after opening a destination an account takes
 	// its session's view of it as current (tg.Views); zero means

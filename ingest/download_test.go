@@ -255,28 +255,47 @@ func (s *slotSpy) DeleteFile(ctx context.Context, id int32) error {
 	return s.Session.DeleteFile(ctx, id)
 }
 
-// Downloads bounds the packages downloaded at once, whatever the number
-// of messages handled at once; every package goes through.
-func TestDownloadSlotsBoundPackagesDownloadedAtOnce(t *testing.T) {
+// Downloads bounds the packages of a backlog downloaded at once, whatever
+// the number of its messages handled at once; the live path is bounded by
+// its own workers, not by the slots. Every package goes through.
+func TestDownloadSlotsBoundABacklogsDownloads(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, "a")
-	spy := &slotSpy{}
-	p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Downloads = 2 },
-		func(s *tg.Session) ingest.Telegram { spy.Session = s; return spy })
-	var msgs []tg.Message
-	for i := range 6 {
-		data := tarOf(fmt.Sprintf("f%d", i), strings.Repeat("x", 100+i))
-		msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("p%d.tar", i), Data: data})))
-	}
-	var wg sync.WaitGroup
-	for _, m := range msgs {
-		wg.Go(func() { mustHandle(t, p, m, store.OutcomePackage) })
-	}
-	wg.Wait()
-	if spy.peak != 2 {
-		t.Errorf("at most %d packages downloaded at once, want 2 (the slots)", spy.peak)
-	}
-	if len(e.delivered()) != 6 {
-		t.Errorf("delivered %d, want 6", len(e.delivered()))
+	for _, backlog := range []bool{true, false} {
+		t.Run(fmt.Sprintf("backlog=%v", backlog), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, "a")
+			spy := &slotSpy{}
+			p, c, _ := e.pipelineWith("a", func(cfg *ingest.Config) { cfg.Downloads = 2 },
+				func(s *tg.Session) ingest.Telegram { spy.Session = s; return spy })
+			var msgs []tg.Message
+			for i := range 6 {
+				data := tarOf(fmt.Sprintf("f%d", i), strings.Repeat("x", 100+i))
+				msgs = append(msgs, e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("p%d.tar", i), Data: data})))
+			}
+			var wg sync.WaitGroup
+			for _, m := range msgs {
+				wg.Go(func() {
+					if !backlog {
+						mustHandle(t, p, m, store.OutcomePackage)
+						return
+					}
+					ctx, cancel := context.WithTimeout(e.ctx, safety)
+					defer cancel()
+					if out, err := p.Backlog().Process(ctx, m); err != nil || out != store.OutcomePackage {
+						t.Errorf("process %v = %q, %v; want the package", m.Key(), out, err)
+					}
+				})
+			}
+			wg.Wait()
+			if backlog && spy.peak != 2 {
+				t.Errorf("at most %d packages of a backlog downloaded at once, want 2 (the slots)", spy.peak)
+			}
+			if !backlog && spy.peak <= 2 {
+				t.Errorf("at most %d live packages downloaded at once, want more than the backlog's 2 slots", spy.peak)
+			}
+			if len(e.delivered()) != 6 {
+				t.Errorf("delivered %d, want 6", len(e.delivered()))
+			}
+		})
 	}
 }

@@ -426,31 +426,37 @@ type diskHold struct {
 	bytes int64
 	files []int32
 	done  bool
+	slot  bool // holds a download slot
 }
 
-// holdDisk takes a download slot (Config.Downloads) and reserves the
-// bytes of parts in the download budget, waiting (FIFO) for each. A
-// package larger than the whole budget reserves all of it, so it proceeds
-// alone instead of never.
+// holdDisk reserves the bytes of parts in the download budget, after a
+// download slot (Config.Downloads) for a backlog's message (Backlog),
+// waiting (FIFO) for each. A package larger than the whole budget
+// reserves all of it, so it proceeds alone instead of never.
 func (p *Pipeline) holdDisk(ctx context.Context, parts []tg.Message) (*diskHold, error) {
 	var n int64
 	for _, m := range parts {
 		n += max(m.Document.File.Size, 0)
 	}
 	n = min(n, p.cfg.DownloadBudget)
-	if err := p.slots.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("wait for a download slot: %w", err)
+	slot := inBacklog(ctx)
+	if slot {
+		if err := p.slots.Acquire(ctx, 1); err != nil {
+			return nil, fmt.Errorf("wait for a download slot: %w", err)
+		}
 	}
 	if err := p.disk.Acquire(ctx, n); err != nil {
-		p.slots.Release(1)
+		if slot {
+			p.slots.Release(1)
+		}
 		return nil, fmt.Errorf("wait for download budget: %w", err)
 	}
 	p.m.addOnDisk(p.cfg.Account, n)
-	return &diskHold{p: p, ctx: ctx, bytes: n}, nil
+	return &diskHold{p: p, ctx: ctx, bytes: n, slot: slot}, nil
 }
 
 // release deletes every file downloaded under h and returns its bytes to
-// the budget and its slot. It runs once; later calls do nothing. A file that cannot be
+// the budget, and its slot. It runs once; later calls do nothing. A file that cannot be
 // deleted is logged and its bytes returned anyway: holding them would stop
 // the account for good.
 func (h *diskHold) release() {
@@ -468,7 +474,9 @@ func (h *diskHold) release() {
 		}
 	}
 	p.disk.Release(h.bytes)
-	p.slots.Release(1)
+	if h.slot {
+		p.slots.Release(1)
+	}
 	p.m.addOnDisk(p.cfg.Account, -h.bytes)
 }
 

@@ -177,10 +177,10 @@ type Config struct {
 	// is cancelled and the attempt fails (retryable); zero means
 	// tg.DefaultDownloadStall (2 min).
 	DownloadStall time.Duration
-	// Downloads bounds the packages this account downloads, hashes and
-	// lists at once; zero means 4. The messages handled at once may be
-	// more: those waiting for a lock or for their catalogue's commit hold
-	// no download slot.
+	// Downloads bounds the packages of a backlog (Backlog: catch-up's
+	// pages) this account downloads, hashes and lists at once; zero
+	// means 4. A page keeps more messages in flight: those waiting for a
+	// lock or for their catalogue's commit hold no download slot.
 	Downloads int
 	// DownloadBudget bounds the bytes of downloaded archives this account
 	// holds on disk at once (downloading, hashing, listing); a package
@@ -227,7 +227,7 @@ type Pipeline struct {
 	destTopics map[destTopicKey]int64
 
 	// disk is the download budget in bytes (Config.DownloadBudget);
-	// slots are the downloads at once (Config.Downloads).
+	// slots are a backlog's downloads at once (Config.Downloads).
 	disk, slots *semaphore.Weighted
 	// setFailures holds the last retryable failure of each pending set,
 	// so that a set failing at every sweep is logged once, up to
