@@ -204,24 +204,6 @@ func (s *Store) markSentByToken(ctx context.Context, token string, dest tg.ChatI
 	return tag.RowsAffected() == 1, nil
 }
 
-// LookDeliveryComplete reads whether every part of pkg is recorded sent to
-// every one of dests into out.
-func LookDeliveryComplete(pkg int64, dests []tg.ChatID, out *bool) Statement {
-	ids := chatIDs(dests)
-	return Statement{SQL: `SELECT
-			(SELECT count(*) FROM deliveries WHERE package_id = $1 AND state = 'sent' AND destination_chat_id = ANY($2)),
-			(SELECT part_count FROM packages WHERE id = $1)`, Args: []any{pkg, ids},
-		Read: func(rows pgx.Rows) error {
-			var sent int
-			var parts *int
-			if err := scanOne(rows, &sent, &parts); err != nil {
-				return err
-			}
-			*out = parts != nil && sent >= *parts*len(ids)
-			return nil
-		}}
-}
-
 // DeliveryCounts returns the number of deliveries by state.
 func (s *Store) DeliveryCounts(ctx context.Context) (map[DeliveryState]int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM deliveries GROUP BY state`)

@@ -412,10 +412,17 @@ func (l *Lock) Unlock() {
 // the unit committed the lock is released. A unit that fails must tell
 // notReleased.
 func (l *Lock) releaseStatement() Statement {
+	return Statement{SQL: unlockSQL, Args: []any{l.name, l.owner}, Committed: l.startRelease()}
+}
+
+// startRelease marks the lock as being released by a unit that deletes its
+// row (releaseStatement, or a statement that deletes it among other
+// work) and returns what that unit runs once committed.
+func (l *Lock) startRelease() (committed func()) {
 	l.mu.Lock()
 	l.releasing = true
 	l.mu.Unlock()
-	return Statement{SQL: unlockSQL, Args: []any{l.name, l.owner}, Committed: l.released}
+	return l.released
 }
 
 const unlockSQL = `DELETE FROM package_locks WHERE name = $1 AND owner = $2`

@@ -8,8 +8,8 @@ import (
 	"stashd/tg"
 )
 
-// LookDelivery is LookPackage, LookDeliveryComplete and
-// LookReconcilePending for one delivery (package pkg to dest) in one
+// LookDelivery is LookPackage and LookReconcilePending for one delivery
+// (package pkg to dest), with whether it is sent there in full, in one
 // statement, the looks that ride with the delivery's lock: the package
 // into p, whether it is sent there in full into done, and whether a
 // reconciliation of dest waits or the catalogue is not the one checked

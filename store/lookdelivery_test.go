@@ -10,10 +10,10 @@ import (
 	"stashd/tg"
 )
 
-// LookDelivery answers as LookPackage, LookDeliveryComplete and
-// LookReconcilePending do: a package sent in full or not, to this
-// destination or another, a reconciliation waiting or not, a package
-// not in the catalogue.
+// LookDelivery answers as LookPackage and LookReconcilePending do, and
+// says whether the package is sent in full to the destination: a package
+// sent in full or not, to this destination or another, a reconciliation
+// waiting or not, a package not in the catalogue.
 func TestLookDeliveryAnswersAsTheThreeLooks(t *testing.T) {
 	t.Parallel()
 	st := open(t)
@@ -45,13 +45,14 @@ func TestLookDeliveryAnswersAsTheThreeLooks(t *testing.T) {
 	}
 	answers := map[string]bool{}
 	for _, c := range []struct {
-		pkg  int64
-		dest tg.ChatID
-	}{{id, full}, {id, half}, {id, waiting}, {id, -204}, {id + 1, full}, {id + 1, waiting}} {
+		pkg      int64
+		dest     tg.ChatID
+		wantDone bool
+	}{{id, full, true}, {id, half, false}, {id, waiting, false}, {id, -204, false}, {id + 1, full, false}, {id + 1, waiting, false}} {
 		var wantPkg, gotPkg store.Package
-		var wantDone, wantPending, gotDone, gotPending bool
-		wantErr := st.Look(ctx, store.LookPackage(c.pkg, &wantPkg), store.LookDeliveryComplete(c.pkg, []tg.ChatID{c.dest}, &wantDone),
-			st.LookReconcilePending(c.dest, &wantPending))
+		var wantPending, gotDone, gotPending bool
+		wantDone := c.wantDone
+		wantErr := st.Look(ctx, store.LookPackage(c.pkg, &wantPkg), st.LookReconcilePending(c.dest, &wantPending))
 		gotErr := st.Look(ctx, st.LookDelivery(c.pkg, c.dest, &gotPkg, &gotDone, &gotPending))
 		if errors.Is(wantErr, store.ErrNotFound) != errors.Is(gotErr, store.ErrNotFound) || (wantErr == nil) != (gotErr == nil) {
 			t.Errorf("package %d to %d: error %v, want %v", c.pkg, c.dest, gotErr, wantErr)

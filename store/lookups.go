@@ -195,9 +195,7 @@ func LookMessageAndFiles(key tg.MessageKey, uniqueIDs []string, doc *Document, a
 					doc.EditDate = edited.UTC()
 				}
 			}
-			if len(ids) != len(pkgs) || len(ids) != len(idxs) || len(ids) != len(parts) {
-				return fmt.Errorf("look files: %d ids, %d packages, %d indexes, %d part counts", len(ids), len(pkgs), len(idxs), len(parts))
-			}
+			// One aggregate over the same rows: the arrays are as long.
 			hits := make(map[string]fileHit, len(ids))
 			for i, u := range ids {
 				hits[u] = fileHit{pkg: pkgs[i], idx: int(idxs[i]), parts: int(parts[i])}

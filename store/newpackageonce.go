@@ -91,9 +91,8 @@ func newPackageStatement(args []any, n NewPackage, out *Catalogued) Statement {
 	names, owners := make([]string, len(n.Release)), make([]string, len(n.Release))
 	var committed []func()
 	for i, l := range n.Release {
-		r := l.releaseStatement()
 		names[i], owners[i] = l.name, l.owner
-		committed = append(committed, r.Committed)
+		committed = append(committed, l.startRelease())
 	}
 	args = append(args, names, owners)
 	return Statement{SQL: newPackageSQL, Args: args,

@@ -29,11 +29,6 @@ const (
 // when another instance sharing the files directory took that name.
 func (c *Client) newTempFile(n int) (string, error) {
 	dir := filepath.Join(c.filesDir, tempSubdir)
-	// Private to the daemon's user, as TDLib keeps its files under the
-	// data directory.
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create download dir: %w", err)
-	}
 	base := strconv.Itoa(n)
 	path, err := createFree(dir, maxTempTries, func(k int) string {
 		if k == 0 {
@@ -61,9 +56,6 @@ const maxNameTries = 21
 // from 0. It returns the new path.
 func (c *Client) placeDownload(part, name string) (string, error) {
 	dir := filepath.Join(c.filesDir, documentsSubdir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create documents dir: %w", err)
-	}
 	stem, ext := splitName(cleanFilename(name))
 	if stem == "" {
 		c.w.mu.Lock()
@@ -95,11 +87,21 @@ func (c *Client) placeDownload(part, name string) (string, error) {
 var errNamesTaken = errors.New("every name tried is taken")
 
 // createFree creates, empty and private, the first of name(0) to
-// name(tries-1) in dir that is not taken, and returns its path.
+// name(tries-1) in dir that is not taken, and returns its path. It makes
+// dir, private, when it is missing (the first download of a files
+// directory), so that later ones cost no check of it.
 func createFree(dir string, tries int, name func(int) string) (string, error) {
 	for i := range tries {
 		path := filepath.Join(dir, name(i))
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Private to the daemon's user, as TDLib keeps its files
+			// under the data directory.
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return "", err
+			}
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		}
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

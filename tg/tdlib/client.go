@@ -93,12 +93,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	n, bytes, kept, err := sweepDownloads(cfg.FilesDir(), time.Now())
-	switch {
-	case err != nil:
-		cfg.Logger.Warn("remove downloads a stopped process left", "files", n, "bytes", bytes, "err", err)
-	case n > 0:
-		cfg.Logger.Info("removed downloads a stopped process left", "files", n, "bytes", bytes, "older_than", staleDownload)
-	}
+	logRemoved(cfg.Logger, n, bytes, err, "older_than", staleDownload)
 	c := newClient(cfg)
 	c.dirLock = lock
 	if err := c.start(ctx); err != nil {

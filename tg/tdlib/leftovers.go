@@ -39,7 +39,7 @@ type keptDownload struct {
 // TDLib opens the directory; TDLib notices a file gone and downloads it
 // again when asked. It returns the files and bytes removed.
 func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, kept []keptDownload, err error) {
-	var errs []error
+	var r removal
 	for _, sub := range downloadDirs {
 		dir := filepath.Join(filesDir, sub)
 		entries, rerr := os.ReadDir(dir)
@@ -47,7 +47,7 @@ func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, kep
 			continue
 		}
 		if rerr != nil {
-			errs = append(errs, rerr)
+			r.errs = append(r.errs, rerr)
 			continue
 		}
 		for _, e := range entries {
@@ -63,18 +63,11 @@ func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, kep
 				kept = append(kept, keptDownload{path: path, modTime: info.ModTime(), size: info.Size()})
 				continue
 			}
-			if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				errs = append(errs, rerr)
-				continue
-			}
-			files++
-			bytes += info.Size()
+			r.remove(path, info.Size())
 		}
 	}
-	if len(errs) > 0 {
-		return files, bytes, kept, fmt.Errorf("remove downloads a stopped process left: %w", errors.Join(errs...))
-	}
-	return files, bytes, kept, nil
+	files, bytes, err = r.result()
+	return files, bytes, kept, err
 }
 
 // removeUntouched removes the downloads a start kept that are still as
@@ -82,23 +75,53 @@ func sweepDownloads(filesDir string, now time.Time) (files int, bytes int64, kep
 // go on with them, and nothing else will. A file gone meanwhile is no
 // error. It returns the files and bytes removed.
 func removeUntouched(kept []keptDownload) (files int, bytes int64, err error) {
-	var errs []error
+	var r removal
 	for _, k := range kept {
 		info, serr := os.Stat(k.path)
 		if serr != nil || !info.ModTime().Equal(k.modTime) || info.Size() != k.size {
 			continue
 		}
-		if rerr := os.Remove(k.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			errs = append(errs, rerr)
-			continue
+		r.remove(k.path, k.size)
+	}
+	return r.result()
+}
+
+// removal counts the downloads removed and the failures to remove them.
+type removal struct {
+	files int
+	bytes int64
+	errs  []error
+}
+
+// remove removes the file at path, of size bytes; one gone already is no
+// failure, and not counted.
+func (r *removal) remove(path string, size int64) {
+	if err := os.Remove(path); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			r.errs = append(r.errs, err)
 		}
-		files++
-		bytes += k.size
+		return
 	}
-	if len(errs) > 0 {
-		return files, bytes, fmt.Errorf("remove downloads a stopped process left: %w", errors.Join(errs...))
+	r.files++
+	r.bytes += size
+}
+
+func (r *removal) result() (files int, bytes int64, err error) {
+	if len(r.errs) > 0 {
+		err = fmt.Errorf("remove downloads a stopped process left: %w", errors.Join(r.errs...))
 	}
-	return files, bytes, nil
+	return r.files, r.bytes, err
+}
+
+// logRemoved logs what a sweep removed (files, bytes) and its failure;
+// attrs say which downloads it took.
+func logRemoved(log *slog.Logger, files int, bytes int64, err error, attrs ...any) {
+	switch {
+	case err != nil:
+		log.Warn("remove downloads a stopped process left", "files", files, "bytes", bytes, "err", err)
+	case files > 0:
+		log.Info("removed downloads a stopped process left", append([]any{"files", files, "bytes", bytes}, attrs...)...)
+	}
 }
 
 // sweepKeptLater waits after, or until stop closes, then removes what a
@@ -114,10 +137,6 @@ func sweepKeptLater(kept []keptDownload, after time.Duration, stop <-chan struct
 		return
 	case <-t.C:
 	}
-	switch n, bytes, err := removeUntouched(kept); {
-	case err != nil:
-		log.Warn("remove downloads a stopped process left", "files", n, "bytes", bytes, "err", err)
-	case n > 0:
-		log.Info("removed downloads a stopped process left", "files", n, "bytes", bytes, "untouched_for", after)
-	}
+	n, bytes, err := removeUntouched(kept)
+	logRemoved(log, n, bytes, err, "untouched_for", after)
 }
