@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 
 	"stashd/internal/service"
+	"stashd/listener"
 	"stashd/store"
 	"stashd/tg"
 )
@@ -38,6 +38,7 @@ type Listener interface {
 	TakeRejoined() []tg.ChatID
 	MemberSinceLoss(chat tg.ChatID) bool
 	CaughtUp(chat tg.ChatID, era store.Era, w int64) bool
+	MarkDirty(chat tg.ChatID, reason string)
 	Watermark(chat tg.ChatID) (low, lastSeen int64, ok bool)
 	Low(chat tg.ChatID, era store.Era) (int64, bool)
 	LiveSeen(chat tg.ChatID) int64
@@ -326,6 +327,12 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		doubt := c.lst.AccessInDoubt(src.ChatID) && !member
 		sc := c.scan(ctx, src)
 		found, decision, scanErr := sc.found, sc.decision, sc.err
+		if scanErr != nil {
+			// The pages checkpointed before the failure may have made
+			// the source look caught up: what lies above the watermark
+			// is read again, once the source is due.
+			c.lst.MarkDirty(src.ChatID, listener.ReasonScanFailed)
+		}
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
@@ -480,29 +487,28 @@ func (c *Catchup) scanChat(ctx context.Context, src store.Source, chat tg.Chat, 
 	}
 	found := 0
 	toEnd := false // paged until the server had no document left
+	fl := c.newFlow(ctx, src.ChatID, src.Era)
 	for {
 		page, err := c.page(ctx, src.ChatID, w)
 		if err != nil {
-			return found, DecisionError, err
+			return found, DecisionError, errors.Join(err, fl.wait())
 		}
 		c.lst.AccessRead(src.ChatID, mark)
 		if len(page) == 0 {
 			toEnd = true
 			break
 		}
-		if err := c.ingest(ctx, page); err != nil {
+		if err := fl.add(page); err != nil {
 			return found, DecisionError, err
 		}
 		found += len(page)
 		w = page[len(page)-1].ID.ServerID()
-		// Checkpoint after every fully handled page.
-		if err := c.store.AdvanceWatermark(ctx, src.ChatID, w); err != nil {
-			return found, DecisionError, err
-		}
-		c.lst.CaughtUp(src.ChatID, src.Era, w)
 		if known && w >= last {
 			break
 		}
+	}
+	if err := fl.wait(); err != nil {
+		return found, DecisionError, err
 	}
 	// Every document up to last has been handled, and other messages need
 	// nothing: the watermark can jump to last.
@@ -609,32 +615,6 @@ func (c *Catchup) page(ctx context.Context, chat tg.ChatID, w int64) ([]tg.Messa
 // several in one round trip (ingest.Pipeline.Prelock).
 type Prelocker interface {
 	Prelock(ctx context.Context, msgs []tg.Message) (release func())
-}
-
-// ingest hands a page to the ingest path, Parallel messages at a time, and
-// fails if any message was abandoned (it was not handled). With a
-// Prelocker, the next Parallel messages are locked in one round trip as
-// soon as the ones before them have all started.
-func (c *Catchup) ingest(ctx context.Context, page []tg.Message) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.cfg.Parallel)
-	pl, _ := c.ing.(Prelocker)
-	var releases []func()
-	defer func() {
-		for _, release := range releases {
-			release()
-		}
-	}()
-	for i, m := range page {
-		if pl != nil && i%c.cfg.Parallel == 0 {
-			releases = append(releases, pl.Prelock(gctx, page[i:min(i+c.cfg.Parallel, len(page))]))
-		}
-		g.Go(func() error {
-			_, err := c.ing.Process(gctx, m)
-			return err
-		})
-	}
-	return g.Wait()
 }
 
 // Inaccessible returns the lost-access gauge of a source (for tests).

@@ -65,6 +65,9 @@ const (
 	ReasonOverflow    = "overflow"
 	ReasonConnection  = "connection"
 	ReasonLastMessage = "last_message"
+	// ReasonScanFailed: a catch-up scan failed after checkpointing part
+	// of what it read.
+	ReasonScanFailed = "scan_failed"
 )
 
 type source struct {
