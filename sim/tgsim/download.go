@@ -224,12 +224,21 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 	w := c.w
 	// TDLib writes into a temporary file and moves it into place when done,
 	// so LocalPath never names a partial file.
+	var f *os.File
 	var err error
 	if part == "" {
-		part, err = c.newTempFile(temp)
+		if f, err = c.newTempFile(temp); err == nil {
+			part = f.Name()
+		}
+	} else {
+		// A download resumed writes on at the end of its partial file.
+		f, err = os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			err = fmt.Errorf("create download file: %w", err)
+		}
 	}
 	if err == nil {
-		err = c.writeChunks(cf, part, data, fault, cancel, from)
+		err = c.writeChunks(cf, f, data, fault, cancel, from)
 	}
 	var final string
 	if err == nil {
@@ -272,11 +281,7 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 // writeChunks writes data in downloadChunks steps, reporting progress after
 // every step but the last (the caller reports completion). A faulty
 // download stops after its first step: a stall waits, silent, for a cancel.
-func (c *Client) writeChunks(cf *clientFile, path string, data []byte, fault downloadFault, cancel <-chan struct{}, from int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("create download file: %w", err)
-	}
+func (c *Client) writeChunks(cf *clientFile, f *os.File, data []byte, fault downloadFault, cancel <-chan struct{}, from int64) error {
 	defer f.Close()
 	from = min(from, int64(len(data)))
 	if err := f.Truncate(from); err != nil {

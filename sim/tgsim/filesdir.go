@@ -26,20 +26,22 @@ const (
 
 // newTempFile creates the file a new download is written to: temp/<n>,
 // with n the directory's temporary file number for it, or temp/<n>_<k>
-// when another instance sharing the files directory took that name.
-func (c *Client) newTempFile(n int) (string, error) {
+// when another instance sharing the files directory took that name. It
+// returns the file open, as TDLib writes through the descriptor it
+// created the file with.
+func (c *Client) newTempFile(n int) (*os.File, error) {
 	dir := filepath.Join(c.filesDir, tempSubdir)
 	base := strconv.Itoa(n)
-	path, err := createFree(dir, maxTempTries, func(k int) string {
+	f, err := createFree(dir, maxTempTries, func(k int) string {
 		if k == 0 {
 			return base
 		}
 		return base + "_" + strconv.Itoa(k)
 	})
 	if err != nil {
-		return "", fmt.Errorf("create download file: %w", err)
+		return nil, fmt.Errorf("create download file: %w", err)
 	}
-	return path, nil
+	return f, nil
 }
 
 // maxTempTries bounds the names newTempFile tries for one number.
@@ -63,7 +65,7 @@ func (c *Client) placeDownload(part, name string) (string, error) {
 		c.db.permFiles++
 		c.w.mu.Unlock()
 	}
-	path, err := createFree(dir, maxNameTries, func(i int) string {
+	f, err := createFree(dir, maxNameTries, func(i int) string {
 		if i == 0 {
 			return stem + ext
 		}
@@ -74,6 +76,11 @@ func (c *Client) placeDownload(part, name string) (string, error) {
 		return "", errors.New("Can't find suitable file name")
 	}
 	if err != nil {
+		return "", fmt.Errorf("create document file: %w", err)
+	}
+	path := f.Name()
+	if err := f.Close(); err != nil {
+		os.Remove(path)
 		return "", fmt.Errorf("create document file: %w", err)
 	}
 	if err := os.Rename(part, path); err != nil {
@@ -87,10 +94,10 @@ func (c *Client) placeDownload(part, name string) (string, error) {
 var errNamesTaken = errors.New("every name tried is taken")
 
 // createFree creates, empty and private, the first of name(0) to
-// name(tries-1) in dir that is not taken, and returns its path. It makes
+// name(tries-1) in dir that is not taken, and returns it open. It makes
 // dir, private, when it is missing (the first download of a files
 // directory), so that later ones cost no check of it.
-func createFree(dir string, tries int, name func(int) string) (string, error) {
+func createFree(dir string, tries int, name func(int) string) (*os.File, error) {
 	for i := range tries {
 		path := filepath.Join(dir, name(i))
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -98,7 +105,7 @@ func createFree(dir string, tries int, name func(int) string) (string, error) {
 			// Private to the daemon's user, as TDLib keeps its files
 			// under the data directory.
 			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return "", err
+				return nil, err
 			}
 			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		}
@@ -106,11 +113,11 @@ func createFree(dir string, tries int, name func(int) string) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return path, f.Close()
+		return f, nil
 	}
-	return "", fmt.Errorf("%s: %s and %d more: %w", dir, name(0), tries-1, errNamesTaken)
+	return nil, fmt.Errorf("%s: %s and %d more: %w", dir, name(0), tries-1, errNamesTaken)
 }
 
 // splitName splits a cleaned file name into its stem and its extension
