@@ -191,7 +191,7 @@ func (b *Backfiller) redeliver(ctx context.Context, pkg store.Package) (int, err
 	}
 	parts := make([]tg.Message, len(keys))
 	for i, k := range keys {
-		m, err := b.p.loadPart(ctx, pkg.ID, i, k)
+		m, err := b.p.loadPart(ctx, pkg.ID, i, k, nil)
 		if err != nil {
 			return 0, err
 		}

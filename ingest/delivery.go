@@ -25,7 +25,7 @@ type DeliveryStore interface {
 	NextPutOff(ctx context.Context, account string, now time.Time) (time.Time, bool, error)
 	Lock(ctx context.Context, name string, reads ...store.Statement) (*store.Lock, error)
 	LockAhead(name string, reads ...store.Statement) *store.LockAhead
-	LookDelivery(pkg int64, dest tg.ChatID, p *store.Package, done, pending *bool) store.Statement
+	LookDelivery(pkg int64, dest tg.ChatID, p *store.Package, done, pending *bool, files *[]string) store.Statement
 	RecordWindowReport(ctx context.Context, r store.WindowReport) error
 }
 
@@ -111,13 +111,16 @@ type Deliverer struct {
 }
 
 // deliveryLook is what a delivery reads in the round trip that takes its
-// lock: its package, whether it is sent in full to its destination, and
-// whether the destination waits for a reconciliation.
+// lock: its package, whether it is sent in full to its destination,
+// whether the destination waits for a reconciliation, and the unique ids
+// of the files known to carry its parts (a part read again from its
+// source that still carries one of them needs no look of its own).
 type deliveryLook struct {
 	name    string
 	pkg     store.Package
 	done    bool
 	pending bool
+	files   []string
 	attempt *store.LockAhead // when taken ahead
 	// mark is DeliveryConfig.HoldMark's before the round trip that read
 	// pending.
@@ -132,7 +135,7 @@ func newDeliveryLook(w store.Waiting) *deliveryLook {
 }
 
 func (l *deliveryLook) reads(st DeliveryStore, w store.Waiting) []store.Statement {
-	return []store.Statement{st.LookDelivery(w.PackageID, w.Destination, &l.pkg, &l.done, &l.pending)}
+	return []store.Statement{st.LookDelivery(w.PackageID, w.Destination, &l.pkg, &l.done, &l.pending, &l.files)}
 }
 
 // NewDeliverer returns the delivery stage of p's account. m may be nil.
@@ -443,7 +446,7 @@ func (ws *Deliverer) one(ctx context.Context, ln *lane, w store.Waiting, next *s
 		m, ok := p.queuedPart(w.PackageID, k)
 		if !ok {
 			var err error
-			if m, err = p.loadPart(lctx, w.PackageID, i, k); err != nil {
+			if m, err = p.loadPart(lctx, w.PackageID, i, k, look.files); err != nil {
 				var unseen *notSeenError
 				if errors.As(err, &unseen) && w.Attempts < unreadableTries {
 					// Perhaps not in this session's view of the chat yet

@@ -194,3 +194,38 @@ func TestDeliveryRoundTrips(t *testing.T) {
 		t.Errorf("%d lock and queue rows left after the deliveries (%v), want none", left, err)
 	}
 }
+
+// A delivery whose parts a restart forgot reads them from the source
+// again (getMessage) and checks each still carries one of the package's
+// files against the unique ids its lock's looks read: no round trip of
+// its own for that, so the deliveries cost what they cost before the
+// restart.
+func TestDeliveryAfterRestartRoundTrips(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "a")
+	first, _, c, _ := tracedPipeline(t, e)
+	const n = 3
+	for i := range n {
+		files := []archivetest.File{{Name: "a.txt", Data: fmt.Appendf(nil, "after restart %d", i)}}
+		msg := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("r%d.tar", i), Data: archivetest.Tar(files)}))
+		mustHandle(t, first, msg, store.OutcomePackage)
+	}
+	p, st, _, trips := tracedPipeline(t, e) // a new process: no parts kept
+	trips.take()
+	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, st, nil).RunOnce(e.ctx)
+	if err != nil || res.Delivered != n {
+		t.Fatalf("deliver: %+v, %v; want %d delivered", res, err, n)
+	}
+	var delivery []string
+	for _, s := range trips.take() {
+		if !strings.HasPrefix(s, "SELECT") || !strings.Contains(s, "FROM waiting_deliveries") {
+			delivery = append(delivery, s)
+		}
+	}
+	if want := 3 + (n - 1); len(delivery) != want {
+		t.Errorf("%d deliveries of parts read again made %d round trips to the database, want %d:\n%s", n, len(delivery), want, strings.Join(delivery, "\n"))
+	}
+	if got := len(e.delivered()); got != n {
+		t.Errorf("destination holds %d copies, want %d", got, n)
+	}
+}

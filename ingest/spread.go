@@ -112,7 +112,7 @@ func (p *Pipeline) deliverFor(ctx context.Context, pkg store.Package, parts []tg
 		// The message as this account sees it now may carry another
 		// document (an edit): the picking account then sends the parts
 		// it holds.
-		got, err := p.readPart(ctx, pkg.ID, i, m.Key())
+		got, err := p.readPart(ctx, pkg.ID, i, m.Key(), nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, false, ctx.Err()
