@@ -327,10 +327,13 @@ func (c *Catchup) RunOnce(ctx context.Context) (Result, error) {
 		doubt := c.lst.AccessInDoubt(src.ChatID) && !member
 		sc := c.scan(ctx, src)
 		found, decision, scanErr := sc.found, sc.decision, sc.err
-		if scanErr != nil {
-			// The pages checkpointed before the failure may have made
-			// the source look caught up: what lies above the watermark
-			// is read again, once the source is due.
+		if scanErr != nil && !c.lst.IsDirty(src.ChatID) {
+			// The pages checkpointed before the failure made the source
+			// look caught up: what lies above the watermark is read
+			// again, once the source is due. A source still dirty is
+			// left as it is: marking it would wake the loop at once, and
+			// a failure that recurs (a 406, which backs nothing off)
+			// would spin it.
 			c.lst.MarkDirty(src.ChatID, listener.ReasonScanFailed)
 		}
 		if ctx.Err() != nil {

@@ -159,3 +159,30 @@ func TestFailedMessageHoldsTheWatermarkBelowIt(t *testing.T) {
 		t.Errorf("watermark %d after the second scan, want the last message %d", s.Watermark, want)
 	}
 }
+
+// A scan that keeps failing with a 406 (which TDLib asks to be dropped
+// silently, and which backs nothing off) leaves its source dirty for the
+// next cycle without waking the loop at once: the loop does not spin on
+// it.
+func TestRecurringIgnoredErrorDoesNotSpinTheLoop(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.post(w.sources[0], 0, 2)
+	in := w.start()
+	w.w.InjectError("a", tg.MethodSearchChatMessages, &tg.Error{Code: 406, Message: "CHANNEL_TOO_LARGE"}, 1000)
+	w.w.ResetCalls()
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond) // under the 2 s interval
+	defer cancel()
+	if err := in.catch.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done()
+	in.catch.Stop()
+	// The first cycle, and one more for the start's own wake.
+	if got := w.w.Calls("a")[tg.MethodSearchChatMessages]; got > 3 {
+		t.Errorf("%d searches in 1.5 s of a source failing with a 406, want at most 3: the loop spins", got)
+	}
+	if !in.lst.IsDirty(w.sources[0]) {
+		t.Error("source not dirty after its scans failed")
+	}
+}
