@@ -53,12 +53,7 @@ func TestPagesOverlapAndCheckpointInOrder(t *testing.T) {
 	w := newWorld(t, 1)
 	src := w.sources[0]
 	w.post(src, 0, 12) // three pages of four documents
-	var docs []tg.Message
-	for _, m := range w.w.Messages(src) {
-		if m.Document != nil {
-			docs = append(docs, m)
-		}
-	}
+	docs := w.documents(src)
 	in := w.start()
 	before, err := w.st.GetSource(t.Context(), src)
 	if err != nil {
@@ -116,12 +111,7 @@ func TestFailedMessageHoldsTheWatermarkBelowIt(t *testing.T) {
 	w := newWorld(t, 1)
 	src := w.sources[0]
 	w.post(src, 0, 12) // three pages of four documents
-	var docs []tg.Message
-	for _, m := range w.w.Messages(src) {
-		if m.Document != nil {
-			docs = append(docs, m)
-		}
-	}
+	docs := w.documents(src)
 	in := w.start()
 	bad := docs[9] // in the last page
 	f := &failOnce{Pipeline: in.pipe, bad: bad.ID}
@@ -185,4 +175,16 @@ func TestRecurringIgnoredErrorDoesNotSpinTheLoop(t *testing.T) {
 	if !in.lst.IsDirty(w.sources[0]) {
 		t.Error("source not dirty after its scans failed")
 	}
+}
+
+// documents returns the messages of chat that carry a document, oldest
+// first.
+func (w *world) documents(chat tg.ChatID) []tg.Message {
+	var docs []tg.Message
+	for _, m := range w.w.Messages(chat) {
+		if m.Document != nil {
+			docs = append(docs, m)
+		}
+	}
+	return docs
 }

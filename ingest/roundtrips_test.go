@@ -156,11 +156,7 @@ func TestDeliveryRoundTrips(t *testing.T) {
 	e := newEnv(t, "a")
 	p, st, c, trips := tracedPipeline(t, e)
 	const n = 3
-	for i := range n {
-		files := []archivetest.File{{Name: "a.txt", Data: fmt.Appendf(nil, "delivered %d", i)}}
-		msg := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("d%d.tar", i), Data: archivetest.Tar(files)}))
-		mustHandle(t, p, msg, store.OutcomePackage)
-	}
+	handleTars(t, e, p, c, "delivered", n)
 	due, err := st.DueWaiting(e.ctx, "a", time.Now().Add(time.Hour), 10)
 	if err != nil || len(due) != n {
 		t.Fatalf("%d deliveries due (%v), want the %d packages'", len(due), err, n)
@@ -205,11 +201,7 @@ func TestDeliveryAfterRestartRoundTrips(t *testing.T) {
 	e := newEnv(t, "a")
 	first, _, c, _ := tracedPipeline(t, e)
 	const n = 3
-	for i := range n {
-		files := []archivetest.File{{Name: "a.txt", Data: fmt.Appendf(nil, "after restart %d", i)}}
-		msg := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("r%d.tar", i), Data: archivetest.Tar(files)}))
-		mustHandle(t, first, msg, store.OutcomePackage)
-	}
+	handleTars(t, e, first, c, "after restart", n)
 	p, st, _, trips := tracedPipeline(t, e) // a new process: no parts kept
 	trips.take()
 	res, err := ingest.NewDeliverer(ingest.DeliveryConfig{}, p, st, nil).RunOnce(e.ctx)
@@ -227,5 +219,16 @@ func TestDeliveryAfterRestartRoundTrips(t *testing.T) {
 	}
 	if got := len(e.delivered()); got != n {
 		t.Errorf("destination holds %d copies, want %d", got, n)
+	}
+}
+
+// handleTars posts n tars of account "a"'s source, each new, and catalogues
+// them through p, seen by c; what names their contents.
+func handleTars(t *testing.T, e *env, p *ingest.Pipeline, c *tgsim.Client, what string, n int) {
+	t.Helper()
+	for i := range n {
+		files := []archivetest.File{{Name: "a.txt", Data: fmt.Appendf(nil, "%s %d", what, i)}}
+		msg := e.view(c, e.world.Post(e.src["a"], 0, tgsim.Post{FileName: fmt.Sprintf("%s-%d.tar", what, i), Data: archivetest.Tar(files)}))
+		mustHandle(t, p, msg, store.OutcomePackage)
 	}
 }
