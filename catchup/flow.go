@@ -49,7 +49,8 @@ func (c *Catchup) newFlow(ctx context.Context, chat tg.ChatID, era store.Era) *f
 
 // add hands page's messages over, waiting for room among the Parallel in
 // flight, and checkpoints the pages found handled meanwhile. Once a
-// message failed it waits for the others and returns the failure.
+// message or a checkpoint failed it waits for the messages in flight and
+// returns the failure.
 func (f *flow) add(page []tg.Message) error {
 	fp := &flowPage{last: page[len(page)-1].ID.ServerID(), done: make(chan struct{})}
 	fp.left.Store(int64(len(page)))
@@ -76,7 +77,10 @@ func (f *flow) add(page []tg.Message) error {
 			return err
 		})
 	}
-	return f.checkpoint()
+	if err := f.checkpoint(); err != nil {
+		return errors.Join(err, f.wait())
+	}
+	return nil
 }
 
 // checkpoint advances the watermark past the oldest pages as long as each

@@ -188,3 +188,50 @@ func (w *world) documents(chat tg.ChatID) []tg.Message {
 	}
 	return docs
 }
+
+// failingWatermark is the store, failing its first watermark write.
+type failingWatermark struct {
+	*store.Store
+	failed atomic.Bool
+}
+
+func (f *failingWatermark) AdvanceWatermark(ctx context.Context, chat tg.ChatID, w int64) error {
+	if f.failed.CompareAndSwap(false, true) {
+		return errors.New("watermark write refused")
+	}
+	return f.Store.AdvanceWatermark(ctx, chat, w)
+}
+
+// slowIngest is the pipeline, each message taking a while, counting the
+// messages in its hands.
+type slowIngest struct {
+	*ingest.Pipeline
+	inFlight atomic.Int64
+}
+
+func (s *slowIngest) Process(ctx context.Context, msg tg.Message) (store.Outcome, error) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	time.Sleep(50 * time.Millisecond)
+	return s.Pipeline.Process(ctx, msg)
+}
+
+// A scan whose watermark write fails ends only once the messages it
+// handed over are done with: none is left in flight behind it, holding
+// its prelocks.
+func TestFailedCheckpointWaitsForTheMessagesInFlight(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.post(w.sources[0], 0, 8) // two pages of four documents
+	in := w.start()
+	slow := &slowIngest{Pipeline: in.pipe}
+	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 4, Parallel: 4},
+		&failingWatermark{Store: w.st}, in.sess, in.lst, slow, nil)
+	_, err := cu.RunOnce(t.Context())
+	if n := slow.inFlight.Load(); n != 0 {
+		t.Errorf("%d messages still in flight when the scan ended", n)
+	}
+	if err == nil || !strings.Contains(err.Error(), "watermark write refused") {
+		t.Errorf("catch-up: %v, want the watermark write's failure", err)
+	}
+}
