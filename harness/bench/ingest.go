@@ -82,7 +82,7 @@ func (r *runner) ingest(ctx context.Context) error {
 	r.add(Line{Item: ItemIngest, What: fmt.Sprintf("ingest %d tar.gz packages (pipeline vs fastest raw insert)", n), Unit: "pkg/s",
 		Stashd: ours, Baseline: raw, Ratio: ours / raw, Goal: ">= 0.5",
 		Note: fmt.Sprintf("raw: COPY of the same rows in one transaction %.0f pkg/s; one batched INSERT transaction per package over 4 connections %.0f pkg/s. "+
-			"First package catalogued %.0f ms after the daemon's start. Mean time per package and stage: %s", copyRate, txRate, run.first.Seconds()*1000, stages)})
+			"The first package's commit began %.0f ms after the daemon's start. Mean time per package and stage: %s", copyRate, txRate, run.first.Seconds()*1000, stages)})
 	r.add(Line{Item: ItemIngest, What: "ingest vs per-package raw transactions", Unit: "pkg/s",
 		Stashd: ours, Baseline: txRate, Ratio: ours / txRate,
 		Note: fmt.Sprintf("same durability unit as the pipeline (one commit per package). The median of %d pairs, each the pipeline then the raw transactions: %s",
@@ -159,7 +159,7 @@ type pipelineRun struct {
 	stages string        // its mean stage times
 	trips  float64       // round trips per package, deliveries included
 	cpu    cpuUse        // CPU per package until the last was catalogued
-	first  time.Duration // from the daemon's start to its first package's commit
+	first  time.Duration // from the daemon's start to the start of its first package's commit
 }
 
 // shippedSendRate is the default send budget, sends a minute per account.
@@ -199,7 +199,8 @@ func (r *runner) pipelineRate(ctx context.Context, cpu *cpuMeter, n int, zips bo
 	got, err := e.waitCount(ctx, countPackages, n, 5*time.Minute)
 	elapsed, cpu1 := time.Since(start), cpu.sample()
 	if err == nil {
-		// A package's created_at is its transaction's start: a floor.
+		// A package's created_at is the start of the transaction that
+		// committed it.
 		var first time.Time
 		if err = e.pool.QueryRow(ctx, `SELECT min(created_at) FROM packages`).Scan(&first); err == nil {
 			run.first = first.Sub(start)
