@@ -65,9 +65,7 @@ const (
 	ReasonOverflow    = "overflow"
 	ReasonConnection  = "connection"
 	ReasonLastMessage = "last_message"
-	// ReasonScanFailed: a catch-up scan failed after checkpointing part
-	// of what it read.
-	ReasonScanFailed = "scan_failed"
+	ReasonScanFailed  = "scan_failed" // a scan failed after storing part of what it read
 )
 
 type source struct {
