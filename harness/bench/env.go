@@ -178,10 +178,13 @@ func (e *env) count(ctx context.Context, query string) (int, error) {
 }
 
 // waitCount polls query until it reaches want or timeout passes, and
-// returns the last count. The bench polls the catalogue as a user would;
-// the poll interval bounds the precision of the timing it ends.
+// returns the last count. The bench polls the catalogue as a user would.
+// A poll is a scan the server runs beside the work being timed, so polls
+// are spaced by pollGap: few while much is left, close together near the
+// end, where their spacing bounds the precision of the timing they end.
 func (e *env) waitCount(ctx context.Context, query string, want int, timeout time.Duration) (int, error) {
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
 		n, err := e.count(ctx, query)
 		if err != nil || n >= want || time.Now().After(deadline) {
@@ -190,9 +193,20 @@ func (e *env) waitCount(ctx context.Context, query string, want int, timeout tim
 		select {
 		case <-ctx.Done():
 			return n, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pollGap(n, want, time.Since(start))):
 		}
 	}
+}
+
+// pollGap is the wait before the next poll of a count at n of want after
+// elapsed: a quarter of the time the rest takes at the pace so far,
+// within [2 ms, 250 ms]; 20 ms while nothing has been counted.
+func pollGap(n, want int, elapsed time.Duration) time.Duration {
+	if n <= 0 {
+		return 20 * time.Millisecond
+	}
+	left := time.Duration(float64(elapsed) * float64(want-n) / float64(n))
+	return min(max(left/4, 2*time.Millisecond), 250*time.Millisecond)
 }
 
 const countPackages = `SELECT count(*) FROM packages`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -52,15 +53,27 @@ func (r *runner) ingest(ctx context.Context) error {
 	}
 	var runs []ingestPair
 	for range pairs {
-		run, err := r.pipelineRate(ctx, cpu, n, false, 0)
+		var run pipelineRun
+		var tx float64
+		var txCPU cpuUse
+		var err error
+		// Labelled, the goroutines of each side (the daemon's, the
+		// simulator's, the store's) can be told apart in a --cpuprofile:
+		// go tool pprof -tagfocus side=pipeline.
+		pprof.Do(ctx, pprof.Labels("side", "pipeline"), func(ctx context.Context) {
+			run, err = r.pipelineRate(ctx, cpu, n, false, 0)
+		})
 		if err != nil {
 			return err
 		}
-		tx, txCPU, err := r.rawPerPackage(ctx, cpu, run.rows, n)
+		pprof.Do(ctx, pprof.Labels("side", "raw"), func(ctx context.Context) {
+			tx, txCPU, err = r.rawPerPackage(ctx, cpu, run.rows, n)
+		})
 		if err != nil {
 			return err
 		}
 		runs = append(runs, ingestPair{run: run, tx: tx, txCPU: txCPU})
+		r.progress("ingest pair %d of %d: pipeline %.0f pkg/s, raw transactions %.0f pkg/s", len(runs), pairs, run.rate, tx)
 	}
 	slices.SortFunc(runs, func(a, b ingestPair) int { return cmp.Compare(a.ratio(), b.ratio()) })
 	var each []string
