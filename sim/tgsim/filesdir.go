@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // This file lays a client's downloads out in its files directory as
@@ -100,14 +101,14 @@ var errNamesTaken = errors.New("every name tried is taken")
 func createFree(dir string, tries int, name func(int) string) (*os.File, error) {
 	for i := range tries {
 		path := filepath.Join(dir, name(i))
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := createExclusive(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Private to the daemon's user, as TDLib keeps its files
 			// under the data directory.
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return nil, err
 			}
-			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			f, err = createExclusive(path)
 		}
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -118,6 +119,20 @@ func createFree(dir string, tries int, name func(int) string) (*os.File, error) 
 		return f, nil
 	}
 	return nil, fmt.Errorf("%s: %s and %d more: %w", dir, name(0), tries-1, errNamesTaken)
+}
+
+// createExclusive creates path, empty and private, and opens it for
+// reading and writing; it fails with fs.ErrExist when path is taken. It
+// costs the one open(2) TDLib's does: os.OpenFile would also try to
+// register the descriptor with Go's poller, three more system calls that
+// fail for a regular file, and that were a fifth of the simulator's
+// share of a download in a profile of the bench.
+func createExclusive(path string) (*os.File, error) {
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // splitName splits a cleaned file name into its stem and its extension
