@@ -123,16 +123,22 @@ func createFree(dir string, tries int, name func(int) string) (*os.File, error) 
 
 // createExclusive creates path, empty and private, and opens it for
 // reading and writing; it fails with fs.ErrExist when path is taken. It
-// costs the one open(2) TDLib's does: os.OpenFile would also try to
-// register the descriptor with Go's poller, three more system calls that
-// fail for a regular file, and that were a fifth of the simulator's
-// share of a download in a profile of the bench.
+// costs the one open(2) TDLib's does, and a fcntl: os.OpenFile would also
+// make the descriptor non-blocking, offer it to Go's poller (which
+// refuses a regular file) and make it blocking again, five system calls
+// where os.NewFile makes one. They were a fifth of the simulator's share
+// of a download in a profile of the bench.
 func createExclusive(path string) (*os.File, error) {
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	for {
+		fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+		if err == syscall.EINTR {
+			continue // a signal (Go's preemption) came first, as os.OpenFile retries
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
 	}
-	return os.NewFile(uintptr(fd), path), nil
 }
 
 // splitName splits a cleaned file name into its stem and its extension
