@@ -61,7 +61,7 @@ func (r *runner) ingest(ctx context.Context) error {
 		// pair runs the pipeline first. In the runs whose order was
 		// logged, both sides ran faster as the run went on, and the
 		// first pair's pipeline, the first run after the server's
-		// start, ran 25 to 40 % below the two after it (1,087 against
+		// start, ran 20 to 40 % below the two after it (1,087 against
 		// 1,517 and 1,572 pkg/s in one).
 		if _, err := r.pipelineRate(ctx, cpu, warm, false, 0); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
