@@ -169,7 +169,10 @@ func TestRecurringIgnoredErrorDoesNotSpinTheLoop(t *testing.T) {
 	<-ctx.Done()
 	in.catch.Stop()
 	// The first cycle, and one more for the start's own wake.
-	if got := w.w.Calls("a")[tg.MethodSearchChatMessages]; got > 3 {
+	switch got := w.w.Calls("a")[tg.MethodSearchChatMessages]; {
+	case got == 0:
+		t.Error("no search in 1.5 s: the loop never scanned the source")
+	case got > 3:
 		t.Errorf("%d searches in 1.5 s of a source failing with a 406, want at most 3: the loop spins", got)
 	}
 	if !in.lst.IsDirty(w.sources[0]) {
@@ -207,9 +210,11 @@ func (f *failingWatermark) AdvanceWatermark(ctx context.Context, chat tg.ChatID,
 type slowIngest struct {
 	*ingest.Pipeline
 	inFlight atomic.Int64
+	handed   atomic.Int64 // every message handed over
 }
 
 func (s *slowIngest) Process(ctx context.Context, msg tg.Message) (store.Outcome, error) {
+	s.handed.Add(1)
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	time.Sleep(50 * time.Millisecond)
@@ -228,6 +233,9 @@ func TestFailedCheckpointWaitsForTheMessagesInFlight(t *testing.T) {
 	cu := catchup.New(catchup.Config{Account: "a", Owner: "test", Sources: w.sources, PageSize: 4, Parallel: 4},
 		&failingWatermark{Store: w.st}, in.sess, in.lst, slow, nil)
 	_, err := cu.RunOnce(t.Context())
+	if slow.handed.Load() == 0 {
+		t.Fatal("no message handed over: the scan never had any in flight")
+	}
 	if n := slow.inFlight.Load(); n != 0 {
 		t.Errorf("%d messages still in flight when the scan ended", n)
 	}
