@@ -68,27 +68,12 @@ func (r *runner) ingest(ctx context.Context) error {
 		}
 	}
 	for range pairs {
-		var run pipelineRun
-		var tx float64
-		var txCPU cpuUse
-		var err error
-		// Labelled, the goroutines of each side (the daemon's, the
-		// simulator's, the store's) can be told apart in a --cpuprofile:
-		// go tool pprof -tagfocus side=pipeline.
-		pprof.Do(ctx, pprof.Labels("side", "pipeline"), func(ctx context.Context) {
-			run, err = r.pipelineRate(ctx, cpu, n, false, 0)
-		})
+		p, err := r.runPair(ctx, cpu, n)
 		if err != nil {
 			return err
 		}
-		pprof.Do(ctx, pprof.Labels("side", "raw"), func(ctx context.Context) {
-			tx, txCPU, err = r.rawPerPackage(ctx, cpu, run.rows, n)
-		})
-		if err != nil {
-			return err
-		}
-		runs = append(runs, ingestPair{run: run, tx: tx, txCPU: txCPU})
-		r.progress("ingest pair %d of %d: pipeline %.0f pkg/s, raw transactions %.0f pkg/s", len(runs), pairs, run.rate, tx)
+		runs = append(runs, p)
+		r.progress("ingest pair %d of %d: pipeline %.0f pkg/s, raw transactions %.0f pkg/s", len(runs), pairs, p.run.rate, p.tx)
 	}
 	slices.SortFunc(runs, func(a, b ingestPair) int { return cmp.Compare(a.ratio(), b.ratio()) })
 	var each []string
@@ -179,6 +164,25 @@ type ingestPair struct {
 }
 
 func (p ingestPair) ratio() float64 { return p.run.rate / p.tx }
+
+// runPair runs the pipeline on n packages, then the raw transactions on
+// the rows it wrote. Each side's goroutines (the daemon's, the
+// simulator's, the store's) carry a profiler label, so that a
+// --cpuprofile tells them apart: go tool pprof -tagfocus side=pipeline.
+func (r *runner) runPair(ctx context.Context, cpu *cpuMeter, n int) (ingestPair, error) {
+	var p ingestPair
+	var err error
+	pprof.Do(ctx, pprof.Labels("side", "pipeline"), func(ctx context.Context) {
+		p.run, err = r.pipelineRate(ctx, cpu, n, false, 0)
+	})
+	if err != nil {
+		return p, err
+	}
+	pprof.Do(ctx, pprof.Labels("side", "raw"), func(ctx context.Context) {
+		p.tx, p.txCPU, err = r.rawPerPackage(ctx, cpu, p.run.rows, n)
+	})
+	return p, err
+}
 
 // pipelineRun is what pipelineRate measured.
 type pipelineRun struct {
