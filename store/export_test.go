@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"stashd/tg"
 )
 
 // SetFlushTimeout bounds s's group commits to d instead of a minute; it
@@ -90,3 +92,34 @@ const SkipIDsSQL = skipIDsSQL
 
 // DueWaitingSQL is DueWaiting's query.
 const DueWaitingSQL = dueWaitingSQL
+
+// KeyPlansSQL is the setting the group commit, Look and the lock attempts
+// run their statements under.
+const KeyPlansSQL = keyPlansSQL
+
+// HotStatements are the statements s sends for every package and every
+// delivery, by what they do, for their plan check.
+func HotStatements(s *Store) map[string]string {
+	var b bool
+	var ids []string
+	var found Found
+	return map[string]string{
+		"look message and files":           LookMessageAndFiles(tg.MessageKey{}, []string{"u"}, &Document{}, &found, &found).SQL,
+		"catalogue a new package":          newPackageSQL,
+		"catalogue a package step by step": insertPackageSQL,
+		"record a message":                 recordStatement(SourceMessage{}, nil).SQL,
+		"record a message by hash":         recordStatement(SourceMessage{}, []byte{1}).SQL,
+		"look package by hash":             LookPackageByHash([]byte{1}, &found).SQL,
+		"look package by signature":        LookPackageBySignature([]byte{1}, 0, &found, &b).SQL,
+		"link contained packages":          fmt.Sprintf(containmentSQL, packageID),
+		"look delivery":                    s.LookDelivery(1, -1, &Package{}, &b, &b, &ids).SQL,
+		"write intents":                    IntentSQL(),
+		"record sent": func() string {
+			st, _ := s.markSentStatements(context.Background(), []Delivery{{}}, []tg.MessageID{1})
+			return st[0].SQL
+		}(),
+		"clear queue row": ClearWaitingStatement(1, -1).SQL,
+		"take lock":       lockSQL,
+		"let lock go":     unlockSQL,
+	}
+}

@@ -24,7 +24,7 @@ import (
 // committer's free flusher takes the units waiting, up to GroupCommitSize,
 // and sends them as one pipelined batch:
 //
-//	BEGIN; SET LOCAL plan_cache_mode …; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
+//	BEGIN; <keyPlansSQL>; SAVEPOINT u; <unit 1>; RELEASE u; SAVEPOINT u; <unit 2>; RELEASE u; …; COMMIT
 //
 // A batch of one unit goes without its savepoint (BEGIN; <unit>; COMMIT):
 // its failure rolls back the whole transaction, which held nothing else.
@@ -370,7 +370,7 @@ func runUnits(ctx context.Context, conn *pgx.Conn, units []*unit) (rest []*unit,
 		serial := false
 		if begin {
 			b.Queue("BEGIN")
-			b.Queue(genericPlansSQL)
+			b.Queue(keyPlansSQL)
 			if serial = anySerial(units); serial {
 				b.Queue(serialLockSQL)
 			}
@@ -447,7 +447,7 @@ func readBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, begin, serial,
 		return err
 	}
 	if begin {
-		opening := 2 // BEGIN, genericPlansSQL
+		opening := 2 // BEGIN, keyPlansSQL
 		if serial {
 			opening++ // serialLockSQL
 		}

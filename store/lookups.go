@@ -251,17 +251,24 @@ func lookIDWith(sql string, out *Found, also []any, args ...any) Statement {
 	}}
 }
 
-// genericPlansSQL makes the statements after it in a transaction run on
-// their prepared statement's generic plan. The catalogue's hot statements
+// keyPlansSQL makes the statements after it in a transaction run on their
+// prepared statement's generic plan, a plan that reads every table by
+// one of its indexes where one serves. The catalogue's hot statements
 // take arrays (= ANY($1), unnest($1)), and for those PostgreSQL's default
 // (plan_cache_mode auto) plans every execution anew, which costs more than
-// running it; their generic plans are as good (every lookup is by key).
-// Search statements are not prepared and keep the default.
-const genericPlansSQL = "SET LOCAL plan_cache_mode TO force_generic_plan"
+// running it. A generic plan is made once a connection, from the
+// statistics of that moment, and kept: made on a catalogue still empty (a
+// new deployment, a first backfill) it reads small tables whole (a hash
+// join over every package, every lock row), and goes on reading them whole
+// as they grow, until an ANALYZE happens to replan it. Every lookup here
+// is by key, so seq scans are put off (enable_seqscan: a table no index
+// serves is still read whole). Search statements are not prepared and keep
+// the defaults.
+const keyPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
 // Look runs reads (Look… statements, and what rides with them: a lock
-// attempt) as one transaction, on generic plans, in one round trip: BEGIN,
-// genericPlansSQL, the statements, COMMIT. A statement that fails undoes
+// attempt) as one transaction, on generic plans by key, in one round trip: BEGIN,
+// keyPlansSQL, the statements, COMMIT. A statement that fails undoes
 // the others and its error is returned; else the first failure of a Read
 // is.
 func (s *Store) Look(ctx context.Context, stmts ...Statement) error {
@@ -277,7 +284,7 @@ type batchSender interface {
 func look(ctx context.Context, q batchSender, stmts []Statement) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(genericPlansSQL)
+	b.Queue(keyPlansSQL)
 	for _, st := range stmts {
 		b.Queue(st.SQL, st.Args...)
 	}
