@@ -14,8 +14,9 @@ import (
 )
 
 // Tracer reports each round trip to Sent: a statement by its SQL, a batch
-// as "batch of N: " and the SQL of its first statement past the BEGIN and
-// SET LOCALs that open a transaction, a COPY as "COPY " and its table.
+// as "batch of N: " and the SQL of its first statement past those that
+// open a transaction (BEGIN, and the settings made by SET LOCAL or
+// set_config), a COPY as "COPY " and its table.
 type Tracer struct {
 	Sent func(what string)
 }
@@ -39,7 +40,7 @@ func (t Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBat
 		qs := d.Batch.QueuedQueries
 		first := qs[0].SQL
 		for _, q := range qs {
-			if first = q.SQL; !strings.HasPrefix(first, "BEGIN") && !strings.HasPrefix(first, "SET LOCAL") {
+			if first = q.SQL; !opening(first) {
 				break
 			}
 		}
@@ -47,6 +48,17 @@ func (t Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBat
 	}
 	t.Sent(what)
 	return ctx
+}
+
+// opening reports whether sql is one of the statements that open a
+// transaction: BEGIN, or a setting.
+func opening(sql string) bool {
+	for _, p := range []string{"BEGIN", "SET LOCAL", "SELECT set_config("} {
+		if strings.HasPrefix(sql, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (Tracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
