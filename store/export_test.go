@@ -109,6 +109,8 @@ func HotStatements(s *Store) map[string]string {
 		"catalogue a package step by step": insertPackageSQL,
 		"record a message":                 recordStatement(SourceMessage{}, nil).SQL,
 		"record a message by hash":         recordStatement(SourceMessage{}, []byte{1}).SQL,
+		"resolve dead letters":             resolveSQL,
+		"queue deliveries":                 fmt.Sprintf(queueSQL, "p.content_hash = $1"),
 		"look package by hash":             LookPackageByHash([]byte{1}, &found).SQL,
 		"look package by signature":        LookPackageBySignature([]byte{1}, 0, &found, &b).SQL,
 		"link contained packages":          fmt.Sprintf(containmentSQL, packageID),
