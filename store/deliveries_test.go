@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"stashd/store"
 	"stashd/tg"
 )
@@ -174,28 +172,7 @@ func TestIntentFindsPartFilesByIndex(t *testing.T) {
 		ANALYZE packages, remote_files, destination_copies`); err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
-	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
-		for _, q := range []string{"SET LOCAL plan_cache_mode TO force_generic_plan", "PREPARE intent AS " + store.IntentSQL()} {
-			if _, err := tx.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		rows, err := tx.Query(ctx, `EXPLAIN EXECUTE intent(10000, -7, '{0}', '{t}', 'a', NULL, NULL, NULL, NULL)`)
-		if err != nil {
-			return err
-		}
-		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, "DEALLOCATE intent")
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if text := strings.Join(plan, "\n"); !strings.Contains(text, "Index Scan using remote_files_package on remote_files") {
+	if text := genericPlan(t, st, store.IntentSQL()); !strings.Contains(text, "Index Scan using remote_files_package on remote_files") {
 		t.Errorf("the intents' statement does not look its part's file up by package:\n%s", text)
 	}
 }
