@@ -63,8 +63,13 @@ type History struct {
 func PoolConns(accounts, workers int) int32 { return int32(accounts*workers*2 + 16) }
 
 // catchupInFlight is how many messages of a page catch-up handles at once
-// for each of an account's workers.
-const catchupInFlight = 8
+// for each of an account's workers. Most of them wait for their lock or
+// their commit, which hold no download slot: the more wait together, the
+// more each group commit holds and the less CPU a package costs (the
+// ingest bench: 8 gave 0.85 of the raw transactions, 24 1.03, 32
+// 1.06-1.12, 64 1.11). Each holds its message's lock, renewed every
+// third of its TTL while it waits for a slot.
+const catchupInFlight = 32
 
 // Config configures a Daemon. Zero durations and sizes take the documented
 // defaults of the component they configure.
