@@ -22,11 +22,11 @@ func downloadOn(t *testing.T, w *world, c *wire) int64 {
 }
 
 // stalledDownload starts, on a world whose downloads stall after their
-// first chunk, the download of a document by acct1, and returns the
-// connection and the file's id.
+// first part (of 250 bytes), the download of a document by acct1, and
+// returns the connection and the file's id.
 func stalledDownload(t *testing.T) (*wire, int64) {
 	t.Helper()
-	w := newWorld(t, tgsim.Config{Seed: 2, StallDownloadRate: 1})
+	w := newWorld(t, tgsim.Config{Seed: 2, StallDownloadRate: 1, DownloadPartSize: 250})
 	_, path := startServer(t, w.World)
 	c := dialWire(t, path)
 	id := downloadOn(t, w, c)

@@ -21,7 +21,7 @@ import (
 // start removes those last written more than an hour before and keeps
 // the recent ones; TDLib, finding a file gone, downloads it again.
 func TestStartRemovesStaleDownloadsThroughStandIn(t *testing.T) {
-	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir(), SendLatency: 2 * time.Second})
+	world := tgsim.NewWorld(tgsim.Config{Seed: 6, FilesDir: t.TempDir(), SendLatency: 2 * time.Second, DownloadPartSize: 1000})
 	world.AddAccount("acct1", false)
 	channel := world.AddChat(tg.KindChannel, "source", "acct1")
 	dir, _ := serveWorld(t, world)

@@ -605,7 +605,7 @@ func TestLatencyHonoursContextAndClose(t *testing.T) {
 
 func TestDownload(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{})
+	f := newFixture(t, Config{DownloadPartSize: 250})
 	if err := f.c.OpenChat(f.ctx, f.chat); err != nil {
 		t.Fatal(err)
 	}

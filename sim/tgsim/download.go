@@ -12,8 +12,27 @@ import (
 	"stashd/tg"
 )
 
-// downloadChunks is how many progress steps a download takes.
-const downloadChunks = 4
+// TDLib downloads a file of known size in parts of 64 KiB, doubled while
+// the file would take more than 4,000 parts, up to 512 KiB
+// (PartsManager::init).
+const (
+	tdlibPartSize    = 64 << 10
+	tdlibMaxPartSize = 512 << 10
+	tdlibMaxParts    = 4000
+)
+
+// partSize is the size of the parts a download of size bytes writes:
+// Config.DownloadPartSize when set, else TDLib's.
+func (w *World) partSize(size int) int {
+	if w.cfg.DownloadPartSize > 0 {
+		return w.cfg.DownloadPartSize
+	}
+	ps := tdlibPartSize
+	for ps < tdlibMaxPartSize && (size+ps-1)/ps > tdlibMaxParts {
+		ps *= 2
+	}
+	return ps
+}
 
 // downloadFault is what the world does to one download.
 type downloadFault int
@@ -34,9 +53,11 @@ var (
 )
 
 // DownloadFile implements tg.Client like an asynchronous downloadFile: it
-// returns the file's current state at once and writes the bytes in a few
-// chunks, reporting each as a FileUpdated and the last with DownloadDone
-// and LocalPath. As TDLib, it writes them to a file of the instance's
+// returns the file's current state at once and writes the bytes in parts
+// (World.partSize), reporting each but the last as a FileUpdated, and the
+// last with DownloadDone and LocalPath: TDLib reports no progress between
+// a download's start and its end when the file is one part
+// (FileDownloader::on_progress). As TDLib, it writes them to a file of the instance's
 // files directory's temp/ and, once complete, moves that to documents/
 // under the document's cleaned name (filesdir.go). A file this
 // client has already downloaded (and whose local copy still exists) is
@@ -51,9 +72,11 @@ var (
 // (TDLib's file database): an instance started later on it sees those
 // files as they were, and goes on from them (recallFile).
 //
-// With Config.StallDownloadRate a download stops after its first chunk and
-// reports nothing more until cancelled; with Config.FailDownloadRate it ends
-// after its first chunk with a FileUpdated neither active nor complete.
+// With Config.StallDownloadRate a download stops after its first part
+// and reports nothing more until cancelled; with Config.FailDownloadRate
+// it ends after its first part with a FileUpdated neither active nor
+// complete. A part that would complete the file is never written by a
+// faulty download: a file of one part stops before its first byte.
 func (c *Client) DownloadFile(ctx context.Context, id int32) (tg.File, error) {
 	return call(ctx, c, tg.MethodDownloadFile, func() (tg.File, error) {
 		w := c.w
@@ -215,7 +238,7 @@ func onDisk(path string, size int64) bool {
 	return err == nil && st.Size() >= size
 }
 
-// download writes data in chunks to the partial file part from its offset
+// download writes data in parts to the partial file part from its offset
 // from (a new file numbered temp when part is ""), spreading SendLatency
 // over them, then moves it into documents/. It gives up quietly when the
 // client closes.
@@ -238,7 +261,7 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 		}
 	}
 	if err == nil {
-		err = c.writeChunks(cf, f, data, fault, cancel, from)
+		err = c.writeParts(cf, f, data, fault, cancel, from)
 	}
 	var final string
 	if err == nil {
@@ -278,10 +301,12 @@ func (c *Client) download(cf *clientFile, data []byte, fault downloadFault, canc
 	c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
 }
 
-// writeChunks writes data in downloadChunks steps, reporting progress after
-// every step but the last (the caller reports completion). A faulty
-// download stops after its first step: a stall waits, silent, for a cancel.
-func (c *Client) writeChunks(cf *clientFile, f *os.File, data []byte, fault downloadFault, cancel <-chan struct{}, from int64) error {
+// writeParts writes data from offset from in parts, reporting progress
+// after every part but the last (the caller reports completion), and
+// spreads SendLatency over the parts and the move into place. A faulty
+// download stops after its first part, or before it when that part would
+// complete the file: a stall waits, silent, for a cancel.
+func (c *Client) writeParts(cf *clientFile, f *os.File, data []byte, fault downloadFault, cancel <-chan struct{}, from int64) error {
 	defer f.Close()
 	from = min(from, int64(len(data)))
 	if err := f.Truncate(from); err != nil {
@@ -293,8 +318,8 @@ func (c *Client) writeChunks(cf *clientFile, f *os.File, data []byte, fault down
 	if fault == downloadGone {
 		return errDownloadGone
 	}
-	step := max((len(data)+downloadChunks-1)/downloadChunks, 1)
-	pause := c.w.cfg.SendLatency / downloadChunks
+	step := c.w.partSize(len(data))
+	pause := c.w.cfg.SendLatency / time.Duration((len(data)-int(from)+step-1)/step+1)
 	for off := int(from); off < len(data); off += step {
 		if err := c.pause(pause, cancel); err != nil {
 			return err
@@ -303,31 +328,40 @@ func (c *Client) writeChunks(cf *clientFile, f *os.File, data []byte, fault down
 			return err
 		}
 		end := min(off+step, len(data))
+		if fault != downloadOK && end == len(data) {
+			return c.downloadFault(fault, cancel)
+		}
 		if _, err := f.Write(data[off:end]); err != nil {
 			return fmt.Errorf("write download file: %w", err)
 		}
-		if end < len(data) || fault != downloadOK {
+		if end < len(data) {
 			c.w.mu.Lock()
 			cf.downloaded = int64(end)
 			c.enqueue(tg.FileUpdated{File: c.fileView(cf)})
 			c.w.mu.Unlock()
 		}
-		switch fault {
-		case downloadFail:
-			return errDownloadFailed
-		case downloadStall:
-			select {
-			case <-cancel:
-				return errDownloadCancelled
-			case <-c.done:
-				return tg.ErrClosed
-			}
+		if fault != downloadOK {
+			return c.downloadFault(fault, cancel)
 		}
 	}
 	if err := c.pause(pause, cancel); err != nil {
 		return err
 	}
 	return f.Close()
+}
+
+// downloadFault ends a faulty download: at once when it fails, once
+// cancelled or closed when it stalls.
+func (c *Client) downloadFault(fault downloadFault, cancel <-chan struct{}) error {
+	if fault == downloadFail {
+		return errDownloadFailed
+	}
+	select {
+	case <-cancel:
+		return errDownloadCancelled
+	case <-c.done:
+		return tg.ErrClosed
+	}
 }
 
 // pause waits d, or returns tg.ErrClosed as soon as the client closes, or

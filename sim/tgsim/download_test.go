@@ -59,7 +59,7 @@ func partFiles(t *testing.T, dir string) []string {
 // from it; deleteFile removes it.
 func TestFailDownloadRateEndsWithStoppedFile(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{FailDownloadRate: 1})
+	f := newFixture(t, Config{FailDownloadRate: 1, DownloadPartSize: 250})
 	file := startDownload(t, f)
 	end := next[tg.FileUpdated](t, f.c, func(u tg.FileUpdated) bool { return !u.File.DownloadActive }).File
 	if end.ID != file.ID || end.DownloadDone || end.LocalPath != "" || end.Downloaded <= 0 {
@@ -89,7 +89,7 @@ func TestFailDownloadRateEndsWithStoppedFile(t *testing.T) {
 // deleteFile of a running download removes what it wrote.
 func TestPartialDownloadIsKeptAndResumed(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{SendLatency: 400 * time.Millisecond})
+	f := newFixture(t, Config{SendLatency: 400 * time.Millisecond, DownloadPartSize: 1000})
 	data := make([]byte, 4000)
 	for i := range data {
 		data[i] = byte(i * 7)
@@ -196,7 +196,7 @@ func TestPartialDownloadIsKeptAndResumed(t *testing.T) {
 // cancelled: then it reports a stopped file.
 func TestStallDownloadRateStallsUntilCancelled(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{StallDownloadRate: 1})
+	f := newFixture(t, Config{StallDownloadRate: 1, DownloadPartSize: 250})
 	file := startDownload(t, f)
 	prog := next[tg.FileUpdated](t, f.c, func(tg.FileUpdated) bool { return true }).File
 	if !prog.DownloadActive || prog.Downloaded <= 0 || prog.Downloaded >= 1000 {
@@ -345,7 +345,7 @@ func TestDownloadsAreLaidOutAsTDLibLaysThemOut(t *testing.T) {
 		t.Errorf("temp/ holds %v after complete downloads; want it empty", left)
 	}
 
-	g := newFixture(t, Config{StallDownloadRate: 1})
+	g := newFixture(t, Config{StallDownloadRate: 1, DownloadPartSize: 250})
 	id := startDownload(t, g).ID
 	next(t, g.c, func(u tg.FileUpdated) bool { return u.File.ID == id && u.File.Downloaded > 0 })
 	if left := partFiles(t, g.files); !slices.Equal(left, []string{filepath.Join(g.files, "alice", "temp", "1")}) {

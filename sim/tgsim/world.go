@@ -61,6 +61,12 @@ type Config struct {
 	// with updateFile neither active nor complete, as TDLib reports a
 	// failed download. Zero never fails.
 	FailDownloadRate float64
+	// DownloadPartSize is the size in bytes of the parts a download
+	// writes, each but the last reported by an updateFile. Zero means
+	// TDLib's: 64 KiB, doubled while the file would take more than 4,000
+	// parts, up to 512 KiB. Tests of small files set it to see a download
+	// part-way.
+	DownloadPartSize int
 	// ShortPageRate is the probability that searchChatMessages returns fewer
 	// messages than it could, as TDLib may. Zero always returns full pages.
 	ShortPageRate float64
