@@ -125,3 +125,6 @@ func HotStatements(s *Store) map[string]string {
 		"let lock go":     unlockSQL,
 	}
 }
+
+// RenewLocksSQL is the statement that renews the held package locks.
+const RenewLocksSQL = renewLocksSQL

@@ -34,11 +34,14 @@ type Lock struct {
 	name  string
 	owner string
 	lost  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
 	once  sync.Once
 	// loseOnce closes lost.
 	loseOnce sync.Once
+	// next is when it is due for renewal, deadline when it is lost if no
+	// renewal landed; inRound says a renewal of it is in flight. The
+	// store's lockKeeper guards them.
+	next, deadline time.Time
+	inRound        bool
 
 	// mu guards releasing and parked. releasing is set while a unit that
 	// deletes the lock's row is being committed (releaseStatement): a
@@ -117,8 +120,8 @@ func (s *Store) lock(ctx context.Context, name string, durable bool, reads []Sta
 // held returns the Lock of a row taken by an attempt sent at since (its
 // expiry is then at the latest since + the TTL), renewed from then on.
 func (s *Store) held(name, owner string, since time.Time) *Lock {
-	l := &Lock{s: s, name: name, owner: owner, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go l.keep(s.lockTTL, since)
+	l := &Lock{s: s, name: name, owner: owner, lost: make(chan struct{})}
+	s.keepLock(l, since)
 	return l
 }
 
@@ -332,46 +335,6 @@ func (a *LockAhead) Take() *Lock {
 	return nil
 }
 
-// keep renews the lock, taken by an attempt sent at since, every ttl/3
-// until Unlock. A renewal that finds the row gone or another owner's, or
-// no renewal before the expiry (less a margin), loses it.
-func (l *Lock) keep(ttl time.Duration, since time.Time) {
-	defer close(l.done)
-	deadline := since.Add(ttl - ttl/6)
-	timer := time.NewTimer(time.Until(since.Add(ttl / 3)))
-	defer timer.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-timer.C:
-		}
-		timer.Reset(ttl / 3)
-		sent := time.Now()
-		if !sent.Before(deadline) {
-			l.lose()
-			return
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		tag, err := l.s.pool.Exec(ctx, `UPDATE package_locks SET until = now() + $3::interval WHERE name = $1 AND owner = $2`,
-			l.name, l.owner, ttl.String())
-		cancel()
-		switch {
-		case err == nil && tag.RowsAffected() == 1:
-			deadline = sent.Add(ttl - ttl/6)
-		case err == nil:
-			l.mu.Lock()
-			releasing := l.releasing
-			l.parked = releasing
-			l.mu.Unlock()
-			if !releasing {
-				l.lose()
-			}
-			return // when releasing: released() or UnlockWith decides
-		}
-	}
-}
-
 func (l *Lock) lose() {
 	l.loseOnce.Do(func() { close(l.lost) })
 }
@@ -396,8 +359,9 @@ func (l *Lock) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
 // Unlock releases the lock. It is safe to call more than once.
 func (l *Lock) Unlock() {
 	l.once.Do(func() {
-		close(l.stop)
-		<-l.done
+		if round := l.s.dropLock(l); round != nil {
+			<-round
+		}
 		select {
 		case <-l.lost:
 			return // the row is another's, or gone
@@ -467,12 +431,12 @@ func (l *Lock) notReleased() {
 // stops the renewals and deletes nothing more. A unit that did not commit
 // leaves the lock held (the caller's Unlock releases it).
 //
-// It does not wait for the renewal goroutine: it runs in the group
+// It does not wait for a renewal in flight: it runs in the group
 // committer, which holds a connection and the other units' answers, and a
 // renewal may be waiting for a connection itself. A renewal in flight
 // finds the row gone and the lock releasing, and stops.
 func (l *Lock) released() {
-	l.once.Do(func() { close(l.stop) })
+	l.once.Do(func() { l.s.dropLock(l) })
 }
 
 func newStoreID() string {

@@ -38,6 +38,8 @@ type Store struct {
 	// owners are the leases this store took, whose owner its fenced
 	// writes name (leases.go).
 	owners leaseOwners
+	// keeper renews the package locks held (lockkeeper.go).
+	keeper lockKeeper
 }
 
 // Config configures Open.
