@@ -349,7 +349,7 @@ func (d *Daemon) startAccount(ctx context.Context, a Account, h *holding, waits 
 	// workers, apart from them): most of a message's time is its lock's
 	// and its catalogue's round trips, which hold no slot, and the more
 	// catalogue units wait together, the more each group commit holds.
-	ccfg.Parallel = cmp.Or(ccfg.Parallel, workers*catchupInFlight)
+	ccfg.Parallel = cmp.Or(ccfg.Parallel, min(workers*catchupInFlight, maxCatchupInFlight))
 	// A source the start could not open is opened by its next scan.
 	ccfg.Open = func(ctx context.Context, chat tg.ChatID) error {
 		_, err := r.views.Open(ctx, chat)

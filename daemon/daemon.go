@@ -71,6 +71,11 @@ func PoolConns(accounts, workers int) int32 { return int32(accounts*workers*2 + 
 // third of its TTL while it waits for a slot.
 const catchupInFlight = 32
 
+// maxCatchupInFlight bounds the messages in flight of an account's
+// catch-up whatever its workers (up to 256): each is a goroutine and a
+// lock, and past a few pages read ahead more of them fill no commit more.
+const maxCatchupInFlight = 1024
+
 // Config configures a Daemon. Zero durations and sizes take the documented
 // defaults of the component they configure.
 type Config struct {
@@ -88,8 +93,8 @@ type Config struct {
 	// Workers per account: how many messages its live queue ingests at
 	// once, and how many packages of a backlog catch-up downloads, hashes
 	// and lists at once; zero means 4. Catch-up keeps catchupInFlight
-	// times as many messages of a page in flight (Catchup.Parallel, when
-	// zero).
+	// times as many messages of a page in flight, at most
+	// maxCatchupInFlight (Catchup.Parallel, when zero).
 	Workers int
 	// ViewSettle is how long after opening a destination an account takes
 	// its session's view of it as current (tg.Views); zero means
