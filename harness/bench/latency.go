@@ -239,7 +239,7 @@ func (r *runner) latency(ctx context.Context) error {
 	// latency, no request limit): the live messages' commits wait for
 	// flushers that carry the backlog's large group commits, and the two
 	// share the CPU. A worst case; no goal.
-	bl, blFor, blRate := 50000, 10*time.Second, rate
+	bl, blFor, blRate := 80000, 10*time.Second, rate
 	if r.o.Quick {
 		bl, blFor = 200, time.Second
 	}
