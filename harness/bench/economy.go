@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"stashd/daemon"
@@ -36,6 +38,9 @@ var ingestMethods = map[string]bool{
 	tg.MethodSendMessageAlbum: true,
 	tg.MethodCreateForumTopic: true,
 }
+
+// idleByMethod prefixes the keys of stashd's idle calls by method.
+const idleByMethod = "idle_by:"
 
 func discoveryCalls(before, after map[string]int) int {
 	n := 0
@@ -139,6 +144,16 @@ func (r *runner) economy(ctx context.Context) error {
 			l.What = "calls per idle cycle (vs polling)"
 			l.Note = fmt.Sprintf("baseline's skip rules: %.0f calls (average over %d cycles: cold sources are checked every %dth cycle)",
 				out[k][stratSkip], 2*backoffEvery, backoffEvery)
+			var by []string
+			for key, v := range extra[stratOurs] {
+				if m, ok := strings.CutPrefix(key, idleByMethod); ok {
+					by = append(by, fmt.Sprintf("%s %.0f", m, v))
+				}
+			}
+			if len(by) > 0 {
+				slices.Sort(by)
+				l.Note += "; stashd's calls over its 10 idle cycles: " + strings.Join(by, ", ")
+			}
 		case cycleRestart:
 			l.What = "calls, first cycle after a restart (vs polling)"
 			l.Note = fmt.Sprintf("server requests: stashd %.0f, polling %.0f, skip rules %.0f; skip rules: %.0f calls, "+
@@ -197,7 +212,14 @@ func (r *runner) stashdEconomy(ctx context.Context, w *economyWorld) (map[string
 	if err := cycles(d, idleCycles); err != nil {
 		return nil, err
 	}
-	out[cycleIdle] = float64(discoveryCalls(before, e.world.TotalCalls())) / idleCycles
+	after := e.world.TotalCalls()
+	out[cycleIdle] = float64(discoveryCalls(before, after)) / idleCycles
+	// A figure above zero says which calls made it.
+	for m, c := range after {
+		if !ingestMethods[m] && c > before[m] {
+			out[idleByMethod+m] = float64(c - before[m])
+		}
+	}
 
 	// One new message in one topic: the calls until it is catalogued and
 	// the next catch-up cycle has completed.
@@ -229,7 +251,7 @@ func (r *runner) stashdEconomy(ctx context.Context, w *economyWorld) (map[string
 	case <-time.After(time.Minute):
 		return nil, fmt.Errorf("no catch-up cycle within a minute of the restart")
 	}
-	after := e.world.TotalCalls()
+	after = e.world.TotalCalls()
 	out[cycleRestart] = float64(discoveryCalls(before, after))
 	out[cycleRestart+"_server"] = float64(serverCalls(before, after))
 	return out, nil
