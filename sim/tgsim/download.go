@@ -52,6 +52,14 @@ var (
 	errDownloadGone      = errors.New("tgsim: no message carries the file any more")
 )
 
+// DownloadFaults returns how many downloads the world has stalled or failed
+// (Config.StallDownloadRate, Config.FailDownloadRate).
+func (w *World) DownloadFaults() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.downloadFaults
+}
+
 // DownloadFile implements tg.Client like an asynchronous downloadFile: it
 // returns the file's current state at once and writes the bytes in parts
 // (World.partSize), reporting each but the last as a FileUpdated, and the

@@ -692,11 +692,3 @@ func (w *World) eachClient(c *chat, fn func(*Client)) {
 		}
 	}
 }
-
-// DownloadFaults returns how many downloads the world has stalled or failed
-// (Config.StallDownloadRate, Config.FailDownloadRate).
-func (w *World) DownloadFaults() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.downloadFaults
-}
